@@ -1,0 +1,198 @@
+//! The shared face of an account worker: its state as others see it, and the
+//! commands others may send it.
+//!
+//! The worker thread (see `imap`) owns the IMAP session; HTTP workers only
+//! send [`Command`]s through a bounded channel and read [`Status`] from a
+//! `RwLock`. When the worker is blocked in IDLE, a command that needs it awake
+//! shuts down a clone of its socket (the only way to wake a blocking read);
+//! the worker sees the `interrupted` flag and reconnects at once, without
+//! counting it as an outage.
+
+use std::collections::BTreeMap;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+
+use crate::timestamp::now_ms;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    Connecting,
+    Connected,
+    Processing,
+    Paused,
+    Disconnected,
+    Error,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Connecting => "connecting",
+            State::Connected => "connected",
+            State::Processing => "processing",
+            State::Paused => "paused",
+            State::Disconnected => "disconnected",
+            State::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Pause,
+    Resume,
+    Reconnect,
+    Process,
+    Shutdown,
+}
+
+impl Command {
+    pub fn parse(s: &str) -> Option<Command> {
+        Some(match s {
+            "pause" => Command::Pause,
+            "resume" => Command::Resume,
+            "reconnect" => Command::Reconnect,
+            "process" => Command::Process,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub state: State,
+    /// Whether the IMAP session is up (true also while paused or processing).
+    pub connected: bool,
+    pub paused: bool,
+    pub last_error: Option<String>,
+    /// Epoch ms of the last state change.
+    pub since: i64,
+    pub last_processed_at: Option<i64>,
+}
+
+/// Commands queued per account: an operator clicks a few buttons at most, and
+/// a full queue means the worker already has more than enough to do.
+const COMMAND_QUEUE: usize = 16;
+
+pub struct Handle {
+    pub name: String,
+    tx: Sender<Command>,
+    status: RwLock<Status>,
+    paused: AtomicBool,
+    /// A clone of the socket while the worker is blocked in IDLE.
+    idle_socket: Mutex<Option<TcpStream>>,
+    interrupted: AtomicBool,
+}
+
+impl Handle {
+    /// A handle and the receiving end for its worker.
+    pub fn new(name: &str) -> (Arc<Handle>, Receiver<Command>) {
+        let (tx, rx) = crossbeam_channel::bounded(COMMAND_QUEUE);
+        let h = Arc::new(Handle {
+            name: name.to_string(),
+            tx,
+            status: RwLock::new(Status {
+                state: State::Disconnected,
+                connected: false,
+                paused: false,
+                last_error: None,
+                since: now_ms(),
+                last_processed_at: None,
+            }),
+            paused: AtomicBool::new(false),
+            idle_socket: Mutex::new(None),
+            interrupted: AtomicBool::new(false),
+        });
+        (h, rx)
+    }
+
+    pub fn status(&self) -> Status {
+        self.status.read().clone()
+    }
+
+    pub fn set_state(&self, state: State) {
+        let mut s = self.status.write();
+        if s.state != state {
+            s.state = state;
+            s.since = now_ms();
+        }
+        s.connected = matches!(state, State::Connected | State::Processing | State::Paused);
+        s.paused = self.is_paused();
+    }
+
+    pub fn set_error(&self, error: Option<String>) {
+        self.status.write().last_error = error;
+    }
+
+    pub fn mark_processed(&self) {
+        self.status.write().last_processed_at = Some(now_ms());
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
+    /// Sends a command. Pause takes effect on the flag at once (the worker
+    /// checks it before each message), so it never needs to wake the worker.
+    /// Returns the state an observer should expect next.
+    pub fn send(&self, cmd: Command) -> Result<State, &'static str> {
+        match cmd {
+            Command::Pause => {
+                self.paused.store(true, Ordering::SeqCst);
+                let mut s = self.status.write();
+                s.paused = true;
+                if s.connected {
+                    s.state = State::Paused;
+                    s.since = now_ms();
+                }
+                return Ok(s.state);
+            }
+            Command::Resume => {
+                self.paused.store(false, Ordering::SeqCst);
+                let mut s = self.status.write();
+                s.paused = false;
+                if s.state == State::Paused {
+                    s.state = State::Connected;
+                    s.since = now_ms();
+                }
+            }
+            _ => {}
+        }
+        match self.tx.try_send(cmd) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+            Err(TrySendError::Full(_)) => return Err("the account's command queue is full; try again"),
+        }
+        self.wake();
+        Ok(match cmd {
+            Command::Reconnect => State::Connecting,
+            _ => self.status.read().state,
+        })
+    }
+
+    /// Wakes the worker if it is blocked in IDLE.
+    pub fn wake(&self) {
+        if let Some(sock) = self.idle_socket.lock().take() {
+            self.interrupted.store(true, Ordering::SeqCst);
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Called by the worker around a blocking IDLE.
+    pub fn set_idle_socket(&self, sock: Option<TcpStream>) {
+        *self.idle_socket.lock() = sock;
+    }
+
+    /// Whether the last connection error was our own wake-up; clears the flag.
+    pub fn take_interrupted(&self) -> bool {
+        self.interrupted.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// Every configured account by name.
+pub type Registry = BTreeMap<String, Arc<Handle>>;

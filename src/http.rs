@@ -1,0 +1,312 @@
+//! The HTTP server: a fixed pool of named threads sharing one
+//! `tiny_http::Server`, as rouille and tiny_http's own examples do.
+//!
+//! Each worker loops on `recv()`, turns the request into a [`Req`] (body read
+//! up to 1 MiB), calls [`crate::api::route`] inside `catch_unwind` (a panic
+//! answers 500 and the worker lives on), counts the request in metrics and
+//! logs failures. There is no middleware stack: everything that wraps a
+//! handler is in [`handle`]. Shutdown calls `unblock()` once per worker.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use parking_lot::RwLock;
+use serde::Serialize;
+use tiny_http::{Header, Server};
+
+use crate::account;
+use crate::auth::LoginLimiter;
+use crate::config::{Config, Loaded};
+use crate::logging::LogRing;
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::webhook::Webhooks;
+
+/// Largest request body accepted; larger ones get 413 unread.
+pub const MAX_BODY: usize = 1 << 20;
+
+/// Everything a handler may use. Shared by all HTTP workers.
+pub struct Ctx {
+    pub loaded: RwLock<Arc<Loaded>>,
+    pub store: Arc<Store>,
+    pub metrics: Arc<Metrics>,
+    pub accounts: account::Registry,
+    pub logs: Arc<LogRing>,
+    pub webhooks: Arc<Webhooks>,
+    pub started: Instant,
+    pub session_secret: Vec<u8>,
+    pub limiter: LoginLimiter,
+}
+
+impl Ctx {
+    pub fn config(&self) -> Arc<Loaded> {
+        self.loaded.read().clone()
+    }
+}
+
+/// A request as handlers see it: already read, parsed and size-checked.
+pub struct Req {
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The client's address: the peer, or what a trusted proxy says.
+    pub client_ip: IpAddr,
+    /// Whether the client reached us over HTTPS (through a trusted proxy).
+    pub secure: bool,
+    /// `Host` as the client sent it (or the trusted proxy forwarded it).
+    pub host: Option<String>,
+}
+
+impl Req {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A response before it is written.
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json<T: Serialize>(status: u16, value: &T) -> Reply {
+        Reply {
+            status,
+            content_type: "application/json",
+            headers: Vec::new(),
+            body: serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()),
+        }
+    }
+
+    pub fn ok<T: Serialize>(value: &T) -> Reply {
+        Self::json(200, value)
+    }
+
+    /// The error body of every API error: `{"error": "..."}`.
+    pub fn error(status: u16, message: impl Into<String>) -> Reply {
+        let mut r = Self::json(status, &serde_json::json!({ "error": message.into() }));
+        if status == 401 {
+            r.headers.push(("WWW-Authenticate".into(), "Bearer".into()));
+        }
+        r
+    }
+
+    pub fn text(status: u16, content_type: &'static str, body: impl Into<Vec<u8>>) -> Reply {
+        Reply {
+            status,
+            content_type,
+            headers: Vec::new(),
+            body: body.into(),
+        }
+    }
+
+    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Reply {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// Binds the listening socket. Done before any other thread starts, so a
+/// taken port stops the process with nothing else running.
+pub fn bind(config: &Config) -> Result<(TcpListener, SocketAddr), String> {
+    let ip: IpAddr = config
+        .server
+        .bind
+        .parse()
+        .map_err(|_| format!("server.bind: invalid address {:?}", config.server.bind))?;
+    let addr = SocketAddr::new(ip, config.server.port);
+    match TcpListener::bind(addr) {
+        Ok(l) => Ok((l, addr)),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!("address in use: {addr}")),
+        Err(e) => Err(format!("cannot listen on {addr}: {e}")),
+    }
+}
+
+pub struct HttpServer {
+    server: Arc<Server>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl HttpServer {
+    pub fn start(listener: TcpListener, ctx: Arc<Ctx>, workers: usize) -> std::io::Result<HttpServer> {
+        let server = Arc::new(
+            Server::from_listener(listener, None).map_err(|e| std::io::Error::other(e.to_string()))?,
+        );
+        let mut handles = Vec::with_capacity(workers);
+        for i in 0..workers {
+            let server = server.clone();
+            let ctx = ctx.clone();
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("http-{i}"))
+                    .spawn(move || worker(&server, &ctx))?,
+            );
+        }
+        Ok(HttpServer {
+            server,
+            workers: handles,
+        })
+    }
+
+    /// Stops accepting requests and waits for requests in hand to finish.
+    pub fn stop(self) {
+        for _ in &self.workers {
+            self.server.unblock();
+        }
+        for w in self.workers {
+            let _ = w.join();
+        }
+    }
+}
+
+fn worker(server: &Server, ctx: &Ctx) {
+    loop {
+        match server.recv() {
+            Ok(request) => handle(ctx, request),
+            Err(e) if e.kind() == std::io::ErrorKind::Other || e.kind() == std::io::ErrorKind::Interrupted => {
+                // `unblock()` makes recv return an error: time to stop.
+                return;
+            }
+            Err(e) => {
+                log::warn!("http: accepting a request failed: {e}");
+                return;
+            }
+        }
+    }
+}
+
+fn trusted(config: &Config, peer: IpAddr) -> bool {
+    config
+        .server
+        .trusted_proxies
+        .iter()
+        .filter_map(|n| crate::config::parse_net(n))
+        .any(|n| n.contains(&peer))
+}
+
+fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Reply> {
+    let config = ctx.config();
+    let peer = request
+        .remote_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let headers: Vec<(String, String)> = request
+        .headers()
+        .iter()
+        .map(|h| (h.field.as_str().as_str().to_string(), h.value.as_str().to_string()))
+        .collect();
+    let get = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let from_proxy = trusted(&config.config, peer);
+    let client_ip = from_proxy
+        .then(|| get("X-Forwarded-For"))
+        .flatten()
+        .and_then(|v| v.rsplit(',').next().and_then(|s| s.trim().parse().ok()))
+        .unwrap_or(peer);
+    let secure = from_proxy && get("X-Forwarded-Proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let host = from_proxy
+        .then(|| get("X-Forwarded-Host"))
+        .flatten()
+        .or_else(|| get("Host"));
+    let url = request.url().to_string();
+    let (path, qs) = url.split_once('?').unwrap_or((&url, ""));
+    let query = url::form_urlencoded::parse(qs.as_bytes()).into_owned().collect();
+    let path = percent_decode(path);
+    let method = request.method().as_str().to_ascii_uppercase();
+    if request.body_length().is_some_and(|n| n > MAX_BODY) {
+        return Err(Reply::error(413, "request body is larger than 1 MiB"));
+    }
+    let mut body = Vec::new();
+    if let Err(e) = request.as_reader().take(MAX_BODY as u64 + 1).read_to_end(&mut body) {
+        return Err(Reply::error(400, format!("reading the request body failed: {e}")));
+    }
+    if body.len() > MAX_BODY {
+        return Err(Reply::error(413, "request body is larger than 1 MiB"));
+    }
+    Ok(Req {
+        method,
+        path,
+        query,
+        headers,
+        body,
+        client_ip,
+        secure,
+        host,
+    })
+}
+
+fn percent_decode(path: &str) -> String {
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// The one wrapper around every handler call.
+fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
+    let started = Instant::now();
+    let (reply, route, method, path) = match read_request(ctx, &mut request) {
+        Ok(req) => {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::api::route(ctx, &req)));
+            let (reply, route) = match outcome {
+                Ok(r) => r,
+                Err(panic) => {
+                    let msg = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    log::error!("http: handler for {} {} panicked: {msg}", req.method, req.path);
+                    (Reply::error(500, "internal error"), "panic")
+                }
+            };
+            (reply, route, req.method, req.path)
+        }
+        Err(reply) => (reply, "invalid", request.method().to_string(), request.url().to_string()),
+    };
+    ctx.metrics
+        .http_requests
+        .with_label_values(&[route, &reply.status.to_string()])
+        .inc();
+    if reply.status >= 500 {
+        log::error!("http: {method} {path} -> {} in {:?}", reply.status, started.elapsed());
+    } else {
+        log::debug!("http: {method} {path} -> {} in {:?}", reply.status, started.elapsed());
+    }
+    let mut response = tiny_http::Response::from_data(reply.body).with_status_code(reply.status);
+    let mut add = |k: &str, v: &str| {
+        if let Ok(h) = Header::from_bytes(k.as_bytes(), v.as_bytes()) {
+            response.add_header(h);
+        }
+    };
+    add("Content-Type", reply.content_type);
+    add("X-Content-Type-Options", "nosniff");
+    add("Cache-Control", "no-store");
+    for (k, v) in &reply.headers {
+        add(k, v);
+    }
+    if let Err(e) = request.respond(response) {
+        log::debug!("http: writing the response failed: {e}");
+    }
+}

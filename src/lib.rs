@@ -1,0 +1,18 @@
+//! mailproc: watches IMAP mailboxes, classifies new mail with rules and a
+//! language model, acts on it, records everything, and serves an HTTP API.
+//!
+//! The binary (`main.rs`) only wires these modules together; the library
+//! exists so integration tests and benchmarks can use the store directly.
+#![forbid(unsafe_code)]
+
+pub mod account;
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod http;
+pub mod logging;
+pub mod metrics;
+pub mod service;
+pub mod store;
+pub mod timestamp;
+pub mod webhook;

@@ -1,0 +1,142 @@
+//! The `mailproc` command: parses the command line, loads the configuration
+//! and hands over to `service::run`. Nothing else happens here.
+#![forbid(unsafe_code)]
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use mailproc::{auth, config, logging, service, store::Store};
+
+const USAGE: &str = "\
+usage: mailproc [--config PATH] [COMMAND]
+
+commands:
+  run                 run the service (the default)
+  check-config        validate the configuration and list every problem
+  set-password USER   create USER or reset its password (read from the terminal or stdin)
+
+options:
+  --config PATH       configuration file (default ./config.yaml)
+  --version           print the version
+  --help              print this help
+
+environment:
+  MAILPROC_LOG        log level: error, warn, info (default), debug, trace
+";
+
+enum Cmd {
+    Run,
+    CheckConfig,
+    SetPassword(String),
+}
+
+fn parse_args() -> Result<(PathBuf, Cmd), String> {
+    let mut config = PathBuf::from("config.yaml");
+    let mut cmd = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--config" | "-c" => {
+                config = args.next().ok_or("--config needs a path")?.into();
+            }
+            s if s.starts_with("--config=") => config = s["--config=".len()..].into(),
+            "--version" | "-V" => {
+                println!("mailproc {}", env!("CARGO_PKG_VERSION"));
+                std::process::exit(0);
+            }
+            "--help" | "-h" => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            "run" if cmd.is_none() => cmd = Some(Cmd::Run),
+            "check-config" if cmd.is_none() => cmd = Some(Cmd::CheckConfig),
+            "set-password" if cmd.is_none() => {
+                let user = args.next().ok_or("set-password needs a user name")?;
+                cmd = Some(Cmd::SetPassword(user));
+            }
+            other => return Err(format!("unexpected argument {other:?}")),
+        }
+    }
+    Ok((config, cmd.unwrap_or(Cmd::Run)))
+}
+
+fn main() -> ExitCode {
+    let (path, cmd) = match parse_args() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("mailproc: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let loaded = match config::load(&path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mailproc: invalid configuration {}:", path.display());
+            for p in &e.problems {
+                eprintln!("  {p}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    match cmd {
+        Cmd::CheckConfig => {
+            println!(
+                "{}: ok ({} account(s), {} provider(s), {} API key(s))",
+                path.display(),
+                loaded.config.accounts.len(),
+                loaded.config.classifier.providers.len(),
+                loaded.config.dashboard.api_keys.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Cmd::SetPassword(user) => match set_password(&loaded.config, &user) {
+            Ok(()) => {
+                println!("password set for {user}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("mailproc: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Run => {
+            let logs = logging::init();
+            match service::run(loaded, logs) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    log::error!("{e}");
+                    eprintln!("mailproc: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
+    if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_control() || c == ':') {
+        return Err(format!("invalid user name {user:?}"));
+    }
+    let password = if std::io::stdin().is_terminal() {
+        let p = rpassword::prompt_password(format!("new password for {user}: "))
+            .map_err(|e| e.to_string())?;
+        let again = rpassword::prompt_password("again: ").map_err(|e| e.to_string())?;
+        if p != again {
+            return Err("the passwords differ".into());
+        }
+        p
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        line.trim_end_matches(['\r', '\n']).to_string()
+    };
+    if password.chars().count() < 8 {
+        return Err("the password must be at least 8 characters".into());
+    }
+    let store = Store::open(&config.storage.path).map_err(|e| e.to_string())?;
+    let hash = auth::hash_password(&password)?;
+    store.set_password(user, &hash).map_err(|e| e.to_string())
+}

@@ -1,0 +1,127 @@
+//! Prometheus metrics, prefix `mailproc_`, text exposition only.
+//!
+//! One registry owned by [`Metrics`]; every thread holds an `Arc` to it and
+//! updates counters directly (they are atomics, no lock is taken).
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+pub struct Metrics {
+    registry: Registry,
+    pub emails_processed: IntCounterVec,
+    pub classification_duration: Histogram,
+    pub actions: IntCounterVec,
+    pub errors: IntCounterVec,
+    pub webhook_deliveries: IntCounterVec,
+    pub webhook_dropped: IntCounter,
+    pub account_connected: IntGaugeVec,
+    pub llm_tokens: IntCounterVec,
+    pub http_requests: IntCounterVec,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let registry = Registry::new_custom(Some("mailproc".into()), None)
+            .expect("a static prefix is a valid registry");
+        fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
+            r.register(Box::new(c.clone()))
+                .expect("metric names are static and unique");
+            c
+        }
+        let counter_vec = |name: &str, help: &str, labels: &[&str]| {
+            reg(&registry, IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+        };
+        let m = Metrics {
+            emails_processed: counter_vec(
+                "emails_processed_total",
+                "Emails processed (classified and acted on, or recorded for review or dry run).",
+                &["account"],
+            ),
+            classification_duration: reg(
+                &registry,
+                Histogram::with_opts(
+                    HistogramOpts::new(
+                        "classification_duration_seconds",
+                        "Time to classify one email, rules or model.",
+                    )
+                    .buckets(vec![0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+                )
+                .expect("valid metric"),
+            ),
+            actions: counter_vec(
+                "actions_total",
+                "Actions executed on the IMAP server.",
+                &["account", "action"],
+            ),
+            errors: counter_vec(
+                "errors_total",
+                "Processing errors by kind (imap, classify, store, config).",
+                &["account", "kind"],
+            ),
+            webhook_deliveries: counter_vec(
+                "webhook_deliveries_total",
+                "Webhook deliveries by event and outcome (success, http_error, failed, refused).",
+                &["event", "outcome"],
+            ),
+            webhook_dropped: reg(
+                &registry,
+                IntCounter::new(
+                    "webhook_dropped_total",
+                    "Webhook events dropped because the delivery queue was full.",
+                )
+                .expect("valid metric"),
+            ),
+            account_connected: reg(
+                &registry,
+                IntGaugeVec::new(
+                    Opts::new("account_connected", "1 while the account's IMAP session is up."),
+                    &["account"],
+                )
+                .expect("valid metric"),
+            ),
+            llm_tokens: counter_vec(
+                "llm_tokens_total",
+                "Tokens reported by model providers, by kind (prompt, completion).",
+                &["provider", "kind"],
+            ),
+            http_requests: counter_vec(
+                "http_requests_total",
+                "HTTP requests by route and status code.",
+                &["route", "status"],
+            ),
+            registry,
+        };
+        #[cfg(target_os = "linux")]
+        {
+            let pc = prometheus::process_collector::ProcessCollector::new(
+                std::process::id() as i32,
+                "mailproc",
+            );
+            let _ = m.registry.register(Box::new(pc));
+        }
+        m
+    }
+
+    /// Makes every per-account series visible from the start, at zero.
+    pub fn init_account(&self, account: &str) {
+        self.emails_processed.with_label_values(&[account]);
+        self.account_connected.with_label_values(&[account]).set(0);
+    }
+
+    pub fn render(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        let encoder = TextEncoder::new();
+        if let Err(e) = encoder.encode(&self.registry.gather(), &mut buf) {
+            log::error!("metrics: encoding failed: {e}");
+        }
+        buf
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,111 @@
+//! Start-up and shutdown of the whole service (`mailproc run`).
+//!
+//! Order matters: the HTTP port is bound first, so a taken port ends the
+//! process before any other thread exists; then the store, the webhook
+//! thread, the account workers and finally the HTTP workers. Shutdown
+//! (SIGINT/SIGTERM) runs the other way round: stop taking requests, let each
+//! account finish the message in hand, deliver queued webhooks for up to
+//! 5 s, and return so the process exits 0.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::account::Handle;
+use crate::config::Loaded;
+use crate::http::{Ctx, HttpServer};
+use crate::logging::LogRing;
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::webhook::Webhooks;
+
+/// How often old activity is pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
+    let config = &loaded.config;
+    let (listener, addr) = crate::http::bind(config)?;
+    let store = Arc::new(Store::open(&config.storage.path).map_err(|e| e.to_string())?);
+    let session_secret = session_secret(config, &store)?;
+    let metrics = Arc::new(Metrics::new());
+
+    let (shutdown_tx, shutdown_rx) = crossbeam_channel::bounded::<()>(1);
+    ctrlc::set_handler(move || {
+        let _ = shutdown_tx.try_send(());
+    })
+    .map_err(|e| format!("installing the signal handler failed: {e}"))?;
+
+    let (webhooks, webhook_thread) =
+        Webhooks::start(config, store.clone(), metrics.clone()).map_err(|e| e.to_string())?;
+
+    let mut accounts = crate::account::Registry::new();
+    for a in &config.accounts {
+        let (h, _rx) = Handle::new(&a.name);
+        metrics.init_account(&a.name);
+        accounts.insert(a.name.clone(), h);
+    }
+
+    if crate::auth::api_is_open(config) {
+        log::warn!(
+            "NO API AUTHENTICATION: neither server.auth_token nor dashboard.api_keys is set, \
+             so anyone who reaches {addr} can read and change everything. Use this for development only."
+        );
+    }
+
+    let workers = config.server.workers;
+    let ctx = Arc::new(Ctx {
+        loaded: parking_lot::RwLock::new(Arc::new(loaded.clone())),
+        store: store.clone(),
+        metrics: metrics.clone(),
+        accounts: accounts.clone(),
+        logs,
+        webhooks: webhooks.clone(),
+        started: Instant::now(),
+        session_secret,
+        limiter: Default::default(),
+    });
+    let http = HttpServer::start(listener, ctx, workers).map_err(|e| e.to_string())?;
+    log::info!(
+        "mailproc {} listening on http://{addr} with {} account(s)",
+        env!("CARGO_PKG_VERSION"),
+        config.accounts.len()
+    );
+
+    let retention = config.storage.activity_retention.0;
+    let mut next_prune = Instant::now();
+    loop {
+        if Instant::now() >= next_prune {
+            match store.prune(retention) {
+                Ok(0) => {}
+                Ok(n) => log::info!("store: pruned {n} activity rows older than the retention"),
+                Err(e) => log::error!("{e}"),
+            }
+            next_prune = Instant::now() + PRUNE_EVERY;
+        }
+        match shutdown_rx.recv_timeout(PRUNE_EVERY) {
+            Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+        }
+    }
+
+    log::info!("shutting down");
+    http.stop();
+    webhooks.shutdown();
+    let _ = webhook_thread.join();
+    log::info!("stopped");
+    Ok(())
+}
+
+/// The key sessions are HMACed with: from the config, else stored on first run.
+fn session_secret(config: &crate::config::Config, store: &Store) -> Result<Vec<u8>, String> {
+    if let Some(s) = &config.dashboard.session_secret {
+        return Ok(s.as_bytes().to_vec());
+    }
+    if let Some(s) = store.setting("session_secret").map_err(|e| e.to_string())? {
+        return Ok(s.into_bytes());
+    }
+    let s = crate::auth::new_token();
+    store
+        .set_setting("session_secret", &s)
+        .map_err(|e| e.to_string())?;
+    Ok(s.into_bytes())
+}

@@ -1,0 +1,49 @@
+//! Wall-clock time as the service records it: milliseconds since the Unix
+//! epoch in the store, ISO 8601 UTC with milliseconds on the wire.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::OffsetDateTime;
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// `2026-11-22T23:20:36.123Z`: the form every payload and API field uses.
+pub fn iso_ms(ms: i64) -> String {
+    let fmt = format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(fmt).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".into())
+}
+
+pub fn now_iso() -> String {
+    iso_ms(now_ms())
+}
+
+/// Parses an RFC 3339 timestamp into epoch milliseconds.
+pub fn parse_iso_ms(s: &str) -> Option<i64> {
+    OffsetDateTime::parse(s, &Rfc3339)
+        .ok()
+        .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_utc_with_milliseconds() {
+        assert_eq!(iso_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_ms(1_795_994_436_007), "2026-11-29T23:20:36.007Z");
+        assert_eq!(parse_iso_ms("2026-11-29T23:20:36.007Z"), Some(1_795_994_436_007));
+    }
+}
