@@ -212,7 +212,12 @@ fn parse_fetch(out: &str) -> Vec<StoredMsg> {
             .filter(|f| !f.eq_ignore_ascii_case("\\Recent"))
             .map(str::to_string)
             .collect();
-        msgs.push(StoredMsg { mailbox, uid, flags, message_id: first_header_value(message_id) });
+        msgs.push(StoredMsg {
+            mailbox,
+            uid,
+            flags,
+            message_id: first_header_value(message_id),
+        });
     }
     msgs.sort_by(|a, b| (&a.mailbox, a.uid).cmp(&(&b.mailbox, b.uid)));
     msgs
@@ -261,13 +266,25 @@ impl Dovecot {
         for sub in ["mail", "run", "state"] {
             fs::create_dir(path.join(sub)).expect("create Dovecot sub-directory");
         }
-        run(Command::new("chown").arg("dovecot:dovecot").arg(path.join("mail")), "chown dovecot:dovecot mail");
+        run(
+            Command::new("chown")
+                .arg("dovecot:dovecot")
+                .arg(path.join("mail")),
+            "chown dovecot:dovecot mail",
+        );
 
         // EC P-256: generated in milliseconds, unlike RSA keys or DH params.
         let ca_file = path.join("ca.pem");
         run(
             Command::new("openssl")
-                .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+                .args([
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1",
+                ])
                 .args(["-nodes", "-days", "3650", "-subj", "/CN=localhost"])
                 .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
                 .arg("-keyout")
@@ -276,12 +293,17 @@ impl Dovecot {
                 .arg(&ca_file),
             "openssl req (self-signed certificate)",
         );
-        fs::set_permissions(path.join("key.pem"), fs::Permissions::from_mode(0o600)).expect("chmod key");
+        fs::set_permissions(path.join("key.pem"), fs::Permissions::from_mode(0o600))
+            .expect("chmod key");
         fs::set_permissions(&ca_file, fs::Permissions::from_mode(0o644)).expect("chmod cert");
 
-        fs::write(path.join("users"), "test:{PLAIN}secret::::::\ndemo:{PLAIN}demo::::::\n")
-            .expect("write users file");
-        fs::set_permissions(path.join("users"), fs::Permissions::from_mode(0o644)).expect("chmod users");
+        fs::write(
+            path.join("users"),
+            "test:{PLAIN}secret::::::\ndemo:{PLAIN}demo::::::\n",
+        )
+        .expect("write users file");
+        fs::set_permissions(path.join("users"), fs::Permissions::from_mode(0o644))
+            .expect("chmod users");
 
         let mut dovecot = Dovecot {
             imap_port: 0,
@@ -300,7 +322,9 @@ impl Dovecot {
             dovecot.write_config();
             match dovecot.spawn() {
                 Ok(()) => return dovecot,
-                Err(log) if log.contains("Address already in use") && attempt < START_ATTEMPTS => continue,
+                Err(log) if log.contains("Address already in use") && attempt < START_ATTEMPTS => {
+                    continue
+                }
                 Err(log) => panic!("Dovecot did not start:\n{log}"),
             }
         }
@@ -318,7 +342,9 @@ impl Dovecot {
     /// SIGTERM the master and wait until it has exited and both ports refuse
     /// connections. Dovecot 2.3 needs about one second for this.
     pub fn stop(&mut self) {
-        let Some(mut master) = self.master.take() else { return };
+        let Some(mut master) = self.master.take() else {
+            return;
+        };
         if let Ok(None) = master.try_wait() {
             let _ = Command::new("kill")
                 .args(["-TERM", &master.id().to_string()])
@@ -343,7 +369,8 @@ impl Dovecot {
         // Login processes hold the listening sockets too; they leave right
         // after the master, normally before we get here.
         let deadline = Instant::now() + STOP_TIMEOUT;
-        while (port_open(self.imap_port) || port_open(self.imaps_port)) && Instant::now() < deadline {
+        while (port_open(self.imap_port) || port_open(self.imaps_port)) && Instant::now() < deadline
+        {
             thread::sleep(POLL);
         }
     }
@@ -368,7 +395,10 @@ impl Dovecot {
         let out = self.doveadm(&["mailbox", "create", "-u", user, mailbox], None);
         let stderr = String::from_utf8_lossy(&out.stderr);
         if !out.status.success() && !stderr.contains("already exists") {
-            panic!("doveadm mailbox create -u {user} {mailbox}: {}\n{stderr}", out.status);
+            panic!(
+                "doveadm mailbox create -u {user} {mailbox}: {}\n{stderr}",
+                out.status
+            );
         }
     }
 
@@ -410,7 +440,11 @@ impl Dovecot {
             .tempdir_in(self.dir.path())
             .expect("create import maildir");
         let inbox = mailbox.eq_ignore_ascii_case("INBOX");
-        let folder = if inbox { src.path().to_path_buf() } else { src.path().join(format!(".{mailbox}")) };
+        let folder = if inbox {
+            src.path().to_path_buf()
+        } else {
+            src.path().join(format!(".{mailbox}"))
+        };
         for sub in ["cur", "new", "tmp"] {
             fs::create_dir_all(folder.join(sub)).expect("create import maildir");
         }
@@ -421,10 +455,21 @@ impl Dovecot {
         }
         // doveadm works as the `dovecot` user and writes index files into the
         // source maildir.
-        run(Command::new("chown").arg("-R").arg("dovecot:dovecot").arg(src.path()), "chown import maildir");
+        run(
+            Command::new("chown")
+                .arg("-R")
+                .arg("dovecot:dovecot")
+                .arg(src.path()),
+            "chown import maildir",
+        );
         let location = format!("maildir:{}", src.path().display());
         let target = if inbox { "INBOX" } else { mailbox };
-        let out = self.doveadm(&["import", "-u", user, &location, "", "mailbox", target, "all"], None);
+        let out = self.doveadm(
+            &[
+                "import", "-u", user, &location, "", "mailbox", target, "all",
+            ],
+            None,
+        );
         if !out.status.success() {
             panic!(
                 "doveadm import -u {user} into {mailbox}: {}\n{}",
@@ -436,7 +481,16 @@ impl Dovecot {
 
     /// Every message of every mailbox of `user`, sorted by mailbox and UID.
     pub fn messages(&self, user: &str) -> Vec<StoredMsg> {
-        let out = self.doveadm(&["fetch", "-u", user, "mailbox uid flags hdr.message-id", "all"], None);
+        let out = self.doveadm(
+            &[
+                "fetch",
+                "-u",
+                user,
+                "mailbox uid flags hdr.message-id",
+                "all",
+            ],
+            None,
+        );
         if !out.status.success() {
             panic!(
                 "doveadm fetch -u {user}: {}\n{}",
@@ -460,10 +514,16 @@ impl Dovecot {
     fn doveadm(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
         let mut cmd = Command::new(&self.doveadm_bin);
         cmd.arg("-c").arg(&self.conf).args(args);
-        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run doveadm: {e}"));
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run doveadm: {e}"));
         // Feed stdin from another thread so a large message cannot deadlock
         // against doveadm's output pipes.
         thread::scope(|scope| {
@@ -552,7 +612,9 @@ protocol imap {{
         // to start while that pid (perhaps reused) is alive.
         let _ = fs::remove_file(dir.join("run/master.pid"));
         let log_path = dir.join("dovecot.log");
-        let log_start = fs::metadata(&log_path).map(|m| m.len() as usize).unwrap_or(0);
+        let log_start = fs::metadata(&log_path)
+            .map(|m| m.len() as usize)
+            .unwrap_or(0);
         let stderr_path = dir.join("dovecot.stderr");
         let stderr = OpenOptions::new()
             .create(true)
@@ -573,7 +635,10 @@ protocol imap {{
         let new_log = || {
             let log = fs::read(&log_path).unwrap_or_default();
             let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
-            format!("{stderr}{}", String::from_utf8_lossy(log.get(log_start..).unwrap_or_default()))
+            format!(
+                "{stderr}{}",
+                String::from_utf8_lossy(log.get(log_start..).unwrap_or_default())
+            )
         };
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
@@ -587,7 +652,12 @@ protocol imap {{
             }
             if Instant::now() >= deadline {
                 self.stop();
-                return Err(format!("ports {} and {} not open after 10 s\n{}", self.imap_port, self.imaps_port, new_log()));
+                return Err(format!(
+                    "ports {} and {} not open after 10 s\n{}",
+                    self.imap_port,
+                    self.imaps_port,
+                    new_log()
+                ));
             }
             thread::sleep(POLL);
         }

@@ -1,0 +1,295 @@
+//! Starts the real `mailproc` binary on a free loopback port with a config
+//! written to a temp dir, and talks HTTP to it with ureq.
+//!
+//! `{PORT}` and `{DIR}` in the YAML given to [`Mailproc::start`] are replaced
+//! by the chosen port and the temp dir. The process is stopped by its pid
+//! (SIGTERM, then SIGKILL) when the value is dropped.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub struct Mailproc {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    pub config_path: PathBuf,
+    child: Option<Child>,
+    stderr_path: PathBuf,
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mailproc")
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A reply: status and body parsed as JSON (or `Value::String` for text).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+impl Mailproc {
+    pub fn start(yaml: &str) -> Mailproc {
+        Self::start_with_env(yaml, &[])
+    }
+
+    pub fn start_with_env(yaml: &str, env: &[(&str, &str)]) -> Mailproc {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let mut m = Mailproc {
+            port,
+            config_path: dir.path().join("config.yaml"),
+            stderr_path: dir.path().join("stderr.log"),
+            dir,
+            child: None,
+        };
+        m.write_config(yaml);
+        m.spawn(env);
+        m.wait_ready();
+        m
+    }
+
+    /// Writes the config without starting (for tests of start-up failures).
+    pub fn prepare(yaml: &str) -> Mailproc {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = Mailproc {
+            port: free_port(),
+            config_path: dir.path().join("config.yaml"),
+            stderr_path: dir.path().join("stderr.log"),
+            dir,
+            child: None,
+        };
+        m.write_config(yaml);
+        m
+    }
+
+    pub fn write_config(&mut self, yaml: &str) {
+        let text = yaml
+            .replace("{PORT}", &self.port.to_string())
+            .replace("{DIR}", self.dir.path().to_str().unwrap());
+        std::fs::write(&self.config_path, text).unwrap();
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.path().join("mailproc.db")
+    }
+
+    pub fn spawn(&mut self, env: &[(&str, &str)]) {
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.stderr_path)
+            .unwrap();
+        let mut cmd = Command::new(bin());
+        cmd.arg("--config")
+            .arg(&self.config_path)
+            .arg("run")
+            .env("MAILPROC_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        self.child = Some(cmd.spawn().expect("start mailproc"));
+    }
+
+    /// Runs the binary to completion with `args` (for check-config etc.).
+    pub fn run_cli(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
+        let mut child = Command::new(bin())
+            .arg("--config")
+            .arg(&self.config_path)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
+    }
+
+    pub fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("mailproc exited early ({st}):\n{}", self.log());
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("mailproc did not listen within 20 s:\n{}", self.log());
+    }
+
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = std::fs::File::open(&self.stderr_path) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let _ = Command::new("kill")
+            .args([&format!("-{sig}"), &self.pid().to_string()])
+            .status();
+    }
+
+    /// Waits for the process to exit by itself, at most `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        let child = self.child.as_mut()?;
+        while Instant::now() < deadline {
+            if let Some(st) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    pub fn terminate(&mut self) -> Option<ExitStatus> {
+        self.signal("TERM");
+        self.wait_exit(Duration::from_secs(15))
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Restarts the process with the same dir, config and port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn(&[]);
+        self.wait_ready();
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
+        let url = self.url(path);
+        let mut b = ureq::http::Request::builder().method(method).uri(&url);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let agent = agent();
+        let res = match body {
+            Some(body) => {
+                let has_ct = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+                if !has_ct {
+                    b = b.header("Content-Type", "application/json");
+                }
+                agent.run(b.body(body.to_string()).unwrap())
+            }
+            None => agent.run(b.body(()).unwrap()),
+        };
+        let mut res = res.unwrap_or_else(|e| panic!("{method} {url}: {e}\n{}", self.log()));
+        let status = res.status().as_u16();
+        let headers = res
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        let text = res.body_mut().read_to_string().unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+        Resp { status, headers, body, text }
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        self.request("GET", path, &[], None)
+    }
+
+    pub fn get_with(&self, path: &str, token: &str) -> Resp {
+        let auth = format!("Bearer {token}");
+        self.request("GET", path, &[("Authorization", &auth)], None)
+    }
+
+    pub fn post_with(&self, path: &str, token: &str, body: &str) -> Resp {
+        let auth = format!("Bearer {token}");
+        self.request("POST", path, &[("Authorization", &auth)], Some(body))
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Resp {
+        self.request("POST", path, &[], Some(body))
+    }
+
+    /// Polls `f` every 50 ms until it returns `Some`, at most `limit`.
+    pub fn wait_for<T>(&self, limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out after {limit:?} waiting for {what}\n--- mailproc log ---\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Mailproc {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.signal("TERM");
+            if self.wait_exit(Duration::from_secs(5)).is_none() {
+                self.kill();
+            }
+        }
+    }
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}

@@ -1,0 +1,5 @@
+//! Shared test harness: real Dovecot, the real binary, a scripted model.
+#![allow(dead_code)]
+
+pub mod dovecot;
+pub mod mailproc;
