@@ -166,7 +166,9 @@ impl Handle {
         }
         match self.tx.try_send(cmd) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
-            Err(TrySendError::Full(_)) => return Err("the account's command queue is full; try again"),
+            Err(TrySendError::Full(_)) => {
+                return Err("the account's command queue is full; try again")
+            }
         }
         self.wake();
         Ok(match cmd {

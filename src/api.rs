@@ -44,8 +44,23 @@ pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
         ["api", "export"] => ("/api/export", &["GET"]),
         ["api", "webhooks", "deliveries"] => ("/api/webhooks/deliveries", &["GET"]),
         ["api", "test-webhook"] => ("/api/test-webhook", &["POST"]),
-        ["api", ..] => return (Reply::error(404, format!("no such route: {}", req.path)), "unknown"),
-        _ => return (Reply::error(404, format!("not found: {}", req.path)), "unknown"),
+        // Fault injection for the test that proves a panicking handler
+        // answers 500 and its worker lives on; absent unless asked for.
+        ["api", "debug", "panic"] if std::env::var_os("MAILPROC_TEST_PANIC_ROUTE").is_some() => {
+            panic!("panic requested through /api/debug/panic")
+        }
+        ["api", ..] => {
+            return (
+                Reply::error(404, format!("no such route: {}", req.path)),
+                "unknown",
+            )
+        }
+        _ => {
+            return (
+                Reply::error(404, format!("not found: {}", req.path)),
+                "unknown",
+            )
+        }
     };
     if !allowed.contains(&m) {
         return (
@@ -151,7 +166,11 @@ fn same_origin(req: &Req) -> bool {
 }
 
 fn health(ctx: &Ctx) -> Reply {
-    let database = if ctx.store.ping().is_ok() { "ok" } else { "error" };
+    let database = if ctx.store.ping().is_ok() {
+        "ok"
+    } else {
+        "error"
+    };
     let mut accounts = BTreeMap::new();
     let mut all_up = true;
     for (name, h) in &ctx.accounts {
@@ -188,7 +207,10 @@ fn int_param(req: &Req, name: &str) -> Result<Option<i64>, Reply> {
             .filter(|n| *n >= 0)
             .map(Some)
             .ok_or_else(|| {
-                Reply::error(400, format!("{name}: expected a non-negative integer, got {v:?}"))
+                Reply::error(
+                    400,
+                    format!("{name}: expected a non-negative integer, got {v:?}"),
+                )
             }),
     }
 }
@@ -251,7 +273,10 @@ fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
         Some(s) => {
             return Err(Reply::error(
                 400,
-                format!("status: unknown status {s:?} (known: {})", store::status::ALL.join(", ")),
+                format!(
+                    "status: unknown status {s:?} (known: {})",
+                    store::status::ALL.join(", ")
+                ),
             ))
         }
     };
@@ -265,10 +290,16 @@ fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
     Ok(ActivityQuery {
         page,
         page_size,
-        account: req.query("accountName").filter(|s| !s.is_empty()).map(str::to_string),
+        account: req
+            .query("accountName")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
         action_type,
         status,
-        search: req.query("search").filter(|s| !s.is_empty()).map(str::to_string),
+        search: req
+            .query("search")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
         start_ms,
         end_ms,
     })
@@ -300,7 +331,9 @@ fn retry(ctx: &Ctx, id: &str) -> Reply {
             if let Some(h) = ctx.accounts.get(&account) {
                 let _ = h.send(Command::Process);
             }
-            Reply::ok(&json!({ "success": true, "id": id, "account": account, "status": "retrying" }))
+            Reply::ok(
+                &json!({ "success": true, "id": id, "account": account, "status": "retrying" }),
+            )
         }
         Ok(None) => Reply::error(404, format!("no failed email with id {id}")),
         Err(e) => Reply::error(500, e.to_string()),
@@ -404,8 +437,20 @@ fn export(ctx: &Ctx, req: &Req) -> Reply {
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     let _ = w.write_record([
-        "id", "timestamp", "account", "mailbox", "uid", "messageId", "subject", "from", "actions",
-        "model", "reasoning", "confidence", "status", "error",
+        "id",
+        "timestamp",
+        "account",
+        "mailbox",
+        "uid",
+        "messageId",
+        "subject",
+        "from",
+        "actions",
+        "model",
+        "reasoning",
+        "confidence",
+        "status",
+        "error",
     ]);
     for e in &all {
         let _ = w.write_record([
@@ -426,8 +471,10 @@ fn export(ctx: &Ctx, req: &Req) -> Reply {
         ]);
     }
     let body = w.into_inner().unwrap_or_default();
-    Reply::text(200, "text/csv; charset=utf-8", body)
-        .with_header("Content-Disposition", "attachment; filename=\"mailproc-activity.csv\"")
+    Reply::text(200, "text/csv; charset=utf-8", body).with_header(
+        "Content-Disposition",
+        "attachment; filename=\"mailproc-activity.csv\"",
+    )
 }
 
 fn deliveries(ctx: &Ctx, req: &Req) -> Reply {
@@ -440,7 +487,9 @@ fn deliveries(ctx: &Ctx, req: &Req) -> Reply {
         Err(r) => return r,
     };
     match ctx.store.deliveries(size, (page - 1) * u64::from(size)) {
-        Ok((rows, total)) => Reply::ok(&json!({ "deliveries": rows, "total": total, "page": page, "pageSize": size })),
+        Ok((rows, total)) => Reply::ok(
+            &json!({ "deliveries": rows, "total": total, "page": page, "pageSize": size }),
+        ),
         Err(e) => Reply::error(500, e.to_string()),
     }
 }
@@ -464,7 +513,11 @@ fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> {
         let inner = e.into_inner();
         Reply::error(
             400,
-            if path == "." { format!("body: {inner}") } else { format!("{path}: {inner}") },
+            if path == "." {
+                format!("body: {inner}")
+            } else {
+                format!("{path}: {inner}")
+            },
         )
     })
 }
@@ -498,14 +551,18 @@ struct LoginBody {
 
 fn login(ctx: &Ctx, req: &Req) -> Reply {
     if ctx.limiter.blocked(req.client_ip) {
-        return Reply::error(429, "too many failed logins from this address; try again later");
+        return Reply::error(
+            429,
+            "too many failed logins from this address; try again later",
+        );
     }
     let form = req
         .header("Content-Type")
         .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
     let body: LoginBody = if form {
-        let fields: BTreeMap<String, String> =
-            url::form_urlencoded::parse(&req.body).into_owned().collect();
+        let fields: BTreeMap<String, String> = url::form_urlencoded::parse(&req.body)
+            .into_owned()
+            .collect();
         match (fields.get("username"), fields.get("password")) {
             (Some(u), Some(p)) => LoginBody {
                 username: u.clone(),
@@ -532,22 +589,29 @@ fn login(ctx: &Ctx, req: &Req) -> Reply {
     };
     if !ok {
         ctx.limiter.fail(req.client_ip);
-        log::warn!("login failed for {:?} from {}", body.username, req.client_ip);
+        log::warn!(
+            "login failed for {:?} from {}",
+            body.username,
+            req.client_ip
+        );
         return Reply::error(401, "invalid username or password");
     }
     ctx.limiter.succeed(req.client_ip);
     let ttl = ctx.config().config.dashboard.session_ttl.0;
     let token = auth::new_token();
     let mac = auth::token_mac(&ctx.session_secret, &token);
-    if let Err(e) = ctx
-        .store
-        .create_session(&mac, &body.username, now_ms() + ttl.as_millis() as i64)
+    if let Err(e) =
+        ctx.store
+            .create_session(&mac, &body.username, now_ms() + ttl.as_millis() as i64)
     {
         return Reply::error(500, e.to_string());
     }
     log::info!("{} logged in from {}", body.username, req.client_ip);
     Reply::ok(&json!({ "success": true, "username": body.username, "expiresIn": ttl.as_secs() }))
-        .with_header("Set-Cookie", session_cookie(&token, ttl.as_secs(), req.secure))
+        .with_header(
+            "Set-Cookie",
+            session_cookie(&token, ttl.as_secs(), req.secure),
+        )
 }
 
 fn session_cookie(value: &str, max_age: u64, secure: bool) -> String {
@@ -558,10 +622,16 @@ fn session_cookie(value: &str, max_age: u64, secure: bool) -> String {
 }
 
 fn logout(ctx: &Ctx, req: &Req) -> Reply {
-    if let Some(token) = req.header("Cookie").and_then(|c| auth::cookie(c, SESSION_COOKIE)) {
-        let _ = ctx.store.delete_session(&auth::token_mac(&ctx.session_secret, token));
+    if let Some(token) = req
+        .header("Cookie")
+        .and_then(|c| auth::cookie(c, SESSION_COOKIE))
+    {
+        let _ = ctx
+            .store
+            .delete_session(&auth::token_mac(&ctx.session_secret, token));
     }
-    Reply::ok(&json!({ "success": true })).with_header("Set-Cookie", session_cookie("", 0, req.secure))
+    Reply::ok(&json!({ "success": true }))
+        .with_header("Set-Cookie", session_cookie("", 0, req.secure))
 }
 
 /// An argon2id hash of a random string, verified against when the user name

@@ -32,8 +32,13 @@ pub enum Principal {
     /// No token or key is configured: development mode.
     Open,
     ServerToken,
-    ApiKey { name: String, permissions: Vec<String> },
-    Session { user: String },
+    ApiKey {
+        name: String,
+        permissions: Vec<String>,
+    },
+    Session {
+        user: String,
+    },
 }
 
 impl Principal {
@@ -131,7 +136,11 @@ pub fn hash_password(password: &str) -> Result<String, String> {
 
 pub fn verify_password(password: &str, hash: &str) -> bool {
     PasswordHash::new(hash)
-        .map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+        .map(|h| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &h)
+                .is_ok()
+        })
         .unwrap_or(false)
 }
 
@@ -171,7 +180,10 @@ impl LoginLimiter {
         let Some(q) = f.get_mut(&ip) else {
             return false;
         };
-        while q.front().is_some_and(|t| now.duration_since(*t) > LOGIN_WINDOW) {
+        while q
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > LOGIN_WINDOW)
+        {
             q.pop_front();
         }
         q.len() >= LOGIN_FAILURES
@@ -182,7 +194,10 @@ impl LoginLimiter {
         // Bound the map: an attacker rotating addresses must not grow it forever.
         if f.len() > 10_000 {
             let now = Instant::now();
-            f.retain(|_, q| q.back().is_some_and(|t| now.duration_since(*t) <= LOGIN_WINDOW));
+            f.retain(|_, q| {
+                q.back()
+                    .is_some_and(|t| now.duration_since(*t) <= LOGIN_WINDOW)
+            });
         }
         f.entry(ip).or_default().push_back(Instant::now());
     }
@@ -205,7 +220,10 @@ mod tests {
     use super::*;
 
     fn g(list: &[&str], needed: &str) -> bool {
-        grants(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>(), needed)
+        grants(
+            &list.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            needed,
+        )
     }
 
     #[test]
@@ -217,7 +235,10 @@ mod tests {
         assert!(!g(&["read:*"], "write:accounts"));
         assert!(g(&["write:*"], "write:accounts"));
         assert!(g(&["write:*"], "read:export"), "write:* implies every read");
-        assert!(g(&["write:accounts"], "read:accounts"), "write:X implies read:X");
+        assert!(
+            g(&["write:accounts"], "read:accounts"),
+            "write:X implies read:X"
+        );
         assert!(!g(&["write:accounts"], "read:stats"));
         assert!(g(&["*"], "write:logs"));
         assert!(!g(&[], "read:stats"));
@@ -233,8 +254,14 @@ mod tests {
             permissions: vec!["read:stats".into()],
         });
         assert_eq!(bearer(&c, None), Ok(None));
-        assert_eq!(bearer(&c, Some("Bearer server-token-0123456789")), Ok(Some(Principal::ServerToken)));
-        assert!(matches!(bearer(&c, Some("Bearer key-0123456789abcdef")), Ok(Some(Principal::ApiKey { .. }))));
+        assert_eq!(
+            bearer(&c, Some("Bearer server-token-0123456789")),
+            Ok(Some(Principal::ServerToken))
+        );
+        assert!(matches!(
+            bearer(&c, Some("Bearer key-0123456789abcdef")),
+            Ok(Some(Principal::ApiKey { .. }))
+        ));
         assert!(bearer(&c, Some("key-0123456789abcdef")).is_err());
         assert!(bearer(&c, Some("Basic key-0123456789abcdef")).is_err());
         assert!(bearer(&c, Some("Bearer nope")).is_err());
@@ -267,7 +294,10 @@ mod tests {
 
     #[test]
     fn cookies() {
-        assert_eq!(cookie("a=1; mailproc_session=xyz; b=2", SESSION_COOKIE), Some("xyz"));
+        assert_eq!(
+            cookie("a=1; mailproc_session=xyz; b=2", SESSION_COOKIE),
+            Some("xyz")
+        );
         assert_eq!(cookie("a=1", SESSION_COOKIE), None);
     }
 }

@@ -103,7 +103,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = de_string(d)?;
-        parse_duration(&s).map(Dur).map_err(serde::de::Error::custom)
+        parse_duration(&s)
+            .map(Dur)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -686,7 +688,9 @@ fn substitute_tree(
             Ok(out) => {
                 // A value that was one whole reference takes the type its text
                 // has, so `port: ${PORT}` still reads as an integer.
-                let whole = s.trim().starts_with("${") && s.trim().ends_with('}') && s.matches("${").count() == 1;
+                let whole = s.trim().starts_with("${")
+                    && s.trim().ends_with('}')
+                    && s.matches("${").count() == 1;
                 if whole {
                     if let Ok(n) = out.parse::<u64>() {
                         return Value::Number(n.into());
@@ -703,7 +707,10 @@ fn substitute_tree(
                 Value::String(out)
             }
             Err(e) => {
-                problems.push(format!("{}: {e}", if path.is_empty() { "config" } else { path }));
+                problems.push(format!(
+                    "{}: {e}",
+                    if path.is_empty() { "config" } else { path }
+                ));
                 Value::Null
             }
         },
@@ -717,8 +724,14 @@ fn substitute_tree(
         Value::Mapping(m) => {
             let mut out = serde_norway::Mapping::new();
             for (k, x) in m {
-                let key = k.as_str().map(str::to_string).unwrap_or_else(|| format!("{k:?}"));
-                out.insert(k.clone(), substitute_tree(x, &join(path, &key), env, problems));
+                let key = k
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("{k:?}"));
+                out.insert(
+                    k.clone(),
+                    substitute_tree(x, &join(path, &key), env, problems),
+                );
             }
             Value::Mapping(out)
         }
@@ -746,11 +759,7 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
                 Some((n, d)) => (n, Some(d)),
                 None => (inner, None),
             };
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-            {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(format!("invalid variable name {name:?}"));
             }
             match (env(name), default) {
@@ -773,7 +782,10 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
 fn valid_http_url(s: &str) -> Result<(), String> {
     match url::Url::parse(s) {
         Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(()),
-        Ok(u) => Err(format!("expected an http or https URL, got scheme {:?}", u.scheme())),
+        Ok(u) => Err(format!(
+            "expected an http or https URL, got scheme {:?}",
+            u.scheme()
+        )),
         Err(e) => Err(format!("invalid URL {s:?}: {e}")),
     }
 }
@@ -871,7 +883,9 @@ pub fn validate(c: &Config) -> Vec<String> {
             p.push(format!("{at}.timeout: must be longer than zero"));
         }
         if pr.rate_limit_rpm == Some(0) {
-            p.push(format!("{at}.rate_limit_rpm: must be at least 1 (omit it for no limit)"));
+            p.push(format!(
+                "{at}.rate_limit_rpm: must be at least 1 (omit it for no limit)"
+            ));
         }
         if pr.max_body_chars < 100 {
             p.push(format!("{at}.max_body_chars: must be at least 100"));
@@ -913,11 +927,16 @@ pub fn validate(c: &Config) -> Vec<String> {
         }
         if let Some(ca) = &a.imap.ca_file {
             if !ca.is_file() {
-                p.push(format!("{at}.imap.ca_file: {} is not a readable file", ca.display()));
+                p.push(format!(
+                    "{at}.imap.ca_file: {} is not a readable file",
+                    ca.display()
+                ));
             }
         }
         if a.folders.watch.is_empty() {
-            p.push(format!("{at}.folders.watch: must name at least one mailbox"));
+            p.push(format!(
+                "{at}.folders.watch: must name at least one mailbox"
+            ));
         }
         for (j, f) in a.folders.watch.iter().enumerate() {
             if a.folders.allowed.contains(f) {
@@ -1026,7 +1045,8 @@ pub fn check_action(a: &AccountConfig, act: &Action) -> Result<(), String> {
                 return Err("flag action needs at least one flag".into());
             }
             for f in flags {
-                if f.is_empty() || f.contains(|c: char| c.is_whitespace() || "(){%*\"]".contains(c)) {
+                if f.is_empty() || f.contains(|c: char| c.is_whitespace() || "(){%*\"]".contains(c))
+                {
                     return Err(format!("invalid flag {f:?}"));
                 }
                 if flag_is_forbidden(f) {
@@ -1045,7 +1065,11 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
             p.push(format!("{at}[{i}].url: {e}"));
         }
         for name in h.headers.keys() {
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
                 p.push(format!("{at}[{i}].headers: invalid header name {name:?}"));
             }
         }
@@ -1152,7 +1176,10 @@ mod tests {
     fn substitution_keeps_types_and_names_unset_variables() {
         let c = parse_str("server:\n  port: ${PORT}\n  auth_token: ${TOKEN}\n").unwrap();
         assert_eq!(c.server.port, 9090);
-        assert_eq!(c.server.auth_token.as_deref(), Some("abcdefghijklmnopqrstu"));
+        assert_eq!(
+            c.server.auth_token.as_deref(),
+            Some("abcdefghijklmnopqrstu")
+        );
         let e = parse_str("server:\n  auth_token: ${NOPE}\n").unwrap_err();
         assert_eq!(
             e.problems,
@@ -1161,7 +1188,10 @@ mod tests {
         let c = parse_str("server:\n  port: ${NOPE:-7070}\n").unwrap();
         assert_eq!(c.server.port, 7070);
         assert_eq!(substitute("a$${b}c", &env).unwrap(), "a${b}c");
-        assert_eq!(substitute("Bearer ${TOKEN}!", &env).unwrap(), "Bearer abcdefghijklmnopqrstu!");
+        assert_eq!(
+            substitute("Bearer ${TOKEN}!", &env).unwrap(),
+            "Bearer abcdefghijklmnopqrstu!"
+        );
     }
 
     #[test]
@@ -1176,7 +1206,10 @@ mod tests {
     #[test]
     fn unknown_key_names_its_path() {
         let e = parse_str("server:\n  prot: 1\n").unwrap_err();
-        assert!(e.problems[0].starts_with("server.prot: unknown field `prot`"), "{e}");
+        assert!(
+            e.problems[0].starts_with("server.prot: unknown field `prot`"),
+            "{e}"
+        );
         let e = parse_str(
             "accounts:\n - name: a\n   imap: {host: h, username: u, password: p}\n - name: b\n   imap: {host: h, port: 993x, username: u, password: p}\n",
         )
@@ -1223,20 +1256,33 @@ accounts:
             "accounts[1].name: duplicate account name",
         ];
         for w in want {
-            assert!(e.problems.iter().any(|p| p.starts_with(w)), "missing {w:?} in {e}");
+            assert!(
+                e.problems.iter().any(|p| p.starts_with(w)),
+                "missing {w:?} in {e}"
+            );
         }
         assert_eq!(e.problems.len(), want.len(), "{e}");
     }
 
     #[test]
     fn durations() {
-        for (s, secs) in [("30s", 30), ("30m", 1800), ("4h", 14_400), ("24h", 86_400), ("7d", 604_800), ("30d", 2_592_000)] {
+        for (s, secs) in [
+            ("30s", 30),
+            ("30m", 1800),
+            ("4h", 14_400),
+            ("24h", 86_400),
+            ("7d", 604_800),
+            ("30d", 2_592_000),
+        ] {
             assert_eq!(parse_duration(s).unwrap(), Duration::from_secs(secs));
         }
         assert!(parse_duration("7w").is_err());
         assert!(parse_duration("h").is_err());
         let e = parse_str("dashboard: { session_ttl: 3 weeks }").unwrap_err();
-        assert!(e.problems[0].starts_with("dashboard.session_ttl: expected a duration"), "{e}");
+        assert!(
+            e.problems[0].starts_with("dashboard.session_ttl: expected a duration"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1250,7 +1296,10 @@ accounts:
         assert_eq!(acc("all").unwrap(), Backlog::All);
         assert_eq!(acc("new_only").unwrap(), Backlog::NewOnly);
         assert_eq!(acc("recent:100").unwrap(), Backlog::Recent(100));
-        assert_eq!(acc("since:7d").unwrap(), Backlog::Since(Duration::from_secs(604_800)));
+        assert_eq!(
+            acc("since:7d").unwrap(),
+            Backlog::Since(Duration::from_secs(604_800))
+        );
         assert!(acc("some").unwrap_err().problems[0].starts_with("accounts[0].backlog:"));
     }
 
@@ -1276,16 +1325,26 @@ accounts:
         assert_eq!(j["accounts"][0]["imap"]["password"], MASK);
         assert_eq!(j["accounts"][0]["imap"]["username"], "u");
         let text = j.to_string();
-        assert!(!text.contains("hunter2") && !text.contains("secretvalue") && !text.contains("literal-token"));
+        assert!(
+            !text.contains("hunter2")
+                && !text.contains("secretvalue")
+                && !text.contains("literal-token")
+        );
     }
 
     #[test]
     fn actions_round_trip_as_spec_objects() {
         let a: Action = serde_json::from_str(r#"{"type":"move","folder":"X"}"#).unwrap();
         assert_eq!(a, Action::Move { folder: "X".into() });
-        assert_eq!(serde_json::to_string(&Action::Read).unwrap(), r#"{"type":"read"}"#);
         assert_eq!(
-            serde_json::to_string(&Action::Flag { flags: vec!["\\Flagged".into()] }).unwrap(),
+            serde_json::to_string(&Action::Read).unwrap(),
+            r#"{"type":"read"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Action::Flag {
+                flags: vec!["\\Flagged".into()]
+            })
+            .unwrap(),
             r#"{"type":"flag","flags":["\\Flagged"]}"#
         );
         assert!(serde_json::from_str::<Action>(r#"{"type":"delete"}"#).is_err());

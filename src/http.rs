@@ -135,7 +135,9 @@ pub fn bind(config: &Config) -> Result<(TcpListener, SocketAddr), String> {
     let addr = SocketAddr::new(ip, config.server.port);
     match TcpListener::bind(addr) {
         Ok(l) => Ok((l, addr)),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!("address in use: {addr}")),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            Err(format!("address in use: {addr}"))
+        }
         Err(e) => Err(format!("cannot listen on {addr}: {e}")),
     }
 }
@@ -146,9 +148,14 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    pub fn start(listener: TcpListener, ctx: Arc<Ctx>, workers: usize) -> std::io::Result<HttpServer> {
+    pub fn start(
+        listener: TcpListener,
+        ctx: Arc<Ctx>,
+        workers: usize,
+    ) -> std::io::Result<HttpServer> {
         let server = Arc::new(
-            Server::from_listener(listener, None).map_err(|e| std::io::Error::other(e.to_string()))?,
+            Server::from_listener(listener, None)
+                .map_err(|e| std::io::Error::other(e.to_string()))?,
         );
         let mut handles = Vec::with_capacity(workers);
         for i in 0..workers {
@@ -181,7 +188,10 @@ fn worker(server: &Server, ctx: &Ctx) {
     loop {
         match server.recv() {
             Ok(request) => handle(ctx, request),
-            Err(e) if e.kind() == std::io::ErrorKind::Other || e.kind() == std::io::ErrorKind::Interrupted => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::Other
+                    || e.kind() == std::io::ErrorKind::Interrupted =>
+            {
                 // `unblock()` makes recv return an error: time to stop.
                 return;
             }
@@ -211,7 +221,12 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
     let headers: Vec<(String, String)> = request
         .headers()
         .iter()
-        .map(|h| (h.field.as_str().as_str().to_string(), h.value.as_str().to_string()))
+        .map(|h| {
+            (
+                h.field.as_str().as_str().to_string(),
+                h.value.as_str().to_string(),
+            )
+        })
         .collect();
     let get = |name: &str| {
         headers
@@ -225,22 +240,32 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
         .flatten()
         .and_then(|v| v.rsplit(',').next().and_then(|s| s.trim().parse().ok()))
         .unwrap_or(peer);
-    let secure = from_proxy && get("X-Forwarded-Proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let secure =
+        from_proxy && get("X-Forwarded-Proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
     let host = from_proxy
         .then(|| get("X-Forwarded-Host"))
         .flatten()
         .or_else(|| get("Host"));
     let url = request.url().to_string();
     let (path, qs) = url.split_once('?').unwrap_or((&url, ""));
-    let query = url::form_urlencoded::parse(qs.as_bytes()).into_owned().collect();
+    let query = url::form_urlencoded::parse(qs.as_bytes())
+        .into_owned()
+        .collect();
     let path = percent_decode(path);
     let method = request.method().as_str().to_ascii_uppercase();
     if request.body_length().is_some_and(|n| n > MAX_BODY) {
         return Err(Reply::error(413, "request body is larger than 1 MiB"));
     }
     let mut body = Vec::new();
-    if let Err(e) = request.as_reader().take(MAX_BODY as u64 + 1).read_to_end(&mut body) {
-        return Err(Reply::error(400, format!("reading the request body failed: {e}")));
+    if let Err(e) = request
+        .as_reader()
+        .take(MAX_BODY as u64 + 1)
+        .read_to_end(&mut body)
+    {
+        return Err(Reply::error(
+            400,
+            format!("reading the request body failed: {e}"),
+        ));
     }
     if body.len() > MAX_BODY {
         return Err(Reply::error(413, "request body is larger than 1 MiB"));
@@ -268,7 +293,9 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
     let started = Instant::now();
     let (reply, route, method, path) = match read_request(ctx, &mut request) {
         Ok(req) => {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::api::route(ctx, &req)));
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::api::route(ctx, &req)
+            }));
             let (reply, route) = match outcome {
                 Ok(r) => r,
                 Err(panic) => {
@@ -277,22 +304,39 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
                         .map(|s| s.to_string())
                         .or_else(|| panic.downcast_ref::<String>().cloned())
                         .unwrap_or_else(|| "unknown panic".into());
-                    log::error!("http: handler for {} {} panicked: {msg}", req.method, req.path);
+                    log::error!(
+                        "http: handler for {} {} panicked: {msg}",
+                        req.method,
+                        req.path
+                    );
                     (Reply::error(500, "internal error"), "panic")
                 }
             };
             (reply, route, req.method, req.path)
         }
-        Err(reply) => (reply, "invalid", request.method().to_string(), request.url().to_string()),
+        Err(reply) => (
+            reply,
+            "invalid",
+            request.method().to_string(),
+            request.url().to_string(),
+        ),
     };
     ctx.metrics
         .http_requests
         .with_label_values(&[route, &reply.status.to_string()])
         .inc();
     if reply.status >= 500 {
-        log::error!("http: {method} {path} -> {} in {:?}", reply.status, started.elapsed());
+        log::error!(
+            "http: {method} {path} -> {} in {:?}",
+            reply.status,
+            started.elapsed()
+        );
     } else {
-        log::debug!("http: {method} {path} -> {} in {:?}", reply.status, started.elapsed());
+        log::debug!(
+            "http: {method} {path} -> {} in {:?}",
+            reply.status,
+            started.elapsed()
+        );
     }
     let mut response = tiny_http::Response::from_data(reply.body).with_status_code(reply.status);
     let mut add = |k: &str, v: &str| {

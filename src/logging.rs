@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 use log::{LevelFilter, Log, Metadata, Record};
 use parking_lot::Mutex;
 use serde::Serialize;
-use simplelog::{ColorChoice, CombinedLogger, ConfigBuilder, SharedLogger, TermLogger, TerminalMode};
+use simplelog::{
+    ColorChoice, CombinedLogger, ConfigBuilder, SharedLogger, TermLogger, TerminalMode,
+};
 
 use crate::timestamp::now_iso;
 
@@ -35,7 +37,11 @@ impl LogRing {
         let mut out: Vec<LogLine> = lines
             .iter()
             .rev()
-            .filter(|l| l.level.parse::<log::Level>().is_ok_and(|lv| lv <= min_level))
+            .filter(|l| {
+                l.level
+                    .parse::<log::Level>()
+                    .is_ok_and(|lv| lv <= min_level)
+            })
             .take(limit)
             .cloned()
             .collect();

@@ -31,7 +31,10 @@ impl Metrics {
             c
         }
         let counter_vec = |name: &str, help: &str, labels: &[&str]| {
-            reg(&registry, IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+            reg(
+                &registry,
+                IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"),
+            )
         };
         let m = Metrics {
             emails_processed: counter_vec(
@@ -46,7 +49,9 @@ impl Metrics {
                         "classification_duration_seconds",
                         "Time to classify one email, rules or model.",
                     )
-                    .buckets(vec![0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+                    .buckets(vec![
+                        0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+                    ]),
                 )
                 .expect("valid metric"),
             ),
@@ -76,7 +81,10 @@ impl Metrics {
             account_connected: reg(
                 &registry,
                 IntGaugeVec::new(
-                    Opts::new("account_connected", "1 while the account's IMAP session is up."),
+                    Opts::new(
+                        "account_connected",
+                        "1 while the account's IMAP session is up.",
+                    ),
                     &["account"],
                 )
                 .expect("valid metric"),

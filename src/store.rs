@@ -244,8 +244,8 @@ impl Store {
                     .map_err(|e| StoreError(format!("{}: {e}", dir.display())))?;
             }
         }
-        let conn = Connection::open(path)
-            .map_err(|e| StoreError(format!("{}: {e}", path.display())))?;
+        let conn =
+            Connection::open(path).map_err(|e| StoreError(format!("{}: {e}", path.display())))?;
         Self::init(conn)
     }
 
@@ -298,7 +298,9 @@ impl Store {
         Ok(self
             .conn
             .lock()
-            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0))
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
             .optional()?)
     }
 
@@ -477,7 +479,14 @@ impl Store {
                             Action::Flag { flags } => (None, serde_json::to_string(flags).ok()),
                             _ => (None, None),
                         };
-                        act.execute(params![id, m.account, now, a.kind().as_str(), folder, flags])?;
+                        act.execute(params![
+                            id,
+                            m.account,
+                            now,
+                            a.kind().as_str(),
+                            folder,
+                            flags
+                        ])?;
                     }
                 }
                 ids.push(id);
@@ -533,7 +542,15 @@ impl Store {
         };
         conn.execute(
             "UPDATE emails SET status = ?2, next_attempt_at = ?3 WHERE id = ?1",
-            params![id, st, if st == status::RETRYING { Some(retry_at) } else { None }],
+            params![
+                id,
+                st,
+                if st == status::RETRYING {
+                    Some(retry_at)
+                } else {
+                    None
+                }
+            ],
         )?;
         Ok((id, attempts, st))
     }
@@ -587,7 +604,9 @@ impl Store {
                 where_.push("(e.subject LIKE ? ESCAPE '\\' OR e.message_id LIKE ? ESCAPE '\\')");
                 let pat = format!(
                     "%{}%",
-                    s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+                    s.replace('\\', "\\\\")
+                        .replace('%', "\\%")
+                        .replace('_', "\\_")
                 );
                 args.push(V::Text(pat.clone()));
                 args.push(V::Text(pat));
@@ -812,12 +831,24 @@ impl Store {
 
     /// Inserts a finished activity row as if it had been processed at
     /// `processed_at`; used by benchmarks and tests to build history.
-    pub fn insert_history(&self, meta: &EmailMeta, outcome: &Outcome, processed_at: i64) -> Result<i64> {
-        let ids = self.record_final(std::slice::from_ref(&(meta.clone(), outcome.clone())), None)?;
+    pub fn insert_history(
+        &self,
+        meta: &EmailMeta,
+        outcome: &Outcome,
+        processed_at: i64,
+    ) -> Result<i64> {
+        let ids =
+            self.record_final(std::slice::from_ref(&(meta.clone(), outcome.clone())), None)?;
         let id = ids[0];
         let conn = self.conn.lock();
-        conn.execute("UPDATE emails SET processed_at = ?2 WHERE id = ?1", params![id, processed_at])?;
-        conn.execute("UPDATE actions SET processed_at = ?2 WHERE email_id = ?1", params![id, processed_at])?;
+        conn.execute(
+            "UPDATE emails SET processed_at = ?2 WHERE id = ?1",
+            params![id, processed_at],
+        )?;
+        conn.execute(
+            "UPDATE actions SET processed_at = ?2 WHERE email_id = ?1",
+            params![id, processed_at],
+        )?;
         Ok(id)
     }
 
@@ -838,8 +869,20 @@ impl Store {
             )?;
             for (m, o, at) in rows {
                 e.execute(params![
-                    m.account, m.mailbox, m.uidvalidity, m.uid, m.message_id, m.subject, m.from,
-                    at, o.status, actions_json(&o.actions), o.model, o.reasoning, o.confidence, o.error,
+                    m.account,
+                    m.mailbox,
+                    m.uidvalidity,
+                    m.uid,
+                    m.message_id,
+                    m.subject,
+                    m.from,
+                    at,
+                    o.status,
+                    actions_json(&o.actions),
+                    o.model,
+                    o.reasoning,
+                    o.confidence,
+                    o.error,
                 ])?;
                 let id = tx.last_insert_rowid();
                 if o.status == status::OK {
@@ -848,7 +891,14 @@ impl Store {
                             Action::Move { folder } => Some(folder.as_str()),
                             _ => None,
                         };
-                        a.execute(params![id, m.account, at, act.kind().as_str(), folder, None::<String>])?;
+                        a.execute(params![
+                            id,
+                            m.account,
+                            at,
+                            act.kind().as_str(),
+                            folder,
+                            None::<String>
+                        ])?;
                     }
                 }
             }
@@ -896,11 +946,21 @@ mod tests {
     fn final_record_advances_watermark_and_counts_actions() {
         let s = Store::open_in_memory().unwrap();
         let m = meta(5);
-        s.record_pending(&[(m.clone(), ok(vec![Action::Read]))]).unwrap();
-        assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap()[0].status, "pending");
-        assert_eq!(s.stats(None, None).unwrap().total_processed, 0);
-        s.record_final(&[(m, ok(vec![Action::Read, Action::Move { folder: "F".into() }]))], Some(("a", "INBOX", 7, 5)))
+        s.record_pending(&[(m.clone(), ok(vec![Action::Read]))])
             .unwrap();
+        assert_eq!(
+            s.known_emails("a", "INBOX", 7, 0).unwrap()[0].status,
+            "pending"
+        );
+        assert_eq!(s.stats(None, None).unwrap().total_processed, 0);
+        s.record_final(
+            &[(
+                m,
+                ok(vec![Action::Read, Action::Move { folder: "F".into() }]),
+            )],
+            Some(("a", "INBOX", 7, 5)),
+        )
+        .unwrap();
         assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 5)));
         let st = s.stats(None, None).unwrap();
         assert_eq!(st.total_processed, 1);
@@ -917,24 +977,39 @@ mod tests {
     fn failures_retry_then_park_and_can_be_retried() {
         let s = Store::open_in_memory().unwrap();
         let m = meta(9);
-        assert_eq!(s.record_failure(&m, "boom", 2, 1).unwrap().2, status::RETRYING);
+        assert_eq!(
+            s.record_failure(&m, "boom", 2, 1).unwrap().2,
+            status::RETRYING
+        );
         let (id, attempts, st) = s.record_failure(&m, "boom", 2, 1).unwrap();
         assert_eq!((attempts, st), (2, status::FAILED));
         assert_eq!(s.failed_counts().unwrap()["a"], 1);
         assert_eq!(s.retry_failed(id).unwrap().as_deref(), Some("a"));
         assert_eq!(s.retry_failed(id).unwrap(), None);
-        assert_eq!(s.known_emails("a", "INBOX", 7, 100).unwrap()[0].status, "retrying");
+        assert_eq!(
+            s.known_emails("a", "INBOX", 7, 100).unwrap()[0].status,
+            "retrying"
+        );
     }
 
     #[test]
     fn activity_filters_and_search() {
         let s = Store::open_in_memory().unwrap();
         for uid in 1..=30 {
-            let acts = if uid % 2 == 0 { vec![Action::Read] } else { vec![Action::Move { folder: "F".into() }] };
-            s.insert_history(&meta(uid), &ok(acts), 1_000 * i64::from(uid)).unwrap();
+            let acts = if uid % 2 == 0 {
+                vec![Action::Read]
+            } else {
+                vec![Action::Move { folder: "F".into() }]
+            };
+            s.insert_history(&meta(uid), &ok(acts), 1_000 * i64::from(uid))
+                .unwrap();
         }
         let q = |f: &dyn Fn(&mut ActivityQuery)| {
-            let mut q = ActivityQuery { page: 1, page_size: 10, ..Default::default() };
+            let mut q = ActivityQuery {
+                page: 1,
+                page_size: 10,
+                ..Default::default()
+            };
             f(&mut q);
             s.activity(&q).unwrap()
         };
@@ -946,7 +1021,14 @@ mod tests {
         assert_eq!(q(&|q| q.search = Some("<m7@".into())).1, 1);
         assert_eq!(q(&|q| q.search = Some("m7".into())).1, 1);
         assert_eq!(q(&|q| q.search = Some("%".into())).1, 0);
-        assert_eq!(q(&|q| { q.start_ms = Some(5_000); q.end_ms = Some(9_000) }).1, 5);
+        assert_eq!(
+            q(&|q| {
+                q.start_ms = Some(5_000);
+                q.end_ms = Some(9_000)
+            })
+            .1,
+            5
+        );
         assert_eq!(q(&|q| q.account = Some("b".into())).1, 0);
         let (rows, _) = q(&|q| q.page = 3);
         assert_eq!(rows.last().unwrap().uid, 1);

@@ -16,9 +16,8 @@ pub fn now_ms() -> i64 {
 
 /// `2026-11-22T23:20:36.123Z`: the form every payload and API field uses.
 pub fn iso_ms(ms: i64) -> String {
-    let fmt = format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
+    let fmt =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|t| t.format(fmt).ok())
@@ -44,6 +43,9 @@ mod tests {
     fn formats_utc_with_milliseconds() {
         assert_eq!(iso_ms(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso_ms(1_795_994_436_007), "2026-11-29T23:20:36.007Z");
-        assert_eq!(parse_iso_ms("2026-11-29T23:20:36.007Z"), Some(1_795_994_436_007));
+        assert_eq!(
+            parse_iso_ms("2026-11-29T23:20:36.007Z"),
+            Some(1_795_994_436_007)
+        );
     }
 }

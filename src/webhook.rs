@@ -37,8 +37,13 @@ impl Webhooks {
         store: Arc<Store>,
         metrics: Arc<Metrics>,
     ) -> std::io::Result<(Arc<Webhooks>, JoinHandle<()>)> {
-        let w = Arc::new(Webhooks { _store: store, _metrics: metrics });
-        let h = std::thread::Builder::new().name("webhooks".into()).spawn(|| {})?;
+        let w = Arc::new(Webhooks {
+            _store: store,
+            _metrics: metrics,
+        });
+        let h = std::thread::Builder::new()
+            .name("webhooks".into())
+            .spawn(|| {})?;
         Ok((w, h))
     }
 
@@ -47,7 +52,12 @@ impl Webhooks {
     pub fn emit(&self, _kind: EventKind, _account: &str, _fields: serde_json::Value) {}
 
     /// Sends a test payload to `url` (SSRF-guarded) and reports the outcome.
-    pub fn test(&self, _config: &Config, _url: &str, _headers: &BTreeMap<String, String>) -> TestOutcome {
+    pub fn test(
+        &self,
+        _config: &Config,
+        _url: &str,
+        _headers: &BTreeMap<String, String>,
+    ) -> TestOutcome {
         TestOutcome::Failed("not implemented yet".into())
     }
 

@@ -34,7 +34,7 @@
 //! install, never a silently skipped test.
 #![allow(dead_code)]
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;

@@ -19,6 +19,7 @@ pub struct Mailproc {
     pub config_path: PathBuf,
     child: Option<Child>,
     stderr_path: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 pub fn bin() -> &'static str {
@@ -75,6 +76,7 @@ impl Mailproc {
             stderr_path: dir.path().join("stderr.log"),
             dir,
             child: None,
+            env: Vec::new(),
         };
         m.write_config(yaml);
         m.spawn(env);
@@ -91,6 +93,7 @@ impl Mailproc {
             stderr_path: dir.path().join("stderr.log"),
             dir,
             child: None,
+            env: Vec::new(),
         };
         m.write_config(yaml);
         m
@@ -108,6 +111,10 @@ impl Mailproc {
     }
 
     pub fn spawn(&mut self, env: &[(&str, &str)]) {
+        self.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -121,7 +128,7 @@ impl Mailproc {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
-        for (k, v) in env {
+        for (k, v) in &self.env {
             cmd.env(k, v);
         }
         self.child = Some(cmd.spawn().expect("start mailproc"));
@@ -133,13 +140,19 @@ impl Mailproc {
             .arg("--config")
             .arg(&self.config_path)
             .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         (
             out.status.code().unwrap_or(-1),
@@ -209,7 +222,9 @@ impl Mailproc {
     /// Restarts the process with the same dir, config and port.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn(&[]);
+        let env: Vec<(String, String)> = std::mem::take(&mut self.env);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.spawn(&env);
         self.wait_ready();
     }
 
@@ -217,7 +232,13 @@ impl Mailproc {
         format!("http://127.0.0.1:{}{}", self.port, path)
     }
 
-    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Resp {
         let url = self.url(path);
         let mut b = ureq::http::Request::builder().method(method).uri(&url);
         for (k, v) in headers {
@@ -226,7 +247,9 @@ impl Mailproc {
         let agent = agent();
         let res = match body {
             Some(body) => {
-                let has_ct = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+                let has_ct = headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
                 if !has_ct {
                     b = b.header("Content-Type", "application/json");
                 }
@@ -243,7 +266,12 @@ impl Mailproc {
             .collect();
         let text = res.body_mut().read_to_string().unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
-        Resp { status, headers, body, text }
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        }
     }
 
     pub fn get(&self, path: &str) -> Resp {
@@ -272,7 +300,10 @@ impl Mailproc {
                 return v;
             }
             if Instant::now() > deadline {
-                panic!("timed out after {limit:?} waiting for {what}\n--- mailproc log ---\n{}", self.log());
+                panic!(
+                    "timed out after {limit:?} waiting for {what}\n--- mailproc log ---\n{}",
+                    self.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -1,0 +1,793 @@
+//! The HTTP interface of the real binary: health, metrics, stats, activity,
+//! config, accounts, authentication and permissions, error statuses,
+//! start-up failure and graceful shutdown.
+
+mod common;
+
+use std::time::Duration;
+
+use common::mailproc::Mailproc;
+use mailproc::config::Action;
+use mailproc::store::{status, EmailMeta, Outcome, Store};
+use mailproc::timestamp::now_ms;
+use serde_json::Value;
+
+const TOKEN: &str = "server-token-0123456789";
+const STATS_KEY: &str = "stats-key-0123456789";
+const ACTIVITY_KEY: &str = "activity-key-0123456789";
+const READ_ALL_KEY: &str = "read-all-key-0123456789";
+const WRITE_ALL_KEY: &str = "write-all-key-0123456789";
+const WRITE_ACCOUNTS_KEY: &str = "write-accounts-0123456789";
+const STAR_KEY: &str = "star-key-0123456789abc";
+
+fn secured_config() -> String {
+    format!(
+        r#"
+server: {{ port: {{PORT}}, auth_token: {TOKEN}, workers: 2 }}
+storage: {{ path: "{{DIR}}/mailproc.db", activity_retention: 365d }}
+dashboard:
+  session_ttl: 30m
+  api_keys:
+    - {{ name: stats, key: {STATS_KEY} }}
+    - {{ name: activity, key: {ACTIVITY_KEY}, permissions: [read:activity] }}
+    - {{ name: readall, key: {READ_ALL_KEY}, permissions: ["read:*"] }}
+    - {{ name: writeall, key: {WRITE_ALL_KEY}, permissions: ["write:*"] }}
+    - {{ name: writeaccounts, key: {WRITE_ACCOUNTS_KEY}, permissions: [write:accounts] }}
+    - {{ name: star, key: {STAR_KEY}, permissions: ["*"] }}
+classifier:
+  providers:
+    - {{ name: llm, kind: openai, url: "http://127.0.0.1:9/v1/chat/completions", model: m, api_key: sk-literal-provider-key }}
+accounts:
+  - name: personal
+    imap: {{ host: 127.0.0.1, port: 9, security: none, username: me, password: imap-literal-password }}
+    folders: {{ allowed: [Receipts] }}
+    webhooks:
+      - {{ url: "https://hooks.example.com/x", headers: {{ Authorization: "Bearer hook-literal-secret", X-Env: "${{HOOK_ENV}}" }} }}
+  - name: work
+    imap: {{ host: 127.0.0.1, port: 9, security: none, username: me2, password: "${{WORK_PASS}}" }}
+"#
+    )
+}
+
+fn start_secured() -> Mailproc {
+    Mailproc::start_with_env(
+        &secured_config(),
+        &[
+            ("HOOK_ENV", "hook-env-value"),
+            ("WORK_PASS", "work-env-password"),
+        ],
+    )
+}
+
+fn meta(account: &str, uid: u32, subject: &str) -> EmailMeta {
+    EmailMeta {
+        account: account.into(),
+        mailbox: "INBOX".into(),
+        uidvalidity: 1,
+        uid,
+        message_id: format!("<msg-{account}-{uid}@example.test>"),
+        subject: subject.into(),
+        from: "sender@example.test".into(),
+    }
+}
+
+fn outcome(actions: Vec<Action>) -> Outcome {
+    Outcome {
+        status: status::OK,
+        actions,
+        model: "rules:test".into(),
+        reasoning: "matched".into(),
+        ..Default::default()
+    }
+}
+
+/// Seeds activity through the store's own functions before the binary starts.
+fn seed_history(m: &Mailproc) {
+    let store = Store::open(&m.db_path()).unwrap();
+    let now = now_ms();
+    let day = 86_400_000;
+    store
+        .insert_history(
+            &meta("personal", 1, "Your invoice 42"),
+            &outcome(vec![
+                Action::Move {
+                    folder: "Receipts".into(),
+                },
+                Action::Read,
+            ]),
+            now - 1000,
+        )
+        .unwrap();
+    store
+        .insert_history(
+            &meta("personal", 2, "Weekly newsletter"),
+            &outcome(vec![Action::Flag {
+                flags: vec!["\\Flagged".into()],
+            }]),
+            now - 3 * day,
+        )
+        .unwrap();
+    store
+        .insert_history(
+            &meta("work", 3, "Old report"),
+            &outcome(vec![Action::Read]),
+            now - 20 * day,
+        )
+        .unwrap();
+    store
+        .insert_history(
+            &meta("work", 4, "Ancient"),
+            &outcome(vec![Action::Read]),
+            now - 100 * day,
+        )
+        .unwrap();
+    store
+        .record_failure(
+            &meta("work", 5, "Broken one"),
+            "model answered nonsense",
+            1,
+            0,
+        )
+        .unwrap();
+}
+
+fn start_seeded() -> Mailproc {
+    let mut m = Mailproc::prepare(&secured_config());
+    seed_history(&m);
+    m.spawn(&[
+        ("HOOK_ENV", "hook-env-value"),
+        ("WORK_PASS", "work-env-password"),
+    ]);
+    m.wait_ready();
+    m
+}
+
+#[test]
+fn health_and_metrics_need_no_auth() {
+    let m = start_secured();
+    let h = m.get("/health");
+    assert_eq!(h.status, 200);
+    assert_eq!(h.body["database"], "ok");
+    assert!(h.body["uptime"].is_u64());
+    // Accounts that cannot connect (port 9 is closed) are not "connected".
+    assert!(h.body["accounts"]["personal"].is_string());
+    assert!(["healthy", "degraded"].contains(&h.body["status"].as_str().unwrap()));
+
+    let r = m.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-type").unwrap().starts_with("text/plain"));
+    for name in [
+        "mailproc_emails_processed_total{account=\"personal\"}",
+        "mailproc_classification_duration_seconds_bucket",
+        "mailproc_account_connected{account=\"work\"}",
+        "mailproc_http_requests_total",
+        "mailproc_webhook_dropped_total",
+        "mailproc_process_resident_memory_bytes",
+    ] {
+        assert!(r.text.contains(name), "missing {name} in\n{}", r.text);
+    }
+}
+
+#[test]
+fn metrics_pass_promtool() {
+    let promtool = which("promtool").expect("promtool not found: apt-get install prometheus");
+    let m = start_secured();
+    let _ = m.get_with("/api/stats", TOKEN);
+    let text = m.get("/metrics").text;
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "promtool rejected /metrics:\n{said}");
+    // promtool prints lint findings but exits 0 for them; we want none.
+    assert!(said.trim().is_empty(), "promtool lint findings:\n{said}");
+}
+
+fn which(name: &str) -> Option<String> {
+    std::env::var("PATH")
+        .ok()?
+        .split(':')
+        .map(|d| format!("{d}/{name}"))
+        .find(|p| std::path::Path::new(p).is_file())
+}
+
+#[test]
+fn stats_by_period_and_account() {
+    let m = start_seeded();
+    let all = m.get_with("/api/stats", STATS_KEY);
+    assert_eq!(all.status, 200, "{}", all.text);
+    assert_eq!(all.body["total_processed"], 4);
+    assert_eq!(all.body["by_account"]["personal"], 2);
+    assert_eq!(all.body["by_account"]["work"], 2);
+    assert_eq!(all.body["by_action"]["read"], 3);
+    assert_eq!(all.body["by_action"]["move"], 1);
+    assert_eq!(all.body["by_action"]["flag"], 1);
+    let period = |p: &str| {
+        m.get_with(&format!("/api/stats?period={p}"), STATS_KEY)
+            .body["total_processed"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(period("day"), 1);
+    assert_eq!(period("week"), 2);
+    assert_eq!(period("month"), 3);
+    assert_eq!(period("all"), 4);
+    let work = m.get_with("/api/stats?account=work&period=month", STATS_KEY);
+    assert_eq!(work.body["total_processed"], 1);
+    assert_eq!(work.body["by_account"], serde_json::json!({"work": 1}));
+    assert_eq!(
+        work.body["by_action"]["move"], 0,
+        "common action types appear at zero"
+    );
+    let bad = m.get_with("/api/stats?period=year", STATS_KEY);
+    assert_eq!(bad.status, 400);
+    assert!(bad.body["error"].as_str().unwrap().starts_with("period:"));
+}
+
+#[test]
+fn retention_prunes_old_activity_at_start() {
+    let mut m = Mailproc::prepare(
+        &secured_config().replace("activity_retention: 365d", "activity_retention: 30d"),
+    );
+    seed_history(&m);
+    m.spawn(&[("HOOK_ENV", "x"), ("WORK_PASS", "y")]);
+    m.wait_ready();
+    let r = m.get_with("/api/activity", TOKEN);
+    // The 100-day-old row is gone; the 20-day-old one and newer remain.
+    assert_eq!(r.body["total"], 4, "{}", r.text);
+    assert!(!r.text.contains("Ancient"));
+}
+
+#[test]
+fn activity_filters_pagination_and_validation() {
+    let m = start_seeded();
+    let get = |q: &str| {
+        let r = m.get_with(&format!("/api/activity{q}"), ACTIVITY_KEY);
+        assert_eq!(r.status, 200, "{q}: {}", r.text);
+        r.body
+    };
+    let all = get("");
+    assert_eq!(all["total"], 5);
+    assert_eq!(all["page"], 1);
+    assert_eq!(all["pageSize"], 20);
+    assert_eq!(all["totalPages"], 1);
+    let e = &all["entries"][0];
+    for (k, kind) in [
+        ("id", "number"),
+        ("timestamp", "string"),
+        ("account", "string"),
+        ("mailbox", "string"),
+        ("uid", "number"),
+        ("messageId", "string"),
+        ("subject", "string"),
+        ("from", "string"),
+        ("actions", "array"),
+        ("model", "string"),
+        ("reasoning", "string"),
+        ("status", "string"),
+    ] {
+        let ok = match kind {
+            "number" => e[k].is_number(),
+            "string" => e[k].is_string(),
+            _ => e[k].is_array(),
+        };
+        assert!(ok, "field {k} should be a {kind}: {e}");
+    }
+    assert_eq!(get("?accountName=work")["total"], 3);
+    assert_eq!(get("?actionType=move")["total"], 1);
+    assert_eq!(get("?actionType=read&accountName=work")["total"], 2);
+    assert_eq!(get("?search=invoice")["total"], 1);
+    assert_eq!(get("?search=msg-work-3")["total"], 1);
+    assert_eq!(
+        get("?status=failed")["entries"][0]["error"],
+        "model answered nonsense"
+    );
+    let start = now_ms() - 5 * 86_400_000;
+    assert_eq!(get(&format!("?startDate={start}"))["total"], 3); // 2 recent + the failure just recorded
+    assert_eq!(get(&format!("?endDate={start}"))["total"], 2);
+    let p = get("?pageSize=2&page=2");
+    assert_eq!(
+        (
+            p["entries"].as_array().unwrap().len(),
+            p["totalPages"].as_u64()
+        ),
+        (2, Some(3))
+    );
+    assert_eq!(
+        get("?pageSize=1000")["pageSize"],
+        100,
+        "pageSize is clamped to 100"
+    );
+    for (q, field) in [
+        ("?page=abc", "page"),
+        ("?page=-1", "page"),
+        ("?page=0", "page"),
+        ("?pageSize=x", "pageSize"),
+        ("?pageSize=-5", "pageSize"),
+        ("?startDate=yesterday", "startDate"),
+        ("?endDate=-1", "endDate"),
+        ("?actionType=delete", "actionType"),
+    ] {
+        let r = m.get_with(&format!("/api/activity{q}"), ACTIVITY_KEY);
+        assert_eq!(r.status, 400, "{q}");
+        assert!(
+            r.body["error"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{field}:")),
+            "{q}: {}",
+            r.text
+        );
+    }
+}
+
+#[test]
+fn config_never_leaks_secrets() {
+    let m = start_secured();
+    let r = m.get_with("/api/config", STATS_KEY);
+    assert_eq!(r.status, 200);
+    let c = &r.body;
+    assert_eq!(c["server"]["auth_token"], "********");
+    assert_eq!(c["dashboard"]["api_keys"][0]["key"], "********");
+    assert_eq!(c["dashboard"]["api_keys"][0]["name"], "stats");
+    assert_eq!(c["classifier"]["providers"][0]["api_key"], "********");
+    assert_eq!(c["accounts"][0]["imap"]["password"], "********");
+    assert_eq!(
+        c["accounts"][1]["imap"]["password"], "${WORK_PASS}",
+        "references stay as written"
+    );
+    assert_eq!(
+        c["accounts"][0]["webhooks"][0]["headers"]["Authorization"],
+        "********"
+    );
+    assert_eq!(
+        c["accounts"][0]["webhooks"][0]["headers"]["X-Env"],
+        "${HOOK_ENV}"
+    );
+    for secret in [
+        TOKEN,
+        STATS_KEY,
+        ACTIVITY_KEY,
+        STAR_KEY,
+        "sk-literal-provider-key",
+        "imap-literal-password",
+        "hook-literal-secret",
+        "hook-env-value",
+        "work-env-password",
+    ] {
+        assert!(!r.text.contains(secret), "{secret} leaked");
+    }
+}
+
+#[test]
+fn accounts_list_and_controls() {
+    let m = start_secured();
+    let r = m.get_with("/api/accounts", READ_ALL_KEY);
+    assert_eq!(r.status, 200);
+    let names: Vec<&str> = r.body["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["personal", "work"]);
+    assert!(!r.text.contains("imap-literal-password"));
+    let p = m.post_with("/api/accounts/personal/pause", WRITE_ACCOUNTS_KEY, "");
+    assert_eq!(p.status, 200, "{}", p.text);
+    assert_eq!(p.body["success"], true);
+    assert_eq!(p.body["account"], "personal");
+    let a = m.get_with("/api/accounts", READ_ALL_KEY);
+    assert_eq!(a.body["accounts"][0]["paused"], true);
+    assert_eq!(
+        m.post_with("/api/accounts/personal/resume", TOKEN, "")
+            .status,
+        200
+    );
+    assert_eq!(
+        m.get_with("/api/accounts", TOKEN).body["accounts"][0]["paused"],
+        false
+    );
+    let r = m.post_with("/api/accounts/nobody/pause", TOKEN, "");
+    assert_eq!(r.status, 404);
+    assert!(r.body["error"].as_str().unwrap().contains("nobody"));
+}
+
+#[test]
+fn every_permission_rule() {
+    let m = start_seeded();
+    // (key, route, expected status)
+    let gets = [
+        (STATS_KEY, "/api/stats", 200),
+        (STATS_KEY, "/api/config", 200),
+        (STATS_KEY, "/api/activity", 403),
+        (STATS_KEY, "/api/accounts", 403),
+        (ACTIVITY_KEY, "/api/activity", 200),
+        (ACTIVITY_KEY, "/api/stats", 403),
+        (READ_ALL_KEY, "/api/stats", 200),
+        (READ_ALL_KEY, "/api/activity", 200),
+        (READ_ALL_KEY, "/api/logs", 200),
+        (READ_ALL_KEY, "/api/export?format=csv", 200),
+        (READ_ALL_KEY, "/api/accounts", 200),
+        (WRITE_ALL_KEY, "/api/activity", 200), // write:* implies every read
+        (WRITE_ACCOUNTS_KEY, "/api/accounts", 200), // write:accounts implies read:accounts
+        (WRITE_ACCOUNTS_KEY, "/api/stats", 403),
+        (STAR_KEY, "/api/logs", 200),
+        (TOKEN, "/api/export", 200),
+    ];
+    for (key, route, want) in gets {
+        let r = m.get_with(route, key);
+        assert_eq!(r.status, want, "GET {route} with {key}: {}", r.text);
+        if want == 403 {
+            assert!(
+                r.body["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("missing permission "),
+                "{}",
+                r.text
+            );
+        }
+    }
+    let posts = [
+        (READ_ALL_KEY, "/api/accounts/work/process", 403),
+        (WRITE_ACCOUNTS_KEY, "/api/accounts/work/process", 200),
+        (WRITE_ALL_KEY, "/api/accounts/work/reconnect", 200),
+        (STAR_KEY, "/api/accounts/work/resume", 200),
+        (STATS_KEY, "/api/accounts/work/pause", 403),
+    ];
+    for (key, route, want) in posts {
+        let r = m.post_with(route, key, "");
+        assert_eq!(r.status, want, "POST {route} with {key}: {}", r.text);
+    }
+    let r = m.get_with("/api/activity", STATS_KEY);
+    assert_eq!(r.body["error"], "missing permission read:activity");
+}
+
+#[test]
+fn bad_credentials_get_401_with_bearer_challenge() {
+    let m = start_secured();
+    for headers in [
+        vec![],
+        vec![("Authorization", STATS_KEY)], // no Bearer prefix
+        vec![("Authorization", "Basic c3RhdHM6eA==")], // another scheme
+        vec![("Authorization", "Bearer wrong-key-0123456789")], // unknown key
+        vec![("Authorization", "Bearer short")], // short key
+        vec![("Authorization", "bearer stats-key-0123456789")], // wrong case of the prefix
+    ] {
+        let r = m.request("GET", "/api/stats", &headers, None);
+        assert_eq!(r.status, 401, "{headers:?}");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert!(r.body["error"].is_string());
+    }
+}
+
+#[test]
+fn open_mode_without_token_or_keys() {
+    let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    assert_eq!(m.get("/api/stats").status, 200);
+    assert_eq!(m.get("/api/activity").status, 200);
+    assert_eq!(m.get("/api/accounts").status, 200);
+    assert!(
+        m.log().contains("NO API AUTHENTICATION"),
+        "no loud warning:\n{}",
+        m.log()
+    );
+}
+
+#[test]
+fn error_statuses() {
+    let mut m = Mailproc::prepare(&secured_config());
+    m.spawn(&[
+        ("HOOK_ENV", "x"),
+        ("WORK_PASS", "y"),
+        ("MAILPROC_TEST_PANIC_ROUTE", "1"),
+    ]);
+    m.wait_ready();
+    let r = m.get_with("/api/nothing-here", TOKEN);
+    assert_eq!((r.status, r.body["error"].is_string()), (404, true));
+    let r = m.get("/no/such/page");
+    assert_eq!(r.status, 404);
+    let r = m.request(
+        "DELETE",
+        "/api/stats",
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+        None,
+    );
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("GET"));
+    let big = "x".repeat((1 << 20) + 10);
+    let r = m.post_with("/api/test-webhook", TOKEN, &big);
+    assert_eq!(r.status, 413);
+    assert!(r.body["error"].is_string());
+    let r = m.post_with("/api/test-webhook", TOKEN, "{\"headers\": {}}");
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["error"].as_str().unwrap().contains("url"),
+        "{}",
+        r.text
+    );
+    let r = m.post_with("/api/test-webhook", TOKEN, "{not json");
+    assert_eq!(r.status, 400);
+    // A panicking handler answers 500 and every worker lives on.
+    for _ in 0..4 {
+        let r = m.get_with("/api/debug/panic", TOKEN);
+        assert_eq!(r.status, 500);
+        assert_eq!(r.body["error"], "internal error");
+    }
+    for _ in 0..8 {
+        assert_eq!(m.get("/health").status, 200);
+    }
+}
+
+#[test]
+fn port_in_use_ends_start_up() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let m = Mailproc::prepare(&format!(
+        "server: {{ port: {port} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n"
+    ));
+    let (code, _, stderr) = m.run_cli(&["run"], "");
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains(&format!("address in use: 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(
+        !m.db_path().exists(),
+        "nothing else may start: the store was created"
+    );
+}
+
+#[test]
+fn sigterm_and_sigint_shut_down_cleanly() {
+    for sig in ["TERM", "INT"] {
+        let mut m = start_secured();
+        assert_eq!(m.get("/health").status, 200);
+        m.signal(sig);
+        let st = m
+            .wait_exit(Duration::from_secs(10))
+            .expect("exits within 10 s");
+        assert_eq!(st.code(), Some(0), "SIG{sig}: {st}\n{}", m.log());
+        assert!(m.log().contains("stopped"), "{}", m.log());
+    }
+}
+
+#[test]
+fn check_config_lists_every_problem() {
+    let m = Mailproc::prepare("server: { port: 70000 }\n");
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("server.port:"), "{err}");
+    let m = Mailproc::prepare(
+        r#"
+dashboard: { api_keys: [ { name: a, key: short, permissions: [read:nope] } ] }
+accounts:
+  - { name: x, imap: { host: h, username: u, password: p }, provider: ghost }
+  - { name: x, imap: { host: h, username: u, password: "${UNSET_VAR_FOR_TEST:-p}" } }
+"#,
+    );
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 1);
+    for want in [
+        "dashboard.api_keys[0].key: must be at least 16",
+        "dashboard.api_keys[0].permissions[0]: unknown permission \"read:nope\"",
+        "accounts[0].provider: no provider named \"ghost\"",
+        "accounts[1].name: duplicate account name \"x\"",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in\n{err}");
+    }
+    let m = Mailproc::prepare("server: { auth_token: \"${SURELY_UNSET_TOKEN_VAR}\" }\n");
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("server.auth_token: environment variable SURELY_UNSET_TOKEN_VAR is not set"),
+        "{err}"
+    );
+}
+
+#[test]
+fn example_config_validates() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.yaml");
+    let out = std::process::Command::new(common::mailproc::bin())
+        .args(["--config", example, "check-config"])
+        .env("MAILPROC_TOKEN", "example-token-0123456789")
+        .env("GRAFANA_KEY", "grafana-key-0123456789")
+        .env("HOOK_TOKEN", "t")
+        .env("PERSONAL_IMAP_PASSWORD", "p")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("ok (1 account(s), 1 provider(s), 1 API key(s))"));
+}
+
+#[test]
+fn version_flag() {
+    let out = std::process::Command::new(common::mailproc::bin())
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("mailproc {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+fn cookie_of(r: &common::mailproc::Resp) -> String {
+    let c = r.header("set-cookie").expect("a session cookie");
+    assert!(
+        c.contains("HttpOnly") && c.contains("SameSite=Strict") && c.contains("Path=/"),
+        "{c}"
+    );
+    c.split(';').next().unwrap().to_string()
+}
+
+#[test]
+fn login_sessions_logout_and_limits() {
+    let m = start_secured();
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let login = |user: &str, pw: &str| {
+        m.post(
+            "/login",
+            &serde_json::json!({"username": user, "password": pw}).to_string(),
+        )
+    };
+    let r = login("admin", "correct horse battery");
+    assert_eq!(r.status, 200, "{}", r.text);
+    let set = r.header("set-cookie").unwrap().to_string();
+    assert!(
+        set.starts_with("mailproc_session=") && set.contains("Max-Age=1800"),
+        "{set}"
+    );
+    assert!(
+        !set.contains("Secure"),
+        "plain HTTP from a direct client is not Secure"
+    );
+    let cookie = cookie_of(&r);
+    let with_cookie = |method: &str, path: &str, extra: &[(&str, &str)]| {
+        let mut h = vec![("Cookie", cookie.as_str())];
+        h.extend_from_slice(extra);
+        m.request(
+            method,
+            path,
+            &h,
+            if method == "POST" { Some("") } else { None },
+        )
+    };
+    assert_eq!(
+        with_cookie("GET", "/api/activity", &[]).status,
+        200,
+        "a session grants every permission"
+    );
+    // State changes by cookie must come from our own origin.
+    let origin = format!("http://127.0.0.1:{}", m.port);
+    assert_eq!(
+        with_cookie("POST", "/api/accounts/work/process", &[]).status,
+        403
+    );
+    assert_eq!(
+        with_cookie(
+            "POST",
+            "/api/accounts/work/process",
+            &[("Origin", "http://evil.example")]
+        )
+        .status,
+        403
+    );
+    assert_eq!(
+        with_cookie("POST", "/api/accounts/work/process", &[("Origin", &origin)]).status,
+        200
+    );
+    // Behind a trusted proxy that says HTTPS, the cookie is Secure.
+    let r = m.request(
+        "POST",
+        "/login",
+        &[
+            ("X-Forwarded-Proto", "https"),
+            ("X-Forwarded-For", "203.0.113.7"),
+        ],
+        Some(r#"{"username":"admin","password":"correct horse battery"}"#),
+    );
+    assert!(r.header("set-cookie").unwrap().contains("; Secure"));
+    // Logout revokes the session server-side.
+    let out = with_cookie("POST", "/logout", &[("Origin", &origin)]);
+    assert_eq!(out.status, 200);
+    assert_eq!(with_cookie("GET", "/api/activity", &[]).status, 401);
+    // Wrong passwords: 401, then 429 after ten failures from one address.
+    for i in 0..10 {
+        assert_eq!(login("admin", "wrong").status, 401, "attempt {i}");
+    }
+    assert_eq!(login("admin", "correct horse battery").status, 429);
+    let r = m.post("/login", r#"{"username":"admin"}"#);
+    assert!(matches!(r.status, 400 | 429));
+}
+
+#[test]
+fn login_field_errors_and_form_posts() {
+    let m = start_secured();
+    m.run_cli(&["set-password", "ops"], "long enough pw\n");
+    let r = m.post("/login", r#"{"username":"ops"}"#);
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["error"].as_str().unwrap().contains("password"),
+        "{}",
+        r.text
+    );
+    let r = m.request(
+        "POST",
+        "/login",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        Some("username=ops&password=long+enough+pw"),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (code, _, err) = m.run_cli(&["set-password", "ops"], "short\n");
+    assert_ne!(code, 0);
+    assert!(err.contains("at least 8"), "{err}");
+}
+
+#[test]
+fn logs_and_export() {
+    let m = start_seeded();
+    let r = m.get_with("/api/logs?limit=50", TOKEN);
+    assert_eq!(r.status, 200);
+    let lines = r.body["lines"].as_array().unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["message"].as_str().unwrap().contains("listening on")),
+        "{}",
+        r.text
+    );
+    let csv = m.get_with("/api/export?format=csv", TOKEN);
+    assert_eq!(csv.status, 200);
+    assert!(csv.header("content-type").unwrap().starts_with("text/csv"));
+    assert_eq!(
+        csv.text.lines().count(),
+        6,
+        "header and five rows:\n{}",
+        csv.text
+    );
+    let json = m.get_with("/api/export?format=json&accountName=personal", TOKEN);
+    assert_eq!(json.body.as_array().map(Vec::len), Some(2));
+    assert_eq!(m.get_with("/api/export?format=xml", TOKEN).status, 400);
+}
+
+#[test]
+fn failed_email_can_be_retried() {
+    let m = start_seeded();
+    let failed = m.get_with("/api/activity?status=failed", TOKEN);
+    let id = failed.body["entries"][0]["id"].as_i64().unwrap();
+    let r = m.post_with(&format!("/api/activity/{id}/retry"), ACTIVITY_KEY, "");
+    assert_eq!(r.status, 403, "retry needs write:activity");
+    let r = m.post_with(&format!("/api/activity/{id}/retry"), TOKEN, "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["status"], "retrying");
+    assert_eq!(
+        m.post_with(&format!("/api/activity/{id}/retry"), TOKEN, "")
+            .status,
+        404
+    );
+    let v: Value = m.get_with("/api/activity?status=retrying", TOKEN).body;
+    assert_eq!(v["total"], 1);
+}
