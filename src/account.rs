@@ -88,6 +88,7 @@ pub struct Handle {
     /// A clone of the socket while the worker is blocked in IDLE.
     idle_socket: Mutex<Option<TcpStream>>,
     interrupted: AtomicBool,
+    shutting_down: AtomicBool,
 }
 
 impl Handle {
@@ -108,6 +109,7 @@ impl Handle {
             paused: AtomicBool::new(false),
             idle_socket: Mutex::new(None),
             interrupted: AtomicBool::new(false),
+            shutting_down: AtomicBool::new(false),
         });
         (h, rx)
     }
@@ -134,6 +136,11 @@ impl Handle {
         self.status.write().last_processed_at = Some(now_ms());
     }
 
+    /// Set once shutdown was requested; the worker finishes the batch in hand.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
     pub fn is_paused(&self) -> bool {
         self.paused.load(Ordering::SeqCst)
     }
@@ -153,6 +160,7 @@ impl Handle {
                 }
                 return Ok(s.state);
             }
+            Command::Shutdown => self.shutting_down.store(true, Ordering::SeqCst),
             Command::Resume => {
                 self.paused.store(false, Ordering::SeqCst);
                 let mut s = self.status.write();

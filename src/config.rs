@@ -570,6 +570,9 @@ pub struct AccountConfig {
     pub webhooks: Vec<WebhookConfig>,
     #[serde(default = "default_max_attempts")]
     pub max_attempts: u32,
+    /// Wait before the first retry of a failed message; doubles each time.
+    #[serde(default = "default_retry_delay")]
+    pub retry_delay: Dur,
     #[serde(default = "default_max_message_bytes")]
     pub max_message_bytes: usize,
     #[serde(default)]
@@ -595,6 +598,9 @@ fn default_allowed_actions() -> Vec<ActionKind> {
 }
 fn default_max_attempts() -> u32 {
     3
+}
+fn default_retry_delay() -> Dur {
+    Dur::secs(60)
 }
 fn default_max_message_bytes() -> usize {
     1 << 20

@@ -8,8 +8,10 @@
 pub mod account;
 pub mod api;
 pub mod auth;
+pub mod classify;
 pub mod config;
 pub mod http;
+pub mod imap;
 pub mod logging;
 pub mod metrics;
 pub mod service;

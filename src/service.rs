@@ -10,7 +10,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::account::Handle;
+use crate::account::{Command, Handle};
+use crate::classify::Pool;
 use crate::config::Loaded;
 use crate::http::{Ctx, HttpServer};
 use crate::logging::LogRing;
@@ -37,11 +38,25 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let (webhooks, webhook_thread) =
         Webhooks::start(config, store.clone(), metrics.clone()).map_err(|e| e.to_string())?;
 
+    let pool = Arc::new(Pool::start(config.classifier.concurrency).map_err(|e| e.to_string())?);
+    let providers = crate::classify::providers(&config.classifier.providers, &metrics);
     let mut accounts = crate::account::Registry::new();
+    let mut account_threads = Vec::new();
     for a in &config.accounts {
-        let (h, _rx) = Handle::new(&a.name);
+        let (handle, commands) = Handle::new(&a.name);
         metrics.init_account(&a.name);
-        accounts.insert(a.name.clone(), h);
+        accounts.insert(a.name.clone(), handle.clone());
+        let worker = crate::imap::Worker {
+            account: Arc::new(a.clone()),
+            handle,
+            commands,
+            store: store.clone(),
+            metrics: metrics.clone(),
+            webhooks: webhooks.clone(),
+            provider: a.provider.as_ref().and_then(|p| providers.get(p).cloned()),
+            pool: pool.clone(),
+        };
+        account_threads.push(crate::imap::spawn(worker).map_err(|e| e.to_string())?);
     }
 
     if crate::auth::api_is_open(config) {
@@ -89,6 +104,15 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
 
     log::info!("shutting down");
     http.stop();
+    for h in accounts.values() {
+        let _ = h.send(Command::Shutdown);
+    }
+    for t in account_threads {
+        let _ = t.join();
+    }
+    if let Ok(pool) = Arc::try_unwrap(pool) {
+        pool.stop();
+    }
     webhooks.shutdown();
     let _ = webhook_thread.join();
     log::info!("stopped");

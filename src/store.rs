@@ -472,7 +472,7 @@ impl Store {
                 )?;
                 clear.execute([id])?;
                 // Only actions the server carried out count as taken.
-                if o.status == status::OK || o.status == status::REVIEW {
+                if o.status == status::OK {
                     for a in &o.actions {
                         let (folder, flags) = match a {
                             Action::Move { folder } => (Some(folder.clone()), None),
@@ -553,6 +553,15 @@ impl Store {
             ],
         )?;
         Ok((id, attempts, st))
+    }
+
+    /// When the next retry of an account falls due, if any is waiting.
+    pub fn next_retry_at(&self, account: &str) -> Result<Option<i64>> {
+        Ok(self.conn.lock().query_row(
+            "SELECT min(next_attempt_at) FROM emails WHERE status = 'retrying' AND account = ?1",
+            [account],
+            |r| r.get(0),
+        )?)
     }
 
     /// Puts a failed email back in line for another try (from the API or the

@@ -10,8 +10,11 @@
 //! every 10 ms).
 //!
 //! * Users (passwd-file `<dir>/users`): `test`/`secret`, `demo`/`demo`, and
-//!   any added with [`Dovecot::add_user`]. A wrong password is refused at once
-//!   (`auth_failure_delay = 0`) with `[AUTHENTICATIONFAILED]`.
+//!   any added with [`Dovecot::add_user`]. A wrong password is refused with
+//!   `[AUTHENTICATIONFAILED]` after 0.5 s (`auth_failure_delay = 0`; Dovecot's
+//!   default is 2 s). Beware Dovecot's per-IP auth penalty: after a failed
+//!   login, the next login from 127.0.0.1 (even a good one) waits about 4 s,
+//!   up to 15 s after several different wrong passwords.
 //! * Mail: Maildir++ under `<dir>/mail/<user>`, hierarchy separator `.`.
 //!   `Junk` (SPECIAL-USE `\Junk`) is created at first login; `Trash`
 //!   (`\Trash`) only when someone creates it.
@@ -375,7 +378,9 @@ impl Dovecot {
         }
     }
 
-    /// Add a passwd-file user (Dovecot notices the changed file by itself).
+    /// Add a passwd-file user and wait until Dovecot knows it. Dovecot
+    /// rereads a changed passwd-file at most once per second, so this can
+    /// take up to a second.
     pub fn add_user(&self, user: &str, password: &str) {
         for (what, s) in [("user", user), ("password", password)] {
             assert!(
@@ -388,6 +393,16 @@ impl Dovecot {
             .open(self.dir.path().join("users"))
             .expect("open users file");
         writeln!(users, "{user}:{{PLAIN}}{password}::::::").expect("append to users file");
+        drop(users);
+        // A userdb lookup makes the auth process check the file again.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !self.doveadm(&["user", user], None).status.success() {
+            assert!(
+                Instant::now() < deadline,
+                "add_user: Dovecot did not pick up user {user} within 3 s"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Create a mailbox; an existing one is fine.

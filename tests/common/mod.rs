@@ -3,3 +3,4 @@
 
 pub mod dovecot;
 pub mod mailproc;
+pub mod model;

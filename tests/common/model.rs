@@ -1,0 +1,137 @@
+//! A scripted OpenAI-compatible chat-completions server on loopback: the one
+//! fake the tests allow, since no real model can be reached in CI.
+//!
+//! A script is a function from the request (the user message holds the
+//! email's headers) to a [`Reply`]: an answer, an HTTP error, a delay, or
+//! invalid content. Every request is counted.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+pub enum Reply {
+    /// `content` becomes choices[0].message.content.
+    Answer(String),
+    /// An HTTP status with a body and optional Retry-After seconds.
+    Status(u16, Option<u64>),
+    /// Sleep, then answer.
+    Delay(Duration, Box<Reply>),
+    /// A 200 whose body is not JSON at all.
+    Garbage,
+}
+
+/// The answer object a well-behaved model returns.
+pub fn answer(actions: Value, reasoning: &str) -> Reply {
+    Reply::Answer(
+        json!({ "actions": actions, "reasoning": reasoning, "confidence": 0.9 }).to_string(),
+    )
+}
+
+pub struct Request {
+    pub system: String,
+    pub user: String,
+    pub model: String,
+}
+
+impl Request {
+    /// The `Subject:` line of the email in the prompt.
+    pub fn subject(&self) -> &str {
+        self.user
+            .lines()
+            .find_map(|l| l.strip_prefix("Subject: "))
+            .unwrap_or("")
+    }
+}
+
+type Script = dyn Fn(&Request) -> Reply + Send + Sync;
+
+pub struct Model {
+    pub port: u16,
+    pub requests: Arc<AtomicUsize>,
+    server: Arc<tiny_http::Server>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Model {
+    /// Starts a server with `threads` request threads (one per concurrent call).
+    pub fn start(
+        threads: usize,
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Model {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let port = server.server_addr().to_ip().unwrap().port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let script: Arc<Script> = Arc::new(script);
+        let mut handles = Vec::new();
+        for _ in 0..threads {
+            let (server, script, requests) = (server.clone(), script.clone(), requests.clone());
+            handles.push(std::thread::spawn(move || {
+                while let Ok(mut req) = server.recv() {
+                    let mut body = String::new();
+                    let _ = req.as_reader().read_to_string(&mut body);
+                    requests.fetch_add(1, Ordering::SeqCst);
+                    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                    let r = Request {
+                        system: v.pointer("/messages/0/content").and_then(Value::as_str).unwrap_or("").into(),
+                        user: v.pointer("/messages/1/content").and_then(Value::as_str).unwrap_or("").into(),
+                        model: v["model"].as_str().unwrap_or("").into(),
+                    };
+                    let mut reply = script(&r);
+                    while let Reply::Delay(d, inner) = reply {
+                        std::thread::sleep(d);
+                        reply = *inner;
+                    }
+                    let resp = match reply {
+                        Reply::Answer(content) => tiny_http::Response::from_string(
+                            json!({
+                                "id": "chatcmpl-test",
+                                "object": "chat.completion",
+                                "model": r.model,
+                                "choices": [{ "index": 0, "message": { "role": "assistant", "content": content }, "finish_reason": "stop" }],
+                                "usage": { "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120 },
+                            })
+                            .to_string(),
+                        ),
+                        Reply::Status(code, retry_after) => {
+                            let mut r = tiny_http::Response::from_string(format!("{{\"error\":\"scripted {code}\"}}"))
+                                .with_status_code(code);
+                            if let Some(s) = retry_after {
+                                r.add_header(tiny_http::Header::from_bytes("Retry-After", s.to_string()).unwrap());
+                            }
+                            r
+                        }
+                        Reply::Garbage => tiny_http::Response::from_string("<html>oops</html>"),
+                        Reply::Delay(..) => unreachable!(),
+                    };
+                    let _ = req.respond(resp);
+                }
+            }));
+        }
+        Model {
+            port,
+            requests,
+            server,
+            threads: handles,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
+    }
+
+    pub fn count(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        for _ in &self.threads {
+            self.server.unblock();
+        }
+    }
+}

