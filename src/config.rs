@@ -141,7 +141,7 @@ fn de_string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Str
     Ok(m.into_iter().map(|(k, V(v))| (k, v)).collect())
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerConfig,
@@ -151,20 +151,6 @@ pub struct Config {
     pub webhook_settings: WebhookSettings,
     pub webhooks: Vec<WebhookConfig>,
     pub accounts: Vec<AccountConfig>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            server: ServerConfig::default(),
-            dashboard: DashboardConfig::default(),
-            storage: StorageConfig::default(),
-            classifier: ClassifierConfig::default(),
-            webhook_settings: WebhookSettings::default(),
-            webhooks: Vec::new(),
-            accounts: Vec::new(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1038,13 +1024,11 @@ pub fn check_action(a: &AccountConfig, act: &Action) -> Result<(), String> {
         ));
     }
     match act {
-        Action::Move { folder } => {
-            if !a.folders.allowed.iter().any(|f| f == folder) {
-                return Err(format!(
-                    "folder {folder:?} is not in folders.allowed of account {:?}",
-                    a.name
-                ));
-            }
+        Action::Move { folder } if !a.folders.allowed.iter().any(|f| f == folder) => {
+            return Err(format!(
+                "folder {folder:?} is not in folders.allowed of account {:?}",
+                a.name
+            ));
         }
         Action::Flag { flags } => {
             if flags.is_empty() {

@@ -2,9 +2,9 @@
 //! owns its IMAP session from connect to logout.
 //!
 //! Guarantees this thread gives:
-//! - A message is never deleted: moves use `UID MOVE`, or `UID COPY` + `\Deleted`
-//!   + `UID EXPUNGE` of exactly those UIDs when the server has UIDPLUS; without
-//!   UIDPLUS nothing is ever expunged.
+//! - A message is never deleted: moves use `UID MOVE`, or else `UID COPY`,
+//!   `\Deleted` and `UID EXPUNGE` of exactly those UIDs when the server has
+//!   UIDPLUS; without UIDPLUS nothing is ever expunged.
 //! - Bodies are fetched with `BODY.PEEK[]`, so reading never sets `\Seen`.
 //! - At-least-once, never twice per arrival: the decision for a batch is
 //!   journalled (`pending`) before any command changes a message, and the

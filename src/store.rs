@@ -115,6 +115,46 @@ const MIGRATIONS: &[&str] = &[
         username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
         created_at INTEGER NOT NULL,
         expires_at INTEGER NOT NULL);
+    -- Daily counters kept exact by triggers (inserts, status changes,
+    -- pruning), so statistics over months are a sum of a few rows instead of
+    -- a scan of every email and action. key: '_processed' or an action type.
+    CREATE TABLE stats_daily (
+        day INTEGER NOT NULL, account TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL,
+        PRIMARY KEY (day, account, key)) WITHOUT ROWID;
+    CREATE TRIGGER stats_email_insert AFTER INSERT ON emails
+        WHEN new.status IN ('ok', 'dry_run', 'review') BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, '_processed', 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER stats_email_delete AFTER DELETE ON emails
+        WHEN old.status IN ('ok', 'dry_run', 'review') BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = '_processed';
+    END;
+    CREATE TRIGGER stats_email_update_old AFTER UPDATE OF status, processed_at, account ON emails
+        WHEN old.status IN ('ok', 'dry_run', 'review') BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = '_processed';
+    END;
+    CREATE TRIGGER stats_email_update_new AFTER UPDATE OF status, processed_at, account ON emails
+        WHEN new.status IN ('ok', 'dry_run', 'review') BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, '_processed', 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER stats_action_insert AFTER INSERT ON actions BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, new.type, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER stats_action_delete AFTER DELETE ON actions BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = old.type;
+    END;
+    CREATE TRIGGER stats_action_update AFTER UPDATE OF processed_at ON actions BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = old.type;
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, new.type, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
     "#,
 ];
 
@@ -664,34 +704,65 @@ impl Store {
         Ok((rows.collect::<std::result::Result<_, _>>()?, total))
     }
 
-    /// Counts of processed emails and executed actions since `since_ms`.
+    /// Counts of processed emails and executed actions since `since_ms`:
+    /// whole days from the trigger-kept daily counters, the partial first
+    /// day from the rows themselves, so the answer is exact and cheap.
     pub fn stats(&self, since_ms: Option<i64>, account: Option<&str>) -> Result<Stats> {
-        let since = since_ms.unwrap_or(i64::MIN);
+        const DAY: i64 = 86_400_000;
         let conn = self.conn.lock();
         let mut s = Stats::default();
+        let mut add = |key: String, acct: String, n: i64| {
+            let n = n.max(0) as u64;
+            if n == 0 {
+                return;
+            }
+            if key == "_processed" {
+                s.total_processed += n;
+                *s.by_account.entry(acct).or_insert(0) += n;
+            } else {
+                *s.by_action.entry(key).or_insert(0) += n;
+            }
+        };
+        let first_full_day = match since_ms {
+            None => i64::MIN,
+            Some(since) => {
+                let boundary = since.div_euclid(DAY) + i64::from(since.rem_euclid(DAY) != 0);
+                let end = boundary.saturating_mul(DAY);
+                let mut st = conn.prepare_cached(
+                    "SELECT account, COUNT(*) FROM emails
+                     WHERE processed_at >= ?1 AND processed_at < ?2 AND (?3 IS NULL OR account = ?3)
+                       AND status IN ('ok', 'dry_run', 'review')
+                     GROUP BY account",
+                )?;
+                for row in
+                    st.query_map(params![since, end, account], |r| Ok((r.get(0)?, r.get(1)?)))?
+                {
+                    let (a, n): (String, i64) = row?;
+                    add("_processed".into(), a, n);
+                }
+                let mut st = conn.prepare_cached(
+                    "SELECT type, COUNT(*) FROM actions
+                     WHERE processed_at >= ?1 AND processed_at < ?2 AND (?3 IS NULL OR account = ?3)
+                     GROUP BY type",
+                )?;
+                for row in
+                    st.query_map(params![since, end, account], |r| Ok((r.get(0)?, r.get(1)?)))?
+                {
+                    let (t, n): (String, i64) = row?;
+                    add(t, String::new(), n);
+                }
+                boundary
+            }
+        };
         let mut st = conn.prepare_cached(
-            "SELECT account, COUNT(*) FROM emails
-             WHERE processed_at >= ?1 AND (?2 IS NULL OR account = ?2)
-               AND status IN ('ok', 'dry_run', 'review')
-             GROUP BY account",
+            "SELECT key, account, SUM(n) FROM stats_daily
+             WHERE day >= ?1 AND (?2 IS NULL OR account = ?2) GROUP BY key, account",
         )?;
-        for row in st.query_map(params![since, account], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))
+        for row in st.query_map(params![first_full_day, account], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })? {
-            let (a, n) = row?;
-            s.total_processed += n;
-            s.by_account.insert(a, n);
-        }
-        let mut st = conn.prepare_cached(
-            "SELECT type, COUNT(*) FROM actions
-             WHERE processed_at >= ?1 AND (?2 IS NULL OR account = ?2)
-             GROUP BY type",
-        )?;
-        for row in st.query_map(params![since, account], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))
-        })? {
-            let (t, n) = row?;
-            s.by_action.insert(t, n);
+            let (k, a, n): (String, String, i64) = row?;
+            add(k, a, n);
         }
         Ok(s)
     }

@@ -38,7 +38,9 @@ fn pct(mut v: Vec<f64>, p: f64) -> f64 {
 }
 
 fn processed(m: &Mailproc) -> u64 {
-    m.get("/api/stats").body["total_processed"].as_u64().unwrap_or(0)
+    m.get("/api/stats").body["total_processed"]
+        .as_u64()
+        .unwrap_or(0)
 }
 
 fn account_yaml(d: &Dovecot, model: Option<(&Model, usize)>, rules: &str) -> String {
@@ -76,12 +78,26 @@ fn api_over_100k(rows: &mut Vec<(String, String, String)>) {
     {
         let store = Store::open(&m.db_path()).unwrap();
         let now = mailproc::timestamp::now_ms();
-        let subjects = ["Your invoice", "Weekly digest", "Meeting notes", "Re: lunch?", "Build failed", "Sale ends today"];
+        let subjects = [
+            "Your invoice",
+            "Weekly digest",
+            "Meeting notes",
+            "Re: lunch?",
+            "Build failed",
+            "Sale ends today",
+        ];
         let batch: Vec<(EmailMeta, Outcome, i64)> = (0..100_000u32)
             .map(|i| {
                 let actions = match i % 3 {
-                    0 => vec![Action::Move { folder: "Lists".into() }, Action::Read],
-                    1 => vec![Action::Flag { flags: vec!["\\Flagged".into()] }],
+                    0 => vec![
+                        Action::Move {
+                            folder: "Lists".into(),
+                        },
+                        Action::Read,
+                    ],
+                    1 => vec![Action::Flag {
+                        flags: vec!["\\Flagged".into()],
+                    }],
                     _ => vec![Action::Read],
                 };
                 (
@@ -90,31 +106,60 @@ fn api_over_100k(rows: &mut Vec<(String, String, String)>) {
                         mailbox: "INBOX".into(),
                         uidvalidity: 1,
                         uid: i + 1,
-                        message_id: format!("<{i:08}.{}@mail.example.org>", i.wrapping_mul(2_654_435_761)),
+                        message_id: format!(
+                            "<{i:08}.{}@mail.example.org>",
+                            i.wrapping_mul(2_654_435_761)
+                        ),
                         subject: format!("{} #{i}", subjects[(i % 6) as usize]),
                         from: format!("user{}@example.org", i % 997),
                     },
-                    Outcome { status: status::OK, actions, model: "rules:x".into(), reasoning: "r".into(), ..Default::default() },
+                    Outcome {
+                        status: status::OK,
+                        actions,
+                        model: "rules:x".into(),
+                        reasoning: "r".into(),
+                        ..Default::default()
+                    },
                     now - i64::from(i) * 60_000,
                 )
             })
             .collect();
         let t = Instant::now();
         store.insert_history_bulk(&batch).unwrap();
-        rows.push(("store: insert 100,000 activity rows (one transaction)".into(), format!("{:.2} s", t.elapsed().as_secs_f64()), "".into()));
+        rows.push((
+            "store: insert 100,000 activity rows (one transaction)".into(),
+            format!("{:.2} s", t.elapsed().as_secs_f64()),
+            "".into(),
+        ));
     }
     m.spawn(&[]);
     m.wait_ready();
     for (label, path) in [
         ("GET /api/stats (period=all)", "/api/stats"),
         ("GET /api/stats?period=day", "/api/stats?period=day"),
-        ("GET /api/stats?account=work&period=month", "/api/stats?account=work&period=month"),
+        (
+            "GET /api/stats?account=work&period=month",
+            "/api/stats?account=work&period=month",
+        ),
         ("GET /api/activity (page 1)", "/api/activity"),
-        ("GET /api/activity?search=invoice", "/api/activity?search=invoice"),
-        ("GET /api/activity?search=00012345 (message id)", "/api/activity?search=00012345"),
-        ("GET /api/activity?search=invoice&actionType=read&page=50", "/api/activity?search=invoice&actionType=read&page=50"),
+        (
+            "GET /api/activity?search=invoice",
+            "/api/activity?search=invoice",
+        ),
+        (
+            "GET /api/activity?search=00012345 (message id)",
+            "/api/activity?search=00012345",
+        ),
+        (
+            "GET /api/activity?search=invoice&actionType=read&page=50",
+            "/api/activity?search=invoice&actionType=read&page=50",
+        ),
     ] {
-        rows.push((format!("{label}, 100,000 rows"), format!("{:.1} ms", time_get(&m, path, 30)), "median of 30, over HTTP".into()));
+        rows.push((
+            format!("{label}, 100,000 rows"),
+            format!("{:.1} ms", time_get(&m, path, 30)),
+            "median of 30, over HTTP".into(),
+        ));
     }
 }
 
@@ -132,7 +177,9 @@ fn rules_throughput(rows: &mut Vec<(String, String, String)>) {
     let rules = "    rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists }, { type: read } ] }\n      - { name: inv, when: { subject: \"^Invoice\" }, actions: [ { type: move, folder: Receipts } ] }\n      - { name: rest, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
     let t = Instant::now();
     let m = Mailproc::start(&account_yaml(&d, None, rules));
-    m.wait_for(Duration::from_secs(600), "5000 processed", || (processed(&m) >= n as u64).then_some(()));
+    m.wait_for(Duration::from_secs(600), "5000 processed", || {
+        (processed(&m) >= n as u64).then_some(())
+    });
     let s = t.elapsed().as_secs_f64();
     rows.push((
         "rules-only backlog, 5,000 messages (start to last recorded)".into(),
@@ -145,13 +192,27 @@ fn model_throughput(rows: &mut Vec<(String, String, String)>) {
     for c in [1usize, 4, 8] {
         let n = if c == 1 { 50 } else { 200 };
         let d = Dovecot::start();
-        d.seed_many("test", "INBOX", &(0..n).map(|i| msg(i, &format!("Note {i}"), "")).collect::<Vec<_>>());
+        d.seed_many(
+            "test",
+            "INBOX",
+            &(0..n)
+                .map(|i| msg(i, &format!("Note {i}"), ""))
+                .collect::<Vec<_>>(),
+        );
         let model = Model::start(16, |_| {
-            Reply::Delay(Duration::from_millis(200), Box::new(answer(json!([{ "type": "move", "folder": "Sorted" }]), "ok")))
+            Reply::Delay(
+                Duration::from_millis(200),
+                Box::new(answer(
+                    json!([{ "type": "move", "folder": "Sorted" }]),
+                    "ok",
+                )),
+            )
         });
         let t = Instant::now();
         let m = Mailproc::start(&account_yaml(&d, Some((&model, c)), ""));
-        m.wait_for(Duration::from_secs(600), "all processed", || (processed(&m) >= n as u64).then_some(()));
+        m.wait_for(Duration::from_secs(600), "all processed", || {
+            (processed(&m) >= n as u64).then_some(())
+        });
         let rate = n as f64 / t.elapsed().as_secs_f64();
         let ideal = c as f64 / 0.2;
         rows.push((
@@ -178,19 +239,28 @@ fn new_mail_latency(rows: &mut Vec<(String, String, String)>) {
         let t = Instant::now();
         d.seed("test", "INBOX", &msg(100_000 + i, &format!("Live {i}"), ""));
         let seeded = t.elapsed();
-        m.wait_for(Duration::from_secs(10), "processed", || (processed(&m) > i as u64).then_some(()));
+        m.wait_for(Duration::from_secs(10), "processed", || {
+            (processed(&m) > i as u64).then_some(())
+        });
         // From delivery (doveadm save returned) to the record being visible.
         lat.push((t.elapsed() - seeded).as_secs_f64() * 1000.0);
     }
     rows.push((
         "new-mail latency through IDLE (100 deliveries)".into(),
-        format!("p50 {:.0} ms, p99 {:.0} ms", pct(lat.clone(), 0.5), pct(lat.clone(), 0.99)),
+        format!(
+            "p50 {:.0} ms, p99 {:.0} ms",
+            pct(lat.clone(), 0.5),
+            pct(lat.clone(), 0.99)
+        ),
         "delivery by doveadm save to record visible in /api/stats (50 ms polling)".into(),
     ));
 }
 
 fn main() {
-    let which: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let which: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let want = |name: &str| which.is_empty() || which.iter().any(|w| w == name);
     let mut rows = Vec::new();
     if want("api") {
@@ -210,7 +280,8 @@ fn main() {
         out.push_str(&format!("| {a} | {b} | {c} |\n"));
     }
     print!("{out}");
-    let path = std::env::var("MAILPROC_BENCH_OUT").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench.md").into());
+    let path = std::env::var("MAILPROC_BENCH_OUT")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench.md").into());
     std::fs::write(&path, &out).unwrap();
     eprintln!("written to {path}");
 }

@@ -393,9 +393,7 @@ fn model_failures_leave_mail_in_place_and_others_flow() {
         Duration::from_secs(10),
         "the retried failure to be tried again",
         || {
-            let e = m
-                .get(&format!("/api/activity?status=failed&pageSize=100"))
-                .body;
+            let e = m.get("/api/activity?status=failed&pageSize=100").body;
             (e["total"].as_u64() == Some(bad.len() as u64)
                 && e["entries"]
                     .as_array()
