@@ -713,3 +713,38 @@ fn spamassassin_corpus_runs_through_rules_and_model() {
     let v: Value = m.get("/health").body;
     assert_eq!(v["accounts"]["acct"], "connected");
 }
+
+#[test]
+fn demo_script_sorts_the_corpus() {
+    let port = common::mailproc::free_port().to_string();
+    let out = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh"))
+        .arg("--check")
+        .env("MAILPROC_BIN", common::mailproc::bin())
+        .env("MAILPROC_DEMO_PORT", &port)
+        .env_remove("MAILPROC_LLM_URL")
+        .output()
+        .expect("bash");
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "scripts/demo.sh --check failed:\n{said}"
+    );
+    let key = said
+        .find("\"total_processed\"")
+        .unwrap_or_else(|| panic!("no stats printed:\n{said}"));
+    let json_start = said[..key].rfind('{').unwrap();
+    let stats: Value = serde_json::Deserializer::from_str(&said[json_start..])
+        .into_iter()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats["total_processed"], 300, "{said}");
+    let sorted =
+        stats["by_action"]["move"].as_u64().unwrap() + stats["by_action"]["spam"].as_u64().unwrap();
+    assert!(sorted >= 200, "the demo rules sort most mail: {stats}");
+}
