@@ -748,3 +748,141 @@ fn demo_script_sorts_the_corpus() {
         stats["by_action"]["move"].as_u64().unwrap() + stats["by_action"]["spam"].as_u64().unwrap();
     assert!(sorted >= 200, "the demo rules sort most mail: {stats}");
 }
+
+/// What a receiver got: each body with its headers.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(Value, Vec<(String, String)>)>>>;
+
+/// A loopback webhook receiver recording every body and header set; it
+/// sleeps `delay` before answering.
+fn receiver(delay: Duration) -> (u16, Received) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
+            let headers = req
+                .headers()
+                .iter()
+                .map(|h| (h.field.to_string(), h.value.to_string()))
+                .collect();
+            g.lock()
+                .unwrap()
+                .push((serde_json::from_str(&body).unwrap_or(Value::Null), headers));
+            std::thread::sleep(delay);
+            let _ = req.respond(tiny_http::Response::from_string("ok"));
+        }
+    });
+    (port, got)
+}
+
+fn hook_yaml(port: u16) -> String {
+    format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"], timeout: 10s }}\n\
+         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/global\", headers: {{ X-Token: \"${{HOOK_TOKEN}}\" }} }}\n"
+    )
+}
+
+#[test]
+fn processing_emits_webhooks_with_spec_payloads() {
+    let d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &[msg("w1", "Invoice w1", ""), msg("w2", "Case fail500", "")],
+    );
+    let model = Model::start(2, |_| Reply::Status(500, None));
+    let (port, got) = receiver(Duration::ZERO);
+    let cfg = config(
+        &d,
+        Some(&model),
+        &format!("{RULES}    max_attempts: 1\n"),
+        "",
+    )
+    .replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[("HOOK_TOKEN", "tok-from-env")]);
+    m.wait_ready();
+    m.wait_for(
+        Duration::from_secs(15),
+        "email_processed, action_taken and error",
+        || {
+            let g = got.lock().unwrap();
+            let kinds: Vec<String> = g
+                .iter()
+                .map(|(b, _)| b["event"].as_str().unwrap_or("").to_string())
+                .collect();
+            (["email_processed", "action_taken", "error"]
+                .iter()
+                .all(|k| kinds.iter().any(|x| x == k)))
+            .then_some(())
+        },
+    );
+    let g = got.lock().unwrap();
+    let ts = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$").unwrap();
+    for (body, headers) in g.iter() {
+        assert!(ts.is_match(body["timestamp"].as_str().unwrap()), "{body}");
+        assert_eq!(body["account"], "acct");
+        assert!(
+            headers
+                .iter()
+                .any(|(k, v)| k.eq_ignore_ascii_case("x-token") && v == "tok-from-env"),
+            "{headers:?}"
+        );
+    }
+    let find = |k: &str| g.iter().find(|(b, _)| b["event"] == k).unwrap().0.clone();
+    let p = find("email_processed");
+    assert_eq!(p["subject"], "Invoice w1");
+    assert_eq!(p["from"], "sender@example.org");
+    assert_eq!(p["model"], "rules:invoices");
+    assert!(p["reasoning"].is_string());
+    assert_eq!(
+        p["actions"],
+        json!([{ "type": "flag", "flags": ["\\Flagged"] }])
+    );
+    let a = find("action_taken");
+    assert_eq!(
+        a["action"],
+        json!({ "type": "flag", "flags": ["\\Flagged"] })
+    );
+    assert_eq!(a["subject"], "Invoice w1");
+    let e = find("error");
+    assert!(e["error"].as_str().unwrap().contains("HTTP 500"), "{e}");
+    assert!(e["details"].is_string());
+    drop(g);
+    let deliveries = m.get("/api/webhooks/deliveries").body;
+    assert!(deliveries["total"].as_u64().unwrap() >= 3, "{deliveries}");
+}
+
+#[test]
+fn a_hanging_webhook_target_does_not_slow_processing() {
+    let run = |delay: Duration| -> Duration {
+        let d = Dovecot::start();
+        d.seed_many("test", "INBOX", &backlog(100));
+        let (port, got) = receiver(delay);
+        let model = sorter(Duration::ZERO);
+        let cfg = config(&d, Some(&model), RULES, "")
+            .replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+        let mut m = Mailproc::prepare(&cfg);
+        m.spawn(&[("HOOK_TOKEN", "t")]);
+        let t = Instant::now();
+        m.wait_ready();
+        wait_processed(&m, 100, Duration::from_secs(60));
+        let took = t.elapsed();
+        // The target really was reached (and so really hung).
+        m.wait_for(Duration::from_secs(5), "a delivery", || {
+            (!got.lock().unwrap().is_empty()).then_some(())
+        });
+        m.kill();
+        took
+    };
+    let fast = run(Duration::ZERO);
+    // Each delivery hangs for the whole 10 s timeout.
+    let slow = run(Duration::from_secs(10));
+    assert!(
+        slow < fast + Duration::from_secs(3),
+        "processing took {slow:?} with a hanging target against {fast:?} without"
+    );
+}

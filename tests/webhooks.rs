@@ -1,0 +1,1036 @@
+//! Webhooks end to end: the test endpoint of the real binary, and the
+//! dispatcher thread through the library, both against receivers on
+//! loopback. Nothing here sends traffic anywhere but 127.0.0.0/8 and ::1;
+//! the guard's other ranges are tested as pure functions in `src/webhook.rs`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use common::mailproc::Mailproc;
+use hmac::{Hmac, Mac};
+use mailproc::config::{self, Config, EventKind};
+use mailproc::metrics::Metrics;
+use mailproc::store::Store;
+use mailproc::webhook::{Webhooks, QUEUE_SIZE, SSRF_MESSAGE};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+const TOKEN: &str = "test-token-0123456789";
+const READER_KEY: &str = "reader-key-0123456789";
+const UA: &str = concat!("mailproc/", env!("CARGO_PKG_VERSION"));
+
+// ----------------------------------------------------------------------------
+// A loopback receiver
+// ----------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct Hit {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Hit {
+    /// Every value of header `name` (case-insensitive), in order.
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The single value of header `name`; panics when absent or repeated.
+    fn one(&self, name: &str) -> &str {
+        match self.all(name).as_slice() {
+            [v] => v,
+            other => panic!(
+                "header {name}: expected one value, got {other:?} in {:?}",
+                self.headers
+            ),
+        }
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("body {:?}: {e}", self.body))
+    }
+}
+
+#[derive(Clone)]
+enum Answer {
+    Status(u16),
+    Redirect(String),
+    /// Records the request, then waits until the receiver is released (or
+    /// dropped) before answering 200: a target that hangs.
+    Hang,
+}
+
+struct Receiver {
+    addr: SocketAddr,
+    server: Arc<tiny_http::Server>,
+    hits: Arc<Mutex<Vec<Hit>>>,
+    release: Option<crossbeam_channel::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Receiver {
+    fn start(bind: &str, answer: Answer) -> Receiver {
+        Self::try_start(bind, answer).unwrap_or_else(|e| panic!("bind {bind}: {e}"))
+    }
+
+    fn try_start(bind: &str, answer: Answer) -> Result<Receiver, String> {
+        let server = Arc::new(tiny_http::Server::http(bind).map_err(|e| e.to_string())?);
+        let addr = server.server_addr().to_ip().expect("an IP listener");
+        let hits = Arc::new(Mutex::new(Vec::new()));
+        let (release, released) = crossbeam_channel::bounded::<()>(0);
+        let thread = {
+            let server = server.clone();
+            let hits = hits.clone();
+            std::thread::spawn(move || {
+                for mut req in server.incoming_requests() {
+                    let mut body = String::new();
+                    let _ = req.as_reader().read_to_string(&mut body);
+                    hits.lock().unwrap().push(Hit {
+                        method: req.method().to_string(),
+                        path: req.url().to_string(),
+                        headers: req
+                            .headers()
+                            .iter()
+                            .map(|h| (h.field.to_string(), h.value.to_string()))
+                            .collect(),
+                        body,
+                    });
+                    let resp = match &answer {
+                        Answer::Status(code) => {
+                            tiny_http::Response::from_string("ok").with_status_code(*code)
+                        }
+                        Answer::Redirect(to) => tiny_http::Response::from_string("moved")
+                            .with_status_code(302)
+                            .with_header(
+                                tiny_http::Header::from_bytes("Location", to.as_bytes()).unwrap(),
+                            ),
+                        Answer::Hang => {
+                            let _ = released.recv_timeout(Duration::from_secs(30));
+                            tiny_http::Response::from_string("late").with_status_code(200)
+                        }
+                    };
+                    let _ = req.respond(resp);
+                }
+            })
+        };
+        Ok(Receiver {
+            addr,
+            server,
+            hits,
+            release: Some(release),
+            thread: Some(thread),
+        })
+    }
+
+    fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn hits(&self) -> Vec<Hit> {
+        self.hits.lock().unwrap().clone()
+    }
+
+    fn count(&self) -> usize {
+        self.hits.lock().unwrap().len()
+    }
+
+    /// Lets a hanging receiver answer, now and from now on.
+    fn release(&mut self) {
+        self.release.take();
+    }
+
+    fn wait_for_hits(&self, n: usize, limit: Duration) -> Vec<Hit> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let hits = self.hits();
+            if hits.len() >= n {
+                return hits;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "receiver {} got {} request(s) within {limit:?}, expected {n}: {hits:?}",
+                self.addr,
+                hits.len()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.release.take();
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `2026-11-22T23:20:36.123Z`, and within a minute of now.
+fn assert_timestamp(v: &Value) {
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("timestamp should be a string, got {v}"));
+    let re = regex::Regex::new(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$").unwrap();
+    assert!(
+        re.is_match(s),
+        "timestamp {s:?} is not ISO 8601 UTC with milliseconds"
+    );
+    let ms = mailproc::timestamp::parse_iso_ms(s).unwrap();
+    assert!(
+        (mailproc::timestamp::now_ms() - ms).abs() < 60_000,
+        "timestamp {s} is not now"
+    );
+}
+
+// ----------------------------------------------------------------------------
+// The test endpoint, through the real binary
+// ----------------------------------------------------------------------------
+
+fn service_yaml(allow_private: &str) -> String {
+    format!(
+        r#"
+server:
+  port: {{PORT}}
+  auth_token: {TOKEN}
+dashboard:
+  api_keys:
+    - name: reader
+      key: {READER_KEY}
+      permissions: [read:stats]
+storage:
+  path: "{{DIR}}/mailproc.db"
+webhook_settings:
+  timeout: 5s
+  allow_private: {allow_private}
+"#
+    )
+}
+
+fn test_webhook(m: &Mailproc, body: Value) -> common::mailproc::Resp {
+    m.post_with("/api/test-webhook", TOKEN, &body.to_string())
+}
+
+#[test]
+fn test_endpoint_posts_with_headers_and_reports_the_status() {
+    let ok = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let denied = Receiver::start("127.0.0.1:0", Answer::Status(401));
+    let m = Mailproc::start(&service_yaml(r#"["127.0.0.1/32"]"#));
+
+    let r = test_webhook(
+        &m,
+        json!({"url": ok.url("/hook?x=1"), "headers": {"X-Custom": "abc", "Authorization": "Bearer target-token"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body, json!({"success": true, "statusCode": 200}));
+    let hits = ok.hits();
+    assert_eq!(hits.len(), 1);
+    let h = &hits[0];
+    assert_eq!(h.method, "POST");
+    assert_eq!(h.path, "/hook?x=1");
+    assert_eq!(h.one("X-Custom"), "abc");
+    assert_eq!(h.one("Authorization"), "Bearer target-token");
+    assert_eq!(h.one("Content-Type"), "application/json");
+    assert_eq!(h.one("User-Agent"), UA);
+    assert!(
+        h.all("webhook-signature").is_empty(),
+        "unsigned without a secret"
+    );
+    let body = h.json();
+    assert_eq!(body["event"], "test");
+    assert_eq!(body["message"], "mailproc test delivery");
+    assert_timestamp(&body["timestamp"]);
+
+    // A header given by the caller replaces the default of the same name,
+    // whatever its case.
+    let r = test_webhook(
+        &m,
+        json!({"url": ok.url("/"), "headers": {"user-agent": "custom/1", "CONTENT-TYPE": "text/plain"}}),
+    );
+    assert_eq!(r.body, json!({"success": true, "statusCode": 200}));
+    let h = &ok.hits()[1];
+    assert_eq!(h.one("User-Agent"), "custom/1");
+    assert_eq!(h.one("Content-Type"), "text/plain");
+
+    let r = test_webhook(&m, json!({"url": denied.url("/")}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body, json!({"success": false, "statusCode": 401}));
+    assert_eq!(denied.count(), 1);
+
+    let d = m.get_with("/api/webhooks/deliveries", TOKEN);
+    assert_eq!(d.status, 200, "{}", d.text);
+    assert_eq!(d.body["total"], 3, "{}", d.text);
+    let rows = d.body["deliveries"].as_array().unwrap();
+    let row = |url: &str| {
+        rows.iter()
+            .find(|r| r["url"] == url)
+            .unwrap_or_else(|| panic!("no row for {url}: {rows:?}"))
+    };
+    let first = row(&ok.url("/hook?x=1"));
+    assert_eq!(first["event"], "test");
+    assert_eq!(first["statusCode"], 200);
+    assert_eq!(first["account"], Value::Null);
+    assert_eq!(first["error"], Value::Null);
+    assert!(first["durationMs"].is_u64());
+    assert_eq!(row(&denied.url("/"))["statusCode"], 401);
+
+    let metrics = m.get("/metrics").text;
+    for line in [
+        r#"mailproc_webhook_deliveries_total{event="test",outcome="success"} 2"#,
+        r#"mailproc_webhook_deliveries_total{event="test",outcome="http_error"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "missing {line} in\n{metrics}");
+    }
+}
+
+#[test]
+fn test_endpoint_refuses_every_spelling_of_a_local_address() {
+    let v4 = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let p = v4.port();
+    // Also listen on ::1 with the same port, when this host has IPv6
+    // loopback, so that a request slipping through to [::1] would be seen.
+    let v6 = Receiver::try_start(&format!("[::1]:{p}"), Answer::Status(200)).ok();
+    if v6.is_none() {
+        eprintln!("note: no IPv6 loopback here; [::1] spellings are checked for the 400 only");
+    }
+    let m = Mailproc::start(&service_yaml("[]"));
+    let urls = [
+        format!("http://127.0.0.1:{p}/"),
+        format!("http://localhost:{p}/"),
+        format!("http://[::1]:{p}/"),
+        format!("http://127.1:{p}/"),
+        format!("http://2130706433:{p}/"),
+        format!("http://0x7f000001:{p}/"),
+        format!("http://[::ffff:127.0.0.1]:{p}/"),
+    ];
+    for url in &urls {
+        let r = test_webhook(&m, json!({"url": url}));
+        assert_eq!(r.status, 400, "{url}: {}", r.text);
+        assert_eq!(
+            r.body,
+            json!({"success": false, "error": SSRF_MESSAGE}),
+            "{url}"
+        );
+    }
+    assert_eq!(v4.count(), 0, "a refused target received {:?}", v4.hits());
+    if let Some(v6) = &v6 {
+        assert_eq!(v6.count(), 0, "a refused target received {:?}", v6.hits());
+    }
+    // Refusals are deliveries too: logged and counted, with the reason.
+    let d = m.get_with("/api/webhooks/deliveries", TOKEN);
+    assert_eq!(d.body["total"], urls.len(), "{}", d.text);
+    for row in d.body["deliveries"].as_array().unwrap() {
+        assert_eq!(row["statusCode"], Value::Null);
+        let err = row["error"].as_str().unwrap();
+        assert!(
+            err.starts_with("refused: ") && err.contains("loopback"),
+            "{err}"
+        );
+    }
+    let metrics = m.get("/metrics").text;
+    let line = format!(
+        r#"mailproc_webhook_deliveries_total{{event="test",outcome="refused"}} {}"#,
+        urls.len()
+    );
+    assert!(metrics.contains(&line), "missing {line} in\n{metrics}");
+}
+
+#[test]
+fn test_endpoint_reports_a_redirect_and_does_not_follow_it() {
+    // Only 127.0.0.1 is allowed; the redirect points at 127.0.0.2, which a
+    // follower would reach without asking the guard.
+    let elsewhere = Receiver::start("127.0.0.2:0", Answer::Status(200));
+    let target = Receiver::start("127.0.0.1:0", Answer::Redirect(elsewhere.url("/")));
+    let m = Mailproc::start(&service_yaml(r#"["127.0.0.1/32"]"#));
+    let r = test_webhook(&m, json!({"url": target.url("/")}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body, json!({"success": false, "statusCode": 302}));
+    assert_eq!(target.count(), 1);
+    assert_eq!(
+        elsewhere.count(),
+        0,
+        "the redirect was followed: {:?}",
+        elsewhere.hits()
+    );
+}
+
+/// https goes through native-tls (the provider ureq must be told to use; a
+/// wrong provider panics at the first https request). A listener that
+/// answers in plain HTTP fails the handshake: a TLS failure without status,
+/// not a 500.
+#[test]
+fn test_endpoint_https_uses_native_tls() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = listener.accept() {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    let m = Mailproc::start(&service_yaml(r#"["127.0.0.1/32"]"#));
+    let r = test_webhook(&m, json!({"url": format!("https://{addr}/")}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["success"], false, "{}", r.text);
+    assert_eq!(r.body["statusCode"], 0, "{}", r.text);
+    let err = r.body["error"].as_str().unwrap_or("").to_lowercase();
+    assert!(err.contains("tls") || err.contains("ssl"), "{}", r.text);
+    let rows = m.get_with("/api/webhooks/deliveries", TOKEN).body;
+    assert_eq!(rows["deliveries"][0]["statusCode"], Value::Null);
+    assert!(rows["deliveries"][0]["error"].is_string());
+}
+
+#[test]
+fn test_endpoint_rejects_bad_input_and_missing_credentials() {
+    let m = Mailproc::start(&service_yaml(r#"["127.0.0.1/32"]"#));
+    let r = test_webhook(&m, json!({"headers": {"X-A": "b"}}));
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.body["error"].as_str().unwrap().contains("url"),
+        "{}",
+        r.text
+    );
+
+    let r = test_webhook(&m, json!({"url": "ftp://127.0.0.1/"}));
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.body["error"].as_str().unwrap().starts_with("url:"),
+        "{}",
+        r.text
+    );
+
+    let r = m.post(
+        "/api/test-webhook",
+        &json!({"url": "http://127.0.0.1:9/"}).to_string(),
+    );
+    assert_eq!(r.status, 401, "{}", r.text);
+
+    let r = m.post_with(
+        "/api/test-webhook",
+        READER_KEY,
+        &json!({"url": "http://127.0.0.1:9/"}).to_string(),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(
+        r.body["error"].as_str().unwrap().contains("write:accounts"),
+        "{}",
+        r.text
+    );
+
+    // None of these reached the delivery log.
+    assert_eq!(
+        m.get_with("/api/webhooks/deliveries", TOKEN).body["total"],
+        0
+    );
+}
+
+// ----------------------------------------------------------------------------
+// The dispatcher, through the library
+// ----------------------------------------------------------------------------
+
+struct Dispatcher {
+    hooks: Arc<Webhooks>,
+    thread: Option<JoinHandle<()>>,
+    store: Arc<Store>,
+    metrics: Arc<Metrics>,
+}
+
+impl Dispatcher {
+    fn start(yaml: &str, env: &[(&str, &str)]) -> Dispatcher {
+        let config = parse(yaml, env);
+        let store = Arc::new(Store::open_in_memory().unwrap());
+        let metrics = Arc::new(Metrics::new());
+        let (hooks, thread) = Webhooks::start(&config, store.clone(), metrics.clone()).unwrap();
+        Dispatcher {
+            hooks,
+            thread: Some(thread),
+            store,
+            metrics,
+        }
+    }
+
+    /// Waits until `n` deliveries are recorded; returns them oldest first.
+    fn wait_deliveries(&self, n: u64, limit: Duration) -> Vec<mailproc::store::Delivery> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let (mut rows, total) = self.store.deliveries(1000, 0).unwrap();
+            if total >= n {
+                rows.reverse();
+                return rows;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{total} deliveries recorded within {limit:?}, expected {n}: {rows:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn outcomes(&self, event: &str, outcome: &str) -> u64 {
+        self.metrics
+            .webhook_deliveries
+            .with_label_values(&[event, outcome])
+            .get()
+    }
+
+    /// Shuts down and joins; returns how long the join took.
+    fn stop(&mut self) -> Duration {
+        let t = Instant::now();
+        self.hooks.shutdown();
+        if let Some(h) = self.thread.take() {
+            h.join().unwrap();
+        }
+        t.elapsed()
+    }
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.stop();
+        }
+    }
+}
+
+fn parse(yaml: &str, env: &[(&str, &str)]) -> Config {
+    let lookup = |name: &str| {
+        env.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    config::parse(yaml, &lookup)
+        .unwrap_or_else(|e| panic!("config:\n{e}"))
+        .0
+}
+
+fn account_yaml(name: &str, webhooks: &str) -> String {
+    format!(
+        "  - name: {name}\n    imap: {{ host: imap.invalid, username: u, password: p }}\n    webhooks: {webhooks}\n"
+    )
+}
+
+#[test]
+fn dispatcher_filters_events_per_entry_and_per_account() {
+    let all = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let errors = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let personal = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let work = Receiver::start("127.0.0.1:0", Answer::Status(500));
+    let yaml = format!(
+        "webhook_settings: {{ timeout: 5s, allow_private: [\"127.0.0.1/32\"] }}\n\
+         webhooks:\n  - url: {}\n  - url: {}\n    events: [error, connection_lost]\naccounts:\n{}{}",
+        all.url("/all"),
+        errors.url("/errors"),
+        account_yaml("personal", &format!("[{{ url: \"{}\", events: [email_processed] }}]", personal.url("/p"))),
+        account_yaml("work", &format!("[{{ url: \"{}\" }}]", work.url("/w"))),
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    let emitted = [
+        (EventKind::EmailProcessed, "personal"),
+        (EventKind::ActionTaken, "personal"),
+        (EventKind::Error, "work"),
+        (EventKind::ConnectionLost, "personal"),
+        (EventKind::EmailProcessed, "work"),
+        (EventKind::ConnectionRestored, "work"),
+    ];
+    for (kind, account) in emitted {
+        d.hooks.emit(kind, account, json!({"n": 1}));
+    }
+    // all: 6, errors: error + connection_lost, personal: its email_processed,
+    // work: its 3 events.
+    let rows = d.wait_deliveries(12, Duration::from_secs(10));
+
+    let seen = |r: &Receiver| -> Vec<(String, String)> {
+        r.hits()
+            .iter()
+            .map(|h| {
+                let b = h.json();
+                (
+                    b["event"].as_str().unwrap().to_string(),
+                    b["account"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(e, a)| (e.to_string(), a.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        seen(&all),
+        pairs(&[
+            ("email_processed", "personal"),
+            ("action_taken", "personal"),
+            ("error", "work"),
+            ("connection_lost", "personal"),
+            ("email_processed", "work"),
+            ("connection_restored", "work"),
+        ])
+    );
+    assert_eq!(
+        seen(&errors),
+        pairs(&[("error", "work"), ("connection_lost", "personal")])
+    );
+    assert_eq!(seen(&personal), pairs(&[("email_processed", "personal")]));
+    assert_eq!(
+        seen(&work),
+        pairs(&[
+            ("error", "work"),
+            ("email_processed", "work"),
+            ("connection_restored", "work")
+        ])
+    );
+
+    // Every outcome is recorded with its account, and counted.
+    assert_eq!(rows.len(), 12);
+    assert!(rows.iter().all(|r| r.account.is_some()));
+    let to_work: Vec<_> = rows.iter().filter(|r| r.url == work.url("/w")).collect();
+    assert_eq!(to_work.len(), 3);
+    assert!(to_work
+        .iter()
+        .all(|r| r.status_code == Some(500) && r.account.as_deref() == Some("work")));
+    assert_eq!(d.outcomes("email_processed", "success"), 3);
+    assert_eq!(d.outcomes("email_processed", "http_error"), 1);
+    assert_eq!(d.outcomes("error", "success"), 2);
+    assert_eq!(d.outcomes("error", "http_error"), 1);
+}
+
+#[test]
+fn dispatcher_sends_substituted_headers_and_default_overrides() {
+    let r = Receiver::start("127.0.0.1:0", Answer::Status(204));
+    let yaml = format!(
+        r#"
+webhook_settings: {{ allow_private: ["127.0.0.1"] }}
+webhooks:
+  - url: "{}"
+    headers:
+      Authorization: "Bearer ${{HOOK_TOKEN}}"
+      X-Mixed: "pre-${{HOOK_TOKEN}}-post"
+      content-type: application/vnd.mailproc+json
+"#,
+        r.url("/h")
+    );
+    let d = Dispatcher::start(&yaml, &[("HOOK_TOKEN", "s3cr3t-value")]);
+    d.hooks.emit(
+        EventKind::Error,
+        "personal",
+        json!({"error": "e", "details": "d"}),
+    );
+    let h = &r.wait_for_hits(1, Duration::from_secs(10))[0];
+    assert_eq!(h.method, "POST");
+    assert_eq!(h.path, "/h");
+    assert_eq!(h.one("Authorization"), "Bearer s3cr3t-value");
+    assert_eq!(h.one("X-Mixed"), "pre-s3cr3t-value-post");
+    assert_eq!(h.one("Content-Type"), "application/vnd.mailproc+json");
+    assert_eq!(h.one("User-Agent"), UA);
+    let rows = d.wait_deliveries(1, Duration::from_secs(5));
+    assert_eq!(rows[0].status_code, Some(204));
+    assert_eq!(d.outcomes("error", "success"), 1);
+}
+
+#[test]
+fn dispatcher_payloads_keep_their_json_types() {
+    let r = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.0/8\"] }}\nwebhooks:\n  - url: \"{}\"\n",
+        r.url("/")
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    let actions = json!([
+        {"type": "move", "folder": "Receipts"},
+        {"type": "flag", "flags": ["\\Flagged", "$Invoice"]},
+        {"type": "read"}
+    ]);
+    d.hooks.emit(
+        EventKind::EmailProcessed,
+        "personal",
+        json!({"subject": "Your receipt", "from": "shop@example.com", "actions": actions,
+               "model": "qwen2.5:7b", "reasoning": "A purchase confirmation."}),
+    );
+    d.hooks.emit(
+        EventKind::ActionTaken,
+        "personal",
+        json!({"action": {"type": "move", "folder": "Receipts"}, "subject": "Your receipt", "from": "shop@example.com"}),
+    );
+    d.hooks.emit(
+        EventKind::Error,
+        "personal",
+        json!({"error": "classification failed", "details": "model timed out after 60s"}),
+    );
+    d.hooks.emit(
+        EventKind::ConnectionLost,
+        "personal",
+        json!({"error": "connection reset", "details": "imap.example.com:993"}),
+    );
+    // The account argument is authoritative, and `event`/`timestamp` are
+    // the dispatcher's to set.
+    d.hooks.emit(
+        EventKind::ConnectionRestored,
+        "personal",
+        json!({"account": "spoofed", "event": "spoofed", "timestamp": 0, "error": "", "details": "after 3 attempts"}),
+    );
+    let hits = r.wait_for_hits(5, Duration::from_secs(10));
+    let bodies: Vec<Value> = hits.iter().map(Hit::json).collect();
+    for b in &bodies {
+        assert_timestamp(&b["timestamp"]);
+        assert_eq!(b["account"], "personal", "{b}");
+    }
+    let keys = |b: &Value| -> Vec<String> { b.as_object().unwrap().keys().cloned().collect() };
+    let sorted = |v: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+        v.sort();
+        v
+    };
+
+    let b = &bodies[0];
+    assert_eq!(b["event"], "email_processed");
+    assert_eq!(
+        keys(b),
+        sorted(&[
+            "event",
+            "timestamp",
+            "account",
+            "subject",
+            "from",
+            "actions",
+            "model",
+            "reasoning"
+        ])
+    );
+    assert_eq!(b["subject"], "Your receipt");
+    assert_eq!(b["from"], "shop@example.com");
+    assert_eq!(b["model"], "qwen2.5:7b");
+    assert_eq!(b["reasoning"], "A purchase confirmation.");
+    assert_eq!(b["actions"], actions);
+    assert!(b["actions"][1]["flags"].is_array());
+
+    let b = &bodies[1];
+    assert_eq!(b["event"], "action_taken");
+    assert_eq!(
+        keys(b),
+        sorted(&["event", "timestamp", "account", "action", "subject", "from"])
+    );
+    assert_eq!(b["action"], json!({"type": "move", "folder": "Receipts"}));
+
+    let b = &bodies[2];
+    assert_eq!(b["event"], "error");
+    assert_eq!(
+        keys(b),
+        sorted(&["event", "timestamp", "account", "error", "details"])
+    );
+    assert!(b["error"].is_string() && b["details"].is_string());
+
+    for (b, event) in [
+        (&bodies[3], "connection_lost"),
+        (&bodies[4], "connection_restored"),
+    ] {
+        assert_eq!(b["event"], event);
+        assert_eq!(
+            keys(b),
+            sorted(&["event", "timestamp", "account", "error", "details"])
+        );
+        assert!(b["error"].is_string() && b["details"].is_string());
+    }
+    assert_eq!(bodies[4]["details"], "after 3 attempts");
+}
+
+/// Verifies a Standard Webhooks signature the way a receiver would, written
+/// here independently of `mailproc::webhook::sign`.
+fn verify_signature(h: &Hit, key: &[u8]) {
+    let id = h.one("webhook-id");
+    let ts: i64 = h.one("webhook-timestamp").parse().expect("unix seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!(
+        (now - ts).abs() <= 60,
+        "webhook-timestamp {ts} is not now ({now})"
+    );
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
+    mac.update(format!("{id}.{ts}.{}", h.body).as_bytes());
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    assert_eq!(h.one("webhook-signature"), expected);
+}
+
+#[test]
+fn dispatcher_signs_deliveries_with_a_secret() {
+    let whsec = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let raw = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let unsigned = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = format!(
+        r#"
+webhook_settings: {{ allow_private: ["127.0.0.1/32"] }}
+webhooks:
+  - url: "{}"
+    secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+  - url: "{}"
+    secret: "${{RAW_SECRET}}"
+  - url: "{}"
+"#,
+        whsec.url("/"),
+        raw.url("/"),
+        unsigned.url("/")
+    );
+    let d = Dispatcher::start(&yaml, &[("RAW_SECRET", "a-plain-shared-secret")]);
+    d.hooks.emit(
+        EventKind::Error,
+        "personal",
+        json!({"error": "e", "details": "d"}),
+    );
+    d.hooks.emit(
+        EventKind::Error,
+        "personal",
+        json!({"error": "e2", "details": "d2"}),
+    );
+    let a = whsec.wait_for_hits(2, Duration::from_secs(10));
+    let b = raw.wait_for_hits(2, Duration::from_secs(10));
+    let c = unsigned.wait_for_hits(2, Duration::from_secs(10));
+
+    let key = base64::engine::general_purpose::STANDARD
+        .decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        .unwrap();
+    for h in &a {
+        verify_signature(h, &key);
+        assert!(h.one("webhook-id").starts_with("msg_"));
+    }
+    assert_ne!(
+        a[0].one("webhook-id"),
+        a[1].one("webhook-id"),
+        "ids must be unique"
+    );
+    for h in &b {
+        verify_signature(h, b"a-plain-shared-secret");
+    }
+    assert_ne!(
+        a[0].one("webhook-id"),
+        b[0].one("webhook-id"),
+        "ids must be unique per delivery"
+    );
+    for h in &c {
+        for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+            assert!(h.all(name).is_empty(), "unsigned delivery carries {name}");
+        }
+    }
+}
+
+#[test]
+fn dispatcher_refuses_private_targets_without_an_allow_entry() {
+    let r = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = format!("webhooks:\n  - url: \"{}\"\n", r.url("/"));
+    let d = Dispatcher::start(&yaml, &[]);
+    d.hooks.emit(
+        EventKind::Error,
+        "personal",
+        json!({"error": "e", "details": "d"}),
+    );
+    let rows = d.wait_deliveries(1, Duration::from_secs(5));
+    assert_eq!(rows[0].status_code, None);
+    assert!(
+        rows[0].error.as_deref().unwrap().starts_with("refused: "),
+        "{rows:?}"
+    );
+    assert_eq!(d.outcomes("error", "refused"), 1);
+    assert_eq!(r.count(), 0);
+}
+
+#[test]
+fn dispatcher_reload_swaps_targets() {
+    let before = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let after = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = |r: &Receiver| {
+        format!(
+            "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  - url: \"{}\"\n",
+            r.url("/")
+        )
+    };
+    let d = Dispatcher::start(&yaml(&before), &[]);
+    d.hooks.emit(EventKind::Error, "a", json!({}));
+    before.wait_for_hits(1, Duration::from_secs(5));
+    d.hooks.reload(&parse(&yaml(&after), &[]));
+    d.hooks.emit(EventKind::Error, "a", json!({}));
+    after.wait_for_hits(1, Duration::from_secs(5));
+    d.wait_deliveries(2, Duration::from_secs(5));
+    assert_eq!(before.count(), 1);
+}
+
+/// Runs `f` on its own thread and fails when it has not finished within
+/// `limit` (a blocked emit fails the test instead of hanging it). Returns
+/// how long it took.
+fn within(limit: Duration, what: &str, f: impl FnOnce() + Send + 'static) -> Duration {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        f();
+        let _ = tx.send(started.elapsed());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
+}
+
+fn hanging_setup(timeout: &str) -> (Receiver, Dispatcher) {
+    let r = Receiver::start("127.0.0.1:0", Answer::Hang);
+    let yaml = format!(
+        "webhook_settings: {{ timeout: {timeout}, allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  - url: \"{}\"\n",
+        r.url("/slow")
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    (r, d)
+}
+
+#[test]
+fn a_full_queue_drops_and_counts() {
+    let (mut r, mut d) = hanging_setup("30s");
+    // The first event occupies the thread (its target hangs), so the queue
+    // is empty and exactly QUEUE_SIZE more fit.
+    d.hooks.emit(EventKind::Error, "a", json!({"i": 0}));
+    r.wait_for_hits(1, Duration::from_secs(5));
+    let extra = 25;
+    within(Duration::from_secs(5), "emitting into a full queue", {
+        let hooks = d.hooks.clone();
+        move || {
+            for i in 0..QUEUE_SIZE + extra {
+                hooks.emit(EventKind::Error, "a", json!({"i": i + 1}));
+            }
+        }
+    });
+    assert_eq!(d.metrics.webhook_dropped.get(), extra as u64);
+    assert_eq!(r.count(), 1, "the thread moved on while the target hung");
+
+    // Released, the target answers at once and the queue drains.
+    r.release();
+    let took = d.stop();
+    assert!(took < Duration::from_secs(7), "shutdown took {took:?}");
+    assert_eq!(d.metrics.webhook_dropped.get(), extra as u64);
+    let delivered = d.outcomes("error", "success");
+    assert!(delivered >= 1, "nothing delivered after release");
+    assert!(delivered <= QUEUE_SIZE as u64 + 1);
+}
+
+#[test]
+fn a_hanging_target_does_not_slow_emit_and_times_out() {
+    let (mut r, d) = hanging_setup("2s");
+    // A blocking emit would wait 2 s for the first delivery alone.
+    let took = within(Duration::from_secs(1), "200 emits", {
+        let hooks = d.hooks.clone();
+        move || {
+            for i in 0..200 {
+                hooks.emit(
+                    EventKind::EmailProcessed,
+                    "personal",
+                    json!({"subject": format!("message {i}"), "from": "a@example.com", "actions": [], "model": "m", "reasoning": "r"}),
+                );
+            }
+        }
+    });
+    eprintln!("200 emits took {took:?}");
+    assert_eq!(d.metrics.webhook_dropped.get(), 0);
+
+    // The first delivery gives up after the configured timeout.
+    let t0 = Instant::now();
+    let rows = d.wait_deliveries(1, Duration::from_secs(10));
+    let waited = t0.elapsed();
+    assert_eq!(rows[0].status_code, None);
+    let err = rows[0].error.as_deref().unwrap();
+    assert!(err.to_lowercase().contains("timeout"), "{err}");
+    assert!(
+        rows[0].duration_ms >= 1900 && rows[0].duration_ms < 5000,
+        "{rows:?}"
+    );
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert_eq!(d.outcomes("email_processed", "failed"), 1);
+    r.release();
+}
+
+#[test]
+fn shutdown_delivers_what_is_queued() {
+    let r = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  - url: \"{}\"\n",
+        r.url("/")
+    );
+    let mut d = Dispatcher::start(&yaml, &[]);
+    for i in 0..20 {
+        d.hooks.emit(EventKind::ActionTaken, "a", json!({"i": i}));
+    }
+    let took = d.stop();
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(r.count(), 20);
+    // The queue is closed: a late event is neither sent nor counted as a drop.
+    d.hooks.emit(EventKind::ActionTaken, "a", json!({}));
+    assert_eq!(d.metrics.webhook_dropped.get(), 0);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(r.count(), 20);
+}
+
+#[test]
+fn shutdown_gives_a_hanging_target_five_seconds_at_most() {
+    let (r, mut d) = hanging_setup("60s");
+    for i in 0..3 {
+        d.hooks.emit(EventKind::Error, "a", json!({"i": i}));
+    }
+    r.wait_for_hits(1, Duration::from_secs(5));
+    let took = d.stop();
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(7),
+        "shutdown took {took:?}, expected about 5 s"
+    );
+    // The delivery in flight was interrupted and recorded; the two queued
+    // behind it were not attempted.
+    let rows = d.wait_deliveries(1, Duration::from_secs(1));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].status_code, None);
+    assert_eq!(d.outcomes("error", "failed"), 1);
+    assert_eq!(r.count(), 1);
+}
+
+/// A target that refuses connections gives no status: `Failed`, recorded
+/// in the delivery log as event `test` without an account.
+#[test]
+fn test_reports_a_connection_failure_without_status() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = common::mailproc::free_port();
+    let config = parse(
+        "webhook_settings: { timeout: 3s, allow_private: [\"127.0.0.1/32\"] }\n",
+        &[],
+    );
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let (hooks, thread) =
+        Webhooks::start(&config, store.clone(), Arc::new(Metrics::new())).unwrap();
+    let outcome = hooks.test(
+        &config,
+        &format!("http://127.0.0.1:{port}/"),
+        &BTreeMap::new(),
+    );
+    match outcome {
+        mailproc::webhook::TestOutcome::Failed(e) => assert!(!e.is_empty()),
+        _ => panic!("expected a failure without status"),
+    }
+    let (rows, _) = store.deliveries(10, 0).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].event, "test");
+    assert_eq!(rows[0].account, None);
+    assert!(rows[0].error.is_some());
+    hooks.shutdown();
+    thread.join().unwrap();
+}
