@@ -443,10 +443,14 @@ fn processed_in_store(m: &Mailproc) -> u64 {
 #[test]
 fn dovecot_restart_disconnects_and_recovers() {
     let mut d = Dovecot::start();
-    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    // Stopping Dovecot does not always reset an idling session's socket at
+    // once; the 2 s poll bounds how long a dead connection goes unnoticed.
+    let m = Mailproc::start(
+        &config(&d, None, RULES, "").replace("poll_interval: 30s", "poll_interval: 2s"),
+    );
     wait_state(&m, &["connected"], Duration::from_secs(10));
     d.stop();
-    wait_state(&m, &["disconnected", "connecting"], Duration::from_secs(10));
+    wait_state(&m, &["disconnected", "connecting"], Duration::from_secs(15));
     assert_eq!(m.get("/health").body["status"], "degraded");
     d.start_again();
     wait_state(&m, &["connected"], Duration::from_secs(15));

@@ -349,6 +349,10 @@ impl Dovecot {
             return;
         };
         if let Ok(None) = master.try_wait() {
+            // Disconnect every client first: a stopped master can leave an
+            // idling imap process serving its session, which is not what a
+            // server outage looks like to a client.
+            let _ = self.doveadm(&["kick", "*"], None);
             let _ = Command::new("kill")
                 .args(["-TERM", &master.id().to_string()])
                 .stdin(Stdio::null())
