@@ -413,22 +413,13 @@ fn export(ctx: &Ctx, req: &Req) -> Reply {
         Ok(q) => q,
         Err(r) => return r,
     };
-    q.page_size = 1000;
+    // One query for everything: the whole export is built in memory anyway.
     q.page = 1;
-    let mut all = Vec::new();
-    loop {
-        match ctx.store.activity(&q) {
-            Ok((rows, total)) => {
-                let n = rows.len();
-                all.extend(rows);
-                if n == 0 || all.len() as u64 >= total {
-                    break;
-                }
-                q.page += 1;
-            }
-            Err(e) => return Reply::error(500, e.to_string()),
-        }
-    }
+    q.page_size = u32::MAX;
+    let all = match ctx.store.activity(&q) {
+        Ok((rows, _)) => rows,
+        Err(e) => return Reply::error(500, e.to_string()),
+    };
     if format == "json" {
         return Reply::ok(&all).with_header(
             "Content-Disposition",

@@ -509,27 +509,22 @@ impl Provider {
         }
         let provider = c.name.clone();
         let started = Instant::now();
-        let mut res = match req.send(body.to_string().as_bytes()) {
-            Ok(r) => r,
-            Err(ureq::Error::Timeout(_)) => {
-                return Err((
-                    ClassifyError::Timeout {
-                        provider,
-                        after: started.elapsed(),
-                    },
-                    None,
-                ))
-            }
-            Err(e) => {
-                return Err((
-                    ClassifyError::Transport {
-                        provider,
-                        error: e.to_string(),
-                    },
-                    None,
-                ))
-            }
+        // A time-out in either phase (sending, or reading the answer) is a
+        // time-out of the call; anything else the transport says is kept.
+        let failed = |e: ureq::Error| {
+            let err = match e {
+                ureq::Error::Timeout(_) => ClassifyError::Timeout {
+                    provider: provider.clone(),
+                    after: started.elapsed(),
+                },
+                e => ClassifyError::Transport {
+                    provider: provider.clone(),
+                    error: e.to_string(),
+                },
+            };
+            (err, None)
         };
+        let mut res = req.send(body.to_string().as_bytes()).map_err(failed)?;
         let status = res.status().as_u16();
         let retry_after = res
             .headers()
@@ -537,27 +532,12 @@ impl Provider {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let text = match res.body_mut().with_config().limit(4 << 20).read_to_string() {
-            Ok(t) => t,
-            Err(ureq::Error::Timeout(_)) => {
-                return Err((
-                    ClassifyError::Timeout {
-                        provider,
-                        after: started.elapsed(),
-                    },
-                    None,
-                ))
-            }
-            Err(e) => {
-                return Err((
-                    ClassifyError::Transport {
-                        provider,
-                        error: e.to_string(),
-                    },
-                    None,
-                ))
-            }
-        };
+        let text = res
+            .body_mut()
+            .with_config()
+            .limit(4 << 20)
+            .read_to_string()
+            .map_err(failed)?;
         if !(200..300).contains(&status) {
             return Err((
                 ClassifyError::Http {

@@ -162,7 +162,22 @@ pub struct ServerConfig {
     #[serde(deserialize_with = "de_opt_string")]
     pub auth_token: Option<String>,
     pub workers: usize,
-    pub trusted_proxies: Vec<String>,
+    /// Parsed once here: the HTTP workers consult it on every request.
+    #[serde(deserialize_with = "de_nets")]
+    pub trusted_proxies: Vec<IpNet>,
+}
+
+fn de_nets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|n| {
+            parse_net(n).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "expected an address or CIDR such as 127.0.0.1/32, got {n:?}"
+                ))
+            })
+        })
+        .collect()
 }
 
 impl Default for ServerConfig {
@@ -172,7 +187,10 @@ impl Default for ServerConfig {
             bind: "127.0.0.1".into(),
             auth_token: None,
             workers: 4,
-            trusted_proxies: vec!["127.0.0.1/32".into(), "::1/128".into()],
+            trusted_proxies: vec![
+                IpNet::from(IpAddr::from([127, 0, 0, 1])),
+                IpNet::from(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),
+            ],
         }
     }
 }
@@ -818,13 +836,6 @@ pub fn validate(c: &Config) -> Vec<String> {
             p.push("server.auth_token: must be at least 16 characters".into());
         }
     }
-    for (i, n) in c.server.trusted_proxies.iter().enumerate() {
-        if parse_net(n).is_none() {
-            p.push(format!(
-                "server.trusted_proxies[{i}]: expected an address or CIDR such as 127.0.0.1/32, got {n:?}"
-            ));
-        }
-    }
     if c.dashboard.session_ttl.0.is_zero() {
         p.push("dashboard.session_ttl: must be longer than zero".into());
     }
@@ -1252,6 +1263,15 @@ accounts:
             );
         }
         assert_eq!(e.problems.len(), want.len(), "{e}");
+    }
+
+    #[test]
+    fn trusted_proxies_parse_once_with_their_path() {
+        let c = parse_str("server: { trusted_proxies: [10.1.2.3, \"192.168.0.0/16\"] }").unwrap();
+        assert_eq!(c.server.trusted_proxies.len(), 2);
+        assert!(c.server.trusted_proxies[0].contains(&"10.1.2.3".parse::<IpAddr>().unwrap()));
+        let e = parse_str("server: { trusted_proxies: [proxy.example] }").unwrap_err();
+        assert!(e.problems[0].starts_with("server.trusted_proxies"), "{e}");
     }
 
     #[test]

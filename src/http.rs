@@ -9,6 +9,7 @@
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -145,6 +146,7 @@ pub fn bind(config: &Config) -> Result<(TcpListener, SocketAddr), String> {
 pub struct HttpServer {
     server: Arc<Server>,
     workers: Vec<JoinHandle<()>>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl HttpServer {
@@ -157,24 +159,26 @@ impl HttpServer {
             Server::from_listener(listener, None)
                 .map_err(|e| std::io::Error::other(e.to_string()))?,
         );
+        let stopping = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::with_capacity(workers);
         for i in 0..workers {
-            let server = server.clone();
-            let ctx = ctx.clone();
+            let (server, ctx, stopping) = (server.clone(), ctx.clone(), stopping.clone());
             handles.push(
                 std::thread::Builder::new()
                     .name(format!("http-{i}"))
-                    .spawn(move || worker(&server, &ctx))?,
+                    .spawn(move || worker(&server, &ctx, &stopping))?,
             );
         }
         Ok(HttpServer {
             server,
             workers: handles,
+            stopping,
         })
     }
 
     /// Stops accepting requests and waits for requests in hand to finish.
     pub fn stop(self) {
+        self.stopping.store(true, Ordering::SeqCst);
         for _ in &self.workers {
             self.server.unblock();
         }
@@ -184,32 +188,20 @@ impl HttpServer {
     }
 }
 
-fn worker(server: &Server, ctx: &Ctx) {
+fn worker(server: &Server, ctx: &Ctx, stopping: &AtomicBool) {
     loop {
         match server.recv() {
             Ok(request) => handle(ctx, request),
-            Err(e)
-                if e.kind() == std::io::ErrorKind::Other
-                    || e.kind() == std::io::ErrorKind::Interrupted =>
-            {
-                // `unblock()` makes recv return an error: time to stop.
-                return;
-            }
+            // `unblock()` makes recv return an error: time to stop.
+            Err(_) if stopping.load(Ordering::SeqCst) => return,
+            // An accept error (say, out of file descriptors) must not cost
+            // the pool a worker; pause briefly so it cannot spin.
             Err(e) => {
-                log::warn!("http: accepting a request failed: {e}");
-                return;
+                log::warn!("http: accepting a connection failed: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
     }
-}
-
-fn trusted(config: &Config, peer: IpAddr) -> bool {
-    config
-        .server
-        .trusted_proxies
-        .iter()
-        .filter_map(|n| crate::config::parse_net(n))
-        .any(|n| n.contains(&peer))
 }
 
 fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Reply> {
@@ -234,7 +226,12 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.trim().to_string())
     };
-    let from_proxy = trusted(&config.config, peer);
+    let from_proxy = config
+        .config
+        .server
+        .trusted_proxies
+        .iter()
+        .any(|n| n.contains(&peer));
     let client_ip = from_proxy
         .then(|| get("X-Forwarded-For"))
         .flatten()

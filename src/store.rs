@@ -271,6 +271,36 @@ fn actions_json(actions: &[Action]) -> String {
     serde_json::to_string(actions).unwrap_or_else(|_| "[]".into())
 }
 
+/// Records the actions of an email as taken. Only an `ok` outcome's actions
+/// were carried out by the server; others (dry run, review) count nothing.
+fn insert_actions(
+    st: &mut rusqlite::CachedStatement<'_>,
+    email_id: i64,
+    account: &str,
+    at: i64,
+    o: &Outcome,
+) -> rusqlite::Result<()> {
+    if o.status != status::OK {
+        return Ok(());
+    }
+    for a in &o.actions {
+        let (folder, flags) = match a {
+            Action::Move { folder } => (Some(folder.as_str()), None),
+            Action::Flag { flags } => (None, serde_json::to_string(flags).ok()),
+            _ => (None, None),
+        };
+        st.execute(params![
+            email_id,
+            account,
+            at,
+            a.kind().as_str(),
+            folder,
+            flags
+        ])?;
+    }
+    Ok(())
+}
+
 fn parse_actions(s: &str) -> Vec<Action> {
     serde_json::from_str(s).unwrap_or_default()
 }
@@ -511,24 +541,7 @@ impl Store {
                     |r| r.get(0),
                 )?;
                 clear.execute([id])?;
-                // Only actions the server carried out count as taken.
-                if o.status == status::OK {
-                    for a in &o.actions {
-                        let (folder, flags) = match a {
-                            Action::Move { folder } => (Some(folder.clone()), None),
-                            Action::Flag { flags } => (None, serde_json::to_string(flags).ok()),
-                            _ => (None, None),
-                        };
-                        act.execute(params![
-                            id,
-                            m.account,
-                            now,
-                            a.kind().as_str(),
-                            folder,
-                            flags
-                        ])?;
-                    }
-                }
+                insert_actions(&mut act, id, &m.account, now, o)?;
                 ids.push(id);
             }
             if let Some((account, mailbox, uidvalidity, last_uid)) = watermark {
@@ -917,24 +930,13 @@ impl Store {
         outcome: &Outcome,
         processed_at: i64,
     ) -> Result<i64> {
-        let ids =
-            self.record_final(std::slice::from_ref(&(meta.clone(), outcome.clone())), None)?;
-        let id = ids[0];
-        let conn = self.conn.lock();
-        conn.execute(
-            "UPDATE emails SET processed_at = ?2 WHERE id = ?1",
-            params![id, processed_at],
-        )?;
-        conn.execute(
-            "UPDATE actions SET processed_at = ?2 WHERE email_id = ?1",
-            params![id, processed_at],
-        )?;
-        Ok(id)
+        self.insert_history_bulk(&[(meta.clone(), outcome.clone(), processed_at)])
     }
 
     /// Bulk form of [`Store::insert_history`] in one transaction, for
-    /// benchmarks that need 100,000 rows.
-    pub fn insert_history_bulk(&self, rows: &[(EmailMeta, Outcome, i64)]) -> Result<()> {
+    /// benchmarks that need 100,000 rows. Returns the id of the last row.
+    pub fn insert_history_bulk(&self, rows: &[(EmailMeta, Outcome, i64)]) -> Result<i64> {
+        let mut last = 0;
         let mut conn = self.conn.lock();
         let tx = conn.transaction()?;
         {
@@ -965,26 +967,12 @@ impl Store {
                     o.error,
                 ])?;
                 let id = tx.last_insert_rowid();
-                if o.status == status::OK {
-                    for act in &o.actions {
-                        let folder = match act {
-                            Action::Move { folder } => Some(folder.as_str()),
-                            _ => None,
-                        };
-                        a.execute(params![
-                            id,
-                            m.account,
-                            at,
-                            act.kind().as_str(),
-                            folder,
-                            None::<String>
-                        ])?;
-                    }
-                }
+                insert_actions(&mut a, id, &m.account, *at, o)?;
+                last = id;
             }
         }
         tx.commit()?;
-        Ok(())
+        Ok(last)
     }
 }
 

@@ -174,21 +174,10 @@ fn metrics_pass_promtool() {
     let m = start_secured();
     let _ = m.get_with("/api/stats", TOKEN);
     let text = m.get("/metrics").text;
-    let mut child = std::process::Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::mailproc::pipe(
+        std::process::Command::new(promtool).args(["check", "metrics"]),
+        text.as_bytes(),
+    );
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -68,17 +68,7 @@ impl Mailproc {
     }
 
     pub fn start_with_env(yaml: &str, env: &[(&str, &str)]) -> Mailproc {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let mut m = Mailproc {
-            port,
-            config_path: dir.path().join("config.yaml"),
-            stderr_path: dir.path().join("stderr.log"),
-            dir,
-            child: None,
-            env: Vec::new(),
-        };
-        m.write_config(yaml);
+        let mut m = Self::prepare(yaml);
         m.spawn(env);
         m.wait_ready();
         m
@@ -136,24 +126,14 @@ impl Mailproc {
 
     /// Runs the binary to completion with `args` (for check-config etc.).
     pub fn run_cli(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
-        let mut child = Command::new(bin())
-            .arg("--config")
-            .arg(&self.config_path)
-            .args(args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = pipe(
+            Command::new(bin())
+                .arg("--config")
+                .arg(&self.config_path)
+                .args(args)
+                .envs(self.env.iter().map(|(k, v)| (k, v))),
+            stdin.as_bytes(),
+        );
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into(),
@@ -319,6 +299,19 @@ impl Drop for Mailproc {
             }
         }
     }
+}
+
+/// Runs `cmd` with `stdin` fed to it and its output captured.
+pub fn pipe(cmd: &mut Command, stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 pub fn path_str(p: &Path) -> &str {
