@@ -271,6 +271,25 @@ fn actions_json(actions: &[Action]) -> String {
     serde_json::to_string(actions).unwrap_or_else(|_| "[]".into())
 }
 
+/// Switches the file to WAL (a persistent setting). SQLite answers BUSY at
+/// once, without the busy handler, while another connection holds the file
+/// (two processes opening a new database), so the switch is retried here.
+fn set_wal(conn: &Connection) -> Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(StoreError(format!("switching to WAL: {e}"))),
+        }
+    }
+}
+
 /// Records the actions of an email as taken. Only an `ok` outcome's actions
 /// were carried out by the server; others (dry run, review) count nothing.
 fn insert_actions(
@@ -327,7 +346,7 @@ impl Store {
         // Other processes (a second `mailproc set-password`, sqlite3 in a
         // shell) may hold the lock briefly; wait rather than fail.
         conn.busy_timeout(Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let store = Store {
@@ -339,7 +358,12 @@ impl Store {
 
     fn migrate(&self) -> Result<()> {
         let mut conn = self.conn.lock();
-        let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        // The version is read inside a write transaction: a second process
+        // opening the same new file (`mailproc set-password` while the
+        // service starts) waits here and then finds the schema in place,
+        // instead of running the same migration again.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version > MIGRATIONS.len() {
             return Err(StoreError(format!(
                 "database schema version {version} is newer than this mailproc ({}); upgrade mailproc",
@@ -347,12 +371,11 @@ impl Store {
             )));
         }
         for (i, step) in MIGRATIONS.iter().enumerate().skip(version) {
-            let tx = conn.transaction()?;
             tx.execute_batch(step)?;
             tx.pragma_update(None, "user_version", i + 1)?;
-            tx.commit()?;
             log::info!("store: migrated schema to version {}", i + 1);
         }
+        tx.commit()?;
         Ok(())
     }
 
@@ -1008,6 +1031,25 @@ mod tests {
         Store::open(&p).unwrap().set_setting("k", "v").unwrap();
         let s = Store::open(&p).unwrap();
         assert_eq!(s.setting("k").unwrap().as_deref(), Some("v"));
+    }
+
+    #[test]
+    fn concurrent_opens_of_a_new_file_migrate_once() {
+        // Regression: the service and `set-password` opening a fresh file at
+        // the same moment failed with "table settings already exists".
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("db.sqlite");
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let p = p.clone();
+                    std::thread::spawn(move || Store::open(&p).map(|_| ()))
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap().unwrap();
+            }
+        }
     }
 
     #[test]

@@ -715,7 +715,8 @@ fn login_sessions_logout_and_limits() {
 #[test]
 fn login_field_errors_and_form_posts() {
     let m = start_secured();
-    m.run_cli(&["set-password", "ops"], "long enough pw\n");
+    let (code, out, err) = m.run_cli(&["set-password", "ops"], "long enough pw\n");
+    assert_eq!(code, 0, "{out}{err}");
     let r = m.post("/login", r#"{"username":"ops"}"#);
     assert_eq!(r.status, 400);
     assert!(
