@@ -444,9 +444,17 @@ impl Runner {
                 let due = Duration::from_millis((at - now_ms()).max(0) as u64);
                 timeout = timeout.min(due.max(Duration::from_millis(200)));
             }
-            if caps.idle {
-                let first = &self.w.account.folders.watch[0];
-                s.select(first)?;
+            // IDLE needs its folder selected; if it is missing, poll instead.
+            let idle = caps.idle
+                && match s.select(&self.w.account.folders.watch[0]) {
+                    Ok(_) => true,
+                    Err(imap::Error::No(_) | imap::Error::Bad(_)) => false,
+                    Err(e) => return Err(e.into()),
+                };
+            if !idle {
+                timeout = timeout.min(self.w.account.poll_interval.0);
+            }
+            if idle {
                 self.w.handle.set_idle_socket(Some(sock.try_clone()?));
                 // A command that arrived before the socket was published
                 // could not wake us; look once more before blocking.
@@ -488,7 +496,20 @@ impl Runner {
         folders: &Folders,
         mailbox: &str,
     ) -> Result<Option<Exit>, ImapError> {
-        let mb = s.select(mailbox)?;
+        let mb = match s.select(mailbox) {
+            Ok(mb) => mb,
+            // A watched folder that is missing (deleted, renamed, not yet
+            // created) is that folder's problem, not the connection's: the
+            // other folders go on and this one is tried again next pass.
+            Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
+                let msg = format!("cannot open watched folder {mailbox:?}: {e}");
+                log::warn!("{}: {msg}", self.name());
+                self.w.handle.set_error(Some(msg));
+                self.count_error("folder");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
         let uidvalidity = mb.uid_validity.unwrap_or(0);
         let uid_next = mb.uid_next.unwrap_or(1);
         let account = self.name().to_string();

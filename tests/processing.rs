@@ -280,11 +280,14 @@ fn pause_resume_process_and_reconnect() {
 #[test]
 fn model_failures_leave_mail_in_place_and_others_flow() {
     let d = Dovecot::start();
-    let model = Model::start(8, |r| {
+    let hits_429 = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
+    let h = hits_429.clone();
+    let model = Model::start(8, move |r| {
         let s = r.subject();
         if s.contains("fail500") {
             Reply::Status(500, None)
         } else if s.contains("fail429") {
+            h.lock().unwrap().push(Instant::now());
             Reply::Status(429, Some(1))
         } else if s.contains("slow") {
             Reply::Delay(Duration::from_secs(4), Box::new(answer(json!([]), "late")))
@@ -384,8 +387,18 @@ fn model_failures_leave_mail_in_place_and_others_flow() {
             "{kind}\n{metrics}"
         );
     }
-    // 429 with Retry-After: 1 was retried once after a second, not at once.
+    // 429 with Retry-After: 1 was retried once (max_retries 1) after a
+    // second, not at once; two attempts of the message make four calls.
     assert!(started.elapsed() > Duration::from_secs(1));
+    let hits = hits_429.lock().unwrap().clone();
+    assert_eq!(hits.len(), 4, "{hits:?}");
+    for pair in [(0, 1), (2, 3)] {
+        let gap = hits[pair.1] - hits[pair.0];
+        assert!(
+            gap >= Duration::from_millis(950),
+            "retried after {gap:?}, not after Retry-After"
+        );
+    }
     // A parked failure can be retried through the API; the model now agrees.
     let id = failed["entries"][0]["id"].as_i64().unwrap();
     assert_eq!(m.post(&format!("/api/activity/{id}/retry"), "").status, 200);
@@ -443,15 +456,22 @@ fn processed_in_store(m: &Mailproc) -> u64 {
 #[test]
 fn dovecot_restart_disconnects_and_recovers() {
     let mut d = Dovecot::start();
-    // Stopping Dovecot does not always reset an idling session's socket at
-    // once; the 2 s poll bounds how long a dead connection goes unnoticed.
-    let m = Mailproc::start(
-        &config(&d, None, RULES, "").replace("poll_interval: 30s", "poll_interval: 2s"),
-    );
+    let (port, got) = receiver(Duration::ZERO);
+    let cfg =
+        config(&d, None, RULES, "").replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[("HOOK_TOKEN", "t")]);
+    m.wait_ready();
     wait_state(&m, &["connected"], Duration::from_secs(10));
     d.stop();
-    wait_state(&m, &["disconnected", "connecting"], Duration::from_secs(15));
+    wait_state(&m, &["disconnected", "connecting"], Duration::from_secs(10));
     assert_eq!(m.get("/health").body["status"], "degraded");
+    assert!(m
+        .get("/metrics")
+        .text
+        .contains("mailproc_account_connected{account=\"acct\"} 0"));
+    // Several failed reconnects make one outage, not several.
+    std::thread::sleep(Duration::from_secs(4));
     d.start_again();
     wait_state(&m, &["connected"], Duration::from_secs(15));
     d.seed("test", "INBOX", &msg("after", "Invoice after restart", ""));
@@ -466,6 +486,26 @@ fn dovecot_restart_disconnects_and_recovers() {
         .get("/metrics")
         .text
         .contains("mailproc_errors_total{account=\"acct\",kind=\"connection\"}"));
+    m.wait_for(Duration::from_secs(5), "connection webhooks", || {
+        let g = got.lock().unwrap();
+        let n = |k: &str| g.iter().filter(|(b, _)| b["event"] == k).count();
+        (n("connection_restored") == 1).then_some(())
+    });
+    let g = got.lock().unwrap();
+    let lost: Vec<&Value> = g
+        .iter()
+        .map(|(b, _)| b)
+        .filter(|b| b["event"] == "connection_lost")
+        .collect();
+    assert_eq!(lost.len(), 1, "one connection_lost per outage: {lost:?}");
+    for b in g
+        .iter()
+        .map(|(b, _)| b)
+        .filter(|b| b["event"].as_str().unwrap().starts_with("connection_"))
+    {
+        assert_eq!(b["account"], "acct");
+        assert!(b["error"].is_string() && b["details"].is_string(), "{b}");
+    }
 }
 
 #[test]
@@ -889,4 +929,276 @@ fn a_hanging_webhook_target_does_not_slow_processing() {
         slow < fast + Duration::from_secs(3),
         "processing took {slow:?} with a hanging target against {fast:?} without"
     );
+}
+
+#[test]
+fn backlog_policies_new_only_and_recent() {
+    let d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &(0..10)
+            .map(|i| msg(&format!("old{i}"), &format!("Invoice old {i}"), ""))
+            .collect::<Vec<_>>(),
+    );
+    let m =
+        Mailproc::start(&config(&d, None, RULES, "").replace("backlog: all", "backlog: new_only"));
+    m.wait_for(Duration::from_secs(10), "first sight", || {
+        m.log().contains("first sight").then_some(())
+    });
+    wait_state(&m, &["connected"], Duration::from_secs(5));
+    assert_eq!(
+        total(&m, ""),
+        0,
+        "new_only leaves mail that was already there"
+    );
+    d.seed("test", "INBOX", &msg("new1", "Invoice new", ""));
+    wait_processed(&m, 1, Duration::from_secs(5));
+    let e = &m.get("/api/activity").body["entries"][0];
+    assert_eq!(e["messageId"], "<new1@mailproc.test>");
+    drop(m);
+
+    let d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &(0..10)
+            .map(|i| msg(&format!("r{i}"), &format!("Invoice r{i}"), ""))
+            .collect::<Vec<_>>(),
+    );
+    let m = Mailproc::start(
+        &config(&d, None, RULES, "").replace("backlog: all", "backlog: \"recent:3\""),
+    );
+    wait_processed(&m, 3, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(processed(&m), 3);
+    let rows = m.get("/api/export?format=json").body;
+    let mut ids: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["messageId"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "<r7@mailproc.test>",
+            "<r8@mailproc.test>",
+            "<r9@mailproc.test>"
+        ]
+    );
+}
+
+#[test]
+fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Feed");
+    d.seed("test", "Feed", &msg("f1", "Invoice f1", ""));
+    let cfg = config(&d, None, RULES, "")
+        .replace("watch: [INBOX]", "watch: [INBOX, Feed, Missing]")
+        .replace("poll_interval: 30s", "poll_interval: 1s");
+    let m = Mailproc::start(&cfg);
+    wait_processed(&m, 1, Duration::from_secs(10));
+    // The missing folder is an error of that folder only.
+    assert_eq!(state(&m), "connected");
+    assert!(
+        m.log().contains("cannot open watched folder \"Missing\""),
+        "{}",
+        m.log()
+    );
+    // Mail in the second folder is found by the poll, mail in INBOX by IDLE.
+    d.seed("test", "Feed", &msg("f2", "Invoice f2", ""));
+    d.seed("test", "INBOX", &msg("i1", "Invoice i1", ""));
+    wait_processed(&m, 3, Duration::from_secs(5));
+    // Recreated, Feed has a new UIDVALIDITY: what is there is not reprocessed
+    // as new, what arrives afterwards is.
+    d.delete_mailbox("test", "Feed");
+    d.create_mailbox("test", "Feed");
+    d.seed("test", "Feed", &msg("f3", "Invoice f3", ""));
+    m.wait_for(Duration::from_secs(5), "the UIDVALIDITY warning", || {
+        m.log().contains("UIDVALIDITY changed").then_some(())
+    });
+    d.seed("test", "Feed", &msg("f4", "Invoice f4", ""));
+    wait_processed(&m, 4, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(processed(&m), 4);
+    assert_eq!(total(&m, "&search=f3@mailproc"), 0);
+    assert_eq!(total(&m, "&search=f4@mailproc"), 1);
+    assert_eq!(
+        state(&m),
+        "connected",
+        "no reconnect loop over a missing folder"
+    );
+    assert!(!m.log().contains("connection lost"), "{}", m.log());
+}
+
+#[test]
+fn spam_goes_to_the_junk_folder_and_missing_folders_follow_the_create_setting() {
+    let d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &[
+            msg("s1", "Spam offer", ""),
+            msg("s2", "Work thing", ""),
+            msg("s3", "Trash me", ""),
+        ],
+    );
+    let model = Model::start(4, |r| {
+        let s = r.subject();
+        if s.starts_with("Spam") {
+            answer(json!([{ "type": "spam" }]), "spam")
+        } else if s.starts_with("Trash") {
+            answer(json!([{ "type": "trash" }]), "not allowed by default")
+        } else {
+            answer(json!([{ "type": "move", "folder": "Work" }]), "work")
+        }
+    });
+    let cfg = config(&d, Some(&model), "    max_attempts: 1\n", "")
+        .replace("create: true", "create: false");
+    let m = Mailproc::start(&cfg);
+    m.wait_for(Duration::from_secs(15), "all three recorded", || {
+        (total(&m, "&status=ok") == 1 && total(&m, "&status=failed") == 2).then_some(())
+    });
+    let msgs = d.messages("test");
+    let at = |id: &str| {
+        msgs.iter()
+            .find(|x| x.message_id == format!("<{id}@mailproc.test>"))
+            .unwrap()
+            .mailbox
+            .clone()
+    };
+    // Junk carries SPECIAL-USE \Junk in the test server.
+    assert_eq!(at("s1"), "Junk");
+    assert_eq!(
+        at("s2"),
+        "INBOX",
+        "Work does not exist and folders.create is false"
+    );
+    assert_eq!(at("s3"), "INBOX");
+    let failed = m.get("/api/activity?status=failed").body;
+    let errors: Vec<&str> = failed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["error"].as_str().unwrap())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("\"Work\" does not exist and folders.create is false")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("\"trash\" is not in allowed_actions")),
+        "{errors:?}"
+    );
+    assert_eq!(m.get("/api/stats").body["by_action"]["spam"], 1);
+}
+
+#[test]
+fn anthropic_provider_with_key_and_rate_limit() {
+    let d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &(0..4)
+            .map(|i| msg(&format!("a{i}"), &format!("Newsletter {i}"), ""))
+            .collect::<Vec<_>>(),
+    );
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let model = common::model::Model::start_api(common::model::Api::Anthropic, 4, move |r| {
+        s2.lock().unwrap().push((
+            Instant::now(),
+            r.path.clone(),
+            r.header("x-api-key").map(str::to_string),
+            r.header("anthropic-version").map(str::to_string),
+            r.system.clone(),
+        ));
+        answer(
+            json!([{ "type": "move", "folder": "Newsletters" }]),
+            "a newsletter",
+        )
+    });
+    let cfg = format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  concurrency: 4\n  providers:\n    - {{ name: claude, kind: anthropic, url: \"http://127.0.0.1:{}/v1/messages\", model: claude-test, api_key: \"${{ANTHROPIC_KEY}}\", rate_limit_rpm: 120 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ allowed: [Newsletters] }}\n    backlog: all\n    provider: claude\n",
+        model.port, d.imap_port
+    );
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[("ANTHROPIC_KEY", "sk-ant-test")]);
+    m.wait_ready();
+    wait_processed(&m, 4, Duration::from_secs(20));
+    assert!(d
+        .messages("test")
+        .iter()
+        .all(|x| x.mailbox == "Newsletters"));
+    let e = &m.get("/api/activity").body["entries"][0];
+    assert_eq!(e["model"], "claude-test");
+    assert!(m
+        .get("/metrics")
+        .text
+        .contains("mailproc_llm_tokens_total{kind=\"completion\",provider=\"claude\"} 120"));
+    let seen = seen.lock().unwrap();
+    for (_, path, key, version, system) in seen.iter() {
+        assert_eq!(path, "/v1/messages");
+        assert_eq!(key.as_deref(), Some("sk-ant-test"));
+        assert_eq!(version.as_deref(), Some("2023-06-01"));
+        assert!(
+            system.contains("Allowed actions"),
+            "instructions go in the top-level system field"
+        );
+    }
+    // rate_limit_rpm 120: calls start at least half a second apart even with
+    // four classifier threads free.
+    let mut times: Vec<Instant> = seen.iter().map(|x| x.0).collect();
+    times.sort();
+    for w in times.windows(2) {
+        assert!(
+            w[1] - w[0] >= Duration::from_millis(450),
+            "calls {:?} apart",
+            w[1] - w[0]
+        );
+    }
+}
+
+#[test]
+fn sigterm_mid_backlog_finishes_the_batch_and_exits_cleanly() {
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(300));
+    let model = sorter(Duration::from_millis(40));
+    let mut m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    m.wait_for(Duration::from_secs(60), "some progress", || {
+        (processed(&m) >= 30).then_some(())
+    });
+    m.signal("TERM");
+    let st = m
+        .wait_exit(Duration::from_secs(30))
+        .expect("exits after the batch in hand");
+    assert_eq!(st.code(), Some(0), "{}", m.log());
+    assert!(m.log().contains("acct: worker stopped"), "{}", m.log());
+    let store = mailproc::store::Store::open(&m.db_path()).unwrap();
+    let pending = store
+        .activity(&mailproc::store::ActivityQuery {
+            page: 1,
+            page_size: 10,
+            status: Some("pending".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .1;
+    assert_eq!(pending, 0, "a graceful stop leaves no half-done batch");
+    let mid = store.stats(None, None).unwrap().total_processed;
+    assert!(mid < 300, "stopped too late to prove anything ({mid})");
+    drop(store);
+    m.restart();
+    wait_processed(&m, 300, Duration::from_secs(90));
+    assert_sorted(&d, 300);
+    assert_eq!(total(&m, ""), 300);
 }

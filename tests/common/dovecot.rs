@@ -421,6 +421,17 @@ impl Dovecot {
         }
     }
 
+    /// Deletes a mailbox and its mail; created again it gets a new UIDVALIDITY.
+    pub fn delete_mailbox(&self, user: &str, mailbox: &str) {
+        let out = self.doveadm(&["mailbox", "delete", "-u", user, mailbox], None);
+        assert!(
+            out.status.success(),
+            "doveadm mailbox delete -u {user} {mailbox}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Store one raw message (a leading mbox `From ` line is dropped),
     /// creating the mailbox when it is missing.
     pub fn seed(&self, user: &str, mailbox: &str, raw: &[u8]) {

@@ -35,6 +35,26 @@ pub struct Request {
     pub system: String,
     pub user: String,
     pub model: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Which API the server speaks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI Chat Completions.
+    Openai,
+    /// Anthropic Messages: `system` at the top, `content[0].text` back.
+    Anthropic,
 }
 
 impl Request {
@@ -62,6 +82,14 @@ impl Model {
         threads: usize,
         script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
     ) -> Model {
+        Self::start_api(Api::Openai, threads, script)
+    }
+
+    pub fn start_api(
+        api: Api,
+        threads: usize,
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Model {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
         let port = server.server_addr().to_ip().unwrap().port();
         let requests = Arc::new(AtomicUsize::new(0));
@@ -75,10 +103,24 @@ impl Model {
                     let _ = req.as_reader().read_to_string(&mut body);
                     requests.fetch_add(1, Ordering::SeqCst);
                     let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                    let (system, user) = match api {
+                        Api::Openai => (
+                            v.pointer("/messages/0/content"),
+                            v.pointer("/messages/1/content"),
+                        ),
+                        Api::Anthropic => (v.get("system"), v.pointer("/messages/0/content")),
+                    };
+                    let text = |x: Option<&Value>| x.and_then(Value::as_str).unwrap_or("").to_string();
                     let r = Request {
-                        system: v.pointer("/messages/0/content").and_then(Value::as_str).unwrap_or("").into(),
-                        user: v.pointer("/messages/1/content").and_then(Value::as_str).unwrap_or("").into(),
+                        system: text(system),
+                        user: text(user),
                         model: v["model"].as_str().unwrap_or("").into(),
+                        path: req.url().to_string(),
+                        headers: req
+                            .headers()
+                            .iter()
+                            .map(|h| (h.field.to_string(), h.value.to_string()))
+                            .collect(),
                     };
                     let mut reply = script(&r);
                     while let Reply::Delay(d, inner) = reply {
@@ -87,13 +129,24 @@ impl Model {
                     }
                     let resp = match reply {
                         Reply::Answer(content) => tiny_http::Response::from_string(
-                            json!({
-                                "id": "chatcmpl-test",
-                                "object": "chat.completion",
-                                "model": r.model,
-                                "choices": [{ "index": 0, "message": { "role": "assistant", "content": content }, "finish_reason": "stop" }],
-                                "usage": { "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120 },
-                            })
+                            match api {
+                                Api::Openai => json!({
+                                    "id": "chatcmpl-test",
+                                    "object": "chat.completion",
+                                    "model": r.model,
+                                    "choices": [{ "index": 0, "message": { "role": "assistant", "content": content }, "finish_reason": "stop" }],
+                                    "usage": { "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120 },
+                                }),
+                                Api::Anthropic => json!({
+                                    "id": "msg_test",
+                                    "type": "message",
+                                    "role": "assistant",
+                                    "model": r.model,
+                                    "content": [{ "type": "text", "text": content }],
+                                    "stop_reason": "end_turn",
+                                    "usage": { "input_tokens": 70, "output_tokens": 30 },
+                                }),
+                            }
                             .to_string(),
                         ),
                         Reply::Status(code, retry_after) => {
