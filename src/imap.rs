@@ -184,7 +184,22 @@ struct Item {
     decision: Option<Classification>,
     error: Option<(String, &'static str, bool)>,
     duration: Duration,
-    known: Option<KnownEmail>,
+    /// The decision came from the journal (a run stopped mid-batch).
+    journalled: bool,
+    /// The journalled message already left the folder: our move happened.
+    gone: bool,
+    /// Failed attempts so far, for the retry backoff.
+    attempts: u32,
+}
+
+/// The decision a `pending` journal row holds.
+fn journalled(k: &KnownEmail) -> Classification {
+    Classification {
+        actions: k.actions.clone(),
+        reasoning: k.reasoning.clone(),
+        model: k.model.clone(),
+        confidence: k.confidence,
+    }
 }
 
 impl Runner {
@@ -674,18 +689,12 @@ impl Runner {
                         );
                         items.push(Item {
                             meta: self.meta(mailbox, uidvalidity, uid, None),
-                            decision: Some(Classification {
-                                actions: k.actions.clone(),
-                                reasoning: k.reasoning.clone(),
-                                model: k.model.clone(),
-                                confidence: k.confidence,
-                            }),
+                            decision: Some(journalled(&k)),
                             error: None,
                             duration: Duration::ZERO,
-                            known: Some(KnownEmail {
-                                status: "gone".into(),
-                                ..k
-                            }),
+                            journalled: true,
+                            gone: true,
+                            attempts: k.attempts,
                         });
                     }
                     Some(k) if k.status == status::RETRYING => {
@@ -709,17 +718,14 @@ impl Runner {
                 decision: None,
                 error: None,
                 duration: Duration::ZERO,
-                known: None,
+                journalled: false,
+                gone: false,
+                attempts: k.as_ref().map_or(0, |k| k.attempts),
             };
             match (k, email) {
                 (Some(k), _) if k.status == status::PENDING => {
-                    item.decision = Some(Classification {
-                        actions: k.actions.clone(),
-                        reasoning: k.reasoning.clone(),
-                        model: k.model.clone(),
-                        confidence: k.confidence,
-                    });
-                    item.known = Some(k);
+                    item.decision = Some(journalled(&k));
+                    item.journalled = true;
                 }
                 (_, None) => {
                     item.error = Some((
@@ -796,9 +802,7 @@ impl Runner {
             .zip(&outcomes)
             .filter_map(|(it, o)| {
                 o.as_ref()
-                    .filter(|o| {
-                        o.status == status::OK && !o.actions.is_empty() && it.known.is_none()
-                    })
+                    .filter(|o| o.status == status::OK && !o.actions.is_empty() && !it.journalled)
                     .map(|o| (it.meta.clone(), o.clone()))
             })
             .collect();
@@ -811,7 +815,7 @@ impl Runner {
         let mut moves: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for (it, o) in items.iter().zip(&outcomes) {
             let Some(o) = o else { continue };
-            if it.known.as_ref().is_some_and(|k| k.status == "gone") {
+            if it.gone {
                 continue;
             }
             let uid = it.meta.uid;
@@ -951,7 +955,7 @@ impl Runner {
             } else {
                 self.w.account.max_attempts
             };
-            let attempts = it.known.as_ref().map_or(0, |k| k.attempts);
+            let attempts = it.attempts;
             let retry_at = now_ms() + (delay.as_millis() as i64) * (1i64 << attempts.min(10));
             let (_, n, st) = self.w.store.record_failure(&it.meta, &msg, max, retry_at)?;
             self.count_error(kind);

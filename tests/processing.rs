@@ -1202,3 +1202,33 @@ fn sigterm_mid_backlog_finishes_the_batch_and_exits_cleanly() {
     assert_sorted(&d, 300);
     assert_eq!(total(&m, ""), 300);
 }
+
+#[test]
+fn retries_back_off_doubling_then_park() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("b1", "Always fails", ""));
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
+    let c = calls.clone();
+    let model = Model::start(2, move |_| {
+        c.lock().unwrap().push(Instant::now());
+        Reply::Status(500, None)
+    });
+    let cfg = config(&d, Some(&model), "    max_attempts: 3\n", "")
+        .replace("max_retries: 1", "max_retries: 0");
+    let m = Mailproc::start(&cfg);
+    m.wait_for(Duration::from_secs(20), "the message parked", || {
+        (total(&m, "&status=failed") == 1).then_some(())
+    });
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 3, "one call per attempt");
+    let (g1, g2) = (calls[1] - calls[0], calls[2] - calls[1]);
+    // retry_delay 1s, doubling: about 1 s, then about 2 s.
+    assert!(g1 >= Duration::from_millis(900), "first retry after {g1:?}");
+    assert!(
+        g2 >= Duration::from_millis(1900),
+        "second retry after {g2:?}: the delay must double"
+    );
+    let e = &m.get("/api/activity?status=failed").body["entries"][0];
+    assert_eq!(e["attempts"], 3);
+    assert_eq!(d.messages("test")[0].mailbox, "INBOX");
+}
