@@ -658,6 +658,7 @@ impl Store {
     /// One page of the activity log, newest first, and the number of matches.
     pub fn activity(&self, q: &ActivityQuery) -> Result<(Vec<ActivityEntry>, u64)> {
         let mut where_ = Vec::new();
+        let mut from = "emails e";
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         use rusqlite::types::Value as V;
         if let Some(a) = &q.account {
@@ -682,8 +683,12 @@ impl Store {
         }
         if let Some(s) = q.search.as_deref().filter(|s| !s.is_empty()) {
             if s.chars().count() >= 3 {
-                // The trigram index answers substring matches without a scan.
-                where_.push("e.id IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ?)");
+                // The trigram index answers substring matches without a
+                // scan; the join below makes it drive the query (as an
+                // `IN (subquery)` it cost twice as much over 100,000 rows,
+                // and a plain join let the planner probe it per row).
+                from = "emails_fts CROSS JOIN emails e ON e.id = emails_fts.rowid";
+                where_.push("emails_fts MATCH ?");
                 args.push(V::Text(format!("\"{}\"", s.replace('"', "\"\""))));
             } else {
                 where_.push("(e.subject LIKE ? ESCAPE '\\' OR e.message_id LIKE ? ESCAPE '\\')");
@@ -704,7 +709,7 @@ impl Store {
         };
         let conn = self.conn.lock();
         let total: u64 = conn.query_row(
-            &format!("SELECT COUNT(*) FROM emails e {where_sql}"),
+            &format!("SELECT COUNT(*) FROM {from} {where_sql}"),
             params_from_iter(args.iter()),
             |r| r.get(0),
         )?;
@@ -715,7 +720,7 @@ impl Store {
         let mut st = conn.prepare(&format!(
             "SELECT e.id, e.processed_at, e.account, e.mailbox, e.uid, e.message_id, e.subject, e.sender,
                     e.actions, e.model, e.reasoning, e.confidence, e.status, e.error, e.attempts
-             FROM emails e {where_sql} ORDER BY e.processed_at DESC, e.id DESC LIMIT ? OFFSET ?"
+             FROM {from} {where_sql} ORDER BY e.processed_at DESC, e.id DESC LIMIT ? OFFSET ?"
         ))?;
         let rows = st.query_map(params_from_iter(page_args.iter()), |r| {
             let actions: String = r.get(8)?;
