@@ -2,7 +2,7 @@ use ascii::AsciiString;
 
 use std::io::Error as IoError;
 use std::io::Result as IoResult;
-use std::io::{BufReader, BufWriter, ErrorKind, Read};
+use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -10,7 +10,10 @@ use std::str::FromStr;
 use crate::common::{HTTPVersion, Method};
 use crate::util::RefinedTcpStream;
 use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
+use crate::util::Abandon;
 use crate::Request;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A ClientConnection is an object that will store a socket to a client
 /// and return Request objects.
@@ -34,6 +37,16 @@ pub struct ClientConnection {
 
     // true if the connection goes through SSL
     secure: bool,
+
+    /// mailproc patch: bounds on this connection.
+    limits: crate::Limits,
+
+    /// mailproc patch: set when a request body was left unread; no further
+    /// request is read from this connection (see `BodyGuard`).
+    abandoned: Arc<AtomicBool>,
+
+    /// mailproc patch: shuts the socket down when a body is abandoned.
+    shutdown: Option<Arc<dyn Fn(std::net::Shutdown) + Send + Sync>>,
 }
 
 /// Error that can happen when reading a request.
@@ -41,6 +54,8 @@ pub struct ClientConnection {
 enum ReadError {
     WrongRequestLine,
     WrongHeader(HTTPVersion),
+    /// mailproc patch: request line and headers beyond `Limits::max_header_bytes`.
+    HeaderTooLarge,
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
     ReadIoError(IoError),
@@ -51,9 +66,11 @@ impl ClientConnection {
     pub fn new(
         write_socket: RefinedTcpStream,
         mut read_socket: RefinedTcpStream,
+        limits: crate::Limits,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
+        let shutdown = read_socket.shutdown_handle().map(Arc::from);
 
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
@@ -65,6 +82,9 @@ impl ClientConnection {
             next_header_source: first_header,
             no_more_requests: false,
             secure,
+            limits,
+            abandoned: Arc::new(AtomicBool::new(false)),
+            shutdown,
         }
     }
 
@@ -77,7 +97,26 @@ impl ClientConnection {
     ///
     /// Reads until `CRLF` is reached. The next read will start
     ///  at the first byte of the new line.
-    fn read_next_line(&mut self) -> IoResult<AsciiString> {
+    /// Before closing a connection whose client may still be sending (after
+    /// its write side was shut down behind the last response), discards what
+    /// arrives for a moment: closing with unread data would reset the
+    /// connection, and a reset can destroy the response before the client
+    /// reads it. Bounded in bytes and time (mailproc patch).
+    fn linger(&mut self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut left: usize = 1 << 20;
+        let mut buf = [0u8; 8192];
+        while left > 0 && std::time::Instant::now() < deadline {
+            match self.next_header_source.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    }
+
+    /// Reads one line of the request head, taking its bytes from `budget`
+    /// (mailproc patch: the release read a line of any length).
+    fn read_next_line(&mut self, budget: &mut usize) -> Result<AsciiString, ReadError> {
         let mut buf = Vec::new();
         let mut prev_byte_was_cr = false;
 
@@ -85,14 +124,27 @@ impl ClientConnection {
             let byte = self.next_header_source.by_ref().bytes().next();
 
             let byte = match byte {
-                Some(b) => b?,
-                None => return Err(IoError::new(ErrorKind::ConnectionAborted, "Unexpected EOF")),
+                Some(b) => b.map_err(ReadError::ReadIoError)?,
+                None => {
+                    return Err(ReadError::ReadIoError(IoError::new(
+                        ErrorKind::ConnectionAborted,
+                        "Unexpected EOF",
+                    )))
+                }
             };
+            if *budget == 0 {
+                return Err(ReadError::HeaderTooLarge);
+            }
+            *budget -= 1;
 
             if byte == b'\n' && prev_byte_was_cr {
                 buf.pop(); // removing the '\r'
-                return AsciiString::from_ascii(buf)
-                    .map_err(|_| IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII"));
+                return AsciiString::from_ascii(buf).map_err(|_| {
+                    ReadError::ReadIoError(IoError::new(
+                        ErrorKind::InvalidInput,
+                        "Header is not in ASCII",
+                    ))
+                });
             }
 
             prev_byte_was_cr = byte == b'\r';
@@ -104,10 +156,11 @@ impl ClientConnection {
     /// Reads a request from the stream.
     /// Blocks until the header has been read.
     fn read(&mut self) -> Result<Request, ReadError> {
+        let mut budget = self.limits.max_header_bytes;
         let (method, path, version, headers) = {
             // reading the request line
             let (method, path, version) = {
-                let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                let line = self.read_next_line(&mut budget)?;
 
                 parse_request_line(
                     line.as_str().trim(), // TODO: remove this conversion
@@ -118,7 +171,7 @@ impl ClientConnection {
             let headers = {
                 let mut headers = Vec::new();
                 loop {
-                    let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                    let line = self.read_next_line(&mut budget)?;
 
                     if line.is_empty() {
                         break;
@@ -153,6 +206,11 @@ impl ClientConnection {
             *self.remote_addr.as_ref().unwrap(),
             data_source,
             writer,
+            Some(Abandon {
+                flag: self.abandoned.clone(),
+                shutdown: self.shutdown.clone(),
+            }),
+            self.limits.buffer_body_up_to,
         )
         .map_err(|e| {
             use crate::request;
@@ -161,6 +219,7 @@ impl ClientConnection {
                 request::RequestCreationError::ExpectationFailed => {
                     ReadError::ExpectationFailed(version)
                 }
+                request::RequestCreationError::BadContentLength => ReadError::WrongHeader(version),
             }
         })?;
 
@@ -184,7 +243,31 @@ impl Iterator for ClientConnection {
         }
 
         loop {
-            let rq = match self.read() {
+            let result = self.read();
+            // A body of the previous request was left unread: what follows
+            // on the socket is that body, not a request (mailproc patch).
+            if self.abandoned.load(Ordering::SeqCst) {
+                self.no_more_requests = true;
+                self.linger();
+                return None;
+            }
+            let rq = match result {
+                Err(ReadError::HeaderTooLarge) => {
+                    let mut writer = self.sink.next().unwrap();
+                    let response = Response::new_empty(StatusCode(431));
+                    response
+                        .raw_print(writer.by_ref(), HTTPVersion(1, 1), &[], false, None)
+                        .ok();
+                    // raw_print does not flush; the write side closes next.
+                    writer.flush().ok();
+                    drop(writer);
+                    if let Some(shutdown) = &self.shutdown {
+                        shutdown(std::net::Shutdown::Write);
+                    }
+                    self.linger();
+                    return None; // the rest of the head is still unread
+                }
+
                 Err(ReadError::WrongRequestLine) => {
                     let writer = self.sink.next().unwrap();
                     let response = Response::new_empty(StatusCode(400));

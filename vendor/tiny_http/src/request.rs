@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use std::sync::mpsc::Sender;
 
-use crate::util::{EqualReader, FusedReader};
+use crate::util::{Abandon, BodyGuard, EqualReader, FusedReader};
 use crate::{HTTPVersion, Header, Method, Response, StatusCode};
 use chunked_transfer::Decoder;
 
@@ -108,6 +108,10 @@ pub enum RequestCreationError {
 
     /// Error while reading data from the socket during the creation of the `Request`.
     CreationIoError(IoError),
+
+    /// A `Content-Length` that is not a number, or several that differ
+    /// (mailproc patch: the release took an unparsable one for "no body").
+    BadContentLength,
 }
 
 impl From<IoError> for RequestCreationError {
@@ -134,7 +138,9 @@ pub fn new_request<R, W>(
     headers: Vec<Header>,
     remote_addr: Option<SocketAddr>,
     mut source_data: R,
-    writer: W,
+    mut writer: W,
+    abandon: Option<Abandon>,
+    buffer_body_up_to: usize,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -152,10 +158,25 @@ where
         // header must be ignored (RFC2616 #4.4)
         None
     } else {
-        headers
+        let mut values = headers
             .iter()
-            .find(|h: &&Header| h.field.equiv("Content-Length"))
-            .and_then(|h| FromStr::from_str(h.value.as_str()).ok())
+            .filter(|h: &&Header| h.field.equiv("Content-Length"))
+            .map(|h| h.value.as_str().trim());
+        match values.next() {
+            None => None,
+            Some(first) => {
+                let n = first
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+                    .then(|| usize::from_str(first).ok())
+                    .flatten()
+                    .ok_or(RequestCreationError::BadContentLength)?;
+                if values.any(|v| v != first) {
+                    return Err(RequestCreationError::BadContentLength);
+                }
+                Some(n)
+            }
+        }
     };
 
     // true if the client sent a `Expect: 100-continue` header
@@ -185,14 +206,30 @@ where
 
     // we wrap `source_data` around a reading whose nature depends on the transfer-encoding and
     // content-length headers
+    // mailproc patch: bodies up to `buffer_body_up_to` bytes are read here,
+    // on the connection's own thread, so a slow client never holds a thread
+    // of the application's pool; `100 Continue` is sent first when asked for.
+    let buffer_limit = buffer_body_up_to.max(1024);
+    let mut must_send_continue = expects_continue;
+    let mut send_continue = |writer: &mut W| -> io::Result<()> {
+        if must_send_continue {
+            writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+            writer.flush()?;
+            must_send_continue = false;
+        }
+        Ok(())
+    };
     let reader = if connection_upgrade {
         // if we have a `Connection: upgrade`, always keeping the whole reader
         Box::new(source_data) as Box<dyn Read + Send + 'static>
     } else if let Some(content_length) = content_length {
         if content_length == 0 {
             Box::new(io::empty()) as Box<dyn Read + Send + 'static>
-        } else if content_length <= 1024 && !expects_continue {
+        } else if content_length <= buffer_limit
+            && (!expects_continue || buffer_body_up_to > 1024)
+        {
             // if the content-length is small enough, we just read everything into a buffer
+            send_continue(&mut writer)?;
 
             let mut buffer = vec![0; content_length];
             let mut offset = 0;
@@ -213,12 +250,31 @@ where
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
         } else {
             let (data_reader, _) = EqualReader::new(source_data, content_length); // TODO:
-            Box::new(FusedReader::new(data_reader)) as Box<dyn Read + Send + 'static>
+            let guarded = BodyGuard::new(data_reader, abandon);
+            Box::new(FusedReader::new(guarded)) as Box<dyn Read + Send + 'static>
         }
     } else if transfer_encoding.is_some() {
         // if a transfer-encoding was specified, then "chunked" is ALWAYS applied
         // over the message (RFC2616 #3.6)
-        Box::new(FusedReader::new(Decoder::new(source_data))) as Box<dyn Read + Send + 'static>
+        let mut decoder = Decoder::new(source_data);
+        if buffer_body_up_to > 0 {
+            send_continue(&mut writer)?;
+            let mut buffer = Vec::new();
+            (&mut decoder)
+                .take(buffer_body_up_to as u64 + 1)
+                .read_to_end(&mut buffer)?;
+            if buffer.len() <= buffer_body_up_to {
+                Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
+            } else {
+                // Larger than the application takes: what it reads is the
+                // buffer, then the rest (which it will not want).
+                let rest = FusedReader::new(BodyGuard::new(decoder, abandon));
+                Box::new(Cursor::new(buffer).chain(rest)) as Box<dyn Read + Send + 'static>
+            }
+        } else {
+            let guarded = BodyGuard::new(decoder, abandon);
+            Box::new(FusedReader::new(guarded)) as Box<dyn Read + Send + 'static>
+        }
     } else {
         // if we have neither a Content-Length nor a Transfer-Encoding,
         // assuming that we have no data
@@ -236,7 +292,7 @@ where
         http_version: version,
         headers,
         body_length: content_length,
-        must_send_continue: expects_continue,
+        must_send_continue,
         notify_when_responded: None,
     })
 }

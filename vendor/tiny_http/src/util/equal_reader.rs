@@ -5,9 +5,9 @@ use std::sync::mpsc::{Receiver, Sender};
 
 /// A `Reader` that reads exactly the number of bytes from a sub-reader.
 ///
-/// If the limit is reached, it returns EOF. If the limit is not reached
-/// when the destructor is called, the remaining bytes will be read and
-/// thrown away.
+/// If the limit is reached, it returns EOF. (mailproc patch: the release
+/// read and discarded the remaining bytes in its destructor; an unread body
+/// now ends the connection instead, see `BodyGuard`.)
 pub struct EqualReader<R>
 where
     R: Read,
@@ -59,33 +59,6 @@ where
     }
 }
 
-impl<R> Drop for EqualReader<R>
-where
-    R: Read,
-{
-    fn drop(&mut self) {
-        let mut remaining_to_read = self.size;
-
-        while remaining_to_read > 0 {
-            let mut buf = vec![0; remaining_to_read];
-
-            match self.reader.read(&mut buf) {
-                Err(e) => {
-                    self.last_read_signal.send(Err(e)).ok();
-                    break;
-                }
-                Ok(0) => {
-                    self.last_read_signal.send(Ok(())).ok();
-                    break;
-                }
-                Ok(other) => {
-                    remaining_to_read -= other;
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::EqualReader;
@@ -124,8 +97,9 @@ mod tests {
             assert_eq!(vec[0], b'h');
         }
 
+        // Nothing is drained on drop any more.
         let mut string = String::new();
         org_reader.read_to_string(&mut string).unwrap();
-        assert_eq!(string, " world");
+        assert_eq!(string, "ello world");
     }
 }

@@ -121,6 +121,23 @@ impl RefinedTcpStream {
     pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
         self.stream.peer_addr()
     }
+
+    /// A handle that shuts the connection down from another place
+    /// (mailproc patch: used to end a connection whose request body was
+    /// left unread). `None` when the socket cannot be duplicated.
+    pub(crate) fn shutdown_handle(&self) -> Option<Box<dyn Fn(Shutdown) + Send + Sync>> {
+        let stream = match &self.stream {
+            Stream::Http(c) => Stream::Http(c.try_clone().ok()?),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(s) => Stream::Https(s.clone()),
+        };
+        let stream = std::sync::Mutex::new(stream);
+        Some(Box::new(move |how| {
+            if let Ok(mut s) = stream.lock() {
+                s.shutdown(how).ok();
+            }
+        }))
+    }
 }
 
 impl Drop for RefinedTcpStream {
