@@ -25,6 +25,9 @@ const DEFAULT_PAGE_SIZE: u32 = 20;
 /// Routes a request; returns the reply and a low-cardinality route label for
 /// metrics.
 pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
+    if let Some(refused) = open_mode_refusal(ctx, req) {
+        return (refused, "refused");
+    }
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     let m = req.method.as_str();
     let (label, allowed): (&'static str, &[&str]) = match segs.as_slice() {
@@ -143,6 +146,71 @@ fn authenticate(ctx: &Ctx, req: &Req) -> Result<Principal, Reply> {
     ))
 }
 
+/// Without a token or keys, nothing but the `Host` header tells our own
+/// clients from a web page that rebound its DNS name to 127.0.0.1: only
+/// loopback names and addresses, the bound address and the host of
+/// `server.public_url` are served, and a browser's state change (a request
+/// carrying `Origin`) must come from the same origin. Clients that send no
+/// `Origin` (curl, scripts) are not browsers and pass.
+fn open_mode_refusal(ctx: &Ctx, req: &Req) -> Option<Reply> {
+    let loaded = ctx.config();
+    let config = &loaded.config;
+    if !auth::api_is_open(config) {
+        return None;
+    }
+    let host = req.host.as_deref().unwrap_or("");
+    if !host_allowed(host, config) {
+        return Some(Reply::error(
+            403,
+            format!(
+                "Host {host:?} is not served without authentication: use a loopback address, \
+                 set server.public_url, or configure server.auth_token"
+            ),
+        ));
+    }
+    let state_change = !matches!(req.method.as_str(), "GET" | "HEAD");
+    if state_change && req.header("Origin").is_some() && !same_origin(req) {
+        return Some(Reply::error(
+            403,
+            "cross-origin request refused: Origin must match the Host",
+        ));
+    }
+    None
+}
+
+/// Whether `host` (a `Host` header: name or address, optional port) names
+/// this service in open mode.
+fn host_allowed(host: &str, config: &config::Config) -> bool {
+    let Ok(u) = url::Url::parse(&format!("http://{host}/")) else {
+        return false;
+    };
+    let name = match u.host() {
+        Some(url::Host::Domain(d)) => d.trim_end_matches('.').to_ascii_lowercase(),
+        Some(url::Host::Ipv4(ip)) => {
+            return ip.is_loopback() || config.server.bind == ip.to_string();
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            return ip.is_loopback()
+                || ip.to_canonical().is_loopback()
+                || config.server.bind.parse() == Ok(std::net::IpAddr::V6(ip));
+        }
+        None => return false,
+    };
+    if name == "localhost" || name.ends_with(".localhost") {
+        return true;
+    }
+    config
+        .server
+        .public_url
+        .as_deref()
+        .and_then(|p| url::Url::parse(p).ok())
+        .and_then(|p| {
+            p.host_str()
+                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        })
+        .is_some_and(|public| public == name)
+}
+
 fn session_user(ctx: &Ctx, req: &Req) -> Option<String> {
     let token = auth::cookie(req.header("Cookie")?, SESSION_COOKIE)?;
     let mac = auth::token_mac(&ctx.session_secret, token);
@@ -178,7 +246,8 @@ fn health(ctx: &Ctx) -> Reply {
         all_up &= matches!(st, State::Connected | State::Processing | State::Paused);
         accounts.insert(name.clone(), st.as_str());
     }
-    let status = if database != "ok" {
+    // Without a classifier thread no model answer can ever come back.
+    let status = if database != "ok" || ctx.classifier.live_threads() == 0 {
         "unhealthy"
     } else if all_up {
         "healthy"
@@ -246,17 +315,34 @@ fn stats(ctx: &Ctx, req: &Req) -> Reply {
     Reply::ok(&s)
 }
 
-fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
+/// `page` (from 1) and `pageSize` (1..=max, larger clamped to max), the one
+/// parser of every paged route. Any page whose offset would not fit is 400.
+fn page_params(req: &Req, default_size: u32, max_size: u32) -> Result<(u32, u32), Reply> {
     let page = match int_param(req, "page")? {
         None => 1,
         Some(0) => return Err(Reply::error(400, "page: must be 1 or more")),
-        Some(p) => u32::try_from(p).map_err(|_| Reply::error(400, "page: too large"))?,
+        Some(p) => u32::try_from(p)
+            .map_err(|_| Reply::error(400, format!("page: must be at most {}", u32::MAX)))?,
     };
-    let page_size = match int_param(req, "pageSize")? {
-        None => DEFAULT_PAGE_SIZE,
-        Some(0) => return Err(Reply::error(400, "pageSize: must be between 1 and 100")),
-        Some(n) => n.min(i64::from(MAX_PAGE_SIZE)) as u32,
+    let size = match int_param(req, "pageSize")? {
+        None => default_size,
+        Some(0) => {
+            return Err(Reply::error(
+                400,
+                format!("pageSize: must be between 1 and {max_size}"),
+            ))
+        }
+        Some(n) => n.min(i64::from(max_size)) as u32,
     };
+    // u32 × u32 always fits u64; the store takes an i64 offset.
+    if u64::from(page - 1) * u64::from(size) > i64::MAX as u64 {
+        return Err(Reply::error(400, "page: too large for pageSize"));
+    }
+    Ok((page, size))
+}
+
+fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
+    let (page, page_size) = page_params(req, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
     let action_type = match req.query("actionType").filter(|s| !s.is_empty()) {
         None => None,
         Some(t) if ActionKind::ALL.iter().any(|k| k.as_str() == t) => Some(t.to_string()),
@@ -302,6 +388,7 @@ fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
             .map(str::to_string),
         start_ms,
         end_ms,
+        before: None,
     })
 }
 
@@ -403,81 +490,156 @@ fn logs(ctx: &Ctx, req: &Req) -> Reply {
     Reply::ok(&json!({ "lines": ctx.logs.recent(limit, level) }))
 }
 
-/// Every matching activity row (filters as `/api/activity`), as CSV or JSON.
+/// Every matching activity row (filters as `/api/activity`), as CSV or JSON,
+/// streamed: rows are read a page at a time while the answer is sent, so an
+/// export of years of mail holds neither the whole log in memory nor the
+/// store lock for longer than one page.
 fn export(ctx: &Ctx, req: &Req) -> Reply {
     let format = req.query("format").unwrap_or("json");
-    if format != "json" && format != "csv" {
-        return Reply::error(400, format!("format: expected csv or json, got {format:?}"));
-    }
-    let mut q = match activity_query(req) {
+    let csv = match format {
+        "json" => false,
+        "csv" => true,
+        _ => return Reply::error(400, format!("format: expected csv or json, got {format:?}")),
+    };
+    let q = match activity_query(req) {
         Ok(q) => q,
         Err(r) => return r,
     };
-    // One query for everything: the whole export is built in memory anyway.
-    q.page = 1;
-    q.page_size = u32::MAX;
-    let all = match ctx.store.activity(&q) {
-        Ok((rows, _)) => rows,
-        Err(e) => return Reply::error(500, e.to_string()),
+    let (content_type, file) = if csv {
+        ("text/csv; charset=utf-8", "mailproc-activity.csv")
+    } else {
+        ("application/json", "mailproc-activity.json")
     };
-    if format == "json" {
-        return Reply::ok(&all).with_header(
-            "Content-Disposition",
-            "attachment; filename=\"mailproc-activity.json\"",
-        );
-    }
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "id",
-        "timestamp",
-        "account",
-        "mailbox",
-        "uid",
-        "messageId",
-        "subject",
-        "from",
-        "actions",
-        "model",
-        "reasoning",
-        "confidence",
-        "status",
-        "error",
-    ]);
-    for e in &all {
-        let _ = w.write_record([
-            e.id.to_string(),
-            e.timestamp.clone(),
-            e.account.clone(),
-            e.mailbox.clone(),
-            e.uid.to_string(),
-            e.message_id.clone(),
-            e.subject.clone(),
-            e.from.clone(),
-            e.actions.to_string(),
-            e.model.clone(),
-            e.reasoning.clone(),
-            e.confidence.map(|c| c.to_string()).unwrap_or_default(),
-            e.status.clone(),
-            e.error.clone().unwrap_or_default(),
-        ]);
-    }
-    let body = w.into_inner().unwrap_or_default();
-    Reply::text(200, "text/csv; charset=utf-8", body).with_header(
+    Reply::stream(
+        content_type,
+        Box::new(Export {
+            store: ctx.store.clone(),
+            query: q,
+            csv,
+            buf: Vec::new(),
+            pos: 0,
+            started: false,
+            done: false,
+        }),
+    )
+    .with_header(
         "Content-Disposition",
-        "attachment; filename=\"mailproc-activity.csv\"",
+        format!("attachment; filename=\"{file}\""),
     )
 }
 
+/// Rows of an export per store lock: a few hundred KiB of output.
+const EXPORT_PAGE: u32 = 500;
+
+const EXPORT_COLUMNS: [&str; 14] = [
+    "id",
+    "timestamp",
+    "account",
+    "mailbox",
+    "uid",
+    "messageId",
+    "subject",
+    "from",
+    "actions",
+    "model",
+    "reasoning",
+    "confidence",
+    "status",
+    "error",
+];
+
+/// The body of an export: fills its buffer one page of rows at a time.
+struct Export {
+    store: std::sync::Arc<crate::store::Store>,
+    query: ActivityQuery,
+    csv: bool,
+    buf: Vec<u8>,
+    pos: usize,
+    started: bool,
+    done: bool,
+}
+
+impl Export {
+    fn fill(&mut self) -> std::io::Result<()> {
+        self.buf.clear();
+        self.pos = 0;
+        let first = !self.started;
+        self.started = true;
+        let rows = self
+            .store
+            .activity_page(&self.query, EXPORT_PAGE)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        if let Some(last) = rows.last() {
+            self.query.before = Some((last.processed_at, last.id));
+        }
+        let end = rows.len() < EXPORT_PAGE as usize;
+        if self.csv {
+            let mut w = csv::Writer::from_writer(&mut self.buf);
+            if first {
+                w.write_record(EXPORT_COLUMNS)?;
+            }
+            for e in &rows {
+                w.write_record([
+                    e.id.to_string(),
+                    e.timestamp.clone(),
+                    e.account.clone(),
+                    e.mailbox.clone(),
+                    e.uid.to_string(),
+                    e.message_id.clone(),
+                    e.subject.clone(),
+                    e.from.clone(),
+                    e.actions.to_string(),
+                    e.model.clone(),
+                    e.reasoning.clone(),
+                    e.confidence.map(|c| c.to_string()).unwrap_or_default(),
+                    e.status.clone(),
+                    e.error.clone().unwrap_or_default(),
+                ])?;
+            }
+            w.flush()?;
+        } else {
+            if first {
+                self.buf.push(b'[');
+            }
+            for (i, e) in rows.iter().enumerate() {
+                if !(first && i == 0) {
+                    self.buf.push(b',');
+                }
+                serde_json::to_writer(&mut self.buf, e)?;
+            }
+            if end {
+                self.buf.push(b']');
+            }
+        }
+        self.done = end;
+        Ok(())
+    }
+}
+
+impl std::io::Read for Export {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.buf.len() {
+            if self.done {
+                return Ok(0);
+            }
+            self.fill()?;
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 fn deliveries(ctx: &Ctx, req: &Req) -> Reply {
-    let page = match int_param(req, "page") {
-        Ok(p) => p.unwrap_or(1).max(1) as u64,
+    let (page, size) = match page_params(req, 50, 100) {
+        Ok(p) => p,
         Err(r) => return r,
     };
-    let size = match int_param(req, "pageSize") {
-        Ok(p) => p.unwrap_or(50).clamp(1, 100) as u32,
-        Err(r) => return r,
-    };
-    match ctx.store.deliveries(size, (page - 1) * u64::from(size)) {
+    match ctx
+        .store
+        .deliveries(size, u64::from(page - 1) * u64::from(size))
+    {
         Ok((rows, total)) => Reply::ok(
             &json!({ "deliveries": rows, "total": total, "page": page, "pageSize": size }),
         ),

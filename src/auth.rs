@@ -167,14 +167,28 @@ pub fn token_mac(secret: &[u8], token: &str) -> String {
         .collect()
 }
 
-/// Counts failed logins per client address.
+/// Counts failed logins per client: an IPv4 address, or an IPv6 /64 (one
+/// subscriber usually holds a whole /64 and can pick any address in it).
 #[derive(Default)]
 pub struct LoginLimiter {
     failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
 }
 
+/// The bucket a client address counts in.
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let mut s = v6.segments();
+            s[4..].fill(0);
+            IpAddr::from(s)
+        }
+        v4 => v4,
+    }
+}
+
 impl LoginLimiter {
     pub fn blocked(&self, ip: IpAddr) -> bool {
+        let ip = client_key(ip);
         let mut f = self.failures.lock();
         let now = Instant::now();
         let Some(q) = f.get_mut(&ip) else {
@@ -190,6 +204,7 @@ impl LoginLimiter {
     }
 
     pub fn fail(&self, ip: IpAddr) {
+        let ip = client_key(ip);
         let mut f = self.failures.lock();
         // Bound the map: an attacker rotating addresses must not grow it forever.
         if f.len() > 10_000 {
@@ -203,7 +218,7 @@ impl LoginLimiter {
     }
 
     pub fn succeed(&self, ip: IpAddr) {
-        self.failures.lock().remove(&ip);
+        self.failures.lock().remove(&client_key(ip));
     }
 }
 
@@ -290,6 +305,16 @@ mod tests {
         assert!(l.blocked(ip));
         l.succeed(ip);
         assert!(!l.blocked(ip));
+    }
+
+    #[test]
+    fn limiter_counts_an_ipv6_slash_64_as_one_client() {
+        let l = LoginLimiter::default();
+        for i in 0..10u16 {
+            l.fail(IpAddr::from([0x2001, 0xdb8, 0, 1, i, i, i, i]));
+        }
+        assert!(l.blocked("2001:db8:0:1:ffff::1".parse().unwrap()));
+        assert!(!l.blocked("2001:db8:0:2::1".parse().unwrap()));
     }
 
     #[test]

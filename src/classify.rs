@@ -29,6 +29,10 @@ use crate::config::{
 };
 use crate::metrics::Metrics;
 
+/// Longest subject or Message-ID kept of a message, in characters (RFC 5322
+/// lines end at 998).
+pub const MAX_HEADER_CHARS: usize = 998;
+
 /// What the classifier needs of a message, parsed once.
 #[derive(Debug, Clone, Default)]
 pub struct Email {
@@ -60,12 +64,14 @@ impl Email {
             })
             .unwrap_or_default()
         };
+        // Recorded, shown and sent in webhooks: a header of any length a
+        // stranger writes is cut to what a person would read.
         Some(Email {
             message_id: msg
                 .message_id()
-                .map(|m| format!("<{m}>"))
+                .map(|m| format!("<{}>", truncate(m, MAX_HEADER_CHARS)))
                 .unwrap_or_default(),
-            subject: msg.subject().unwrap_or("").trim().to_string(),
+            subject: truncate(msg.subject().unwrap_or("").trim(), MAX_HEADER_CHARS).to_string(),
             from: addr(msg.from()).into_iter().next().unwrap_or_default(),
             to: addr(msg.to()).into_iter().chain(addr(msg.cc())).collect(),
             headers: msg
@@ -116,6 +122,9 @@ pub enum ClassifyError {
     InvalidAnswer { provider: String, error: String },
     /// The answer asked for something the account does not allow.
     Disallowed { provider: String, error: String },
+    /// The classifier thread panicked on this message (a bug); the thread
+    /// lives on and the message is retried like any other failure.
+    Panicked { provider: String, message: String },
 }
 
 impl ClassifyError {
@@ -127,6 +136,7 @@ impl ClassifyError {
             ClassifyError::Transport { .. } => "classify_transport",
             ClassifyError::InvalidAnswer { .. } => "classify_invalid",
             ClassifyError::Disallowed { .. } => "classify_disallowed",
+            ClassifyError::Panicked { .. } => "panic",
         }
     }
 }
@@ -150,6 +160,9 @@ impl std::fmt::Display for ClassifyError {
             }
             ClassifyError::Disallowed { provider, error } => {
                 write!(f, "{provider}: disallowed answer: {error}")
+            }
+            ClassifyError::Panicked { provider, message } => {
+                write!(f, "{provider}: the classifier panicked: {message}")
             }
         }
     }
@@ -324,6 +337,9 @@ struct Answer {
     confidence: Option<f64>,
 }
 
+/// Longest reasoning kept from a model's answer.
+pub const MAX_REASONING_CHARS: usize = 2000;
+
 /// Finds the JSON object in a model's text: fences and prose are tolerated.
 fn extract_json(text: &str) -> Option<&str> {
     let start = text.find('{')?;
@@ -363,7 +379,13 @@ pub fn parse_answer(
     actions.retain(|a| *a != Action::Noop);
     Ok(Classification {
         actions,
-        reasoning: answer.reasoning.unwrap_or_default(),
+        // Stored, shown and sent in webhooks: a model that writes an essay
+        // must not grow them without bound.
+        reasoning: truncate(
+            answer.reasoning.as_deref().unwrap_or_default(),
+            MAX_REASONING_CHARS,
+        )
+        .to_string(),
         model: model.into(),
         confidence: answer.confidence,
     })
@@ -387,21 +409,49 @@ struct Reply {
 }
 
 impl Provider {
-    pub fn new(config: ProviderConfig, metrics: Arc<Metrics>) -> Provider {
+    /// Builds the provider's HTTP agent: native-tls (the OpenSSL and system
+    /// trust store the IMAP side uses) or only `ca_file` when set; no proxy
+    /// unless `proxy` is set, whatever the environment says.
+    pub fn new(config: ProviderConfig, metrics: Arc<Metrics>) -> Result<Provider, String> {
+        use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+        let roots = match &config.ca_file {
+            None => RootCerts::PlatformVerifier,
+            Some(path) => {
+                let pem = crate::config::read_certificate(path)
+                    .map_err(|e| format!("provider {}: ca_file: {e}", config.name))?;
+                let cert = Certificate::from_pem(&pem).map_err(|e| {
+                    format!("provider {}: ca_file {}: {e}", config.name, path.display())
+                })?;
+                RootCerts::new_with_certs(&[cert])
+            }
+        };
+        let proxy = match &config.proxy {
+            None => None,
+            Some(p) => Some(
+                ureq::Proxy::new(p).map_err(|e| format!("provider {}: proxy: {e}", config.name))?,
+            ),
+        };
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(config.timeout.0))
             .timeout_connect(Some(config.timeout.0.min(Duration::from_secs(10))))
             .max_redirects(0)
+            .proxy(proxy)
+            .tls_config(
+                TlsConfig::builder()
+                    .provider(TlsProvider::NativeTls)
+                    .root_certs(roots)
+                    .build(),
+            )
             .user_agent(concat!("mailproc/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        Provider {
+        Ok(Provider {
             config,
             agent,
             next_slot: Mutex::new(Instant::now()),
             metrics,
-        }
+        })
     }
 
     /// Waits for this provider's rate limit, if any.
@@ -604,35 +654,69 @@ pub struct Job {
 }
 
 /// A fixed pool of classifier threads shared by every account.
+///
+/// A panic while classifying (a bug, say in a parser) is caught around that
+/// one job: the job is answered with [`ClassifyError::Panicked`], the panic
+/// is logged, and the thread takes the next job; the account worker records
+/// the failed attempt and counts it (`mailproc_errors_total{kind="panic"}`).
+/// No job is ever left without an answer.
 pub struct Pool {
     tx: Sender<Job>,
     threads: Vec<JoinHandle<()>>,
+    /// Threads still taking jobs; `/health` is unhealthy at zero.
+    live: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Pool {
     pub fn start(threads: usize) -> std::io::Result<Pool> {
+        use std::sync::atomic::Ordering;
         // One queued job per thread keeps account threads from piling up
         // work no model can start yet; they block on send instead.
         let (tx, rx): (Sender<Job>, Receiver<Job>) = crossbeam_channel::bounded(threads);
+        let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {
-            let rx = rx.clone();
+            let (rx, live) = (rx.clone(), live.clone());
+            live.fetch_add(1, Ordering::SeqCst);
             handles.push(
                 std::thread::Builder::new()
                     .name(format!("classify-{i}"))
                     .spawn(move || {
                         for job in rx {
                             let started = Instant::now();
-                            let result = job.provider.classify(&job.account, &job.email);
+                            let result =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    crate::failpoint::hit("classify");
+                                    job.provider.classify(&job.account, &job.email)
+                                }))
+                                .unwrap_or_else(|panic| {
+                                    let message = crate::failpoint::panic_message(&*panic);
+                                    log::error!(
+                                        "{}: classifier thread panicked on {}: {message}",
+                                        job.account.name,
+                                        job.email.message_id
+                                    );
+                                    Err(ClassifyError::Panicked {
+                                        provider: job.provider.config.name.clone(),
+                                        message,
+                                    })
+                                });
                             let _ = job.reply.send((job.index, result, started.elapsed()));
                         }
+                        live.fetch_sub(1, Ordering::SeqCst);
                     })?,
             );
         }
         Ok(Pool {
             tx,
             threads: handles,
+            live,
         })
+    }
+
+    /// Classifier threads still taking jobs.
+    pub fn live_threads(&self) -> usize {
+        self.live.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn submit(&self, job: Job) {
@@ -652,14 +736,14 @@ impl Pool {
 pub fn providers(
     configs: &[ProviderConfig],
     metrics: &Arc<Metrics>,
-) -> HashMap<String, Arc<Provider>> {
+) -> Result<HashMap<String, Arc<Provider>>, String> {
     configs
         .iter()
         .map(|c| {
-            (
+            Ok((
                 c.name.clone(),
-                Arc::new(Provider::new(c.clone(), metrics.clone())),
-            )
+                Arc::new(Provider::new(c.clone(), metrics.clone())?),
+            ))
         })
         .collect()
 }

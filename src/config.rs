@@ -165,6 +165,10 @@ pub struct ServerConfig {
     /// Parsed once here: the HTTP workers consult it on every request.
     #[serde(deserialize_with = "de_nets")]
     pub trusted_proxies: Vec<IpNet>,
+    /// The URL browsers use to reach the service (through the reverse
+    /// proxy). In open mode its host is accepted in `Host` besides loopback.
+    #[serde(deserialize_with = "de_opt_string")]
+    pub public_url: Option<String>,
 }
 
 fn de_nets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
@@ -191,6 +195,7 @@ impl Default for ServerConfig {
                 IpNet::from(IpAddr::from([127, 0, 0, 1])),
                 IpNet::from(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),
             ],
+            public_url: None,
         }
     }
 }
@@ -292,6 +297,14 @@ pub struct ProviderConfig {
     pub max_tokens: u32,
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
+    /// Extra trust root for a model server with a private CA; when set, only
+    /// it is trusted for this provider.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// An HTTP(S) proxy for this provider. Without it, proxy variables of
+    /// the environment are ignored: requests go straight to `url`.
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub proxy: Option<String>,
 }
 
 fn default_provider_timeout() -> Dur {
@@ -518,6 +531,16 @@ pub const FORBIDDEN_FLAGS: &[&str] = &["\\deleted", "\\draft", "\\recent"];
 
 pub fn flag_is_forbidden(flag: &str) -> bool {
     FORBIDDEN_FLAGS.contains(&flag.to_ascii_lowercase().as_str())
+}
+
+/// The action a flag amounts to, if any: `\Seen` is `read`; the junk
+/// keywords mail clients read (`$Junk`, `Junk`) are `spam`.
+fn flag_implies(flag: &str) -> Option<ActionKind> {
+    match flag.to_ascii_lowercase().as_str() {
+        "\\seen" => Some(ActionKind::Read),
+        "$junk" | "junk" => Some(ActionKind::Spam),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -749,16 +772,29 @@ fn substitute_tree(
     }
 }
 
-/// Replaces `${NAME}` and `${NAME:-default}` in `s`; `$${` is a literal `${`.
-/// This is the one place variable references are resolved.
-pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(s.len());
+/// A piece of a configuration string: text, or a `${NAME}` reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Ref {
+        name: &'a str,
+        default: Option<&'a str>,
+    },
+}
+
+/// Splits `s` into text and `${NAME}` / `${NAME:-default}` references; `$${`
+/// is the text `${`. The one parser of references: substitution and
+/// redaction both read its result.
+fn pieces(s: &str) -> Result<Vec<Piece<'_>>, String> {
+    let mut out = Vec::new();
     let mut rest = s;
     while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
+        if i > 0 {
+            out.push(Piece::Text(&rest[..i]));
+        }
         let after = &rest[i + 1..];
         if let Some(tail) = after.strip_prefix("${") {
-            out.push_str("${");
+            out.push(Piece::Text("${"));
             rest = tail;
         } else if let Some(body) = after.strip_prefix('{') {
             let end = body
@@ -772,21 +808,124 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(format!("invalid variable name {name:?}"));
             }
-            match (env(name), default) {
-                (Some(v), _) => out.push_str(&v),
-                (None, Some(d)) => out.push_str(d),
-                (None, None) => {
-                    return Err(format!("environment variable {name} is not set"));
-                }
-            }
+            out.push(Piece::Ref { name, default });
             rest = &body[end + 1..];
         } else {
-            out.push('$');
+            out.push(Piece::Text("$"));
             rest = after;
         }
     }
-    out.push_str(rest);
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
     Ok(out)
+}
+
+/// Replaces `${NAME}` and `${NAME:-default}` in `s`; `$${` is a literal `${`.
+/// This is the one place variable references are resolved.
+pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    for p in pieces(s)? {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Ref { name, default } => match (env(name), default) {
+                (Some(v), _) => out.push_str(&v),
+                (None, Some(d)) => out.push_str(d),
+                (None, None) => return Err(format!("environment variable {name} is not set")),
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// A secret value as it may be shown: its `${NAME}` references (which name a
+/// variable without revealing it) with any literal `:-default` masked, after
+/// at most an authorization scheme word (`Bearer `). Anything else written
+/// literally, `$${` escapes included, is [`MASK`] as a whole.
+pub fn masked_secret(s: &str) -> String {
+    const SCHEMES: [&str; 3] = ["Bearer ", "Basic ", "Token "];
+    let Ok(ps) = pieces(s) else {
+        return MASK.into();
+    };
+    let mut out = String::new();
+    let mut refs = 0;
+    for (i, p) in ps.iter().enumerate() {
+        match p {
+            Piece::Text(t) if i == 0 && SCHEMES.contains(t) && ps.len() > 1 => out.push_str(t),
+            Piece::Text(_) => return MASK.into(),
+            Piece::Ref { name, default } => {
+                refs += 1;
+                out.push_str(&format!("${{{name}"));
+                if default.is_some() {
+                    out.push_str(&format!(":-{MASK}"));
+                }
+                out.push('}');
+            }
+        }
+    }
+    if refs == 0 {
+        return MASK.into();
+    }
+    out
+}
+
+/// A URL as it may leave the process (the configuration API, the delivery
+/// log): the password of `user:pass@`, every query value and every path
+/// segment that looks like a token (Slack, Discord and similar hooks carry
+/// their credential in the path) are [`MASK`]. `${NAME}` references stay,
+/// literal `:-default`s are masked. Not a URL at all: [`MASK`].
+pub fn redact_url(s: &str) -> String {
+    if s.contains("${") {
+        let Ok(ps) = pieces(s) else {
+            return MASK.into();
+        };
+        return ps
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.to_string(),
+                Piece::Ref {
+                    name,
+                    default: None,
+                } => format!("${{{name}}}"),
+                Piece::Ref { name, .. } => format!("${{{name}:-{MASK}}}"),
+            })
+            .collect();
+    }
+    let Ok(mut u) = url::Url::parse(s) else {
+        return MASK.into();
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some(MASK));
+    }
+    if u.query().is_some() {
+        let keys: Vec<String> = u.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        let mut q = u.query_pairs_mut();
+        q.clear();
+        for k in keys {
+            q.append_pair(&k, MASK);
+        }
+    }
+    let looks_like_token = |seg: &str| {
+        let n = seg.chars().count();
+        let letters = seg.chars().any(|c| c.is_ascii_alphabetic());
+        let digits = seg.chars().any(|c| c.is_ascii_digit());
+        n >= 32 || (n >= 16 && letters && digits)
+    };
+    if let Some(segs) = u.path_segments() {
+        let segs: Vec<String> = segs
+            .map(|seg| {
+                if looks_like_token(seg) {
+                    MASK.to_string()
+                } else {
+                    seg.to_string()
+                }
+            })
+            .collect();
+        u.set_path(&segs.join("/"));
+    }
+    u.set_fragment(None);
+    // The query mask must read as written, not percent-encoded.
+    u.to_string().replace("%2A%2A%2A%2A%2A%2A%2A%2A", MASK)
 }
 
 fn valid_http_url(s: &str) -> Result<(), String> {
@@ -816,6 +955,23 @@ pub fn parse_net(s: &str) -> Option<IpNet> {
     s.parse::<IpAddr>().ok().map(IpNet::from)
 }
 
+/// Reads a PEM certificate (a trust root), as TLS will use it.
+pub fn read_certificate(path: &Path) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    native_tls::Certificate::from_pem(&pem)
+        .map_err(|e| format!("{} is not a PEM certificate: {e}", path.display()))?;
+    Ok(pem)
+}
+
+/// An IMAP keyword a user may set (RFC 3501 `flag-keyword`, restricted to a
+/// safe alphabet): one atom, no system-flag backslash.
+pub fn is_keyword(f: &str) -> bool {
+    !f.is_empty()
+        && f.len() <= 64
+        && f.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "$_-.".contains(c))
+}
+
 /// Checks everything serde cannot; returns one message per problem.
 pub fn validate(c: &Config) -> Vec<String> {
     let mut p = Vec::new();
@@ -830,6 +986,11 @@ pub fn validate(c: &Config) -> Vec<String> {
     }
     if !(1..=256).contains(&c.server.workers) {
         p.push("server.workers: must be between 1 and 256".into());
+    }
+    if let Some(u) = &c.server.public_url {
+        if let Err(e) = valid_http_url(u) {
+            p.push(format!("server.public_url: {e}"));
+        }
     }
     if let Some(t) = &c.server.auth_token {
         if t.len() < 16 {
@@ -893,6 +1054,16 @@ pub fn validate(c: &Config) -> Vec<String> {
         if pr.max_body_chars < 100 {
             p.push(format!("{at}.max_body_chars: must be at least 100"));
         }
+        if let Some(ca) = &pr.ca_file {
+            if let Err(e) = read_certificate(ca) {
+                p.push(format!("{at}.ca_file: {e}"));
+            }
+        }
+        if let Some(proxy) = &pr.proxy {
+            if let Err(e) = ureq::Proxy::new(proxy) {
+                p.push(format!("{at}.proxy: invalid proxy URL: {e}"));
+            }
+        }
     }
     if c.webhook_settings.timeout.0.is_zero() {
         p.push("webhook_settings.timeout: must be longer than zero".into());
@@ -929,11 +1100,8 @@ pub fn validate(c: &Config) -> Vec<String> {
             p.push(format!("{at}.imap.username: must not be empty"));
         }
         if let Some(ca) = &a.imap.ca_file {
-            if !ca.is_file() {
-                p.push(format!(
-                    "{at}.imap.ca_file: {} is not a readable file",
-                    ca.display()
-                ));
+            if let Err(e) = read_certificate(ca) {
+                p.push(format!("{at}.imap.ca_file: {e}"));
             }
         }
         if a.folders.watch.is_empty() {
@@ -970,8 +1138,10 @@ pub fn validate(c: &Config) -> Vec<String> {
             }
         }
         if let Some(f) = &a.review_flag {
-            if f.is_empty() || flag_is_forbidden(f) {
-                p.push(format!("{at}.review_flag: {f:?} cannot be used as a flag"));
+            if !is_keyword(f) {
+                p.push(format!(
+                    "{at}.review_flag: {f:?} is not an IMAP keyword (one atom of letters, digits, '$', '_', '-' or '.', without a backslash)"
+                ));
             }
         }
         let mut rule_names = HashSet::new();
@@ -1046,12 +1216,23 @@ pub fn check_action(a: &AccountConfig, act: &Action) -> Result<(), String> {
                 return Err("flag action needs at least one flag".into());
             }
             for f in flags {
-                if f.is_empty() || f.contains(|c: char| c.is_whitespace() || "(){%*\"]".contains(c))
-                {
+                let system = f.strip_prefix('\\');
+                if !system.map_or_else(|| is_keyword(f), is_keyword) {
                     return Err(format!("invalid flag {f:?}"));
                 }
                 if flag_is_forbidden(f) {
                     return Err(format!("flag {f:?} may not be set"));
+                }
+                // A flag that does what another action does needs that
+                // action: marking read is `read`, marking junk is `spam`.
+                if let Some(needs) = flag_implies(f) {
+                    if !a.allows(needs) {
+                        return Err(format!(
+                            "flag {f:?} needs action {:?}, which is not in allowed_actions of account {:?}",
+                            needs.as_str(),
+                            a.name
+                        ));
+                    }
                 }
             }
         }
@@ -1102,8 +1283,8 @@ fn is_secret_path(path: &[String]) -> bool {
 }
 
 /// The configuration as written, as JSON, with every literal secret replaced
-/// by [`MASK`]. A value holding a `${NAME}` reference is shown as written: the
-/// reference names a variable, it does not reveal it.
+/// by [`MASK`] (see [`masked_secret`]) and every `url` stripped of its
+/// credentials (see [`redact_url`]).
 pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
     fn walk(v: &serde_norway::Value, path: &mut Vec<String>) -> serde_json::Value {
         use serde_norway::Value;
@@ -1135,9 +1316,12 @@ pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
             Value::Tagged(t) => walk(&t.value, path),
             scalar if is_secret_path(path) => match scalar {
                 Value::Null => serde_json::Value::Null,
-                Value::String(s) if s.contains("${") => serde_json::Value::String(s.clone()),
+                Value::String(s) => serde_json::Value::String(masked_secret(s)),
                 _ => serde_json::Value::String(MASK.into()),
             },
+            Value::String(s) if path.last().is_some_and(|k| k == "url") => {
+                serde_json::Value::String(redact_url(s))
+            }
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Number(n) => serde_json::to_value(n).unwrap_or(serde_json::Value::Null),

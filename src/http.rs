@@ -29,6 +29,20 @@ use crate::webhook::Webhooks;
 /// Largest request body accepted; larger ones get 413 unread.
 pub const MAX_BODY: usize = 1 << 20;
 
+/// What one connection may cost. tiny_http (patched, see
+/// `vendor/tiny_http/PATCHES.md`) reads bodies up to [`MAX_BODY`] on the
+/// connection's own thread, so an HTTP worker never waits on a slow client;
+/// a body over it is never read: the client gets 413 and the connection
+/// closes. A client silent for `read_timeout` is disconnected.
+const LIMITS: tiny_http::Limits = tiny_http::Limits {
+    read_timeout: Some(std::time::Duration::from_secs(30)),
+    write_timeout: Some(std::time::Duration::from_secs(30)),
+    // Browsers send a few KiB of headers (cookies included); 64 KiB is far
+    // beyond any of them and still small per connection.
+    max_header_bytes: 64 << 10,
+    buffer_body_up_to: MAX_BODY,
+};
+
 /// Everything a handler may use. Shared by all HTTP workers.
 pub struct Ctx {
     pub loaded: RwLock<Arc<Loaded>>,
@@ -40,6 +54,7 @@ pub struct Ctx {
     pub started: Instant,
     pub session_secret: Vec<u8>,
     pub limiter: LoginLimiter,
+    pub classifier: Arc<crate::classify::Pool>,
 }
 
 impl Ctx {
@@ -85,15 +100,25 @@ pub struct Reply {
     pub content_type: &'static str,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// A body produced while it is sent (chunked), instead of `body`: for
+    /// exports that must not be built whole in memory.
+    pub stream: Option<Box<dyn Read + Send>>,
 }
 
 impl Reply {
     pub fn json<T: Serialize>(status: u16, value: &T) -> Reply {
-        Reply {
+        Self::text(
             status,
-            content_type: "application/json",
-            headers: Vec::new(),
-            body: serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()),
+            "application/json",
+            serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()),
+        )
+    }
+
+    /// A 200 whose body is read from `body` while it is sent.
+    pub fn stream(content_type: &'static str, body: Box<dyn Read + Send>) -> Reply {
+        Reply {
+            stream: Some(body),
+            ..Self::text(200, content_type, Vec::new())
         }
     }
 
@@ -116,6 +141,7 @@ impl Reply {
             content_type,
             headers: Vec::new(),
             body: body.into(),
+            stream: None,
         }
     }
 
@@ -156,7 +182,7 @@ impl HttpServer {
         workers: usize,
     ) -> std::io::Result<HttpServer> {
         let server = Arc::new(
-            Server::from_listener(listener, None)
+            Server::from_listener_with_limits(listener, None, LIMITS)
                 .map_err(|e| std::io::Error::other(e.to_string()))?,
         );
         let stopping = Arc::new(AtomicBool::new(false));
@@ -209,7 +235,8 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
     let peer = request
         .remote_addr()
         .map(|a| a.ip())
-        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
+        .to_canonical();
     let headers: Vec<(String, String)> = request
         .headers()
         .iter()
@@ -226,17 +253,20 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.trim().to_string())
     };
-    let from_proxy = config
-        .config
-        .server
-        .trusted_proxies
-        .iter()
-        .any(|n| n.contains(&peer));
-    let client_ip = from_proxy
-        .then(|| get("X-Forwarded-For"))
-        .flatten()
-        .and_then(|v| v.rsplit(',').next().and_then(|s| s.trim().parse().ok()))
-        .unwrap_or(peer);
+    let trusted = &config.config.server.trusted_proxies;
+    let from_proxy = trusted.iter().any(|n| n.contains(&peer));
+    let client_ip = if from_proxy {
+        forwarded_client(
+            headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("X-Forwarded-For"))
+                .map(|(_, v)| v.as_str()),
+            trusted,
+            peer,
+        )
+    } else {
+        peer
+    };
     let secure =
         from_proxy && get("X-Forwarded-Proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
     let host = from_proxy
@@ -250,9 +280,14 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
         .collect();
     let path = percent_decode(path);
     let method = request.method().as_str().to_ascii_uppercase();
+    // Refused unread: tiny_http then closes the connection instead of
+    // reading (or allocating) what the client declared.
     if request.body_length().is_some_and(|n| n > MAX_BODY) {
         return Err(Reply::error(413, "request body is larger than 1 MiB"));
     }
+    // Up to MAX_BODY the body is already in memory (see LIMITS); only a
+    // chunked body larger than that is still on the socket, and reading
+    // MAX_BODY + 1 bytes of it is enough to refuse it.
     let mut body = Vec::new();
     if let Err(e) = request
         .as_reader()
@@ -279,6 +314,31 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
     })
 }
 
+/// The client behind trusted proxies: the right-most `X-Forwarded-For`
+/// address (across all header lines, in order) that is not itself a trusted
+/// proxy. Everything left of it was written by the client and proves
+/// nothing. An entry that is not an address ends the walk at the last
+/// trusted hop; when every hop is trusted, the left-most one is the client.
+pub fn forwarded_client<'a>(
+    lines: impl Iterator<Item = &'a str>,
+    trusted: &[ipnet::IpNet],
+    peer: IpAddr,
+) -> IpAddr {
+    let hops: Vec<&str> = lines.flat_map(|l| l.split(',')).map(str::trim).collect();
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        let Ok(ip) = hop.parse::<IpAddr>() else {
+            break;
+        };
+        let ip = ip.to_canonical();
+        client = ip;
+        if !trusted.iter().any(|n| n.contains(&ip)) {
+            break;
+        }
+    }
+    client
+}
+
 fn percent_decode(path: &str) -> String {
     percent_encoding::percent_decode_str(path)
         .decode_utf8_lossy()
@@ -296,11 +356,7 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
             let (reply, route) = match outcome {
                 Ok(r) => r,
                 Err(panic) => {
-                    let msg = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "unknown panic".into());
+                    let msg = crate::failpoint::panic_message(&*panic);
                     log::error!(
                         "http: handler for {} {} panicked: {msg}",
                         req.method,
@@ -335,7 +391,20 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
             started.elapsed()
         );
     }
-    let mut response = tiny_http::Response::from_data(reply.body).with_status_code(reply.status);
+    let (body, length): (Box<dyn Read + Send>, Option<usize>) = match reply.stream {
+        Some(stream) => (stream, None),
+        None => {
+            let n = reply.body.len();
+            (Box::new(std::io::Cursor::new(reply.body)), Some(n))
+        }
+    };
+    let mut response = tiny_http::Response::new(
+        tiny_http::StatusCode(reply.status),
+        Vec::new(),
+        body,
+        length,
+        None,
+    );
     let mut add = |k: &str, v: &str| {
         if let Ok(h) = Header::from_bytes(k.as_bytes(), v.as_bytes()) {
             response.add_header(h);

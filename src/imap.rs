@@ -162,11 +162,39 @@ pub struct Worker {
     pub pool: Arc<Pool>,
 }
 
-/// Starts the account's thread.
+/// A worker that ran this long before panicking starts again at once.
+const HEALTHY_RUN: Duration = Duration::from_secs(300);
+
+/// Starts the account's thread. A panic inside it (a bug) is caught: the
+/// panic is logged, counted (`mailproc_errors_total{kind="panic"}`) and
+/// announced (`error` event), the account shows state `error` (so `/health`
+/// reads `degraded`), and the worker starts again after a back-off that
+/// doubles while it keeps crashing. The IMAP session is dropped on the way
+/// out; journalled work is finished by the next run, as after a crash.
 pub fn spawn(w: Worker) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("imap-{}", w.account.name))
-        .spawn(move || Runner::new(w).run())
+        .spawn(move || {
+            let mut runner = Runner::new(w);
+            let mut backoff = BACKOFF_MIN;
+            loop {
+                let started = Instant::now();
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run()));
+                let Err(panic) = outcome else { break };
+                let msg = crate::failpoint::panic_message(&*panic);
+                if started.elapsed() > HEALTHY_RUN {
+                    backoff = BACKOFF_MIN;
+                }
+                runner.crashed(&msg, backoff);
+                if !runner.sleep_for_commands(backoff) {
+                    break;
+                }
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+            runner.w.handle.set_state(State::Disconnected);
+            log::info!("{}: worker stopped", runner.name());
+        })
 }
 
 struct Runner {
@@ -188,8 +216,6 @@ struct Item {
     journalled: bool,
     /// The journalled message already left the folder: our move happened.
     gone: bool,
-    /// Failed attempts so far, for the retry backoff.
-    attempts: u32,
 }
 
 /// The decision a `pending` journal row holds.
@@ -217,7 +243,27 @@ impl Runner {
         &self.w.account.name
     }
 
-    fn run(mut self) {
+    /// After a caught panic: make it visible, then let `spawn` restart.
+    fn crashed(&mut self, msg: &str, restart_in: Duration) {
+        let error = format!("worker crashed: {msg}");
+        log::error!("{}: {error}; restarting in {restart_in:?}", self.name());
+        self.count_error("panic");
+        self.w
+            .metrics
+            .account_connected
+            .with_label_values(&[self.name()])
+            .set(0);
+        self.w.handle.set_idle_socket(None);
+        self.w.handle.set_state(State::Error);
+        self.w.handle.set_error(Some(error.clone()));
+        self.emit(
+            EventKind::Error,
+            json!({ "error": error, "details": format!("restarting in {restart_in:?}") }),
+        );
+    }
+
+    /// Connects, serves and reconnects until shutdown.
+    fn run(&mut self) {
         let mut backoff = BACKOFF_MIN;
         let mut outage: Option<String> = None;
         loop {
@@ -292,8 +338,6 @@ impl Runner {
                 }
             }
         }
-        self.w.handle.set_state(State::Disconnected);
-        log::info!("{}: worker stopped", self.name());
     }
 
     fn lost(&self, outage: &mut Option<String>, e: &str) {
@@ -439,6 +483,7 @@ impl Runner {
             let force = std::mem::take(&mut self.force_pass);
             if force || (pass && !self.w.handle.is_paused()) {
                 self.w.handle.set_state(State::Processing);
+                crate::failpoint::hit("account-pass");
                 for mailbox in self.w.account.folders.watch.clone() {
                     if let Some(exit) = self.process_folder(s, caps, folders, &mailbox)? {
                         return Ok(exit);
@@ -694,7 +739,6 @@ impl Runner {
                             duration: Duration::ZERO,
                             journalled: true,
                             gone: true,
-                            attempts: k.attempts,
                         });
                     }
                     Some(k) if k.status == status::RETRYING => {
@@ -720,7 +764,6 @@ impl Runner {
                 duration: Duration::ZERO,
                 journalled: false,
                 gone: false,
-                attempts: k.as_ref().map_or(0, |k| k.attempts),
             };
             match (k, email) {
                 (Some(k), _) if k.status == status::PENDING => {
@@ -769,6 +812,18 @@ impl Runner {
             match result {
                 Ok(c) => items[i].decision = Some(c),
                 Err(e) => items[i].error = Some((e.to_string(), e.kind(), false)),
+            }
+        }
+        // Every message leaves this batch decided or failed: one the pool
+        // never answered (it cannot happen, but a skipped message is the one
+        // failure this worker must never have) is a failed attempt.
+        for it in items.iter_mut() {
+            if it.decision.is_none() && it.error.is_none() {
+                it.error = Some((
+                    "the classifier gave no answer".into(),
+                    "classify_no_answer",
+                    false,
+                ));
             }
         }
 
@@ -892,10 +947,38 @@ impl Runner {
             finals.push((it.meta.clone(), o));
             done.push(i);
         }
+        // Failed attempts go into the same transaction as the watermark, so
+        // the watermark never passes a message that has no row.
+        let delay = self.w.account.retry_delay.0;
+        let mut failures: Vec<(crate::store::FailedAttempt, &'static str)> = Vec::new();
+        for it in &items {
+            let (msg, kind, permanent) = match (&it.error, failed.get(&it.meta.uid)) {
+                (Some((m, k, p)), _) => (m.clone(), *k, *p),
+                (None, Some(m)) => (m.clone(), "imap", false),
+                _ => continue,
+            };
+            failures.push((
+                crate::store::FailedAttempt {
+                    meta: it.meta.clone(),
+                    error: msg,
+                    max_attempts: if permanent {
+                        1
+                    } else {
+                        self.w.account.max_attempts
+                    },
+                    retry_delay_ms: i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
+                },
+                kind,
+            ));
+        }
         let high = *uids.iter().max().unwrap_or(&0);
-        self.w
-            .store
-            .record_final(&finals, Some((self.name(), mailbox, uidvalidity, high)))?;
+        let attempts: Vec<_> = failures.iter().map(|(f, _)| f.clone()).collect();
+        let (_, recorded) = self.w.store.record_batch(
+            &finals,
+            &attempts,
+            Some((self.name(), mailbox, uidvalidity, high)),
+        )?;
+        crate::failpoint::hit("after-batch-commit");
 
         for ((meta, o), i) in finals.iter().zip(&done) {
             let it = &items[*i];
@@ -942,32 +1025,20 @@ impl Runner {
             self.w.handle.mark_processed();
         }
 
-        // Failures: recorded, counted, announced, retried later.
-        let delay = self.w.account.retry_delay.0;
-        for it in &items {
-            let (msg, kind, permanent) = match (&it.error, failed.get(&it.meta.uid)) {
-                (Some((m, k, p)), _) => (m.clone(), *k, *p),
-                (None, Some(m)) => (m.clone(), "imap", false),
-                _ => continue,
-            };
-            let max = if permanent {
-                1
-            } else {
-                self.w.account.max_attempts
-            };
-            let attempts = it.attempts;
-            let retry_at = now_ms() + (delay.as_millis() as i64) * (1i64 << attempts.min(10));
-            let (_, n, st) = self.w.store.record_failure(&it.meta, &msg, max, retry_at)?;
+        // Failures: already recorded; counted, logged, announced.
+        for ((f, kind), r) in failures.iter().zip(&recorded) {
+            let (m, n, st) = (&f.meta, r.attempts, r.status);
             self.count_error(kind);
             log::warn!(
-                "{}: {mailbox} UID {} ({}): {msg} (attempt {n}, {st})",
+                "{}: {mailbox} UID {} ({}): {} (attempt {n}, {st})",
                 self.name(),
-                it.meta.uid,
-                it.meta.message_id
+                m.uid,
+                m.message_id,
+                f.error
             );
             self.emit(EventKind::Error, json!({
-                "error": msg,
-                "details": format!("{mailbox} UID {} {} subject {:?}: attempt {n} of {max}, now {st}", it.meta.uid, it.meta.message_id, it.meta.subject),
+                "error": f.error,
+                "details": format!("{mailbox} UID {} {} subject {:?}: attempt {n} of {}, now {st}", m.uid, m.message_id, m.subject, f.max_attempts),
             }));
         }
         Ok(())

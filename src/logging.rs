@@ -17,6 +17,24 @@ use crate::timestamp::now_iso;
 /// (a busy account logs a few lines per message), small enough to ignore.
 const RING_LINES: usize = 2000;
 
+/// Longest message kept in the ring, in bytes: with [`RING_LINES`] the ring
+/// holds at most about 4 MiB whatever is logged (a log line may quote a
+/// stranger's subject or a model's answer).
+pub const MAX_LINE_BYTES: usize = 2048;
+
+/// `s` cut to at most `max` bytes at a character boundary, marked with `…`.
+fn clip(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max - '…'.len_utf8();
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct LogLine {
     pub timestamp: String,
@@ -72,7 +90,7 @@ impl Log for RingLogger {
             timestamp: now_iso(),
             level: r.level().to_string(),
             target: r.target().to_string(),
-            message: r.args().to_string(),
+            message: clip(r.args().to_string(), MAX_LINE_BYTES),
         });
     }
 
@@ -118,4 +136,18 @@ pub fn init() -> Arc<LogRing> {
         ring
     })
     .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clip_respects_char_boundaries() {
+        assert_eq!(super::clip("abc".into(), 10), "abc");
+        let c = super::clip("é".repeat(3000), super::MAX_LINE_BYTES);
+        assert!(
+            c.len() <= super::MAX_LINE_BYTES && c.ends_with('…'),
+            "{}",
+            c.len()
+        );
+    }
 }

@@ -38,8 +38,8 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let (webhooks, webhook_thread) =
         Webhooks::start(config, store.clone(), metrics.clone()).map_err(|e| e.to_string())?;
 
+    let providers = crate::classify::providers(&config.classifier.providers, &metrics)?;
     let pool = Arc::new(Pool::start(config.classifier.concurrency).map_err(|e| e.to_string())?);
-    let providers = crate::classify::providers(&config.classifier.providers, &metrics);
     let mut accounts = crate::account::Registry::new();
     let mut account_threads = Vec::new();
     for a in &config.accounts {
@@ -77,6 +77,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         started: Instant::now(),
         session_secret,
         limiter: Default::default(),
+        classifier: pool.clone(),
     });
     let http = HttpServer::start(listener, ctx, workers).map_err(|e| e.to_string())?;
     log::info!(

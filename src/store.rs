@@ -200,11 +200,33 @@ pub struct Outcome {
     pub dest_uid: Option<u32>,
 }
 
+/// A failed attempt at a message, recorded with its batch.
+#[derive(Debug, Clone)]
+pub struct FailedAttempt {
+    pub meta: EmailMeta,
+    pub error: String,
+    /// Attempts after which the message is parked as `failed`.
+    pub max_attempts: u32,
+    /// When the next attempt is due (epoch ms) while below the limit; the
+    /// delay doubles with each attempt, capped by the caller.
+    pub retry_delay_ms: i64,
+}
+
+/// What [`Store::record_batch`] did with a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailureRecord {
+    pub attempts: u32,
+    pub status: &'static str,
+}
+
 /// A row of the activity log as the API returns it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActivityEntry {
     pub id: i64,
+    /// Epoch ms behind `timestamp`, for keyset paging.
+    #[serde(skip)]
+    pub processed_at: i64,
     pub timestamp: String,
     pub account: String,
     pub mailbox: String,
@@ -231,6 +253,9 @@ pub struct ActivityQuery {
     pub search: Option<String>,
     pub start_ms: Option<i64>,
     pub end_ms: Option<i64>,
+    /// Only rows after this `(processed_at, id)` in the newest-first order:
+    /// a cursor that stays right while new rows arrive (exports page by it).
+    pub before: Option<(i64, i64)>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -318,6 +343,60 @@ fn insert_actions(
         ])?;
     }
     Ok(())
+}
+
+/// Longest wait between two attempts at a message, however often it failed.
+const MAX_RETRY_DELAY_MS: i64 = 24 * 3600 * 1000;
+
+/// Upserts a failed attempt inside `tx`: one more attempt, the error, and
+/// either a retry due after `retry_delay_ms * 2^(attempts-1)` (at most a
+/// day) or, at `max_attempts`, the `failed` status.
+fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<FailureRecord> {
+    let m = &f.meta;
+    let now = now_ms();
+    let mut st = tx.prepare_cached(
+        "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
+            processed_at, status, error, attempts)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'retrying', ?9, 1)
+         ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
+            attempts = emails.attempts + 1, error = excluded.error,
+            processed_at = excluded.processed_at, status = 'retrying',
+            message_id = CASE WHEN excluded.message_id = '' THEN emails.message_id ELSE excluded.message_id END,
+            subject = CASE WHEN excluded.subject = '' THEN emails.subject ELSE excluded.subject END,
+            sender = CASE WHEN excluded.sender = '' THEN emails.sender ELSE excluded.sender END
+         RETURNING id, attempts",
+    )?;
+    let (id, attempts): (i64, u32) = st.query_row(
+        params![
+            m.account,
+            m.mailbox,
+            m.uidvalidity,
+            m.uid,
+            m.message_id,
+            m.subject,
+            m.from,
+            now,
+            f.error
+        ],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let status = if attempts >= f.max_attempts {
+        status::FAILED
+    } else {
+        status::RETRYING
+    };
+    let next = (status == status::RETRYING).then(|| {
+        let factor = 1i64 << attempts.saturating_sub(1).min(30);
+        now.saturating_add(
+            f.retry_delay_ms
+                .max(0)
+                .saturating_mul(factor)
+                .min(MAX_RETRY_DELAY_MS),
+        )
+    });
+    tx.prepare_cached("UPDATE emails SET status = ?2, next_attempt_at = ?3 WHERE id = ?1")?
+        .execute(params![id, status, next])?;
+    Ok(FailureRecord { attempts, status })
 }
 
 fn parse_actions(s: &str) -> Vec<Action> {
@@ -515,8 +594,26 @@ impl Store {
         items: &[(EmailMeta, Outcome)],
         watermark: Option<(&str, &str, u32, u32)>,
     ) -> Result<Vec<i64>> {
+        self.record_batch(items, &[], watermark).map(|(ids, _)| ids)
+    }
+
+    /// Records a batch in one transaction: the final outcomes, the failed
+    /// attempts (each waiting for a retry, or parked as `failed` at its
+    /// limit) and the folder watermark. A UID the watermark passes therefore
+    /// always has its row: a crash can lose no message between the two.
+    /// Returns the row ids of `items` and what became of each failure.
+    pub fn record_batch(
+        &self,
+        items: &[(EmailMeta, Outcome)],
+        failures: &[FailedAttempt],
+        watermark: Option<(&str, &str, u32, u32)>,
+    ) -> Result<(Vec<i64>, Vec<FailureRecord>)> {
         let mut conn = self.conn.lock();
         let tx = conn.transaction()?;
+        let mut failed = Vec::with_capacity(failures.len());
+        for f in failures {
+            failed.push(insert_failure(&tx, f)?);
+        }
         let mut ids = Vec::with_capacity(items.len());
         {
             let mut upsert = tx.prepare_cached(
@@ -568,6 +665,7 @@ impl Store {
                 ids.push(id);
             }
             if let Some((account, mailbox, uidvalidity, last_uid)) = watermark {
+                // (Failures above are already in this transaction.)
                 tx.execute(
                     "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
@@ -577,11 +675,10 @@ impl Store {
             }
         }
         tx.commit()?;
-        Ok(ids)
+        Ok((ids, failed))
     }
 
-    /// Records a failed attempt. Below `max_attempts` the row waits for a
-    /// retry at `retry_at`; at the limit it is parked as `failed`.
+    /// Records one failed attempt on its own (see [`Store::record_batch`]).
     pub fn record_failure(
         &self,
         meta: &EmailMeta,
@@ -589,46 +686,22 @@ impl Store {
         max_attempts: u32,
         retry_at: i64,
     ) -> Result<(i64, u32, &'static str)> {
-        let conn = self.conn.lock();
-        let (id, attempts): (i64, u32) = conn.query_row(
-            "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
-                processed_at, status, error, attempts)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'retrying', ?9, 1)
-             ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
-                attempts = emails.attempts + 1, error = excluded.error,
-                processed_at = excluded.processed_at, status = 'retrying'
-             RETURNING id, attempts",
-            params![
-                meta.account,
-                meta.mailbox,
-                meta.uidvalidity,
-                meta.uid,
-                meta.message_id,
-                meta.subject,
-                meta.from,
-                now_ms(),
-                error,
-            ],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        let st = if attempts >= max_attempts {
-            status::FAILED
-        } else {
-            status::RETRYING
+        let f = FailedAttempt {
+            meta: meta.clone(),
+            error: error.to_string(),
+            max_attempts,
+            retry_delay_ms: retry_at.saturating_sub(now_ms()),
         };
-        conn.execute(
-            "UPDATE emails SET status = ?2, next_attempt_at = ?3 WHERE id = ?1",
-            params![
-                id,
-                st,
-                if st == status::RETRYING {
-                    Some(retry_at)
-                } else {
-                    None
-                }
-            ],
+        let mut conn = self.conn.lock();
+        let tx = conn.transaction()?;
+        let r = insert_failure(&tx, &f)?;
+        let id: i64 = tx.query_row(
+            "SELECT id FROM emails WHERE account = ?1 AND mailbox = ?2 AND uidvalidity = ?3 AND uid = ?4",
+            params![meta.account, meta.mailbox, meta.uidvalidity, meta.uid],
+            |r| r.get(0),
         )?;
-        Ok((id, attempts, st))
+        tx.commit()?;
+        Ok((id, r.attempts, r.status))
     }
 
     /// When the next retry of an account falls due, if any is waiting.
@@ -657,6 +730,30 @@ impl Store {
 
     /// One page of the activity log, newest first, and the number of matches.
     pub fn activity(&self, q: &ActivityQuery) -> Result<(Vec<ActivityEntry>, u64)> {
+        let (from, where_sql, args) = activity_filter(q);
+        let conn = self.conn.lock();
+        let total: u64 = conn.query_row(
+            &format!("SELECT COUNT(*) FROM {from} {where_sql}"),
+            params_from_iter(args.iter()),
+            |r| r.get(0),
+        )?;
+        let offset = u64::from(q.page.max(1) - 1) * u64::from(q.page_size);
+        let rows = activity_rows(&conn, from, &where_sql, args, q.page_size, offset)?;
+        Ok((rows, total))
+    }
+
+    /// Up to `limit` rows after the cursor `q.before`, newest first, without
+    /// counting: exports walk the log with it, one short lock per page.
+    pub fn activity_page(&self, q: &ActivityQuery, limit: u32) -> Result<Vec<ActivityEntry>> {
+        let (from, where_sql, args) = activity_filter(q);
+        let conn = self.conn.lock();
+        activity_rows(&conn, from, &where_sql, args, limit, 0)
+    }
+}
+
+/// The FROM and WHERE of an activity query, and their arguments.
+fn activity_filter(q: &ActivityQuery) -> (&'static str, String, Vec<rusqlite::types::Value>) {
+    {
         let mut where_ = Vec::new();
         let mut from = "emails e";
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -702,21 +799,31 @@ impl Store {
                 args.push(V::Text(pat));
             }
         }
+        if let Some((at, id)) = q.before {
+            where_.push("(e.processed_at < ? OR (e.processed_at = ? AND e.id < ?))");
+            args.extend([V::Integer(at), V::Integer(at), V::Integer(id)]);
+        }
         let where_sql = if where_.is_empty() {
             String::new()
         } else {
             format!("WHERE {}", where_.join(" AND "))
         };
-        let conn = self.conn.lock();
-        let total: u64 = conn.query_row(
-            &format!("SELECT COUNT(*) FROM {from} {where_sql}"),
-            params_from_iter(args.iter()),
-            |r| r.get(0),
-        )?;
-        let offset = u64::from(q.page.max(1) - 1) * u64::from(q.page_size);
-        let mut page_args = args.clone();
-        page_args.push(V::Integer(i64::from(q.page_size)));
-        page_args.push(V::Integer(offset as i64));
+        (from, where_sql, args)
+    }
+}
+
+fn activity_rows(
+    conn: &Connection,
+    from: &str,
+    where_sql: &str,
+    mut page_args: Vec<rusqlite::types::Value>,
+    limit: u32,
+    offset: u64,
+) -> Result<Vec<ActivityEntry>> {
+    use rusqlite::types::Value as V;
+    {
+        page_args.push(V::Integer(i64::from(limit)));
+        page_args.push(V::Integer(i64::try_from(offset).unwrap_or(i64::MAX)));
         let mut st = conn.prepare(&format!(
             "SELECT e.id, e.processed_at, e.account, e.mailbox, e.uid, e.message_id, e.subject, e.sender,
                     e.actions, e.model, e.reasoning, e.confidence, e.status, e.error, e.attempts
@@ -724,9 +831,11 @@ impl Store {
         ))?;
         let rows = st.query_map(params_from_iter(page_args.iter()), |r| {
             let actions: String = r.get(8)?;
+            let at: i64 = r.get(1)?;
             Ok(ActivityEntry {
                 id: r.get(0)?,
-                timestamp: iso_ms(r.get(1)?),
+                processed_at: at,
+                timestamp: iso_ms(at),
                 account: r.get(2)?,
                 mailbox: r.get(3)?,
                 uid: r.get(4)?,
@@ -742,9 +851,11 @@ impl Store {
                 attempts: r.get(14)?,
             })
         })?;
-        Ok((rows.collect::<std::result::Result<_, _>>()?, total))
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
+}
 
+impl Store {
     /// Counts of processed emails and executed actions since `since_ms`:
     /// whole days from the trigger-kept daily counters, the partial first
     /// day from the rows themselves, so the answer is exact and cheap.

@@ -68,6 +68,15 @@ pub const SSRF_MESSAGE: &str = "Cannot test webhooks to private or local address
 /// better than memory that grows without bound.
 pub const QUEUE_SIZE: usize = 1024;
 
+/// Queued events also may hold at most this many bytes in all: the count
+/// above bounds items, this bounds memory (payloads carry mail subjects and
+/// model output, whose sizes strangers and models choose).
+pub const QUEUE_BYTES: usize = 4 << 20;
+
+/// Longest string in a payload, in characters; longer ones are cut and end
+/// with `…`.
+pub const MAX_FIELD_CHARS: usize = 2048;
+
 /// How long queued events are still delivered after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -570,11 +579,26 @@ impl Client {
 // The dispatcher
 // ----------------------------------------------------------------------------
 
-/// One emitted event, stamped and ready to serialize.
+/// One emitted event, stamped and serialized.
 struct Event {
     kind: EventKind,
     account: String,
-    payload: serde_json::Map<String, serde_json::Value>,
+    body: String,
+}
+
+/// Cuts every string in `v` to [`MAX_FIELD_CHARS`].
+fn cap_strings(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let Some((i, _)) = s.char_indices().nth(MAX_FIELD_CHARS) {
+                s.truncate(i);
+                s.push('…');
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(cap_strings),
+        serde_json::Value::Object(m) => m.values_mut().for_each(cap_strings),
+        _ => {}
+    }
 }
 
 /// Who receives what, from the current configuration.
@@ -624,6 +648,8 @@ struct Shared {
     targets: RwLock<Arc<Targets>>,
     /// Set by `shutdown`: deliveries stop being attempted after it.
     deadline: Mutex<Option<Instant>>,
+    /// Bytes of the events in the queue (see [`QUEUE_BYTES`]).
+    queued_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -662,9 +688,11 @@ impl Shared {
             Ok(code) => (Some(*code), None),
             Err(e) => (None, Some(e.to_string())),
         };
+        // Stored without the credentials many hook URLs carry.
+        let stored = crate::config::redact_url(url);
         if let Err(e) =
             self.store
-                .record_delivery(event, url, account, status, error.as_deref(), took)
+                .record_delivery(event, &stored, account, status, error.as_deref(), took)
         {
             log::error!("webhooks: recording a delivery failed: {e}");
         }
@@ -682,8 +710,8 @@ impl Shared {
 
 /// The URL as logged: scheme, host and port only. Many webhook URLs carry
 /// their credential in the path (Slack, Discord), and logs travel further
-/// than the config file. The delivery log keeps the full URL, as the config
-/// API shows it.
+/// than the config file. The delivery log keeps the URL with its
+/// credentials masked, as the config API shows it.
 fn shown_url(url: &str) -> String {
     match Url::parse(url) {
         Ok(u) => {
@@ -726,6 +754,7 @@ impl Webhooks {
             metrics,
             targets: RwLock::new(Arc::new(Targets::from_config(config))),
             deadline: Mutex::new(None),
+            queued_bytes: Default::default(),
         });
         let client = Client::new();
         let w = Arc::new(Webhooks {
@@ -770,13 +799,23 @@ impl Webhooks {
         payload.insert("event".into(), kind.as_str().into());
         payload.insert("timestamp".into(), crate::timestamp::now_iso().into());
         payload.insert("account".into(), account.into());
+        let mut payload = serde_json::Value::Object(payload);
+        cap_strings(&mut payload);
         let event = Event {
             kind,
             account: account.to_string(),
-            payload,
+            body: payload.to_string(),
         };
+        let size = event.body.len();
+        let queued = &self.shared.queued_bytes;
+        if queued.fetch_add(size, Ordering::SeqCst) + size > QUEUE_BYTES {
+            queued.fetch_sub(size, Ordering::SeqCst);
+            self.note_drop(kind, account);
+            return;
+        }
         let tx = self.tx.read();
         let Some(tx) = tx.as_ref() else {
+            queued.fetch_sub(size, Ordering::SeqCst);
             log::debug!(
                 "webhooks: {} for {account} after shutdown, not sent",
                 kind.as_str()
@@ -785,8 +824,12 @@ impl Webhooks {
         };
         match tx.try_send(event) {
             Ok(()) => {}
-            Err(TrySendError::Full(_)) => self.note_drop(kind, account),
+            Err(TrySendError::Full(_)) => {
+                queued.fetch_sub(size, Ordering::SeqCst);
+                self.note_drop(kind, account)
+            }
             Err(TrySendError::Disconnected(_)) => {
+                queued.fetch_sub(size, Ordering::SeqCst);
                 log::error!(
                     "webhooks: the delivery thread is gone; {} for {account} lost",
                     kind.as_str()
@@ -809,7 +852,7 @@ impl Webhooks {
         {
             let n = self.unlogged_drops.swap(0, Ordering::Relaxed);
             log::warn!(
-                "webhooks: delivery queue full ({QUEUE_SIZE} events waiting); dropped {n} event(s), the latest {} for {account}",
+                "webhooks: delivery queue full ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting); dropped {n} event(s), the latest {} for {account}",
                 kind.as_str()
             );
         }
@@ -890,16 +933,44 @@ fn remaining(timeout: Duration, started: Instant) -> Duration {
 }
 
 /// The `webhooks` thread: one event at a time, each to every target that
-/// wants it, until the queue is closed and empty.
+/// wants it, until the queue is closed and empty. A panic while delivering
+/// one event (a bug) costs that event only: it is logged and counted, and
+/// the thread goes on with the next.
 fn run(rx: Receiver<Event>, shared: &Shared, mut client: Client) {
     let mut skipped = 0u64;
     while let Ok(event) = rx.recv() {
+        shared
+            .queued_bytes
+            .fetch_sub(event.body.len(), Ordering::SeqCst);
+        let (kind, account) = (event.kind.as_str(), event.account.clone());
+        let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            deliver(event, shared, &mut client, &mut skipped)
+        }));
+        if let Err(panic) = delivered {
+            let msg = crate::failpoint::panic_message(&*panic);
+            log::error!("webhooks: delivering {kind} for {account} panicked: {msg}");
+            shared
+                .metrics
+                .errors
+                .with_label_values(&[&account, "panic"])
+                .inc();
+        }
+    }
+    if skipped > 0 {
+        log::warn!("webhooks: the {SHUTDOWN_GRACE:?} shutdown grace ran out; {skipped} delivery(ies) not attempted");
+    }
+}
+
+/// Delivers one event to every target that wants it.
+fn deliver(event: Event, shared: &Shared, client: &mut Client, skipped: &mut u64) {
+    crate::failpoint::hit("webhook-deliver");
+    {
         let targets = shared.targets.read().clone();
-        let body = serde_json::Value::Object(event.payload).to_string();
+        let body = event.body;
         let name = event.kind.as_str();
         for target in targets.for_event(event.kind, &event.account) {
             let Some(timeout) = shared.next_timeout(targets.timeout) else {
-                skipped += 1;
+                *skipped += 1;
                 continue;
             };
             let started = Instant::now();
@@ -919,9 +990,6 @@ fn run(rx: Receiver<Event>, shared: &Shared, mut client: Client) {
                 started.elapsed(),
             );
         }
-    }
-    if skipped > 0 {
-        log::warn!("webhooks: the {SHUTDOWN_GRACE:?} shutdown grace ran out; {skipped} delivery(ies) not attempted");
     }
 }
 

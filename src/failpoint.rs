@@ -1,0 +1,58 @@
+//! Fault injection for the tests that prove crash safety and panic
+//! supervision, in the manner of the `fail` crate but with no dependency.
+//!
+//! Only debug builds (what `cargo test` runs) have failpoints; in a release
+//! build [`hit`] is an empty inline function. `MAILPROC_FAILPOINTS` lists
+//! `name=action` pairs separated by commas, read once:
+//! - `panic`: every hit panics;
+//! - `panic-once`: the first hit in the process panics, later ones pass;
+//! - `abort`: the process aborts at once, as a power cut would end it.
+
+/// Runs the action configured for failpoint `name`, if any.
+#[cfg(debug_assertions)]
+pub fn hit(name: &str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::OnceLock;
+    static POINTS: OnceLock<Vec<(String, String, AtomicBool)>> = OnceLock::new();
+    let points = POINTS.get_or_init(|| {
+        std::env::var("MAILPROC_FAILPOINTS")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|p| p.split_once('='))
+            .map(|(n, a)| {
+                (
+                    n.trim().to_string(),
+                    a.trim().to_string(),
+                    AtomicBool::new(false),
+                )
+            })
+            .collect()
+    });
+    for (n, action, fired) in points {
+        if n != name {
+            continue;
+        }
+        match action.as_str() {
+            "panic" => panic!("failpoint {name}"),
+            "panic-once" if !fired.swap(true, Ordering::SeqCst) => panic!("failpoint {name}"),
+            "abort" => {
+                log::error!("failpoint {name}: aborting");
+                std::process::abort()
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn hit(_name: &str) {}
+
+/// The message of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
