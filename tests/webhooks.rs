@@ -283,7 +283,8 @@ fn test_endpoint_posts_with_headers_and_reports_the_status() {
             .find(|r| r["url"] == url)
             .unwrap_or_else(|| panic!("no row for {url}: {rows:?}"))
     };
-    let first = row(&ok.url("/hook?x=1"));
+    // Query values may be credentials: the delivery log masks them.
+    let first = row(&ok.url("/hook?x=********"));
     assert_eq!(first["event"], "test");
     assert_eq!(first["statusCode"], 200);
     assert_eq!(first["account"], Value::Null);

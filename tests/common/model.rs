@@ -71,6 +71,8 @@ type Script = dyn Fn(&Request) -> Reply + Send + Sync;
 
 pub struct Model {
     pub port: u16,
+    /// `https` when started with [`Model::start_tls`].
+    scheme: &'static str,
     pub requests: Arc<AtomicUsize>,
     server: Arc<tiny_http::Server>,
     threads: Vec<JoinHandle<()>>,
@@ -90,7 +92,39 @@ impl Model {
         threads: usize,
         script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
     ) -> Model {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        Self::serve(
+            tiny_http::Server::http("127.0.0.1:0").unwrap(),
+            "http",
+            api,
+            threads,
+            script,
+        )
+    }
+
+    /// The same server behind TLS with the certificate and key (PEM) of
+    /// [`self_signed`], as a hosted provider would be.
+    pub fn start_tls(
+        api: Api,
+        threads: usize,
+        cert: &std::path::Path,
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Model {
+        let ssl = tiny_http::SslConfig {
+            certificate: std::fs::read(cert).unwrap(),
+            private_key: std::fs::read(cert.with_extension("key")).unwrap(),
+        };
+        let server = tiny_http::Server::https("127.0.0.1:0", ssl).unwrap();
+        Self::serve(server, "https", api, threads, script)
+    }
+
+    fn serve(
+        server: tiny_http::Server,
+        scheme: &'static str,
+        api: Api,
+        threads: usize,
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Model {
+        let server = Arc::new(server);
         let port = server.server_addr().to_ip().unwrap().port();
         let requests = Arc::new(AtomicUsize::new(0));
         let script: Arc<Script> = Arc::new(script);
@@ -166,6 +200,7 @@ impl Model {
         }
         Model {
             port,
+            scheme,
             requests,
             server,
             threads: handles,
@@ -173,7 +208,15 @@ impl Model {
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
+        format!(
+            "{}://127.0.0.1:{}/v1/chat/completions",
+            self.scheme, self.port
+        )
+    }
+
+    /// The URL by the name the certificate carries (`localhost`).
+    pub fn url_by_name(&self, path: &str) -> String {
+        format!("{}://localhost:{}{path}", self.scheme, self.port)
     }
 
     pub fn count(&self) -> usize {
@@ -187,4 +230,35 @@ impl Drop for Model {
             self.server.unblock();
         }
     }
+}
+
+/// A self-signed certificate for `localhost` and 127.0.0.1 (it is its own
+/// CA), made with openssl in `dir`: returns `cert.pem`; the key is `cert.key`.
+pub fn self_signed(dir: &std::path::Path) -> std::path::PathBuf {
+    let cert = dir.join("cert.pem");
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(dir.join("cert.key"))
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap_or_else(|e| panic!("openssl not found ({e}): apt-get install openssl"));
+    assert!(
+        out.status.success(),
+        "openssl req: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    cert
 }
