@@ -1,0 +1,399 @@
+//! One batch of messages: fetch, decide (journal, rules, model pool), act,
+//! and record in one transaction with the folder watermark.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::commands::uid_set;
+use super::session::{session_fatal, Caps, Folders, Session};
+use super::{ImapError, Runner};
+use crate::classify::{Classification, Email, Job};
+use crate::config::{Action, EventKind};
+use crate::store::{status, EmailMeta, KnownEmail, Outcome};
+
+/// A message of a batch, from fetch to record.
+struct Item {
+    meta: EmailMeta,
+    /// The decision (or the journalled one, for a pending row).
+    decision: Option<Classification>,
+    error: Option<(String, &'static str, bool)>,
+    duration: Duration,
+    /// The decision came from the journal (a run stopped mid-batch).
+    journalled: bool,
+    /// The journalled message already left the folder: our move happened.
+    gone: bool,
+}
+
+/// The decision a `pending` journal row holds.
+fn journalled(k: &KnownEmail) -> Classification {
+    Classification {
+        actions: k.actions.clone(),
+        reasoning: k.reasoning.clone(),
+        model: k.model.clone(),
+        confidence: k.confidence,
+    }
+}
+
+impl Runner {
+    fn meta(&self, mailbox: &str, uidvalidity: u32, uid: u32, e: Option<&Email>) -> EmailMeta {
+        EmailMeta {
+            account: self.name().to_string(),
+            mailbox: mailbox.to_string(),
+            uidvalidity,
+            uid,
+            message_id: e.map(|e| e.message_id.clone()).unwrap_or_default(),
+            subject: e.map(|e| e.subject.clone()).unwrap_or_default(),
+            from: e.map(|e| e.from.clone()).unwrap_or_default(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn process_batch(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+        known: &mut HashMap<u32, KnownEmail>,
+    ) -> Result<(), ImapError> {
+        let max = self.w.account.max_message_bytes;
+        let fetched = s.uid_fetch(uid_set(uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
+        let mut bodies: HashMap<u32, Vec<u8>> = HashMap::new();
+        for f in fetched.iter() {
+            if let (Some(uid), Some(body)) = (f.uid, f.body()) {
+                bodies.insert(uid, body.to_vec());
+            }
+        }
+        drop(fetched);
+
+        // Decide: journalled decision, rules, or the model pool.
+        let mut items: Vec<Item> = Vec::with_capacity(uids.len());
+        let (reply_tx, reply_rx) = crossbeam_channel::unbounded();
+        let mut waiting = 0;
+        for &uid in uids {
+            let k = known.remove(&uid);
+            let Some(raw) = bodies.remove(&uid) else {
+                // Gone between SEARCH and FETCH, or moved by us before a crash.
+                match k {
+                    Some(k) if k.status == status::PENDING => {
+                        log::info!(
+                            "{}: UID {uid} was already moved before a restart; recording it",
+                            self.name()
+                        );
+                        items.push(Item {
+                            meta: self.meta(mailbox, uidvalidity, uid, None),
+                            decision: Some(journalled(&k)),
+                            error: None,
+                            duration: Duration::ZERO,
+                            journalled: true,
+                            gone: true,
+                        });
+                    }
+                    Some(k) if k.status == status::RETRYING => {
+                        let meta = self.meta(mailbox, uidvalidity, uid, None);
+                        self.w.store.record_failure(
+                            &meta,
+                            "the message left the mailbox before it could be processed",
+                            1,
+                            0,
+                        )?;
+                    }
+                    _ => {}
+                }
+                continue;
+            };
+            let started = Instant::now();
+            let email = Email::parse(&raw);
+            let meta = self.meta(mailbox, uidvalidity, uid, email.as_ref());
+            let mut item = Item {
+                meta,
+                decision: None,
+                error: None,
+                duration: Duration::ZERO,
+                journalled: false,
+                gone: false,
+            };
+            match (k, email) {
+                (Some(k), _) if k.status == status::PENDING => {
+                    item.decision = Some(journalled(&k));
+                    item.journalled = true;
+                }
+                (_, None) => {
+                    item.error = Some((
+                        "the message could not be parsed as RFC 822".into(),
+                        "parse",
+                        true,
+                    ));
+                }
+                (_, Some(email)) => {
+                    if let Some(c) = self.rules.classify(&email) {
+                        item.decision = Some(c);
+                        item.duration = started.elapsed();
+                    } else if let Some(p) = &self.w.provider {
+                        self.w.pool.submit(Job {
+                            provider: p.clone(),
+                            account: self.w.account.clone(),
+                            email: Arc::new(email),
+                            index: items.len(),
+                            reply: reply_tx.clone(),
+                        });
+                        waiting += 1;
+                    } else {
+                        item.decision = Some(Classification {
+                            actions: Vec::new(),
+                            reasoning: "no rule matched and no model is configured".into(),
+                            model: "none".into(),
+                            confidence: None,
+                        });
+                        item.duration = started.elapsed();
+                    }
+                }
+            }
+            items.push(item);
+        }
+        drop(reply_tx);
+        for _ in 0..waiting {
+            let Ok((i, result, took)) = reply_rx.recv() else {
+                break;
+            };
+            items[i].duration = took;
+            match result {
+                Ok(c) => items[i].decision = Some(c),
+                Err(e) => items[i].error = Some((e.to_string(), e.kind(), false)),
+            }
+        }
+        // Every message leaves this batch decided or failed: one the pool
+        // never answered (it cannot happen, but a skipped message is the one
+        // failure this worker must never have) is a failed attempt.
+        for it in items.iter_mut() {
+            if it.decision.is_none() && it.error.is_none() {
+                it.error = Some((
+                    "the classifier gave no answer".into(),
+                    "classify_no_answer",
+                    false,
+                ));
+            }
+        }
+
+        // Plan: what each decided message needs on the server.
+        let dry_run = self.w.account.dry_run;
+        let min_conf = self.w.account.minimum_confidence;
+        let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(items.len());
+        for it in &items {
+            let Some(d) = &it.decision else {
+                outcomes.push(None);
+                continue;
+            };
+            let st = if dry_run {
+                status::DRY_RUN
+            } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m)) {
+                status::REVIEW
+            } else {
+                status::OK
+            };
+            outcomes.push(Some(Outcome {
+                status: st,
+                actions: d.actions.clone(),
+                model: d.model.clone(),
+                reasoning: d.reasoning.clone(),
+                confidence: d.confidence,
+                ..Default::default()
+            }));
+        }
+        let journal: Vec<(EmailMeta, Outcome)> = items
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(it, o)| {
+                o.as_ref()
+                    .filter(|o| o.status == status::OK && !o.actions.is_empty() && !it.journalled)
+                    .map(|o| (it.meta.clone(), o.clone()))
+            })
+            .collect();
+        if !journal.is_empty() {
+            self.w.store.record_pending(&journal)?;
+        }
+
+        // Act: flags first, moves last, one command per flag set and folder.
+        let mut flag_sets: BTreeMap<Vec<String>, Vec<u32>> = BTreeMap::new();
+        let mut moves: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (it, o) in items.iter().zip(&outcomes) {
+            let Some(o) = o else { continue };
+            if it.gone {
+                continue;
+            }
+            let uid = it.meta.uid;
+            let mut flags: BTreeSet<String> = BTreeSet::new();
+            let mut dest = None;
+            match o.status {
+                status::OK => {
+                    for a in &o.actions {
+                        match a {
+                            Action::Read => {
+                                flags.insert("\\Seen".into());
+                            }
+                            Action::Flag { flags: f } => flags.extend(f.iter().cloned()),
+                            Action::Move { folder } => dest = Some(folder.clone()),
+                            Action::Spam => dest = Some(folders.junk.clone()),
+                            Action::Trash => dest = Some(folders.trash.clone()),
+                            Action::Noop => {}
+                        }
+                    }
+                }
+                status::REVIEW => {
+                    if let Some(f) = &self.w.account.review_flag {
+                        flags.insert(f.clone());
+                    }
+                }
+                _ => {}
+            }
+            if !flags.is_empty() {
+                flag_sets
+                    .entry(flags.into_iter().collect())
+                    .or_default()
+                    .push(uid);
+            }
+            if let Some(d) = dest {
+                moves.entry(d).or_default().push(uid);
+            }
+        }
+        let mut failed: HashMap<u32, String> = HashMap::new();
+        for (flags, set) in &flag_sets {
+            if let Err(e) =
+                s.uid_store(uid_set(set), format!("+FLAGS.SILENT ({})", flags.join(" ")))
+            {
+                let e = session_fatal(e)?;
+                for u in set {
+                    failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
+                }
+            }
+        }
+        let mut created: HashSet<String> = HashSet::new();
+        for (folder, set) in &moves {
+            let set: Vec<u32> = set
+                .iter()
+                .copied()
+                .filter(|u| !failed.contains_key(u))
+                .collect();
+            if set.is_empty() {
+                continue;
+            }
+            if let Err(e) = self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox) {
+                for u in &set {
+                    failed.insert(*u, e.clone());
+                }
+            }
+        }
+
+        // Record: one transaction for the batch and the watermark.
+        let mut finals: Vec<(EmailMeta, Outcome)> = Vec::new();
+        let mut done: Vec<usize> = Vec::new();
+        for (i, (it, o)) in items.iter().zip(outcomes).enumerate() {
+            let Some(o) = o else { continue };
+            if failed.contains_key(&it.meta.uid) {
+                continue;
+            }
+            finals.push((it.meta.clone(), o));
+            done.push(i);
+        }
+        // Failed attempts go into the same transaction as the watermark, so
+        // the watermark never passes a message that has no row.
+        let delay = self.w.account.retry_delay.0;
+        let mut failures: Vec<(crate::store::FailedAttempt, &'static str)> = Vec::new();
+        for it in &items {
+            let (msg, kind, permanent) = match (&it.error, failed.get(&it.meta.uid)) {
+                (Some((m, k, p)), _) => (m.clone(), *k, *p),
+                (None, Some(m)) => (m.clone(), "imap", false),
+                _ => continue,
+            };
+            failures.push((
+                crate::store::FailedAttempt {
+                    meta: it.meta.clone(),
+                    error: msg,
+                    max_attempts: if permanent {
+                        1
+                    } else {
+                        self.w.account.max_attempts
+                    },
+                    retry_delay_ms: i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
+                },
+                kind,
+            ));
+        }
+        let high = *uids.iter().max().unwrap_or(&0);
+        let attempts: Vec<_> = failures.iter().map(|(f, _)| f.clone()).collect();
+        let (_, recorded) = self.w.store.record_batch(
+            &finals,
+            &attempts,
+            Some((self.name(), mailbox, uidvalidity, high)),
+        )?;
+        crate::failpoint::hit("after-batch-commit");
+
+        for ((meta, o), i) in finals.iter().zip(&done) {
+            let it = &items[*i];
+            self.w
+                .metrics
+                .emails_processed
+                .with_label_values(&[self.name()])
+                .inc();
+            if !it.duration.is_zero() {
+                self.w
+                    .metrics
+                    .classification_duration
+                    .observe(it.duration.as_secs_f64());
+            }
+            let mut payload = json!({
+                "subject": meta.subject, "from": meta.from, "actions": o.actions,
+                "model": o.model, "reasoning": o.reasoning,
+            });
+            if o.status == status::DRY_RUN {
+                payload["dry_run"] = json!(true);
+            }
+            if o.status == status::REVIEW {
+                payload["review"] = json!(true);
+                payload["confidence"] = json!(o.confidence);
+            }
+            self.emit(EventKind::EmailProcessed, payload);
+            if o.status == status::OK {
+                for a in &o.actions {
+                    self.w
+                        .metrics
+                        .actions
+                        .with_label_values(&[self.name(), a.kind().as_str()])
+                        .inc();
+                    self.emit(
+                        EventKind::ActionTaken,
+                        json!({
+                            "action": a, "subject": meta.subject, "from": meta.from,
+                        }),
+                    );
+                }
+            }
+        }
+        if !finals.is_empty() {
+            self.w.handle.mark_processed();
+        }
+
+        // Failures: already recorded; counted, logged, announced.
+        for ((f, kind), r) in failures.iter().zip(&recorded) {
+            let (m, n, st) = (&f.meta, r.attempts, r.status);
+            self.count_error(kind);
+            log::warn!(
+                "{}: {mailbox} UID {} ({}): {} (attempt {n}, {st})",
+                self.name(),
+                m.uid,
+                m.message_id,
+                f.error
+            );
+            self.emit(EventKind::Error, json!({
+                "error": f.error,
+                "details": format!("{mailbox} UID {} {} subject {:?}: attempt {n} of {}, now {st}", m.uid, m.message_id, m.subject, f.max_attempts),
+            }));
+        }
+        Ok(())
+    }
+}

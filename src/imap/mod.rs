@@ -1,0 +1,337 @@
+//! The account worker: one named thread (`imap-<account>`) per account that
+//! owns its IMAP session from connect to logout.
+//!
+//! Guarantees this thread gives:
+//! - A message is never deleted: moves use `UID MOVE`, or else `UID COPY`,
+//!   `\Deleted` and `UID EXPUNGE` of exactly those UIDs when the server has
+//!   UIDPLUS; without UIDPLUS nothing is ever expunged.
+//! - Bodies are fetched with `BODY.PEEK[]`, so reading never sets `\Seen`.
+//! - At-least-once, never twice per arrival: the decision for a batch is
+//!   journalled (`pending`) before any command changes a message, and the
+//!   final record and the folder watermark are written in one transaction
+//!   after the server confirmed the actions. After a crash, pending rows are
+//!   finished with the journalled decision (the model is not asked again).
+//! - A failing message never stops the account: it is recorded, retried with
+//!   backoff up to `max_attempts`, then parked as failed.
+//! - Commands (pause, resume, reconnect, process, shutdown) take effect within
+//!   a second, also while blocked in IDLE (see `account`).
+
+mod batch;
+mod commands;
+mod pass;
+mod session;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use serde_json::json;
+
+use crate::account::{Command, Handle, State};
+use crate::classify::{Pool, Provider, Rules};
+use crate::config::{AccountConfig, EventKind};
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::webhook::Webhooks;
+
+pub use commands::uid_set;
+pub use session::Stream;
+
+/// Messages fetched and acted on together. Bounds memory (each message is at
+/// most `max_message_bytes`) while sharing one FETCH, one STORE per flag set
+/// and one MOVE per folder among many messages.
+const BATCH: usize = 100;
+/// Time allowed for one IMAP command before the connection counts as dead.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// RFC 2177 asks clients to re-issue IDLE at least every 29 minutes.
+const IDLE_MAX: Duration = Duration::from_secs(25 * 60);
+const BACKOFF_MIN: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// After a refused login, retrying quickly only risks a lockout.
+const LOGIN_RETRY: Duration = Duration::from_secs(300);
+
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ImapError {
+    /// TCP connect or TLS handshake failed.
+    Connect(String),
+    /// The server refused the credentials.
+    Login(String),
+    /// A command failed or the connection broke mid-session.
+    Session(String),
+    Store(String),
+}
+
+impl std::fmt::Display for ImapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImapError::Connect(e) => write!(f, "connect failed: {e}"),
+            ImapError::Login(e) => write!(f, "login failed: {e}"),
+            ImapError::Session(e) => write!(f, "{e}"),
+            ImapError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<imap::Error> for ImapError {
+    fn from(e: imap::Error) -> Self {
+        ImapError::Session(e.to_string())
+    }
+}
+
+impl From<crate::store::StoreError> for ImapError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ImapError::Store(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for ImapError {
+    fn from(e: std::io::Error) -> Self {
+        ImapError::Session(e.to_string())
+    }
+}
+
+enum Exit {
+    Shutdown,
+    Reconnect,
+}
+
+/// Everything an account thread needs.
+pub struct Worker {
+    pub account: Arc<AccountConfig>,
+    pub handle: Arc<Handle>,
+    pub commands: Receiver<Command>,
+    pub store: Arc<Store>,
+    pub metrics: Arc<Metrics>,
+    pub webhooks: Arc<Webhooks>,
+    pub provider: Option<Arc<Provider>>,
+    pub pool: Arc<Pool>,
+}
+
+/// A worker that ran this long before panicking starts again at once.
+const HEALTHY_RUN: Duration = Duration::from_secs(300);
+
+/// Starts the account's thread. A panic inside it (a bug) is caught: the
+/// panic is logged, counted (`mailproc_errors_total{kind="panic"}`) and
+/// announced (`error` event), the account shows state `error` (so `/health`
+/// reads `degraded`), and the worker starts again after a back-off that
+/// doubles while it keeps crashing. The IMAP session is dropped on the way
+/// out; journalled work is finished by the next run, as after a crash.
+pub fn spawn(w: Worker) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("imap-{}", w.account.name))
+        .spawn(move || {
+            let mut runner = Runner::new(w);
+            let mut backoff = BACKOFF_MIN;
+            loop {
+                let started = Instant::now();
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run()));
+                let Err(panic) = outcome else { break };
+                let msg = crate::failpoint::panic_message(&*panic);
+                if started.elapsed() > HEALTHY_RUN {
+                    backoff = BACKOFF_MIN;
+                }
+                runner.crashed(&msg, backoff);
+                if !runner.sleep_for_commands(backoff) {
+                    break;
+                }
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+            runner.w.handle.set_state(State::Disconnected);
+            log::info!("{}: worker stopped", runner.name());
+        })
+}
+
+struct Runner {
+    w: Worker,
+    rules: Rules,
+    /// Commands taken from the channel but not yet acted on.
+    queued: Vec<Command>,
+    force_pass: bool,
+}
+
+impl Runner {
+    fn new(w: Worker) -> Runner {
+        let rules = Rules::new(&w.account.rules);
+        Runner {
+            w,
+            rules,
+            queued: Vec::new(),
+            force_pass: false,
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.w.account.name
+    }
+
+    /// After a caught panic: make it visible, then let `spawn` restart.
+    fn crashed(&mut self, msg: &str, restart_in: Duration) {
+        let error = format!("worker crashed: {msg}");
+        log::error!("{}: {error}; restarting in {restart_in:?}", self.name());
+        self.count_error("panic");
+        self.w
+            .metrics
+            .account_connected
+            .with_label_values(&[self.name()])
+            .set(0);
+        self.w.handle.set_idle_socket(None);
+        self.w.handle.set_state(State::Error);
+        self.w.handle.set_error(Some(error.clone()));
+        self.emit(
+            EventKind::Error,
+            json!({ "error": error, "details": format!("restarting in {restart_in:?}") }),
+        );
+    }
+
+    /// Connects, serves and reconnects until shutdown.
+    fn run(&mut self) {
+        let mut backoff = BACKOFF_MIN;
+        let mut outage: Option<String> = None;
+        loop {
+            if self.w.handle.is_shutting_down() {
+                break;
+            }
+            self.w.handle.set_state(State::Connecting);
+            let wait = match session::connect(&self.w.account) {
+                Ok((mut session, sock, caps, folders)) => {
+                    if let Some(err) = outage.take() {
+                        log::info!("{}: connection restored", self.name());
+                        self.emit(
+                            EventKind::ConnectionRestored,
+                            json!({
+                                "error": "", "details": format!("reconnected after: {err}"),
+                            }),
+                        );
+                    }
+                    backoff = BACKOFF_MIN;
+                    self.w.handle.set_error(None);
+                    self.w
+                        .metrics
+                        .account_connected
+                        .with_label_values(&[self.name()])
+                        .set(1);
+                    let r = self.serve(&mut session, &sock, &caps, &folders);
+                    self.w
+                        .metrics
+                        .account_connected
+                        .with_label_values(&[self.name()])
+                        .set(0);
+                    match r {
+                        Ok(Exit::Shutdown) => {
+                            let _ = session.logout();
+                            break;
+                        }
+                        Ok(Exit::Reconnect) => {
+                            let _ = session.logout();
+                            log::info!("{}: reconnecting on request", self.name());
+                            continue;
+                        }
+                        Err(_) if self.w.handle.take_interrupted() => continue,
+                        Err(e) => {
+                            let e = e.to_string();
+                            log::warn!("{}: connection lost: {e}", self.name());
+                            self.lost(&mut outage, &e);
+                            Some(BACKOFF_MIN)
+                        }
+                    }
+                }
+                Err(ImapError::Login(e)) => {
+                    let msg = format!("login failed: {e}");
+                    log::error!("{}: {msg}", self.name());
+                    self.w.handle.set_state(State::Error);
+                    self.w.handle.set_error(Some(msg.clone()));
+                    self.count_error("login");
+                    self.emit(EventKind::Error, json!({ "error": msg, "details": format!("{}@{}", self.w.account.imap.username, self.w.account.imap.host) }));
+                    Some(LOGIN_RETRY)
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    log::warn!("{}: {e}", self.name());
+                    self.lost(&mut outage, &e);
+                    let wait = jitter(backoff);
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    Some(wait)
+                }
+            };
+            if let Some(wait) = wait {
+                if !self.sleep_for_commands(wait) {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn lost(&self, outage: &mut Option<String>, e: &str) {
+        self.w.handle.set_state(State::Disconnected);
+        self.w.handle.set_error(Some(e.to_string()));
+        self.count_error("connection");
+        if outage.is_none() {
+            *outage = Some(e.to_string());
+            let host = &self.w.account.imap;
+            self.emit(
+                EventKind::ConnectionLost,
+                json!({
+                    "error": e, "details": format!("{}:{}", host.host, host.port()),
+                }),
+            );
+        }
+    }
+
+    /// Waits up to `wait` while disconnected. Returns false on shutdown;
+    /// returns early when a command asks for a connection now.
+    fn sleep_for_commands(&mut self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            match self.w.commands.recv_timeout(left) {
+                Ok(Command::Shutdown) => return false,
+                Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
+                    self.force_pass = true;
+                    return true;
+                }
+                Ok(Command::Pause) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+    }
+
+    /// Takes queued commands. Returns an exit when one asks for it.
+    fn take_commands(&mut self) -> Option<Exit> {
+        self.queued.extend(self.w.commands.try_iter());
+        for cmd in std::mem::take(&mut self.queued) {
+            match cmd {
+                Command::Shutdown => return Some(Exit::Shutdown),
+                Command::Reconnect => return Some(Exit::Reconnect),
+                Command::Process | Command::Resume => self.force_pass = true,
+                Command::Pause => {}
+            }
+        }
+        None
+    }
+
+    fn emit(&self, kind: EventKind, fields: serde_json::Value) {
+        self.w.webhooks.emit(kind, self.name(), fields);
+    }
+
+    fn count_error(&self, kind: &str) {
+        self.w
+            .metrics
+            .errors
+            .with_label_values(&[self.name(), kind])
+            .inc();
+    }
+}
+
+/// Up to a quarter more, so many accounts do not reconnect in lockstep.
+fn jitter(d: Duration) -> Duration {
+    let r = crate::auth::random_bytes::<1>()[0] as u32;
+    d + d * r / 1024
+}

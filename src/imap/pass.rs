@@ -1,0 +1,234 @@
+//! A pass over the watched folders and the wait for new mail between passes
+//! (IDLE or polling).
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use super::session::{Caps, Folders, Session};
+use super::{Exit, ImapError, Runner, BATCH, COMMAND_TIMEOUT, IDLE_MAX};
+use crate::account::State;
+use crate::config::Backlog;
+use crate::store::{status, KnownEmail};
+use crate::timestamp::now_ms;
+
+impl Runner {
+    pub(super) fn serve(
+        &mut self,
+        s: &mut Session,
+        sock: &TcpStream,
+        caps: &Caps,
+        folders: &Folders,
+    ) -> Result<Exit, ImapError> {
+        // The first pass after connecting always runs (unless paused): mail
+        // may have arrived while we were away.
+        let mut pass = true;
+        loop {
+            if let Some(exit) = self.take_commands() {
+                return Ok(exit);
+            }
+            let force = std::mem::take(&mut self.force_pass);
+            if force || (pass && !self.w.handle.is_paused()) {
+                self.w.handle.set_state(State::Processing);
+                crate::failpoint::hit("account-pass");
+                for mailbox in self.w.account.folders.watch.clone() {
+                    if let Some(exit) = self.process_folder(s, caps, folders, &mailbox)? {
+                        return Ok(exit);
+                    }
+                }
+            }
+            self.w.handle.set_state(if self.w.handle.is_paused() {
+                State::Paused
+            } else {
+                State::Connected
+            });
+
+            let mut timeout = IDLE_MAX;
+            if !caps.idle || self.w.account.folders.watch.len() > 1 {
+                timeout = timeout.min(self.w.account.poll_interval.0);
+            }
+            if let Ok(Some(at)) = self.w.store.next_retry_at(self.name()) {
+                let due = Duration::from_millis((at - now_ms()).max(0) as u64);
+                timeout = timeout.min(due.max(Duration::from_millis(200)));
+            }
+            // IDLE needs its folder selected; if it is missing, poll instead.
+            let idle = caps.idle
+                && match s.select(&self.w.account.folders.watch[0]) {
+                    Ok(_) => true,
+                    Err(imap::Error::No(_) | imap::Error::Bad(_)) => false,
+                    Err(e) => return Err(e.into()),
+                };
+            if !idle {
+                timeout = timeout.min(self.w.account.poll_interval.0);
+            }
+            if idle {
+                self.w.handle.set_idle_socket(Some(sock.try_clone()?));
+                // A command that arrived before the socket was published
+                // could not wake us; look once more before blocking.
+                if !self.w.commands.is_empty() || self.w.handle.is_shutting_down() {
+                    self.w.handle.set_idle_socket(None);
+                    pass = false;
+                    continue;
+                }
+                let r = s
+                    .idle()
+                    .timeout(timeout)
+                    .keepalive(false)
+                    .wait_while(|resp| {
+                        !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
+                    });
+                self.w.handle.set_idle_socket(None);
+                r?;
+                sock.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+            } else {
+                match self.w.commands.recv_timeout(timeout) {
+                    Ok(cmd) => self.queued.push(cmd),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                        return Ok(Exit::Shutdown)
+                    }
+                }
+                // Keep the connection alive and learn of new mail.
+                s.noop()?;
+            }
+            pass = true;
+        }
+    }
+
+    /// Processes new (and due) messages of one watched folder.
+    fn process_folder(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        mailbox: &str,
+    ) -> Result<Option<Exit>, ImapError> {
+        let mb = match s.select(mailbox) {
+            Ok(mb) => mb,
+            // A watched folder that is missing (deleted, renamed, not yet
+            // created) is that folder's problem, not the connection's: the
+            // other folders go on and this one is tried again next pass.
+            Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
+                let msg = format!("cannot open watched folder {mailbox:?}: {e}");
+                log::warn!("{}: {msg}", self.name());
+                self.w.handle.set_error(Some(msg));
+                self.count_error("folder");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let uidvalidity = mb.uid_validity.unwrap_or(0);
+        let uid_next = mb.uid_next.unwrap_or(1);
+        let account = self.name().to_string();
+        let last = match self.w.store.folder_state(&account, mailbox)? {
+            Some((v, last)) if v == uidvalidity => last,
+            Some((v, _)) => {
+                let w = uid_next.saturating_sub(1);
+                log::warn!(
+                    "{account}: {mailbox}: UIDVALIDITY changed from {v} to {uidvalidity}; \
+                     starting after UID {w} instead of reprocessing the mailbox"
+                );
+                self.w
+                    .store
+                    .set_folder_state(&account, mailbox, uidvalidity, w)?;
+                w
+            }
+            None => {
+                let w = self.initial_watermark(s, mb.exists, uid_next)?;
+                log::info!(
+                    "{account}: {mailbox}: first sight, backlog {:?} starts after UID {w}",
+                    self.w.account.backlog
+                );
+                self.w
+                    .store
+                    .set_folder_state(&account, mailbox, uidvalidity, w)?;
+                w
+            }
+        };
+        let mut uids: BTreeSet<u32> = BTreeSet::new();
+        if mb.exists > 0 && uid_next > last + 1 {
+            uids.extend(
+                s.uid_search(format!("UID {}:*", last + 1))?
+                    .into_iter()
+                    .filter(|u| *u > last),
+            );
+        }
+        let mut known: HashMap<u32, KnownEmail> = HashMap::new();
+        let now = now_ms();
+        for k in self
+            .w
+            .store
+            .known_emails(&account, mailbox, uidvalidity, last)?
+        {
+            match k.status.as_str() {
+                status::PENDING => {
+                    uids.insert(k.uid);
+                }
+                status::RETRYING if k.next_attempt_at.is_none_or(|t| t <= now) => {
+                    uids.insert(k.uid);
+                }
+                _ => {
+                    uids.remove(&k.uid);
+                }
+            }
+            known.insert(k.uid, k);
+        }
+        let uids: Vec<u32> = uids.into_iter().collect();
+        for chunk in uids.chunks(BATCH) {
+            self.process_batch(s, caps, folders, mailbox, uidvalidity, chunk, &mut known)?;
+            if self.w.handle.is_shutting_down() {
+                return Ok(Some(Exit::Shutdown));
+            }
+            if self.w.handle.is_paused() && !self.force_pass {
+                break;
+            }
+            if let Some(exit) = self.take_commands() {
+                return Ok(Some(exit));
+            }
+        }
+        Ok(None)
+    }
+
+    fn initial_watermark(
+        &self,
+        s: &mut Session,
+        exists: u32,
+        uid_next: u32,
+    ) -> Result<u32, ImapError> {
+        let all = |s: &mut Session| -> Result<Vec<u32>, ImapError> {
+            if exists == 0 {
+                return Ok(Vec::new());
+            }
+            let mut v: Vec<u32> = s.uid_search("ALL")?.into_iter().collect();
+            v.sort_unstable();
+            Ok(v)
+        };
+        Ok(match self.w.account.backlog {
+            Backlog::NewOnly => uid_next.saturating_sub(1),
+            Backlog::All => 0,
+            Backlog::Recent(n) => {
+                let v = all(s)?;
+                let n = n as usize;
+                if v.len() <= n {
+                    0
+                } else {
+                    v[v.len() - n - 1]
+                }
+            }
+            Backlog::Since(d) => {
+                let since = time::OffsetDateTime::now_utc() - d;
+                let fmt = time::macros::format_description!("[day]-[month repr:short]-[year]");
+                let date = since.format(fmt).unwrap_or_else(|_| "01-Jan-1970".into());
+                let found: Vec<u32> = if exists == 0 {
+                    Vec::new()
+                } else {
+                    s.uid_search(format!("SINCE {date}"))?.into_iter().collect()
+                };
+                match found.iter().min() {
+                    Some(min) => min - 1,
+                    None => uid_next.saturating_sub(1),
+                }
+            }
+        })
+    }
+}
