@@ -69,7 +69,12 @@ impl TaskPool {
     pub fn spawn(&self, code: Box<dyn FnMut() + Send>) {
         let mut queue = self.sharing.todo.lock().unwrap();
 
-        if self.sharing.waiting_tasks.load(Ordering::Acquire) == 0 {
+        // mailproc patch: a waiting thread already woken for a queued task
+        // still counts as waiting until it takes it, so "anyone waiting?"
+        // could queue a second task behind a first that holds its thread for
+        // the whole life of a connection. Queue only when a waiting thread is
+        // left over for this task.
+        if self.sharing.waiting_tasks.load(Ordering::Acquire) <= queue.len() {
             self.add_thread(Some(code));
         } else {
             queue.push_back(code);
