@@ -751,11 +751,12 @@ fn login(ctx: &Ctx, req: &Req) -> Reply {
     }
     ctx.limiter.succeed(req.client_ip);
     let ttl = ctx.config().config.dashboard.session_ttl.0;
+    let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
     let token = auth::new_token();
     let mac = auth::token_mac(&ctx.session_secret, &token);
-    if let Err(e) =
-        ctx.store
-            .create_session(&mac, &body.username, now_ms() + ttl.as_millis() as i64)
+    if let Err(e) = ctx
+        .store
+        .create_session(&mac, &body.username, now_ms().saturating_add(ttl_ms))
     {
         return Reply::error(500, e.to_string());
     }

@@ -125,6 +125,9 @@ pub enum ClassifyError {
     /// The classifier thread panicked on this message (a bug); the thread
     /// lives on and the message is retried like any other failure.
     Panicked { provider: String, message: String },
+    /// Not started: its account is shutting down. Not a failure; the
+    /// message is left for the next start.
+    Cancelled,
 }
 
 impl ClassifyError {
@@ -137,6 +140,7 @@ impl ClassifyError {
             ClassifyError::InvalidAnswer { .. } => "classify_invalid",
             ClassifyError::Disallowed { .. } => "classify_disallowed",
             ClassifyError::Panicked { .. } => "panic",
+            ClassifyError::Cancelled => "cancelled",
         }
     }
 }
@@ -164,6 +168,7 @@ impl std::fmt::Display for ClassifyError {
             ClassifyError::Panicked { provider, message } => {
                 write!(f, "{provider}: the classifier panicked: {message}")
             }
+            ClassifyError::Cancelled => write!(f, "cancelled: shutting down"),
         }
     }
 }
@@ -190,28 +195,36 @@ struct Rule {
     actions: Vec<Action>,
 }
 
-/// An account's rules, compiled. Built from a validated config, so regexes
-/// compile; a rule that somehow does not is logged and skipped.
+/// An account's rules, compiled.
 pub struct Rules(Vec<Rule>);
 
 impl Rules {
-    pub fn new(rules: &[RuleConfig]) -> Rules {
-        let re = |s: &Option<String>| s.as_deref().and_then(|s| Regex::new(s).ok());
-        Rules(
-            rules
-                .iter()
-                .map(|r| Rule {
-                    name: r.name.clone(),
-                    from: re(&r.when.from),
-                    to: re(&r.when.to),
-                    subject: re(&r.when.subject),
-                    header: r.when.header.clone(),
-                    value: re(&r.when.value),
-                    list_id: re(&r.when.list_id),
-                    actions: r.actions.clone(),
-                })
-                .collect(),
-        )
+    /// Compiles every condition. A regex that does not compile is an error
+    /// naming the rule: dropping the condition would widen the rule.
+    pub fn new(rules: &[RuleConfig]) -> Result<Rules, String> {
+        let mut out = Vec::with_capacity(rules.len());
+        for r in rules {
+            let re = |key: &str, s: &Option<String>| -> Result<Option<Regex>, String> {
+                s.as_deref()
+                    .map(|s| {
+                        Regex::new(s).map_err(|e| {
+                            format!("rule {:?}: when.{key}: invalid regex: {e}", r.name)
+                        })
+                    })
+                    .transpose()
+            };
+            out.push(Rule {
+                name: r.name.clone(),
+                from: re("from", &r.when.from)?,
+                to: re("to", &r.when.to)?,
+                subject: re("subject", &r.when.subject)?,
+                header: r.when.header.clone(),
+                value: re("value", &r.when.value)?,
+                list_id: re("list_id", &r.when.list_id)?,
+                actions: r.actions.clone(),
+            });
+        }
+        Ok(Rules(out))
     }
 
     /// The first rule whose every condition holds.
@@ -651,6 +664,10 @@ pub struct Job {
     /// Index of the email in its batch, echoed in the result.
     pub index: usize,
     pub reply: Sender<(usize, Result<Classification, ClassifyError>, Duration)>,
+    /// The account asking; once it is shutting down, a job not yet started
+    /// is answered [`ClassifyError::Cancelled`] (its message waits for the
+    /// next start, so shutdown does not wait for a whole batch of calls).
+    pub requester: Arc<crate::account::Handle>,
 }
 
 /// A fixed pool of classifier threads shared by every account.
@@ -684,6 +701,11 @@ impl Pool {
                     .spawn(move || {
                         for job in rx {
                             let started = Instant::now();
+                            if job.requester.is_shutting_down() {
+                                let cancelled = Err(ClassifyError::Cancelled);
+                                let _ = job.reply.send((job.index, cancelled, Duration::ZERO));
+                                continue;
+                            }
                             let result =
                                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                     crate::failpoint::hit("classify");
@@ -777,7 +799,7 @@ accounts:
     #[test]
     fn rules_first_match_wins() {
         let a = account();
-        let rules = Rules::new(&a.rules);
+        let rules = Rules::new(&a.rules).unwrap();
         let c = rules
             .classify(&email(
                 "From: x@y.z\r\nList-Id: <l.example>\r\nSubject: invoice",

@@ -78,6 +78,11 @@ impl Dur {
     }
 }
 
+/// Longest duration a setting may hold. Every duration is added to or
+/// subtracted from a clock somewhere; ten years is past any sensible
+/// setting and keeps that arithmetic far from overflowing.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 366 * 86_400);
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -97,7 +102,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             ))
         }
     };
+    // Saturating: `validate` then reports anything past MAX_DURATION
+    // with the others, instead of serde stopping at the first.
     Ok(Duration::from_secs(n.saturating_mul(mult)))
+}
+
+/// The problem with a duration setting longer than [`MAX_DURATION`].
+fn check_duration(at: &str, d: Duration, p: &mut Vec<String>) {
+    if d > MAX_DURATION {
+        p.push(format!("{at}: longer than 10 years"));
+    }
 }
 
 impl<'de> Deserialize<'de> for Dur {
@@ -997,6 +1011,17 @@ pub fn validate(c: &Config) -> Vec<String> {
             p.push("server.auth_token: must be at least 16 characters".into());
         }
     }
+    check_duration("dashboard.session_ttl", c.dashboard.session_ttl.0, &mut p);
+    check_duration(
+        "storage.activity_retention",
+        c.storage.activity_retention.0,
+        &mut p,
+    );
+    check_duration(
+        "webhook_settings.timeout",
+        c.webhook_settings.timeout.0,
+        &mut p,
+    );
     if c.dashboard.session_ttl.0.is_zero() {
         p.push("dashboard.session_ttl: must be longer than zero".into());
     }
@@ -1043,6 +1068,7 @@ pub fn validate(c: &Config) -> Vec<String> {
         if pr.model.trim().is_empty() {
             p.push(format!("{at}.model: must not be empty"));
         }
+        check_duration(&format!("{at}.timeout"), pr.timeout.0, &mut p);
         if pr.timeout.0.is_zero() {
             p.push(format!("{at}.timeout: must be longer than zero"));
         }
@@ -1115,6 +1141,11 @@ pub fn validate(c: &Config) -> Vec<String> {
                     "{at}.folders.watch[{j}]: {f:?} is also a move target in folders.allowed; mail moved there would be processed again"
                 ));
             }
+        }
+        check_duration(&format!("{at}.poll_interval"), a.poll_interval.0, &mut p);
+        check_duration(&format!("{at}.retry_delay"), a.retry_delay.0, &mut p);
+        if let Backlog::Since(d) = a.backlog {
+            check_duration(&format!("{at}.backlog"), d, &mut p);
         }
         if a.poll_interval.0 < Duration::from_secs(1) {
             p.push(format!("{at}.poll_interval: must be at least 1s"));

@@ -2,33 +2,41 @@
 //! supervision, in the manner of the `fail` crate but with no dependency.
 //!
 //! Only debug builds (what `cargo test` runs) have failpoints; in a release
-//! build [`hit`] is an empty inline function. `MAILPROC_FAILPOINTS` lists
-//! `name=action` pairs separated by commas, read once:
+//! build [`hit`] and [`fails`] are empty inline functions. The variable
+//! `MAILPROC_FAILPOINTS` lists `name=action` pairs separated by commas, read
+//! once:
 //! - `panic`: every hit panics;
 //! - `panic-once`: the first hit in the process panics, later ones pass;
-//! - `abort`: the process aborts at once, as a power cut would end it.
+//! - `abort`: the process aborts at once, as a power cut would end it;
+//! - `error`, `error-once`: [`fails`] answers true (always, or the first
+//!   time), for code that turns that into its own error.
 
-/// Runs the action configured for failpoint `name`, if any.
 #[cfg(debug_assertions)]
-pub fn hit(name: &str) {
-    use std::sync::atomic::{AtomicBool, Ordering};
+type Point = (String, String, std::sync::atomic::AtomicBool);
+
+#[cfg(debug_assertions)]
+fn points() -> &'static [Point] {
+    use std::sync::atomic::AtomicBool;
     use std::sync::OnceLock;
-    static POINTS: OnceLock<Vec<(String, String, AtomicBool)>> = OnceLock::new();
-    let points = POINTS.get_or_init(|| {
+    static POINTS: OnceLock<Vec<Point>> = OnceLock::new();
+    POINTS.get_or_init(|| {
         std::env::var("MAILPROC_FAILPOINTS")
             .unwrap_or_default()
             .split(',')
             .filter_map(|p| p.split_once('='))
             .map(|(n, a)| {
-                (
-                    n.trim().to_string(),
-                    a.trim().to_string(),
-                    AtomicBool::new(false),
-                )
+                let (n, a) = (n.trim().to_string(), a.trim().to_string());
+                (n, a, AtomicBool::new(false))
             })
             .collect()
-    });
-    for (n, action, fired) in points {
+    })
+}
+
+/// Runs the panic or abort configured for failpoint `name`, if any.
+#[cfg(debug_assertions)]
+pub fn hit(name: &str) {
+    use std::sync::atomic::Ordering;
+    for (n, action, fired) in points() {
         if n != name {
             continue;
         }
@@ -44,9 +52,29 @@ pub fn hit(name: &str) {
     }
 }
 
+/// Whether failpoint `name` is set to fail now (`error` or `error-once`).
+#[cfg(debug_assertions)]
+pub fn fails(name: &str) -> bool {
+    use std::sync::atomic::Ordering;
+    points().iter().any(|(n, action, fired)| {
+        n == name
+            && match action.as_str() {
+                "error" => true,
+                "error-once" => !fired.swap(true, Ordering::SeqCst),
+                _ => false,
+            }
+    })
+}
+
 #[cfg(not(debug_assertions))]
 #[inline(always)]
 pub fn hit(_name: &str) {}
+
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn fails(_name: &str) -> bool {
+    false
+}
 
 /// The message of a caught panic.
 pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

@@ -55,6 +55,8 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
             webhooks: webhooks.clone(),
             provider: a.provider.as_ref().and_then(|p| providers.get(p).cloned()),
             pool: pool.clone(),
+            rules: crate::classify::Rules::new(&a.rules)
+                .map_err(|e| format!("account {}: {e}", a.name))?,
         };
         account_threads.push(crate::imap::spawn(worker).map_err(|e| e.to_string())?);
     }

@@ -608,6 +608,9 @@ impl Store {
         failures: &[FailedAttempt],
         watermark: Option<(&str, &str, u32, u32)>,
     ) -> Result<(Vec<i64>, Vec<FailureRecord>)> {
+        if crate::failpoint::fails("record-batch") {
+            return Err(StoreError("record_batch: failpoint record-batch".into()));
+        }
         let mut conn = self.conn.lock();
         let tx = conn.transaction()?;
         let mut failed = Vec::with_capacity(failures.len());
@@ -1050,7 +1053,8 @@ impl Store {
     /// sessions. Rows still pending or waiting for a retry are kept: they are
     /// work, not history. Returns the number of emails deleted.
     pub fn prune(&self, retention: Duration) -> Result<usize> {
-        let cutoff = now_ms() - retention.as_millis() as i64;
+        let age = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = now_ms().saturating_sub(age);
         let conn = self.conn.lock();
         let n = conn.execute(
             "DELETE FROM emails WHERE processed_at < ?1 AND status NOT IN ('pending', 'retrying')",

@@ -80,7 +80,12 @@ fn raw(port: u16, request: &[u8], limit: Duration) -> (u16, String) {
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(_) => break,
+            Err(e) => {
+                if got.is_empty() {
+                    got.extend_from_slice(format!("(read failed: {e})").as_bytes());
+                }
+                break;
+            }
         }
     }
     let text = String::from_utf8_lossy(&got).into_owned();

@@ -206,9 +206,9 @@ fn new_mail_is_processed_through_idle() {
     let m = Mailproc::start(
         &config(&d, None, RULES, "").replace("poll_interval: 30s", "poll_interval: 300s"),
     );
+    // No pause "to let the worker enter IDLE": mail that arrives before
+    // IDLE starts must be noticed as well (issue [13], lost wake-up).
     wait_state(&m, &["connected"], Duration::from_secs(10));
-    // Let the worker enter IDLE.
-    std::thread::sleep(Duration::from_millis(300));
     for i in 0..3 {
         let started = Instant::now();
         d.seed(

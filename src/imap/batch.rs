@@ -1,5 +1,6 @@
-//! One batch of messages: fetch, decide (journal, rules, model pool), act,
-//! and record in one transaction with the folder watermark.
+//! One batch of messages, in stages: fetch and decide (journal, rules, the
+//! model pool), plan, journal, act on the server, then record everything in
+//! one transaction with the folder watermark and announce it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -10,21 +11,66 @@ use serde_json::json;
 use super::commands::uid_set;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
-use crate::classify::{Classification, Email, Job};
+use crate::classify::{Classification, ClassifyError, Email, Job};
 use crate::config::{Action, EventKind};
-use crate::store::{status, EmailMeta, KnownEmail, Outcome};
+use crate::store::{status, EmailMeta, FailedAttempt, KnownEmail, Outcome};
+
+/// Why a message of a batch was not finished this time.
+#[derive(Debug, Clone)]
+struct Failure {
+    message: String,
+    /// Label of `mailproc_errors_total{kind}`.
+    kind: &'static str,
+    /// Retrying cannot help (the message cannot even be parsed).
+    permanent: bool,
+}
+
+impl Failure {
+    fn new(message: impl Into<String>, kind: &'static str) -> Failure {
+        Failure {
+            message: message.into(),
+            kind,
+            permanent: false,
+        }
+    }
+}
 
 /// A message of a batch, from fetch to record.
 struct Item {
     meta: EmailMeta,
     /// The decision (or the journalled one, for a pending row).
     decision: Option<Classification>,
-    error: Option<(String, &'static str, bool)>,
+    failure: Option<Failure>,
+    /// Shutdown began before its model call started: left for the next run,
+    /// with no row and below the watermark.
+    cancelled: bool,
     duration: Duration,
     /// The decision came from the journal (a run stopped mid-batch).
     journalled: bool,
     /// The journalled message already left the folder: our move happened.
     gone: bool,
+}
+
+impl Item {
+    fn new(meta: EmailMeta) -> Item {
+        Item {
+            meta,
+            decision: None,
+            failure: None,
+            cancelled: false,
+            duration: Duration::ZERO,
+            journalled: false,
+            gone: false,
+        }
+    }
+}
+
+/// What a batch needs on the server: one `UID STORE` per flag set and one
+/// move per destination, flags first.
+#[derive(Default)]
+struct Plan {
+    flag_sets: BTreeMap<Vec<String>, Vec<u32>>,
+    moves: BTreeMap<String, Vec<u32>>,
 }
 
 /// The decision a `pending` journal row holds.
@@ -61,6 +107,36 @@ impl Runner {
         uids: &[u32],
         known: &mut HashMap<u32, KnownEmail>,
     ) -> Result<(), ImapError> {
+        let items = self.decide(s, mailbox, uidvalidity, uids, known)?;
+        let outcomes = self.outcomes(&items);
+        let journal: Vec<(EmailMeta, Outcome)> = items
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(it, o)| {
+                o.as_ref()
+                    .filter(|o| o.status == status::OK && !o.actions.is_empty() && !it.journalled)
+                    .map(|o| (it.meta.clone(), o.clone()))
+            })
+            .collect();
+        if !journal.is_empty() {
+            self.w.store.record_pending(&journal)?;
+        }
+        let plan = self.plan(&items, &outcomes, folders);
+        let failed = self.act(s, caps, folders, mailbox, &plan)?;
+        self.record(&items, outcomes, &failed, mailbox, uidvalidity)
+    }
+
+    /// Fetches the batch and decides each message: its journalled decision,
+    /// a rule, or the model pool (all calls of the batch in flight at once,
+    /// up to the pool's size).
+    fn decide(
+        &mut self,
+        s: &mut Session,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+        known: &mut HashMap<u32, KnownEmail>,
+    ) -> Result<Vec<Item>, ImapError> {
         let max = self.w.account.max_message_bytes;
         let fetched = s.uid_fetch(uid_set(uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
         let mut bodies: HashMap<u32, Vec<u8>> = HashMap::new();
@@ -71,7 +147,6 @@ impl Runner {
         }
         drop(fetched);
 
-        // Decide: journalled decision, rules, or the model pool.
         let mut items: Vec<Item> = Vec::with_capacity(uids.len());
         let (reply_tx, reply_rx) = crossbeam_channel::unbounded();
         let mut waiting = 0;
@@ -85,23 +160,22 @@ impl Runner {
                             "{}: UID {uid} was already moved before a restart; recording it",
                             self.name()
                         );
-                        items.push(Item {
-                            meta: self.meta(mailbox, uidvalidity, uid, None),
-                            decision: Some(journalled(&k)),
-                            error: None,
-                            duration: Duration::ZERO,
-                            journalled: true,
-                            gone: true,
-                        });
+                        let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
+                        item.decision = Some(journalled(&k));
+                        item.journalled = true;
+                        item.gone = true;
+                        items.push(item);
                     }
                     Some(k) if k.status == status::RETRYING => {
-                        let meta = self.meta(mailbox, uidvalidity, uid, None);
-                        self.w.store.record_failure(
-                            &meta,
-                            "the message left the mailbox before it could be processed",
-                            1,
-                            0,
-                        )?;
+                        let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
+                        item.failure = Some(Failure {
+                            permanent: true,
+                            ..Failure::new(
+                                "the message left the mailbox before it could be processed",
+                                "gone",
+                            )
+                        });
+                        items.push(item);
                     }
                     _ => {}
                 }
@@ -109,29 +183,20 @@ impl Runner {
             };
             let started = Instant::now();
             let email = Email::parse(&raw);
-            let meta = self.meta(mailbox, uidvalidity, uid, email.as_ref());
-            let mut item = Item {
-                meta,
-                decision: None,
-                error: None,
-                duration: Duration::ZERO,
-                journalled: false,
-                gone: false,
-            };
+            let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, email.as_ref()));
             match (k, email) {
                 (Some(k), _) if k.status == status::PENDING => {
                     item.decision = Some(journalled(&k));
                     item.journalled = true;
                 }
                 (_, None) => {
-                    item.error = Some((
-                        "the message could not be parsed as RFC 822".into(),
-                        "parse",
-                        true,
-                    ));
+                    item.failure = Some(Failure {
+                        permanent: true,
+                        ..Failure::new("the message could not be parsed as RFC 822", "parse")
+                    });
                 }
                 (_, Some(email)) => {
-                    if let Some(c) = self.rules.classify(&email) {
+                    if let Some(c) = self.w.rules.classify(&email) {
                         item.decision = Some(c);
                         item.duration = started.elapsed();
                     } else if let Some(p) = &self.w.provider {
@@ -141,6 +206,7 @@ impl Runner {
                             email: Arc::new(email),
                             index: items.len(),
                             reply: reply_tx.clone(),
+                            requester: self.w.handle.clone(),
                         });
                         waiting += 1;
                     } else {
@@ -164,64 +230,55 @@ impl Runner {
             items[i].duration = took;
             match result {
                 Ok(c) => items[i].decision = Some(c),
-                Err(e) => items[i].error = Some((e.to_string(), e.kind(), false)),
+                Err(ClassifyError::Cancelled) => items[i].cancelled = true,
+                Err(e) => items[i].failure = Some(Failure::new(e.to_string(), e.kind())),
             }
         }
-        // Every message leaves this batch decided or failed: one the pool
-        // never answered (it cannot happen, but a skipped message is the one
-        // failure this worker must never have) is a failed attempt.
+        // Every message leaves this batch decided, failed or cancelled: one
+        // the pool never answered (it cannot happen, but a skipped message
+        // is the one failure this worker must never have) is a failure.
         for it in items.iter_mut() {
-            if it.decision.is_none() && it.error.is_none() {
-                it.error = Some((
-                    "the classifier gave no answer".into(),
+            if it.decision.is_none() && it.failure.is_none() && !it.cancelled {
+                it.failure = Some(Failure::new(
+                    "the classifier gave no answer",
                     "classify_no_answer",
-                    false,
                 ));
             }
         }
+        Ok(items)
+    }
 
-        // Plan: what each decided message needs on the server.
+    /// What each decided message becomes: acted on, dry run, or review.
+    fn outcomes(&self, items: &[Item]) -> Vec<Option<Outcome>> {
         let dry_run = self.w.account.dry_run;
         let min_conf = self.w.account.minimum_confidence;
-        let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(items.len());
-        for it in &items {
-            let Some(d) = &it.decision else {
-                outcomes.push(None);
-                continue;
-            };
-            let st = if dry_run {
-                status::DRY_RUN
-            } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m)) {
-                status::REVIEW
-            } else {
-                status::OK
-            };
-            outcomes.push(Some(Outcome {
-                status: st,
-                actions: d.actions.clone(),
-                model: d.model.clone(),
-                reasoning: d.reasoning.clone(),
-                confidence: d.confidence,
-                ..Default::default()
-            }));
-        }
-        let journal: Vec<(EmailMeta, Outcome)> = items
+        items
             .iter()
-            .zip(&outcomes)
-            .filter_map(|(it, o)| {
-                o.as_ref()
-                    .filter(|o| o.status == status::OK && !o.actions.is_empty() && !it.journalled)
-                    .map(|o| (it.meta.clone(), o.clone()))
+            .map(|it| {
+                let d = it.decision.as_ref()?;
+                let st = if dry_run {
+                    status::DRY_RUN
+                } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m)) {
+                    status::REVIEW
+                } else {
+                    status::OK
+                };
+                Some(Outcome {
+                    status: st,
+                    actions: d.actions.clone(),
+                    model: d.model.clone(),
+                    reasoning: d.reasoning.clone(),
+                    confidence: d.confidence,
+                    ..Default::default()
+                })
             })
-            .collect();
-        if !journal.is_empty() {
-            self.w.store.record_pending(&journal)?;
-        }
+            .collect()
+    }
 
-        // Act: flags first, moves last, one command per flag set and folder.
-        let mut flag_sets: BTreeMap<Vec<String>, Vec<u32>> = BTreeMap::new();
-        let mut moves: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for (it, o) in items.iter().zip(&outcomes) {
+    /// Groups what the outcomes need by flag set and by destination.
+    fn plan(&self, items: &[Item], outcomes: &[Option<Outcome>], folders: &Folders) -> Plan {
+        let mut plan = Plan::default();
+        for (it, o) in items.iter().zip(outcomes) {
             let Some(o) = o else { continue };
             if it.gone {
                 continue;
@@ -252,17 +309,30 @@ impl Runner {
                 _ => {}
             }
             if !flags.is_empty() {
-                flag_sets
+                plan.flag_sets
                     .entry(flags.into_iter().collect())
                     .or_default()
                     .push(uid);
             }
             if let Some(d) = dest {
-                moves.entry(d).or_default().push(uid);
+                plan.moves.entry(d).or_default().push(uid);
             }
         }
+        plan
+    }
+
+    /// Carries out the plan: flags first, moves last. Returns the UIDs whose
+    /// commands the server refused, with why; a broken session is an error.
+    fn act(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        mailbox: &str,
+        plan: &Plan,
+    ) -> Result<HashMap<u32, String>, ImapError> {
         let mut failed: HashMap<u32, String> = HashMap::new();
-        for (flags, set) in &flag_sets {
+        for (flags, set) in &plan.flag_sets {
             if let Err(e) =
                 s.uid_store(uid_set(set), format!("+FLAGS.SILENT ({})", flags.join(" ")))
             {
@@ -273,7 +343,7 @@ impl Runner {
             }
         }
         let mut created: HashSet<String> = HashSet::new();
-        for (folder, set) in &moves {
+        for (folder, set) in &plan.moves {
             let set: Vec<u32> = set
                 .iter()
                 .copied()
@@ -288,8 +358,21 @@ impl Runner {
                 }
             }
         }
+        Ok(failed)
+    }
 
-        // Record: one transaction for the batch and the watermark.
+    /// Records the batch in one transaction — finished messages, failed
+    /// attempts and the watermark — then counts and announces it. The
+    /// watermark stops below the first cancelled message, so the next run
+    /// starts there.
+    fn record(
+        &mut self,
+        items: &[Item],
+        outcomes: Vec<Option<Outcome>>,
+        failed: &HashMap<u32, String>,
+        mailbox: &str,
+        uidvalidity: u32,
+    ) -> Result<(), ImapError> {
         let mut finals: Vec<(EmailMeta, Outcome)> = Vec::new();
         let mut done: Vec<usize> = Vec::new();
         for (i, (it, o)) in items.iter().zip(outcomes).enumerate() {
@@ -300,32 +383,38 @@ impl Runner {
             finals.push((it.meta.clone(), o));
             done.push(i);
         }
-        // Failed attempts go into the same transaction as the watermark, so
-        // the watermark never passes a message that has no row.
         let delay = self.w.account.retry_delay.0;
-        let mut failures: Vec<(crate::store::FailedAttempt, &'static str)> = Vec::new();
-        for it in &items {
-            let (msg, kind, permanent) = match (&it.error, failed.get(&it.meta.uid)) {
-                (Some((m, k, p)), _) => (m.clone(), *k, *p),
-                (None, Some(m)) => (m.clone(), "imap", false),
+        let mut failures: Vec<(FailedAttempt, &'static str)> = Vec::new();
+        for it in items {
+            let f = match (&it.failure, failed.get(&it.meta.uid)) {
+                (Some(f), _) => f.clone(),
+                (None, Some(m)) => Failure::new(m.clone(), "imap"),
                 _ => continue,
             };
             failures.push((
-                crate::store::FailedAttempt {
+                FailedAttempt {
                     meta: it.meta.clone(),
-                    error: msg,
-                    max_attempts: if permanent {
+                    error: f.message,
+                    max_attempts: if f.permanent {
                         1
                     } else {
                         self.w.account.max_attempts
                     },
                     retry_delay_ms: i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
                 },
-                kind,
+                f.kind,
             ));
         }
-        let high = *uids.iter().max().unwrap_or(&0);
-        let attempts: Vec<_> = failures.iter().map(|(f, _)| f.clone()).collect();
+        let high = match items
+            .iter()
+            .filter(|it| it.cancelled)
+            .map(|it| it.meta.uid)
+            .min()
+        {
+            Some(first_cancelled) => first_cancelled.saturating_sub(1),
+            None => items.iter().map(|it| it.meta.uid).max().unwrap_or(0),
+        };
+        let attempts: Vec<FailedAttempt> = failures.iter().map(|(f, _)| f.clone()).collect();
         let (_, recorded) = self.w.store.record_batch(
             &finals,
             &attempts,
@@ -334,51 +423,11 @@ impl Runner {
         crate::failpoint::hit("after-batch-commit");
 
         for ((meta, o), i) in finals.iter().zip(&done) {
-            let it = &items[*i];
-            self.w
-                .metrics
-                .emails_processed
-                .with_label_values(&[self.name()])
-                .inc();
-            if !it.duration.is_zero() {
-                self.w
-                    .metrics
-                    .classification_duration
-                    .observe(it.duration.as_secs_f64());
-            }
-            let mut payload = json!({
-                "subject": meta.subject, "from": meta.from, "actions": o.actions,
-                "model": o.model, "reasoning": o.reasoning,
-            });
-            if o.status == status::DRY_RUN {
-                payload["dry_run"] = json!(true);
-            }
-            if o.status == status::REVIEW {
-                payload["review"] = json!(true);
-                payload["confidence"] = json!(o.confidence);
-            }
-            self.emit(EventKind::EmailProcessed, payload);
-            if o.status == status::OK {
-                for a in &o.actions {
-                    self.w
-                        .metrics
-                        .actions
-                        .with_label_values(&[self.name(), a.kind().as_str()])
-                        .inc();
-                    self.emit(
-                        EventKind::ActionTaken,
-                        json!({
-                            "action": a, "subject": meta.subject, "from": meta.from,
-                        }),
-                    );
-                }
-            }
+            self.announce_processed(meta, o, items[*i].duration);
         }
         if !finals.is_empty() {
             self.w.handle.mark_processed();
         }
-
-        // Failures: already recorded; counted, logged, announced.
         for ((f, kind), r) in failures.iter().zip(&recorded) {
             let (m, n, st) = (&f.meta, r.attempts, r.status);
             self.count_error(kind);
@@ -394,6 +443,55 @@ impl Runner {
                 "details": format!("{mailbox} UID {} {} subject {:?}: attempt {n} of {}, now {st}", m.uid, m.message_id, m.subject, f.max_attempts),
             }));
         }
+        let cancelled = items.iter().filter(|it| it.cancelled).count();
+        if cancelled > 0 {
+            log::info!(
+                "{}: {mailbox}: shutting down; {cancelled} message(s) left for the next start",
+                self.name()
+            );
+        }
         Ok(())
+    }
+
+    /// Metrics and webhooks of one recorded message.
+    fn announce_processed(&self, meta: &EmailMeta, o: &Outcome, took: Duration) {
+        self.w
+            .metrics
+            .emails_processed
+            .with_label_values(&[self.name()])
+            .inc();
+        if !took.is_zero() {
+            self.w
+                .metrics
+                .classification_duration
+                .observe(took.as_secs_f64());
+        }
+        let mut payload = json!({
+            "subject": meta.subject, "from": meta.from, "actions": o.actions,
+            "model": o.model, "reasoning": o.reasoning,
+        });
+        if o.status == status::DRY_RUN {
+            payload["dry_run"] = json!(true);
+        }
+        if o.status == status::REVIEW {
+            payload["review"] = json!(true);
+            payload["confidence"] = json!(o.confidence);
+        }
+        self.emit(EventKind::EmailProcessed, payload);
+        if o.status == status::OK {
+            for a in &o.actions {
+                self.w
+                    .metrics
+                    .actions
+                    .with_label_values(&[self.name(), a.kind().as_str()])
+                    .inc();
+                self.emit(
+                    EventKind::ActionTaken,
+                    json!({
+                        "action": a, "subject": meta.subject, "from": meta.from,
+                    }),
+                );
+            }
+        }
     }
 }

@@ -52,16 +52,22 @@ const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// After a refused login, retrying quickly only risks a lockout.
 const LOGIN_RETRY: Duration = Duration::from_secs(300);
 
+/// Why a connection or a pass ended, with its cause.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ImapError {
-    /// TCP connect or TLS handshake failed.
+    /// TCP connect or TLS handshake failed (the message names the address).
     Connect(String),
     /// The server refused the credentials.
     Login(String),
-    /// A command failed or the connection broke mid-session.
-    Session(String),
-    Store(String),
+    /// A command failed in a way that breaks the session, or the server's
+    /// answer could not be read.
+    Protocol(imap::Error),
+    /// The socket failed (time-out, reset).
+    Io(std::io::Error),
+    /// The store failed: not the connection's fault, and not handled as an
+    /// outage (the session is kept and the pass tried again later).
+    Store(crate::store::StoreError),
 }
 
 impl std::fmt::Display for ImapError {
@@ -69,27 +75,39 @@ impl std::fmt::Display for ImapError {
         match self {
             ImapError::Connect(e) => write!(f, "connect failed: {e}"),
             ImapError::Login(e) => write!(f, "login failed: {e}"),
-            ImapError::Session(e) => write!(f, "{e}"),
+            ImapError::Protocol(e) => write!(f, "{e}"),
+            ImapError::Io(e) => write!(f, "{e}"),
             ImapError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ImapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ImapError::Protocol(e) => Some(e),
+            ImapError::Io(e) => Some(e),
+            ImapError::Store(e) => Some(e),
+            _ => None,
         }
     }
 }
 
 impl From<imap::Error> for ImapError {
     fn from(e: imap::Error) -> Self {
-        ImapError::Session(e.to_string())
+        ImapError::Protocol(e)
     }
 }
 
 impl From<crate::store::StoreError> for ImapError {
     fn from(e: crate::store::StoreError) -> Self {
-        ImapError::Store(e.to_string())
+        ImapError::Store(e)
     }
 }
 
 impl From<std::io::Error> for ImapError {
     fn from(e: std::io::Error) -> Self {
-        ImapError::Session(e.to_string())
+        ImapError::Io(e)
     }
 }
 
@@ -108,6 +126,8 @@ pub struct Worker {
     pub webhooks: Arc<Webhooks>,
     pub provider: Option<Arc<Provider>>,
     pub pool: Arc<Pool>,
+    /// The account's rules, compiled at start-up.
+    pub rules: Rules,
 }
 
 /// A worker that ran this long before panicking starts again at once.
@@ -147,7 +167,6 @@ pub fn spawn(w: Worker) -> std::io::Result<JoinHandle<()>> {
 
 struct Runner {
     w: Worker,
-    rules: Rules,
     /// Commands taken from the channel but not yet acted on.
     queued: Vec<Command>,
     force_pass: bool,
@@ -155,10 +174,8 @@ struct Runner {
 
 impl Runner {
     fn new(w: Worker) -> Runner {
-        let rules = Rules::new(&w.account.rules);
         Runner {
             w,
-            rules,
             queued: Vec::new(),
             force_pass: false,
         }
@@ -185,6 +202,41 @@ impl Runner {
             EventKind::Error,
             json!({ "error": error, "details": format!("restarting in {restart_in:?}") }),
         );
+    }
+
+    /// Serves the session; a failing store (full disk, locked file) does not
+    /// end it. It is logged, counted (`errors_total{kind="store"}`),
+    /// announced (`error` event) and shown (state `error`, `lastError`),
+    /// and the pass is tried again after a back-off on the same session.
+    fn serve_despite_store_errors(
+        &mut self,
+        s: &mut session::Session,
+        sock: &std::net::TcpStream,
+        caps: &session::Caps,
+        folders: &session::Folders,
+    ) -> Result<Exit, ImapError> {
+        let mut wait = BACKOFF_MIN;
+        loop {
+            match self.serve(s, sock, caps, folders) {
+                Err(ImapError::Store(e)) => {
+                    let msg = e.to_string();
+                    log::error!("{}: {msg}; trying again in {wait:?}", self.name());
+                    self.count_error("store");
+                    self.w.handle.set_state(State::Error);
+                    self.w.handle.set_error(Some(msg.clone()));
+                    self.emit(
+                        EventKind::Error,
+                        json!({ "error": msg, "details": format!("trying again in {wait:?}; the IMAP session is kept") }),
+                    );
+                    if !self.sleep_for_commands(wait) {
+                        return Ok(Exit::Shutdown);
+                    }
+                    self.w.handle.set_error(None);
+                    wait = (wait * 2).min(BACKOFF_MAX);
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Connects, serves and reconnects until shutdown.
@@ -214,7 +266,7 @@ impl Runner {
                         .account_connected
                         .with_label_values(&[self.name()])
                         .set(1);
-                    let r = self.serve(&mut session, &sock, &caps, &folders);
+                    let r = self.serve_despite_store_errors(&mut session, &sock, &caps, &folders);
                     self.w
                         .metrics
                         .account_connected

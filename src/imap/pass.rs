@@ -52,12 +52,26 @@ impl Runner {
                 timeout = timeout.min(due.max(Duration::from_millis(200)));
             }
             // IDLE needs its folder selected; if it is missing, poll instead.
-            let idle = caps.idle
-                && match s.select(&self.w.account.folders.watch[0]) {
-                    Ok(_) => true,
-                    Err(imap::Error::No(_) | imap::Error::Bad(_)) => false,
+            let first = &self.w.account.folders.watch[0];
+            let selected = if caps.idle {
+                match s.select(first) {
+                    Ok(mb) => Some(mb),
+                    Err(imap::Error::No(_) | imap::Error::Bad(_)) => None,
                     Err(e) => return Err(e.into()),
-                };
+                }
+            } else {
+                None
+            };
+            // Mail that arrived during the pass is already counted by this
+            // SELECT, so IDLE would not announce it: pass again instead of
+            // waiting for the next message or the IDLE re-issue.
+            if let Some(mb) = &selected {
+                if !self.w.handle.is_paused() && self.behind(first, mb)? {
+                    pass = true;
+                    continue;
+                }
+            }
+            let idle = selected.is_some();
             if !idle {
                 timeout = timeout.min(self.w.account.poll_interval.0);
             }
@@ -93,6 +107,16 @@ impl Runner {
             }
             pass = true;
         }
+    }
+
+    /// Whether `mailbox`, as just selected, holds UIDs past its watermark.
+    fn behind(&self, mailbox: &str, mb: &imap::types::Mailbox) -> Result<bool, ImapError> {
+        let uid_next = mb.uid_next.unwrap_or(1);
+        Ok(match self.w.store.folder_state(self.name(), mailbox)? {
+            Some((v, last)) if Some(v) == mb.uid_validity => uid_next > last.saturating_add(1),
+            // First sight or a new UIDVALIDITY: a pass settles it.
+            _ => true,
+        })
     }
 
     /// Processes new (and due) messages of one watched folder.
@@ -146,9 +170,9 @@ impl Runner {
             }
         };
         let mut uids: BTreeSet<u32> = BTreeSet::new();
-        if mb.exists > 0 && uid_next > last + 1 {
+        if mb.exists > 0 && uid_next > last.saturating_add(1) {
             uids.extend(
-                s.uid_search(format!("UID {}:*", last + 1))?
+                s.uid_search(format!("UID {}:*", last.saturating_add(1)))?
                     .into_iter()
                     .filter(|u| *u > last),
             );
@@ -180,12 +204,20 @@ impl Runner {
                 return Ok(Some(Exit::Shutdown));
             }
             if self.w.handle.is_paused() && !self.force_pass {
-                break;
+                return Ok(None);
             }
             if let Some(exit) = self.take_commands() {
                 return Ok(Some(exit));
             }
         }
+        // Everything below the UIDNEXT of the SELECT was searched and
+        // handled; UIDs missing from the search were expunged meanwhile.
+        // Moving the watermark up to it keeps `behind` from passing again
+        // for mail that no longer exists.
+        self.w.store.record_final(
+            &[],
+            Some((&account, mailbox, uidvalidity, uid_next.saturating_sub(1))),
+        )?;
         Ok(None)
     }
 
@@ -216,19 +248,57 @@ impl Runner {
                 }
             }
             Backlog::Since(d) => {
-                let since = time::OffsetDateTime::now_utc() - d;
-                let fmt = time::macros::format_description!("[day]-[month repr:short]-[year]");
-                let date = since.format(fmt).unwrap_or_else(|_| "01-Jan-1970".into());
                 let found: Vec<u32> = if exists == 0 {
                     Vec::new()
                 } else {
-                    s.uid_search(format!("SINCE {date}"))?.into_iter().collect()
+                    s.uid_search(format!("SINCE {}", since_date(d)))?
+                        .into_iter()
+                        .collect()
                 };
-                match found.iter().min() {
-                    Some(min) => min - 1,
-                    None => uid_next.saturating_sub(1),
-                }
+                since_watermark(&found, uid_next)
             }
         })
+    }
+}
+
+/// `backlog: since:D` as an IMAP date: the day `D` ago, or the epoch when
+/// that lies before it.
+fn since_date(d: Duration) -> String {
+    let since = time::OffsetDateTime::now_utc()
+        .checked_sub(time::Duration::try_from(d).unwrap_or(time::Duration::MAX))
+        .filter(|t| t.unix_timestamp() >= 0)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let fmt = time::macros::format_description!("[day]-[month repr:short]-[year]");
+    since.format(fmt).unwrap_or_else(|_| "01-Jan-1970".into())
+}
+
+/// The watermark before the first UID found by `SINCE`; with none found,
+/// everything up to UIDNEXT is old. A UID 0 (which no server should send)
+/// yields 0, never a wrap.
+fn since_watermark(found: &[u32], uid_next: u32) -> u32 {
+    match found.iter().min() {
+        Some(min) => min.saturating_sub(1),
+        None => uid_next.saturating_sub(1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_never_wraps() {
+        assert_eq!(since_watermark(&[7, 5, 9], 10), 4);
+        assert_eq!(since_watermark(&[0, 3], 10), 0);
+        assert_eq!(since_watermark(&[], 0), 0);
+        assert_eq!(since_watermark(&[], 12), 11);
+        assert_eq!(since_date(Duration::from_secs(u64::MAX)), "01-Jan-1970");
+        assert_eq!(
+            since_date(Duration::from_secs(100 * 365 * 86_400)),
+            "01-Jan-1970"
+        );
+        let day = since_date(Duration::from_secs(86_400));
+        assert_eq!(day.len(), 11, "DD-Mon-YYYY: {day}");
+        assert_ne!(day, "01-Jan-1970");
     }
 }

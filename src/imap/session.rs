@@ -120,7 +120,7 @@ pub(super) fn connect(
         .login(&c.username, &c.password)
         .map_err(|(e, _)| match e {
             imap::Error::No(_) | imap::Error::Bad(_) => ImapError::Login(e.to_string()),
-            other => ImapError::Session(other.to_string()),
+            other => ImapError::Protocol(other),
         })?;
     // Capabilities may change after login (RFC 3501 §6.2.3).
     let caps = session.capabilities()?;

@@ -1,0 +1,228 @@
+//! Regression tests for issue [13], "correctness from a full read of the
+//! code": each drives the real binary against a real Dovecot and failed
+//! before the fix it guards.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::dovecot::Dovecot;
+use common::mailproc::Mailproc;
+use common::model::{answer, Model, Reply};
+use serde_json::{json, Value};
+
+fn msg(id: &str, subject: &str) -> Vec<u8> {
+    format!(
+        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
+         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\
+         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {subject}.\r\n"
+    )
+    .into_bytes()
+}
+
+/// One account on `d` sorted by the scripted model at `url` into Receipts.
+fn config(d: &Dovecot, url: &str, concurrency: u32, extra: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  concurrency: {concurrency}\n  providers:\n    - {{ name: fake, kind: openai, url: \"{url}\", model: scripted, timeout: 10s, max_retries: 0 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts], create: true }}\n    backlog: all\n    poll_interval: 300s\n    retry_delay: 1s\n    provider: fake\n{extra}",
+        d.imap_port
+    )
+}
+
+fn receipt() -> Reply {
+    answer(
+        json!([{ "type": "move", "folder": "Receipts" }]),
+        "a receipt",
+    )
+}
+
+fn ok_rows(m: &Mailproc) -> Vec<Value> {
+    m.get("/api/activity?pageSize=100&status=ok").body["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn metric(m: &Mailproc, line_start: &str) -> f64 {
+    m.get("/metrics")
+        .text
+        .lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn mail_arriving_during_a_pass_is_processed_without_waiting_for_idle() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("first", "Order 1"));
+    let model = Model::start(2, |_| {
+        Reply::Delay(Duration::from_millis(1500), Box::new(receipt()))
+    });
+    let m = Mailproc::start(&config(&d, &model.url(), 2, ""));
+    m.wait_for(Duration::from_secs(10), "the first model call", || {
+        (model.count() >= 1).then_some(())
+    });
+    // Delivered while the pass is still waiting for the model: the SELECT
+    // before IDLE counts it, so IDLE alone would never announce it.
+    let delivered = Instant::now();
+    d.seed("test", "INBOX", &msg("second", "Order 2"));
+    m.wait_for(Duration::from_secs(8), "both processed", || {
+        (ok_rows(&m).len() == 2).then_some(())
+    });
+    assert!(
+        delivered.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        delivered.elapsed()
+    );
+    assert_eq!(model.count(), 2);
+}
+
+/// A loopback receiver that records each JSON body.
+fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
+            g.lock()
+                .unwrap()
+                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
+            let _ = req.respond(tiny_http::Response::from_string("ok"));
+        }
+    });
+    (port, got)
+}
+
+#[test]
+fn a_store_failure_is_not_a_lost_connection() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("s1", "Order 1"));
+    let model = Model::start(2, |_| receipt());
+    let (port, got) = receiver();
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\n\
+         webhooks: [ {{ url: \"http://127.0.0.1:{port}/h\", events: [error, connection_lost, connection_restored] }} ]\n"
+    );
+    let m = Mailproc::start_with_env(
+        &format!("{}{hooks}", config(&d, &model.url(), 2, "")),
+        &[("MAILPROC_FAILPOINTS", "record-batch=error-once")],
+    );
+    m.wait_for(Duration::from_secs(20), "the message recorded", || {
+        (ok_rows(&m).len() == 1).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let events = got.lock().unwrap().clone();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["error"], "{events:?}");
+    assert!(
+        events[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("failpoint record-batch"),
+        "{events:?}"
+    );
+    assert_eq!(
+        metric(&m, "mailproc_errors_total{account=\"acct\",kind=\"store\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "mailproc_errors_total{account=\"acct\",kind=\"connection\"}"
+        ),
+        0.0
+    );
+    assert!(!m.log().contains("connection lost"), "{}", m.log());
+    // The move happened before the failed record; it is recorded once, from
+    // the journal, and the model was asked once.
+    assert_eq!(model.count(), 1);
+    let msgs = d.messages("test");
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0].mailbox, "Receipts");
+    m.wait_for(Duration::from_secs(5), "connected again", || {
+        (m.get("/health").body["accounts"]["acct"] == "connected").then_some(())
+    });
+}
+
+#[test]
+fn shutdown_finishes_the_calls_in_hand_not_the_whole_batch() {
+    let d = Dovecot::start();
+    let msgs: Vec<Vec<u8>> = (0..12)
+        .map(|i| msg(&format!("q{i}"), &format!("Order {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &msgs);
+    let slow = Arc::new(AtomicBool::new(true));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (sl, c) = (slow.clone(), calls.clone());
+    let model = Model::start(4, move |_| {
+        c.fetch_add(1, Ordering::SeqCst);
+        if sl.load(Ordering::SeqCst) {
+            Reply::Delay(Duration::from_millis(1500), Box::new(receipt()))
+        } else {
+            receipt()
+        }
+    });
+    let mut m = Mailproc::start(&config(&d, &model.url(), 2, ""));
+    m.wait_for(Duration::from_secs(10), "the first calls", || {
+        (calls.load(Ordering::SeqCst) >= 2).then_some(())
+    });
+    let stopping = Instant::now();
+    m.signal("TERM");
+    let st = m.wait_exit(Duration::from_secs(30)).expect("exits");
+    let took = stopping.elapsed();
+    assert_eq!(st.code(), Some(0), "{}", m.log());
+    // Two calls were in flight (1.5 s each); the other ten were not started.
+    // Waiting for the whole batch would take five rounds, 7.5 s.
+    assert!(took < Duration::from_secs(4), "shutdown took {took:?}");
+    assert!(m.log().contains("left for the next start"), "{}", m.log());
+    let asked = calls.load(Ordering::SeqCst);
+    assert!(asked < 12, "{asked}");
+    slow.store(false, Ordering::SeqCst);
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(20), "all twelve", || {
+        (ok_rows(&m).len() == 12).then_some(())
+    });
+    // Nothing decided before the stop was asked again, nothing skipped.
+    assert_eq!(calls.load(Ordering::SeqCst), 12);
+    let stored = d.messages("test");
+    assert_eq!(stored.len(), 12);
+    assert!(stored.iter().all(|x| x.mailbox == "Receipts"), "{stored:?}");
+}
+
+#[test]
+fn durations_beyond_ten_years_are_configuration_errors() {
+    let mut m = Mailproc::prepare(
+        "storage: { path: \"{DIR}/mailproc.db\", activity_retention: 100000d }\n\
+         dashboard: { session_ttl: 99999999d }\n\
+         accounts:\n  - { name: a, imap: { host: h, username: u, password: p }, backlog: \"since:5000000d\", retry_delay: 4000d }\n",
+    );
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 1, "{err}");
+    for key in [
+        "storage.activity_retention",
+        "dashboard.session_ttl",
+        "accounts[0].backlog",
+        "accounts[0].retry_delay",
+    ] {
+        assert!(err.contains(key), "{key} not named in:\n{err}");
+    }
+    m.write_config(
+        "storage: { path: \"{DIR}/mailproc.db\", activity_retention: 3650d }\n\
+         accounts:\n  - { name: a, imap: { host: h, username: u, password: p }, backlog: \"since:3650d\" }\n",
+    );
+    let (code, out, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 0, "{out}{err}");
+}
