@@ -1004,6 +1004,71 @@ impl Store {
     }
 }
 
+// ----- the dashboard's queries -----
+
+impl Store {
+    /// One activity row by id, for the dashboard's detail page.
+    pub fn activity_entry(&self, id: i64) -> Result<Option<ActivityEntry>> {
+        Ok(self
+            .conn
+            .lock()
+            .query_row(
+                "SELECT id, processed_at, account, mailbox, uid, message_id, subject, sender,
+                        actions, model, reasoning, confidence, status, error, attempts
+                 FROM emails WHERE id = ?1",
+                [id],
+                |r| {
+                    let actions: String = r.get(8)?;
+                    Ok(ActivityEntry {
+                        id: r.get(0)?,
+                        timestamp: iso_ms(r.get(1)?),
+                        account: r.get(2)?,
+                        mailbox: r.get(3)?,
+                        uid: r.get(4)?,
+                        message_id: r.get(5)?,
+                        subject: r.get(6)?,
+                        from: r.get(7)?,
+                        actions: serde_json::from_str(&actions)
+                            .unwrap_or(serde_json::Value::Array(vec![])),
+                        model: r.get(9)?,
+                        reasoning: r.get(10)?,
+                        confidence: r.get(11)?,
+                        status: r.get(12)?,
+                        error: r.get(13)?,
+                        attempts: r.get(14)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Executed actions per UTC day (days since the epoch) and type, from
+    /// `since_day` on, summed over accounts: the overview's chart. Read from
+    /// the trigger-kept daily counters, so 30 days are a few dozen rows.
+    pub fn actions_per_day(&self, since_day: i64) -> Result<Vec<(i64, String, u64)>> {
+        let conn = self.conn.lock();
+        let mut st = conn.prepare_cached(
+            "SELECT day, key, SUM(n) FROM stats_daily
+             WHERE day >= ?1 AND key <> '_processed'
+             GROUP BY day, key HAVING SUM(n) > 0 ORDER BY day, key",
+        )?;
+        let rows = st.query_map([since_day], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Creates the first user, only while there is none (the dashboard's
+    /// setup page): the check and the insert are one statement, so two
+    /// racing setups cannot both succeed. Returns whether the user was made.
+    pub fn create_first_user(&self, username: &str, hash: &str) -> Result<bool> {
+        let n = self.conn.lock().execute(
+            "INSERT INTO users (username, password_hash, created_at)
+             SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM users)",
+            params![username, hash, now_ms()],
+        )?;
+        Ok(n == 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
