@@ -25,6 +25,10 @@ const DEFAULT_PAGE_SIZE: u32 = 20;
 /// Routes a request; returns the reply and a low-cardinality route label for
 /// metrics.
 pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
+    // The dashboard's pages and form posts (it passes on everything else).
+    if let Some(answer) = crate::dashboard::route(ctx, req) {
+        return answer;
+    }
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     let m = req.method.as_str();
     let (label, allowed): (&'static str, &[&str]) = match segs.as_slice() {

@@ -77,6 +77,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         started: Instant::now(),
         session_secret,
         limiter: Default::default(),
+        dashboard: crate::dashboard::Dashboard::start(config.dashboard.enabled, &store, addr),
     });
     let http = HttpServer::start(listener, ctx, workers).map_err(|e| e.to_string())?;
     log::info!(
