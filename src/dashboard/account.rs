@@ -73,7 +73,7 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
             p.empty { "No account is configured." }
         } @else {
             div.scroll {
-                table {
+                table.cards {
                     thead { tr {
                         th scope="col" { "Account" } th scope="col" { "State" }
                         th scope="col" { "Server" } th scope="col" { "Watching" }
@@ -84,10 +84,10 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
                             @let st = ctx.accounts.get(&a.name).map(|h| h.status());
                             tr {
                                 th scope="row" { a href=(layout::account_url(&a.name)) { (a.name) } }
-                                td { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
-                                td { (a.imap.host) ":" (a.imap.port()) }
-                                td { (a.folders.watch.join(", ")) }
-                                td.clip { @match st.as_ref().and_then(|s| s.last_error.clone()) {
+                                td data-label="State" { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+                                td data-label="Server" { (a.imap.host) ":" (a.imap.port()) }
+                                td data-label="Watching" { (a.folders.watch.join(", ")) }
+                                td.clip data-label="Last error" { @match st.as_ref().and_then(|s| s.last_error.clone()) {
                                     Some(e) => span.err { (e) },
                                     None => span.muted { "none" },
                                 } }
@@ -151,7 +151,7 @@ fn rules(a: &AccountConfig) -> Markup {
             p.empty { "No rules: every message goes to the model." }
         } @else {
             div.scroll {
-                table {
+                table.cards {
                     thead { tr { th scope="col" { "#" } th scope="col" { "Rule" }
                         th scope="col" { "When" } th scope="col" { "Actions" } } }
                     tbody {
@@ -160,11 +160,11 @@ fn rules(a: &AccountConfig) -> Markup {
                             @let conds = [("from", &w.from), ("to", &w.to), ("subject", &w.subject),
                                 ("list_id", &w.list_id), ("header", &w.header), ("value", &w.value)];
                             tr {
-                                td.num { (i + 1) }
+                                td.num data-label="Order" { (i + 1) }
                                 th scope="row" { (r.name) }
-                                td { ul.conds { @for (k, v) in conds { @if let Some(v) = v {
+                                td data-label="When" { ul.conds { @for (k, v) in conds { @if let Some(v) = v {
                                     li { (k) ": " code { (v) } } } } } }
-                                td { (actions_text(&serde_json::to_value(&r.actions).unwrap_or_default())) }
+                                td data-label="Actions" { (actions_text(&serde_json::to_value(&r.actions).unwrap_or_default())) }
                             }
                         }
                     }

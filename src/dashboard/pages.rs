@@ -50,7 +50,7 @@ fn activity_table(entries: &[ActivityEntry], retry: Option<(&str, &str)>) -> Mar
             p.empty { "Nothing here yet." }
         } @else {
             div.scroll {
-                table.activity {
+                table.activity.cards {
                     thead { tr {
                         th scope="col" { "Time" } th scope="col" { "Account" }
                         th scope="col" { "From" } th scope="col" { "Subject" }
@@ -60,14 +60,14 @@ fn activity_table(entries: &[ActivityEntry], retry: Option<(&str, &str)>) -> Mar
                     tbody {
                         @for e in entries {
                             tr {
-                                td.nowrap { (time_iso(&e.timestamp)) }
-                                td { (e.account) }
-                                td.clip { (e.from) }
-                                td.clip { a href={ "/activity/" (e.id) } {
+                                td.nowrap data-label="Time" { (time_iso(&e.timestamp)) }
+                                td data-label="Account" { (e.account) }
+                                td.clip data-label="From" { (e.from) }
+                                td.clip data-label="Subject" { a href={ "/activity/" (e.id) } {
                                     @if e.subject.is_empty() { "(no subject)" } @else { (e.subject) }
                                 } }
-                                td { (actions_text(&e.actions)) }
-                                td { (badge(&e.status)) }
+                                td data-label="Actions" { (actions_text(&e.actions)) }
+                                td data-label="Status" { (badge(&e.status)) }
                                 @if let Some((csrf, back)) = retry {
                                     td { @if e.status == store::status::FAILED {
                                         (retry_button(e.id, csrf, back))
@@ -143,7 +143,7 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
                     " in the configuration file and restart." }
             }
             div.scroll {
-                table {
+                table.cards {
                     thead { tr {
                         th scope="col" { "Account" } th scope="col" { "State" }
                         th scope="col" { "Last processed" } th scope="col" { "Last error" }
@@ -154,12 +154,12 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
                             @let st = ctx.accounts.get(&a.name).map(|h| h.status());
                             tr {
                                 th scope="row" { a href=(layout::account_url(&a.name)) { (a.name) } }
-                                td { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
-                                td.nowrap { @match st.as_ref().and_then(|s| s.last_processed_at) {
+                                td data-label="State" { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+                                td.nowrap data-label="Last processed" { @match st.as_ref().and_then(|s| s.last_processed_at) {
                                     Some(t) => (time_ms(t)),
                                     None => span.muted { "never" },
                                 } }
-                                td.clip { @match st.as_ref().and_then(|s| s.last_error.clone()) {
+                                td.clip data-label="Last error" { @match st.as_ref().and_then(|s| s.last_error.clone()) {
                                     Some(e) => span.err { (e) },
                                     None => span.muted { "none" },
                                 } }
