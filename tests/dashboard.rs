@@ -143,6 +143,11 @@ fn setup_needs_the_logged_code_and_then_closes() {
     m.restart();
     let code = setup_code(&m);
     assert_ne!(code, first);
+    // Not in the log ring: whoever may read /api/logs must not claim setup.
+    let logs = m.get("/api/logs?limit=2000&level=trace");
+    assert_eq!(logs.status, 200);
+    assert!(logs.text.contains("one-time code"), "{}", logs.text);
+    assert!(!logs.text.contains(&code), "{}", logs.text);
     let mut b = Browser::new(&m);
     let setup = |b: &mut Browser, user: &str, again: &str, code: &str, origin: Option<&str>| {
         let fields = [
