@@ -230,11 +230,16 @@ for ((i = 0; ; i++)); do
     sleep 0.1
 done
 
+# The demo's database is new, so mailproc printed a one-time setup code for
+# the dashboard's first user.
+SETUP_CODE=$(grep -o 'setup code [A-Z0-9-]*' "$LOG" | head -n 1 | cut -d' ' -f3)
+
 cat >&2 <<EOF
 
   mailproc is sorting the demo inbox (pid $MAILPROC_PID, log $LOG)
 
-  dashboard   $URL/
+  dashboard   $URL/   setup code ${SETUP_CODE:-(see $LOG)}
+              (the first visit creates the administrator with this code)
   activity    curl -s '$URL/api/activity?pageSize=5'
   stats       curl -s $URL/api/stats
   health      curl -s $URL/health

@@ -119,12 +119,20 @@ impl Handle {
     }
 
     pub fn set_state(&self, state: State) {
+        let connected = matches!(state, State::Connected | State::Processing | State::Paused);
+        // A paused account reads `paused` while it connects or waits, so the
+        // state an operator set is the state they see; a real problem
+        // (disconnected, error) or a requested pass (processing) still shows.
+        let state = match state {
+            State::Connecting | State::Connected if self.is_paused() => State::Paused,
+            other => other,
+        };
         let mut s = self.status.write();
         if s.state != state {
             s.state = state;
             s.since = now_ms();
         }
-        s.connected = matches!(state, State::Connected | State::Processing | State::Paused);
+        s.connected = connected;
         s.paused = self.is_paused();
     }
 
@@ -154,7 +162,12 @@ impl Handle {
                 self.paused.store(true, Ordering::SeqCst);
                 let mut s = self.status.write();
                 s.paused = true;
-                if s.connected {
+                // Answer the state the account is now in: paused, also while
+                // it is still connecting (the worker keeps it so once up).
+                if matches!(
+                    s.state,
+                    State::Connecting | State::Connected | State::Processing
+                ) {
                     s.state = State::Paused;
                     s.since = now_ms();
                 }
@@ -166,7 +179,11 @@ impl Handle {
                 let mut s = self.status.write();
                 s.paused = false;
                 if s.state == State::Paused {
-                    s.state = State::Connected;
+                    s.state = if s.connected {
+                        State::Connected
+                    } else {
+                        State::Connecting
+                    };
                     s.since = now_ms();
                 }
             }
@@ -206,3 +223,33 @@ impl Handle {
 
 /// Every configured account by name.
 pub type Registry = BTreeMap<String, Arc<Handle>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pause_answers_paused_even_while_connecting() {
+        let (h, _rx) = Handle::new("a");
+        h.set_state(State::Connecting);
+        assert_eq!(h.send(Command::Pause), Ok(State::Paused));
+        assert_eq!(h.status().state, State::Paused);
+        // The worker finishing its connect keeps the account paused.
+        h.set_state(State::Connected);
+        assert_eq!(h.status().state, State::Paused);
+        assert!(h.status().connected);
+        assert_eq!(h.send(Command::Resume), Ok(State::Connected));
+    }
+
+    #[test]
+    fn resume_before_the_connection_is_up_reads_connecting() {
+        let (h, _rx) = Handle::new("a");
+        h.set_state(State::Connecting);
+        h.send(Command::Pause).unwrap();
+        assert_eq!(h.send(Command::Resume), Ok(State::Connecting));
+        // A real problem still shows while paused.
+        h.send(Command::Pause).unwrap();
+        h.set_state(State::Disconnected);
+        assert_eq!(h.status().state, State::Disconnected);
+    }
+}

@@ -28,6 +28,10 @@ pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
     if let Some(refused) = open_mode_refusal(ctx, req) {
         return (refused, "refused");
     }
+    // The dashboard's pages and form posts (it passes on everything else).
+    if let Some(answer) = crate::dashboard::route(ctx, req) {
+        return answer;
+    }
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     let m = req.method.as_str();
     let (label, allowed): (&'static str, &[&str]) = match segs.as_slice() {

@@ -167,6 +167,32 @@ pub fn token_mac(secret: &[u8], token: &str) -> String {
         .collect()
 }
 
+/// Checks a login: `hash` is the stored hash of the user, `None` when the
+/// user is unknown. An unknown user is verified against a fixed hash too, so
+/// the time taken does not reveal which user names exist.
+pub fn verify_login(password: &str, hash: Option<&str>) -> bool {
+    match hash {
+        Some(h) => verify_password(password, h),
+        None => {
+            let _ = verify_password(password, DUMMY_HASH);
+            false
+        }
+    }
+}
+
+/// An argon2id hash of a random string, for [`verify_login`].
+const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Jm5MdCjTL4ixAjpcB3VD3J3uhCSWsgyK7ryHRppCz/A";
+
+/// The `Set-Cookie` value of a session (DESIGN §5); an empty `value` with
+/// `max_age` 0 deletes it.
+pub fn session_cookie(value: &str, max_age: u64, secure: bool) -> String {
+    format!(
+        "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
 /// Counts failed logins per client: an IPv4 address, or an IPv6 /64 (one
 /// subscriber usually holds a whole /64 and can pick any address in it).
 #[derive(Default)]

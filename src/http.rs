@@ -55,6 +55,7 @@ pub struct Ctx {
     pub session_secret: Vec<u8>,
     pub limiter: LoginLimiter,
     pub classifier: Arc<crate::classify::Pool>,
+    pub dashboard: crate::dashboard::Dashboard,
 }
 
 impl Ctx {
@@ -412,7 +413,13 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
     };
     add("Content-Type", reply.content_type);
     add("X-Content-Type-Options", "nosniff");
-    add("Cache-Control", "no-store");
+    if !reply
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("Cache-Control"))
+    {
+        add("Cache-Control", "no-store");
+    }
     for (k, v) in &reply.headers {
         add(k, v);
     }

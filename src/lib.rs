@@ -10,6 +10,7 @@ pub mod api;
 pub mod auth;
 pub mod classify;
 pub mod config;
+pub mod dashboard;
 pub mod failpoint;
 pub mod http;
 pub mod imap;

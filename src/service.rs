@@ -80,6 +80,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         session_secret,
         limiter: Default::default(),
         classifier: pool.clone(),
+        dashboard: crate::dashboard::Dashboard::start(config.dashboard.enabled, &store, addr),
     });
     let http = HttpServer::start(listener, ctx, workers).map_err(|e| e.to_string())?;
     log::info!(

@@ -815,6 +815,34 @@ fn activity_filter(q: &ActivityQuery) -> (&'static str, String, Vec<rusqlite::ty
     }
 }
 
+/// The columns an [`ActivityEntry`] is read from (`e` is `emails`).
+const ACTIVITY_COLUMNS: &str = "e.id, e.processed_at, e.account, e.mailbox, e.uid, e.message_id, \
+    e.subject, e.sender, e.actions, e.model, e.reasoning, e.confidence, e.status, e.error, e.attempts";
+
+/// The columns of [`ACTIVITY_COLUMNS`] as an entry.
+fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
+    let actions: String = r.get(8)?;
+    let at: i64 = r.get(1)?;
+    Ok(ActivityEntry {
+        id: r.get(0)?,
+        processed_at: at,
+        timestamp: iso_ms(at),
+        account: r.get(2)?,
+        mailbox: r.get(3)?,
+        uid: r.get(4)?,
+        message_id: r.get(5)?,
+        subject: r.get(6)?,
+        from: r.get(7)?,
+        actions: serde_json::from_str(&actions).unwrap_or(serde_json::Value::Array(vec![])),
+        model: r.get(9)?,
+        reasoning: r.get(10)?,
+        confidence: r.get(11)?,
+        status: r.get(12)?,
+        error: r.get(13)?,
+        attempts: r.get(14)?,
+    })
+}
+
 fn activity_rows(
     conn: &Connection,
     from: &str,
@@ -828,32 +856,10 @@ fn activity_rows(
         page_args.push(V::Integer(i64::from(limit)));
         page_args.push(V::Integer(i64::try_from(offset).unwrap_or(i64::MAX)));
         let mut st = conn.prepare(&format!(
-            "SELECT e.id, e.processed_at, e.account, e.mailbox, e.uid, e.message_id, e.subject, e.sender,
-                    e.actions, e.model, e.reasoning, e.confidence, e.status, e.error, e.attempts
+            "SELECT {ACTIVITY_COLUMNS}
              FROM {from} {where_sql} ORDER BY e.processed_at DESC, e.id DESC LIMIT ? OFFSET ?"
         ))?;
-        let rows = st.query_map(params_from_iter(page_args.iter()), |r| {
-            let actions: String = r.get(8)?;
-            let at: i64 = r.get(1)?;
-            Ok(ActivityEntry {
-                id: r.get(0)?,
-                processed_at: at,
-                timestamp: iso_ms(at),
-                account: r.get(2)?,
-                mailbox: r.get(3)?,
-                uid: r.get(4)?,
-                message_id: r.get(5)?,
-                subject: r.get(6)?,
-                from: r.get(7)?,
-                actions: serde_json::from_str(&actions).unwrap_or(serde_json::Value::Array(vec![])),
-                model: r.get(9)?,
-                reasoning: r.get(10)?,
-                confidence: r.get(11)?,
-                status: r.get(12)?,
-                error: r.get(13)?,
-                attempts: r.get(14)?,
-            })
-        })?;
+        let rows = st.query_map(params_from_iter(page_args.iter()), activity_row)?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 }
@@ -1116,6 +1122,49 @@ impl Store {
         }
         tx.commit()?;
         Ok(last)
+    }
+}
+
+// ----- the dashboard's queries -----
+
+impl Store {
+    /// One activity row by id, for the dashboard's detail page.
+    pub fn activity_entry(&self, id: i64) -> Result<Option<ActivityEntry>> {
+        Ok(self
+            .conn
+            .lock()
+            .query_row(
+                &format!("SELECT {ACTIVITY_COLUMNS} FROM emails e WHERE e.id = ?1"),
+                [id],
+                activity_row,
+            )
+            .optional()?)
+    }
+
+    /// Executed actions per UTC day (days since the epoch) and type, from
+    /// `since_day` on, summed over accounts: the overview's chart. Read from
+    /// the trigger-kept daily counters, so 30 days are a few dozen rows.
+    pub fn actions_per_day(&self, since_day: i64) -> Result<Vec<(i64, String, u64)>> {
+        let conn = self.conn.lock();
+        let mut st = conn.prepare_cached(
+            "SELECT day, key, SUM(n) FROM stats_daily
+             WHERE day >= ?1 AND key <> '_processed'
+             GROUP BY day, key HAVING SUM(n) > 0 ORDER BY day, key",
+        )?;
+        let rows = st.query_map([since_day], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Creates the first user, only while there is none (the dashboard's
+    /// setup page): the check and the insert are one statement, so two
+    /// racing setups cannot both succeed. Returns whether the user was made.
+    pub fn create_first_user(&self, username: &str, hash: &str) -> Result<bool> {
+        let n = self.conn.lock().execute(
+            "INSERT INTO users (username, password_hash, created_at)
+             SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM users)",
+            params![username, hash, now_ms()],
+        )?;
+        Ok(n == 1)
     }
 }
 

@@ -724,13 +724,19 @@ fn login_field_errors_and_form_posts() {
         "{}",
         r.text
     );
+    // A form post is the dashboard's login: a session and a redirect.
     let r = m.request(
         "POST",
         "/login",
         &[("Content-Type", "application/x-www-form-urlencoded")],
         Some("username=ops&password=long+enough+pw"),
     );
-    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(r.header("location"), Some("/"));
+    assert!(r
+        .header("set-cookie")
+        .unwrap()
+        .starts_with("mailproc_session="));
     let (code, _, err) = m.run_cli(&["set-password", "ops"], "short\n");
     assert_ne!(code, 0);
     assert!(err.contains("at least 8"), "{err}");

@@ -1,0 +1,300 @@
+//! The forms that change state: first-run setup, login, logout, the account
+//! controls and retrying a failed email. Each answers a plain form post with
+//! a redirect (or the form again with an error), so none needs JavaScript.
+//!
+//! Login and setup failures count against the same per-address limit as
+//! `POST /login` of the API (one [`crate::auth::LoginLimiter`]).
+
+use std::collections::BTreeMap;
+
+use maud::{html, Markup};
+
+use super::layout::{self, notice};
+use super::{html, local_path, redirect, same_origin, Session};
+use crate::account::Command;
+use crate::auth;
+use crate::http::{Ctx, Reply, Req};
+use crate::timestamp::now_ms;
+
+pub fn fields(req: &Req) -> BTreeMap<String, String> {
+    url::form_urlencoded::parse(&req.body)
+        .into_owned()
+        .collect()
+}
+
+pub fn forbidden(why: &str) -> Reply {
+    html(
+        403,
+        layout::bare(
+            "Request refused",
+            html! {
+                (notice("error", why))
+                p { a href="/" { "Back to the dashboard" } }
+            },
+        ),
+    )
+}
+
+/// The checks every state-changing post of a logged-in user passes: it
+/// comes from a page of this site and carries this session's CSRF token.
+pub fn check_post(req: &Req, s: &Session) -> Result<(), Reply> {
+    if !same_origin(req, true) {
+        return Err(forbidden(
+            "Cross-origin request refused: the form must be sent from this site.",
+        ));
+    }
+    let f = fields(req);
+    match f.get("_csrf") {
+        Some(t) if auth::secret_eq(t, &s.csrf) => Ok(()),
+        _ => Err(forbidden(
+            "The form is missing its security token or the token is stale. Reload the page and try again.",
+        )),
+    }
+}
+
+fn too_many() -> Reply {
+    html(
+        429,
+        layout::bare(
+            "Too many attempts",
+            notice(
+                "error",
+                "Too many failed attempts from this address. Wait 15 minutes and try again.",
+            ),
+        ),
+    )
+    .with_header("Retry-After", "900")
+}
+
+// ----- first run -----
+
+fn valid_username(u: &str) -> bool {
+    !u.is_empty() && u.len() <= 64 && !u.chars().any(|c| c.is_control() || c == ':')
+}
+
+fn setup_form(username: &str, error: Option<&str>) -> Markup {
+    layout::bare(
+        "Set up mailproc",
+        html! {
+            p { "Create the administrator of this dashboard. The " strong { "setup code" }
+                " is in the service's log (standard error, or " code { "journalctl -u mailproc" }
+                "); a new one is printed each time the service starts until a user exists." }
+            @if let Some(e) = error { (notice("error", e)) }
+            form.stack method="post" action="/setup" {
+                label for="username" { "Username" }
+                input #username name="username" type="text" required autocomplete="username"
+                    maxlength="64" value=(username);
+                label for="password" { "Password " span.hint { "(at least 8 characters)" } }
+                input #password name="password" type="password" required minlength="8"
+                    autocomplete="new-password";
+                label for="password2" { "Password again" }
+                input #password2 name="password2" type="password" required minlength="8"
+                    autocomplete="new-password";
+                label for="code" { "Setup code" }
+                input #code name="code" type="text" required autocomplete="off"
+                    spellcheck="false" placeholder="XXXX-XXXX-XXXX";
+                button type="submit" { "Create administrator" }
+            }
+        },
+    )
+}
+
+pub fn setup_page(_ctx: &Ctx, _req: &Req) -> Reply {
+    html(200, setup_form("", None))
+}
+
+pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
+    if !same_origin(req, false) {
+        return forbidden("Cross-origin request refused.");
+    }
+    if ctx.limiter.blocked(req.client_ip) {
+        return too_many();
+    }
+    let f = fields(req);
+    let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
+    let username = get("username").trim();
+    let again = |msg: &str| html(400, setup_form(username, Some(msg)));
+    if !ctx.dashboard.setup_code_matches(get("code")) {
+        ctx.limiter.fail(req.client_ip);
+        log::warn!(
+            "dashboard: setup attempt with a wrong or missing code from {}",
+            req.client_ip
+        );
+        return again("The setup code is missing or wrong. Copy it from the service's log.");
+    }
+    if !valid_username(username) {
+        return again(
+            "Choose a username of 1 to 64 characters, without ':' or control characters.",
+        );
+    }
+    let password = get("password");
+    if password.chars().count() < 8 {
+        return again("The password must be at least 8 characters.");
+    }
+    if password != get("password2") {
+        return again("The two passwords differ.");
+    }
+    let hash = match auth::hash_password(password) {
+        Ok(h) => h,
+        Err(e) => return super::pages::error_page(&e),
+    };
+    match ctx.store.create_first_user(username, &hash) {
+        Ok(true) => {}
+        // Someone else finished setup first (or `set-password` ran).
+        Ok(false) => {
+            ctx.dashboard.close_setup();
+            return redirect("/login");
+        }
+        Err(e) => return super::pages::error_page(&e.to_string()),
+    }
+    ctx.dashboard.close_setup();
+    log::info!(
+        "dashboard: administrator {username:?} created through the setup page from {}",
+        req.client_ip
+    );
+    start_session(ctx, req, username, "/")
+}
+
+/// Opens a session for `user` and sends the browser on to `to`.
+fn start_session(ctx: &Ctx, req: &Req, user: &str, to: &str) -> Reply {
+    let ttl = ctx.config().config.dashboard.session_ttl.0;
+    let token = auth::new_token();
+    let mac = auth::token_mac(&ctx.session_secret, &token);
+    if let Err(e) = ctx
+        .store
+        .create_session(&mac, user, now_ms() + ttl.as_millis() as i64)
+    {
+        return super::pages::error_page(&e.to_string());
+    }
+    redirect(to).with_header(
+        "Set-Cookie",
+        auth::session_cookie(&token, ttl.as_secs(), req.secure),
+    )
+}
+
+// ----- login and logout -----
+
+fn login_form(username: &str, next: &str, error: Option<&str>, info: Option<&str>) -> Markup {
+    layout::bare(
+        "Log in",
+        html! {
+            @if let Some(i) = info { (notice("info", i)) }
+            @if let Some(e) = error { (notice("error", e)) }
+            form.stack method="post" action="/login" {
+                input type="hidden" name="next" value=(next);
+                label for="username" { "Username" }
+                input #username name="username" type="text" required autocomplete="username"
+                    value=(username);
+                label for="password" { "Password" }
+                input #password name="password" type="password" required
+                    autocomplete="current-password";
+                button type="submit" { "Log in" }
+            }
+            p.hint { "Forgot the password? Reset it on the server with "
+                code { "mailproc set-password USER" } "." }
+        },
+    )
+}
+
+pub fn login_page(ctx: &Ctx, req: &Req) -> Reply {
+    let next = req.query("next").and_then(local_path).unwrap_or("/".into());
+    if super::session(ctx, req).is_ok() {
+        return redirect(&next);
+    }
+    let info = (req.query("expired") == Some("1"))
+        .then_some("Your session has ended. Log in again to continue.");
+    html(200, login_form("", &next, None, info))
+}
+
+pub fn login_post(ctx: &Ctx, req: &Req) -> Reply {
+    if !same_origin(req, false) {
+        return forbidden("Cross-origin request refused.");
+    }
+    if ctx.limiter.blocked(req.client_ip) {
+        return too_many();
+    }
+    let f = fields(req);
+    let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
+    let (user, next) = (
+        get("username"),
+        local_path(get("next")).unwrap_or("/".into()),
+    );
+    let hash = ctx.store.password_hash(user).ok().flatten();
+    if !auth::verify_login(get("password"), hash.as_deref()) {
+        ctx.limiter.fail(req.client_ip);
+        log::warn!("login failed for {user:?} from {}", req.client_ip);
+        return html(
+            401,
+            login_form(user, &next, Some("Wrong username or password."), None),
+        );
+    }
+    ctx.limiter.succeed(req.client_ip);
+    log::info!("{user} logged in from {} (dashboard)", req.client_ip);
+    start_session(ctx, req, user, &next)
+}
+
+pub fn logout_post(ctx: &Ctx, req: &Req) -> Reply {
+    let clear = auth::session_cookie("", 0, req.secure);
+    if req.method != "POST" {
+        return super::method_not_allowed("POST");
+    }
+    if let Ok(s) = super::session(ctx, req) {
+        if let Err(r) = check_post(req, &s) {
+            return r;
+        }
+        if let Some(token) = req
+            .header("Cookie")
+            .and_then(|c| auth::cookie(c, auth::SESSION_COOKIE))
+        {
+            let _ = ctx
+                .store
+                .delete_session(&auth::token_mac(&ctx.session_secret, token));
+        }
+        log::info!("{} logged out", s.user);
+    }
+    redirect("/login").with_header("Set-Cookie", clear)
+}
+
+// ----- controls -----
+
+/// Where a control form sends the browser back to: its `back` field when
+/// that is a local path, else `fallback`.
+fn back(req: &Req, fallback: &str) -> String {
+    fields(req)
+        .get("back")
+        .and_then(|b| local_path(b))
+        .unwrap_or_else(|| fallback.to_string())
+}
+
+pub fn account_command(ctx: &Ctx, req: &Req, name: &str, cmd: &str) -> Reply {
+    let (Some(h), Some(command)) = (ctx.accounts.get(name), Command::parse(cmd)) else {
+        return super::pages::not_found_bare("There is no such account or command.");
+    };
+    match h.send(command) {
+        Ok(state) => {
+            log::info!(
+                "{name}: {cmd} requested from the dashboard (now {})",
+                state.as_str()
+            );
+            redirect(&back(req, &layout::account_url(name)))
+        }
+        Err(msg) => super::pages::error_page(msg),
+    }
+}
+
+pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
+    let Ok(id) = id.parse::<i64>() else {
+        return super::pages::not_found_bare("There is no such email.");
+    };
+    match ctx.store.retry_failed(id) {
+        Ok(Some(account)) => {
+            if let Some(h) = ctx.accounts.get(&account) {
+                let _ = h.send(Command::Process);
+            }
+            log::info!("{account}: email {id} put back in line from the dashboard");
+            redirect(&back(req, &format!("/activity/{id}")))
+        }
+        Ok(None) => super::pages::not_found_bare("There is no failed email with this id."),
+        Err(e) => super::pages::error_page(&e.to_string()),
+    }
+}

@@ -1,0 +1,227 @@
+//! The frame every page shares (head, navigation, logout) and the small
+//! formatting helpers pages use: times in UTC with the ISO text in a
+//! `title`, numbers with thousands separators, state and status badges.
+
+use maud::{html, Markup, DOCTYPE};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+
+use super::assets;
+use super::Session;
+use crate::timestamp::iso_ms;
+
+/// The navigation bar: path, label.
+const NAV: &[(&str, &str)] = &[
+    ("/", "Overview"),
+    ("/activity", "Activity"),
+    ("/accounts", "Accounts"),
+    ("/failed", "Failed & review"),
+    ("/webhooks", "Webhooks"),
+    ("/logs", "Logs"),
+    ("/config", "Configuration"),
+];
+
+fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            meta name="color-scheme" content="light";
+            title { (title) " · mailproc" }
+            link rel="stylesheet" href=(assets::url("style.css"));
+            link rel="icon" type="image/svg+xml" href=(assets::url("favicon.svg"));
+        }
+    }
+}
+
+/// A page of the logged-in dashboard. `current` is the navigation entry to
+/// mark as the current page.
+pub fn page(title: &str, current: &str, s: &Session, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    a.brand href="/" { (logo()) span { "mailproc" } }
+                    nav aria-label="Main" {
+                        ul {
+                            @for (href, label) in NAV {
+                                li {
+                                    @if *href == current {
+                                        a href=(href) aria-current="page" { (label) }
+                                    } @else {
+                                        a href=(href) { (label) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    form.logout method="post" action="/logout" {
+                        input type="hidden" name="_csrf" value=(s.csrf);
+                        span.user { (s.user) }
+                        button type="submit" { "Log out" }
+                    }
+                }
+                main id="main" {
+                    h1 { (title) }
+                    (body)
+                }
+                (footer())
+            }
+        }
+    }
+}
+
+/// A page without navigation: setup, login, errors before login.
+pub fn bare(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body.bare {
+                main id="main" class="narrow" {
+                    p.brand { (logo()) span { "mailproc" } }
+                    h1 { (title) }
+                    (body)
+                }
+                (footer())
+            }
+        }
+    }
+}
+
+fn footer() -> Markup {
+    html! {
+        footer.foot {
+            "mailproc " (env!("CARGO_PKG_VERSION")) " · times in UTC"
+        }
+    }
+}
+
+fn logo() -> Markup {
+    html! {
+        img src=(assets::url("favicon.svg")) alt="" width="24" height="24";
+    }
+}
+
+/// An error or notice box.
+pub fn notice(kind: &str, text: &str) -> Markup {
+    html! {
+        p class={ "notice " (kind) } role=(if kind == "error" { "alert" } else { "status" }) { (text) }
+    }
+}
+
+/// `2026-11-22 23:20:36 UTC`, with the exact ISO text in `title` and
+/// `datetime`.
+pub fn time_iso(iso: &str) -> Markup {
+    let shown = if iso.len() >= 19 {
+        format!("{} {} UTC", &iso[..10], &iso[11..19])
+    } else {
+        iso.to_string()
+    };
+    html! { time datetime=(iso) title=(iso) { (shown) } }
+}
+
+pub fn time_ms(ms: i64) -> Markup {
+    time_iso(&iso_ms(ms))
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An account state or email status as a labelled badge (the word itself is
+/// the information; colour only repeats it).
+pub fn badge(word: &str) -> Markup {
+    html! { span class={ "badge b-" (word) } { (word.replace('_', " ")) } }
+}
+
+/// Characters escaped in a path segment (an account name in a URL).
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'\\')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
+pub fn account_url(name: &str) -> String {
+    format!("/accounts/{}", utf8_percent_encode(name, SEGMENT))
+}
+
+/// `move → Receipts, flag \Flagged, read`.
+pub fn actions_text(actions: &serde_json::Value) -> String {
+    let Some(list) = actions.as_array() else {
+        return String::new();
+    };
+    if list.is_empty() {
+        return "none".into();
+    }
+    list.iter()
+        .map(|a| {
+            let kind = a["type"].as_str().unwrap_or("?");
+            if let Some(f) = a["folder"].as_str() {
+                format!("{kind} → {f}")
+            } else if let Some(flags) = a["flags"].as_array() {
+                let flags: Vec<&str> = flags.iter().filter_map(|f| f.as_str()).collect();
+                format!("{kind} {}", flags.join(" "))
+            } else {
+                kind.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Links to the previous and next page; `link(page)` builds a page's URL.
+pub fn pager(page: u64, total_pages: u64, total: u64, link: impl Fn(u64) -> String) -> Markup {
+    let total_pages = total_pages.max(1);
+    html! {
+        nav.pager aria-label="Pages" {
+            @if page > 1 {
+                a href=(link(page - 1)) rel="prev" { "← Newer" }
+            }
+            span { "Page " (thousands(page)) " of " (thousands(total_pages))
+                   " · " (thousands(total)) " entries" }
+            @if page < total_pages {
+                a href=(link(page + 1)) rel="next" { "Older →" }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn action_summaries() {
+        let a = serde_json::json!([{"type":"move","folder":"Receipts"},{"type":"flag","flags":["\\Flagged"]},{"type":"read"}]);
+        assert_eq!(actions_text(&a), "move → Receipts, flag \\Flagged, read");
+        assert_eq!(actions_text(&serde_json::json!([])), "none");
+    }
+}

@@ -1,0 +1,400 @@
+//! The dashboard: server-rendered HTML pages for the operator (DESIGN §8).
+//!
+//! [`route`] looks at every request first and answers only the paths it owns
+//! (`/`, `/setup`, `/login` as a page or a form post, `/logout` from a form,
+//! `/activity`, `/accounts`, ..., `/static/*`); `/api/*`, `/health`,
+//! `/metrics` and JSON posts to `/login` and `/logout` go on to `api`. With
+//! `dashboard.enabled: false` it owns nothing, so those pages are 404.
+//!
+//! Guarantees: every page needs a live session, else it redirects to
+//! `/login?next=<local path>`; while no user exists every page redirects to
+//! `/setup`, which needs the one-time code printed to standard error at
+//! start-up. Every state-changing form must come from our own origin and
+//! carry the session's CSRF token. Pages work without JavaScript, load no
+//! inline script or style (the CSP says so), and maud escapes every value.
+
+mod account;
+mod assets;
+mod chart;
+mod forms;
+mod layout;
+mod pages;
+
+use std::net::SocketAddr;
+
+use maud::Markup;
+use parking_lot::Mutex;
+
+use crate::auth::{self, SESSION_COOKIE};
+use crate::http::{Ctx, Reply, Req};
+use crate::store::Store;
+
+/// What the dashboard keeps between requests.
+pub struct Dashboard {
+    /// The one-time code that lets the first visitor create the first user;
+    /// `None` once a user exists (or when the dashboard is off).
+    setup_code: Mutex<Option<String>>,
+}
+
+/// Letters and digits that cannot be mistaken for each other when copied
+/// from a log: 32 symbols, 5 bits each.
+const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+impl Dashboard {
+    /// Prepares the dashboard at start-up. While no user exists, a fresh
+    /// setup code is printed to standard error, the log an operator reads
+    /// (journald under systemd). It goes to stderr directly and not through
+    /// the logger, whose in-memory ring `/api/logs` serves: an API key with
+    /// `read:logs` (or an open API) must not be able to claim the dashboard.
+    pub fn start(enabled: bool, store: &Store, addr: SocketAddr) -> Dashboard {
+        let mut code = None;
+        if enabled && store.user_count().unwrap_or(0) == 0 {
+            let c = new_setup_code();
+            eprintln!(
+                "mailproc: dashboard setup code {c} - open http://{addr}/setup to create the \
+                 first user (or run `mailproc set-password USER`)"
+            );
+            log::warn!(
+                "dashboard: no user exists yet; the one-time code for http://{addr}/setup was \
+                 printed to standard error"
+            );
+            code = Some(c);
+        }
+        Dashboard {
+            setup_code: Mutex::new(code),
+        }
+    }
+
+    /// Whether `given` is the setup code (case, spaces and dashes ignored),
+    /// compared in constant time.
+    fn setup_code_matches(&self, given: &str) -> bool {
+        let norm = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !c.is_whitespace() && *c != '-')
+                .map(|c| c.to_ascii_uppercase())
+                .collect()
+        };
+        match &*self.setup_code.lock() {
+            Some(code) => auth::secret_eq(&norm(code), &norm(given)),
+            None => false,
+        }
+    }
+
+    /// Setup is over for good once a user exists.
+    fn close_setup(&self) {
+        *self.setup_code.lock() = None;
+    }
+}
+
+fn new_setup_code() -> String {
+    let bytes = auth::random_bytes::<12>();
+    let chars: Vec<char> = bytes
+        .iter()
+        .map(|b| CODE_ALPHABET[usize::from(b & 31)] as char)
+        .collect();
+    chars
+        .chunks(4)
+        .map(|c| c.iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// A logged-in visitor.
+pub(crate) struct Session {
+    pub user: String,
+    /// The per-session CSRF token every state-changing form carries.
+    pub csrf: String,
+}
+
+enum NoSession {
+    /// No cookie was sent.
+    Absent,
+    /// A cookie was sent but names no live session (expired or logged out).
+    Ended,
+}
+
+fn session(ctx: &Ctx, req: &Req) -> Result<Session, NoSession> {
+    let token = req
+        .header("Cookie")
+        .and_then(|c| auth::cookie(c, SESSION_COOKIE))
+        .filter(|t| !t.is_empty())
+        .ok_or(NoSession::Absent)?;
+    let mac = auth::token_mac(&ctx.session_secret, token);
+    match ctx.store.session_user(&mac) {
+        Ok(Some(user)) => Ok(Session {
+            user,
+            csrf: csrf_token(ctx, token),
+        }),
+        _ => Err(NoSession::Ended),
+    }
+}
+
+/// HMAC of the session token under the session secret, in its own domain
+/// (the `csrf:` prefix) so it is never the value the store keeps.
+fn csrf_token(ctx: &Ctx, session_token: &str) -> String {
+    auth::token_mac(&ctx.session_secret, &format!("csrf:{session_token}"))
+}
+
+/// Whether `Origin` (or, without it, `Referer`) names this host. `required`
+/// refuses a request that sends neither; without it only a foreign origin is
+/// refused (scripts posting a login form send no `Origin`).
+fn same_origin(req: &Req, required: bool) -> bool {
+    let Some(origin) = req.header("Origin").or_else(|| req.header("Referer")) else {
+        return !required;
+    };
+    let Some(host) = req.host.as_deref() else {
+        return false;
+    };
+    url::Url::parse(origin).is_ok_and(|u| {
+        let authority = match u.port() {
+            Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")),
+            None => u.host_str().unwrap_or("").to_string(),
+        };
+        authority.eq_ignore_ascii_case(host)
+    })
+}
+
+/// `next` as a path on this site, or `None`. Only a single leading slash
+/// followed by no backslash, whitespace or control character is accepted,
+/// so `//evil.example`, `/\evil.example` and `/\t/evil.example` (browsers
+/// drop tabs) cannot leave the site; the result is re-encoded by the URL
+/// parser so the `Location` header is plain ASCII.
+pub(crate) fn local_path(next: &str) -> Option<String> {
+    if !next.starts_with('/')
+        || next.starts_with("//")
+        || next.len() > 2000
+        || next
+            .chars()
+            .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
+    {
+        return None;
+    }
+    let base = url::Url::parse("http://local.invalid/").ok()?;
+    let u = base.join(next).ok()?;
+    if u.host_str() != Some("local.invalid") || u.scheme() != "http" {
+        return None;
+    }
+    let mut out = u.path().to_string();
+    if let Some(q) = u.query() {
+        out.push('?');
+        out.push_str(q);
+    }
+    Some(out)
+}
+
+/// The path and query of this request, to come back to after logging in.
+fn here(req: &Req) -> String {
+    let mut out = url::Url::parse("http://local.invalid/")
+        .and_then(|b| b.join(&req.path))
+        .map(|u| u.path().to_string())
+        .unwrap_or_else(|_| "/".into());
+    if !req.query.is_empty() {
+        out.push('?');
+        out.push_str(
+            &url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(req.query.iter())
+                .finish(),
+        );
+    }
+    out
+}
+
+/// The response headers every page carries: no script at all, styles and
+/// images only from here, no framing, no referrer to other sites.
+const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+                   form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+pub(crate) fn html(status: u16, markup: Markup) -> Reply {
+    Reply::text(status, "text/html; charset=utf-8", markup.into_string())
+        .with_header("Content-Security-Policy", CSP)
+        .with_header("X-Frame-Options", "DENY")
+        .with_header("Referrer-Policy", "same-origin")
+}
+
+/// 303 See Other: after a form post the browser fetches `to` with GET.
+pub(crate) fn redirect(to: &str) -> Reply {
+    Reply::text(303, "text/plain; charset=utf-8", format!("See {to}\n"))
+        .with_header("Location", to)
+        .with_header("Referrer-Policy", "same-origin")
+}
+
+fn login_redirect(req: &Req, why: NoSession) -> Reply {
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    q.append_pair("next", &here(req));
+    if matches!(why, NoSession::Ended) {
+        q.append_pair("expired", "1");
+    }
+    redirect(&format!("/login?{}", q.finish()))
+}
+
+fn is_form(req: &Req) -> bool {
+    req.header("Content-Type")
+        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// Routes a request the dashboard owns; `None` hands it on to the API.
+pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
+    let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+    let m = req.method.as_str();
+    match (m, segs.as_slice()) {
+        (_, ["api", ..] | ["health"] | ["metrics"]) => return None,
+        // JSON logins and logouts are the API's; forms and pages are ours.
+        ("POST", ["login"] | ["logout"]) if !is_form(req) => return None,
+        _ => {}
+    }
+    if !owned(&segs) || !ctx.config().config.dashboard.enabled {
+        return None;
+    }
+    let get = m == "GET" || m == "HEAD";
+    if let (true, ["static", file]) = (get, segs.as_slice()) {
+        return Some((assets::serve(req, file), "/static"));
+    }
+    if let (true, ["favicon.ico"]) = (get, segs.as_slice()) {
+        return Some((assets::serve(req, "favicon.svg"), "/static"));
+    }
+
+    // First run: nothing but the setup page until a user exists.
+    let no_user = ctx.store.user_count().unwrap_or(0) == 0;
+    if let ["setup"] = segs.as_slice() {
+        let reply = match (get, no_user) {
+            (true, true) => forms::setup_page(ctx, req),
+            (false, true) if m == "POST" => forms::setup_post(ctx, req),
+            (_, false) => {
+                ctx.dashboard.close_setup();
+                if get {
+                    redirect("/")
+                } else {
+                    forms::forbidden("Setup is complete; log in instead.")
+                }
+            }
+            _ => method_not_allowed("GET, POST"),
+        };
+        return Some((reply, "/setup"));
+    }
+    if no_user {
+        return Some((redirect("/setup"), "/setup"));
+    }
+
+    if let ["login"] = segs.as_slice() {
+        let reply = match m {
+            "GET" | "HEAD" => forms::login_page(ctx, req),
+            "POST" => forms::login_post(ctx, req),
+            _ => method_not_allowed("GET, POST"),
+        };
+        return Some((reply, "/login"));
+    }
+    if let ["logout"] = segs.as_slice() {
+        return Some((forms::logout_post(ctx, req), "/logout"));
+    }
+
+    let s = match session(ctx, req) {
+        Ok(s) => s,
+        Err(why) => return Some((login_redirect(req, why), "/login")),
+    };
+    if !get {
+        // Every state change: a POST from our own origin with our token.
+        if m != "POST" {
+            return Some((method_not_allowed("GET, POST"), "/dashboard"));
+        }
+        if let Err(r) = forms::check_post(req, &s) {
+            return Some((r, "/dashboard/forbidden"));
+        }
+    }
+    let (reply, label) = match (get, segs.as_slice()) {
+        (true, [""]) => (pages::overview(ctx, &s), "/"),
+        (true, ["activity"]) => (pages::activity(ctx, req, &s), "/activity"),
+        (true, ["activity", id]) => (pages::activity_detail(ctx, &s, id), "/activity/:id"),
+        (false, ["activity", id, "retry"]) => (forms::retry(ctx, req, id), "/activity/:id/retry"),
+        (true, ["accounts"]) => (account::list(ctx, &s), "/accounts"),
+        (true, ["accounts", name]) => (account::page(ctx, &s, name, None), "/accounts/:name"),
+        (false, ["accounts", name, "test-webhook"]) => (
+            account::test_webhook(ctx, req, &s, name),
+            "/accounts/:name/test-webhook",
+        ),
+        (false, ["accounts", name, cmd]) => (
+            forms::account_command(ctx, req, name, cmd),
+            "/accounts/:name/:command",
+        ),
+        (true, ["failed"]) => (pages::failed(ctx, &s), "/failed"),
+        (true, ["webhooks"]) => (pages::deliveries(ctx, req, &s), "/webhooks"),
+        (true, ["logs"]) => (pages::logs(ctx, req, &s), "/logs"),
+        (true, ["config"]) => (pages::config(ctx, &s), "/config"),
+        _ => (
+            method_not_allowed(if get { "POST" } else { "GET" }),
+            "/dashboard",
+        ),
+    };
+    Some((reply, label))
+}
+
+/// The paths of the dashboard; any other goes on to the API's 404.
+fn owned(segs: &[&str]) -> bool {
+    matches!(
+        segs,
+        [""] | ["setup" | "login" | "logout" | "activity" | "accounts" | "failed"]
+            | ["webhooks" | "logs" | "config" | "favicon.ico"]
+            | ["activity" | "accounts" | "static", _]
+            | ["activity", _, "retry"]
+            | [
+                "accounts",
+                _,
+                "pause" | "resume" | "reconnect" | "process" | "test-webhook"
+            ]
+    )
+}
+
+fn method_not_allowed(allow: &'static str) -> Reply {
+    html(
+        405,
+        layout::bare(
+            "Method not allowed",
+            maud::html! { p { "This address does not accept that method." } },
+        ),
+    )
+    .with_header("Allow", allow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_stays_on_this_site() {
+        assert_eq!(
+            local_path("/activity?page=2").as_deref(),
+            Some("/activity?page=2")
+        );
+        assert_eq!(local_path("/").as_deref(), Some("/"));
+        for bad in [
+            "https://evil.example",
+            "//evil.example",
+            "/\\evil.example",
+            "/\t/evil.example",
+            "\\\\evil.example",
+            "evil.example",
+            "",
+            "/\n/evil.example",
+            "javascript:alert(1)",
+        ] {
+            assert_eq!(local_path(bad), None, "{bad:?}");
+        }
+        // Dot segments are resolved, never climbing off the site.
+        assert_eq!(local_path("/a/../../x").as_deref(), Some("/x"));
+        assert_eq!(local_path("/é").as_deref(), Some("/%C3%A9"));
+    }
+
+    #[test]
+    fn setup_codes_are_long_and_forgiving_to_type() {
+        let c = new_setup_code();
+        assert_eq!(c.len(), 14, "{c}");
+        let d = Dashboard {
+            setup_code: Mutex::new(Some(c.clone())),
+        };
+        assert!(d.setup_code_matches(&c));
+        assert!(d.setup_code_matches(&c.to_lowercase().replace('-', " ")));
+        assert!(!d.setup_code_matches("AAAA-AAAA-AAAA"));
+        assert!(!d.setup_code_matches(""));
+        d.close_setup();
+        assert!(!d.setup_code_matches(&c));
+    }
+}

@@ -1,0 +1,677 @@
+//! The dashboard end to end: the real binary, a real Dovecot where mail is
+//! shown, a browser's requests made by hand (cookies, `Origin`, form posts).
+
+mod common;
+
+use std::time::Duration;
+
+use common::dovecot::Dovecot;
+use common::mailproc::{Mailproc, Resp};
+use common::model::{answer, Model, Reply};
+use serde_json::json;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// The setup code the service printed to its log at the latest start.
+fn setup_code(m: &Mailproc) -> String {
+    m.log()
+        .lines()
+        .rev()
+        .filter_map(|l| l.split("setup code ").nth(1))
+        .find_map(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no setup code in the log:\n{}", m.log()))
+        .to_string()
+}
+
+fn form(fields: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish()
+}
+
+/// A browser: a cookie jar of one cookie, and the `Origin` a browser sends
+/// with a form post from our own pages.
+struct Browser<'a> {
+    m: &'a Mailproc,
+    cookie: Option<String>,
+}
+
+impl<'a> Browser<'a> {
+    fn new(m: &'a Mailproc) -> Self {
+        Browser { m, cookie: None }
+    }
+
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.m.port)
+    }
+
+    fn keep_cookie(&mut self, r: &Resp) {
+        if let Some(c) = r.header("set-cookie") {
+            let pair = c.split(';').next().unwrap().to_string();
+            self.cookie = (!pair.ends_with('=')).then_some(pair);
+        }
+    }
+
+    fn get(&mut self, path: &str) -> Resp {
+        let mut h = Vec::new();
+        if let Some(c) = &self.cookie {
+            h.push(("Cookie", c.as_str()));
+        }
+        let r = self.m.request("GET", path, &h, None);
+        self.keep_cookie(&r);
+        r
+    }
+
+    fn post_as(&mut self, path: &str, fields: &[(&str, &str)], origin: Option<&str>) -> Resp {
+        let mut h = vec![("Content-Type", "application/x-www-form-urlencoded")];
+        if let Some(o) = origin {
+            h.push(("Origin", o));
+        }
+        if let Some(c) = &self.cookie {
+            h.push(("Cookie", c.as_str()));
+        }
+        let r = self.m.request("POST", path, &h, Some(&form(fields)));
+        self.keep_cookie(&r);
+        r
+    }
+
+    fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> Resp {
+        let origin = self.origin();
+        self.post_as(path, fields, Some(&origin))
+    }
+
+    /// Posts a form the way its page would: with the page's CSRF token.
+    fn submit(&mut self, path: &str, fields: &[(&str, &str)]) -> Resp {
+        let token = self.csrf();
+        let mut all = vec![("_csrf", token.as_str())];
+        all.extend_from_slice(fields);
+        self.post(path, &all)
+    }
+
+    /// The CSRF token of the current session, as any page carries it.
+    fn csrf(&mut self) -> String {
+        let page = self.get("/accounts");
+        assert_eq!(page.status, 200, "{}", page.text);
+        let (_, rest) = page
+            .text
+            .split_once("name=\"_csrf\" value=\"")
+            .expect("a CSRF field");
+        rest.split('"').next().unwrap().to_string()
+    }
+
+    fn login(&mut self, user: &str, password: &str) -> Resp {
+        self.post(
+            "/login",
+            &[("username", user), ("password", password), ("next", "/")],
+        )
+    }
+}
+
+fn location(r: &Resp) -> &str {
+    r.header("location")
+        .unwrap_or_else(|| panic!("no Location in {} {}", r.status, r.text))
+}
+
+fn assert_redirect(r: &Resp, to: &str) {
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(location(r), to);
+}
+
+fn with_user(yaml: &str) -> Mailproc {
+    let m = Mailproc::start(yaml);
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], &format!("{PASSWORD}\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    m
+}
+
+const PLAIN: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
+
+#[test]
+fn setup_needs_the_logged_code_and_then_closes() {
+    let mut m = Mailproc::start(PLAIN);
+    let first = setup_code(&m);
+    assert_eq!(first.len(), 14, "{first}");
+    let mut b = Browser::new(&m);
+    for page in ["/", "/activity", "/login", "/config"] {
+        assert_redirect(&b.get(page), "/setup");
+    }
+    let setup = b.get("/setup");
+    assert_eq!(setup.status, 200);
+    assert!(setup.text.contains("label for=\"code\""), "{}", setup.text);
+
+    // A new code at each start while no user exists; the old one is dead.
+    m.restart();
+    let code = setup_code(&m);
+    assert_ne!(code, first);
+    // Not in the log ring: whoever may read /api/logs must not claim setup.
+    let logs = m.get("/api/logs?limit=2000&level=trace");
+    assert_eq!(logs.status, 200);
+    assert!(logs.text.contains("one-time code"), "{}", logs.text);
+    assert!(!logs.text.contains(&code), "{}", logs.text);
+    let mut b = Browser::new(&m);
+    let setup = |b: &mut Browser, user: &str, again: &str, code: &str, origin: Option<&str>| {
+        let fields = [
+            ("username", user),
+            ("password", PASSWORD),
+            ("password2", again),
+            ("code", code),
+        ];
+        match origin {
+            Some(o) => b.post_as("/setup", &fields, Some(o)),
+            None => b.post("/setup", &fields),
+        }
+    };
+    for bad in ["", "WRNG-CODE-0000", first.as_str()] {
+        let r = setup(&mut b, "admin", PASSWORD, bad, None);
+        assert_eq!(r.status, 400, "{}", r.text);
+        assert!(
+            r.text.contains("setup code is missing or wrong"),
+            "{}",
+            r.text
+        );
+        assert!(b.cookie.is_none());
+    }
+    assert_redirect(&b.get("/"), "/setup");
+    let r = setup(&mut b, "admin", "something else entirely", &code, None);
+    assert_eq!(r.status, 400);
+    assert!(r.text.contains("passwords differ"));
+    // A foreign origin is refused even with the right code.
+    let r = setup(
+        &mut b,
+        "admin",
+        PASSWORD,
+        &code,
+        Some("http://evil.example"),
+    );
+    assert_eq!(r.status, 403);
+    assert_redirect(&b.get("/"), "/setup");
+
+    // The right code: the administrator exists, is logged in, lands on /.
+    let r = setup(&mut b, "admin", PASSWORD, &code, None);
+    assert_redirect(&r, "/");
+    assert!(b.cookie.is_some());
+    assert_eq!(b.get("/").status, 200);
+
+    // Closed for good: the page sends you on, a post is refused, nothing
+    // is created, and a restart prints no new code.
+    assert_redirect(&b.get("/setup"), "/");
+    let mut stranger = Browser::new(&m);
+    let r = setup(&mut stranger, "intruder", PASSWORD, &code, None);
+    assert_eq!(r.status, 403);
+    assert_eq!(stranger.login("intruder", PASSWORD).status, 401);
+    assert_redirect(&stranger.login("admin", PASSWORD), "/");
+    let before = m.log().matches("setup code").count();
+    m.restart();
+    assert_eq!(m.log().matches("setup code").count(), before);
+    assert_redirect(&Browser::new(&m).get("/"), "/login?next=%2F");
+
+    // `set-password` from the shell still works alongside.
+    let (rc, out, err) = m.run_cli(&["set-password", "ops"], "another password\n");
+    assert_eq!(rc, 0, "{out}{err}");
+    let mut ops = Browser::new(&m);
+    assert_redirect(&ops.login("ops", "another password"), "/");
+}
+
+#[test]
+fn login_logout_expiry_and_no_open_redirect() {
+    let m = with_user(&format!("{PLAIN}dashboard: {{ session_ttl: 2s }}\n"));
+    let mut b = Browser::new(&m);
+    // Without a session every page goes to the login page, keeping the way back.
+    let r = b.get("/activity?page=2");
+    assert_redirect(&r, "/login?next=%2Factivity%3Fpage%3D2");
+    let page = b.get("/login?next=%2Factivity%3Fpage%3D2");
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text.contains("value=\"/activity?page=2\""),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("<label for=\"password\">"));
+
+    let r = b.post(
+        "/login",
+        &[("username", "admin"), ("password", "wrong"), ("next", "/")],
+    );
+    assert_eq!(r.status, 401);
+    assert!(r.text.contains("Wrong username or password"));
+    assert!(b.cookie.is_none());
+
+    // next: only a path on this site.
+    for evil in [
+        "https://evil.example",
+        "//evil.example",
+        "/\\evil.example",
+        "/\t/evil.example",
+    ] {
+        let mut e = Browser::new(&m);
+        let r = e.post(
+            "/login",
+            &[
+                ("username", "admin"),
+                ("password", PASSWORD),
+                ("next", evil),
+            ],
+        );
+        assert_redirect(&r, "/");
+        let r = e.get(&format!("/login?{}", form(&[("next", evil)])));
+        assert_redirect(&r, "/");
+    }
+    let r = b.post(
+        "/login",
+        &[
+            ("username", "admin"),
+            ("password", PASSWORD),
+            ("next", "/activity?page=2"),
+        ],
+    );
+    assert_redirect(&r, "/activity?page=2");
+    assert_eq!(b.get("/activity?page=2").status, 200);
+
+    // Logout needs the token, then ends the session server-side.
+    let cookie = b.cookie.clone();
+    assert_eq!(b.post("/logout", &[]).status, 403);
+    assert_eq!(b.get("/").status, 200, "a refused logout changes nothing");
+    let r = b.submit("/logout", &[]);
+    assert_redirect(&r, "/login");
+    assert!(b.cookie.is_none(), "the cookie is cleared");
+    b.cookie = cookie;
+    assert_redirect(&b.get("/"), "/login?next=%2F&expired=1");
+
+    // Expiry: a session of 2 s ends, and the page says so.
+    b.cookie = None;
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    assert_eq!(b.get("/logs").status, 200);
+    std::thread::sleep(Duration::from_millis(2500));
+    let r = b.get("/logs");
+    assert_redirect(&r, "/login?next=%2Flogs&expired=1");
+    assert!(b.get(location(&r)).text.contains("Your session has ended"));
+
+    // Ten failures from one address, page and API counted together, → 429.
+    let mut x = Browser::new(&m);
+    for _ in 0..5 {
+        assert_eq!(x.login("admin", "nope").status, 401);
+        let api = m.post(
+            "/login",
+            &json!({"username":"admin","password":"nope"}).to_string(),
+        );
+        assert_eq!(api.status, 401);
+    }
+    assert_eq!(x.login("admin", PASSWORD).status, 429);
+    let api = m.post(
+        "/login",
+        &json!({"username":"admin","password":PASSWORD}).to_string(),
+    );
+    assert_eq!(api.status, 429);
+}
+
+fn msg(id: &str, from: &str, subject: &str) -> Vec<u8> {
+    format!(
+        "From: {from}\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
+         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\
+         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {id}.\r\n"
+    )
+    .into_bytes()
+}
+
+/// One account `acct` on `d`, rules first, the scripted model for the rest.
+fn account_config(d: &Dovecot, model: &Model, extra: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         webhook_settings: {{ allow_private: [\"127.0.0.1\"] }}\n\
+         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 2s, max_retries: 0 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts] }}\n    provider: fake\n    max_attempts: 1\n    poll_interval: 30s\n    \
+         rules:\n      - {{ name: invoices, when: {{ subject: \"(?i)invoice\" }}, actions: [ {{ type: move, folder: Receipts }}, {{ type: flag, flags: [\"\\\\Flagged\"] }} ] }}\n{extra}",
+        model.url(),
+        d.imap_port,
+    )
+}
+
+fn scripted_model() -> Model {
+    Model::start(2, |r| {
+        if r.subject().contains("explode") {
+            Reply::Status(500, None)
+        } else {
+            answer(json!([{ "type": "read" }]), "looks <b>harmless</b>")
+        }
+    })
+}
+
+fn total(m: &Mailproc, query: &str) -> u64 {
+    m.get(&format!("/api/activity?pageSize=1{query}")).body["total"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+const HOSTILE: &str = "<script>alert(1)</script>";
+
+#[test]
+fn pages_show_processed_mail_escaped() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let m = with_user(&account_config(&d, &model, ""));
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("inv1", "Shop <shop@example.org>", "Invoice 1234"),
+    );
+    d.seed(
+        "test",
+        "INBOX",
+        &msg(
+            "evil",
+            "\"<img src=x onerror=alert(2)>\" <evil@example.org>",
+            HOSTILE,
+        ),
+    );
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("boom", "x@example.org", "please explode"),
+    );
+    m.wait_for(Duration::from_secs(20), "three messages recorded", || {
+        (total(&m, "&status=ok") >= 2 && total(&m, "&status=failed") >= 1).then_some(())
+    });
+    let mut anon = Browser::new(&m);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+
+    let inv = m.get("/api/activity?search=Invoice").body["entries"][0].clone();
+    let inv_id = inv["id"].as_i64().unwrap();
+    let failed_id = m.get("/api/activity?status=failed").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let pages = [
+        "/".to_string(),
+        "/activity".into(),
+        "/activity?accountName=acct&actionType=move&status=ok&search=Invoice&from=2020-01-01&to=2099-12-31".into(),
+        format!("/activity/{inv_id}"),
+        "/accounts".into(),
+        "/accounts/acct".into(),
+        "/failed".into(),
+        "/webhooks".into(),
+        "/logs".into(),
+        "/logs?level=debug".into(),
+        "/config".into(),
+    ];
+    for p in &pages {
+        let r = b.get(p);
+        assert_eq!(r.status, 200, "{p}: {}", r.text);
+        assert!(r.header("content-type").unwrap().starts_with("text/html"));
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(
+            csp.contains("default-src 'none'") && !csp.contains("unsafe-inline"),
+            "{csp}"
+        );
+        assert_eq!(r.header("x-frame-options"), Some("DENY"));
+        assert_eq!(r.header("referrer-policy"), Some("same-origin"));
+        for nav in [
+            "href=\"/activity\"",
+            "href=\"/failed\"",
+            "href=\"/config\"",
+            "action=\"/logout\"",
+        ] {
+            assert!(r.text.contains(nav), "{p} lacks {nav}");
+        }
+        assert!(!r.text.contains("<script"), "{p} carries a script");
+        assert!(!r.text.contains(" style="), "{p} carries an inline style");
+        let r = anon.get(p);
+        assert_eq!(r.status, 303, "{p} without a session");
+        assert!(
+            location(&r).starts_with("/login?next=%2F"),
+            "{p}: {}",
+            location(&r)
+        );
+    }
+
+    // The processed message on the activity page and its detail page.
+    let list = b.get("/activity?search=Invoice");
+    assert!(list.text.contains("Invoice 1234"), "{}", list.text);
+    assert!(list.text.contains("move → Receipts, flag \\Flagged"));
+    let filtered = b.get("/activity?accountName=acct&actionType=move");
+    assert!(filtered.text.contains("Invoice 1234"));
+    assert!(!filtered.text.contains("please explode"));
+    let detail = b.get(&format!("/activity/{inv_id}")).text;
+    for want in [
+        "Invoice 1234",
+        "shop@example.org",
+        "INBOX",
+        &format!("<dd>{}</dd>", inv["uid"]),
+        "rules:invoices",
+        "inv1@mailproc.test",
+    ] {
+        assert!(detail.contains(want), "detail lacks {want}:\n{detail}");
+    }
+    let overview = b.get("/").text;
+    assert!(overview.contains("Invoice 1234"), "latest activity");
+    assert!(overview.contains("<svg"), "the chart");
+    assert!(overview.contains("class=\"bar c-move\""), "{overview}");
+
+    // Hostile subject and sender are text, not markup, everywhere.
+    let evil_id = m.get("/api/activity?search=script").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    for p in [
+        "/activity".to_string(),
+        format!("/activity/{evil_id}"),
+        "/".into(),
+    ] {
+        let t = b.get(&p).text;
+        assert!(
+            t.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{p}:\n{t}"
+        );
+        assert!(
+            !t.contains(HOSTILE) && !t.contains("<img src=x"),
+            "{p} is not escaped"
+        );
+    }
+    let t = b.get(&format!("/activity/{evil_id}")).text;
+    assert!(
+        t.contains("looks &lt;b&gt;harmless&lt;/b&gt;"),
+        "reasoning: {t}"
+    );
+
+    // The failed message: its error, attempts and a Retry button.
+    let t = b.get(&format!("/activity/{failed_id}")).text;
+    assert!(
+        t.contains("b-failed") && t.contains(&format!("action=\"/activity/{failed_id}/retry\"")),
+        "{t}"
+    );
+    assert!(b.get("/failed").text.contains("please explode"));
+    let r = b.submit(
+        &format!("/activity/{failed_id}/retry"),
+        &[("back", "/failed")],
+    );
+    assert_redirect(&r, "/failed");
+    assert!(m
+        .log()
+        .contains(&format!("email {failed_id} put back in line")));
+
+    // Secrets stay hidden: the IMAP password on the account and config pages.
+    let acct = b.get("/accounts/acct").text;
+    assert!(
+        acct.contains("Receipts") && acct.contains("invoices"),
+        "{acct}"
+    );
+    assert!(!acct.contains(">secret<"));
+    let conf = b.get("/config").text;
+    assert!(
+        conf.contains("password: &#39;********&#39;") || conf.contains("********"),
+        "{conf}"
+    );
+    assert!(!conf.contains("password: secret"), "{conf}");
+
+    // Static files: cached, validated by ETag.
+    let css = anon.get("/static/style.css");
+    assert_eq!(css.status, 200);
+    assert!(css.header("content-type").unwrap().starts_with("text/css"));
+    assert!(css.header("cache-control").unwrap().contains("max-age"));
+    let etag = css.header("etag").unwrap().to_string();
+    let again = m.request(
+        "GET",
+        "/static/style.css",
+        &[("If-None-Match", &etag)],
+        None,
+    );
+    assert_eq!(again.status, 304);
+    assert_eq!(anon.get("/favicon.ico").status, 200);
+    assert_eq!(anon.get("/static/nothing.css").status, 404);
+}
+
+#[test]
+fn controls_are_form_posts_with_a_token() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let m = with_user(&account_config(&d, &model, ""));
+    let state = || {
+        m.get("/health").body["accounts"]["acct"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    m.wait_for(Duration::from_secs(10), "connected", || {
+        (state() == "connected").then_some(())
+    });
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+
+    // Without the token, with a wrong one, or from another origin: 403.
+    let token = b.csrf();
+    assert_eq!(b.post("/accounts/acct/pause", &[("back", "/")]).status, 403);
+    assert_eq!(
+        b.post("/accounts/acct/pause", &[("_csrf", "0000"), ("back", "/")])
+            .status,
+        403
+    );
+    let r = b.post_as(
+        "/accounts/acct/pause",
+        &[("_csrf", &token), ("back", "/")],
+        Some("http://evil.example"),
+    );
+    assert_eq!(r.status, 403);
+    let r = b.post_as("/accounts/acct/pause", &[("_csrf", &token)], None);
+    assert_eq!(r.status, 403, "a session's post must name its origin");
+    assert_eq!(state(), "connected", "nothing changed");
+
+    // The buttons, as the overview and the account page post them.
+    assert_redirect(&b.submit("/accounts/acct/pause", &[("back", "/")]), "/");
+    assert_eq!(state(), "paused");
+    let page = b.get("/accounts/acct").text;
+    assert!(page.contains("action=\"/accounts/acct/resume\""), "{page}");
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("p1", "a@example.org", "Invoice while paused"),
+    );
+    assert_redirect(
+        &b.submit("/accounts/acct/process", &[("back", "/accounts/acct")]),
+        "/accounts/acct",
+    );
+    m.wait_for(Duration::from_secs(10), "the forced pass", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    assert_redirect(
+        &b.submit("/accounts/acct/resume", &[("back", "https://evil.example")]),
+        "/accounts/acct",
+    );
+    m.wait_for(Duration::from_secs(5), "resumed", || {
+        (state() == "connected").then_some(())
+    });
+    assert_redirect(&b.submit("/accounts/acct/reconnect", &[]), "/accounts/acct");
+    m.wait_for(Duration::from_secs(10), "reconnected", || {
+        (state() == "connected").then_some(())
+    });
+    assert_eq!(b.submit("/accounts/nobody/pause", &[]).status, 404);
+
+    // Test Webhook: the SSRF refusal text, then a real answer from a
+    // receiver on loopback (allowed by allow_private).
+    let r = b.submit(
+        "/accounts/acct/test-webhook",
+        &[("url", "http://10.1.2.3/hook")],
+    );
+    assert_eq!(r.status, 400);
+    assert!(
+        r.text
+            .contains("Cannot test webhooks to private or local addresses"),
+        "{}",
+        r.text
+    );
+    let receiver = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = receiver.server_addr().to_ip().unwrap().port();
+    let t = std::thread::spawn(move || {
+        let req = receiver.recv().unwrap();
+        let auth = req
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("X-Test"))
+            .map(|h| h.value.to_string());
+        req.respond(tiny_http::Response::empty(202)).unwrap();
+        auth
+    });
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let r = b.submit(
+        "/accounts/acct/test-webhook",
+        &[("url", &url), ("headers", "X-Test: yes")],
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.text.contains("answered with status 202"), "{}", r.text);
+    assert_eq!(t.join().unwrap().as_deref(), Some("yes"));
+    assert!(b.get("/webhooks").text.contains(&url));
+}
+
+#[test]
+fn pause_while_connecting_answers_paused() {
+    // A server that accepts and never greets: the account stays connecting.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let m = Mailproc::start(&format!(
+        "{PLAIN}accounts:\n  - name: slow\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, username: u, password: p }}\n"
+    ));
+    m.wait_for(Duration::from_secs(5), "connecting", || {
+        (m.get("/health").body["accounts"]["slow"] == "connecting").then_some(())
+    });
+    let r = m.post("/api/accounts/slow/pause", "");
+    assert_eq!(
+        r.body,
+        json!({ "success": true, "account": "slow", "state": "paused" })
+    );
+    assert_eq!(m.get("/health").body["accounts"]["slow"], "paused");
+    let r = m.post("/api/accounts/slow/resume", "");
+    assert_eq!(r.body["state"], "connecting");
+    drop(silent);
+}
+
+#[test]
+fn disabled_dashboard_is_not_served() {
+    let m = Mailproc::start(&format!("{PLAIN}dashboard: {{ enabled: false }}\n"));
+    assert!(!m.log().contains("setup code"), "{}", m.log());
+    for p in [
+        "/",
+        "/setup",
+        "/activity",
+        "/accounts",
+        "/config",
+        "/static/style.css",
+        "/favicon.ico",
+    ] {
+        assert_eq!(m.get(p).status, 404, "{p}");
+    }
+    let r = m.request(
+        "POST",
+        "/setup",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        Some("username=a&password=bbbbbbbb&password2=bbbbbbbb&code=x"),
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(m.get("/health").status, 200);
+    assert_eq!(m.get("/metrics").status, 200);
+    assert_eq!(m.get("/api/stats").status, 200);
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], &format!("{PASSWORD}\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    let r = m.post(
+        "/login",
+        &json!({"username":"admin","password":PASSWORD}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+}
