@@ -53,14 +53,26 @@ pub enum Command {
 }
 
 impl Command {
+    /// The commands an operator may send, by name (not `shutdown`).
     pub fn parse(s: &str) -> Option<Command> {
-        Some(match s {
-            "pause" => Command::Pause,
-            "resume" => Command::Resume,
-            "reconnect" => Command::Reconnect,
-            "process" => Command::Process,
-            _ => return None,
-        })
+        [
+            Command::Pause,
+            Command::Resume,
+            Command::Reconnect,
+            Command::Process,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command::Pause => "pause",
+            Command::Resume => "resume",
+            Command::Reconnect => "reconnect",
+            Command::Process => "process",
+            Command::Shutdown => "shutdown",
+        }
     }
 }
 

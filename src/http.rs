@@ -2,7 +2,8 @@
 //! `tiny_http::Server`, as rouille and tiny_http's own examples do.
 //!
 //! Each worker loops on `recv()`, turns the request into a [`Req`] (body read
-//! up to 1 MiB), calls [`crate::api::route`] inside `catch_unwind` (a panic
+//! up to 1 MiB), calls the [`Router`] it was started with inside
+//! `catch_unwind` (a panic
 //! answers 500 and the worker lives on), counts the request in metrics and
 //! logs failures. There is no middleware stack: everything that wraps a
 //! handler is in [`handle`]. Shutdown calls `unblock()` once per worker.
@@ -42,6 +43,11 @@ const LIMITS: tiny_http::Limits = tiny_http::Limits {
     max_header_bytes: 64 << 10,
     buffer_body_up_to: MAX_BODY,
 };
+
+/// Turns a request into a reply and a route label for metrics
+/// (`crate::api::route`). Given to [`HttpServer::start`], so this module
+/// knows nothing of the routes.
+pub type Router = fn(&Ctx, &Req) -> (Reply, &'static str);
 
 /// Everything a handler may use. Shared by all HTTP workers.
 pub struct Ctx {
@@ -181,6 +187,7 @@ impl HttpServer {
         listener: TcpListener,
         ctx: Arc<Ctx>,
         workers: usize,
+        router: Router,
     ) -> std::io::Result<HttpServer> {
         let server = Arc::new(
             Server::from_listener_with_limits(listener, None, LIMITS)
@@ -193,7 +200,7 @@ impl HttpServer {
             handles.push(
                 std::thread::Builder::new()
                     .name(format!("http-{i}"))
-                    .spawn(move || worker(&server, &ctx, &stopping))?,
+                    .spawn(move || worker(&server, &ctx, &stopping, router))?,
             );
         }
         Ok(HttpServer {
@@ -215,10 +222,10 @@ impl HttpServer {
     }
 }
 
-fn worker(server: &Server, ctx: &Ctx, stopping: &AtomicBool) {
+fn worker(server: &Server, ctx: &Ctx, stopping: &AtomicBool, router: Router) {
     loop {
         match server.recv() {
-            Ok(request) => handle(ctx, request),
+            Ok(request) => handle(ctx, request, router),
             // `unblock()` makes recv return an error: time to stop.
             Err(_) if stopping.load(Ordering::SeqCst) => return,
             // An accept error (say, out of file descriptors) must not cost
@@ -347,25 +354,22 @@ fn percent_decode(path: &str) -> String {
 }
 
 /// The one wrapper around every handler call.
-fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
+/// Calls `route`; a panic in it (a bug) becomes a logged 500 and the
+/// worker lives on.
+fn guarded(what: &str, route: impl FnOnce() -> (Reply, &'static str)) -> (Reply, &'static str) {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(route)).unwrap_or_else(|panic| {
+        let msg = crate::failpoint::panic_message(&*panic);
+        log::error!("http: handler for {what} panicked: {msg}");
+        (Reply::error(500, "internal error"), "panic")
+    })
+}
+
+fn handle(ctx: &Ctx, mut request: tiny_http::Request, router: Router) {
     let started = Instant::now();
     let (reply, route, method, path) = match read_request(ctx, &mut request) {
         Ok(req) => {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::api::route(ctx, &req)
-            }));
-            let (reply, route) = match outcome {
-                Ok(r) => r,
-                Err(panic) => {
-                    let msg = crate::failpoint::panic_message(&*panic);
-                    log::error!(
-                        "http: handler for {} {} panicked: {msg}",
-                        req.method,
-                        req.path
-                    );
-                    (Reply::error(500, "internal error"), "panic")
-                }
-            };
+            let what = format!("{} {}", req.method, req.path);
+            let (reply, route) = guarded(&what, || router(ctx, &req));
             (reply, route, req.method, req.path)
         }
         Err(reply) => (
@@ -425,5 +429,38 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request) {
     }
     if let Err(e) = request.respond(response) {
         log::debug!("http: writing the response failed: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_route_answers_500_json() {
+        let (reply, label) = guarded("GET /x", || panic!("boom"));
+        assert_eq!((reply.status, label), (500, "panic"));
+        assert_eq!(reply.content_type, "application/json");
+        assert_eq!(reply.body, br#"{"error":"internal error"}"#);
+        let (reply, label) = guarded("GET /x", || (Reply::text(200, "text/plain", "ok"), "/x"));
+        assert_eq!((reply.status, label), (200, "/x"));
+    }
+
+    #[test]
+    fn forwarded_client_is_the_rightmost_untrusted_hop() {
+        let trusted: Vec<ipnet::IpNet> = vec!["127.0.0.0/8".parse().unwrap()];
+        let peer: IpAddr = "127.0.0.1".parse().unwrap();
+        let f =
+            |lines: &[&str]| forwarded_client(lines.iter().copied(), &trusted, peer).to_string();
+        assert_eq!(f(&["1.1.1.1, 2.2.2.2, 127.0.0.5"]), "2.2.2.2");
+        assert_eq!(f(&["1.1.1.1", "2.2.2.2"]), "2.2.2.2");
+        assert_eq!(f(&["127.0.0.9"]), "127.0.0.9", "all trusted: the left-most");
+        assert_eq!(
+            f(&["garbage, 127.0.0.3"]),
+            "127.0.0.3",
+            "a bad hop ends the walk"
+        );
+        assert_eq!(f(&[]), "127.0.0.1");
+        assert_eq!(f(&["::ffff:8.8.8.8"]), "8.8.8.8");
     }
 }

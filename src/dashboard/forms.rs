@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use maud::{html, Markup};
 
 use super::layout::{self, notice};
-use super::{html, local_path, redirect, same_origin, Session};
+use super::{html, local_path, redirect, Session};
 use crate::account::Command;
+use crate::api::session::same_origin;
 use crate::auth;
 use crate::http::{Ctx, Reply, Req};
-use crate::timestamp::now_ms;
 
 pub fn fields(req: &Req) -> BTreeMap<String, String> {
     url::form_urlencoded::parse(&req.body)
@@ -157,19 +157,10 @@ pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
 
 /// Opens a session for `user` and sends the browser on to `to`.
 fn start_session(ctx: &Ctx, req: &Req, user: &str, to: &str) -> Reply {
-    let ttl = ctx.config().config.dashboard.session_ttl.0;
-    let token = auth::new_token();
-    let mac = auth::token_mac(&ctx.session_secret, &token);
-    if let Err(e) = ctx
-        .store
-        .create_session(&mac, user, now_ms() + ttl.as_millis() as i64)
-    {
-        return super::pages::error_page(&e.to_string());
+    match crate::api::session::open(ctx, user, req.secure) {
+        Ok(cookie) => redirect(to).with_header("Set-Cookie", cookie),
+        Err(e) => super::pages::error_page(&e.to_string()),
     }
-    redirect(to).with_header(
-        "Set-Cookie",
-        auth::session_cookie(&token, ttl.as_secs(), req.secure),
-    )
 }
 
 // ----- login and logout -----

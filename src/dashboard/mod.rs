@@ -135,25 +135,6 @@ fn csrf_token(ctx: &Ctx, session_token: &str) -> String {
     auth::token_mac(&ctx.session_secret, &format!("csrf:{session_token}"))
 }
 
-/// Whether `Origin` (or, without it, `Referer`) names this host. `required`
-/// refuses a request that sends neither; without it only a foreign origin is
-/// refused (scripts posting a login form send no `Origin`).
-fn same_origin(req: &Req, required: bool) -> bool {
-    let Some(origin) = req.header("Origin").or_else(|| req.header("Referer")) else {
-        return !required;
-    };
-    let Some(host) = req.host.as_deref() else {
-        return false;
-    };
-    url::Url::parse(origin).is_ok_and(|u| {
-        let authority = match u.port() {
-            Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")),
-            None => u.host_str().unwrap_or("").to_string(),
-        };
-        authority.eq_ignore_ascii_case(host)
-    })
-}
-
 /// `next` as a path on this site, or `None`. Only a single leading slash
 /// followed by no backslash, whitespace or control character is accepted,
 /// so `//evil.example`, `/\evil.example` and `/\t/evil.example` (browsers

@@ -1,0 +1,149 @@
+//! `GET /api/export`: the activity log as CSV or JSON, streamed.
+
+use super::params::activity_query;
+use super::{Answer, Params};
+use crate::http::{Ctx, Reply, Req};
+use crate::store::ActivityQuery;
+
+/// Every matching activity row (filters as `/api/activity`), as CSV or JSON,
+/// streamed: rows are read a page at a time while the answer is sent, so an
+/// export of years of mail holds neither the whole log in memory nor the
+/// store lock for longer than one page.
+pub fn export(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    let format = req.query("format").unwrap_or("json");
+    let csv = match format {
+        "json" => false,
+        "csv" => true,
+        _ => {
+            return Err(Reply::error(
+                400,
+                format!("format: expected csv or json, got {format:?}"),
+            ))
+        }
+    };
+    let q = activity_query(req)?;
+    let (content_type, file) = if csv {
+        ("text/csv; charset=utf-8", "mailproc-activity.csv")
+    } else {
+        ("application/json", "mailproc-activity.json")
+    };
+    Ok(Reply::stream(
+        content_type,
+        Box::new(Export {
+            store: ctx.store.clone(),
+            query: q,
+            csv,
+            buf: Vec::new(),
+            pos: 0,
+            started: false,
+            done: false,
+        }),
+    )
+    .with_header(
+        "Content-Disposition",
+        format!("attachment; filename=\"{file}\""),
+    ))
+}
+
+/// Rows of an export per store lock: a few hundred KiB of output.
+const EXPORT_PAGE: u32 = 500;
+
+const EXPORT_COLUMNS: [&str; 14] = [
+    "id",
+    "timestamp",
+    "account",
+    "mailbox",
+    "uid",
+    "messageId",
+    "subject",
+    "from",
+    "actions",
+    "model",
+    "reasoning",
+    "confidence",
+    "status",
+    "error",
+];
+
+/// The body of an export: fills its buffer one page of rows at a time.
+struct Export {
+    store: std::sync::Arc<crate::store::Store>,
+    query: ActivityQuery,
+    csv: bool,
+    buf: Vec<u8>,
+    pos: usize,
+    started: bool,
+    done: bool,
+}
+
+impl Export {
+    fn fill(&mut self) -> std::io::Result<()> {
+        self.buf.clear();
+        self.pos = 0;
+        let first = !self.started;
+        self.started = true;
+        let rows = self
+            .store
+            .activity_page(&self.query, EXPORT_PAGE)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        if let Some(last) = rows.last() {
+            self.query.before = Some((last.processed_at, last.id));
+        }
+        let end = rows.len() < EXPORT_PAGE as usize;
+        if self.csv {
+            let mut w = csv::Writer::from_writer(&mut self.buf);
+            if first {
+                w.write_record(EXPORT_COLUMNS)?;
+            }
+            for e in &rows {
+                w.write_record([
+                    e.id.to_string(),
+                    e.timestamp.clone(),
+                    e.account.clone(),
+                    e.mailbox.clone(),
+                    e.uid.to_string(),
+                    e.message_id.clone(),
+                    e.subject.clone(),
+                    e.from.clone(),
+                    e.actions.to_string(),
+                    e.model.clone(),
+                    e.reasoning.clone(),
+                    e.confidence.map(|c| c.to_string()).unwrap_or_default(),
+                    e.status.clone(),
+                    e.error.clone().unwrap_or_default(),
+                ])?;
+            }
+            w.flush()?;
+        } else {
+            if first {
+                self.buf.push(b'[');
+            }
+            for (i, e) in rows.iter().enumerate() {
+                if !(first && i == 0) {
+                    self.buf.push(b',');
+                }
+                serde_json::to_writer(&mut self.buf, e)?;
+            }
+            if end {
+                self.buf.push(b']');
+            }
+        }
+        self.done = end;
+        Ok(())
+    }
+}
+
+impl std::io::Read for Export {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.buf.len() {
+            if self.done {
+                return Ok(0);
+            }
+            self.fill()?;
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}

@@ -1,0 +1,221 @@
+//! The handlers of `/health`, `/metrics` and the `/api` routes that read and
+//! control the service. Each is `fn(&Ctx, &Req, &Params) -> Answer`; access
+//! was decided by the router before it is called.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::params::{activity_query, int_param, json_body, page_params};
+use super::{Answer, Params};
+use crate::account::{Command, State};
+use crate::config::ActionKind;
+use crate::http::{Ctx, Reply, Req};
+use crate::timestamp::now_ms;
+
+pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
+    let database = if ctx.store.ping().is_ok() {
+        "ok"
+    } else {
+        "error"
+    };
+    let mut accounts = BTreeMap::new();
+    let mut all_up = true;
+    for (name, h) in &ctx.accounts {
+        let st = h.status();
+        // A paused account counts as up only while its session is.
+        all_up &= st.connected
+            && matches!(
+                st.state,
+                State::Connected | State::Processing | State::Paused
+            );
+        accounts.insert(name.clone(), st.state.as_str());
+    }
+    // Without a classifier thread no model answer can ever come back.
+    let status = if database != "ok" || ctx.classifier.live_threads() == 0 {
+        "unhealthy"
+    } else if all_up {
+        "healthy"
+    } else {
+        "degraded"
+    };
+    Ok(Reply::json(
+        if status == "unhealthy" { 503 } else { 200 },
+        &json!({
+            "status": status,
+            "uptime": ctx.started.elapsed().as_secs(),
+            "accounts": accounts,
+            "database": database,
+        }),
+    ))
+}
+
+pub fn metrics(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
+    Ok(Reply::text(
+        200,
+        "text/plain; version=0.0.4; charset=utf-8",
+        ctx.metrics.render(),
+    ))
+}
+
+pub fn stats(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    const DAY_MS: i64 = 86_400_000;
+    let since = match req.query("period").unwrap_or("all") {
+        "day" => Some(now_ms() - DAY_MS),
+        "week" => Some(now_ms() - 7 * DAY_MS),
+        "month" => Some(now_ms() - 30 * DAY_MS),
+        "all" | "" => None,
+        other => {
+            return Err(Reply::error(
+                400,
+                format!("period: expected one of day, week, month, all, got {other:?}"),
+            ))
+        }
+    };
+    let account = req.query("account").filter(|a| !a.is_empty());
+    let mut s = ctx.store.stats(since, account)?;
+    // Every configured account and the common action types are present even
+    // at zero, so dashboards and scripts need no special case.
+    for name in ctx.accounts.keys() {
+        if account.is_none_or(|a| a == name) {
+            s.by_account.entry(name.clone()).or_insert(0);
+        }
+    }
+    for kind in [ActionKind::Move, ActionKind::Flag, ActionKind::Read] {
+        s.by_action.entry(kind.as_str().into()).or_insert(0);
+    }
+    Ok(Reply::ok(&s))
+}
+
+pub fn activity(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    let q = activity_query(req)?;
+    let (entries, total) = ctx.store.activity(&q)?;
+    Ok(Reply::ok(&json!({
+        "entries": entries,
+        "total": total,
+        "page": q.page,
+        "pageSize": q.page_size,
+        "totalPages": total.div_ceil(u64::from(q.page_size)),
+    })))
+}
+
+/// `POST /api/activity/:id/retry`: puts a failed message back in line.
+pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
+    let id: i64 = p[0]
+        .parse()
+        .map_err(|_| Reply::error(400, format!("id: expected an integer, got {:?}", p[0])))?;
+    let Some(account) = ctx.store.retry_failed(id)? else {
+        return Err(Reply::error(404, format!("no failed email with id {id}")));
+    };
+    if let Some(h) = ctx.accounts.get(&account) {
+        let _ = h.send(Command::Process);
+    }
+    Ok(Reply::ok(
+        &json!({ "success": true, "id": id, "account": account, "status": "retrying" }),
+    ))
+}
+
+/// `GET /api/config`: the file as written, secrets masked.
+pub fn config(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
+    Ok(Reply::ok(&crate::config::redacted_json(&ctx.config().raw)))
+}
+
+pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
+    let loaded = ctx.config();
+    let failed = ctx.store.failed_counts()?;
+    let list: Vec<_> = loaded
+        .config
+        .accounts
+        .iter()
+        .map(|a| {
+            let st = ctx.accounts.get(&a.name).map(|h| h.status());
+            json!({
+                "name": a.name,
+                "state": st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"),
+                "connected": st.as_ref().is_some_and(|s| s.connected),
+                "paused": st.as_ref().is_some_and(|s| s.paused),
+                "lastError": st.as_ref().and_then(|s| s.last_error.clone()),
+                "since": st.as_ref().map(|s| crate::timestamp::iso_ms(s.since)),
+                "lastProcessedAt": st.as_ref().and_then(|s| s.last_processed_at).map(crate::timestamp::iso_ms),
+                "failed": failed.get(&a.name).copied().unwrap_or(0),
+                "host": a.imap.host,
+                "port": a.imap.port(),
+                "security": a.imap.security,
+                "username": a.imap.username,
+                "watch": a.folders.watch,
+                "allowedFolders": a.folders.allowed,
+                "allowedActions": a.allowed_actions,
+                "provider": a.provider,
+                "dryRun": a.dry_run,
+                "rules": a.rules.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+                "webhooks": a.webhooks.len(),
+            })
+        })
+        .collect();
+    Ok(Reply::ok(&json!({ "accounts": list })))
+}
+
+/// `POST /api/accounts/:name/{pause,resume,reconnect,process}`.
+pub fn command(ctx: &Ctx, _: &Req, p: &Params<'_>, command: Command) -> Answer {
+    let name = p[0];
+    let Some(h) = ctx.accounts.get(name) else {
+        return Err(Reply::error(404, format!("no account named {name:?}")));
+    };
+    let state = h.send(command).map_err(|msg| Reply::error(503, msg))?;
+    log::info!("{name}: {} requested through the API", command.as_str());
+    Ok(Reply::ok(
+        &json!({ "success": true, "account": name, "state": state.as_str() }),
+    ))
+}
+
+pub fn logs(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    let limit = int_param(req, "limit")?.unwrap_or(200).clamp(1, 2000) as usize;
+    let level = req
+        .query("level")
+        .unwrap_or("info")
+        .parse::<log::Level>()
+        .map_err(|_| Reply::error(400, "level: expected error, warn, info, debug or trace"))?;
+    Ok(Reply::ok(
+        &json!({ "lines": ctx.logs.recent(limit, level) }),
+    ))
+}
+
+pub fn deliveries(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    let (page, size) = page_params(req, 50, 100)?;
+    let (rows, total) = ctx
+        .store
+        .deliveries(size, u64::from(page - 1) * u64::from(size))?;
+    Ok(Reply::ok(
+        &json!({ "deliveries": rows, "total": total, "page": page, "pageSize": size }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestWebhookBody {
+    url: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+pub fn test_webhook(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    use crate::webhook::TestOutcome;
+    let body: TestWebhookBody = json_body(req)?;
+    let loaded = ctx.config();
+    Ok(
+        match ctx.webhooks.test(&loaded.config, &body.url, &body.headers) {
+            TestOutcome::Refused => Reply::json(
+                400,
+                &json!({ "success": false, "error": crate::webhook::SSRF_MESSAGE }),
+            ),
+            TestOutcome::BadUrl(e) => Reply::error(400, format!("url: {e}")),
+            TestOutcome::Status(code) => {
+                Reply::ok(&json!({ "success": (200..300).contains(&code), "statusCode": code }))
+            }
+            TestOutcome::Failed(e) => {
+                Reply::ok(&json!({ "success": false, "statusCode": 0, "error": e }))
+            }
+        },
+    )
+}

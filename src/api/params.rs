@@ -1,0 +1,126 @@
+//! Reading a request: query numbers, paging, activity filters, JSON bodies.
+//! Every 400 names the parameter or field at fault.
+
+use crate::config::ActionKind;
+use crate::http::{Reply, Req};
+use crate::store::{self, ActivityQuery};
+
+/// Largest page of `/api/activity` (SPEC §8).
+pub const MAX_PAGE_SIZE: u32 = 100;
+pub const DEFAULT_PAGE_SIZE: u32 = 20;
+
+/// Parses an optional non-negative integer query parameter; 400 names it.
+pub fn int_param(req: &Req, name: &str) -> Result<Option<i64>, Reply> {
+    match req.query(name) {
+        None | Some("") => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(Some)
+            .ok_or_else(|| {
+                Reply::error(
+                    400,
+                    format!("{name}: expected a non-negative integer, got {v:?}"),
+                )
+            }),
+    }
+}
+
+/// `page` (from 1) and `pageSize` (1..=max, larger clamped to max), the one
+/// parser of every paged route. Any page whose offset would not fit is 400.
+pub fn page_params(req: &Req, default_size: u32, max_size: u32) -> Result<(u32, u32), Reply> {
+    let page = match int_param(req, "page")? {
+        None => 1,
+        Some(0) => return Err(Reply::error(400, "page: must be 1 or more")),
+        Some(p) => u32::try_from(p)
+            .map_err(|_| Reply::error(400, format!("page: must be at most {}", u32::MAX)))?,
+    };
+    let size = match int_param(req, "pageSize")? {
+        None => default_size,
+        Some(0) => {
+            return Err(Reply::error(
+                400,
+                format!("pageSize: must be between 1 and {max_size}"),
+            ))
+        }
+        Some(n) => n.min(i64::from(max_size)) as u32,
+    };
+    // u32 × u32 always fits u64; the store takes an i64 offset.
+    if u64::from(page - 1) * u64::from(size) > i64::MAX as u64 {
+        return Err(Reply::error(400, "page: too large for pageSize"));
+    }
+    Ok((page, size))
+}
+
+pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
+    let (page, page_size) = page_params(req, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    let action_type = match req.query("actionType").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(t) if ActionKind::ALL.iter().any(|k| k.as_str() == t) => Some(t.to_string()),
+        Some(t) => {
+            return Err(Reply::error(
+                400,
+                format!("actionType: unknown action type {t:?} (known: move, flag, read, spam, trash, noop)"),
+            ))
+        }
+    };
+    let status = match req.query("status").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) if store::status::ALL.contains(&s) => Some(s.to_string()),
+        Some(s) => {
+            return Err(Reply::error(
+                400,
+                format!(
+                    "status: unknown status {s:?} (known: {})",
+                    store::status::ALL.join(", ")
+                ),
+            ))
+        }
+    };
+    let start_ms = int_param(req, "startDate")?;
+    let end_ms = int_param(req, "endDate")?;
+    if let (Some(s), Some(e)) = (start_ms, end_ms) {
+        if s > e {
+            return Err(Reply::error(400, "startDate: must not be after endDate"));
+        }
+    }
+    Ok(ActivityQuery {
+        page,
+        page_size,
+        account: req
+            .query("accountName")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        action_type,
+        status,
+        search: req
+            .query("search")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        start_ms,
+        end_ms,
+        before: None,
+    })
+}
+
+/// Parses a JSON body; the 400 names the field serde complained about.
+pub fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> {
+    if req.body.is_empty() {
+        return Err(Reply::error(400, "body: expected a JSON object"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(&req.body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        Reply::error(
+            400,
+            if path == "." {
+                format!("body: {inner}")
+            } else {
+                format!("{path}: {inner}")
+            },
+        )
+    })
+}
