@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod account;
+pub mod actions;
 pub mod api;
 pub mod auth;
 pub mod classify;

@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::Serialize;
 
-use crate::config::Action;
+use crate::actions::Action;
 use crate::timestamp::{iso_ms, now_ms};
 
 #[derive(Debug)]

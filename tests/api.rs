@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::mailproc::Mailproc;
-use mailproc::config::Action;
+use mailproc::actions::Action;
 use mailproc::store::{status, EmailMeta, Outcome, Store};
 use mailproc::timestamp::now_ms;
 use serde_json::Value;

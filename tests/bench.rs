@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::dovecot::Dovecot;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model, Reply};
-use mailproc::config::Action;
+use mailproc::actions::Action;
 use mailproc::store::{status, EmailMeta, Outcome, Store};
 use serde_json::json;
 

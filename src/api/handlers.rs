@@ -10,7 +10,7 @@ use serde_json::json;
 use super::params::{activity_query, int_param, json_body, page_params};
 use super::{Answer, Params};
 use crate::account::{Command, State};
-use crate::config::ActionKind;
+use crate::actions::ActionKind;
 use crate::http::{Ctx, Reply, Req};
 use crate::timestamp::now_ms;
 

@@ -1,7 +1,7 @@
 //! Reading a request: query numbers, paging, activity filters, JSON bodies.
 //! Every 400 names the parameter or field at fault.
 
-use crate::config::ActionKind;
+use crate::actions::ActionKind;
 use crate::http::{Reply, Req};
 use crate::store::{self, ActivityQuery};
 

@@ -11,8 +11,9 @@ use serde_json::json;
 use super::commands::uid_set;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
+use crate::actions::Action;
 use crate::classify::{Classification, ClassifyError, Email, Job};
-use crate::config::{Action, EventKind};
+use crate::config::EventKind;
 use crate::store::{status, EmailMeta, FailedAttempt, KnownEmail, Outcome};
 
 /// Why a message of a batch was not finished this time.

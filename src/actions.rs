@@ -1,0 +1,140 @@
+//! The actions a rule or a model may ask for, what each may touch, and how
+//! a batch's outcomes become IMAP commands: one `UID STORE` per flag set and
+//! one move per destination, flags first.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::AccountConfig;
+
+/// One action, as written in rules, answered by a model, stored and sent in
+/// webhook payloads: `{"type":"move","folder":"Receipts"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    Move { folder: String },
+    Flag { flags: Vec<String> },
+    Read,
+    Spam,
+    Trash,
+    Noop,
+}
+
+impl Action {
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::Move { .. } => ActionKind::Move,
+            Action::Flag { .. } => ActionKind::Flag,
+            Action::Read => ActionKind::Read,
+            Action::Spam => ActionKind::Spam,
+            Action::Trash => ActionKind::Trash,
+            Action::Noop => ActionKind::Noop,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    Move,
+    Flag,
+    Read,
+    Spam,
+    Trash,
+    Noop,
+}
+
+impl ActionKind {
+    pub const ALL: [ActionKind; 6] = [
+        ActionKind::Move,
+        ActionKind::Flag,
+        ActionKind::Read,
+        ActionKind::Spam,
+        ActionKind::Trash,
+        ActionKind::Noop,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::Move => "move",
+            ActionKind::Flag => "flag",
+            ActionKind::Read => "read",
+            ActionKind::Spam => "spam",
+            ActionKind::Trash => "trash",
+            ActionKind::Noop => "noop",
+        }
+    }
+}
+
+/// Flags a model or rule may never set: they would delete, hide or fake state.
+pub const FORBIDDEN_FLAGS: &[&str] = &["\\deleted", "\\draft", "\\recent"];
+
+pub fn flag_is_forbidden(flag: &str) -> bool {
+    FORBIDDEN_FLAGS.contains(&flag.to_ascii_lowercase().as_str())
+}
+
+/// The action a flag amounts to, if any: `\Seen` is `read`; the junk
+/// keywords mail clients read (`$Junk`, `Junk`) are `spam`.
+fn flag_implies(flag: &str) -> Option<ActionKind> {
+    match flag.to_ascii_lowercase().as_str() {
+        "\\seen" => Some(ActionKind::Read),
+        "$junk" | "junk" => Some(ActionKind::Spam),
+        _ => None,
+    }
+}
+
+/// An IMAP keyword a user may set (RFC 3501 `flag-keyword`, restricted to a
+/// safe alphabet): one atom, no system-flag backslash.
+pub fn is_keyword(f: &str) -> bool {
+    !f.is_empty()
+        && f.len() <= 64
+        && f.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "$_-.".contains(c))
+}
+
+/// Whether `act` is permitted for account `a`: the single check used for rules
+/// at start-up and for model answers at run time.
+pub fn check_action(a: &AccountConfig, act: &Action) -> Result<(), String> {
+    let kind = act.kind();
+    if !a.allows(kind) {
+        return Err(format!(
+            "action {:?} is not in allowed_actions of account {:?}",
+            kind.as_str(),
+            a.name
+        ));
+    }
+    match act {
+        Action::Move { folder } if !a.folders.allowed.iter().any(|f| f == folder) => {
+            return Err(format!(
+                "folder {folder:?} is not in folders.allowed of account {:?}",
+                a.name
+            ));
+        }
+        Action::Flag { flags } => {
+            if flags.is_empty() {
+                return Err("flag action needs at least one flag".into());
+            }
+            for f in flags {
+                let system = f.strip_prefix('\\');
+                if !system.map_or_else(|| is_keyword(f), is_keyword) {
+                    return Err(format!("invalid flag {f:?}"));
+                }
+                if flag_is_forbidden(f) {
+                    return Err(format!("flag {f:?} may not be set"));
+                }
+                // A flag that does what another action does needs that
+                // action: marking read is `read`, marking junk is `spam`.
+                if let Some(needs) = flag_implies(f) {
+                    if !a.allows(needs) {
+                        return Err(format!(
+                            "flag {f:?} needs action {:?}, which is not in allowed_actions of account {:?}",
+                            needs.as_str(),
+                            a.name
+                        ));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! `${NAME}` references: the one parser of them, and substitution from the
+//! environment over the whole tree, every unset variable named by the key
+//! that used it.
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+pub(super) fn substitute_tree(
+    v: &serde_norway::Value,
+    path: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<String>,
+) -> serde_norway::Value {
+    use serde_norway::Value;
+    match v {
+        Value::String(s) if s.contains("${") => match substitute(s, env) {
+            Ok(out) => {
+                // A value that was one whole reference takes the type its text
+                // has, so `port: ${PORT}` still reads as an integer.
+                let whole = s.trim().starts_with("${")
+                    && s.trim().ends_with('}')
+                    && s.matches("${").count() == 1;
+                if whole {
+                    if let Ok(n) = out.parse::<u64>() {
+                        return Value::Number(n.into());
+                    }
+                    if let Ok(n) = out.parse::<f64>() {
+                        return Value::Number(n.into());
+                    }
+                    match out.as_str() {
+                        "true" => return Value::Bool(true),
+                        "false" => return Value::Bool(false),
+                        _ => {}
+                    }
+                }
+                Value::String(out)
+            }
+            Err(e) => {
+                problems.push(format!(
+                    "{}: {e}",
+                    if path.is_empty() { "config" } else { path }
+                ));
+                Value::Null
+            }
+        },
+        Value::Sequence(items) => Value::Sequence(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, x)| substitute_tree(x, &format!("{path}[{i}]"), env, problems))
+                .collect(),
+        ),
+        Value::Mapping(m) => {
+            let mut out = serde_norway::Mapping::new();
+            for (k, x) in m {
+                let key = k
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("{k:?}"));
+                out.insert(
+                    k.clone(),
+                    substitute_tree(x, &join(path, &key), env, problems),
+                );
+            }
+            Value::Mapping(out)
+        }
+        other => other.clone(),
+    }
+}
+
+/// A piece of a configuration string: text, or a `${NAME}` reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Piece<'a> {
+    Text(&'a str),
+    Ref {
+        name: &'a str,
+        default: Option<&'a str>,
+    },
+}
+
+/// Splits `s` into text and `${NAME}` / `${NAME:-default}` references; `$${`
+/// is the text `${`. The one parser of references: substitution and
+/// redaction both read its result.
+pub(super) fn pieces(s: &str) -> Result<Vec<Piece<'_>>, String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        if i > 0 {
+            out.push(Piece::Text(&rest[..i]));
+        }
+        let after = &rest[i + 1..];
+        if let Some(tail) = after.strip_prefix("${") {
+            out.push(Piece::Text("${"));
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let end = body
+                .find('}')
+                .ok_or_else(|| format!("unterminated variable reference in {s:?}"))?;
+            let inner = &body[..end];
+            let (name, default) = match inner.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!("invalid variable name {name:?}"));
+            }
+            out.push(Piece::Ref { name, default });
+            rest = &body[end + 1..];
+        } else {
+            out.push(Piece::Text("$"));
+            rest = after;
+        }
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    Ok(out)
+}
+
+/// Replaces `${NAME}` and `${NAME:-default}` in `s`; `$${` is a literal `${`.
+/// This is the one place variable references are resolved.
+pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    for p in pieces(s)? {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Ref { name, default } => match (env(name), default) {
+                (Some(v), _) => out.push_str(&v),
+                (None, Some(d)) => out.push_str(d),
+                (None, None) => return Err(format!("environment variable {name} is not set")),
+            },
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,303 @@
+//! Checks serde cannot make: lengths, ranges, references between sections,
+//! regexes, certificates. One message per problem, each naming its key.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{parse_net, Backlog, Config, WebhookConfig, MAX_DURATION, PERMISSIONS};
+use crate::actions::{check_action, is_keyword};
+
+/// The problem with a duration setting longer than [`MAX_DURATION`].
+fn check_duration(at: &str, d: Duration, p: &mut Vec<String>) {
+    if d > MAX_DURATION {
+        p.push(format!("{at}: longer than 10 years"));
+    }
+}
+
+fn valid_http_url(s: &str) -> Result<(), String> {
+    match url::Url::parse(s) {
+        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(()),
+        Ok(u) => Err(format!(
+            "expected an http or https URL, got scheme {:?}",
+            u.scheme()
+        )),
+        Err(e) => Err(format!("invalid URL {s:?}: {e}")),
+    }
+}
+
+fn valid_account_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+}
+
+/// Reads a PEM certificate (a trust root), as TLS will use it.
+pub fn read_certificate(path: &Path) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    native_tls::Certificate::from_pem(&pem)
+        .map_err(|e| format!("{} is not a PEM certificate: {e}", path.display()))?;
+    Ok(pem)
+}
+
+/// Checks everything serde cannot; returns one message per problem.
+pub fn validate(c: &Config) -> Vec<String> {
+    let mut p = Vec::new();
+    if c.server.port == 0 {
+        p.push("server.port: must be between 1 and 65535".into());
+    }
+    if c.server.bind.parse::<IpAddr>().is_err() {
+        p.push(format!(
+            "server.bind: expected an IP address such as 127.0.0.1, got {:?}",
+            c.server.bind
+        ));
+    }
+    if !(1..=256).contains(&c.server.workers) {
+        p.push("server.workers: must be between 1 and 256".into());
+    }
+    if let Some(u) = &c.server.public_url {
+        if let Err(e) = valid_http_url(u) {
+            p.push(format!("server.public_url: {e}"));
+        }
+    }
+    if let Some(t) = &c.server.auth_token {
+        if t.len() < 16 {
+            p.push("server.auth_token: must be at least 16 characters".into());
+        }
+    }
+    check_duration("dashboard.session_ttl", c.dashboard.session_ttl.0, &mut p);
+    check_duration(
+        "storage.activity_retention",
+        c.storage.activity_retention.0,
+        &mut p,
+    );
+    check_duration(
+        "webhook_settings.timeout",
+        c.webhook_settings.timeout.0,
+        &mut p,
+    );
+    if c.dashboard.session_ttl.0.is_zero() {
+        p.push("dashboard.session_ttl: must be longer than zero".into());
+    }
+    let mut key_names = HashSet::new();
+    for (i, k) in c.dashboard.api_keys.iter().enumerate() {
+        let at = format!("dashboard.api_keys[{i}]");
+        if k.name.trim().is_empty() {
+            p.push(format!("{at}.name: must not be empty"));
+        } else if !key_names.insert(k.name.as_str()) {
+            p.push(format!("{at}.name: duplicate API key name {:?}", k.name));
+        }
+        if k.key.chars().count() < 16 {
+            p.push(format!(
+                "{at}.key: must be at least 16 characters (has {})",
+                k.key.chars().count()
+            ));
+        }
+        for (j, perm) in k.permissions.iter().enumerate() {
+            if !PERMISSIONS.contains(&perm.as_str()) {
+                p.push(format!(
+                    "{at}.permissions[{j}]: unknown permission {perm:?} (known: {})",
+                    PERMISSIONS.join(", ")
+                ));
+            }
+        }
+    }
+    if c.storage.path.as_os_str().is_empty() {
+        p.push("storage.path: must not be empty".into());
+    }
+    if !(1..=64).contains(&c.classifier.concurrency) {
+        p.push("classifier.concurrency: must be between 1 and 64".into());
+    }
+    let mut providers = HashSet::new();
+    for (i, pr) in c.classifier.providers.iter().enumerate() {
+        let at = format!("classifier.providers[{i}]");
+        if pr.name.trim().is_empty() {
+            p.push(format!("{at}.name: must not be empty"));
+        } else if !providers.insert(pr.name.as_str()) {
+            p.push(format!("{at}.name: duplicate provider name {:?}", pr.name));
+        }
+        if let Err(e) = valid_http_url(&pr.url) {
+            p.push(format!("{at}.url: {e}"));
+        }
+        if pr.model.trim().is_empty() {
+            p.push(format!("{at}.model: must not be empty"));
+        }
+        check_duration(&format!("{at}.timeout"), pr.timeout.0, &mut p);
+        if pr.timeout.0.is_zero() {
+            p.push(format!("{at}.timeout: must be longer than zero"));
+        }
+        if pr.rate_limit_rpm == Some(0) {
+            p.push(format!(
+                "{at}.rate_limit_rpm: must be at least 1 (omit it for no limit)"
+            ));
+        }
+        if pr.max_body_chars < 100 {
+            p.push(format!("{at}.max_body_chars: must be at least 100"));
+        }
+        if let Some(ca) = &pr.ca_file {
+            if let Err(e) = read_certificate(ca) {
+                p.push(format!("{at}.ca_file: {e}"));
+            }
+        }
+        if let Some(proxy) = &pr.proxy {
+            if let Err(e) = ureq::Proxy::new(proxy) {
+                p.push(format!("{at}.proxy: invalid proxy URL: {e}"));
+            }
+        }
+    }
+    if c.webhook_settings.timeout.0.is_zero() {
+        p.push("webhook_settings.timeout: must be longer than zero".into());
+    }
+    for (i, a) in c.webhook_settings.allow_private.iter().enumerate() {
+        let host_like = !a.is_empty()
+            && a.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '.');
+        if parse_net(a).is_none() && !host_like {
+            p.push(format!(
+                "webhook_settings.allow_private[{i}]: expected a CIDR, an address or a host name, got {a:?}"
+            ));
+        }
+    }
+    validate_webhooks(&c.webhooks, "webhooks", &mut p);
+    let mut names = HashSet::new();
+    for (i, a) in c.accounts.iter().enumerate() {
+        let at = format!("accounts[{i}]");
+        if !valid_account_name(&a.name) {
+            p.push(format!(
+                "{at}.name: must be 1-64 characters of letters, digits, '-', '_' or '.', got {:?}",
+                a.name
+            ));
+        } else if !names.insert(a.name.as_str()) {
+            p.push(format!("{at}.name: duplicate account name {:?}", a.name));
+        }
+        if a.imap.host.trim().is_empty() {
+            p.push(format!("{at}.imap.host: must not be empty"));
+        }
+        if a.imap.port == Some(0) {
+            p.push(format!("{at}.imap.port: must be between 1 and 65535"));
+        }
+        if a.imap.username.is_empty() {
+            p.push(format!("{at}.imap.username: must not be empty"));
+        }
+        if let Some(ca) = &a.imap.ca_file {
+            if let Err(e) = read_certificate(ca) {
+                p.push(format!("{at}.imap.ca_file: {e}"));
+            }
+        }
+        if a.folders.watch.is_empty() {
+            p.push(format!(
+                "{at}.folders.watch: must name at least one mailbox"
+            ));
+        }
+        for (j, f) in a.folders.watch.iter().enumerate() {
+            if a.folders.allowed.contains(f) {
+                p.push(format!(
+                    "{at}.folders.watch[{j}]: {f:?} is also a move target in folders.allowed; mail moved there would be processed again"
+                ));
+            }
+        }
+        check_duration(&format!("{at}.poll_interval"), a.poll_interval.0, &mut p);
+        check_duration(&format!("{at}.retry_delay"), a.retry_delay.0, &mut p);
+        if let Backlog::Since(d) = a.backlog {
+            check_duration(&format!("{at}.backlog"), d, &mut p);
+        }
+        if a.poll_interval.0 < Duration::from_secs(1) {
+            p.push(format!("{at}.poll_interval: must be at least 1s"));
+        }
+        if let Some(pr) = &a.provider {
+            if !c.classifier.providers.iter().any(|x| &x.name == pr) {
+                p.push(format!(
+                    "{at}.provider: no provider named {pr:?} in classifier.providers"
+                ));
+            }
+        }
+        if a.max_attempts == 0 {
+            p.push(format!("{at}.max_attempts: must be at least 1"));
+        }
+        if a.max_message_bytes < 1024 {
+            p.push(format!("{at}.max_message_bytes: must be at least 1024"));
+        }
+        if let Some(mc) = a.minimum_confidence {
+            if !(0.0..=1.0).contains(&mc) {
+                p.push(format!("{at}.minimum_confidence: must be between 0 and 1"));
+            }
+        }
+        if let Some(f) = &a.review_flag {
+            if !is_keyword(f) {
+                p.push(format!(
+                    "{at}.review_flag: {f:?} is not an IMAP keyword (one atom of letters, digits, '$', '_', '-' or '.', without a backslash)"
+                ));
+            }
+        }
+        let mut rule_names = HashSet::new();
+        for (j, r) in a.rules.iter().enumerate() {
+            let rat = format!("{at}.rules[{j}]");
+            if r.name.trim().is_empty() {
+                p.push(format!("{rat}.name: must not be empty"));
+            } else if !rule_names.insert(r.name.as_str()) {
+                p.push(format!("{rat}.name: duplicate rule name {:?}", r.name));
+            }
+            let w = &r.when;
+            if w.from.is_none()
+                && w.to.is_none()
+                && w.subject.is_none()
+                && w.header.is_none()
+                && w.list_id.is_none()
+            {
+                p.push(format!(
+                    "{rat}.when: needs at least one of from, to, subject, header, list_id"
+                ));
+            }
+            if w.value.is_some() && w.header.is_none() {
+                p.push(format!("{rat}.when.value: needs a header to match against"));
+            }
+            for (key, re) in [
+                ("from", &w.from),
+                ("to", &w.to),
+                ("subject", &w.subject),
+                ("value", &w.value),
+                ("list_id", &w.list_id),
+            ] {
+                if let Some(re) = re {
+                    if let Err(e) = regex::Regex::new(re) {
+                        p.push(format!("{rat}.when.{key}: invalid regex: {e}"));
+                    }
+                }
+            }
+            if r.actions.is_empty() {
+                p.push(format!("{rat}.actions: must list at least one action"));
+            }
+            for (k, act) in r.actions.iter().enumerate() {
+                if let Err(e) = check_action(a, act) {
+                    p.push(format!("{rat}.actions[{k}]: {e}"));
+                }
+            }
+        }
+        validate_webhooks(&a.webhooks, &format!("{at}.webhooks"), &mut p);
+    }
+    p
+}
+
+fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
+    for (i, h) in hooks.iter().enumerate() {
+        if let Err(e) = valid_http_url(&h.url) {
+            p.push(format!("{at}[{i}].url: {e}"));
+        }
+        for name in h.headers.keys() {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                p.push(format!("{at}[{i}].headers: invalid header name {name:?}"));
+            }
+        }
+        if let Some(s) = &h.secret {
+            if s.len() < 16 {
+                p.push(format!("{at}[{i}].secret: must be at least 16 characters"));
+            }
+        }
+    }
+}
