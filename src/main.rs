@@ -22,7 +22,7 @@ options:
   --help              print this help
 
 environment:
-  MAILPROC_LOG        log level: error, warn, info (default), debug, trace
+  MAILPROC_LOG        log level: error, warn, info, debug, trace (overrides log_level)
 ";
 
 enum Cmd {
@@ -101,7 +101,7 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Run => {
-            let logs = logging::init();
+            let logs = logging::init(loaded.config.log_level.filter());
             match service::run(loaded, logs) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
