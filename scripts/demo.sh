@@ -7,15 +7,22 @@
 #   scripts/demo.sh --check    wait until processing settles, print the
 #                              stats, stop everything, exit (non-zero when
 #                              nothing was processed)
+#   scripts/demo.sh --smoke    start it with an auth_token, run
+#                              scripts/smoke.sh against it, stop everything,
+#                              exit with smoke.sh's status (CI runs this)
 #
 # Run as root on a Debian/Ubuntu machine: installs dovecot-imapd (and curl,
 # openssl, python3, npm) when missing, builds mailproc with
-# `cargo build --release` unless MAILPROC_BIN names a binary, and keeps all
+# `cargo build --release` (--smoke: a debug build, which the test suite has
+# usually built already) unless MAILPROC_BIN names a binary, and keeps all
 # state in a temp directory that is removed at exit.
 #
 # Environment:
 #   MAILPROC_BIN          use this mailproc binary instead of building one
-#   MAILPROC_DEMO_PORT    HTTP port (default 8080)
+#   MAILPROC_DEMO_PORT    HTTP port (default 8080; --smoke: a free port)
+#   MAILPROC_CARGO_LOCK   cargo runs under `flock` on this file, so builds
+#                         of several checkouts on one machine take turns
+#                         (default /tmp/cargo.lock; empty: no lock)
 #   MAILPROC_LLM_URL      OpenAI-compatible chat completions URL, e.g.
 #                         http://127.0.0.1:8081/v1/chat/completions; the
 #                         account then asks this model about what no rule sorts
@@ -25,13 +32,14 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PORT=${MAILPROC_DEMO_PORT:-8080}
 CHECK=0
+SMOKE=0
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
     case "$arg" in
         --check) CHECK=1 ;;
+        --smoke) SMOKE=1 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "demo: unknown argument $arg (try --help)" >&2; exit 2 ;;
     esac
@@ -44,8 +52,8 @@ else
 fi
 die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 
+((CHECK + SMOKE < 2)) || die "--check and --smoke do not go together"
 [[ $EUID -eq 0 ]] || die "run as root (Dovecot needs it to switch to its own user)"
-[[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
 
 # ---- tools -------------------------------------------------------------------
 need=()
@@ -65,14 +73,40 @@ if ((${#need[@]})); then
 fi
 export PATH="$PATH:/usr/sbin:/sbin"
 
+# A free loopback port (the smoke test must not collide with anything).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+if ((SMOKE)) && [[ -z "${MAILPROC_DEMO_PORT:-}" ]]; then
+    PORT=$(free_port)
+else
+    PORT=${MAILPROC_DEMO_PORT:-8080}
+fi
+[[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
+
+# cargo under flock (see MAILPROC_CARGO_LOCK above).
+LOCK=${MAILPROC_CARGO_LOCK-/tmp/cargo.lock}
+cargo_locked() {
+    if [[ -n "$LOCK" ]] && command -v flock >/dev/null; then
+        flock "$LOCK" cargo "$@"
+    else
+        cargo "$@"
+    fi
+}
+
 if [[ -n "${MAILPROC_BIN:-}" ]]; then
     BIN=$MAILPROC_BIN
     [[ -x "$BIN" ]] || die "MAILPROC_BIN=$BIN is not an executable"
 else
     command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) or set MAILPROC_BIN"
-    say "building mailproc (cargo build --release)"
-    (cd "$ROOT" && cargo build --release --locked)
-    BIN="$ROOT/target/release/mailproc"
+    if ((SMOKE)); then profile=(); out=debug; else profile=(--release); out=release; fi
+    say "building mailproc (cargo build ${profile[*]} --locked)"
+    (cd "$ROOT" && cargo_locked build "${profile[@]}" --locked)
+    # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml count.
+    target=$(cd "$ROOT" && cargo_locked metadata --format-version 1 --no-deps --locked \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    BIN="$target/$out/mailproc"
+    [[ -x "$BIN" ]] || die "cargo build did not produce $BIN"
 fi
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
@@ -139,11 +173,16 @@ yaml_str() { # a double-quoted YAML scalar
     printf '"%s"' "$s"
 }
 
+# --smoke checks authentication too, so the API gets a token there; the
+# interactive demo stays open (loopback only) so its curl lines stay short.
+TOKEN=""
+((SMOKE)) && TOKEN=$(openssl rand -hex 24)
+
 CONF="$DIR/config.yaml"
 {
     cat <<EOF
 # Written by scripts/demo.sh; removed when the demo stops.
-server: { port: $PORT, bind: 127.0.0.1 }
+server: { port: $PORT, bind: 127.0.0.1$([[ -z "$TOKEN" ]] || echo ", auth_token: $TOKEN") }
 dashboard: { enabled: true }
 storage: { path: $(yaml_str "$DIR/mailproc.db") }
 webhook_settings: { allow_private: [] }
@@ -230,7 +269,7 @@ for ((i = 0; ; i++)); do
     sleep 0.1
 done
 
-cat >&2 <<EOF
+((SMOKE)) || cat >&2 <<EOF
 
   mailproc is sorting the demo inbox (pid $MAILPROC_PID, log $LOG)
 
@@ -255,6 +294,16 @@ try:
 except Exception:
     print(0)'
 }
+
+if ((SMOKE)); then
+    say "smoke test: scripts/smoke.sh $URL"
+    set +e
+    "$ROOT/scripts/smoke.sh" "$URL" "$TOKEN"
+    rc=$?
+    set -e
+    ((rc == 0)) || tail -n 30 "$LOG" >&2
+    exit "$rc"
+fi
 
 if ((CHECK)); then
     # Settled = total_processed unchanged for 3 s after something was
