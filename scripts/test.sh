@@ -32,70 +32,25 @@ cd "$ROOT"
 say() { printf 'test.sh: %s\n' "$*" >&2; }
 die() { printf 'test.sh: error: %s\n' "$*" >&2; exit 1; }
 
-export PATH="$PATH:/usr/sbin:/sbin"
-command -v cargo >/dev/null || die "cargo not found: install Rust first (https://rustup.rs)"
+# shellcheck source=lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+setup_have cargo || die "cargo not found: install Rust first (https://rustup.rs)"
 
 # ---- what is missing ---------------------------------------------------------
-need=()
-why=()
-want() { # PACKAGE REASON: add once
-    [[ " ${need[*]} " == *" $1 "* ]] && return 0
-    need+=("$1")
-    why+=("$1 ($2)")
-}
-have() { command -v "$1" >/dev/null 2>&1; }
-
-have dovecot || want dovecot-imapd "IMAP server for the tests"
-have doveadm || want dovecot-imapd "IMAP server for the tests"
-have promtool || want prometheus "promtool checks /metrics"
-have openssl || want openssl "test certificates"
-have npm || want npm "fetches the mail corpus"
-have systemd-analyze || want systemd "systemd-analyze checks the unit"
-have strace || want strace "checks the unit's system-call filter"
-have curl || want curl "demo and smoke test"
-have python3 || want python3 "demo and Dovecot harness"
-have cc || want gcc "links mailproc, builds the bundled SQLite"
-[[ -e /usr/include/stdio.h ]] || want libc6-dev "C headers for the build"
-have pkg-config || want pkg-config "finds OpenSSL for the build"
-if ! { have pkg-config && pkg-config --exists openssl; }; then
-    want libssl-dev "OpenSSL headers for the build"
-fi
-if ! have chromium && ! have chromium-browser; then
-    # Debian calls it chromium; Ubuntu's chromium-browser is a snap wrapper
-    # that apt cannot use in a container, so only Debian's is tried.
-    want chromium "dashboard tests"
-fi
-
-if ((${#need[@]})); then
-    ((EUID == 0)) || die "missing ${need[*]}; run as root to install them (or install them yourself)"
-    have apt-get || die "missing ${need[*]} and there is no apt-get to install them"
-    say "installing with apt-get:"
-    for w in "${why[@]}"; do say "  $w"; done
-    apt-get update -qq
-    if [[ " ${need[*]} " == *" chromium "* ]] \
-        && ! apt-cache policy chromium 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-        say "no chromium package here (Ubuntu ships it as a snap): the dashboard tests will fail and say so"
-        for i in "${!need[@]}"; do [[ "${need[$i]}" == chromium ]] && unset 'need[i]'; done
-        need=("${need[@]}")
-    fi
-    # dovecot-imapd and prometheus start their own services where an init
-    # system runs; the tests use neither (they start Dovecot on free ports).
-    if ((${#need[@]})); then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-        say "installed ${need[*]}"
-    fi
-fi
+setup_have dovecot || setup_want dovecot-imapd "IMAP server for the tests"
+setup_have doveadm || setup_want dovecot-imapd "IMAP server for the tests"
+setup_have promtool || setup_want prometheus "promtool checks /metrics"
+setup_have openssl || setup_want openssl "test certificates"
+setup_have npm || setup_want npm "fetches the mail corpus"
+setup_have systemd-analyze || setup_want systemd "systemd-analyze checks the unit"
+setup_have strace || setup_want strace "checks the unit's system-call filter"
+setup_have curl || setup_want curl "demo and smoke test"
+setup_have python3 || setup_want python3 "demo and Dovecot harness"
+setup_have chromium || setup_have chromium-browser || setup_want chromium "dashboard tests"
+setup_want_build
+setup_install test.sh || exit 1
 
 # ---- the suite ---------------------------------------------------------------
-LOCK=${MAILPROC_CARGO_LOCK-/tmp/cargo.lock}
-cargo_locked() {
-    if [[ -n "$LOCK" ]] && have flock; then
-        flock "$LOCK" cargo "$@"
-    else
-        cargo "$@"
-    fi
-}
-
 say "cargo test --locked $*"
 cargo_locked test --locked "$@"
 
