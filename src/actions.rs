@@ -2,6 +2,8 @@
 //! a batch's outcomes become IMAP commands: one `UID STORE` per flag set and
 //! one move per destination, flags first.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::AccountConfig;
@@ -137,4 +139,90 @@ pub fn check_action(a: &AccountConfig, act: &Action) -> Result<(), String> {
         _ => {}
     }
     Ok(())
+}
+
+/// Where `spam` and `trash` go on this server (its SPECIAL-USE folders).
+pub struct Destinations<'a> {
+    pub junk: &'a str,
+    pub trash: &'a str,
+}
+
+/// What a batch needs on the server: one `UID STORE` per flag set and one
+/// move per destination. Executed flags first, moves last (a moved message
+/// has a new UID in its new folder).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub flag_sets: BTreeMap<Vec<String>, Vec<u32>>,
+    pub moves: BTreeMap<String, Vec<u32>>,
+}
+
+impl Plan {
+    /// Adds a message: the flags its `actions` set (plus `extra_flag`, the
+    /// review keyword) and at most one destination, the last move-like
+    /// action's.
+    pub fn add(
+        &mut self,
+        uid: u32,
+        actions: &[Action],
+        extra_flag: Option<&str>,
+        to: &Destinations<'_>,
+    ) {
+        let mut flags: BTreeSet<String> = extra_flag.map(str::to_string).into_iter().collect();
+        let mut dest = None;
+        for a in actions {
+            match a {
+                Action::Read => {
+                    flags.insert("\\Seen".into());
+                }
+                Action::Flag { flags: f } => flags.extend(f.iter().cloned()),
+                Action::Move { folder } => dest = Some(folder.clone()),
+                Action::Spam => dest = Some(to.junk.to_string()),
+                Action::Trash => dest = Some(to.trash.to_string()),
+                Action::Noop => {}
+            }
+        }
+        if !flags.is_empty() {
+            self.flag_sets
+                .entry(flags.into_iter().collect())
+                .or_default()
+                .push(uid);
+        }
+        if let Some(d) = dest {
+            self.moves.entry(d).or_default().push(uid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_shares_one_command_per_flag_set_and_folder() {
+        let to = Destinations {
+            junk: "Spam",
+            trash: "Bin",
+        };
+        let mut p = Plan::default();
+        let news = [
+            Action::Move {
+                folder: "News".into(),
+            },
+            Action::Read,
+        ];
+        p.add(1, &news, None, &to);
+        p.add(2, &news, None, &to);
+        p.add(3, &[Action::Spam], None, &to);
+        p.add(4, &[], Some("$Review"), &to);
+        p.add(5, &[Action::Noop], None, &to);
+        assert_eq!(p.moves["News"], vec![1, 2]);
+        assert_eq!(p.moves["Spam"], vec![3]);
+        assert_eq!(p.flag_sets[&vec!["\\Seen".to_string()]], vec![1, 2]);
+        assert_eq!(p.flag_sets[&vec!["$Review".to_string()]], vec![4]);
+        assert_eq!(
+            p.moves.len() + p.flag_sets.len(),
+            4,
+            "uid 5 needs nothing: {p:?}"
+        );
+    }
 }

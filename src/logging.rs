@@ -1,7 +1,14 @@
-//! Logging: simplelog to standard error (journald under systemd), plus an
-//! in-memory ring of the most recent lines for `/api/logs` and the dashboard.
+//! Logging: standard error, plus an in-memory ring of the most recent lines
+//! for `/api/logs` and the dashboard.
+//!
+//! On a terminal or in a file, lines read `<RFC 3339 time> [LEVEL] message`
+//! (simplelog). Under systemd, when `$JOURNAL_STREAM` names the very stream
+//! standard error is, each line is `<N>message` instead: journald adds the
+//! time itself and takes `<N>` as the syslog priority (error 3, warn 4,
+//! info 6, debug and trace 7), so `journalctl -p warning` works.
 
 use std::collections::VecDeque;
+use std::io::Write;
 use std::sync::{Arc, OnceLock};
 
 use log::{LevelFilter, Log, Metadata, Record};
@@ -16,6 +23,11 @@ use crate::timestamp::now_iso;
 /// Lines kept in memory: enough for a screenful of context around a problem
 /// (a busy account logs a few lines per message), small enough to ignore.
 const RING_LINES: usize = 2000;
+
+/// A log target for lines that go to standard error (and so the journal)
+/// but never into the ring `/api/logs` serves: the dashboard's setup code,
+/// which whoever reads it could use to claim the dashboard.
+pub const STDERR_ONLY: &str = "mailproc::stderr_only";
 
 /// Longest message kept in the ring, in bytes: with [`RING_LINES`] the ring
 /// holds at most about 4 MiB whatever is logged (a log line may quote a
@@ -79,7 +91,10 @@ impl Log for RingLogger {
     }
 
     fn log(&self, r: &Record<'_>) {
-        if !self.enabled(r.metadata()) || !r.target().starts_with("mailproc") {
+        if !self.enabled(r.metadata())
+            || !r.target().starts_with("mailproc")
+            || r.target() == STDERR_ONLY
+        {
             return;
         }
         let mut lines = self.ring.lines.lock();
@@ -109,30 +124,126 @@ impl SharedLogger for RingLogger {
     }
 }
 
+/// Standard error for journald: `<N>` per line, no time of our own.
+struct JournalLogger {
+    level: LevelFilter,
+}
+
+/// The syslog priority journald reads from a `<N>` line prefix.
+fn priority(level: log::Level) -> u8 {
+    match level {
+        log::Level::Error => 3,
+        log::Level::Warn => 4,
+        log::Level::Info => 6,
+        log::Level::Debug | log::Level::Trace => 7,
+    }
+}
+
+impl Log for JournalLogger {
+    fn enabled(&self, m: &Metadata<'_>) -> bool {
+        m.level() <= self.level
+    }
+
+    fn log(&self, r: &Record<'_>) {
+        if !self.enabled(r.metadata()) || !r.target().starts_with("mailproc") {
+            return;
+        }
+        let prio = priority(r.level());
+        let message = r.args().to_string();
+        // journald makes one entry per line: each one carries the prefix,
+        // and the whole record goes out in one write so threads never
+        // interleave inside it.
+        let mut out = String::with_capacity(message.len() + 4);
+        for line in message.split('\n') {
+            out.push_str(&format!("<{prio}>{line}\n"));
+        }
+        let _ = std::io::stderr().lock().write_all(out.as_bytes());
+    }
+
+    fn flush(&self) {}
+}
+
+impl SharedLogger for JournalLogger {
+    fn level(&self) -> LevelFilter {
+        self.level
+    }
+    fn config(&self) -> Option<&simplelog::Config> {
+        None
+    }
+    fn as_log(self: Box<Self>) -> Box<dyn Log> {
+        Box::new(*self)
+    }
+}
+
+/// True when standard error is the journal stream systemd connected:
+/// `$JOURNAL_STREAM` is `<device>:<inode>` of it. The variable alone is not
+/// enough, since a child of a service inherits it with any standard error.
+fn stderr_is_journal() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let Some(var) = std::env::var_os("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Some((dev, ino)) = var.to_str().and_then(|v| v.split_once(':')) else {
+        return false;
+    };
+    let (Ok(dev), Ok(ino)) = (dev.parse::<u64>(), ino.parse::<u64>()) else {
+        return false;
+    };
+    let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(fd)
+        .metadata()
+        .is_ok_and(|m| m.dev() == dev && m.ino() == ino)
+}
+
+/// The level in effect: `MAILPROC_LOG` when set to a level, else the
+/// configuration's `log_level`. An unusable `MAILPROC_LOG` is returned as
+/// the second value so it can be reported once logging works.
+fn effective_level(configured: LevelFilter, env: Option<&str>) -> (LevelFilter, Option<String>) {
+    match env.map(str::trim) {
+        None | Some("") => (configured, None),
+        Some(v) => match v.parse::<LevelFilter>() {
+            Ok(l) => (l, None),
+            Err(_) => (configured, Some(v.to_string())),
+        },
+    }
+}
+
 static RING: OnceLock<Arc<LogRing>> = OnceLock::new();
 
-/// Installs the logger once per process and returns the shared ring. The
-/// level comes from `MAILPROC_LOG` (error, warn, info, debug, trace).
-pub fn init() -> Arc<LogRing> {
+/// Installs the logger once per process and returns the shared ring.
+/// `configured` is the configuration's `log_level`; `MAILPROC_LOG` (error,
+/// warn, info, debug, trace) overrides it.
+pub fn init(configured: LevelFilter) -> Arc<LogRing> {
     RING.get_or_init(|| {
         let ring = Arc::new(LogRing::default());
-        let level = std::env::var("MAILPROC_LOG")
-            .ok()
-            .and_then(|l| l.parse().ok())
-            .unwrap_or(LevelFilter::Info);
-        let config = ConfigBuilder::new()
-            .add_filter_allow_str("mailproc")
-            .set_time_format_rfc3339()
-            .set_thread_level(LevelFilter::Off)
-            .set_target_level(LevelFilter::Off)
-            .build();
+        let env = std::env::var("MAILPROC_LOG").ok();
+        let (level, bad_env) = effective_level(configured, env.as_deref());
+        let stderr: Box<dyn SharedLogger> = if stderr_is_journal() {
+            Box::new(JournalLogger { level })
+        } else {
+            let config = ConfigBuilder::new()
+                .add_filter_allow_str("mailproc")
+                .set_time_format_rfc3339()
+                .set_thread_level(LevelFilter::Off)
+                .set_target_level(LevelFilter::Off)
+                .build();
+            TermLogger::new(level, config, TerminalMode::Stderr, ColorChoice::Never)
+        };
         let _ = CombinedLogger::init(vec![
-            TermLogger::new(level, config, TerminalMode::Stderr, ColorChoice::Never),
+            stderr,
             Box::new(RingLogger {
                 ring: ring.clone(),
                 level,
             }),
         ]);
+        if let Some(v) = bad_env {
+            log::warn!(
+                "MAILPROC_LOG={v:?} is not a level (error, warn, info, debug, trace); using {level}"
+            );
+        }
         ring
     })
     .clone()
@@ -140,14 +251,36 @@ pub fn init() -> Arc<LogRing> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_overrides_the_configured_level() {
+        let info = LevelFilter::Info;
+        assert_eq!(effective_level(info, None), (info, None));
+        assert_eq!(effective_level(info, Some("")), (info, None));
+        assert_eq!(
+            effective_level(info, Some("debug")),
+            (LevelFilter::Debug, None)
+        );
+        assert_eq!(
+            effective_level(LevelFilter::Warn, Some("loud")),
+            (LevelFilter::Warn, Some("loud".into()))
+        );
+    }
+
+    #[test]
+    fn syslog_priorities() {
+        assert_eq!(priority(log::Level::Error), 3);
+        assert_eq!(priority(log::Level::Warn), 4);
+        assert_eq!(priority(log::Level::Info), 6);
+        assert_eq!(priority(log::Level::Debug), 7);
+        assert_eq!(priority(log::Level::Trace), 7);
+    }
+
     #[test]
     fn clip_respects_char_boundaries() {
-        assert_eq!(super::clip("abc".into(), 10), "abc");
-        let c = super::clip("é".repeat(3000), super::MAX_LINE_BYTES);
-        assert!(
-            c.len() <= super::MAX_LINE_BYTES && c.ends_with('…'),
-            "{}",
-            c.len()
-        );
+        assert_eq!(clip("abc".into(), 10), "abc");
+        let c = clip("é".repeat(3000), MAX_LINE_BYTES);
+        assert!(c.len() <= MAX_LINE_BYTES && c.ends_with('…'), "{}", c.len());
     }
 }

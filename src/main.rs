@@ -17,12 +17,23 @@ commands:
   set-password USER   create USER or reset its password (read from the terminal or stdin)
 
 options:
-  --config PATH       configuration file (default ./config.yaml)
-  --version           print the version
-  --help              print this help
+  -c, --config PATH   configuration file (default ./config.yaml); also --config=PATH
+  -V, --version       print the version
+  -h, --help          print this help
 
 environment:
-  MAILPROC_LOG        log level: error, warn, info (default), debug, trace
+  MAILPROC_LOG        log level: error, warn, info, debug, trace; overrides the
+                      configuration's log_level (default info)
+  NOTIFY_SOCKET       set by systemd (Type=notify): READY=1 once serving,
+                      STOPPING=1 when shutting down
+  JOURNAL_STREAM      set by systemd: log lines get <N> priorities, no timestamps
+  ${NAME}             any variable the configuration refers to
+
+signals:
+  SIGTERM, SIGINT     stop gracefully (finish the batch in hand), exit 0
+  SIGHUP              logged; changes nothing yet (no reload)
+
+exit status: 0 success, 1 error (configuration, start-up, command), 2 usage
 ";
 
 enum Cmd {
@@ -101,7 +112,7 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Run => {
-            let logs = logging::init();
+            let logs = logging::init(loaded.config.log_level.filter());
             match service::run(loaded, logs) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -103,11 +103,16 @@ impl Metrics {
         };
         #[cfg(target_os = "linux")]
         {
-            let pc = prometheus::process_collector::ProcessCollector::new(
-                std::process::id() as i32,
-                "mailproc",
-            );
-            let _ = m.registry.register(Box::new(pc));
+            // No namespace of its own: the registry's prefix makes the
+            // names mailproc_process_* (with one here, mailproc_mailproc_process_*).
+            let pc =
+                prometheus::process_collector::ProcessCollector::new(std::process::id() as i32, "");
+            let started = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs() as f64);
+            let _ = m
+                .registry
+                .register(Box::new(ProcessMetrics { pc, started }));
         }
         m
     }
@@ -125,6 +130,40 @@ impl Metrics {
             log::error!("metrics: encoding failed: {e}");
         }
         buf
+    }
+}
+
+/// prometheus's process collector computes `process_start_time_seconds`
+/// from the boot time in `/proc/stat`, which the systemd unit hides
+/// (`ProcSubset=pid` leaves only `/proc/<pid>`); it would then report 0,
+/// and a dashboard would show 56 years of uptime. In that case the time the
+/// metrics were created stands in: a few milliseconds after the start.
+#[cfg(target_os = "linux")]
+struct ProcessMetrics {
+    pc: prometheus::process_collector::ProcessCollector,
+    started: f64,
+}
+
+#[cfg(target_os = "linux")]
+impl prometheus::core::Collector for ProcessMetrics {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        self.pc.desc()
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let mut families = self.pc.collect();
+        for f in &mut families {
+            if f.name().ends_with("process_start_time_seconds") {
+                for m in f.mut_metric() {
+                    if m.get_gauge().get_value() == 0.0 {
+                        let mut g = prometheus::proto::Gauge::default();
+                        g.set_value(self.started);
+                        m.set_gauge(g);
+                    }
+                }
+            }
+        }
+        families
     }
 }
 

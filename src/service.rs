@@ -1,11 +1,14 @@
 //! Start-up and shutdown of the whole service (`mailproc run`).
 //!
-//! Order matters: the HTTP port is bound first, so a taken port ends the
-//! process before any other thread exists; then the store, the webhook
-//! thread, the account workers and finally the HTTP workers. Shutdown
-//! (SIGINT/SIGTERM) runs the other way round: stop taking requests, let each
-//! account finish the message in hand, deliver queued webhooks for up to
-//! 5 s, and return so the process exits 0.
+//! Order matters: the signal handlers come first (`signals`: they must be
+//! in place before any other thread exists); then the HTTP port is bound,
+//! so a taken port ends the process before anything else is started; then
+//! the store, the webhook thread, the account workers and finally the HTTP
+//! workers, after which systemd is told `READY=1` (`notify`). Shutdown
+//! (SIGINT/SIGTERM) runs the other way round: tell systemd `STOPPING=1`,
+//! stop taking requests, let each account finish the message in hand,
+//! deliver queued webhooks for up to 5 s, and return so the process exits 0.
+//! SIGHUP is logged and changes nothing (`signals`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,16 +27,17 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let config = &loaded.config;
+    // First of all, before any other thread exists (see `signals::install`)
+    // and before the port opens: a SIGHUP sent as soon as the port answers
+    // must not find the default action (terminate) still in place, and a
+    // SIGTERM during start-up becomes a graceful stop once started.
+    // One slot: a second signal while shutting down changes nothing.
+    let (shutdown_tx, shutdown_rx) = crossbeam_channel::bounded::<()>(1);
+    crate::signals::install(shutdown_tx)?;
     let (listener, addr) = crate::http::bind(config)?;
     let store = Arc::new(Store::open(&config.storage.path).map_err(|e| e.to_string())?);
     let session_secret = session_secret(config, &store)?;
     let metrics = Arc::new(Metrics::new());
-
-    let (shutdown_tx, shutdown_rx) = crossbeam_channel::bounded::<()>(1);
-    ctrlc::set_handler(move || {
-        let _ = shutdown_tx.try_send(());
-    })
-    .map_err(|e| format!("installing the signal handler failed: {e}"))?;
 
     let (webhooks, webhook_thread) =
         Webhooks::start(config, store.clone(), metrics.clone()).map_err(|e| e.to_string())?;
@@ -89,6 +93,13 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         env!("CARGO_PKG_VERSION"),
         config.accounts.len()
     );
+    let status = format!(
+        "listening on http://{addr}, {} account(s)",
+        config.accounts.len()
+    );
+    if let Err(e) = crate::notify::ready(&status) {
+        log::warn!("telling systemd we are ready failed: {e}");
+    }
 
     let retention = config.storage.activity_retention.0;
     let mut next_prune = Instant::now();
@@ -108,6 +119,9 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     }
 
     log::info!("shutting down");
+    if let Err(e) = crate::notify::stopping() {
+        log::warn!("telling systemd we are stopping failed: {e}");
+    }
     http.stop();
     for h in accounts.values() {
         let _ = h.send(Command::Shutdown);

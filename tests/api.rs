@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::mailproc::Mailproc;
 use mailproc::actions::Action;
-use mailproc::store::{status, EmailMeta, Outcome, Store};
+use mailproc::store::{Status, EmailMeta, Outcome, Store};
 use mailproc::timestamp::now_ms;
 use serde_json::Value;
 
@@ -73,7 +73,7 @@ fn meta(account: &str, uid: u32, subject: &str) -> EmailMeta {
 
 fn outcome(actions: Vec<Action>) -> Outcome {
     Outcome {
-        status: status::OK,
+        status: Status::Ok,
         actions,
         model: "rules:test".into(),
         reasoning: "matched".into(),

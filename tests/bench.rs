@@ -13,7 +13,7 @@ use common::dovecot::Dovecot;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model, Reply};
 use mailproc::actions::Action;
-use mailproc::store::{status, EmailMeta, Outcome, Store};
+use mailproc::store::{Status, EmailMeta, Outcome, Store};
 use serde_json::json;
 
 fn msg(i: usize, subject: &str, extra: &str) -> Vec<u8> {
@@ -114,7 +114,7 @@ fn api_over_100k(rows: &mut Vec<(String, String, String)>) {
                         from: format!("user{}@example.org", i % 997),
                     },
                     Outcome {
-                        status: status::OK,
+                        status: Status::Ok,
                         actions,
                         model: "rules:x".into(),
                         reasoning: "r".into(),

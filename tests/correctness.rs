@@ -130,7 +130,7 @@ fn a_store_failure_is_not_a_lost_connection() {
         events[0]["error"]
             .as_str()
             .unwrap()
-            .contains("failpoint record-batch"),
+            .contains("store: record_batch: failpoint"),
         "{events:?}"
     );
     assert_eq!(

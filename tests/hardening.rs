@@ -551,7 +551,7 @@ fn memory_is_bounded_in_bytes_log_lines_reasoning_events_and_exports() {
                     from: "a@b.c".into(),
                 };
                 let o = mailproc::store::Outcome {
-                    status: "ok",
+                    status: mailproc::store::Status::Ok,
                     model: "rules:x".into(),
                     ..Default::default()
                 };

@@ -1188,7 +1188,7 @@ fn sigterm_mid_backlog_finishes_the_batch_and_exits_cleanly() {
         .activity(&mailproc::store::ActivityQuery {
             page: 1,
             page_size: 10,
-            status: Some("pending".into()),
+            status: Some(mailproc::store::Status::Pending),
             ..Default::default()
         })
         .unwrap()

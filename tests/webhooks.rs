@@ -17,7 +17,7 @@ use hmac::{Hmac, Mac};
 use mailproc::config::{self, Config, EventKind};
 use mailproc::metrics::Metrics;
 use mailproc::store::Store;
-use mailproc::webhook::{Webhooks, QUEUE_SIZE, SSRF_MESSAGE};
+use mailproc::webhook::{Event, Webhooks, QUEUE_SIZE, SSRF_MESSAGE};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
@@ -226,6 +226,44 @@ webhook_settings:
 
 fn test_webhook(m: &Mailproc, body: Value) -> common::mailproc::Resp {
     m.post_with("/api/test-webhook", TOKEN, &body.to_string())
+}
+
+/// Emits the typed event of `kind` whose fields `v` spells as JSON (fields
+/// an event does not have are ignored, as the typed API cannot carry them).
+fn emit(hooks: &Webhooks, kind: EventKind, account: &str, v: Value) {
+    let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    let (error, details, subject, from) = (s("error"), s("details"), s("subject"), s("from"));
+    let (model, reasoning) = (s("model"), s("reasoning"));
+    let actions: Vec<mailproc::actions::Action> =
+        serde_json::from_value(v["actions"].clone()).unwrap_or_default();
+    let action: mailproc::actions::Action =
+        serde_json::from_value(v["action"].clone()).unwrap_or(mailproc::actions::Action::Noop);
+    let event = match kind {
+        EventKind::EmailProcessed => Event::EmailProcessed {
+            subject: &subject,
+            from: &from,
+            actions: &actions,
+            model: &model,
+            reasoning: &reasoning,
+            dry_run: false,
+            review: None,
+        },
+        EventKind::ActionTaken => Event::ActionTaken {
+            action: &action,
+            subject: &subject,
+            from: &from,
+        },
+        EventKind::Error => Event::Error {
+            error: &error,
+            details: &details,
+        },
+        EventKind::ConnectionLost => Event::ConnectionLost {
+            error: &error,
+            details: &details,
+        },
+        EventKind::ConnectionRestored => Event::ConnectionRestored { details: &details },
+    };
+    hooks.emit(account, event);
 }
 
 #[test]
@@ -551,7 +589,7 @@ fn dispatcher_filters_events_per_entry_and_per_account() {
         (EventKind::ConnectionRestored, "work"),
     ];
     for (kind, account) in emitted {
-        d.hooks.emit(kind, account, json!({"n": 1}));
+        emit(&d.hooks, kind, account, json!({"n": 1}));
     }
     // all: 6, errors: error + connection_lost, personal: its email_processed,
     // work: its 3 events.
@@ -629,7 +667,8 @@ webhooks:
         r.url("/h")
     );
     let d = Dispatcher::start(&yaml, &[("HOOK_TOKEN", "s3cr3t-value")]);
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::Error,
         "personal",
         json!({"error": "e", "details": "d"}),
@@ -659,30 +698,35 @@ fn dispatcher_payloads_keep_their_json_types() {
         {"type": "flag", "flags": ["\\Flagged", "$Invoice"]},
         {"type": "read"}
     ]);
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::EmailProcessed,
         "personal",
         json!({"subject": "Your receipt", "from": "shop@example.com", "actions": actions,
                "model": "qwen2.5:7b", "reasoning": "A purchase confirmation."}),
     );
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::ActionTaken,
         "personal",
         json!({"action": {"type": "move", "folder": "Receipts"}, "subject": "Your receipt", "from": "shop@example.com"}),
     );
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::Error,
         "personal",
         json!({"error": "classification failed", "details": "model timed out after 60s"}),
     );
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::ConnectionLost,
         "personal",
         json!({"error": "connection reset", "details": "imap.example.com:993"}),
     );
     // The account argument is authoritative, and `event`/`timestamp` are
     // the dispatcher's to set.
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::ConnectionRestored,
         "personal",
         json!({"account": "spoofed", "event": "spoofed", "timestamp": 0, "error": "", "details": "after 3 attempts"}),
@@ -794,12 +838,14 @@ webhooks:
         unsigned.url("/")
     );
     let d = Dispatcher::start(&yaml, &[("RAW_SECRET", "a-plain-shared-secret")]);
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::Error,
         "personal",
         json!({"error": "e", "details": "d"}),
     );
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::Error,
         "personal",
         json!({"error": "e2", "details": "d2"}),
@@ -840,7 +886,8 @@ fn dispatcher_refuses_private_targets_without_an_allow_entry() {
     let r = Receiver::start("127.0.0.1:0", Answer::Status(200));
     let yaml = format!("webhooks:\n  - url: \"{}\"\n", r.url("/"));
     let d = Dispatcher::start(&yaml, &[]);
-    d.hooks.emit(
+    emit(
+        &d.hooks,
         EventKind::Error,
         "personal",
         json!({"error": "e", "details": "d"}),
@@ -866,10 +913,10 @@ fn dispatcher_reload_swaps_targets() {
         )
     };
     let d = Dispatcher::start(&yaml(&before), &[]);
-    d.hooks.emit(EventKind::Error, "a", json!({}));
+    emit(&d.hooks, EventKind::Error, "a", json!({}));
     before.wait_for_hits(1, Duration::from_secs(5));
     d.hooks.reload(&parse(&yaml(&after), &[]));
-    d.hooks.emit(EventKind::Error, "a", json!({}));
+    emit(&d.hooks, EventKind::Error, "a", json!({}));
     after.wait_for_hits(1, Duration::from_secs(5));
     d.wait_deliveries(2, Duration::from_secs(5));
     assert_eq!(before.count(), 1);
@@ -904,14 +951,14 @@ fn a_full_queue_drops_and_counts() {
     let (mut r, mut d) = hanging_setup("30s");
     // The first event occupies the thread (its target hangs), so the queue
     // is empty and exactly QUEUE_SIZE more fit.
-    d.hooks.emit(EventKind::Error, "a", json!({"i": 0}));
+    emit(&d.hooks, EventKind::Error, "a", json!({"i": 0}));
     r.wait_for_hits(1, Duration::from_secs(5));
     let extra = 25;
     within(Duration::from_secs(5), "emitting into a full queue", {
         let hooks = d.hooks.clone();
         move || {
             for i in 0..QUEUE_SIZE + extra {
-                hooks.emit(EventKind::Error, "a", json!({"i": i + 1}));
+                emit(&hooks, EventKind::Error, "a", json!({"i": i + 1}));
             }
         }
     });
@@ -936,7 +983,8 @@ fn a_hanging_target_does_not_slow_emit_and_times_out() {
         let hooks = d.hooks.clone();
         move || {
             for i in 0..200 {
-                hooks.emit(
+                emit(
+                    &hooks,
                     EventKind::EmailProcessed,
                     "personal",
                     json!({"subject": format!("message {i}"), "from": "a@example.com", "actions": [], "model": "m", "reasoning": "r"}),
@@ -972,13 +1020,13 @@ fn shutdown_delivers_what_is_queued() {
     );
     let mut d = Dispatcher::start(&yaml, &[]);
     for i in 0..20 {
-        d.hooks.emit(EventKind::ActionTaken, "a", json!({"i": i}));
+        emit(&d.hooks, EventKind::ActionTaken, "a", json!({"i": i}));
     }
     let took = d.stop();
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert_eq!(r.count(), 20);
     // The queue is closed: a late event is neither sent nor counted as a drop.
-    d.hooks.emit(EventKind::ActionTaken, "a", json!({}));
+    emit(&d.hooks, EventKind::ActionTaken, "a", json!({}));
     assert_eq!(d.metrics.webhook_dropped.get(), 0);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(r.count(), 20);
@@ -988,7 +1036,7 @@ fn shutdown_delivers_what_is_queued() {
 fn shutdown_gives_a_hanging_target_five_seconds_at_most() {
     let (r, mut d) = hanging_setup("60s");
     for i in 0..3 {
-        d.hooks.emit(EventKind::Error, "a", json!({"i": i}));
+        emit(&d.hooks, EventKind::Error, "a", json!({"i": i}));
     }
     r.wait_for_hits(1, Duration::from_secs(5));
     let took = d.stop();

@@ -109,7 +109,7 @@ impl Export {
                     e.model.clone(),
                     e.reasoning.clone(),
                     e.confidence.map(|c| c.to_string()).unwrap_or_default(),
-                    e.status.clone(),
+                    e.status.to_string(),
                     e.error.clone().unwrap_or_default(),
                 ])?;
             }

@@ -68,16 +68,13 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
     };
     let status = match req.query("status").filter(|s| !s.is_empty()) {
         None => None,
-        Some(s) if store::status::ALL.contains(&s) => Some(s.to_string()),
-        Some(s) => {
-            return Err(Reply::error(
+        Some(s) => Some(store::Status::parse(s).ok_or_else(|| {
+            let known: Vec<&str> = store::Status::ALL.iter().map(|s| s.as_str()).collect();
+            Reply::error(
                 400,
-                format!(
-                    "status: unknown status {s:?} (known: {})",
-                    store::status::ALL.join(", ")
-                ),
-            ))
-        }
+                format!("status: unknown status {s:?} (known: {})", known.join(", ")),
+            )
+        })?),
     };
     let start_ms = int_param(req, "startDate")?;
     let end_ms = int_param(req, "endDate")?;

@@ -165,6 +165,8 @@ fn de_string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Str
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// Least severe level logged (default info); `MAILPROC_LOG` overrides it.
+    pub log_level: LogLevel,
     pub server: ServerConfig,
     pub dashboard: DashboardConfig,
     pub storage: StorageConfig,
@@ -172,6 +174,30 @@ pub struct Config {
     pub webhook_settings: WebhookSettings,
     pub webhooks: Vec<WebhookConfig>,
     pub accounts: Vec<AccountConfig>,
+}
+
+/// `log_level`: serde names the five accepted values when another is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Error,
+    Warn,
+    #[default]
+    Info,
+    Debug,
+    Trace,
+}
+
+impl LogLevel {
+    pub fn filter(self) -> log::LevelFilter {
+        match self {
+            LogLevel::Error => log::LevelFilter::Error,
+            LogLevel::Warn => log::LevelFilter::Warn,
+            LogLevel::Info => log::LevelFilter::Info,
+            LogLevel::Debug => log::LevelFilter::Debug,
+            LogLevel::Trace => log::LevelFilter::Trace,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -670,6 +696,20 @@ mod tests {
 
     fn parse_str(s: &str) -> Result<Config, ConfigError> {
         parse(s, &env).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn log_level_defaults_to_info_and_names_the_choices() {
+        assert_eq!(parse_str("").unwrap().log_level, LogLevel::Info);
+        let c = parse_str("log_level: debug\n").unwrap();
+        assert_eq!(c.log_level.filter(), log::LevelFilter::Debug);
+        let e = parse_str("log_level: verbose\n").unwrap_err();
+        assert_eq!(e.problems.len(), 1, "{e}");
+        assert!(
+            e.problems[0].starts_with("log_level: unknown variant `verbose`"),
+            "{e}"
+        );
+        assert!(e.problems[0].contains("`warn`"), "{e}");
     }
 
     #[test]

@@ -42,16 +42,17 @@ const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 impl Dashboard {
     /// Prepares the dashboard at start-up. While no user exists, a fresh
-    /// setup code is printed to standard error, the log an operator reads
-    /// (journald under systemd). It goes to stderr directly and not through
-    /// the logger, whose in-memory ring `/api/logs` serves: an API key with
-    /// `read:logs` (or an open API) must not be able to claim the dashboard.
+    /// setup code is logged to standard error, the log an operator reads
+    /// (journald under systemd), under the `STDERR_ONLY` target that keeps
+    /// it out of the ring `/api/logs` serves: an API key with `read:logs`
+    /// (or an open API) must not be able to claim the dashboard.
     pub fn start(enabled: bool, store: &Store, addr: SocketAddr) -> Dashboard {
         let mut code = None;
         if enabled && store.user_count().unwrap_or(0) == 0 {
             let c = new_setup_code();
-            eprintln!(
-                "mailproc: dashboard setup code {c} - open http://{addr}/setup to create the \
+            log::warn!(
+                target: crate::logging::STDERR_ONLY,
+                "dashboard setup code {c} - open http://{addr}/setup to create the \
                  first user (or run `mailproc set-password USER`)"
             );
             log::warn!(

@@ -68,9 +68,9 @@ fn activity_table(entries: &[ActivityEntry], retry: Option<(&str, &str)>) -> Mar
                                     @if e.subject.is_empty() { "(no subject)" } @else { (e.subject) }
                                 } }
                                 td data-label="Actions" { (actions_text(&e.actions)) }
-                                td data-label="Status" { (badge(&e.status)) }
+                                td data-label="Status" { (badge(e.status.as_str())) }
                                 @if let Some((csrf, back)) = retry {
-                                    td { @if e.status == store::status::FAILED {
+                                    td { @if e.status == store::Status::Failed {
                                         (retry_button(e.id, csrf, back))
                                     } }
                                 }
@@ -198,7 +198,7 @@ pub fn activity(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         .unwrap_or(1)
         .max(1);
     let action = q("actionType").filter(|t| ActionKind::ALL.iter().any(|k| k.as_str() == *t));
-    let status = q("status").filter(|t| store::status::ALL.contains(t));
+    let status = q("status").and_then(store::Status::parse);
     let from = q("from");
     let to = q("to");
     let start_ms = from.and_then(|d| {
@@ -220,7 +220,7 @@ pub fn activity(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         page_size: PAGE_SIZE,
         account: q("accountName").map(str::to_string),
         action_type: action.map(str::to_string),
-        status: status.map(str::to_string),
+        status,
         search: q("search").map(str::to_string),
         start_ms,
         end_ms,
@@ -259,8 +259,8 @@ pub fn activity(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             div { label for="f-status" { "Status" }
                 select #f-status name="status" {
                     option value="" { "Any" }
-                    @for st in store::status::ALL {
-                        option value=(st) selected[sel(status, st)] { (st.replace('_', " ")) }
+                    @for st in store::Status::ALL {
+                        option value=(st.as_str()) selected[sel(status.map(|s| s.as_str()), st.as_str())] { (st.as_str().replace('_', " ")) }
                     }
                 } }
             div.wide { label for="f-search" { "Subject or Message-ID" }
@@ -305,7 +305,7 @@ pub fn activity_detail(ctx: &Ctx, s: &Session, id: &str) -> Reply {
     let body = html! {
         p { a href="/activity" { "← Activity" } }
         dl.details {
-            (row("Status", badge(&e.status)))
+            (row("Status", badge(e.status.as_str())))
             (row("Processed", time_iso(&e.timestamp)))
             (row("Subject", text_or_none(&e.subject)))
             (row("From", text_or_none(&e.from)))
@@ -327,7 +327,7 @@ pub fn activity_detail(ctx: &Ctx, s: &Session, id: &str) -> Reply {
             } }))
             (row("Attempts", html! { (e.attempts) }))
         }
-        @if e.status == store::status::FAILED {
+        @if e.status == store::Status::Failed {
             (retry_button(e.id, &s.csrf, &format!("/activity/{}", e.id)))
         }
     };
@@ -335,19 +335,19 @@ pub fn activity_detail(ctx: &Ctx, s: &Session, id: &str) -> Reply {
 }
 
 pub fn failed(ctx: &Ctx, s: &Session) -> Reply {
-    let list = |status: &str| {
+    let list = |status: store::Status| {
         recent(
             ctx,
             ActivityQuery {
                 page: 1,
                 page_size: 100,
-                status: Some(status.into()),
+                status: Some(status),
                 ..Default::default()
             },
         )
     };
-    let (failed, n_failed) = list(store::status::FAILED);
-    let (review, n_review) = list(store::status::REVIEW);
+    let (failed, n_failed) = list(store::Status::Failed);
+    let (review, n_review) = list(store::Status::Review);
     let body = html! {
         section aria-labelledby="h-failed" {
             h2 #h-failed { "Failed (" (thousands(n_failed)) ")" }

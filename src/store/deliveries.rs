@@ -1,0 +1,77 @@
+//! The webhook delivery log.
+
+use std::time::Duration;
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{in_op, Result, Store};
+use crate::timestamp::{iso_ms, now_ms};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    pub id: i64,
+    pub timestamp: String,
+    pub event: String,
+    pub url: String,
+    pub account: Option<String>,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+impl Store {
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_delivery(
+        &self,
+        event: &str,
+        url: &str,
+        account: Option<&str>,
+        status_code: Option<u16>,
+        error: Option<&str>,
+        duration: Duration,
+    ) -> Result<()> {
+        in_op("record_delivery", || {
+            self.conn.lock().execute(
+                "INSERT INTO webhook_deliveries (at, event, url, account, status_code, error, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    now_ms(),
+                    event,
+                    url,
+                    account,
+                    status_code,
+                    error,
+                    duration.as_millis() as i64
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    pub fn deliveries(&self, limit: u32, offset: u64) -> Result<(Vec<Delivery>, u64)> {
+        in_op("deliveries", || {
+            let conn = self.conn.lock();
+            let total: u64 =
+                conn.query_row("SELECT COUNT(*) FROM webhook_deliveries", [], |r| r.get(0))?;
+            let mut st = conn.prepare_cached(
+                "SELECT id, at, event, url, account, status_code, error, duration_ms
+                 FROM webhook_deliveries ORDER BY id DESC LIMIT ?1 OFFSET ?2",
+            )?;
+            let rows = st.query_map(params![limit, offset as i64], |r| {
+                Ok(Delivery {
+                    id: r.get(0)?,
+                    timestamp: iso_ms(r.get(1)?),
+                    event: r.get(2)?,
+                    url: r.get(3)?,
+                    account: r.get(4)?,
+                    status_code: r.get(5)?,
+                    error: r.get(6)?,
+                    duration_ms: r.get(7)?,
+                })
+            })?;
+            Ok((rows.collect::<std::result::Result<_, _>>()?, total))
+        })
+    }
+}

@@ -1,0 +1,503 @@
+//! The store: one SQLite file behind one mutex, as musium keeps its library.
+//!
+//! WAL journal, a busy timeout and foreign keys are set on open; the schema is
+//! migrated forward by `PRAGMA user_version`. Every query is one named method
+//! here, each in the room of its noun: `journal` (the processing record),
+//! `activity` (the log and statistics read from it), `deliveries`, `users`
+//! (users and sessions) and `schema` (the migrations). The lock is held
+//! only for the statement or transaction at hand, never across network I/O.
+//!
+//! Processing guarantees rest on this file: an email row is written as
+//! `pending` with its planned actions before any IMAP command changes the
+//! message, and turned final (`ok`, `dry_run`, `review`, `failed`) in the same
+//! transaction that advances the folder watermark. A crash in between leaves a
+//! `pending` row the account worker finishes on restart without asking the
+//! model again.
+
+mod activity;
+mod deliveries;
+mod journal;
+mod schema;
+mod users;
+
+use std::path::Path;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::actions::Action;
+use crate::timestamp::now_ms;
+use schema::MIGRATIONS;
+
+pub use activity::{ActivityEntry, ActivityQuery, Stats};
+pub use deliveries::Delivery;
+pub use journal::{EmailMeta, FailedAttempt, FailureRecord, KnownEmail, Outcome};
+
+/// A failed store operation: which one, and why.
+#[derive(Debug)]
+pub struct StoreError {
+    /// The store method that failed (`record_batch`, `activity`, ...).
+    pub op: &'static str,
+    pub cause: Cause,
+}
+
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Cause {
+    Sqlite(rusqlite::Error),
+    /// Creating the database's directory.
+    Io(std::io::Error),
+    /// The file's schema is newer than this build knows.
+    Schema(String),
+    /// A failpoint of the tests (debug builds only).
+    Injected,
+}
+
+impl StoreError {
+    fn new(op: &'static str, cause: Cause) -> StoreError {
+        StoreError { op, cause }
+    }
+
+    /// Names the operation of an error raised below it (set once).
+    fn during(mut self, op: &'static str) -> StoreError {
+        if self.op.is_empty() {
+            self.op = op;
+        }
+        self
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = if self.op.is_empty() { "query" } else { self.op };
+        match &self.cause {
+            Cause::Sqlite(e) => write!(f, "store: {op}: {e}"),
+            Cause::Io(e) => write!(f, "store: {op}: {e}"),
+            Cause::Schema(e) => write!(f, "store: {op}: {e}"),
+            Cause::Injected => write!(f, "store: {op}: failpoint"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            Cause::Sqlite(e) => Some(e),
+            Cause::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    /// The operation is named by [`in_op`] at the method's boundary.
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::new("", Cause::Sqlite(e))
+    }
+}
+
+/// Runs a store method's body, naming the method in any error it returns.
+fn in_op<T>(op: &'static str, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    body().map_err(|e| e.during(op))
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// The status of an email row; stored and shown as its snake_case name.
+/// `pending` (journalled, being acted on) and `retrying` are not final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Ok,
+    DryRun,
+    Review,
+    Retrying,
+    Failed,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Pending,
+        Status::Ok,
+        Status::DryRun,
+        Status::Review,
+        Status::Retrying,
+        Status::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Ok => "ok",
+            Status::DryRun => "dry_run",
+            Status::Review => "review",
+            Status::Retrying => "retrying",
+            Status::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl rusqlite::types::ToSql for Status {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl rusqlite::types::FromSql for Status {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let s = v.as_str()?;
+        Status::parse(s).ok_or_else(|| {
+            rusqlite::types::FromSqlError::Other(format!("unknown email status {s:?}").into())
+        })
+    }
+}
+
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+fn actions_json(actions: &[Action]) -> String {
+    serde_json::to_string(actions).unwrap_or_else(|_| "[]".into())
+}
+
+/// Switches the file to WAL (a persistent setting). SQLite answers BUSY at
+/// once, without the busy handler, while another connection holds the file
+/// (two processes opening a new database), so the switch is retried here.
+fn set_wal(conn: &Connection) -> Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(StoreError::new("switch to WAL", Cause::Sqlite(e))),
+        }
+    }
+}
+
+fn parse_actions(s: &str) -> Vec<Action> {
+    serde_json::from_str(s).unwrap_or_default()
+}
+
+impl Store {
+    /// Opens (creating when missing) and migrates the database at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| StoreError::new("create the database directory", Cause::Io(e)))?;
+            }
+        }
+        let conn = Connection::open(path).map_err(|e| StoreError::new("open", Cause::Sqlite(e)))?;
+        Self::init(conn)
+    }
+
+    pub fn open_in_memory() -> Result<Store> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(conn: Connection) -> Result<Store> {
+        // Other processes (a second `mailproc set-password`, sqlite3 in a
+        // shell) may hold the lock briefly; wait rather than fail.
+        conn.busy_timeout(Duration::from_secs(5))?;
+        set_wal(&conn)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let store = Store {
+            conn: Mutex::new(conn),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn migrate(&self) -> Result<()> {
+        let mut conn = self.conn.lock();
+        // The version is read inside a write transaction: a second process
+        // opening the same new file (`mailproc set-password` while the
+        // service starts) waits here and then finds the schema in place,
+        // instead of running the same migration again.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > MIGRATIONS.len() {
+            return Err(StoreError::new("migrate", Cause::Schema(format!(
+                "database schema version {version} is newer than this mailproc ({}); upgrade mailproc",
+                MIGRATIONS.len()
+            ))));
+        }
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(version) {
+            tx.execute_batch(step)?;
+            tx.pragma_update(None, "user_version", i + 1)?;
+            log::info!("store: migrated schema to version {}", i + 1);
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A trivial query, for `/health`.
+    pub fn ping(&self) -> Result<()> {
+        in_op("ping", || {
+            self.conn.lock().query_row("SELECT 1", [], |_| Ok(()))?;
+            Ok(())
+        })
+    }
+
+    // ----- settings -----
+
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        in_op("setting", || {
+            Ok(self
+                .conn
+                .lock()
+                .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
+                    r.get(0)
+                })
+                .optional()?)
+        })
+    }
+
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        in_op("set_setting", || {
+            self.conn.lock().execute(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, value],
+            )?;
+            Ok(())
+        })
+    }
+
+    // ----- folder watermarks -----
+
+    /// `(uidvalidity, last_uid)` of a watched folder, if it was seen before.
+    pub fn folder_state(&self, account: &str, mailbox: &str) -> Result<Option<(u32, u32)>> {
+        in_op("folder_state", || {
+            Ok(self
+                .conn
+                .lock()
+                .query_row(
+                    "SELECT uidvalidity, last_uid FROM folder_state WHERE account = ?1 AND mailbox = ?2",
+                    params![account, mailbox],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?)
+        })
+    }
+
+    pub fn set_folder_state(
+        &self,
+        account: &str,
+        mailbox: &str,
+        uidvalidity: u32,
+        last_uid: u32,
+    ) -> Result<()> {
+        in_op("set_folder_state", || {
+            self.conn.lock().execute(
+                "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity, last_uid = excluded.last_uid",
+                params![account, mailbox, uidvalidity, last_uid],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Deletes activity and delivery rows older than `retention`, and expired
+    /// sessions. Rows still pending or waiting for a retry are kept: they are
+    /// work, not history. Returns the number of emails deleted.
+    pub fn prune(&self, retention: Duration) -> Result<usize> {
+        in_op("prune", || {
+            let age = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+            let cutoff = now_ms().saturating_sub(age);
+            let conn = self.conn.lock();
+            let n = conn.execute(
+                "DELETE FROM emails WHERE processed_at < ?1 AND status NOT IN ('pending', 'retrying')",
+                [cutoff],
+            )?;
+            conn.execute("DELETE FROM webhook_deliveries WHERE at < ?1", [cutoff])?;
+            conn.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])?;
+            Ok(n)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(uid: u32) -> EmailMeta {
+        EmailMeta {
+            account: "a".into(),
+            mailbox: "INBOX".into(),
+            uidvalidity: 7,
+            uid,
+            message_id: format!("<m{uid}@x>"),
+            subject: format!("Invoice {uid}"),
+            from: "s@x".into(),
+        }
+    }
+
+    fn ok(actions: Vec<Action>) -> Outcome {
+        Outcome {
+            status: Status::Ok,
+            actions,
+            model: "rules:r".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn migrates_once_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/db.sqlite");
+        Store::open(&p).unwrap().set_setting("k", "v").unwrap();
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.setting("k").unwrap().as_deref(), Some("v"));
+    }
+
+    #[test]
+    fn concurrent_opens_of_a_new_file_migrate_once() {
+        // Regression: the service and `set-password` opening a fresh file at
+        // the same moment failed with "table settings already exists".
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("db.sqlite");
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let p = p.clone();
+                    std::thread::spawn(move || Store::open(&p).map(|_| ()))
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn final_record_advances_watermark_and_counts_actions() {
+        let s = Store::open_in_memory().unwrap();
+        let m = meta(5);
+        s.record_pending(&[(m.clone(), ok(vec![Action::Read]))])
+            .unwrap();
+        assert_eq!(
+            s.known_emails("a", "INBOX", 7, 0).unwrap()[0].status,
+            Status::Pending
+        );
+        assert_eq!(s.stats(None, None).unwrap().total_processed, 0);
+        s.record_final(
+            &[(
+                m,
+                ok(vec![Action::Read, Action::Move { folder: "F".into() }]),
+            )],
+            Some(("a", "INBOX", 7, 5)),
+        )
+        .unwrap();
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 5)));
+        let st = s.stats(None, None).unwrap();
+        assert_eq!(st.total_processed, 1);
+        assert_eq!(st.by_action["read"], 1);
+        assert_eq!(st.by_action["move"], 1);
+        assert_eq!(st.by_account["a"], 1);
+        assert!(s.known_emails("a", "INBOX", 7, 5).unwrap().is_empty());
+        // A watermark never moves backwards.
+        s.record_final(&[], Some(("a", "INBOX", 7, 3))).unwrap();
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 5)));
+    }
+
+    #[test]
+    fn failures_retry_then_park_and_can_be_retried() {
+        let s = Store::open_in_memory().unwrap();
+        let m = meta(9);
+        assert_eq!(
+            s.record_failure(&m, "boom", 2, 1).unwrap().2,
+            Status::Retrying
+        );
+        let (id, attempts, st) = s.record_failure(&m, "boom", 2, 1).unwrap();
+        assert_eq!((attempts, st), (2, Status::Failed));
+        assert_eq!(s.failed_counts().unwrap()["a"], 1);
+        assert_eq!(s.retry_failed(id).unwrap().as_deref(), Some("a"));
+        assert_eq!(s.retry_failed(id).unwrap(), None);
+        assert_eq!(
+            s.known_emails("a", "INBOX", 7, 100).unwrap()[0].status,
+            Status::Retrying
+        );
+    }
+
+    #[test]
+    fn activity_filters_and_search() {
+        let s = Store::open_in_memory().unwrap();
+        for uid in 1..=30 {
+            let acts = if uid % 2 == 0 {
+                vec![Action::Read]
+            } else {
+                vec![Action::Move { folder: "F".into() }]
+            };
+            s.insert_history(&meta(uid), &ok(acts), 1_000 * i64::from(uid))
+                .unwrap();
+        }
+        let q = |f: &dyn Fn(&mut ActivityQuery)| {
+            let mut q = ActivityQuery {
+                page: 1,
+                page_size: 10,
+                ..Default::default()
+            };
+            f(&mut q);
+            s.activity(&q).unwrap()
+        };
+        let (rows, total) = q(&|_| {});
+        assert_eq!((rows.len(), total), (10, 30));
+        assert_eq!(rows[0].uid, 30, "newest first");
+        assert_eq!(q(&|q| q.action_type = Some("read".into())).1, 15);
+        assert_eq!(q(&|q| q.search = Some("voice 1".into())).1, 11); // 1, 10..19
+        assert_eq!(q(&|q| q.search = Some("<m7@".into())).1, 1);
+        assert_eq!(q(&|q| q.search = Some("m7".into())).1, 1);
+        assert_eq!(q(&|q| q.search = Some("%".into())).1, 0);
+        assert_eq!(
+            q(&|q| {
+                q.start_ms = Some(5_000);
+                q.end_ms = Some(9_000)
+            })
+            .1,
+            5
+        );
+        assert_eq!(q(&|q| q.account = Some("b".into())).1, 0);
+        let (rows, _) = q(&|q| q.page = 3);
+        assert_eq!(rows.last().unwrap().uid, 1);
+    }
+
+    #[test]
+    fn sessions_expire_and_end_with_password_reset() {
+        let s = Store::open_in_memory().unwrap();
+        s.set_password("admin", "h1").unwrap();
+        s.create_session("mac", "admin", now_ms() + 60_000).unwrap();
+        s.create_session("old", "admin", now_ms() - 1).unwrap();
+        assert_eq!(s.session_user("mac").unwrap().as_deref(), Some("admin"));
+        assert_eq!(s.session_user("old").unwrap(), None);
+        s.set_password("admin", "h2").unwrap();
+        assert_eq!(s.session_user("mac").unwrap(), None);
+    }
+
+    #[test]
+    fn prune_keeps_pending_work() {
+        let s = Store::open_in_memory().unwrap();
+        s.insert_history(&meta(1), &ok(vec![]), 1).unwrap();
+        s.record_failure(&meta(2), "x", 5, 0).unwrap();
+        assert_eq!(s.prune(Duration::from_secs(1)).unwrap(), 1);
+        assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 1);
+    }
+}

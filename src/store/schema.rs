@@ -1,0 +1,119 @@
+//! The schema, as steps: `PRAGMA user_version` counts how many have run.
+//! A step is never edited once released; changes are new steps.
+
+/// Schema steps; `user_version` counts how many have run.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: the first schema.
+    r#"
+    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE folder_state (
+        account TEXT NOT NULL, mailbox TEXT NOT NULL,
+        uidvalidity INTEGER NOT NULL, last_uid INTEGER NOT NULL,
+        PRIMARY KEY (account, mailbox));
+    CREATE TABLE emails (
+        id INTEGER PRIMARY KEY,
+        account TEXT NOT NULL, mailbox TEXT NOT NULL,
+        uidvalidity INTEGER NOT NULL, uid INTEGER NOT NULL,
+        message_id TEXT NOT NULL DEFAULT '',
+        subject TEXT NOT NULL DEFAULT '',
+        sender TEXT NOT NULL DEFAULT '',
+        processed_at INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        actions TEXT NOT NULL DEFAULT '[]',
+        model TEXT NOT NULL DEFAULT '',
+        reasoning TEXT NOT NULL DEFAULT '',
+        confidence REAL,
+        error TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER,
+        dest_folder TEXT,
+        dest_uid INTEGER,
+        UNIQUE (account, mailbox, uidvalidity, uid));
+    CREATE INDEX emails_time ON emails (processed_at);
+    CREATE INDEX emails_account_time ON emails (account, processed_at);
+    CREATE INDEX emails_status ON emails (status) WHERE status IN ('pending', 'retrying', 'failed');
+    CREATE TABLE actions (
+        id INTEGER PRIMARY KEY,
+        email_id INTEGER NOT NULL REFERENCES emails (id) ON DELETE CASCADE,
+        account TEXT NOT NULL,
+        processed_at INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        folder TEXT,
+        flags TEXT);
+    CREATE INDEX actions_email ON actions (email_id, type);
+    CREATE INDEX actions_time ON actions (processed_at, account, type);
+    CREATE VIRTUAL TABLE emails_fts USING fts5 (
+        subject, message_id, content = 'emails', content_rowid = 'id', tokenize = 'trigram');
+    CREATE TRIGGER emails_fts_insert AFTER INSERT ON emails BEGIN
+        INSERT INTO emails_fts (rowid, subject, message_id) VALUES (new.id, new.subject, new.message_id);
+    END;
+    CREATE TRIGGER emails_fts_delete AFTER DELETE ON emails BEGIN
+        INSERT INTO emails_fts (emails_fts, rowid, subject, message_id)
+            VALUES ('delete', old.id, old.subject, old.message_id);
+    END;
+    CREATE TRIGGER emails_fts_update AFTER UPDATE OF subject, message_id ON emails BEGIN
+        INSERT INTO emails_fts (emails_fts, rowid, subject, message_id)
+            VALUES ('delete', old.id, old.subject, old.message_id);
+        INSERT INTO emails_fts (rowid, subject, message_id) VALUES (new.id, new.subject, new.message_id);
+    END;
+    CREATE TABLE webhook_deliveries (
+        id INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        url TEXT NOT NULL,
+        account TEXT,
+        status_code INTEGER,
+        error TEXT,
+        duration_ms INTEGER NOT NULL);
+    CREATE INDEX webhook_deliveries_at ON webhook_deliveries (at);
+    CREATE TABLE users (
+        username TEXT PRIMARY KEY,
+        password_hash TEXT NOT NULL,
+        created_at INTEGER NOT NULL);
+    CREATE TABLE sessions (
+        token_mac TEXT PRIMARY KEY,
+        username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL);
+    -- Daily counters kept exact by triggers (inserts, status changes,
+    -- pruning), so statistics over months are a sum of a few rows instead of
+    -- a scan of every email and action. key: '_processed' or an action type.
+    CREATE TABLE stats_daily (
+        day INTEGER NOT NULL, account TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL,
+        PRIMARY KEY (day, account, key)) WITHOUT ROWID;
+    CREATE TRIGGER stats_email_insert AFTER INSERT ON emails
+        WHEN new.status IN ('ok', 'dry_run', 'review') BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, '_processed', 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER stats_email_delete AFTER DELETE ON emails
+        WHEN old.status IN ('ok', 'dry_run', 'review') BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = '_processed';
+    END;
+    CREATE TRIGGER stats_email_update_old AFTER UPDATE OF status, processed_at, account ON emails
+        WHEN old.status IN ('ok', 'dry_run', 'review') BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = '_processed';
+    END;
+    CREATE TRIGGER stats_email_update_new AFTER UPDATE OF status, processed_at, account ON emails
+        WHEN new.status IN ('ok', 'dry_run', 'review') BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, '_processed', 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER stats_action_insert AFTER INSERT ON actions BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, new.type, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER stats_action_delete AFTER DELETE ON actions BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = old.type;
+    END;
+    CREATE TRIGGER stats_action_update AFTER UPDATE OF processed_at ON actions BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account AND key = old.type;
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, new.type, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    "#,
+];

@@ -1,0 +1,646 @@
+//! Outgoing webhooks: one dispatcher thread fed by a bounded channel; the
+//! SSRF guard (`ssrf`), Standard Webhooks signing (`sign`) and the pinned
+//! HTTP client (`client`) live beside it.
+//!
+//! Producers (account workers) call [`Webhooks::emit`], which only stamps the
+//! payload and `try_send`s it: it never blocks and never touches the network,
+//! so a slow or dead target cannot slow mail processing. When the queue is
+//! full the event is dropped, counted in `mailproc_webhook_dropped_total` and
+//! logged. The thread named `webhooks` takes events one at a time and delivers
+//! each to every target that wants it (global `webhooks` plus the emitting
+//! account's own), once, with no retries (SPEC §6), and records every outcome
+//! in the store and in `mailproc_webhook_deliveries_total{event,outcome}`.
+//! Deliveries are sequential: one hanging target delays the others by at most
+//! `webhook_settings.timeout` per event.
+//!
+//! Every request leaves through [`vet`], the one SSRF guard, used by
+//! deliveries and by the test endpoint alike. It parses the URL the WHATWG way
+//! (so `127.1`, `2130706433` and `0x7f000001` are already `127.0.0.1`),
+//! resolves the host once, and refuses when any address is local, private,
+//! link-local, CGNAT, multicast or reserved, or an IPv6 form of such an IPv4
+//! address, unless `webhook_settings.allow_private` covers it. The request
+//! then connects only to the vetted addresses (a ureq resolver pinned to
+//! them), so a second DNS answer cannot redirect it (DNS rebinding);
+//! redirects are not followed (a 3xx is reported as that status) and proxy
+//! variables are ignored. `localhost` and `*.localhost` count as loopback
+//! without a lookup (RFC 6761).
+//!
+//! Signing: an entry with a `secret` is signed the Standard Webhooks way
+//! (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`).
+//! A secret written `whsec_<base64>` (the form Standard Webhooks libraries
+//! generate and verify with) uses the decoded bytes as the HMAC key; any other
+//! secret is used as its raw UTF-8 bytes.
+//!
+//! Shutdown: [`Webhooks::shutdown`] closes the queue; the thread delivers what
+//! was queued for up to 5 s (a request in flight at the deadline is
+//! interrupted), notes how many deliveries it skipped, and exits.
+
+mod client;
+mod sign;
+mod ssrf;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::{Mutex, RwLock};
+use url::Url;
+
+use crate::actions::Action;
+use crate::config::{Config, EventKind, WebhookConfig};
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+use client::Client;
+pub use sign::{request_headers, sign, signing_key};
+pub use ssrf::{blocked_reason, check_addrs, parse_url, vet, vet_with, AllowList, Lookup, Vetted};
+
+/// The refusal text of SPEC §7, word for word.
+pub const SSRF_MESSAGE: &str = "Cannot test webhooks to private or local addresses";
+
+/// Events waiting for the `webhooks` thread. An event is about 1 KiB, so a
+/// full queue holds about 1 MiB. A batch pass over a backlog emits a few
+/// events per message in bursts of hundreds; 1024 absorbs such a burst while
+/// a healthy target answers in milliseconds. A target that cannot keep up
+/// with that will not catch up either, and dropping (counted and logged) is
+/// better than memory that grows without bound.
+pub const QUEUE_SIZE: usize = 1024;
+
+/// Queued events also may hold at most this many bytes in all: the count
+/// above bounds items, this bounds memory (payloads carry mail subjects and
+/// model output, whose sizes strangers and models choose).
+pub const QUEUE_BYTES: usize = 4 << 20;
+
+/// Longest string in a payload, in characters; longer ones are cut and end
+/// with `…`.
+pub const MAX_FIELD_CHARS: usize = 2048;
+
+/// How long queued events are still delivered after shutdown begins.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Response bodies are read (so the connection can be reused) up to this
+/// size and ignored; a target cannot make us buffer more.
+const MAX_RESPONSE_BYTES: u64 = 64 * 1024;
+
+/// Drop warnings are logged at most this often; the metric counts every one.
+const DROP_WARN_EVERY_MS: i64 = 1000;
+
+/// Why a webhook request was not made or got no status back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WebhookError {
+    /// The URL does not parse, is not http(s) or has no host.
+    BadUrl(String),
+    /// The host resolves to `addr`, which the SSRF guard blocks.
+    Refused {
+        host: String,
+        addr: IpAddr,
+        reason: String,
+    },
+    /// The host name did not resolve (in time).
+    Resolve { host: String, error: String },
+    /// A header or the signing secret cannot be used.
+    Request(String),
+    /// The request was sent or attempted, but no status came back
+    /// (connection refused, timeout, TLS failure).
+    Transport(String),
+}
+
+impl fmt::Display for WebhookError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WebhookError::BadUrl(e) => write!(f, "{e}"),
+            WebhookError::Refused { host, addr, reason } => {
+                if host == &addr.to_string() {
+                    write!(f, "refused: {addr} is {reason}")
+                } else {
+                    write!(f, "refused: {host} resolves to {addr}, which is {reason}")
+                }
+            }
+            WebhookError::Resolve { host, error } => write!(f, "cannot resolve {host}: {error}"),
+            WebhookError::Request(e) => write!(f, "{e}"),
+            WebhookError::Transport(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for WebhookError {}
+
+pub enum TestOutcome {
+    /// The target resolves to a blocked address.
+    Refused,
+    /// The URL does not parse or is not http(s).
+    BadUrl(String),
+    /// The target answered with this status.
+    Status(u16),
+    /// No status came back (connection refused, timeout, TLS error).
+    Failed(String),
+}
+
+/// An event as a producer reports it; [`Webhooks::emit`] turns it into the
+/// payload of SPEC §2 (plus `dry_run`, `review` and `confidence` where they
+/// apply), so the payload shapes are written here and nowhere else.
+#[derive(Debug, Clone)]
+pub enum Event<'a> {
+    EmailProcessed {
+        subject: &'a str,
+        from: &'a str,
+        actions: &'a [Action],
+        model: &'a str,
+        reasoning: &'a str,
+        dry_run: bool,
+        /// `Some(confidence)` when the message was left for review.
+        review: Option<Option<f64>>,
+    },
+    ActionTaken {
+        action: &'a Action,
+        subject: &'a str,
+        from: &'a str,
+    },
+    Error {
+        error: &'a str,
+        details: &'a str,
+    },
+    ConnectionLost {
+        error: &'a str,
+        details: &'a str,
+    },
+    ConnectionRestored {
+        details: &'a str,
+    },
+}
+
+impl Event<'_> {
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::EmailProcessed { .. } => EventKind::EmailProcessed,
+            Event::ActionTaken { .. } => EventKind::ActionTaken,
+            Event::Error { .. } => EventKind::Error,
+            Event::ConnectionLost { .. } => EventKind::ConnectionLost,
+            Event::ConnectionRestored { .. } => EventKind::ConnectionRestored,
+        }
+    }
+
+    fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        let v = match self {
+            Event::EmailProcessed {
+                subject,
+                from,
+                actions,
+                model,
+                reasoning,
+                dry_run,
+                review,
+            } => {
+                let mut v = json!({
+                    "subject": subject, "from": from, "actions": actions,
+                    "model": model, "reasoning": reasoning,
+                });
+                if *dry_run {
+                    v["dry_run"] = json!(true);
+                }
+                if let Some(confidence) = review {
+                    v["review"] = json!(true);
+                    v["confidence"] = json!(confidence);
+                }
+                v
+            }
+            Event::ActionTaken {
+                action,
+                subject,
+                from,
+            } => json!({ "action": action, "subject": subject, "from": from }),
+            Event::Error { error, details } | Event::ConnectionLost { error, details } => {
+                json!({ "error": error, "details": details })
+            }
+            Event::ConnectionRestored { details } => json!({ "error": "", "details": details }),
+        };
+        match v {
+            serde_json::Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+}
+
+/// One emitted event, stamped and serialized, waiting for the thread.
+struct Queued {
+    kind: EventKind,
+    account: String,
+    body: String,
+}
+
+/// Cuts every string in `v` to [`MAX_FIELD_CHARS`].
+fn cap_strings(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let Some((i, _)) = s.char_indices().nth(MAX_FIELD_CHARS) {
+                s.truncate(i);
+                s.push('…');
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(cap_strings),
+        serde_json::Value::Object(m) => m.values_mut().for_each(cap_strings),
+        _ => {}
+    }
+}
+
+/// Who receives what, from the current configuration.
+struct Targets {
+    global: Vec<WebhookConfig>,
+    by_account: HashMap<String, Vec<WebhookConfig>>,
+    timeout: Duration,
+    allow: AllowList,
+}
+
+impl Targets {
+    fn from_config(config: &Config) -> Targets {
+        Targets {
+            global: config.webhooks.clone(),
+            by_account: config
+                .accounts
+                .iter()
+                .filter(|a| !a.webhooks.is_empty())
+                .map(|a| (a.name.clone(), a.webhooks.clone()))
+                .collect(),
+            timeout: config.webhook_settings.timeout.0,
+            allow: AllowList::new(&config.webhook_settings.allow_private),
+        }
+    }
+
+    fn for_event<'a>(
+        &'a self,
+        kind: EventKind,
+        account: &str,
+    ) -> impl Iterator<Item = &'a WebhookConfig> {
+        let own = self
+            .by_account
+            .get(account)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        self.global
+            .iter()
+            .chain(own.iter())
+            .filter(move |t| t.wants(kind))
+    }
+}
+
+/// What the thread and the handle share.
+struct Shared {
+    store: Arc<Store>,
+    metrics: Arc<Metrics>,
+    targets: RwLock<Arc<Targets>>,
+    /// Set by `shutdown`: deliveries stop being attempted after it.
+    deadline: Mutex<Option<Instant>>,
+    /// Bytes of the events in the queue (see [`QUEUE_BYTES`]).
+    queued_bytes: std::sync::atomic::AtomicUsize,
+}
+
+impl Shared {
+    /// The timeout for the next request, or `None` once the shutdown grace
+    /// period is over.
+    fn next_timeout(&self, configured: Duration) -> Option<Duration> {
+        match *self.deadline.lock() {
+            None => Some(configured),
+            Some(d) => d
+                .checked_duration_since(Instant::now())
+                .filter(|left| !left.is_zero())
+                .map(|left| left.min(configured)),
+        }
+    }
+
+    /// Records one outcome in the store, the metrics and the log.
+    fn record(
+        &self,
+        event: &str,
+        url: &str,
+        account: Option<&str>,
+        result: &Result<u16, WebhookError>,
+        took: Duration,
+    ) {
+        let outcome = match result {
+            Ok(code) if (200..300).contains(code) => "success",
+            Ok(_) => "http_error",
+            Err(WebhookError::Refused { .. }) => "refused",
+            Err(_) => "failed",
+        };
+        self.metrics
+            .webhook_deliveries
+            .with_label_values(&[event, outcome])
+            .inc();
+        let (status, error) = match result {
+            Ok(code) => (Some(*code), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        // Stored without the credentials many hook URLs carry.
+        let stored = crate::config::redact_url(url);
+        if let Err(e) =
+            self.store
+                .record_delivery(event, &stored, account, status, error.as_deref(), took)
+        {
+            log::error!("webhooks: recording a delivery failed: {e}");
+        }
+        let shown = shown_url(url);
+        let who = account.map(|a| format!(" ({a})")).unwrap_or_default();
+        match result {
+            Ok(code) if outcome == "success" => {
+                log::debug!("webhooks: {event}{who} to {shown}: {code} in {took:?}")
+            }
+            Ok(code) => log::warn!("webhooks: {event}{who} to {shown}: answered {code}"),
+            Err(e) => log::warn!("webhooks: {event}{who} to {shown}: {e}"),
+        }
+    }
+}
+
+/// The URL as logged: scheme, host and port only. Many webhook URLs carry
+/// their credential in the path (Slack, Discord), and logs travel further
+/// than the config file. The delivery log keeps the URL with its
+/// credentials masked, as the config API shows it.
+fn shown_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(u) => {
+            let mut s = format!("{}://{}", u.scheme(), u.host_str().unwrap_or(""));
+            if let Some(p) = u.port() {
+                s.push_str(&format!(":{p}"));
+            }
+            if u.path() != "/" || u.query().is_some() {
+                s.push_str("/…");
+            }
+            s
+        }
+        Err(_) => "(invalid URL)".into(),
+    }
+}
+
+pub struct Webhooks {
+    /// `None` once shut down: the queue is closed.
+    tx: RwLock<Option<Sender<Queued>>>,
+    shared: Arc<Shared>,
+    /// A clone of the delivery agent, so shutdown can interrupt a request
+    /// still in flight when the grace period ends.
+    agent: ureq::Agent,
+    /// Tells the shutdown watchdog that the thread has finished.
+    done: Receiver<()>,
+    unlogged_drops: AtomicU64,
+    last_drop_warn_ms: AtomicI64,
+}
+
+impl Webhooks {
+    pub fn start(
+        config: &Config,
+        store: Arc<Store>,
+        metrics: Arc<Metrics>,
+    ) -> std::io::Result<(Arc<Webhooks>, JoinHandle<()>)> {
+        let (tx, rx) = crossbeam_channel::bounded::<Queued>(QUEUE_SIZE);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        let shared = Arc::new(Shared {
+            store,
+            metrics,
+            targets: RwLock::new(Arc::new(Targets::from_config(config))),
+            deadline: Mutex::new(None),
+            queued_bytes: Default::default(),
+        });
+        let client = Client::new();
+        let w = Arc::new(Webhooks {
+            tx: RwLock::new(Some(tx)),
+            shared: shared.clone(),
+            agent: client.agent.clone(),
+            done: done_rx,
+            unlogged_drops: AtomicU64::new(0),
+            last_drop_warn_ms: AtomicI64::new(i64::MIN / 2),
+        });
+        let h = std::thread::Builder::new()
+            .name("webhooks".into())
+            .spawn(move || {
+                run(rx, &shared, client);
+                drop(done_tx);
+            })?;
+        Ok((w, h))
+    }
+
+    /// Replaces the targets, allow-list and timeout (after a config change);
+    /// events already queued are delivered to the new targets.
+    pub fn reload(&self, config: &Config) {
+        *self.shared.targets.write() = Arc::new(Targets::from_config(config));
+    }
+
+    /// Queues `event` of `account`, stamped with `event`, `timestamp` and
+    /// `account`. Never blocks: a full queue drops the event (counted).
+    pub fn emit(&self, account: &str, event: Event<'_>) {
+        let kind = event.kind();
+        let mut payload = event.fields();
+        payload.insert("event".into(), kind.as_str().into());
+        payload.insert("timestamp".into(), crate::timestamp::now_iso().into());
+        payload.insert("account".into(), account.into());
+        let mut payload = serde_json::Value::Object(payload);
+        cap_strings(&mut payload);
+        let event = Queued {
+            kind,
+            account: account.to_string(),
+            body: payload.to_string(),
+        };
+        let size = event.body.len();
+        let queued = &self.shared.queued_bytes;
+        if queued.fetch_add(size, Ordering::SeqCst) + size > QUEUE_BYTES {
+            queued.fetch_sub(size, Ordering::SeqCst);
+            self.note_drop(kind, account);
+            return;
+        }
+        let tx = self.tx.read();
+        let Some(tx) = tx.as_ref() else {
+            queued.fetch_sub(size, Ordering::SeqCst);
+            log::debug!(
+                "webhooks: {} for {account} after shutdown, not sent",
+                kind.as_str()
+            );
+            return;
+        };
+        match tx.try_send(event) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                queued.fetch_sub(size, Ordering::SeqCst);
+                self.note_drop(kind, account)
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                queued.fetch_sub(size, Ordering::SeqCst);
+                log::error!(
+                    "webhooks: the delivery thread is gone; {} for {account} lost",
+                    kind.as_str()
+                )
+            }
+        }
+    }
+
+    fn note_drop(&self, kind: EventKind, account: &str) {
+        self.shared.metrics.webhook_dropped.inc();
+        self.unlogged_drops.fetch_add(1, Ordering::Relaxed);
+        // One line per second at most: a flood of drops must not flood the log.
+        let now = crate::timestamp::now_ms();
+        let last = self.last_drop_warn_ms.load(Ordering::Relaxed);
+        if now - last >= DROP_WARN_EVERY_MS
+            && self
+                .last_drop_warn_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let n = self.unlogged_drops.swap(0, Ordering::Relaxed);
+            log::warn!(
+                "webhooks: delivery queue full ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting); dropped {n} event(s), the latest {} for {account}",
+                kind.as_str()
+            );
+        }
+    }
+
+    /// Sends a test payload to `url` (SSRF-guarded) and reports the outcome.
+    /// Runs on the caller's thread, bounded by `webhook_settings.timeout`,
+    /// and records the attempt in the delivery log as event `test`.
+    pub fn test(
+        &self,
+        config: &Config,
+        url: &str,
+        headers: &BTreeMap<String, String>,
+    ) -> TestOutcome {
+        let settings = &config.webhook_settings;
+        let started = Instant::now();
+        let body = serde_json::json!({
+            "event": "test",
+            "timestamp": crate::timestamp::now_iso(),
+            "message": "mailproc test delivery",
+        })
+        .to_string();
+        let result = vet(
+            url,
+            &AllowList::new(&settings.allow_private),
+            settings.timeout.0,
+        )
+        .and_then(|target| {
+            let headers = request_headers(headers, None, body.as_bytes())?;
+            let left = remaining(settings.timeout.0, started);
+            Client::new().send(&target, headers, body.as_bytes(), left)
+        });
+        if let Err(WebhookError::BadUrl(e)) = &result {
+            // Malformed input, answered 400; there was no delivery to log.
+            return TestOutcome::BadUrl(e.clone());
+        }
+        self.shared
+            .record("test", url, None, &result, started.elapsed());
+        match result {
+            Ok(code) => TestOutcome::Status(code),
+            Err(WebhookError::Refused { .. }) => TestOutcome::Refused,
+            Err(e) => TestOutcome::Failed(e.to_string()),
+        }
+    }
+
+    /// Closes the queue. The thread delivers what is queued for up to 5 s,
+    /// then exits; a request still in flight then is interrupted. Returns at
+    /// once; join the thread's handle to wait.
+    pub fn shutdown(&self) {
+        let Some(tx) = self.tx.write().take() else {
+            return; // already shut down; the first deadline stands
+        };
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        *self.shared.deadline.lock() = Some(deadline);
+        drop(tx);
+        let done = self.done.clone();
+        let agent = self.agent.clone();
+        let watchdog = std::thread::Builder::new()
+            .name("webhooks-stop".into())
+            .spawn(move || {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if let Err(crossbeam_channel::RecvTimeoutError::Timeout) = done.recv_timeout(left) {
+                    agent.shutdown();
+                }
+            });
+        if let Err(e) = watchdog {
+            log::warn!("webhooks: cannot start the shutdown watchdog ({e}); a hanging target may delay exit");
+        }
+    }
+}
+
+/// What is left of `timeout` since `started`: the lookup and the request
+/// share one budget, so a slow DNS answer does not double the wait.
+fn remaining(timeout: Duration, started: Instant) -> Duration {
+    timeout
+        .saturating_sub(started.elapsed())
+        .max(Duration::from_millis(1))
+}
+
+/// The `webhooks` thread: one event at a time, each to every target that
+/// wants it, until the queue is closed and empty. A panic while delivering
+/// one event (a bug) costs that event only: it is logged and counted, and
+/// the thread goes on with the next.
+fn run(rx: Receiver<Queued>, shared: &Shared, mut client: Client) {
+    let mut skipped = 0u64;
+    while let Ok(event) = rx.recv() {
+        shared
+            .queued_bytes
+            .fetch_sub(event.body.len(), Ordering::SeqCst);
+        let (kind, account) = (event.kind.as_str(), event.account.clone());
+        let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            deliver(event, shared, &mut client, &mut skipped)
+        }));
+        if let Err(panic) = delivered {
+            let msg = crate::failpoint::panic_message(&*panic);
+            log::error!("webhooks: delivering {kind} for {account} panicked: {msg}");
+            shared
+                .metrics
+                .errors
+                .with_label_values(&[&account, "panic"])
+                .inc();
+        }
+    }
+    if skipped > 0 {
+        log::warn!("webhooks: the {SHUTDOWN_GRACE:?} shutdown grace ran out; {skipped} delivery(ies) not attempted");
+    }
+}
+
+/// Delivers one event to every target that wants it.
+fn deliver(event: Queued, shared: &Shared, client: &mut Client, skipped: &mut u64) {
+    crate::failpoint::hit("webhook-deliver");
+    {
+        let targets = shared.targets.read().clone();
+        let body = event.body;
+        let name = event.kind.as_str();
+        for target in targets.for_event(event.kind, &event.account) {
+            let Some(timeout) = shared.next_timeout(targets.timeout) else {
+                *skipped += 1;
+                continue;
+            };
+            let started = Instant::now();
+            let result = vet(&target.url, &targets.allow, timeout).and_then(|vetted| {
+                let headers =
+                    request_headers(&target.headers, target.secret.as_deref(), body.as_bytes())?;
+                let timeout = shared
+                    .next_timeout(remaining(targets.timeout, started))
+                    .unwrap_or(Duration::from_millis(1));
+                client.send(&vetted, headers, body.as_bytes(), timeout)
+            });
+            shared.record(
+                name,
+                &target.url,
+                Some(&event.account),
+                &result,
+                started.elapsed(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_url_hides_paths() {
+        assert_eq!(
+            shown_url("https://hooks.slack.com/services/T0/B0/XYZ"),
+            "https://hooks.slack.com/…"
+        );
+        assert_eq!(shown_url("http://127.0.0.1:8080/"), "http://127.0.0.1:8080");
+    }
+}
