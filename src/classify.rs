@@ -478,12 +478,17 @@ pub fn answer_schema(account: &AccountConfig) -> Value {
             // max_tokens runs out.
             "actions": { "type": "array", "items": { "anyOf": variants }, "maxItems": 4 },
             "reasoning": { "type": "string" },
-            "confidence": { "type": "number", "minimum": 0, "maximum": 1 },
+            // Steps of a tenth, not minimum/maximum: llama.cpp's grammar
+            // does not bound a number, and SmolLM2 answered 10 and -1e15.
+            "confidence": { "type": "number", "enum": CONFIDENCE_STEPS },
         },
         "required": ["actions", "reasoning", "confidence"],
         "additionalProperties": false,
     })
 }
+
+/// The confidences a schema-constrained answer may give.
+const CONFIDENCE_STEPS: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 
 /// How an OpenAI-compatible server is asked for JSON, strongest first. A
 /// server that refuses one (HTTP 400 or 422) is asked the next way, and the
@@ -1172,6 +1177,13 @@ accounts:
             .unwrap()
             .iter()
             .all(|v| v["additionalProperties"] == json!(false)));
+        // A confidence the grammar allows is one the validator accepts.
+        let steps = s.pointer("/properties/confidence/enum").unwrap();
+        assert_eq!(steps.as_array().unwrap().len(), 11);
+        for c in steps.as_array().unwrap() {
+            let text = json!({ "actions": [], "confidence": c }).to_string();
+            parse_answer("p", "m", &a, &text).unwrap();
+        }
 
         // Narrower allow-lists narrow the schema: no read, so no \Seen; no
         // folders, so no move at all.
