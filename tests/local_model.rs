@@ -7,7 +7,7 @@
 //! what this proves is the plumbing: every answer is a valid classification
 //! inside the account's allow-lists, the model is named in the activity log,
 //! and latency and token counts are measured. The first run on a machine
-//! builds llama-server (~6 min on 2 cores, cached in ~/.cache/mailproc).
+//! builds llama-server (~4 min on 2 cores, cached in ~/.cache/mailproc).
 
 mod common;
 

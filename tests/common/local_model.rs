@@ -19,7 +19,7 @@ pub struct LocalModel {
     child: Child,
 }
 
-/// The first build of llama-server takes ~6 min on 2 cores; allow for a
+/// The first build of llama-server takes ~4 min on 2 cores; allow for a
 /// slower machine, but not for ever.
 const START_LIMIT: Duration = Duration::from_secs(40 * 60);
 
