@@ -474,10 +474,12 @@ pub fn answer_schema(account: &AccountConfig) -> Value {
     json!({
         "type": "object",
         "properties": {
-            // A bound keeps a small model from repeating actions until
-            // max_tokens runs out.
-            "actions": { "type": "array", "items": { "anyOf": variants }, "maxItems": 4 },
-            "reasoning": { "type": "string" },
+            // Bounds keep a small model from repeating actions or talking
+            // until max_tokens cuts the JSON short (llama.cpp's grammar also
+            // lets it pad with whitespace, ~15 tokens a line: SmolLM2 ran out
+            // of 200 tokens inside a 4-action list 3 times in 500).
+            "actions": { "type": "array", "items": { "anyOf": variants }, "maxItems": 3 },
+            "reasoning": { "type": "string", "maxLength": 200 },
             // Steps of a tenth, not minimum/maximum: llama.cpp's grammar
             // does not bound a number, and SmolLM2 answered 10 and -1e15.
             "confidence": { "type": "number", "enum": CONFIDENCE_STEPS },
@@ -715,10 +717,23 @@ impl Provider {
                     }
                     return Ok(reply);
                 }
-                Err(e) => return Err(first_refusal.unwrap_or(e)),
+                // Every way refused: the first refusal says most.
+                Err((ClassifyError::Http { status, body, .. }, retry))
+                    if status == 400 || status == 422 =>
+                {
+                    let last = ClassifyError::Http {
+                        provider: self.config.name.clone(),
+                        status,
+                        body,
+                    };
+                    return Err(first_refusal.unwrap_or((last, retry)));
+                }
+                // Anything else (a 5xx, a time-out) keeps its own error, so
+                // the caller retries what is worth retrying.
+                Err(e) => return Err(e),
             }
         }
-        unreachable!("the last mode's refusal is returned as an error")
+        unreachable!("the last way's answer is returned whatever it is")
     }
 
     fn call(
@@ -1321,6 +1336,28 @@ accounts:
             "{e}"
         );
         assert_eq!(seen.lock().len(), 3);
+    }
+
+    #[test]
+    fn a_server_error_after_a_refusal_stays_a_server_error() {
+        let (url, seen, server) = server();
+        // json_schema refused, then json_object meets a 500 (scripted as a
+        // refused "json_object" that answers 500 instead of 400 below).
+        let t = std::thread::spawn(move || {
+            for status in [400, 500] {
+                let mut req = server.recv().unwrap();
+                let mut body = String::new();
+                let _ = req.as_reader().read_to_string(&mut body);
+                seen.lock().push(body);
+                let _ =
+                    req.respond(tiny_http::Response::from_string("{}").with_status_code(status));
+            }
+        });
+        let e = provider(&url)
+            .classify(&account(), &email("From: a@b.c"))
+            .unwrap_err();
+        t.join().unwrap();
+        assert!(matches!(e, ClassifyError::Http { status: 500, .. }), "{e}");
     }
 
     #[test]

@@ -96,7 +96,7 @@ fn a_real_local_model_sorts_fifty_real_messages_inside_the_allow_lists() {
     // message is the model's. The default prompt and allow-lists.
     let m = Mailproc::start(&format!(
         "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         classifier:\n  concurrency: 1\n  providers:\n    - {{ name: local, kind: openai, url: \"{}\", model: \"{}\", timeout: 120s, max_retries: 0, max_body_chars: 2000, max_tokens: 200 }}\n\
+         classifier:\n  concurrency: 1\n  providers:\n    - {{ name: local, kind: openai, url: \"{}\", model: \"{}\", timeout: 120s, max_retries: 0, max_body_chars: 2000, max_tokens: 400 }}\n\
          accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
          folders: {{ watch: [INBOX], allowed: [{}], create: true }}\n    \
          backlog: all\n    poll_interval: 30s\n    max_attempts: 1\n    provider: local\n",
