@@ -218,9 +218,10 @@ classifier:
       model: $(yaml_str "$LLM_MODEL")
       timeout: 120s
 EOF
-        # On a CPU a prompt token costs ~2 ms: half the default body keeps a
-        # message near 1.5 s, and 200 tokens is ample for the answer.
-        [[ "$MODEL" != local ]] || printf '      max_body_chars: 2000\n      max_tokens: 200\n'
+        # On this CPU a prompt token costs ~2 ms: half the default body keeps
+        # a message near 2 s. The answer needs ~80 tokens; 400 leaves room
+        # for the whitespace llama.cpp's grammar lets a small model pad with.
+        [[ "$MODEL" != local ]] || printf '      max_body_chars: 2000\n      max_tokens: 400\n'
 
         # A reference, so the key stays out of the file.
         # shellcheck disable=SC2016
