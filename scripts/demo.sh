@@ -94,7 +94,8 @@ else
     command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) or set MAILPROC_BIN"
     say "building mailproc (cargo build --release)"
     (cd "$ROOT" && cargo build --release --locked)
-    BIN="$ROOT/target/release/mailproc"
+    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/mailproc"
+    [[ "$BIN" == /* ]] || BIN="$ROOT/$BIN"
 fi
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
