@@ -13,7 +13,7 @@
 # Builds examples/quality.rs (cargo build --release) and the local model
 # (scripts/local-model.sh, cached), fetches the corpus (scripts/fetch-corpus.sh)
 # and runs the model once per concurrency, with as many server slots (-np).
-# On 2 cores: about 20 min at concurrency 1 plus 6 at 2 (after the builds).
+# On 2 cores: about 17 min at concurrency 1 plus 3 at 2 for 100 (after the builds).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
