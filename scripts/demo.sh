@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # mailproc demo: a private Dovecot on loopback with ~300 real messages from
 # the SpamAssassin public corpus (120 easy ham, 40 hard ham, 140 spam), sorted
-# by mailproc's rules (and by a language model when MAILPROC_LLM_URL is set).
+# by mailproc: its rules take what they can, a language model the rest. The
+# model is a real one on this CPU (SmolLM2-135M-Instruct in llama.cpp's
+# llama-server, built once by scripts/local-model.sh: ~4 min on 2 cores, then
+# cached in ~/.cache/mailproc), or your own server (MAILPROC_LLM_URL).
 #
-#   scripts/demo.sh            run until Ctrl-C, then stop everything
-#   scripts/demo.sh --check    wait until processing settles, print the
-#                              stats, stop everything, exit (non-zero when
-#                              nothing was processed)
+#   scripts/demo.sh            sort the inbox, print who decided what, then
+#                              run until Ctrl-C and stop everything
+#   scripts/demo.sh --no-model rules only: no model is built or asked
+#   scripts/demo.sh --check    wait until every message is recorded, print the
+#                              stats and who decided what, stop everything,
+#                              exit (non-zero when nothing was processed).
+#                              Rules only unless --model or MAILPROC_LLM_URL:
+#                              it is the quick check of the demo's plumbing
+#                              (tests/processing.rs runs it); the model's own
+#                              end-to-end test is tests/local_model.rs
+#   scripts/demo.sh --check --model   the same with the local model (~2 min)
 #   scripts/demo.sh --smoke    start it with an auth_token, run
 #                              scripts/smoke.sh against it, stop everything,
 #                              exit with smoke.sh's status (CI runs this)
@@ -24,9 +34,9 @@
 #   MAILPROC_CARGO_LOCK   cargo runs under `flock` on this file, so builds
 #                         of several checkouts on one machine take turns
 #                         (default /tmp/cargo.lock; empty: no lock)
-#   MAILPROC_LLM_URL      OpenAI-compatible chat completions URL, e.g.
-#                         http://127.0.0.1:8081/v1/chat/completions; the
-#                         account then asks this model about what no rule sorts
+#   MAILPROC_LLM_URL      OpenAI-compatible chat completions URL of your own
+#                         model server, e.g. http://127.0.0.1:11434/v1/chat/completions
+#                         (Ollama); used instead of the local model
 #   MAILPROC_LLM_MODEL    model name sent to it (default "default")
 #   MAILPROC_LLM_API_KEY  bearer key for it, when it needs one
 #   MAILPROC_CACHE        corpus cache (default ~/.cache/mailproc)
@@ -35,12 +45,15 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CHECK=0
 SMOKE=0
+MODEL=auto   # auto | on | off
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
     case "$arg" in
         --check) CHECK=1 ;;
         --smoke) SMOKE=1 ;;
+        --no-model) MODEL=off ;;
+        --model) MODEL=on ;;
         -h | --help) usage; exit 0 ;;
         *) echo "demo: unknown argument $arg (try --help)" >&2; exit 2 ;;
     esac
@@ -55,6 +68,16 @@ die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 
 ((CHECK + SMOKE < 2)) || die "--check and --smoke do not go together"
 [[ $EUID -eq 0 ]] || die "run as root (Dovecot needs it to switch to its own user)"
+[[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
+# Which model sorts what the rules leave: the user's server (user), the
+# local one (local), or none (off).
+if [[ -n "${MAILPROC_LLM_URL:-}" && "$MODEL" != off ]]; then
+    MODEL=user
+elif [[ "$MODEL" == auto ]]; then
+    if ((CHECK || SMOKE)); then MODEL=off; else MODEL=local; fi
+elif [[ "$MODEL" == on ]]; then
+    MODEL=local
+fi
 
 # ---- tools -------------------------------------------------------------------
 # shellcheck source=lib/setup.sh
@@ -107,6 +130,7 @@ source "$ROOT/scripts/lib/dovecot.sh"
 DIR=$(mktemp -d /tmp/mailproc-demo.XXXXXX)
 MAILPROC_PID=""
 TAIL_PID=""
+LLM_PID=""
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
@@ -129,12 +153,47 @@ cleanup() {
         say "stopping Dovecot (pid $DOVECOT_PID)"
         dovecot_stop
     fi
+    if [[ -n "$LLM_PID" ]]; then
+        # scripts/local-model.sh stops the llama-server it started.
+        kill -TERM "$LLM_PID" 2>/dev/null || true
+        wait "$LLM_PID" 2>/dev/null || true
+    fi
     rm -rf "$DIR"
     exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# ---- the model ---------------------------------------------------------------
+LLM_URL=""
+LLM_MODEL=""
+case "$MODEL" in
+    user)
+        LLM_URL=$MAILPROC_LLM_URL
+        LLM_MODEL=${MAILPROC_LLM_MODEL:-default}
+        say "the model: $LLM_MODEL at $LLM_URL (MAILPROC_LLM_URL)"
+        ;;
+    local)
+        say "the model: a local llama-server (scripts/local-model.sh; --no-model for rules only)"
+        # It prints its URL and model name on stdout once ready, progress on
+        # stderr; it runs until SIGTERM and then stops its server.
+        : >"$DIR/llm.out"   # there before the loop below reads it
+        "$ROOT/scripts/local-model.sh" serve </dev/null >"$DIR/llm.out" &
+        LLM_PID=$!
+        while (($(wc -l <"$DIR/llm.out") < 2)); do
+            if ! kill -0 "$LLM_PID" 2>/dev/null; then
+                LLM_PID=""
+                die "scripts/local-model.sh could not serve the model (see above); --no-model runs the demo without it"
+            fi
+            sleep 0.2
+        done
+        LLM_URL=$(sed -n 1p "$DIR/llm.out")
+        LLM_MODEL=$(sed -n 2p "$DIR/llm.out")
+        say "the model: $LLM_MODEL at $LLM_URL"
+        ;;
+    off) say "no model: the rules sort what they can, the rest stays in INBOX" ;;
+esac
 
 # ---- Dovecot and mail --------------------------------------------------------
 say "starting Dovecot in $DIR"
@@ -174,20 +233,26 @@ dashboard: { enabled: true }
 storage: { path: $(yaml_str "$DIR/mailproc.db") }
 webhook_settings: { allow_private: [] }
 EOF
-    if [[ -n "${MAILPROC_LLM_URL:-}" ]]; then
+    if [[ -n "$LLM_URL" ]]; then
+        # The local server has one slot: more calls at once would only queue.
         cat <<EOF
 classifier:
-  concurrency: 4
+  concurrency: $([[ "$MODEL" == local ]] && echo 1 || echo 4)
   providers:
     - name: llm
       kind: openai
-      url: $(yaml_str "$MAILPROC_LLM_URL")
-      model: $(yaml_str "${MAILPROC_LLM_MODEL:-default}")
-      timeout: 60s
+      url: $(yaml_str "$LLM_URL")
+      model: $(yaml_str "$LLM_MODEL")
+      timeout: 120s
 EOF
+        # On this CPU a prompt token costs ~2 ms: half the default body keeps
+        # a message near 2 s. The answer needs ~80 tokens; 400 leaves room
+        # for the whitespace llama.cpp's grammar lets a small model pad with.
+        [[ "$MODEL" != local ]] || printf '      max_body_chars: 2000\n      max_tokens: 400\n'
+
         # A reference, so the key stays out of the file.
         # shellcheck disable=SC2016
-        [[ -z "${MAILPROC_LLM_API_KEY:-}" ]] || echo '      api_key: ${MAILPROC_LLM_API_KEY}'
+        [[ "$MODEL" != user || -z "${MAILPROC_LLM_API_KEY:-}" ]] || echo '      api_key: ${MAILPROC_LLM_API_KEY}'
     fi
     cat <<EOF
 accounts:
@@ -203,7 +268,7 @@ accounts:
     backlog: all
     poll_interval: 30s
 EOF
-    [[ -z "${MAILPROC_LLM_URL:-}" ]] || echo '    provider: llm'
+    [[ -z "$LLM_URL" ]] || echo '    provider: llm'
     # Shares below: what each rule takes (first match wins) of the demo's
     # 300 messages, measured on the corpus (SpamAssassin's own X-Spam-*
     # headers were stripped from it, so likely-spam matches none there).
@@ -296,30 +361,72 @@ if ((SMOKE)); then
     ((rc == 0)) || tail -n 30 "$LOG" >&2
     exit "$rc"
 fi
+# Who decided what: each rule, the model, or nobody yet (failed).
+summary() {
+    curl -s --max-time 10 "$URL/api/activity?pageSize=100&page=1" >"$DIR/a1.json"
+    curl -s --max-time 10 "$URL/api/activity?pageSize=100&page=2" >"$DIR/a2.json"
+    curl -s --max-time 10 "$URL/api/activity?pageSize=100&page=3" >"$DIR/a3.json"
+    curl -s --max-time 10 "$URL/api/activity?pageSize=100&page=4" >"$DIR/a4.json"
+    python3 - "$DIR"/a[1-4].json <<'PY'
+import collections, json, sys
+rules, model, left, failed, names = collections.Counter(), 0, 0, 0, set()
+for path in sys.argv[1:]:
+    for e in json.load(open(path)).get("entries", []):
+        if e.get("status") == "failed":
+            failed += 1
+        elif e.get("model", "").startswith("rules:"):
+            rules[e["model"][6:]] += 1
+        elif e.get("model") == "none":
+            left += 1
+        else:
+            model += 1
+            names.add(e.get("model", ""))
+print(f"  decided by the rules  {sum(rules.values()):4d}   " + ", ".join(f"{k} {v}" for k, v in rules.most_common()))
+print(f"  decided by the model  {model:4d}   {', '.join(sorted(names)) or '-'}")
+if left:
+    print(f"  left alone            {left:4d}   (no rule matched and no model)")
+print(f"  failed                {failed:4d}   (GET /api/activity?status=failed)")
+PY
+}
+
+# Recorded = ok, review or dry_run (what /api/stats counts) plus failed.
+recorded() {
+    local a b
+    a=$(total_processed)
+    b=$(curl -s --max-time 5 "$URL/api/activity?pageSize=1&status=failed" | python3 -c '
+import json, sys
+try:
+    print(json.load(sys.stdin).get("total", 0))
+except Exception:
+    print(0)')
+    echo $((a + b))
+}
+
+# Wait until every seeded message is recorded: the model answers a batch
+# before any of it is recorded, so a pause in the count means nothing.
+if [[ -n "$LLM_URL" ]]; then LIMIT=1800; else LIMIT=120; fi
+start=$SECONDS
+last=-1
+while ((SECONDS - start < LIMIT)); do
+    kill -0 "$MAILPROC_PID" 2>/dev/null || { tail -n 30 "$LOG" >&2; die "mailproc exited (log above)"; }
+    n=$(recorded)
+    ((n >= ${#MAIL[@]})) && break
+    if [[ -n "$LLM_URL" && "$n" != "$last" ]]; then
+        say "recorded $n of ${#MAIL[@]} ($((SECONDS - start)) s)"
+        last=$n
+    fi
+    sleep 1
+done
+((SECONDS - start < LIMIT)) || say "not every message was recorded after $LIMIT s"
+say "after $((SECONDS - start)) s:"
+summary >&2
 
 if ((CHECK)); then
-    # Settled = total_processed unchanged for 3 s after something was
-    # processed; give up waiting after 120 s.
-    last=-1
-    stable_since=$SECONDS
-    start=$SECONDS
-    while ((SECONDS - start < 120)); do
-        kill -0 "$MAILPROC_PID" 2>/dev/null || { tail -n 30 "$LOG" >&2; die "mailproc exited (log above)"; }
-        n=$(total_processed)
-        if [[ "$n" != "$last" ]]; then
-            last=$n
-            stable_since=$SECONDS
-        elif ((n > 0 && SECONDS - stable_since >= 3)); then
-            break
-        fi
-        sleep 0.5
-    done
-    ((SECONDS - start < 120)) || say "processing had not settled after 120 s"
-    say "stats after $((SECONDS - start)) s:"
+    say "stats:"
     curl -s "$URL/api/stats" | python3 -m json.tool
     say "folders of user demo:"
     doveadm -c "$DOVECOT_CONF" mailbox status -u demo messages '*' | sort >&2
-    if ((last <= 0)); then
+    if (($(total_processed) <= 0)); then
         tail -n 30 "$LOG" >&2
         die "nothing was processed (log above)"
     fi

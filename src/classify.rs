@@ -390,6 +390,16 @@ pub fn parse_answer(
         }
     }
     actions.retain(|a| *a != Action::Noop);
+    // A small model may say the same thing twice (`spam`, `spam`); doing it
+    // twice would fail the second time (the message has moved).
+    let mut seen = Vec::with_capacity(actions.len());
+    actions.retain(|a| {
+        let first = !seen.contains(a);
+        if first {
+            seen.push(a.clone());
+        }
+        first
+    });
     Ok(Classification {
         actions,
         // Stored, shown and sent in webhooks: a model that writes an essay
@@ -404,6 +414,122 @@ pub fn parse_answer(
     })
 }
 
+/// The JSON schema of an answer for `account`: its allowed actions only, and
+/// for `move` its allowed folders only, so a server that turns the schema
+/// into a grammar (llama.cpp does) makes a forbidden action or folder
+/// impossible to spell. Flags are limited to a few well-known ones the
+/// account may set; [`parse_answer`] still validates every answer.
+pub fn answer_schema(account: &AccountConfig) -> Value {
+    use crate::config::ActionKind;
+    let only = |kind: &str, extra: Option<(&str, Value)>| {
+        let mut properties = serde_json::Map::new();
+        properties.insert("type".into(), json!({ "type": "string", "enum": [kind] }));
+        let mut required = vec![json!("type")];
+        if let Some((name, schema)) = extra {
+            properties.insert(name.into(), schema);
+            required.push(json!(name));
+        }
+        json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        })
+    };
+    let mut variants = Vec::new();
+    for kind in &account.allowed_actions {
+        match kind {
+            ActionKind::Move if account.folders.allowed.is_empty() => {}
+            ActionKind::Move => variants.push(only(
+                "move",
+                Some((
+                    "folder",
+                    json!({ "type": "string", "enum": account.folders.allowed }),
+                )),
+            )),
+            ActionKind::Flag => {
+                let mut flags = vec!["\\Flagged", "$Important"];
+                if account.allows(ActionKind::Read) {
+                    flags.push("\\Seen");
+                }
+                if account.allows(ActionKind::Spam) {
+                    flags.push("$Junk");
+                }
+                variants.push(only(
+                    "flag",
+                    Some((
+                        "flags",
+                        json!({
+                            "type": "array",
+                            "items": { "type": "string", "enum": flags },
+                            "minItems": 1,
+                            "maxItems": flags.len(),
+                        }),
+                    )),
+                ));
+            }
+            other => variants.push(only(other.as_str(), None)),
+        }
+    }
+    json!({
+        "type": "object",
+        "properties": {
+            // Bounds keep a small model from repeating actions or talking
+            // until max_tokens cuts the JSON short (llama.cpp's grammar also
+            // lets it pad with whitespace, ~15 tokens a line: SmolLM2 ran out
+            // of 200 tokens inside a 4-action list 3 times in 500).
+            "actions": { "type": "array", "items": { "anyOf": variants }, "maxItems": 3 },
+            "reasoning": { "type": "string", "maxLength": 200 },
+            // Steps of a tenth, not minimum/maximum: llama.cpp's grammar
+            // does not bound a number, and SmolLM2 answered 10 and -1e15.
+            "confidence": { "type": "number", "enum": CONFIDENCE_STEPS },
+        },
+        "required": ["actions", "reasoning", "confidence"],
+        "additionalProperties": false,
+    })
+}
+
+/// The confidences a schema-constrained answer may give.
+const CONFIDENCE_STEPS: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+
+/// How an OpenAI-compatible server is asked for JSON, strongest first. A
+/// server that refuses one (HTTP 400 or 422) is asked the next way, and the
+/// way that worked is kept for the provider's later calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JsonMode {
+    /// `response_format: {"type":"json_schema", ...}` with [`answer_schema`].
+    Schema,
+    /// `response_format: {"type":"json_object"}`.
+    Object,
+    /// No `response_format`: the prompt asks for JSON, parsing is tolerant.
+    Plain,
+}
+
+impl JsonMode {
+    const ALL: [JsonMode; 3] = [JsonMode::Schema, JsonMode::Object, JsonMode::Plain];
+
+    fn response_format(self, account: &AccountConfig) -> Option<Value> {
+        match self {
+            JsonMode::Schema => Some(json!({
+                "type": "json_schema",
+                // Not "strict": OpenAI's strict subset refuses minimum,
+                // maximum and maxItems, which keep small models in bounds.
+                "json_schema": { "name": "email_actions", "schema": answer_schema(account) },
+            })),
+            JsonMode::Object => Some(json!({ "type": "json_object" })),
+            JsonMode::Plain => None,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            JsonMode::Schema => "json_schema",
+            JsonMode::Object => "json_object",
+            JsonMode::Plain => "no response_format",
+        }
+    }
+}
+
 // ----- providers -----
 
 /// A configured model endpoint with its own rate limit.
@@ -412,13 +538,15 @@ pub struct Provider {
     agent: ureq::Agent,
     /// The earliest instant the next request may start (rate limit).
     next_slot: Mutex<Instant>,
+    /// Index into [`JsonMode::ALL`] of the way this server last accepted.
+    json_mode: std::sync::atomic::AtomicUsize,
     metrics: Arc<Metrics>,
 }
 
 struct Reply {
     text: String,
-    prompt_tokens: u64,
-    completion_tokens: u64,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
 }
 
 impl Provider {
@@ -463,6 +591,7 @@ impl Provider {
             config,
             agent,
             next_slot: Mutex::new(Instant::now()),
+            json_mode: std::sync::atomic::AtomicUsize::new(0),
             metrics,
         })
     }
@@ -496,7 +625,7 @@ impl Provider {
         let mut attempt = 0;
         loop {
             self.throttle();
-            let result = self.call(&system, &user);
+            let result = self.call_with_json_fallback(account, &system, &user);
             let retry_after = match &result {
                 Ok(_) => None,
                 Err((err, retry_after)) => match err {
@@ -511,14 +640,19 @@ impl Provider {
             };
             match (result, retry_after) {
                 (Ok(reply), _) => {
-                    self.metrics
-                        .llm_tokens
-                        .with_label_values(&[name, "prompt"])
-                        .inc_by(reply.prompt_tokens);
-                    self.metrics
-                        .llm_tokens
-                        .with_label_values(&[name, "completion"])
-                        .inc_by(reply.completion_tokens);
+                    // Counted when the server reports them (not every
+                    // OpenAI-compatible server does).
+                    for (kind, n) in [
+                        ("prompt", reply.prompt_tokens),
+                        ("completion", reply.completion_tokens),
+                    ] {
+                        if let Some(n) = n {
+                            self.metrics
+                                .llm_tokens
+                                .with_label_values(&[name, kind])
+                                .inc_by(n);
+                        }
+                    }
                     return parse_answer(name, &self.config.model, account, &reply.text);
                 }
                 (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
@@ -531,19 +665,102 @@ impl Provider {
         }
     }
 
-    fn call(&self, system: &str, user: &str) -> Result<Reply, (ClassifyError, Option<Duration>)> {
+    /// One call, asking for JSON the strongest way the server accepts: a
+    /// refusal (400 or 422) of one way is answered by trying the next at
+    /// once; the way that worked is kept. When every way is refused, the
+    /// first refusal is the error (it says most about the request).
+    fn call_with_json_fallback(
+        &self,
+        account: &AccountConfig,
+        system: &str,
+        user: &str,
+    ) -> Result<Reply, (ClassifyError, Option<Duration>)> {
+        use std::sync::atomic::Ordering;
+        if self.config.kind != ProviderKind::Openai {
+            return self.call(None, system, user);
+        }
+        let start = self
+            .json_mode
+            .load(Ordering::Relaxed)
+            .min(JsonMode::ALL.len() - 1);
+        let mut first_refusal = None;
+        for (i, mode) in JsonMode::ALL.iter().enumerate().skip(start) {
+            match self.call(mode.response_format(account), system, user) {
+                Err((ClassifyError::Http { status, body, .. }, _))
+                    if (status == 400 || status == 422) && i + 1 < JsonMode::ALL.len() =>
+                {
+                    log::debug!(
+                        "{}: {} refused (HTTP {status}: {}); trying {}",
+                        self.config.name,
+                        mode.label(),
+                        truncate(&body, 200),
+                        JsonMode::ALL[i + 1].label()
+                    );
+                    first_refusal.get_or_insert((
+                        ClassifyError::Http {
+                            provider: self.config.name.clone(),
+                            status,
+                            body,
+                        },
+                        None,
+                    ));
+                }
+                Ok(reply) => {
+                    if i != start {
+                        log::warn!(
+                            "{}: the server refused {}; asking it with {} from now on",
+                            self.config.name,
+                            JsonMode::ALL[start].label(),
+                            mode.label()
+                        );
+                        self.json_mode.store(i, Ordering::Relaxed);
+                    }
+                    return Ok(reply);
+                }
+                // Every way refused: the first refusal says most.
+                Err((ClassifyError::Http { status, body, .. }, retry))
+                    if status == 400 || status == 422 =>
+                {
+                    let last = ClassifyError::Http {
+                        provider: self.config.name.clone(),
+                        status,
+                        body,
+                    };
+                    return Err(first_refusal.unwrap_or((last, retry)));
+                }
+                // Anything else (a 5xx, a time-out) keeps its own error, so
+                // the caller retries what is worth retrying.
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("the last way's answer is returned whatever it is")
+    }
+
+    fn call(
+        &self,
+        response_format: Option<Value>,
+        system: &str,
+        user: &str,
+    ) -> Result<Reply, (ClassifyError, Option<Duration>)> {
         let c = &self.config;
         let body = match c.kind {
-            ProviderKind::Openai => json!({
-                "model": c.model,
-                "temperature": 0,
-                "max_tokens": c.max_tokens,
-                "response_format": { "type": "json_object" },
-                "messages": [
-                    { "role": "system", "content": system },
-                    { "role": "user", "content": user },
-                ],
-            }),
+            ProviderKind::Openai => {
+                let mut body = json!({
+                    "model": c.model,
+                    "temperature": 0,
+                    "max_tokens": c.max_tokens,
+                    // One JSON answer, not server-sent events.
+                    "stream": false,
+                    "messages": [
+                        { "role": "system", "content": system },
+                        { "role": "user", "content": user },
+                    ],
+                });
+                if let Some(rf) = response_format {
+                    body["response_format"] = rf;
+                }
+                body
+            }
             ProviderKind::Anthropic => json!({
                 "model": c.model,
                 "temperature": 0,
@@ -611,15 +828,29 @@ impl Provider {
                 retry_after,
             ));
         }
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
+        // A URL that reaches some other API (a models list, a web page, an
+        // event stream) must say so, not "invalid answer" for every email.
+        let not_api = |why: String| {
+            let (api, path) = match c.kind {
+                ProviderKind::Openai => {
+                    ("an OpenAI Chat Completions answer", "/v1/chat/completions")
+                }
+                ProviderKind::Anthropic => ("an Anthropic Messages answer", "/v1/messages"),
+            };
             (
                 ClassifyError::InvalidAnswer {
                     provider: provider.clone(),
-                    error: format!("response is not JSON: {e}"),
+                    error: format!(
+                        "the server's answer is not {api} ({why}): {:?}; does url {} end in {path}?",
+                        truncate(text.trim(), 120),
+                        c.url
+                    ),
                 },
                 None,
             )
-        })?;
+        };
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| not_api(format!("not JSON: {e}")))?;
         let (content, pt, ct) = match c.kind {
             ProviderKind::Openai => (
                 v.pointer("/choices/0/message/content")
@@ -634,19 +865,26 @@ impl Provider {
                 v.pointer("/usage/output_tokens").and_then(Value::as_u64),
             ),
         };
-        let content = content.ok_or_else(|| {
-            (
+        let content = content.ok_or_else(|| match c.kind {
+            ProviderKind::Openai if v.pointer("/choices/0/message").is_none() => {
+                not_api("no choices[0].message".into())
+            }
+            ProviderKind::Anthropic if v.get("content").is_none() => not_api("no content".into()),
+            _ => (
                 ClassifyError::InvalidAnswer {
                     provider: provider.clone(),
-                    error: "response has no message content".into(),
+                    error: format!(
+                        "the answer has no text content: {:?}",
+                        truncate(text.trim(), 200)
+                    ),
                 },
                 None,
-            )
+            ),
         })?;
         Ok(Reply {
             text: content.to_string(),
-            prompt_tokens: pt.unwrap_or(0),
-            completion_tokens: ct.unwrap_or(0),
+            prompt_tokens: pt,
+            completion_tokens: ct,
         })
     }
 }
@@ -880,6 +1118,14 @@ accounts:
         )
         .unwrap();
         assert!(none.actions.is_empty());
+        let twice = parse_answer(
+            "p",
+            "m",
+            &a,
+            r#"{"actions":[{"type":"spam"},{"type":"read"},{"type":"spam"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(twice.actions, vec![Action::Spam, Action::Read]);
     }
 
     #[test]
@@ -904,6 +1150,259 @@ accounts:
             user.matches(fence).count(),
             3,
             "the fence appears twice plus once in the intro: {user}"
+        );
+    }
+
+    #[test]
+    fn the_schema_names_only_what_the_account_allows() {
+        let mut a = account();
+        let s = answer_schema(&a);
+        let variants = s.pointer("/properties/actions/items/anyOf").unwrap();
+        let kinds: Vec<&str> = variants
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                v.pointer("/properties/type/enum/0")
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(kinds, ["move", "flag", "read", "spam", "noop"], "{s}");
+        assert_eq!(
+            variants[0].pointer("/properties/folder/enum").unwrap(),
+            &json!(["Receipts", "Lists"])
+        );
+        let flags = variants[1].pointer("/properties/flags/items/enum").unwrap();
+        assert_eq!(
+            flags,
+            &json!(["\\Flagged", "$Important", "\\Seen", "$Junk"])
+        );
+        // Every flag the schema offers passes the validator that checks the
+        // answer, and every variant is closed to other keys.
+        for f in flags.as_array().unwrap() {
+            let act = Action::Flag {
+                flags: vec![f.as_str().unwrap().into()],
+            };
+            check_action(&a, &act).unwrap();
+        }
+        assert!(variants
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["additionalProperties"] == json!(false)));
+        // A confidence the grammar allows is one the validator accepts.
+        let steps = s.pointer("/properties/confidence/enum").unwrap();
+        assert_eq!(steps.as_array().unwrap().len(), 11);
+        for c in steps.as_array().unwrap() {
+            let text = json!({ "actions": [], "confidence": c }).to_string();
+            parse_answer("p", "m", &a, &text).unwrap();
+        }
+
+        // Narrower allow-lists narrow the schema: no read, so no \Seen; no
+        // folders, so no move at all.
+        use crate::config::ActionKind;
+        a.allowed_actions = vec![ActionKind::Move, ActionKind::Flag, ActionKind::Noop];
+        a.folders.allowed.clear();
+        let s = answer_schema(&a);
+        let variants = s.pointer("/properties/actions/items/anyOf").unwrap();
+        assert_eq!(variants.as_array().unwrap().len(), 2, "{s}");
+        assert_eq!(
+            variants[0].pointer("/properties/flags/items/enum").unwrap(),
+            &json!(["\\Flagged", "$Important"])
+        );
+    }
+
+    /// A chat-completions server on loopback, its URL, and the record of
+    /// the `response_format` type of each request [`answer_requests`] gets
+    /// (`-` for none).
+    fn server() -> (String, Arc<Mutex<Vec<String>>>, tiny_http::Server) {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://127.0.0.1:{}/v1/chat/completions",
+            server.server_addr().to_ip().unwrap().port()
+        );
+        (url, Arc::new(Mutex::new(Vec::new())), server)
+    }
+
+    /// Answers `n` requests on `server`: 400 for a `response_format` type
+    /// in `refused`, else `answer`.
+    fn answer_requests(
+        server: tiny_http::Server,
+        n: usize,
+        refused: &'static [&'static str],
+        answer: &'static str,
+        seen: Arc<Mutex<Vec<String>>>,
+    ) -> JoinHandle<()> {
+        std::thread::spawn(move || {
+            for _ in 0..n {
+                let Ok(mut req) = server.recv() else { return };
+                let mut body = String::new();
+                let _ = req.as_reader().read_to_string(&mut body);
+                let v: Value = serde_json::from_str(&body).unwrap();
+                assert_eq!(v["stream"], json!(false), "{v}");
+                let kind = v
+                    .pointer("/response_format/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("-")
+                    .to_string();
+                if kind == "json_schema" {
+                    // The account's own folders reach the server.
+                    assert!(body.contains(r#""enum":["Receipts","Lists"]"#), "{body}");
+                }
+                seen.lock().push(kind.clone());
+                let resp = if refused.contains(&kind.as_str()) {
+                    tiny_http::Response::from_string(format!(
+                        r#"{{"error":{{"message":"response_format {kind} is not supported"}}}}"#
+                    ))
+                    .with_status_code(400)
+                } else {
+                    tiny_http::Response::from_string(answer)
+                };
+                let _ = req.respond(resp);
+            }
+        })
+    }
+
+    fn provider(url: &str) -> Provider {
+        let yaml = format!(
+            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 0 }} ] }}"
+        );
+        let c = crate::config::parse(&yaml, &|_| None).unwrap().0;
+        Provider::new(c.classifier.providers[0].clone(), Arc::new(Metrics::new())).unwrap()
+    }
+
+    const GOOD: &str = r#"{"choices":[{"message":{"role":"assistant","content":"{\"actions\":[{\"type\":\"move\",\"folder\":\"Lists\"}],\"reasoning\":\"a list\",\"confidence\":0.8}"}}],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#;
+
+    #[test]
+    fn json_schema_first_then_json_object_then_plain_and_the_way_that_worked_is_kept() {
+        let a = account();
+        let e = email("From: a@b.c\r\nSubject: hi");
+        for (refused, expect_first, expect_second) in [
+            (&[][..], &["json_schema"][..], &["json_schema"][..]),
+            (
+                &["json_schema"][..],
+                &["json_schema", "json_object"][..],
+                &["json_object"][..],
+            ),
+            (
+                &["json_schema", "json_object"][..],
+                &["json_schema", "json_object", "-"][..],
+                &["-"][..],
+            ),
+        ] {
+            let (url, seen, server) = server();
+            let refused: &'static [&'static str] = Box::leak(refused.to_vec().into_boxed_slice());
+            let n = expect_first.len() + expect_second.len();
+            let t = answer_requests(server, n, refused, GOOD, seen.clone());
+            let p = provider(&url);
+            let c = p.classify(&a, &e).unwrap();
+            assert_eq!(
+                c.actions,
+                vec![Action::Move {
+                    folder: "Lists".into()
+                }]
+            );
+            assert_eq!(seen.lock().as_slice(), expect_first);
+            p.classify(&a, &e).unwrap();
+            assert_eq!(seen.lock()[expect_first.len()..], *expect_second);
+            t.join().unwrap();
+            let tokens = p
+                .metrics
+                .llm_tokens
+                .with_label_values(&["p", "prompt"])
+                .get();
+            assert_eq!(tokens, 14, "usage counted for both answers");
+        }
+    }
+
+    #[test]
+    fn a_refusal_of_every_way_is_the_first_refusal() {
+        let (url, seen, server) = server();
+        let t = answer_requests(
+            server,
+            3,
+            &["json_schema", "json_object", "-"],
+            GOOD,
+            seen.clone(),
+        );
+        let e = provider(&url)
+            .classify(&account(), &email("From: a@b.c"))
+            .unwrap_err();
+        t.join().unwrap();
+        assert!(
+            matches!(&e, ClassifyError::Http { status: 400, body, .. } if body.contains("json_schema is not supported")),
+            "{e}"
+        );
+        assert_eq!(seen.lock().len(), 3);
+    }
+
+    #[test]
+    fn a_server_error_after_a_refusal_stays_a_server_error() {
+        let (url, seen, server) = server();
+        // json_schema refused, then json_object meets a 500 (scripted as a
+        // refused "json_object" that answers 500 instead of 400 below).
+        let t = std::thread::spawn(move || {
+            for status in [400, 500] {
+                let mut req = server.recv().unwrap();
+                let mut body = String::new();
+                let _ = req.as_reader().read_to_string(&mut body);
+                seen.lock().push(body);
+                let _ =
+                    req.respond(tiny_http::Response::from_string("{}").with_status_code(status));
+            }
+        });
+        let e = provider(&url)
+            .classify(&account(), &email("From: a@b.c"))
+            .unwrap_err();
+        t.join().unwrap();
+        assert!(matches!(e, ClassifyError::Http { status: 500, .. }), "{e}");
+    }
+
+    #[test]
+    fn an_answer_that_is_not_chat_completions_says_so() {
+        for (answer, says) in [
+            (
+                r#"{"object":"list","data":[{"id":"m"}]}"#,
+                "no choices[0].message",
+            ),
+            ("<html>It works!</html>", "not JSON"),
+            ("data: {\"choices\":[]}\n\n", "not JSON"),
+        ] {
+            let (url, seen, server) = server();
+            let answer: &'static str = answer;
+            let t = answer_requests(server, 1, &[], answer, seen);
+            let e = provider(&url)
+                .classify(&account(), &email("From: a@b.c"))
+                .unwrap_err()
+                .to_string();
+            t.join().unwrap();
+            assert!(
+                e.contains("is not an OpenAI Chat Completions answer"),
+                "{e}"
+            );
+            assert!(e.contains(says), "{e}");
+            assert!(e.contains("end in /v1/chat/completions?"), "{e}");
+        }
+        // Usage is optional: an answer without it is fine and counts nothing.
+        let (url, seen, server) = server();
+        let t = answer_requests(
+            server,
+            1,
+            &[],
+            r#"{"choices":[{"message":{"content":"{\"actions\":[]}"}}]}"#,
+            seen,
+        );
+        let p = provider(&url);
+        p.classify(&account(), &email("From: a@b.c")).unwrap();
+        t.join().unwrap();
+        assert_eq!(
+            p.metrics
+                .llm_tokens
+                .with_label_values(&["p", "prompt"])
+                .get(),
+            0
         );
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::mailproc::Mailproc;
 use mailproc::actions::Action;
-use mailproc::store::{Status, EmailMeta, Outcome, Store};
+use mailproc::store::{EmailMeta, Outcome, Status, Store};
 use mailproc::timestamp::now_ms;
 use serde_json::Value;
 

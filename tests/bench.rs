@@ -13,7 +13,7 @@ use common::dovecot::Dovecot;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model, Reply};
 use mailproc::actions::Action;
-use mailproc::store::{Status, EmailMeta, Outcome, Store};
+use mailproc::store::{EmailMeta, Outcome, Status, Store};
 use serde_json::json;
 
 fn msg(i: usize, subject: &str, extra: &str) -> Vec<u8> {

@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod dovecot;
+pub mod local_model;
 pub mod mailproc;
 pub mod model;

