@@ -68,7 +68,6 @@ die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 
 ((CHECK + SMOKE < 2)) || die "--check and --smoke do not go together"
 [[ $EUID -eq 0 ]] || die "run as root (Dovecot needs it to switch to its own user)"
-[[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
 # Which model sorts what the rules leave: the user's server (user), the
 # local one (local), or none (off).
 if [[ -n "${MAILPROC_LLM_URL:-}" && "$MODEL" != off ]]; then
