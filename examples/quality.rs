@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mailproc::actions::Action;
 use mailproc::classify::{Classification, Email, Provider, Rules};
-use mailproc::config::Action;
 use mailproc::metrics::Metrics;
 
 struct Sample {

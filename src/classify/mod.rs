@@ -1,0 +1,183 @@
+//! Deciding what to do with a message: account rules first, then a model.
+//!
+//! Rules are compiled once per account and run on the account thread (they
+//! cost microseconds). Model calls run on a fixed pool of
+//! `classifier.concurrency` threads shared by all accounts ([`Pool`]), so a
+//! backlog is bounded by the pool, not by one call at a time, and a slow model
+//! never blocks an IMAP thread's other work beyond the batch in hand.
+//!
+//! A model's answer is parsed tolerantly (code fences, prose around the JSON)
+//! and validated strictly against the account's allow-lists: an action or
+//! folder it may not use is an error, never silently dropped or turned into
+//! a no-op.
+
+mod pool;
+mod prompt;
+mod provider;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+pub use pool::{providers, Job, Pool};
+pub use prompt::{answer_schema, parse_answer, prompt, MAX_REASONING_CHARS};
+pub use provider::Provider;
+pub use rules::Rules;
+
+use std::time::Duration;
+
+use mail_parser::MimeHeaders;
+
+use crate::actions::Action;
+
+/// Longest subject or Message-ID kept of a message, in characters (RFC 5322
+/// lines end at 998).
+pub const MAX_HEADER_CHARS: usize = 998;
+
+/// What the classifier needs of a message, parsed once.
+#[derive(Debug, Clone, Default)]
+pub struct Email {
+    pub message_id: String,
+    pub subject: String,
+    pub from: String,
+    pub to: Vec<String>,
+    /// Every header as `(name, raw value)`, in order.
+    pub headers: Vec<(String, String)>,
+    /// Plain text of the body (HTML converted), as much as the parser gave.
+    pub body: String,
+    pub attachments: Vec<String>,
+    pub size: usize,
+}
+
+impl Email {
+    /// Parses raw RFC 822 bytes. Hostile or broken input never panics;
+    /// `None` means there is nothing recognisable as a message at all.
+    pub fn parse(raw: &[u8]) -> Option<Email> {
+        let msg = mail_parser::MessageParser::default().parse(raw)?;
+        if msg.headers().is_empty() {
+            return None;
+        }
+        let addr = |a: Option<&mail_parser::Address<'_>>| -> Vec<String> {
+            a.map(|a| {
+                a.iter()
+                    .filter_map(|x| x.address().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        // Recorded, shown and sent in webhooks: a header of any length a
+        // stranger writes is cut to what a person would read.
+        Some(Email {
+            message_id: msg
+                .message_id()
+                .map(|m| format!("<{}>", truncate(m, MAX_HEADER_CHARS)))
+                .unwrap_or_default(),
+            subject: truncate(msg.subject().unwrap_or("").trim(), MAX_HEADER_CHARS).to_string(),
+            from: addr(msg.from()).into_iter().next().unwrap_or_default(),
+            to: addr(msg.to()).into_iter().chain(addr(msg.cc())).collect(),
+            headers: msg
+                .headers_raw()
+                .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+                .collect(),
+            body: msg.body_text(0).map(|b| b.into_owned()).unwrap_or_default(),
+            attachments: msg
+                .attachments()
+                .map(|a| a.attachment_name().unwrap_or("(unnamed)").to_string())
+                .collect(),
+            size: raw.len(),
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The decision about one message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Classification {
+    pub actions: Vec<Action>,
+    pub reasoning: String,
+    /// `rules:<name>` for a rule, else the provider's model name.
+    pub model: String,
+    pub confidence: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ClassifyError {
+    /// No answer within the provider's timeout (after retries).
+    Timeout { provider: String, after: Duration },
+    /// The provider answered with an HTTP error status (after retries).
+    Http {
+        provider: String,
+        status: u16,
+        body: String,
+    },
+    /// The request could not be sent or the answer not read.
+    Transport { provider: String, error: String },
+    /// The answer was not the JSON object asked for.
+    InvalidAnswer { provider: String, error: String },
+    /// The answer asked for something the account does not allow.
+    Disallowed { provider: String, error: String },
+    /// The classifier thread panicked on this message (a bug); the thread
+    /// lives on and the message is retried like any other failure.
+    Panicked { provider: String, message: String },
+    /// Not started: its account is shutting down. Not a failure; the
+    /// message is left for the next start.
+    Cancelled,
+}
+
+impl ClassifyError {
+    /// A short label for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClassifyError::Timeout { .. } => "classify_timeout",
+            ClassifyError::Http { .. } => "classify_http",
+            ClassifyError::Transport { .. } => "classify_transport",
+            ClassifyError::InvalidAnswer { .. } => "classify_invalid",
+            ClassifyError::Disallowed { .. } => "classify_disallowed",
+            ClassifyError::Panicked { .. } => "panic",
+            ClassifyError::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for ClassifyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClassifyError::Timeout { provider, after } => {
+                write!(f, "{provider}: no answer within {after:?}")
+            }
+            ClassifyError::Http {
+                provider,
+                status,
+                body,
+            } => {
+                write!(f, "{provider}: HTTP {status}: {}", truncate(body, 200))
+            }
+            ClassifyError::Transport { provider, error } => write!(f, "{provider}: {error}"),
+            ClassifyError::InvalidAnswer { provider, error } => {
+                write!(f, "{provider}: invalid answer: {error}")
+            }
+            ClassifyError::Disallowed { provider, error } => {
+                write!(f, "{provider}: disallowed answer: {error}")
+            }
+            ClassifyError::Panicked { provider, message } => {
+                write!(f, "{provider}: the classifier panicked: {message}")
+            }
+            ClassifyError::Cancelled => write!(f, "cancelled: shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for ClassifyError {}
+
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}

@@ -1,0 +1,572 @@
+//! A configured model endpoint: OpenAI-compatible or Anthropic, over ureq.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::prompt::JsonMode;
+use super::*;
+use crate::config::{AccountConfig, ProviderConfig, ProviderKind};
+use crate::metrics::Metrics;
+
+/// A configured model endpoint with its own rate limit.
+pub struct Provider {
+    pub config: ProviderConfig,
+    agent: ureq::Agent,
+    /// The earliest instant the next request may start (rate limit).
+    next_slot: Mutex<Instant>,
+    /// Index into [`JsonMode::ALL`] of the way this server last accepted.
+    json_mode: std::sync::atomic::AtomicUsize,
+    metrics: Arc<Metrics>,
+}
+
+struct Reply {
+    text: String,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+impl Provider {
+    /// Builds the provider's HTTP agent: native-tls (the OpenSSL and system
+    /// trust store the IMAP side uses) or only `ca_file` when set; no proxy
+    /// unless `proxy` is set, whatever the environment says.
+    pub fn new(config: ProviderConfig, metrics: Arc<Metrics>) -> Result<Provider, String> {
+        use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+        let roots = match &config.ca_file {
+            None => RootCerts::PlatformVerifier,
+            Some(path) => {
+                let pem = crate::config::read_certificate(path)
+                    .map_err(|e| format!("provider {}: ca_file: {e}", config.name))?;
+                let cert = Certificate::from_pem(&pem).map_err(|e| {
+                    format!("provider {}: ca_file {}: {e}", config.name, path.display())
+                })?;
+                RootCerts::new_with_certs(&[cert])
+            }
+        };
+        let proxy = match &config.proxy {
+            None => None,
+            Some(p) => Some(
+                ureq::Proxy::new(p).map_err(|e| format!("provider {}: proxy: {e}", config.name))?,
+            ),
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(config.timeout.0))
+            .timeout_connect(Some(config.timeout.0.min(Duration::from_secs(10))))
+            .max_redirects(0)
+            .proxy(proxy)
+            .tls_config(
+                TlsConfig::builder()
+                    .provider(TlsProvider::NativeTls)
+                    .root_certs(roots)
+                    .build(),
+            )
+            .user_agent(concat!("mailproc/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        Ok(Provider {
+            config,
+            agent,
+            next_slot: Mutex::new(Instant::now()),
+            json_mode: std::sync::atomic::AtomicUsize::new(0),
+            metrics,
+        })
+    }
+
+    /// Waits for this provider's rate limit, if any.
+    fn throttle(&self) {
+        let Some(rpm) = self.config.rate_limit_rpm else {
+            return;
+        };
+        let interval = Duration::from_secs(60) / rpm.max(1);
+        let wait = {
+            let mut next = self.next_slot.lock();
+            let now = Instant::now();
+            let start = (*next).max(now);
+            *next = start + interval;
+            start - now
+        };
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// Classifies one email, retrying 429, 5xx and time-outs with backoff.
+    pub fn classify(
+        &self,
+        account: &AccountConfig,
+        e: &Email,
+    ) -> Result<Classification, ClassifyError> {
+        let (system, user) = prompt(account, &self.config, e);
+        let name = &self.config.name;
+        let mut attempt = 0;
+        loop {
+            self.throttle();
+            let result = self.call_with_json_fallback(account, &system, &user);
+            let retry_after = match &result {
+                Ok(_) => None,
+                Err((err, retry_after)) => match err {
+                    ClassifyError::Timeout { .. } | ClassifyError::Transport { .. } => {
+                        Some(retry_after.unwrap_or(backoff(attempt)))
+                    }
+                    ClassifyError::Http { status, .. } if *status == 429 || *status >= 500 => {
+                        Some(retry_after.unwrap_or(backoff(attempt)))
+                    }
+                    _ => None,
+                },
+            };
+            match (result, retry_after) {
+                (Ok(reply), _) => {
+                    // Counted when the server reports them (not every
+                    // OpenAI-compatible server does).
+                    for (kind, n) in [
+                        ("prompt", reply.prompt_tokens),
+                        ("completion", reply.completion_tokens),
+                    ] {
+                        if let Some(n) = n {
+                            self.metrics
+                                .llm_tokens
+                                .with_label_values(&[name, kind])
+                                .inc_by(n);
+                        }
+                    }
+                    return parse_answer(name, &self.config.model, account, &reply.text);
+                }
+                (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
+                    log::warn!("{}: {err}; retrying in {wait:?}", account.name);
+                    std::thread::sleep(wait.min(Duration::from_secs(60)));
+                    attempt += 1;
+                }
+                (Err((err, _)), _) => return Err(err),
+            }
+        }
+    }
+
+    /// One call, asking for JSON the strongest way the server accepts: a
+    /// refusal (400 or 422) of one way is answered by trying the next at
+    /// once; the way that worked is kept. When every way is refused, the
+    /// first refusal is the error (it says most about the request).
+    fn call_with_json_fallback(
+        &self,
+        account: &AccountConfig,
+        system: &str,
+        user: &str,
+    ) -> Result<Reply, (ClassifyError, Option<Duration>)> {
+        use std::sync::atomic::Ordering;
+        if self.config.kind != ProviderKind::Openai {
+            return self.call(None, system, user);
+        }
+        let start = self
+            .json_mode
+            .load(Ordering::Relaxed)
+            .min(JsonMode::ALL.len() - 1);
+        let mut first_refusal = None;
+        for (i, mode) in JsonMode::ALL.iter().enumerate().skip(start) {
+            match self.call(mode.response_format(account), system, user) {
+                Err((ClassifyError::Http { status, body, .. }, _))
+                    if (status == 400 || status == 422) && i + 1 < JsonMode::ALL.len() =>
+                {
+                    log::debug!(
+                        "{}: {} refused (HTTP {status}: {}); trying {}",
+                        self.config.name,
+                        mode.label(),
+                        truncate(&body, 200),
+                        JsonMode::ALL[i + 1].label()
+                    );
+                    first_refusal.get_or_insert((
+                        ClassifyError::Http {
+                            provider: self.config.name.clone(),
+                            status,
+                            body,
+                        },
+                        None,
+                    ));
+                }
+                Ok(reply) => {
+                    if i != start {
+                        log::warn!(
+                            "{}: the server refused {}; asking it with {} from now on",
+                            self.config.name,
+                            JsonMode::ALL[start].label(),
+                            mode.label()
+                        );
+                        self.json_mode.store(i, Ordering::Relaxed);
+                    }
+                    return Ok(reply);
+                }
+                // Every way refused: the first refusal says most.
+                Err((ClassifyError::Http { status, body, .. }, retry))
+                    if status == 400 || status == 422 =>
+                {
+                    let last = ClassifyError::Http {
+                        provider: self.config.name.clone(),
+                        status,
+                        body,
+                    };
+                    return Err(first_refusal.unwrap_or((last, retry)));
+                }
+                // Anything else (a 5xx, a time-out) keeps its own error, so
+                // the caller retries what is worth retrying.
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("the last way's answer is returned whatever it is")
+    }
+
+    fn call(
+        &self,
+        response_format: Option<Value>,
+        system: &str,
+        user: &str,
+    ) -> Result<Reply, (ClassifyError, Option<Duration>)> {
+        let c = &self.config;
+        let body = match c.kind {
+            ProviderKind::Openai => {
+                let mut body = json!({
+                    "model": c.model,
+                    "temperature": 0,
+                    "max_tokens": c.max_tokens,
+                    // One JSON answer, not server-sent events.
+                    "stream": false,
+                    "messages": [
+                        { "role": "system", "content": system },
+                        { "role": "user", "content": user },
+                    ],
+                });
+                if let Some(rf) = response_format {
+                    body["response_format"] = rf;
+                }
+                body
+            }
+            ProviderKind::Anthropic => json!({
+                "model": c.model,
+                "temperature": 0,
+                "max_tokens": c.max_tokens,
+                "system": system,
+                "messages": [ { "role": "user", "content": user } ],
+            }),
+        };
+        let mut req = self
+            .agent
+            .post(&c.url)
+            .header("Content-Type", "application/json");
+        let key = c.api_key.as_deref().filter(|k| !k.is_empty());
+        match c.kind {
+            ProviderKind::Openai => {
+                if let Some(k) = key {
+                    req = req.header("Authorization", &format!("Bearer {k}"));
+                }
+            }
+            ProviderKind::Anthropic => {
+                req = req.header("anthropic-version", "2023-06-01");
+                if let Some(k) = key {
+                    req = req.header("x-api-key", k);
+                }
+            }
+        }
+        let provider = c.name.clone();
+        let started = Instant::now();
+        // A time-out in either phase (sending, or reading the answer) is a
+        // time-out of the call; anything else the transport says is kept.
+        let failed = |e: ureq::Error| {
+            let err = match e {
+                ureq::Error::Timeout(_) => ClassifyError::Timeout {
+                    provider: provider.clone(),
+                    after: started.elapsed(),
+                },
+                e => ClassifyError::Transport {
+                    provider: provider.clone(),
+                    error: e.to_string(),
+                },
+            };
+            (err, None)
+        };
+        let mut res = req.send(body.to_string().as_bytes()).map_err(failed)?;
+        let status = res.status().as_u16();
+        let retry_after = res
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = res
+            .body_mut()
+            .with_config()
+            .limit(4 << 20)
+            .read_to_string()
+            .map_err(failed)?;
+        if !(200..300).contains(&status) {
+            return Err((
+                ClassifyError::Http {
+                    provider,
+                    status,
+                    body: text,
+                },
+                retry_after,
+            ));
+        }
+        // A URL that reaches some other API (a models list, a web page, an
+        // event stream) must say so, not "invalid answer" for every email.
+        let not_api = |why: String| {
+            let (api, path) = match c.kind {
+                ProviderKind::Openai => {
+                    ("an OpenAI Chat Completions answer", "/v1/chat/completions")
+                }
+                ProviderKind::Anthropic => ("an Anthropic Messages answer", "/v1/messages"),
+            };
+            (
+                ClassifyError::InvalidAnswer {
+                    provider: provider.clone(),
+                    error: format!(
+                        "the server's answer is not {api} ({why}): {:?}; does url {} end in {path}?",
+                        truncate(text.trim(), 120),
+                        c.url
+                    ),
+                },
+                None,
+            )
+        };
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| not_api(format!("not JSON: {e}")))?;
+        let (content, pt, ct) = match c.kind {
+            ProviderKind::Openai => (
+                v.pointer("/choices/0/message/content")
+                    .and_then(Value::as_str),
+                v.pointer("/usage/prompt_tokens").and_then(Value::as_u64),
+                v.pointer("/usage/completion_tokens")
+                    .and_then(Value::as_u64),
+            ),
+            ProviderKind::Anthropic => (
+                v.pointer("/content/0/text").and_then(Value::as_str),
+                v.pointer("/usage/input_tokens").and_then(Value::as_u64),
+                v.pointer("/usage/output_tokens").and_then(Value::as_u64),
+            ),
+        };
+        let content = content.ok_or_else(|| match c.kind {
+            ProviderKind::Openai if v.pointer("/choices/0/message").is_none() => {
+                not_api("no choices[0].message".into())
+            }
+            ProviderKind::Anthropic if v.get("content").is_none() => not_api("no content".into()),
+            _ => (
+                ClassifyError::InvalidAnswer {
+                    provider: provider.clone(),
+                    error: format!(
+                        "the answer has no text content: {:?}",
+                        truncate(text.trim(), 200)
+                    ),
+                },
+                None,
+            ),
+        })?;
+        Ok(Reply {
+            text: content.to_string(),
+            prompt_tokens: pt,
+            completion_tokens: ct,
+        })
+    }
+}
+
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(500u64.saturating_mul(1 << attempt.min(7)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::tests::{account, email};
+    use std::thread::JoinHandle;
+
+    /// A chat-completions server on loopback, its URL, and the record of
+    /// the `response_format` type of each request [`answer_requests`] gets
+    /// (`-` for none).
+    fn server() -> (String, Arc<Mutex<Vec<String>>>, tiny_http::Server) {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://127.0.0.1:{}/v1/chat/completions",
+            server.server_addr().to_ip().unwrap().port()
+        );
+        (url, Arc::new(Mutex::new(Vec::new())), server)
+    }
+
+    /// Answers `n` requests on `server`: 400 for a `response_format` type
+    /// in `refused`, else `answer`.
+    fn answer_requests(
+        server: tiny_http::Server,
+        n: usize,
+        refused: &'static [&'static str],
+        answer: &'static str,
+        seen: Arc<Mutex<Vec<String>>>,
+    ) -> JoinHandle<()> {
+        std::thread::spawn(move || {
+            for _ in 0..n {
+                let Ok(mut req) = server.recv() else { return };
+                let mut body = String::new();
+                let _ = req.as_reader().read_to_string(&mut body);
+                let v: Value = serde_json::from_str(&body).unwrap();
+                assert_eq!(v["stream"], json!(false), "{v}");
+                let kind = v
+                    .pointer("/response_format/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("-")
+                    .to_string();
+                if kind == "json_schema" {
+                    // The account's own folders reach the server.
+                    assert!(body.contains(r#""enum":["Receipts","Lists"]"#), "{body}");
+                }
+                seen.lock().push(kind.clone());
+                let resp = if refused.contains(&kind.as_str()) {
+                    tiny_http::Response::from_string(format!(
+                        r#"{{"error":{{"message":"response_format {kind} is not supported"}}}}"#
+                    ))
+                    .with_status_code(400)
+                } else {
+                    tiny_http::Response::from_string(answer)
+                };
+                let _ = req.respond(resp);
+            }
+        })
+    }
+
+    fn provider(url: &str) -> Provider {
+        let yaml = format!(
+            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 0 }} ] }}"
+        );
+        let c = crate::config::parse(&yaml, &|_| None).unwrap().0;
+        Provider::new(c.classifier.providers[0].clone(), Arc::new(Metrics::new())).unwrap()
+    }
+
+    const GOOD: &str = r#"{"choices":[{"message":{"role":"assistant","content":"{\"actions\":[{\"type\":\"move\",\"folder\":\"Lists\"}],\"reasoning\":\"a list\",\"confidence\":0.8}"}}],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#;
+
+    #[test]
+    fn json_schema_first_then_json_object_then_plain_and_the_way_that_worked_is_kept() {
+        let a = account();
+        let e = email("From: a@b.c\r\nSubject: hi");
+        for (refused, expect_first, expect_second) in [
+            (&[][..], &["json_schema"][..], &["json_schema"][..]),
+            (
+                &["json_schema"][..],
+                &["json_schema", "json_object"][..],
+                &["json_object"][..],
+            ),
+            (
+                &["json_schema", "json_object"][..],
+                &["json_schema", "json_object", "-"][..],
+                &["-"][..],
+            ),
+        ] {
+            let (url, seen, server) = server();
+            let refused: &'static [&'static str] = Box::leak(refused.to_vec().into_boxed_slice());
+            let n = expect_first.len() + expect_second.len();
+            let t = answer_requests(server, n, refused, GOOD, seen.clone());
+            let p = provider(&url);
+            let c = p.classify(&a, &e).unwrap();
+            assert_eq!(
+                c.actions,
+                vec![Action::Move {
+                    folder: "Lists".into()
+                }]
+            );
+            assert_eq!(seen.lock().as_slice(), expect_first);
+            p.classify(&a, &e).unwrap();
+            assert_eq!(seen.lock()[expect_first.len()..], *expect_second);
+            t.join().unwrap();
+            let tokens = p
+                .metrics
+                .llm_tokens
+                .with_label_values(&["p", "prompt"])
+                .get();
+            assert_eq!(tokens, 14, "usage counted for both answers");
+        }
+    }
+
+    #[test]
+    fn a_refusal_of_every_way_is_the_first_refusal() {
+        let (url, seen, server) = server();
+        let t = answer_requests(
+            server,
+            3,
+            &["json_schema", "json_object", "-"],
+            GOOD,
+            seen.clone(),
+        );
+        let e = provider(&url)
+            .classify(&account(), &email("From: a@b.c"))
+            .unwrap_err();
+        t.join().unwrap();
+        assert!(
+            matches!(&e, ClassifyError::Http { status: 400, body, .. } if body.contains("json_schema is not supported")),
+            "{e}"
+        );
+        assert_eq!(seen.lock().len(), 3);
+    }
+
+    #[test]
+    fn a_server_error_after_a_refusal_stays_a_server_error() {
+        let (url, seen, server) = server();
+        // json_schema refused, then json_object meets a 500 (scripted as a
+        // refused "json_object" that answers 500 instead of 400 below).
+        let t = std::thread::spawn(move || {
+            for status in [400, 500] {
+                let mut req = server.recv().unwrap();
+                let mut body = String::new();
+                let _ = req.as_reader().read_to_string(&mut body);
+                seen.lock().push(body);
+                let _ =
+                    req.respond(tiny_http::Response::from_string("{}").with_status_code(status));
+            }
+        });
+        let e = provider(&url)
+            .classify(&account(), &email("From: a@b.c"))
+            .unwrap_err();
+        t.join().unwrap();
+        assert!(matches!(e, ClassifyError::Http { status: 500, .. }), "{e}");
+    }
+
+    #[test]
+    fn an_answer_that_is_not_chat_completions_says_so() {
+        for (answer, says) in [
+            (
+                r#"{"object":"list","data":[{"id":"m"}]}"#,
+                "no choices[0].message",
+            ),
+            ("<html>It works!</html>", "not JSON"),
+            ("data: {\"choices\":[]}\n\n", "not JSON"),
+        ] {
+            let (url, seen, server) = server();
+            let answer: &'static str = answer;
+            let t = answer_requests(server, 1, &[], answer, seen);
+            let e = provider(&url)
+                .classify(&account(), &email("From: a@b.c"))
+                .unwrap_err()
+                .to_string();
+            t.join().unwrap();
+            assert!(
+                e.contains("is not an OpenAI Chat Completions answer"),
+                "{e}"
+            );
+            assert!(e.contains(says), "{e}");
+            assert!(e.contains("end in /v1/chat/completions?"), "{e}");
+        }
+        // Usage is optional: an answer without it is fine and counts nothing.
+        let (url, seen, server) = server();
+        let t = answer_requests(
+            server,
+            1,
+            &[],
+            r#"{"choices":[{"message":{"content":"{\"actions\":[]}"}}]}"#,
+            seen,
+        );
+        let p = provider(&url);
+        p.classify(&account(), &email("From: a@b.c")).unwrap();
+        t.join().unwrap();
+        assert_eq!(
+            p.metrics
+                .llm_tokens
+                .with_label_values(&["p", "prompt"])
+                .get(),
+            0
+        );
+    }
+}

@@ -1,0 +1,541 @@
+//! The typed shape of `config.yaml`: every section as a struct that rejects
+//! unknown keys, with its defaults. What types cannot check is `validate`'s.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::parse_net;
+use crate::actions::{Action, ActionKind};
+
+/// A duration written as `30s`, `30m`, `4h`, `24h`, `7d` or `30d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dur(pub Duration);
+
+impl Dur {
+    pub const fn secs(s: u64) -> Dur {
+        Dur(Duration::from_secs(s))
+    }
+}
+
+/// Longest duration a setting may hold. Every duration is added to or
+/// subtracted from a clock somewhere; ten years is past any sensible
+/// setting and keeps that arithmetic far from overflowing.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 366 * 86_400);
+
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("expected a duration like 30s, 30m, 4h, 7d, got {s:?}"))?;
+    let mult = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "expected a duration like 30s, 30m, 4h, 7d, got {s:?}"
+            ))
+        }
+    };
+    // Saturating: `validate` then reports anything past MAX_DURATION
+    // with the others, instead of serde stopping at the first.
+    Ok(Duration::from_secs(n.saturating_mul(mult)))
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = de_string(d)?;
+        parse_duration(&s)
+            .map(Dur)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Accepts any scalar for a string field: `password: 123456` is a string to
+/// the operator, and a `${NAME}` that held digits must not change its type.
+fn de_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Scalar {
+        S(String),
+        I(i64),
+        U(u64),
+        F(f64),
+        B(bool),
+    }
+    Ok(match Scalar::deserialize(d)? {
+        Scalar::S(s) => s,
+        Scalar::I(i) => i.to_string(),
+        Scalar::U(u) => u.to_string(),
+        Scalar::F(f) => f.to_string(),
+        Scalar::B(b) => b.to_string(),
+    })
+}
+
+fn de_opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    de_string(d).map(Some)
+}
+
+fn de_string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    struct V(#[serde(deserialize_with = "de_string")] String);
+    let m = BTreeMap::<String, V>::deserialize(d)?;
+    Ok(m.into_iter().map(|(k, V(v))| (k, v)).collect())
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Least severe level logged (default info); `MAILPROC_LOG` overrides it.
+    pub log_level: LogLevel,
+    pub server: ServerConfig,
+    pub dashboard: DashboardConfig,
+    pub storage: StorageConfig,
+    pub classifier: ClassifierConfig,
+    pub webhook_settings: WebhookSettings,
+    pub webhooks: Vec<WebhookConfig>,
+    pub accounts: Vec<AccountConfig>,
+}
+
+/// `log_level`: serde names the five accepted values when another is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Error,
+    Warn,
+    #[default]
+    Info,
+    Debug,
+    Trace,
+}
+
+impl LogLevel {
+    pub fn filter(self) -> log::LevelFilter {
+        match self {
+            LogLevel::Error => log::LevelFilter::Error,
+            LogLevel::Warn => log::LevelFilter::Warn,
+            LogLevel::Info => log::LevelFilter::Info,
+            LogLevel::Debug => log::LevelFilter::Debug,
+            LogLevel::Trace => log::LevelFilter::Trace,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub port: u16,
+    #[serde(deserialize_with = "de_string")]
+    pub bind: String,
+    #[serde(deserialize_with = "de_opt_string")]
+    pub auth_token: Option<String>,
+    pub workers: usize,
+    /// Parsed once here: the HTTP workers consult it on every request.
+    #[serde(deserialize_with = "de_nets")]
+    pub trusted_proxies: Vec<IpNet>,
+    /// The URL browsers use to reach the service (through the reverse
+    /// proxy). In open mode its host is accepted in `Host` besides loopback.
+    #[serde(deserialize_with = "de_opt_string")]
+    pub public_url: Option<String>,
+}
+
+fn de_nets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|n| {
+            parse_net(n).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "expected an address or CIDR such as 127.0.0.1/32, got {n:?}"
+                ))
+            })
+        })
+        .collect()
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            port: 8080,
+            bind: "127.0.0.1".into(),
+            auth_token: None,
+            workers: 4,
+            trusted_proxies: vec![
+                IpNet::from(IpAddr::from([127, 0, 0, 1])),
+                IpNet::from(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),
+            ],
+            public_url: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DashboardConfig {
+    pub enabled: bool,
+    #[serde(deserialize_with = "de_opt_string")]
+    pub session_secret: Option<String>,
+    pub session_ttl: Dur,
+    pub api_keys: Vec<ApiKeyConfig>,
+}
+
+impl Default for DashboardConfig {
+    fn default() -> Self {
+        DashboardConfig {
+            enabled: true,
+            session_secret: None,
+            session_ttl: Dur::secs(24 * 3600),
+            api_keys: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    #[serde(deserialize_with = "de_string")]
+    pub name: String,
+    #[serde(deserialize_with = "de_string")]
+    pub key: String,
+    #[serde(default = "default_permissions")]
+    pub permissions: Vec<String>,
+}
+
+fn default_permissions() -> Vec<String> {
+    vec!["read:stats".into()]
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    pub path: PathBuf,
+    pub activity_retention: Dur,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            path: PathBuf::from("/var/lib/mailproc/mailproc.db"),
+            activity_retention: Dur::secs(90 * 86_400),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClassifierConfig {
+    pub concurrency: usize,
+    pub providers: Vec<ProviderConfig>,
+}
+
+impl Default for ClassifierConfig {
+    fn default() -> Self {
+        ClassifierConfig {
+            concurrency: 4,
+            providers: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    Openai,
+    Anthropic,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    #[serde(deserialize_with = "de_string")]
+    pub name: String,
+    pub kind: ProviderKind,
+    #[serde(deserialize_with = "de_string")]
+    pub url: String,
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub api_key: Option<String>,
+    #[serde(deserialize_with = "de_string")]
+    pub model: String,
+    #[serde(default = "default_provider_timeout")]
+    pub timeout: Dur,
+    #[serde(default)]
+    pub rate_limit_rpm: Option<u32>,
+    #[serde(default = "default_max_body_chars")]
+    pub max_body_chars: usize,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// Extra trust root for a model server with a private CA; when set, only
+    /// it is trusted for this provider.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// An HTTP(S) proxy for this provider. Without it, proxy variables of
+    /// the environment are ignored: requests go straight to `url`.
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub proxy: Option<String>,
+}
+
+fn default_provider_timeout() -> Dur {
+    Dur::secs(60)
+}
+fn default_max_body_chars() -> usize {
+    4000
+}
+fn default_max_tokens() -> u32 {
+    512
+}
+fn default_max_retries() -> u32 {
+    2
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    pub timeout: Dur,
+    pub allow_private: Vec<String>,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            timeout: Dur::secs(10),
+            allow_private: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    EmailProcessed,
+    ActionTaken,
+    Error,
+    ConnectionLost,
+    ConnectionRestored,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::EmailProcessed => "email_processed",
+            EventKind::ActionTaken => "action_taken",
+            EventKind::Error => "error",
+            EventKind::ConnectionLost => "connection_lost",
+            EventKind::ConnectionRestored => "connection_restored",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    #[serde(deserialize_with = "de_string")]
+    pub url: String,
+    /// `None` (omitted) delivers every event type.
+    #[serde(default)]
+    pub events: Option<Vec<EventKind>>,
+    #[serde(default, deserialize_with = "de_string_map")]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub secret: Option<String>,
+}
+
+impl WebhookConfig {
+    pub fn wants(&self, kind: EventKind) -> bool {
+        self.events.as_ref().is_none_or(|e| e.contains(&kind))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Security {
+    Tls,
+    Starttls,
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImapConfig {
+    #[serde(deserialize_with = "de_string")]
+    pub host: String,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default = "default_security")]
+    pub security: Security,
+    #[serde(deserialize_with = "de_string")]
+    pub username: String,
+    #[serde(deserialize_with = "de_string")]
+    pub password: String,
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+fn default_security() -> Security {
+    Security::Tls
+}
+
+impl ImapConfig {
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(match self.security {
+            Security::Tls => 993,
+            Security::Starttls | Security::None => 143,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FoldersConfig {
+    pub watch: Vec<String>,
+    pub allowed: Vec<String>,
+    pub create: bool,
+}
+
+impl Default for FoldersConfig {
+    fn default() -> Self {
+        FoldersConfig {
+            watch: vec!["INBOX".into()],
+            allowed: Vec::new(),
+            create: true,
+        }
+    }
+}
+
+/// What to do with mail already in a watched folder the first time it is seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backlog {
+    NewOnly,
+    All,
+    Recent(u32),
+    Since(Duration),
+}
+
+impl<'de> Deserialize<'de> for Backlog {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = de_string(d)?;
+        let bad = || {
+            serde::de::Error::custom(format!(
+                "expected new_only, all, recent:N or since:DURATION, got {s:?}"
+            ))
+        };
+        match s.as_str() {
+            "new_only" => Ok(Backlog::NewOnly),
+            "all" => Ok(Backlog::All),
+            _ => {
+                if let Some(n) = s.strip_prefix("recent:") {
+                    n.trim().parse().map(Backlog::Recent).map_err(|_| bad())
+                } else if let Some(d) = s.strip_prefix("since:") {
+                    parse_duration(d).map(Backlog::Since).map_err(|_| bad())
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleWhen {
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// A header that must be present.
+    #[serde(default)]
+    pub header: Option<String>,
+    /// Regex the `header` value must match; only with `header`.
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub list_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleConfig {
+    #[serde(deserialize_with = "de_string")]
+    pub name: String,
+    pub when: RuleWhen,
+    pub actions: Vec<Action>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountConfig {
+    #[serde(deserialize_with = "de_string")]
+    pub name: String,
+    pub imap: ImapConfig,
+    #[serde(default)]
+    pub folders: FoldersConfig,
+    #[serde(default = "default_backlog")]
+    pub backlog: Backlog,
+    #[serde(default = "default_poll_interval")]
+    pub poll_interval: Dur,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default = "default_allowed_actions")]
+    pub allowed_actions: Vec<ActionKind>,
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub rules: Vec<RuleConfig>,
+    #[serde(default)]
+    pub webhooks: Vec<WebhookConfig>,
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// Wait before the first retry of a failed message; doubles each time.
+    #[serde(default = "default_retry_delay")]
+    pub retry_delay: Dur,
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: usize,
+    #[serde(default)]
+    pub minimum_confidence: Option<f64>,
+    #[serde(default)]
+    pub review_flag: Option<String>,
+}
+
+fn default_backlog() -> Backlog {
+    Backlog::NewOnly
+}
+fn default_poll_interval() -> Dur {
+    Dur::secs(60)
+}
+fn default_allowed_actions() -> Vec<ActionKind> {
+    vec![
+        ActionKind::Move,
+        ActionKind::Flag,
+        ActionKind::Read,
+        ActionKind::Spam,
+        ActionKind::Noop,
+    ]
+}
+fn default_max_attempts() -> u32 {
+    3
+}
+fn default_retry_delay() -> Dur {
+    Dur::secs(60)
+}
+fn default_max_message_bytes() -> usize {
+    1 << 20
+}
+
+impl AccountConfig {
+    pub fn allows(&self, kind: ActionKind) -> bool {
+        self.allowed_actions.contains(&kind)
+    }
+}
