@@ -18,6 +18,7 @@ pub mod imap;
 pub mod logging;
 pub mod metrics;
 pub mod notify;
+pub mod oauth;
 pub mod service;
 pub mod signals;
 pub mod store;

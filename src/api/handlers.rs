@@ -143,6 +143,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
                 "port": a.imap.port(),
                 "security": a.imap.security,
                 "username": a.imap.username,
+                "auth": a.imap.auth,
                 "watch": a.folders.watch,
                 "allowedFolders": a.folders.allowed,
                 "allowedActions": a.allowed_actions,

@@ -222,7 +222,7 @@ mod tests {
             "accounts:\n - name: a\n   imap: {host: h, username: u, password: \"${PASS}\"}\n",
         )
         .unwrap();
-        assert_eq!(c.accounts[0].imap.password, "123456");
+        assert_eq!(c.accounts[0].imap.password.as_deref(), Some("123456"));
     }
 
     #[test]

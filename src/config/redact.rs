@@ -102,6 +102,8 @@ const SECRET_PATHS: &[&[&str]] = &[
     &["dashboard", "api_keys", "*", "key"],
     &["classifier", "providers", "*", "api_key"],
     &["accounts", "*", "imap", "password"],
+    &["accounts", "*", "imap", "oauth2", "client_secret"],
+    &["accounts", "*", "imap", "oauth2", "refresh_token"],
     &["webhooks", "*", "headers", "*"],
     &["webhooks", "*", "secret"],
     &["accounts", "*", "webhooks", "*", "headers", "*"],

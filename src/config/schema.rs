@@ -374,14 +374,117 @@ pub struct ImapConfig {
     pub security: Security,
     #[serde(deserialize_with = "de_string")]
     pub username: String,
-    #[serde(deserialize_with = "de_string")]
-    pub password: String,
+    /// How to sign in (default `password`).
+    #[serde(default)]
+    pub auth: ImapAuth,
+    /// Required with `auth: password`; not used with `oauth2`.
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub password: Option<String>,
+    /// Required with `auth: oauth2`.
+    #[serde(default)]
+    pub oauth2: Option<OAuth2Config>,
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
 }
 
 fn default_security() -> Security {
     Security::Tls
+}
+
+/// `imap.auth`: a password (LOGIN), or an OAuth2 access token (SASL XOAUTH2
+/// or OAUTHBEARER) got from a refresh token.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImapAuth {
+    #[default]
+    Password,
+    Oauth2,
+}
+
+/// `imap.oauth2.preset`: the well-known endpoints and scope of a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuth2Preset {
+    Google,
+    Microsoft,
+}
+
+impl OAuth2Preset {
+    pub fn token_url(self) -> &'static str {
+        match self {
+            OAuth2Preset::Google => "https://oauth2.googleapis.com/token",
+            OAuth2Preset::Microsoft => {
+                "https://login.microsoftonline.com/common/oauth2/v2.0/token"
+            }
+        }
+    }
+
+    pub fn device_authorization_url(self) -> &'static str {
+        match self {
+            OAuth2Preset::Google => "https://oauth2.googleapis.com/device/code",
+            OAuth2Preset::Microsoft => {
+                "https://login.microsoftonline.com/common/oauth2/v2.0/devicecode"
+            }
+        }
+    }
+
+    pub fn scope(self) -> &'static str {
+        match self {
+            OAuth2Preset::Google => "https://mail.google.com/",
+            OAuth2Preset::Microsoft => {
+                "https://outlook.office.com/IMAP.AccessAsUser.All offline_access"
+            }
+        }
+    }
+}
+
+/// `imap.oauth2`: where and how to get access tokens. Explicit URLs and
+/// scope win over the preset's.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuth2Config {
+    #[serde(default)]
+    pub preset: Option<OAuth2Preset>,
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub token_url: Option<String>,
+    /// The device authorization endpoint (RFC 8628), used only by
+    /// `mailproc oauth ACCOUNT`.
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub device_authorization_url: Option<String>,
+    #[serde(deserialize_with = "de_string")]
+    pub client_id: String,
+    /// Omitted for a public client.
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub client_secret: Option<String>,
+    /// Required to run; may be absent only while `mailproc oauth` gets it.
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub refresh_token: Option<String>,
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub scope: Option<String>,
+    /// Extra trust root for a token endpoint with a private CA; when set,
+    /// only it is trusted for the token requests.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl OAuth2Config {
+    /// The token endpoint: `token_url`, else the preset's.
+    pub fn token_url(&self) -> Option<&str> {
+        self.token_url
+            .as_deref()
+            .or(self.preset.map(OAuth2Preset::token_url))
+    }
+
+    pub fn device_authorization_url(&self) -> Option<&str> {
+        self.device_authorization_url
+            .as_deref()
+            .or(self.preset.map(OAuth2Preset::device_authorization_url))
+    }
+
+    /// The scope asked for: `scope`, else the preset's, else none.
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref().or(self.preset.map(OAuth2Preset::scope))
+    }
 }
 
 impl ImapConfig {

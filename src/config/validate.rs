@@ -6,7 +6,9 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{parse_net, Backlog, Config, WebhookConfig, MAX_DURATION, PERMISSIONS};
+use super::{
+    parse_net, Backlog, Config, ImapAuth, ImapConfig, WebhookConfig, MAX_DURATION, PERMISSIONS,
+};
 use crate::actions::{check_action, is_keyword};
 
 /// The problem with a duration setting longer than [`MAX_DURATION`].
@@ -186,6 +188,7 @@ pub fn validate(c: &Config) -> Vec<String> {
                 p.push(format!("{at}.imap.ca_file: {e}"));
             }
         }
+        validate_imap_auth(&a.imap, &format!("{at}.imap"), &mut p);
         if a.folders.watch.is_empty() {
             p.push(format!(
                 "{at}.folders.watch: must name at least one mailbox"
@@ -297,6 +300,65 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
         if let Some(s) = &h.secret {
             if s.len() < 16 {
                 p.push(format!("{at}[{i}].secret: must be at least 16 characters"));
+            }
+        }
+    }
+}
+
+/// `imap.auth` and what it needs: a password, or an `oauth2` section with a
+/// token endpoint, a client and a refresh token.
+fn validate_imap_auth(imap: &ImapConfig, at: &str, p: &mut Vec<String>) {
+    match imap.auth {
+        ImapAuth::Password => {
+            if imap.password.is_none() {
+                p.push(format!("{at}.password: required with auth: password"));
+            }
+            if imap.oauth2.is_some() {
+                p.push(format!(
+                    "{at}.oauth2: only used with auth: oauth2 (this account has auth: password)"
+                ));
+            }
+        }
+        ImapAuth::Oauth2 => {
+            if imap.password.is_some() {
+                p.push(format!(
+                    "{at}.password: not used with auth: oauth2; remove it (the refresh token goes in oauth2.refresh_token)"
+                ));
+            }
+            let Some(o) = &imap.oauth2 else {
+                p.push(format!(
+                    "{at}.oauth2: required with auth: oauth2 (client_id, refresh_token, and preset or token_url)"
+                ));
+                return;
+            };
+            let at = format!("{at}.oauth2");
+            match o.token_url() {
+                None => p.push(format!(
+                    "{at}.token_url: required unless a preset (google or microsoft) is set"
+                )),
+                Some(u) => {
+                    if let Err(e) = valid_http_url(u) {
+                        p.push(format!("{at}.token_url: {e}"));
+                    }
+                }
+            }
+            if let Some(u) = &o.device_authorization_url {
+                if let Err(e) = valid_http_url(u) {
+                    p.push(format!("{at}.device_authorization_url: {e}"));
+                }
+            }
+            if o.client_id.trim().is_empty() {
+                p.push(format!("{at}.client_id: must not be empty"));
+            }
+            if o.refresh_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+                p.push(format!(
+                    "{at}.refresh_token: must not be empty (get one with `mailproc oauth ACCOUNT`)"
+                ));
+            }
+            if let Some(ca) = &o.ca_file {
+                if let Err(e) = read_certificate(ca) {
+                    p.push(format!("{at}.ca_file: {e}"));
+                }
             }
         }
     }

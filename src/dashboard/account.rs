@@ -126,7 +126,14 @@ fn settings(a: &AccountConfig) -> Markup {
         dl.details {
             (row("IMAP server", html! { (a.imap.host) ":" (a.imap.port()) " (" (security) ")" }))
             (row("Username", html! { (a.imap.username) }))
-            (row("Password", html! { span.muted { "set (never shown)" } }))
+            @match (&a.imap.auth, &a.imap.oauth2) {
+                (crate::config::ImapAuth::Oauth2, Some(o)) => {
+                    (row("Sign-in", html! { "OAuth2" @if let Some(p) = o.preset { " (" (format!("{p:?}").to_lowercase()) ")" } }))
+                    (row("Token endpoint", html! { code { (o.token_url().unwrap_or("")) } }))
+                    (row("Refresh token", html! { @if o.refresh_token.is_some() { span.muted { "set (never shown)" } } @else { "not set: run " code { "mailproc oauth " (a.name) } } }))
+                }
+                _ => (row("Password", html! { span.muted { "set (never shown)" } })),
+            }
             @if let Some(ca) = &a.imap.ca_file { (row("Extra CA file", html! { code { (ca.display()) } })) }
             (row("Backlog", html! { (backlog(&a.backlog)) }))
             (row("Poll interval", html! { (duration(a.poll_interval.0)) }))

@@ -18,6 +18,7 @@
 
 mod batch;
 mod commands;
+mod login;
 mod pass;
 mod session;
 
@@ -59,6 +60,9 @@ pub enum ImapError {
     Connect(String),
     /// The server refused the credentials.
     Login(String),
+    /// No OAuth2 access token could be had (the token endpoint refused
+    /// the refresh token, or could not be reached).
+    Token(crate::oauth::OAuthError),
     /// A command failed in a way that breaks the session, or the server's
     /// answer could not be read.
     Protocol(imap::Error),
@@ -74,6 +78,7 @@ impl std::fmt::Display for ImapError {
         match self {
             ImapError::Connect(e) => write!(f, "connect failed: {e}"),
             ImapError::Login(e) => write!(f, "login failed: {e}"),
+            ImapError::Token(e) => write!(f, "{e}"),
             ImapError::Protocol(e) => write!(f, "{e}"),
             ImapError::Io(e) => write!(f, "{e}"),
             ImapError::Store(e) => write!(f, "{e}"),
@@ -87,6 +92,7 @@ impl std::error::Error for ImapError {
             ImapError::Protocol(e) => Some(e),
             ImapError::Io(e) => Some(e),
             ImapError::Store(e) => Some(e),
+            ImapError::Token(e) => Some(e),
             _ => None,
         }
     }
@@ -113,6 +119,10 @@ impl From<std::io::Error> for ImapError {
 enum Exit {
     Shutdown,
     Reconnect,
+    /// The access token the session signed in with is about to expire:
+    /// sign in again with a fresh one before the server ends the session
+    /// (Microsoft 365 does, at the token's expiry).
+    Renew,
 }
 
 /// Everything an account thread needs.
@@ -169,6 +179,10 @@ struct Runner {
     /// Commands taken from the channel but not yet acted on.
     queued: Vec<Command>,
     force_pass: bool,
+    /// With `auth: oauth2`: the account's tokens, made at the first connect.
+    tokens: Option<crate::oauth::Tokens>,
+    /// When the session's access token is due for renewal (OAuth2 only).
+    renew_at: Option<Instant>,
 }
 
 impl Runner {
@@ -177,6 +191,8 @@ impl Runner {
             w,
             queued: Vec::new(),
             force_pass: false,
+            tokens: None,
+            renew_at: None,
         }
     }
 
@@ -247,8 +263,16 @@ impl Runner {
                 break;
             }
             self.w.handle.set_state(State::Connecting);
-            let wait = match session::connect(&self.w.account) {
+            if let Err(e) = self.ensure_tokens() {
+                self.token_refused(&mut outage, &e);
+                if !self.sleep_for_commands(LOGIN_RETRY) {
+                    break;
+                }
+                continue;
+            }
+            let wait = match session::connect(&self.w.account, self.tokens.as_mut()) {
                 Ok((mut session, sock, caps, folders)) => {
+                    self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
                     if let Some(err) = outage.take() {
                         log::info!("{}: connection restored", self.name());
                         self.emit(Event::ConnectionRestored {
@@ -278,6 +302,14 @@ impl Runner {
                             log::info!("{}: reconnecting on request", self.name());
                             continue;
                         }
+                        Ok(Exit::Renew) => {
+                            let _ = session.logout();
+                            log::info!(
+                                "{}: the access token is due for renewal; signing in again",
+                                self.name()
+                            );
+                            continue;
+                        }
                         Err(_) if self.w.handle.take_interrupted() => continue,
                         Err(e) => {
                             let e = e.to_string();
@@ -300,6 +332,10 @@ impl Runner {
                     });
                     Some(LOGIN_RETRY)
                 }
+                Err(ImapError::Token(e)) if !e.is_transient() => {
+                    self.token_refused(&mut outage, &e);
+                    Some(LOGIN_RETRY)
+                }
                 Err(e) => {
                     let e = e.to_string();
                     log::warn!("{}: {e}", self.name());
@@ -315,6 +351,44 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// With `auth: oauth2`, makes the account's token source once.
+    fn ensure_tokens(&mut self) -> Result<(), crate::oauth::OAuthError> {
+        let Some(c) = &self.w.account.imap.oauth2 else {
+            return Ok(());
+        };
+        if self.w.account.imap.auth == crate::config::ImapAuth::Oauth2 && self.tokens.is_none() {
+            self.tokens = Some(crate::oauth::Tokens::new(
+                self.name(),
+                c,
+                self.w.store.clone(),
+            )?);
+        }
+        Ok(())
+    }
+
+    /// The provider refused the refresh token (revoked, expired, wrong
+    /// client): nothing works until the operator acts, so the account
+    /// shows `error` with the provider's words, and the outage is announced
+    /// (`connection_lost`, once) like any other.
+    fn token_refused(&self, outage: &mut Option<String>, e: &crate::oauth::OAuthError) {
+        let msg = e.to_string();
+        log::error!("{}: {msg}", self.name());
+        self.count_error("oauth");
+        self.lost(outage, &msg);
+        self.w.handle.set_state(State::Error);
+    }
+
+    /// Whether the session's access token is due for renewal.
+    fn renew_due(&self) -> bool {
+        self.renew_at.is_some_and(|t| Instant::now() >= t)
+    }
+
+    /// Time left until the session's access token is due for renewal.
+    fn until_renew(&self) -> Option<Duration> {
+        self.renew_at
+            .map(|t| t.saturating_duration_since(Instant::now()))
     }
 
     fn lost(&self, outage: &mut Option<String>, e: &str) {

@@ -27,6 +27,9 @@ impl Runner {
             if let Some(exit) = self.take_commands() {
                 return Ok(exit);
             }
+            if self.renew_due() {
+                return Ok(Exit::Renew);
+            }
             let force = std::mem::take(&mut self.force_pass);
             if force || (pass && !self.w.handle.is_paused()) {
                 self.w.handle.set_state(State::Processing);
@@ -46,6 +49,9 @@ impl Runner {
             let mut timeout = IDLE_MAX;
             if !caps.idle || self.w.account.folders.watch.len() > 1 {
                 timeout = timeout.min(self.w.account.poll_interval.0);
+            }
+            if let Some(left) = self.until_renew() {
+                timeout = timeout.min(left.max(Duration::from_millis(200)));
             }
             if let Ok(Some(at)) = self.w.store.next_retry_at(self.name()) {
                 let due = Duration::from_millis((at - now_ms()).max(0) as u64);

@@ -1,5 +1,5 @@
 //! One IMAP connection: the socket (plain or TLS), STARTTLS with our own
-//! trust roots, login, capabilities and the folder list.
+//! trust roots, login (see `login`), capabilities and the folder list.
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -68,6 +68,7 @@ pub(super) struct Folders {
 /// Connects, logs in and reads what the server offers.
 pub(super) fn connect(
     account: &AccountConfig,
+    tokens: Option<&mut crate::oauth::Tokens>,
 ) -> Result<(Session, TcpStream, Caps, Folders), ImapError> {
     let c = &account.imap;
     let addr = (c.host.as_str(), c.port())
@@ -116,12 +117,7 @@ pub(super) fn connect(
             imap::Client::new(Stream::Tls(Box::new(s)))
         }
     };
-    let mut session = client
-        .login(&c.username, &c.password)
-        .map_err(|(e, _)| match e {
-            imap::Error::No(_) | imap::Error::Bad(_) => ImapError::Login(e.to_string()),
-            other => ImapError::Protocol(other),
-        })?;
+    let mut session = super::login::login(client, account, tokens)?;
     // Capabilities may change after login (RFC 3501 §6.2.3).
     let caps = session.capabilities()?;
     let caps = Caps {

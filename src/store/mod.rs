@@ -4,7 +4,7 @@
 //! migrated forward by `PRAGMA user_version`. Every query is one named method
 //! here, each in the room of its noun: `journal` (the processing record),
 //! `activity` (the log and statistics read from it), `deliveries`, `users`
-//! (users and sessions) and `schema` (the migrations). The lock is held
+//! (users and sessions), `oauth` (rotated refresh tokens) and `schema` (the migrations). The lock is held
 //! only for the statement or transaction at hand, never across network I/O.
 //!
 //! Processing guarantees rest on this file: an email row is written as
@@ -17,6 +17,7 @@
 mod activity;
 mod deliveries;
 mod journal;
+mod oauth;
 mod schema;
 mod users;
 

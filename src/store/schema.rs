@@ -116,4 +116,14 @@ pub(super) const MIGRATIONS: &[&str] = &[
             ON CONFLICT DO UPDATE SET n = n + 1;
     END;
     "#,
+    // 2: refresh tokens an OAuth2 provider rotated, per account. `origin` is
+    // the SHA-256 of the configured refresh token the row descends from: a
+    // new token in the configuration makes the row stale.
+    r#"
+    CREATE TABLE oauth_tokens (
+        account TEXT PRIMARY KEY,
+        refresh_token TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        updated_at INTEGER NOT NULL);
+    "#,
 ];

@@ -1,0 +1,384 @@
+//! OAuth2 for IMAP sign-in: access tokens from a refresh token (RFC 6749
+//! §6), the device authorization grant for the first refresh token
+//! (RFC 8628, see `device`), and the SASL messages that carry a token to
+//! the server (see `sasl`).
+//!
+//! Guarantees:
+//! - Token requests go through ureq with native-tls, the model calls'
+//!   default time-outs (60 s in all, 10 s to connect), no redirects and no
+//!   proxy from the environment.
+//! - A refresh token the provider rotates is kept in the store (never in the
+//!   configuration file, never in a log line) and used from then on, until
+//!   the configured refresh token changes (see [`Tokens::refresh_token`]).
+//! - A provider's refusal keeps its `error` and `error_description`, so the
+//!   account's `lastError` says what the provider said.
+
+pub mod device;
+pub mod sasl;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::config::OAuth2Config;
+use crate::store::Store;
+
+/// The model calls' default time-out (`classifier.providers[].timeout`).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A token is renewed this long before the provider says it expires (less
+/// for very short-lived tokens: half their lifetime), so a login never
+/// races the expiry and clocks may differ a little.
+const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
+/// Lifetime assumed when the token answer has no `expires_in` (RFC 6749
+/// makes it optional; Google and Microsoft give one hour).
+const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
+/// Token answers are small JSON objects; anything larger is not one.
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// Why no access token could be had.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OAuthError {
+    /// The configuration lacks something (names the key).
+    Config(String),
+    /// The provider answered with an OAuth error (RFC 6749 §5.2):
+    /// `invalid_grant` for a revoked or expired refresh token, and so on.
+    Provider {
+        status: u16,
+        error: String,
+        description: Option<String>,
+    },
+    /// The token endpoint could not be reached or did not answer in time.
+    Transport(String),
+    /// The answer was not a token answer (status, and what was wrong).
+    BadAnswer(String),
+    /// Keeping a rotated refresh token failed.
+    Store(crate::store::StoreError),
+}
+
+impl OAuthError {
+    /// Whether trying again later may help without the operator: network
+    /// trouble and provider outages (5xx), not a refused grant.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            OAuthError::Transport(_) | OAuthError::Store(_) => true,
+            OAuthError::Provider { status, .. } => *status >= 500 || *status == 429,
+            OAuthError::BadAnswer(_) | OAuthError::Config(_) => false,
+        }
+    }
+}
+
+impl std::fmt::Display for OAuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OAuthError::Config(e) => write!(f, "oauth2: {e}"),
+            OAuthError::Provider {
+                status,
+                error,
+                description,
+            } => {
+                write!(f, "oauth2 token endpoint refused (HTTP {status}): {error}")?;
+                if let Some(d) = description {
+                    write!(f, ": {d}")?;
+                }
+                Ok(())
+            }
+            OAuthError::Transport(e) => write!(f, "oauth2 token endpoint: {e}"),
+            OAuthError::BadAnswer(e) => write!(f, "oauth2 token endpoint: {e}"),
+            OAuthError::Store(e) => write!(f, "oauth2: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OAuthError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OAuthError::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A successful token answer (RFC 6749 §5.1).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Grant {
+    pub access_token: String,
+    #[serde(default)]
+    pub expires_in: Option<u64>,
+    /// Present when the provider rotates (or, in the device flow, issues)
+    /// the refresh token.
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+}
+
+/// An error answer (RFC 6749 §5.2, RFC 8628 §3.5).
+#[derive(Debug, Deserialize)]
+struct ErrorAnswer {
+    error: String,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// The HTTP side: one agent and the client's identity, for one account.
+pub struct Client {
+    agent: ureq::Agent,
+    token_url: String,
+    client_id: String,
+    client_secret: Option<String>,
+    scope: Option<String>,
+}
+
+impl Client {
+    pub fn new(c: &OAuth2Config) -> Result<Client, OAuthError> {
+        use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+        let token_url = c.token_url().ok_or_else(|| {
+            OAuthError::Config("token_url is required unless a preset is set".into())
+        })?;
+        let roots = match &c.ca_file {
+            None => RootCerts::PlatformVerifier,
+            Some(path) => {
+                let pem = crate::config::read_certificate(path)
+                    .map_err(|e| OAuthError::Config(format!("ca_file: {e}")))?;
+                let cert = Certificate::from_pem(&pem).map_err(|e| {
+                    OAuthError::Config(format!("ca_file {}: {e}", path.display()))
+                })?;
+                RootCerts::new_with_certs(&[cert])
+            }
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .max_redirects(0)
+            .proxy(None)
+            .tls_config(
+                TlsConfig::builder()
+                    .provider(TlsProvider::NativeTls)
+                    .root_certs(roots)
+                    .build(),
+            )
+            .user_agent(concat!("mailproc/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        Ok(Client {
+            agent,
+            token_url: token_url.to_string(),
+            client_id: c.client_id.clone(),
+            client_secret: c.client_secret.clone().filter(|s| !s.is_empty()),
+            scope: c.scope().map(str::to_string),
+        })
+    }
+
+    /// POSTs a form and reads a JSON answer: `Ok` for a 2xx, the provider's
+    /// error object for a 4xx or 5xx that carries one.
+    fn post<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+    ) -> Result<T, OAuthError> {
+        let mut res = self
+            .agent
+            .post(url)
+            .header("Accept", "application/json")
+            .send_form(form.iter().copied())
+            .map_err(|e| match e {
+                ureq::Error::Timeout(t) => OAuthError::Transport(format!("{url}: timed out ({t})")),
+                e => OAuthError::Transport(format!("{url}: {e}")),
+            })?;
+        let status = res.status().as_u16();
+        let text = res
+            .body_mut()
+            .with_config()
+            .limit(MAX_ANSWER)
+            .lossy_utf8(true)
+            .read_to_string()
+            .map_err(|e| OAuthError::Transport(format!("{url}: reading the answer: {e}")))?;
+        if (200..300).contains(&status) {
+            return serde_json::from_str(&text).map_err(|e| {
+                OAuthError::BadAnswer(format!(
+                    "{url}: HTTP {status} without a usable JSON answer: {e}"
+                ))
+            });
+        }
+        match serde_json::from_str::<ErrorAnswer>(&text) {
+            Ok(a) => Err(OAuthError::Provider {
+                status,
+                error: a.error,
+                description: a.error_description,
+            }),
+            Err(_) => Err(OAuthError::BadAnswer(format!(
+                "{url}: HTTP {status} without an OAuth error object"
+            ))),
+        }
+    }
+
+    /// The client's identity as form fields: `client_id`, and
+    /// `client_secret` for a confidential client (RFC 6749 §2.3.1 allows
+    /// the body; Google and Microsoft accept it).
+    fn with_client<'a>(&'a self, mut form: Vec<(&'a str, &'a str)>) -> Vec<(&'a str, &'a str)> {
+        form.push(("client_id", &self.client_id));
+        if let Some(s) = &self.client_secret {
+            form.push(("client_secret", s));
+        }
+        form
+    }
+
+    /// Trades a refresh token for an access token (RFC 6749 §6).
+    pub fn refresh(&self, refresh_token: &str) -> Result<Grant, OAuthError> {
+        let mut form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ];
+        if let Some(s) = &self.scope {
+            form.push(("scope", s));
+        }
+        let g: Grant = self.post(&self.token_url, &self.with_client(form))?;
+        if g.access_token.is_empty() {
+            return Err(OAuthError::BadAnswer(format!(
+                "{}: empty access_token",
+                self.token_url
+            )));
+        }
+        Ok(g)
+    }
+}
+
+/// SHA-256 of a configured refresh token, hex: recognises the token the
+/// store's rotated one descends from, without keeping it a second time.
+fn fingerprint(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// An access token and when to stop using it.
+#[derive(Clone)]
+pub struct AccessToken {
+    pub token: String,
+    /// Past this instant the token is renewed before use.
+    pub renew_at: Instant,
+}
+
+/// One account's tokens, owned by its worker thread.
+pub struct Tokens {
+    account: String,
+    configured: String,
+    client: Client,
+    store: Arc<Store>,
+    current: Option<AccessToken>,
+}
+
+impl Tokens {
+    pub fn new(account: &str, c: &OAuth2Config, store: Arc<Store>) -> Result<Tokens, OAuthError> {
+        let configured = c
+            .refresh_token
+            .clone()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                OAuthError::Config(format!(
+                    "imap.oauth2.refresh_token is not set; get one with `mailproc oauth {account}`"
+                ))
+            })?;
+        Ok(Tokens {
+            account: account.to_string(),
+            configured,
+            client: Client::new(c)?,
+            store,
+            current: None,
+        })
+    }
+
+    /// The refresh token to use: the rotated one in the store when it
+    /// descends from the configured one, else the configured one (a new
+    /// token put into the configuration replaces whatever was rotated).
+    fn refresh_token(&self) -> Result<String, OAuthError> {
+        let stored = self
+            .store
+            .oauth_refresh_token(&self.account)
+            .map_err(OAuthError::Store)?;
+        Ok(match stored {
+            Some((token, origin)) if origin == fingerprint(&self.configured) => token,
+            _ => self.configured.clone(),
+        })
+    }
+
+    /// An access token valid for at least the margin: the one in hand, or
+    /// a fresh one when `fresh` or when it is due for renewal. Returns the
+    /// token and whether it was just fetched.
+    pub fn access_token(&mut self, fresh: bool) -> Result<(AccessToken, bool), OAuthError> {
+        if !fresh {
+            if let Some(t) = &self.current {
+                if Instant::now() < t.renew_at {
+                    return Ok((t.clone(), false));
+                }
+            }
+        }
+        self.current = None;
+        let refresh_token = self.refresh_token()?;
+        let g = self.client.refresh(&refresh_token)?;
+        if let Some(rotated) = g.refresh_token.as_deref() {
+            if !rotated.is_empty() && rotated != refresh_token {
+                self.store
+                    .set_oauth_refresh_token(&self.account, rotated, &fingerprint(&self.configured))
+                    .map_err(OAuthError::Store)?;
+                log::info!(
+                    "{}: the provider rotated the refresh token; the new one is kept in the store",
+                    self.account
+                );
+            }
+        }
+        let lifetime = g.expires_in.map_or(DEFAULT_LIFETIME, Duration::from_secs);
+        let margin = EXPIRY_MARGIN.min(lifetime / 2);
+        let t = AccessToken {
+            token: g.access_token,
+            renew_at: Instant::now() + lifetime - margin,
+        };
+        log::debug!(
+            "{}: got an access token valid for {lifetime:?}",
+            self.account
+        );
+        self.current = Some(t.clone());
+        Ok((t, true))
+    }
+
+    /// When the access token in hand is due for renewal.
+    pub fn renew_at(&self) -> Option<Instant> {
+        self.current.as_ref().map(|t| t.renew_at)
+    }
+
+    /// Forgets the access token in hand (the server refused it).
+    pub fn discard(&mut self) {
+        self.current = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_is_hex_sha256() {
+        assert_eq!(
+            fingerprint("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn provider_error_shows_error_and_description() {
+        let e = OAuthError::Provider {
+            status: 400,
+            error: "invalid_grant".into(),
+            description: Some("Token has been expired or revoked.".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "oauth2 token endpoint refused (HTTP 400): invalid_grant: Token has been expired or revoked."
+        );
+        assert!(!e.is_transient());
+    }
+}
