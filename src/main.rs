@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use mailproc::{auth, config, logging, service, store::Store};
+use mailproc::{auth, config, logging, oauth, service, store::Store};
 
 const USAGE: &str = "\
 usage: mailproc [--config PATH] [COMMAND]
@@ -15,6 +15,8 @@ commands:
   run                 run the service (the default)
   check-config        validate the configuration and list every problem
   set-password USER   create USER or reset its password (read from the terminal or stdin)
+  oauth ACCOUNT       get the first OAuth2 refresh token of ACCOUNT (imap.auth: oauth2)
+                      with the device authorization grant; prints it on stdout
 
 options:
   -c, --config PATH   configuration file (default ./config.yaml); also --config=PATH
@@ -40,6 +42,7 @@ enum Cmd {
     Run,
     CheckConfig,
     SetPassword(String),
+    OAuth(String),
 }
 
 fn parse_args() -> Result<(PathBuf, Cmd), String> {
@@ -66,6 +69,10 @@ fn parse_args() -> Result<(PathBuf, Cmd), String> {
                 let user = args.next().ok_or("set-password needs a user name")?;
                 cmd = Some(Cmd::SetPassword(user));
             }
+            "oauth" if cmd.is_none() => {
+                let account = args.next().ok_or("oauth needs an account name")?;
+                cmd = Some(Cmd::OAuth(account));
+            }
             other => return Err(format!("unexpected argument {other:?}")),
         }
     }
@@ -80,7 +87,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let loaded = match config::load(&path) {
+    let loaded = match &cmd {
+        // The helper exists to get the refresh token the file still lacks.
+        Cmd::OAuth(account) => config::load_for_oauth_helper(&path, account),
+        _ => config::load(&path),
+    };
+    let loaded = match loaded {
         Ok(l) => l,
         Err(e) => {
             eprintln!("mailproc: invalid configuration {}:", path.display());
@@ -111,6 +123,23 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Cmd::OAuth(name) => {
+            let Some(account) = loaded.config.accounts.iter().find(|a| a.name == name) else {
+                eprintln!("mailproc: no account named {name:?} in {}", path.display());
+                return ExitCode::FAILURE;
+            };
+            let var = config::refresh_token_variable(&loaded.raw, &name);
+            match oauth::device::helper(account, var.as_deref(), &mut std::io::stderr()) {
+                Ok(token) => {
+                    println!("{token}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("mailproc: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Run => {
             let logs = logging::init(loaded.config.log_level.filter());
             match service::run(loaded, logs) {

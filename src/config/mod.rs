@@ -102,6 +102,59 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
     })
 }
 
+/// Loads the file for `mailproc oauth ACCOUNT`, which exists to get the
+/// refresh token the configuration still lacks: that account's
+/// `imap.oauth2.refresh_token` may be missing or name a variable not yet
+/// set. Everything else must be valid, as for `load`.
+pub fn load_for_oauth_helper(path: &Path, account: &str) -> Result<Loaded, ConfigError> {
+    use serde_norway::Value;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::one(format!("{}: {e}", path.display())))?;
+    let raw: Value =
+        serde_norway::from_str(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
+    let mut lenient = raw.clone();
+    let oauth2 = lenient
+        .get_mut("accounts")
+        .and_then(Value::as_sequence_mut)
+        .and_then(|accounts| {
+            accounts
+                .iter_mut()
+                .find(|a| a.get("name").and_then(Value::as_str) == Some(account))
+        })
+        .and_then(|a| a.get_mut("imap"))
+        .and_then(|i| i.get_mut("oauth2"))
+        .and_then(Value::as_mapping_mut);
+    if let Some(o) = oauth2 {
+        // A stand-in the helper never sends anywhere.
+        o.insert("refresh_token".into(), "not-yet-issued".into());
+    }
+    let config = from_tree(&lenient, &|name| std::env::var(name).ok())?;
+    Ok(Loaded {
+        config,
+        raw,
+        path: path.to_path_buf(),
+    })
+}
+
+/// The environment variable `account`'s `imap.oauth2.refresh_token` is
+/// written as (`${NAME}`), if it is one whole reference.
+pub fn refresh_token_variable(raw: &serde_norway::Value, account: &str) -> Option<String> {
+    use serde_norway::Value;
+    let value = raw
+        .get("accounts")?
+        .as_sequence()?
+        .iter()
+        .find(|a| a.get("name").and_then(Value::as_str) == Some(account))?
+        .get("imap")?
+        .get("oauth2")?
+        .get("refresh_token")?
+        .as_str()?;
+    match env::pieces(value).ok()?.as_slice() {
+        [env::Piece::Ref { name, .. }] => Some(name.to_string()),
+        _ => None,
+    }
+}
+
 /// Parses configuration text with `env` as the variable source.
 pub fn parse(
     text: &str,

@@ -188,7 +188,7 @@ pub fn validate(c: &Config) -> Vec<String> {
                 p.push(format!("{at}.imap.ca_file: {e}"));
             }
         }
-        validate_imap_auth(&a.imap, &format!("{at}.imap"), &mut p);
+        validate_imap_auth(&a.imap, &a.name, &format!("{at}.imap"), &mut p);
         if a.folders.watch.is_empty() {
             p.push(format!(
                 "{at}.folders.watch: must name at least one mailbox"
@@ -307,7 +307,7 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
 
 /// `imap.auth` and what it needs: a password, or an `oauth2` section with a
 /// token endpoint, a client and a refresh token.
-fn validate_imap_auth(imap: &ImapConfig, at: &str, p: &mut Vec<String>) {
+fn validate_imap_auth(imap: &ImapConfig, imap_account: &str, at: &str, p: &mut Vec<String>) {
     match imap.auth {
         ImapAuth::Password => {
             if imap.password.is_none() {
@@ -350,9 +350,10 @@ fn validate_imap_auth(imap: &ImapConfig, at: &str, p: &mut Vec<String>) {
             if o.client_id.trim().is_empty() {
                 p.push(format!("{at}.client_id: must not be empty"));
             }
-            if o.refresh_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            if o.refresh_token.as_deref().is_none_or(|t| t.trim().is_empty()) {
                 p.push(format!(
-                    "{at}.refresh_token: must not be empty (get one with `mailproc oauth ACCOUNT`)"
+                    "{at}.refresh_token: required; get one with `mailproc oauth {}`",
+                    imap_account
                 ));
             }
             if let Some(ca) = &o.ca_file {

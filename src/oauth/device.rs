@@ -3,11 +3,13 @@
 //! browser, poll the token endpoint until they did. No local web server,
 //! no browser automation.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
 use super::{Client, Grant, OAuthError};
+use crate::config::{AccountConfig, ImapAuth};
 
 /// RFC 8628 §3.2: polling interval when the answer names none.
 const DEFAULT_INTERVAL: u64 = 5;
@@ -78,6 +80,70 @@ impl Client {
             }
         }
     }
+}
+
+/// `mailproc oauth ACCOUNT`: runs the device flow for `account` and
+/// returns the refresh token. What the person must do, and the progress,
+/// go to `say` (standard error); `var` names the environment variable the
+/// configuration takes the token from, when it names one.
+pub fn helper(
+    account: &AccountConfig,
+    var: Option<&str>,
+    say: &mut dyn Write,
+) -> Result<String, String> {
+    let name = &account.name;
+    let o = match (&account.imap.auth, &account.imap.oauth2) {
+        (ImapAuth::Oauth2, Some(o)) => o,
+        _ => return Err(format!("account {name:?} does not use imap.auth: oauth2")),
+    };
+    let device_url = o.device_authorization_url().ok_or_else(|| {
+        format!(
+            "accounts[{name}].imap.oauth2.device_authorization_url: required unless a preset is set"
+        )
+    })?;
+    let client = Client::new(o).map_err(|e| e.to_string())?;
+    let code = client.device_code(device_url).map_err(|e| e.to_string())?;
+    let io = |e: std::io::Error| e.to_string();
+    writeln!(say, "To let mailproc read the mailbox of account {name:?}:").map_err(io)?;
+    writeln!(say, "  1. open {}", code.verification_uri).map_err(io)?;
+    writeln!(say, "  2. enter the code {}", code.user_code).map_err(io)?;
+    if let Some(u) = &code.verification_uri_complete {
+        writeln!(say, "     (or open {u}, which carries the code)").map_err(io)?;
+    }
+    writeln!(
+        say,
+        "  3. sign in as {} and allow the access asked for",
+        account.imap.username
+    )
+    .map_err(io)?;
+    writeln!(
+        say,
+        "Waiting for the approval (the code is valid for {} minutes)...",
+        code.expires_in.div_ceil(60)
+    )
+    .map_err(io)?;
+    let grant = client
+        .poll_device(&code, std::thread::sleep)
+        .map_err(|e| e.to_string())?;
+    let Some(token) = grant.refresh_token.filter(|t| !t.is_empty()) else {
+        return Err(
+            "the provider approved but issued no refresh token; for Microsoft the scope must include offline_access"
+                .into(),
+        );
+    };
+    writeln!(say, "Approved. The refresh token is printed on standard output.").map_err(io)?;
+    match var {
+        Some(v) => writeln!(
+            say,
+            "Put it into the service's environment file as {v}=<the token>, then restart mailproc."
+        ),
+        None => writeln!(
+            say,
+            "Put it into the service's environment file and refer to it as imap.oauth2.refresh_token: ${{NAME}}, then restart mailproc."
+        ),
+    }
+    .map_err(io)?;
+    Ok(token)
 }
 
 #[cfg(test)]
