@@ -31,6 +31,14 @@
 //!   [`start_again`](Dovecot::start_again) restarts it on the same directory
 //!   and ports, with its mail intact. `Drop` stops it.
 //!
+//! * [`Dovecot::start_oauth2`] adds an `oauth2` passdb for the SASL
+//!   mechanisms given (`xoauth2`, `oauthbearer`) that validates JWT access
+//!   tokens locally (`introspection_mode = local`): HS256 with the given
+//!   key, looked up as `default/HS256/default` (no `azp`, no `kid`) in a
+//!   `fs:posix` key dictionary under `<dir>/keys/`, stored base64. The
+//!   token's `sub` must be the login user; `exp` is checked. Password
+//!   logins keep working beside it.
+//!
 //! Needs root (Dovecot switches to the `dovecot` user for mail access),
 //! `dovecot-imapd` (Dovecot 2.3; 2.4 renamed most settings and is refused
 //! with a message) and `openssl`. A missing tool is a panic that says what to
@@ -64,6 +72,8 @@ pub struct Dovecot {
     doveadm_bin: PathBuf,
     /// The master process (`dovecot -F`), `None` while stopped.
     master: Option<Child>,
+    /// SASL mechanisms of the oauth2 passdb, when there is one.
+    oauth2: Option<Vec<String>>,
 }
 
 /// One message as `doveadm fetch` sees it.
@@ -248,6 +258,22 @@ impl Dovecot {
     /// Panics with "dovecot not found: apt-get install dovecot-imapd" when
     /// Dovecot is not installed.
     pub fn start() -> Dovecot {
+        Self::start_inner(None)
+    }
+
+    /// A server that also takes OAuth2 access tokens: JWTs signed HS256
+    /// with `key`, offered through `mechanisms` (lower case, e.g.
+    /// `["xoauth2", "oauthbearer"]`); see the module documentation.
+    pub fn start_oauth2(mechanisms: &[&str], key: &[u8]) -> Dovecot {
+        use base64::Engine as _;
+        let keys = base64::engine::general_purpose::STANDARD.encode(key);
+        Self::start_inner(Some((
+            mechanisms.iter().map(|m| m.to_string()).collect(),
+            keys,
+        )))
+    }
+
+    fn start_inner(oauth2: Option<(Vec<String>, String)>) -> Dovecot {
         let dovecot_bin = find_binary("dovecot")
             .unwrap_or_else(|| panic!("dovecot not found: apt-get install dovecot-imapd"));
         let doveadm_bin = find_binary("doveadm")
@@ -308,6 +334,27 @@ impl Dovecot {
         fs::set_permissions(path.join("users"), fs::Permissions::from_mode(0o644))
             .expect("chmod users");
 
+        if let Some((_, key)) = &oauth2 {
+            // Dovecot looks keys up as <azp>/<alg>/<kid>, "default" standing
+            // for a missing azp or kid.
+            let keys = path.join("keys/default/HS256");
+            fs::create_dir_all(&keys).expect("create key dictionary");
+            fs::write(keys.join("default"), key).expect("write HS256 key");
+            run(
+                Command::new("chmod").arg("-R").arg("a+rX").arg(path.join("keys")),
+                "chmod keys",
+            );
+            fs::write(
+                path.join("dovecot-oauth2.conf.ext"),
+                format!(
+                    "introspection_mode = local\n\
+                     local_validation_key_dict = fs:posix:prefix={}/keys/\n\
+                     username_attribute = sub\n",
+                    path.display()
+                ),
+            )
+            .expect("write dovecot-oauth2.conf.ext");
+        }
         let mut dovecot = Dovecot {
             imap_port: 0,
             imaps_port: 0,
@@ -317,6 +364,7 @@ impl Dovecot {
             dovecot_bin,
             doveadm_bin,
             master: None,
+            oauth2: oauth2.map(|(m, _)| m),
         };
         for attempt in 1..=START_ATTEMPTS {
             let (imap, imaps) = two_free_ports();
@@ -569,6 +617,18 @@ impl Dovecot {
     fn write_config(&self) {
         let dir = self.dir.path().display();
         let (imap, imaps) = (self.imap_port, self.imaps_port);
+        let (mechanisms, oauth2_passdb, password_mechanisms) = match &self.oauth2 {
+            None => (String::new(), String::new(), ""),
+            Some(m) => (
+                format!(" {}", m.join(" ")),
+                format!(
+                    "passdb {{\n  driver = oauth2\n  mechanisms = {}\n  args = {dir}/dovecot-oauth2.conf.ext\n}}\n",
+                    m.join(" ")
+                ),
+                // `none`: the user lookups of doveadm, which use no mechanism.
+                "  mechanisms = none plain login\n",
+            ),
+        };
         let conf = format!(
             r#"# Written by tests/common/dovecot.rs (Dovecot 2.3 syntax).
 protocols = imap
@@ -584,7 +644,7 @@ ssl = yes
 ssl_cert = <{dir}/ca.pem
 ssl_key = <{dir}/key.pem
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login{mechanisms}
 auth_failure_delay = 0 secs
 
 mail_location = maildir:{dir}/mail/%u
@@ -595,8 +655,9 @@ mail_fsync = never
 
 passdb {{
   driver = passwd-file
-  args = scheme=PLAIN username_format=%u {dir}/users
+{password_mechanisms}  args = scheme=PLAIN username_format=%u {dir}/users
 }}
+{oauth2_passdb}
 userdb {{
   driver = static
   args = home={dir}/mail/%u

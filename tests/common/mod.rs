@@ -1,7 +1,9 @@
-//! Shared test harness: real Dovecot, the real binary, a scripted model.
+//! Shared test harness: real Dovecot, the real binary, a scripted model
+//! and a scripted OAuth2 token endpoint.
 #![allow(dead_code)]
 
 pub mod dovecot;
 pub mod local_model;
 pub mod mailproc;
 pub mod model;
+pub mod token;

@@ -1,0 +1,380 @@
+//! OAuth2 sign-in end to end: the real binary against a real Dovecot whose
+//! `oauth2` passdb validates JWT access tokens locally, and a scripted
+//! token endpoint on loopback (https) that issues them.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::dovecot::Dovecot;
+use common::mailproc::{path_str, Mailproc};
+use common::token::{TokenServer, REVOKED};
+use serde_json::Value;
+
+/// The HS256 key Dovecot checks tokens with and the endpoint signs with.
+const KEY: &[u8] = b"mailproc-test-hs256-key-0123456789abcdef";
+const REFRESH: &str = "first-refresh-token-from-the-device-flow";
+const CLIENT_SECRET: &str = "literal-client-secret-9f8e7d";
+
+fn msg(id: &str, subject: &str) -> Vec<u8> {
+    format!(
+        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
+         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\
+         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {subject}.\r\n"
+    )
+    .into_bytes()
+}
+
+/// One rule flags every message, so no model is needed.
+const FLAG_ALL: &str = "    rules:\n      - { name: all, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
+
+/// An `acct` account signing in to `d` (implicit TLS) with OAuth2 through
+/// `t`; `extra` is appended to the account.
+fn oauth_account(d: &Dovecot, t: &TokenServer, extra: &str) -> String {
+    format!(
+        "  - name: acct\n    imap:\n      host: 127.0.0.1\n      port: {}\n      security: tls\n      ca_file: \"{}\"\n      \
+         username: test\n      auth: oauth2\n      oauth2:\n        token_url: \"{}\"\n        \
+         device_authorization_url: \"{}\"\n        client_id: mailproc-test\n        \
+         client_secret: \"{CLIENT_SECRET}\"\n        refresh_token: \"${{REFRESH_TOKEN}}\"\n        \
+         ca_file: \"{}\"\n    backlog: all\n    poll_interval: 30s\n{FLAG_ALL}{extra}",
+        d.imaps_port,
+        path_str(&d.ca_file),
+        t.url("/token"),
+        t.url("/device"),
+        path_str(t.cert()),
+    )
+}
+
+fn config(accounts: &str, top: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n{top}accounts:\n{accounts}"
+    )
+}
+
+fn account(m: &Mailproc, name: &str) -> Value {
+    let all = m.get("/api/accounts").body;
+    all["accounts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == name).cloned())
+        .unwrap_or_else(|| panic!("no account {name} in {all}"))
+}
+
+fn processed(m: &Mailproc, account: &str) -> u64 {
+    m.get(&format!("/api/stats?account={account}")).body["total_processed"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+fn wait_processed(m: &Mailproc, account: &str, n: u64) {
+    m.wait_for(Duration::from_secs(30), &format!("{n} processed in {account}"), || {
+        (processed(m, account) >= n).then_some(())
+    });
+}
+
+fn flagged(d: &Dovecot, user: &str, id: &str) -> bool {
+    d.messages(user).iter().any(|m| {
+        m.message_id == format!("<{id}@mailproc.test>") && m.flags.iter().any(|f| f == "\\Flagged")
+    })
+}
+
+/// No secret of the endpoint's (or the configuration's) in `text`.
+fn assert_no_secrets(text: &str, t: &TokenServer, what: &str) {
+    let mut secrets = vec![REFRESH.to_string(), CLIENT_SECRET.to_string()];
+    secrets.extend(t.issued_refresh_tokens());
+    secrets.extend(t.issued_access_tokens());
+    for s in secrets {
+        assert!(!text.contains(&s), "{what} contains the secret {s:?}");
+    }
+}
+
+/// A loopback webhook receiver recording every JSON body.
+fn receiver() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
+            g.lock()
+                .unwrap()
+                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
+            let _ = req.respond(tiny_http::Response::from_string("ok"));
+        }
+    });
+    (port, got)
+}
+
+#[test]
+fn xoauth2_sign_in_processes_mail_and_secrets_stay_masked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("x1", "Hello over XOAUTH2"));
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, REFRESH);
+    let m = Mailproc::start_with_env(
+        &config(&oauth_account(&d, &t, ""), ""),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    wait_processed(&m, "acct", 1);
+    assert!(flagged(&d, "test", "x1"), "{:?}", d.messages("test"));
+    assert!(
+        d.log().contains("method=XOAUTH2"),
+        "Dovecot saw no XOAUTH2 login:\n{}",
+        d.log()
+    );
+    let refreshes = t.refreshes();
+    assert_eq!(refreshes.len(), 1, "{refreshes:?}");
+    assert_eq!(refreshes[0].field("refresh_token"), Some(REFRESH));
+    assert_eq!(refreshes[0].field("client_id"), Some("mailproc-test"));
+    assert_eq!(refreshes[0].field("client_secret"), Some(CLIENT_SECRET));
+    assert_eq!(account(&m, "acct")["state"], "connected");
+    assert_eq!(account(&m, "acct")["auth"], "oauth2");
+
+    // GET /api/config: a literal secret is masked, a reference is kept.
+    let c = m.get("/api/config");
+    assert_eq!(c.status, 200);
+    let o = &c.body["accounts"][0]["imap"]["oauth2"];
+    assert_eq!(o["client_secret"], "********", "{o}");
+    assert_eq!(o["refresh_token"], "${REFRESH_TOKEN}", "{o}");
+    assert_no_secrets(&c.text, &t, "GET /api/config");
+    assert_no_secrets(&m.log(), &t, "the log");
+}
+
+#[test]
+fn oauthbearer_when_the_server_offers_it_and_not_xoauth2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("b1", "Hello over OAUTHBEARER"));
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, REFRESH);
+    let m = Mailproc::start_with_env(
+        &config(&oauth_account(&d, &t, ""), ""),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    wait_processed(&m, "acct", 1);
+    assert!(flagged(&d, "test", "b1"));
+    let log = d.log();
+    assert!(log.contains("method=OAUTHBEARER"), "{log}");
+    assert!(!log.contains("method=XOAUTH2"), "{log}");
+}
+
+#[test]
+fn an_expiring_access_token_is_renewed_without_losing_mail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("e1", "Before expiry"));
+    // Four-second tokens: renewed two seconds in (half the lifetime).
+    let t = TokenServer::start(tmp.path(), KEY, "test", 4, REFRESH);
+    let (port, hooks) = receiver();
+    let top = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  - {{ url: \"http://127.0.0.1:{port}/\", events: [connection_lost] }}\n"
+    );
+    let m = Mailproc::start_with_env(
+        &config(&oauth_account(&d, &t, ""), &top),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    wait_processed(&m, "acct", 1);
+    // Well past the first token's expiry, and several renewals later.
+    m.wait_for(Duration::from_secs(30), "three token refreshes", || {
+        (t.refreshes().len() >= 3).then_some(())
+    });
+    d.seed("test", "INBOX", &msg("e2", "After expiry"));
+    wait_processed(&m, "acct", 2);
+    assert!(flagged(&d, "test", "e1") && flagged(&d, "test", "e2"));
+    assert!(
+        m.log().contains("due for renewal; signing in again"),
+        "{}",
+        m.log()
+    );
+    assert!(!m.log().contains("connection lost"), "{}", m.log());
+    assert!(hooks.lock().unwrap().is_empty(), "{:?}", hooks.lock());
+}
+
+#[test]
+fn a_refused_access_token_is_refreshed_once_and_mail_flows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("r1", "First"));
+    // The endpoint says an hour, but the JWTs expire after eight seconds:
+    // the token in hand looks good to mailproc and the server refuses it.
+    // (Eight: the fresh token must outlive Dovecot's auth penalty, about
+    // four seconds after a failed attempt.)
+    let t = TokenServer::start(tmp.path(), KEY, "test", 8, REFRESH);
+    t.claim_expires_in(3600);
+    let m = Mailproc::start_with_env(
+        &config(&oauth_account(&d, &t, ""), ""),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    wait_processed(&m, "acct", 1);
+    assert_eq!(t.refreshes().len(), 1);
+    std::thread::sleep(Duration::from_secs(9));
+    d.seed("test", "INBOX", &msg("r2", "Second"));
+    let r = m.post("/api/accounts/acct/reconnect", "");
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    wait_processed(&m, "acct", 2);
+    assert!(flagged(&d, "test", "r2"));
+    assert_eq!(t.refreshes().len(), 2, "{:?}", t.refreshes());
+    let log = m.log();
+    assert!(
+        log.contains("refused the access token") && log.contains("refreshing it once"),
+        "{log}"
+    );
+    // Dovecot's log process writes a moment later.
+    m.wait_for(Duration::from_secs(5), "Dovecot logging the second login", || {
+        (d.log().matches("Login: user=<test>, method=XOAUTH2").count() >= 2).then_some(())
+    });
+
+}
+
+#[test]
+fn a_rotated_refresh_token_is_stored_and_used_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("t1", "One"));
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, REFRESH);
+    t.rotate(true);
+    let mut m = Mailproc::start_with_env(
+        &config(&oauth_account(&d, &t, ""), ""),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    wait_processed(&m, "acct", 1);
+    let issued = t.issued_refresh_tokens();
+    assert_eq!(issued.len(), 1, "{issued:?}");
+    let rotated = issued[0].clone();
+
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    let stored: String = db
+        .query_row(
+            "SELECT refresh_token FROM oauth_tokens WHERE account = 'acct'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, rotated);
+    drop(db);
+
+    // The original token is now dead at the endpoint: only the stored one
+    // can sign in after the restart.
+    m.restart();
+    d.seed("test", "INBOX", &msg("t2", "Two"));
+    wait_processed(&m, "acct", 2);
+    assert!(flagged(&d, "test", "t2"));
+    let refreshes = t.refreshes();
+    assert_eq!(refreshes.len(), 2, "{refreshes:?}");
+    assert_eq!(refreshes[1].field("refresh_token"), Some(rotated.as_str()));
+    assert_eq!(account(&m, "acct")["state"], "connected");
+
+    let config_text = std::fs::read_to_string(&m.config_path).unwrap();
+    assert!(config_text.contains("${REFRESH_TOKEN}"));
+    for tok in t.issued_refresh_tokens() {
+        assert!(!config_text.contains(&tok), "rotated token in the config file");
+    }
+    assert_no_secrets(&m.log(), &t, "the log");
+}
+
+#[test]
+fn a_revoked_refresh_token_puts_the_account_in_error_and_others_carry_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("demo", "INBOX", &msg("o1", "For the other account"));
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, REFRESH);
+    t.revoke();
+    let (port, hooks) = receiver();
+    let top = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  - {{ url: \"http://127.0.0.1:{port}/\", events: [connection_lost] }}\n"
+    );
+    let other = format!(
+        "  - name: other\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: demo, password: demo }}\n    backlog: all\n{FLAG_ALL}",
+        d.imap_port
+    );
+    let m = Mailproc::start_with_env(
+        &config(&format!("{}{other}", oauth_account(&d, &t, "")), &top),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    let a = m.wait_for(Duration::from_secs(20), "acct in error", || {
+        let a = account(&m, "acct");
+        (a["state"] == "error").then_some(a)
+    });
+    let last = a["lastError"].as_str().unwrap_or_default().to_string();
+    assert!(
+        last.contains("invalid_grant") && last.contains(REVOKED),
+        "lastError: {last:?}"
+    );
+    let hook = m.wait_for(Duration::from_secs(10), "connection_lost webhook", || {
+        hooks.lock().unwrap().first().cloned()
+    });
+    assert_eq!(hook["event"], "connection_lost");
+    assert_eq!(hook["account"], "acct");
+    let err = hook["error"].as_str().unwrap_or_default();
+    assert!(err.contains("invalid_grant") && err.contains(REVOKED), "{hook}");
+
+    // The other account signs in with its password and processes mail.
+    wait_processed(&m, "other", 1);
+    assert!(flagged(&d, "demo", "o1"));
+    assert_eq!(account(&m, "other")["state"], "connected");
+    assert_eq!(m.get("/health").body["accounts"]["acct"], "error");
+    // Announced once, not once per attempt.
+    assert_eq!(hooks.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn the_device_flow_helper_gets_a_refresh_token_that_signs_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("h1", "After the helper"));
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, "unused");
+    // REFRESH_TOKEN is not set yet: that is what the helper is for.
+    let m = Mailproc::prepare(&config(&oauth_account(&d, &t, ""), ""));
+    let mut child = Command::new(common::mailproc::bin())
+        .arg("--config")
+        .arg(&m.config_path)
+        .args(["oauth", "acct"])
+        .env_remove("REFRESH_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let code = loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the helper ended without showing a code:\n{said}"
+        );
+        said.push_str(&line);
+        if let Some(c) = line.trim().strip_prefix("2. enter the code ") {
+            break c.to_string();
+        }
+    };
+    assert!(said.contains("https://example.test/device"), "{said}");
+    // Let it poll once while still pending, then approve.
+    m.wait_for(Duration::from_secs(10), "a pending poll", || {
+        t.requests()
+            .iter()
+            .any(|r| r.field("device_code").is_some())
+            .then_some(())
+    });
+    assert!(t.approve(&code), "no device code {code}");
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    said.push_str(&rest);
+    assert!(out.status.success(), "helper failed:\n{said}");
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(vec![token.clone()], t.issued_refresh_tokens(), "{said}");
+    assert!(said.contains("REFRESH_TOKEN=<the token>"), "{said}");
+    let device = &t.requests()[0];
+    assert_eq!(device.path, "/device");
+    assert_eq!(device.field("client_id"), Some("mailproc-test"));
+
+    // The token it printed signs in.
+    let mut m = m;
+    m.spawn(&[("REFRESH_TOKEN", &token)]);
+    m.wait_ready();
+    wait_processed(&m, "acct", 1);
+    assert!(flagged(&d, "test", "h1"));
+}
