@@ -165,8 +165,8 @@ fn an_expiring_access_token_is_renewed_without_losing_mail() {
     let tmp = tempfile::tempdir().unwrap();
     let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
     d.seed("test", "INBOX", &msg("e1", "Before expiry"));
-    // Four-second tokens: renewed two seconds in (half the lifetime).
-    let t = TokenServer::start(tmp.path(), KEY, "test", 4, REFRESH);
+    // Six-second tokens: renewed three seconds in (half the lifetime).
+    let t = TokenServer::start(tmp.path(), KEY, "test", 6, REFRESH);
     let (port, hooks) = receiver();
     let top = format!(
         "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  - {{ url: \"http://127.0.0.1:{port}/\", events: [connection_lost] }}\n"
@@ -177,7 +177,7 @@ fn an_expiring_access_token_is_renewed_without_losing_mail() {
     );
     wait_processed(&m, "acct", 1);
     // Well past the first token's expiry, and several renewals later.
-    m.wait_for(Duration::from_secs(30), "three token refreshes", || {
+    m.wait_for(Duration::from_secs(40), "three token refreshes", || {
         (t.refreshes().len() >= 3).then_some(())
     });
     d.seed("test", "INBOX", &msg("e2", "After expiry"));

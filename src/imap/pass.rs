@@ -27,9 +27,6 @@ impl Runner {
             if let Some(exit) = self.take_commands() {
                 return Ok(exit);
             }
-            if self.renew_due() {
-                return Ok(Exit::Renew);
-            }
             let force = std::mem::take(&mut self.force_pass);
             if force || (pass && !self.w.handle.is_paused()) {
                 self.w.handle.set_state(State::Processing);
@@ -45,6 +42,11 @@ impl Runner {
             } else {
                 State::Connected
             });
+            // After the pass, so a session that took long to open still
+            // does its work before signing in again.
+            if self.renew_due() {
+                return Ok(Exit::Renew);
+            }
 
             let mut timeout = IDLE_MAX;
             if !caps.idle || self.w.account.folders.watch.len() > 1 {
