@@ -68,9 +68,11 @@ fn processed(m: &Mailproc, account: &str) -> u64 {
 }
 
 fn wait_processed(m: &Mailproc, account: &str, n: u64) {
-    m.wait_for(Duration::from_secs(30), &format!("{n} processed in {account}"), || {
-        (processed(m, account) >= n).then_some(())
-    });
+    m.wait_for(
+        Duration::from_secs(30),
+        &format!("{n} processed in {account}"),
+        || (processed(m, account) >= n).then_some(()),
+    );
 }
 
 fn flagged(d: &Dovecot, user: &str, id: &str) -> bool {
@@ -222,10 +224,17 @@ fn a_refused_access_token_is_refreshed_once_and_mail_flows() {
         "{log}"
     );
     // Dovecot's log process writes a moment later.
-    m.wait_for(Duration::from_secs(5), "Dovecot logging the second login", || {
-        (d.log().matches("Login: user=<test>, method=XOAUTH2").count() >= 2).then_some(())
-    });
-
+    m.wait_for(
+        Duration::from_secs(5),
+        "Dovecot logging the second login",
+        || {
+            (d.log()
+                .matches("Login: user=<test>, method=XOAUTH2")
+                .count()
+                >= 2)
+                .then_some(())
+        },
+    );
 }
 
 #[test]
@@ -269,7 +278,10 @@ fn a_rotated_refresh_token_is_stored_and_used_after_a_restart() {
     let config_text = std::fs::read_to_string(&m.config_path).unwrap();
     assert!(config_text.contains("${REFRESH_TOKEN}"));
     for tok in t.issued_refresh_tokens() {
-        assert!(!config_text.contains(&tok), "rotated token in the config file");
+        assert!(
+            !config_text.contains(&tok),
+            "rotated token in the config file"
+        );
     }
     assert_no_secrets(&m.log(), &t, "the log");
 }
@@ -308,7 +320,10 @@ fn a_revoked_refresh_token_puts_the_account_in_error_and_others_carry_on() {
     assert_eq!(hook["event"], "connection_lost");
     assert_eq!(hook["account"], "acct");
     let err = hook["error"].as_str().unwrap_or_default();
-    assert!(err.contains("invalid_grant") && err.contains(REVOKED), "{hook}");
+    assert!(
+        err.contains("invalid_grant") && err.contains(REVOKED),
+        "{hook}"
+    );
 
     // The other account signs in with its password and processes mail.
     wait_processed(&m, "other", 1);

@@ -413,9 +413,7 @@ impl OAuth2Preset {
     pub fn token_url(self) -> &'static str {
         match self {
             OAuth2Preset::Google => "https://oauth2.googleapis.com/token",
-            OAuth2Preset::Microsoft => {
-                "https://login.microsoftonline.com/common/oauth2/v2.0/token"
-            }
+            OAuth2Preset::Microsoft => "https://login.microsoftonline.com/common/oauth2/v2.0/token",
         }
     }
 
@@ -483,7 +481,9 @@ impl OAuth2Config {
 
     /// The scope asked for: `scope`, else the preset's, else none.
     pub fn scope(&self) -> Option<&str> {
-        self.scope.as_deref().or(self.preset.map(OAuth2Preset::scope))
+        self.scope
+            .as_deref()
+            .or(self.preset.map(OAuth2Preset::scope))
     }
 }
 

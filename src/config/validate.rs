@@ -350,7 +350,10 @@ fn validate_imap_auth(imap: &ImapConfig, imap_account: &str, at: &str, p: &mut V
             if o.client_id.trim().is_empty() {
                 p.push(format!("{at}.client_id: must not be empty"));
             }
-            if o.refresh_token.as_deref().is_none_or(|t| t.trim().is_empty()) {
+            if o.refresh_token
+                .as_deref()
+                .is_none_or(|t| t.trim().is_empty())
+            {
                 p.push(format!(
                     "{at}.refresh_token: required; get one with `mailproc oauth {}`",
                     imap_account

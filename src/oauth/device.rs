@@ -131,7 +131,11 @@ pub fn helper(
                 .into(),
         );
     };
-    writeln!(say, "Approved. The refresh token is printed on standard output.").map_err(io)?;
+    writeln!(
+        say,
+        "Approved. The refresh token is printed on standard output."
+    )
+    .map_err(io)?;
     match var {
         Some(v) => writeln!(
             say,

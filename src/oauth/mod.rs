@@ -142,9 +142,8 @@ impl Client {
             Some(path) => {
                 let pem = crate::config::read_certificate(path)
                     .map_err(|e| OAuthError::Config(format!("ca_file: {e}")))?;
-                let cert = Certificate::from_pem(&pem).map_err(|e| {
-                    OAuthError::Config(format!("ca_file {}: {e}", path.display()))
-                })?;
+                let cert = Certificate::from_pem(&pem)
+                    .map_err(|e| OAuthError::Config(format!("ca_file {}: {e}", path.display())))?;
                 RootCerts::new_with_certs(&[cert])
             }
         };

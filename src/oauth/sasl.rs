@@ -65,7 +65,9 @@ impl<'a> TokenAuth<'a> {
     /// The client's first message (before base64, which the imap crate adds).
     pub fn initial_response(&self) -> String {
         match self.mechanism {
-            Mechanism::XOAuth2 => format!("user={}\x01auth=Bearer {}\x01\x01", self.user, self.token),
+            Mechanism::XOAuth2 => {
+                format!("user={}\x01auth=Bearer {}\x01\x01", self.user, self.token)
+            }
             Mechanism::OAuthBearer => format!(
                 "n,a={},\x01host={}\x01port={}\x01auth=Bearer {}\x01\x01",
                 gs2_escape(self.user),
@@ -116,7 +118,13 @@ mod tests {
 
     #[test]
     fn oauthbearer_message_escapes_the_authzid() {
-        let a = TokenAuth::new(Mechanism::OAuthBearer, "a,b=c", "imap.example.com", 993, "t");
+        let a = TokenAuth::new(
+            Mechanism::OAuthBearer,
+            "a,b=c",
+            "imap.example.com",
+            993,
+            "t",
+        );
         assert_eq!(
             a.process(b""),
             "n,a=a=2Cb=3Dc,\x01host=imap.example.com\x01port=993\x01auth=Bearer t\x01\x01"

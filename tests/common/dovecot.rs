@@ -341,7 +341,10 @@ impl Dovecot {
             fs::create_dir_all(&keys).expect("create key dictionary");
             fs::write(keys.join("default"), key).expect("write HS256 key");
             run(
-                Command::new("chmod").arg("-R").arg("a+rX").arg(path.join("keys")),
+                Command::new("chmod")
+                    .arg("-R")
+                    .arg("a+rX")
+                    .arg(path.join("keys")),
                 "chmod keys",
             );
             fs::write(
