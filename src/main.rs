@@ -89,7 +89,7 @@ fn main() -> ExitCode {
     };
     let loaded = match &cmd {
         // The helper exists to get the refresh token the file still lacks.
-        Cmd::OAuth(account) => config::load_for_oauth_helper(&path, account),
+        Cmd::OAuth(_) => config::load_for_oauth_helper(&path),
         _ => config::load(&path),
     };
     let loaded = match loaded {

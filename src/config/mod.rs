@@ -103,30 +103,28 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 }
 
 /// Loads the file for `mailproc oauth ACCOUNT`, which exists to get the
-/// refresh token the configuration still lacks: that account's
+/// refresh tokens the configuration still lacks: any account's
 /// `imap.oauth2.refresh_token` may be missing or name a variable not yet
-/// set. Everything else must be valid, as for `load`.
-pub fn load_for_oauth_helper(path: &Path, account: &str) -> Result<Loaded, ConfigError> {
+/// set (several accounts may be set up at once). Everything else must be
+/// valid, as for `load`.
+pub fn load_for_oauth_helper(path: &Path) -> Result<Loaded, ConfigError> {
     use serde_norway::Value;
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::one(format!("{}: {e}", path.display())))?;
     let raw: Value =
         serde_norway::from_str(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
     let mut lenient = raw.clone();
-    let oauth2 = lenient
-        .get_mut("accounts")
-        .and_then(Value::as_sequence_mut)
-        .and_then(|accounts| {
-            accounts
-                .iter_mut()
-                .find(|a| a.get("name").and_then(Value::as_str) == Some(account))
-        })
-        .and_then(|a| a.get_mut("imap"))
-        .and_then(|i| i.get_mut("oauth2"))
-        .and_then(Value::as_mapping_mut);
-    if let Some(o) = oauth2 {
-        // A stand-in the helper never sends anywhere.
-        o.insert("refresh_token".into(), "not-yet-issued".into());
+    if let Some(accounts) = lenient.get_mut("accounts").and_then(Value::as_sequence_mut) {
+        for a in accounts {
+            if let Some(o) = a
+                .get_mut("imap")
+                .and_then(|i| i.get_mut("oauth2"))
+                .and_then(Value::as_mapping_mut)
+            {
+                // A stand-in the helper never sends anywhere.
+                o.insert("refresh_token".into(), "not-yet-issued".into());
+            }
+        }
     }
     let config = from_tree(&lenient, &|name| std::env::var(name).ok())?;
     Ok(Loaded {
@@ -413,6 +411,115 @@ accounts:
             !text.contains("hunter2")
                 && !text.contains("secretvalue")
                 && !text.contains("literal-token")
+        );
+    }
+
+    #[test]
+    fn oauth2_secrets_are_masked_and_references_kept() {
+        let (_, raw) = parse(
+            r#"
+accounts:
+  - name: a
+    imap:
+      host: h
+      username: u
+      auth: oauth2
+      oauth2: { preset: google, client_id: cid, client_secret: literal-secret, refresh_token: "${TOKEN}" }
+"#,
+            &env,
+        )
+        .unwrap();
+        let j = redacted_json(&raw);
+        let o = &j["accounts"][0]["imap"]["oauth2"];
+        assert_eq!(o["client_secret"], MASK);
+        assert_eq!(o["refresh_token"], "${TOKEN}");
+        assert_eq!(o["client_id"], "cid");
+        assert!(!j.to_string().contains("literal-secret"));
+    }
+
+    #[test]
+    fn imap_auth_needs_what_it_uses() {
+        let acc = |imap: &str| parse_str(&format!("accounts:\n  - name: a\n    imap: {imap}\n"));
+        // Password is the default and then required.
+        let e = acc("{ host: h, username: u }").unwrap_err();
+        assert_eq!(
+            e.problems,
+            ["accounts[0].imap.password: required with auth: password"]
+        );
+        let e = acc("{ host: h, username: u, auth: oauth2 }").unwrap_err();
+        assert!(
+            e.problems[0].starts_with("accounts[0].imap.oauth2: required"),
+            "{e}"
+        );
+        let e =
+            acc("{ host: h, username: u, auth: oauth2, password: p, oauth2: { client_id: c } }")
+                .unwrap_err();
+        let p = e.problems.join("\n");
+        assert!(
+            p.contains("accounts[0].imap.password: not used with auth: oauth2"),
+            "{p}"
+        );
+        assert!(
+            p.contains("accounts[0].imap.oauth2.token_url: required unless a preset"),
+            "{p}"
+        );
+        assert!(
+            p.contains(
+                "accounts[0].imap.oauth2.refresh_token: required; get one with `mailproc oauth a`"
+            ),
+            "{p}"
+        );
+        let c = acc("{ host: h, username: u, auth: oauth2, oauth2: { preset: microsoft, client_id: c, refresh_token: r } }")
+            .unwrap();
+        let o = c.accounts[0].imap.oauth2.as_ref().unwrap();
+        assert_eq!(
+            o.token_url(),
+            Some("https://login.microsoftonline.com/common/oauth2/v2.0/token")
+        );
+        assert_eq!(
+            o.scope(),
+            Some("https://outlook.office.com/IMAP.AccessAsUser.All offline_access")
+        );
+        assert!(o.client_secret.is_none());
+        let e =
+            acc("{ host: h, username: u, auth: oauth2, oauth2: { preset: yahoo, client_id: c } }")
+                .unwrap_err();
+        assert!(e.problems[0].contains("unknown variant `yahoo`"), "{e}");
+    }
+
+    #[test]
+    fn the_refresh_token_variable_is_named_for_the_helper() {
+        let (_, raw) = parse(
+            "accounts:\n  - name: a\n    imap: { host: h, username: u, auth: oauth2, oauth2: { preset: google, client_id: c, refresh_token: \"${TOKEN}\" } }\n",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(refresh_token_variable(&raw, "a").as_deref(), Some("TOKEN"));
+        assert_eq!(refresh_token_variable(&raw, "b"), None);
+    }
+
+    #[test]
+    fn the_helper_loads_without_the_refresh_token_it_is_to_get() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(
+            &path,
+            "accounts:\n  - name: a\n    imap: { host: h, username: u, auth: oauth2, oauth2: { preset: google, client_id: c, refresh_token: \"${MAILPROC_TEST_UNSET_9F2}\" } }\n  - name: b\n    imap: { host: h, username: u, auth: oauth2, oauth2: { preset: google, client_id: c } }\n",
+        )
+        .unwrap();
+        let e = load(&path).unwrap_err();
+        assert!(
+            e.problems[0].contains("MAILPROC_TEST_UNSET_9F2 is not set"),
+            "{e}"
+        );
+        let l = load_for_oauth_helper(&path).unwrap();
+        assert_eq!(l.config.accounts.len(), 2);
+        // Anything else is still checked.
+        std::fs::write(&path, "accounts:\n  - name: a\n    imap: { host: h, username: u, auth: oauth2, oauth2: { client_id: c } }\n").unwrap();
+        let e = load_for_oauth_helper(&path).unwrap_err();
+        assert_eq!(
+            e.problems,
+            ["accounts[0].imap.oauth2.token_url: required unless a preset (google or microsoft) is set"]
         );
     }
 
