@@ -393,3 +393,26 @@ fn the_device_flow_helper_gets_a_refresh_token_that_signs_in() {
     wait_processed(&m, "acct", 1);
     assert!(flagged(&d, "test", "h1"));
 }
+
+#[test]
+fn a_server_without_oauth_mechanisms_is_a_login_error_naming_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start();
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, REFRESH);
+    let m = Mailproc::start_with_env(
+        &config(&oauth_account(&d, &t, ""), ""),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    let a = m.wait_for(Duration::from_secs(20), "acct in error", || {
+        let a = account(&m, "acct");
+        (a["state"] == "error").then_some(a)
+    });
+    let last = a["lastError"].as_str().unwrap_or_default();
+    assert!(
+        last.contains("offers neither AUTH=XOAUTH2 nor AUTH=OAUTHBEARER"),
+        "{last:?}"
+    );
+    // Nothing was asked of the token endpoint for a server that cannot
+    // take a token.
+    assert!(t.requests().is_empty(), "{:?}", t.requests());
+}
