@@ -81,7 +81,7 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
                     } }
                     tbody {
                         @for a in &loaded.config.accounts {
-                            @let st = ctx.accounts.get(&a.name).map(|h| h.status());
+                            @let st = ctx.account(&a.name).map(|h| h.status());
                             tr {
                                 th scope="row" { a href=(layout::account_url(&a.name)) { (a.name) } }
                                 td data-label="State" { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
@@ -218,7 +218,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
     let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
         return super::pages::not_found(s, "There is no account with this name.");
     };
-    let st = ctx.accounts.get(name).map(|h| h.status());
+    let st = ctx.account(name).map(|h| h.status());
     let base = layout::account_url(name);
     let hooks = written_webhooks(ctx, name);
     let body = html! {
