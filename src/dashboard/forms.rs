@@ -99,18 +99,28 @@ fn setup_form(username: &str, error: Option<&str>) -> Markup {
     )
 }
 
+/// The checks of the two forms posted without a session (setup and login):
+/// from this site, and not from an address locked out by failed attempts.
+/// Returns the form's fields.
+fn unauthenticated_form(ctx: &Ctx, req: &Req) -> Result<BTreeMap<String, String>, Reply> {
+    if !same_origin(req, false) {
+        return Err(forbidden("Cross-origin request refused."));
+    }
+    if ctx.limiter.blocked(req.client_ip) {
+        return Err(too_many());
+    }
+    Ok(fields(req))
+}
+
 pub fn setup_page(_ctx: &Ctx, _req: &Req) -> Reply {
     html(200, setup_form("", None))
 }
 
 pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
-    if !same_origin(req, false) {
-        return forbidden("Cross-origin request refused.");
-    }
-    if ctx.limiter.blocked(req.client_ip) {
-        return too_many();
-    }
-    let f = fields(req);
+    let f = match unauthenticated_form(ctx, req) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
     let username = get("username").trim();
     let again = |msg: &str| html(400, setup_form(username, Some(msg)));
@@ -198,13 +208,10 @@ pub fn login_page(ctx: &Ctx, req: &Req) -> Reply {
 }
 
 pub fn login_post(ctx: &Ctx, req: &Req) -> Reply {
-    if !same_origin(req, false) {
-        return forbidden("Cross-origin request refused.");
-    }
-    if ctx.limiter.blocked(req.client_ip) {
-        return too_many();
-    }
-    let f = fields(req);
+    let f = match unauthenticated_form(ctx, req) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
     let (user, next) = (
         get("username"),

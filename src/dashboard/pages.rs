@@ -5,7 +5,7 @@
 
 use maud::{html, Markup};
 
-use super::account::controls;
+use super::account::{controls, last_error, name_and_state};
 use super::layout::{self, actions_text, badge, notice, thousands, time_iso, time_ms};
 use super::{chart, html, Session};
 use crate::actions::ActionKind;
@@ -141,7 +141,7 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
             h2 #h-accounts { "Accounts" }
             @if loaded.config.accounts.is_empty() {
                 p.empty { "No account is configured. Add one under " code { "accounts:" }
-                    " in the configuration file and restart." }
+                    " on the " a href="/config" { "configuration" } " page." }
             }
             div.scroll {
                 table.cards {
@@ -154,16 +154,12 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
                         @for a in &loaded.config.accounts {
                             @let st = ctx.account(&a.name).map(|h| h.status());
                             tr {
-                                th scope="row" { a href=(layout::account_url(&a.name)) { (a.name) } }
-                                td data-label="State" { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+                                (name_and_state(&a.name, st.as_ref()))
                                 td.nowrap data-label="Last processed" { @match st.as_ref().and_then(|s| s.last_processed_at) {
                                     Some(t) => (time_ms(t)),
                                     None => span.muted { "never" },
                                 } }
-                                td.clip data-label="Last error" { @match st.as_ref().and_then(|s| s.last_error.clone()) {
-                                    Some(e) => span.err { (e) },
-                                    None => span.muted { "none" },
-                                } }
+                                (last_error(st.as_ref()))
                                 td { (controls(&a.name, st.as_ref(), &s.csrf, "/")) }
                             }
                         }
