@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use parking_lot::RwLock;
 use serde::Serialize;
 use tiny_http::{Header, Server};
 
@@ -51,10 +50,10 @@ pub type Router = fn(&Ctx, &Req) -> (Reply, &'static str);
 
 /// Everything a handler may use. Shared by all HTTP workers.
 pub struct Ctx {
-    pub loaded: RwLock<Arc<Loaded>>,
+    /// The configuration and accounts in effect; they change at run time.
+    pub live: Arc<crate::live::Live>,
     pub store: Arc<Store>,
     pub metrics: Arc<Metrics>,
-    pub accounts: account::Registry,
     pub logs: Arc<LogRing>,
     pub webhooks: Arc<Webhooks>,
     pub started: Instant,
@@ -66,7 +65,16 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn config(&self) -> Arc<Loaded> {
-        self.loaded.read().clone()
+        self.live.config()
+    }
+
+    /// Every running account by name (a snapshot).
+    pub fn accounts(&self) -> account::Registry {
+        self.live.accounts()
+    }
+
+    pub fn account(&self, name: &str) -> Option<Arc<account::Handle>> {
+        self.live.account(name)
     }
 }
 

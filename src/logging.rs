@@ -112,17 +112,25 @@ impl Log for RingLogger {
     fn flush(&self) {}
 }
 
-impl SharedLogger for RingLogger {
-    fn level(&self) -> LevelFilter {
-        self.level
-    }
-    fn config(&self) -> Option<&simplelog::Config> {
-        None
-    }
-    fn as_log(self: Box<Self>) -> Box<dyn Log> {
-        Box::new(*self)
-    }
+/// simplelog's face of our own loggers (they have a `level` and no
+/// simplelog config).
+macro_rules! shared_logger {
+    ($($t:ty),*) => {$(
+        impl SharedLogger for $t {
+            fn level(&self) -> LevelFilter {
+                self.level
+            }
+            fn config(&self) -> Option<&simplelog::Config> {
+                None
+            }
+            fn as_log(self: Box<Self>) -> Box<dyn Log> {
+                Box::new(*self)
+            }
+        }
+    )*};
 }
+
+shared_logger!(RingLogger, JournalLogger);
 
 /// Standard error for journald: `<N>` per line, no time of our own.
 struct JournalLogger {
@@ -161,18 +169,6 @@ impl Log for JournalLogger {
     }
 
     fn flush(&self) {}
-}
-
-impl SharedLogger for JournalLogger {
-    fn level(&self) -> LevelFilter {
-        self.level
-    }
-    fn config(&self) -> Option<&simplelog::Config> {
-        None
-    }
-    fn as_log(self: Box<Self>) -> Box<dyn Log> {
-        Box::new(*self)
-    }
 }
 
 /// True when standard error is the journal stream systemd connected:

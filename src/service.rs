@@ -8,15 +8,16 @@
 //! (SIGINT/SIGTERM) runs the other way round: tell systemd `STOPPING=1`,
 //! stop taking requests, let each account finish the message in hand,
 //! deliver queued webhooks for up to 5 s, and return so the process exits 0.
-//! SIGHUP is logged and changes nothing (`signals`).
+//! SIGHUP re-reads the configuration file and applies it (`live`); an
+//! invalid file is logged and the running configuration kept.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::account::{Command, Handle};
 use crate::classify::Pool;
 use crate::config::Loaded;
 use crate::http::{Ctx, HttpServer};
+use crate::live::{ChangeError, Deps, Live};
 use crate::logging::LogRing;
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -33,7 +34,8 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     // SIGTERM during start-up becomes a graceful stop once started.
     // One slot: a second signal while shutting down changes nothing.
     let (shutdown_tx, shutdown_rx) = crossbeam_channel::bounded::<()>(1);
-    crate::signals::install(shutdown_tx)?;
+    let (reload_tx, reload_rx) = crossbeam_channel::bounded::<()>(1);
+    crate::signals::install(shutdown_tx, reload_tx)?;
     let (listener, addr) = crate::http::bind(config)?;
     let store = Arc::new(Store::open(&config.storage.path).map_err(|e| e.to_string())?);
     let session_secret = session_secret(config, &store)?;
@@ -42,28 +44,16 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let (webhooks, webhook_thread) =
         Webhooks::start(config, store.clone(), metrics.clone()).map_err(|e| e.to_string())?;
 
-    let providers = crate::classify::providers(&config.classifier.providers, &metrics)?;
     let pool = Arc::new(Pool::start(config.classifier.concurrency).map_err(|e| e.to_string())?);
-    let mut accounts = crate::account::Registry::new();
-    let mut account_threads = Vec::new();
-    for a in &config.accounts {
-        let (handle, commands) = Handle::new(&a.name);
-        metrics.init_account(&a.name);
-        accounts.insert(a.name.clone(), handle.clone());
-        let worker = crate::imap::Worker {
-            account: Arc::new(a.clone()),
-            handle,
-            commands,
+    let live = Arc::new(Live::start(
+        loaded.clone(),
+        Deps {
             store: store.clone(),
             metrics: metrics.clone(),
             webhooks: webhooks.clone(),
-            provider: a.provider.as_ref().and_then(|p| providers.get(p).cloned()),
             pool: pool.clone(),
-            rules: crate::classify::Rules::new(&a.rules)
-                .map_err(|e| format!("account {}: {e}", a.name))?,
-        };
-        account_threads.push(crate::imap::spawn(worker).map_err(|e| e.to_string())?);
-    }
+        },
+    )?);
 
     if crate::auth::api_is_open(config) {
         log::warn!(
@@ -74,10 +64,9 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
 
     let workers = config.server.workers;
     let ctx = Arc::new(Ctx {
-        loaded: parking_lot::RwLock::new(Arc::new(loaded.clone())),
+        live: live.clone(),
         store: store.clone(),
         metrics: metrics.clone(),
-        accounts: accounts.clone(),
         logs,
         webhooks: webhooks.clone(),
         started: Instant::now(),
@@ -101,10 +90,10 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         log::warn!("telling systemd we are ready failed: {e}");
     }
 
-    let retention = config.storage.activity_retention.0;
     let mut next_prune = Instant::now();
     loop {
         if Instant::now() >= next_prune {
+            let retention = live.config().config.storage.activity_retention.0;
             match store.prune(retention) {
                 Ok(0) => {}
                 Ok(n) => log::info!("store: pruned {n} activity rows older than the retention"),
@@ -112,9 +101,10 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
             }
             next_prune = Instant::now() + PRUNE_EVERY;
         }
-        match shutdown_rx.recv_timeout(PRUNE_EVERY) {
-            Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+        crossbeam_channel::select! {
+            recv(shutdown_rx) -> _ => break,
+            recv(reload_rx) -> _ => reload(&live),
+            default(PRUNE_EVERY) => {}
         }
     }
 
@@ -123,12 +113,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         log::warn!("telling systemd we are stopping failed: {e}");
     }
     http.stop();
-    for h in accounts.values() {
-        let _ = h.send(Command::Shutdown);
-    }
-    for t in account_threads {
-        let _ = t.join();
-    }
+    live.shutdown();
     if let Ok(pool) = Arc::try_unwrap(pool) {
         pool.stop();
     }
@@ -136,6 +121,25 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let _ = webhook_thread.join();
     log::info!("stopped");
     Ok(())
+}
+
+/// SIGHUP: the file as it is now, through the same path as `PUT /api/config`.
+fn reload(live: &Live) {
+    log::info!("SIGHUP: reloading {}", live.config().path.display());
+    if let Err(e) = live.reload() {
+        match e {
+            ChangeError::Invalid(problems) => {
+                for p in &problems {
+                    log::error!("reload: {p}");
+                }
+                log::error!(
+                    "reload: the configuration file has {} problem(s); the running configuration is kept",
+                    problems.len()
+                );
+            }
+            ChangeError::Write(e) => log::error!("reload: {e}"),
+        }
+    }
 }
 
 /// The key sessions are HMACed with: from the config, else stored on first run.

@@ -7,8 +7,8 @@
 //! send it to ask for a reload, and ctrlc's `termination` feature would
 //! treat it exactly like SIGTERM (it installs the same handler for SIGINT,
 //! SIGTERM and SIGHUP). So SIGHUP is blocked in every thread and taken with
-//! `sigwait` by a thread of its own, `signals`, which logs it. Reloading the
-//! configuration is not built yet; until it is, SIGHUP changes nothing.
+//! `sigwait` by a thread of its own, `signals`, which passes it on to
+//! `service::run` as a reload request.
 //! Blocking (not ignoring) keeps the signal for that thread: a blocked
 //! signal never runs a handler, and `sigwait` takes it from the pending set.
 
@@ -19,7 +19,7 @@ use nix::sys::signal::{SigSet, Signal};
 /// thread exists: threads inherit the signal mask of the thread that spawns
 /// them, and a thread spawned earlier would leave SIGHUP unblocked there,
 /// so that the kernel could deliver it to ctrlc's handler instead.
-pub fn install(shutdown: Sender<()>) -> Result<(), String> {
+pub fn install(shutdown: Sender<()>, reload: Sender<()>) -> Result<(), String> {
     let mut hangup = SigSet::empty();
     hangup.add(Signal::SIGHUP);
     hangup
@@ -29,10 +29,11 @@ pub fn install(shutdown: Sender<()>) -> Result<(), String> {
         .name("signals".into())
         .spawn(move || loop {
             match hangup.wait() {
-                Ok(_) => log::info!(
-                    "SIGHUP received: reloading the configuration is not supported yet; \
-                     nothing changed (restart the service to apply a new config)"
-                ),
+                // Full means a reload is already pending; it will read
+                // the file as it is by then.
+                Ok(_) => {
+                    let _ = reload.try_send(());
+                }
                 Err(e) => {
                     log::error!("signals: waiting for SIGHUP failed: {e}; SIGHUP is now ignored");
                     return;

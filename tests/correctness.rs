@@ -5,10 +5,11 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::dovecot::Dovecot;
+use common::hooks::{bodies, receiver};
 use common::mailproc::Mailproc;
 use common::model::{answer, Model, Reply};
 use serde_json::{json, Value};
@@ -83,25 +84,6 @@ fn mail_arriving_during_a_pass_is_processed_without_waiting_for_idle() {
     assert_eq!(model.count(), 2);
 }
 
-/// A loopback receiver that records each JSON body.
-fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
-    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-    let port = server.server_addr().to_ip().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = String::new();
-            let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
-            g.lock()
-                .unwrap()
-                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            let _ = req.respond(tiny_http::Response::from_string("ok"));
-        }
-    });
-    (port, got)
-}
-
 #[test]
 fn a_store_failure_is_not_a_lost_connection() {
     let d = Dovecot::start();
@@ -120,7 +102,7 @@ fn a_store_failure_is_not_a_lost_connection() {
         (ok_rows(&m).len() == 1).then_some(())
     });
     std::thread::sleep(Duration::from_millis(500));
-    let events = got.lock().unwrap().clone();
+    let events = bodies(&got);
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| e["event"].as_str().unwrap())

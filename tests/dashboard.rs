@@ -675,3 +675,67 @@ fn disabled_dashboard_is_not_served() {
     );
     assert_eq!(r.status, 200, "{}", r.text);
 }
+
+/// The text of the page's first `<textarea>`, unescaped.
+fn textarea(page: &str) -> String {
+    let (_, rest) = page.split_once("<textarea").expect("a textarea");
+    let (_, rest) = rest.split_once('>').unwrap();
+    let (text, _) = rest.split_once("</textarea>").unwrap();
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn the_config_editor_saves_through_the_api_path() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let m = with_user(&account_config(&d, &model, ""));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/config");
+    assert_eq!(page.status, 200, "{}", page.text);
+    let text = textarea(&page.text);
+    assert!(text.contains("password: '********'"), "{text}");
+    assert!(!text.contains("secret"), "{text}");
+
+    // A broken edit: the problem is shown next to the text as posted, and
+    // nothing is written.
+    let before = std::fs::read_to_string(&m.config_path).unwrap();
+    let broken = text.replace("(?i)invoice", "(?i)invoice(");
+    let r = b.submit("/config", &[("yaml", &broken)]);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("id=\"config-problems\""), "{}", r.text);
+    assert!(r.text.contains("accounts[0].rules[0]"), "{}", r.text);
+    assert!(textarea(&r.text).contains("(?i)invoice("));
+    let r = b.submit("/config", &[("yaml", "accounts: [")]);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
+
+    // A good one: saved, applied, the secret kept and still hidden.
+    let changed = text.replace("(?i)invoice", "(?i)receipt");
+    let r = b.submit("/config", &[("yaml", &changed)]);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.text.contains("Configuration saved and applied."),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("Accounts restarted: acct"), "{}", r.text);
+    let written = std::fs::read_to_string(&m.config_path).unwrap();
+    assert!(
+        written.contains("(?i)receipt") && written.contains("password: secret"),
+        "{written}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.config_path.with_file_name("config.yaml.bak")).unwrap(),
+        before
+    );
+    assert!(!r.text.contains("secret<") && !textarea(&r.text).contains("secret"));
+
+    // Without the page's token the post is refused.
+    let r = b.post("/config", &[("yaml", &changed)]);
+    assert_eq!(r.status, 403, "{}", r.text);
+}

@@ -7,10 +7,11 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::dovecot::Dovecot;
+use common::hooks::receiver;
 use common::mailproc::Mailproc;
 use common::model::{answer, self_signed, Api, Model, Reply};
 use serde_json::{json, Value};
@@ -360,25 +361,6 @@ fn a_panicking_account_worker_is_reported_and_restarted() {
     });
 }
 
-/// A loopback receiver that records each JSON body.
-fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
-    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-    let port = server.server_addr().to_ip().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = String::new();
-            let _ = req.as_reader().read_to_string(&mut body);
-            g.lock()
-                .unwrap()
-                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            let _ = req.respond(tiny_http::Response::from_string("ok"));
-        }
-    });
-    (port, got)
-}
-
 #[test]
 fn a_panic_while_delivering_a_webhook_costs_that_event_only() {
     let d = Dovecot::start();
@@ -575,7 +557,7 @@ fn memory_is_bounded_in_bytes_log_lines_reasoning_events_and_exports() {
     m.wait_for(Duration::from_secs(10), "the webhook", || {
         (!got.lock().unwrap().is_empty()).then_some(())
     });
-    let sent = got.lock().unwrap()[0]["reasoning"]
+    let sent = got.lock().unwrap()[0].0["reasoning"]
         .as_str()
         .unwrap()
         .chars()

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::dovecot::{Dovecot, StoredMsg};
+use common::hooks::{receiver, receiver_with_delay};
 use common::mailproc::Mailproc;
 use common::model::{answer, Model, Reply};
 use serde_json::{json, Value};
@@ -456,7 +457,7 @@ fn processed_in_store(m: &Mailproc) -> u64 {
 #[test]
 fn dovecot_restart_disconnects_and_recovers() {
     let mut d = Dovecot::start();
-    let (port, got) = receiver(Duration::ZERO);
+    let (port, got) = receiver();
     let cfg =
         config(&d, None, RULES, "").replace("server: {", &format!("{}server: {{", hook_yaml(port)));
     let mut m = Mailproc::prepare(&cfg);
@@ -793,35 +794,6 @@ fn demo_script_sorts_the_corpus() {
     assert!(sorted >= 200, "the demo rules sort most mail: {stats}");
 }
 
-/// What a receiver got: each body with its headers.
-type Received = std::sync::Arc<std::sync::Mutex<Vec<(Value, Vec<(String, String)>)>>>;
-
-/// A loopback webhook receiver recording every body and header set; it
-/// sleeps `delay` before answering.
-fn receiver(delay: Duration) -> (u16, Received) {
-    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-    let port = server.server_addr().to_ip().unwrap().port();
-    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = String::new();
-            let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
-            let headers = req
-                .headers()
-                .iter()
-                .map(|h| (h.field.to_string(), h.value.to_string()))
-                .collect();
-            g.lock()
-                .unwrap()
-                .push((serde_json::from_str(&body).unwrap_or(Value::Null), headers));
-            std::thread::sleep(delay);
-            let _ = req.respond(tiny_http::Response::from_string("ok"));
-        }
-    });
-    (port, got)
-}
-
 fn hook_yaml(port: u16) -> String {
     format!(
         "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"], timeout: 10s }}\n\
@@ -838,7 +810,7 @@ fn processing_emits_webhooks_with_spec_payloads() {
         &[msg("w1", "Invoice w1", ""), msg("w2", "Case fail500", "")],
     );
     let model = Model::start(2, |_| Reply::Status(500, None));
-    let (port, got) = receiver(Duration::ZERO);
+    let (port, got) = receiver();
     let cfg = config(
         &d,
         Some(&model),
@@ -905,7 +877,7 @@ fn a_hanging_webhook_target_does_not_slow_processing() {
     let run = |delay: Duration| -> Duration {
         let d = Dovecot::start();
         d.seed_many("test", "INBOX", &backlog(100));
-        let (port, got) = receiver(delay);
+        let (port, got) = receiver_with_delay(delay);
         let model = sorter(Duration::ZERO);
         let cfg = config(&d, Some(&model), RULES, "")
             .replace("server: {", &format!("{}server: {{", hook_yaml(port)));

@@ -22,7 +22,7 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     };
     let mut accounts = BTreeMap::new();
     let mut all_up = true;
-    for (name, h) in &ctx.accounts {
+    for (name, h) in &ctx.accounts() {
         let st = h.status();
         // A paused account counts as up only while its session is.
         all_up &= st.connected
@@ -77,7 +77,7 @@ pub fn stats(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let mut s = ctx.store.stats(since, account)?;
     // Every configured account and the common action types are present even
     // at zero, so dashboards and scripts need no special case.
-    for name in ctx.accounts.keys() {
+    for name in ctx.accounts().into_keys() {
         if account.is_none_or(|a| a == name) {
             s.by_account.entry(name.clone()).or_insert(0);
         }
@@ -108,7 +108,7 @@ pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let Some(account) = ctx.store.retry_failed(id)? else {
         return Err(Reply::error(404, format!("no failed email with id {id}")));
     };
-    if let Some(h) = ctx.accounts.get(&account) {
+    if let Some(h) = ctx.account(&account) {
         let _ = h.send(Command::Process);
     }
     Ok(Reply::ok(
@@ -121,6 +121,44 @@ pub fn config(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     Ok(Reply::ok(&crate::config::redacted_json(&ctx.config().raw)))
 }
 
+/// `PUT /api/config`: a whole configuration in the shape `GET` gives,
+/// validated, written and applied (see `live`).
+pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    let body: serde_json::Value = json_body(req)?;
+    if !body.is_object() {
+        return Err(Reply::error(
+            400,
+            "body: expected a JSON object (a whole configuration)",
+        ));
+    }
+    let raw: serde_norway::Value =
+        serde_json::from_value(body).map_err(|e| Reply::error(400, format!("body: {e}")))?;
+    change_answer(ctx.live.replace(raw))
+}
+
+/// The answer to a configuration change, for the API and the dashboard.
+pub fn change_answer(result: Result<crate::live::Applied, crate::live::ChangeError>) -> Answer {
+    use crate::live::ChangeError;
+    match result {
+        Ok(a) => Ok(Reply::ok(&json!({
+            "success": true,
+            "restartRequired": a.restart_required,
+            "started": a.started,
+            "stopped": a.stopped,
+            "restarted": a.restarted,
+        }))),
+        Err(ChangeError::Invalid(problems)) => Err(Reply::json(
+            400,
+            &json!({
+                "success": false,
+                "error": format!("invalid configuration: {}", problems.join("; ")),
+                "problems": problems,
+            }),
+        )),
+        Err(ChangeError::Write(e)) => Err(Reply::error(500, e)),
+    }
+}
+
 pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     let loaded = ctx.config();
     let failed = ctx.store.failed_counts()?;
@@ -129,7 +167,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
         .accounts
         .iter()
         .map(|a| {
-            let st = ctx.accounts.get(&a.name).map(|h| h.status());
+            let st = ctx.account(&a.name).map(|h| h.status());
             json!({
                 "name": a.name,
                 "state": st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"),
@@ -160,7 +198,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
 /// `POST /api/accounts/:name/{pause,resume,reconnect,process}`.
 pub fn command(ctx: &Ctx, _: &Req, p: &Params<'_>, command: Command) -> Answer {
     let name = p[0];
-    let Some(h) = ctx.accounts.get(name) else {
+    let Some(h) = ctx.account(name) else {
         return Err(Reply::error(404, format!("no account named {name:?}")));
     };
     let state = h.send(command).map_err(|msg| Reply::error(503, msg))?;

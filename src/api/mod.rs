@@ -97,6 +97,12 @@ static ROUTES: &[Route] = &[
         handler: handlers::config,
     },
     Route {
+        method: "PUT",
+        pattern: "/api/config",
+        access: Needs("write:accounts"),
+        handler: handlers::put_config,
+    },
+    Route {
         method: "GET",
         pattern: "/api/accounts",
         access: Needs("read:accounts"),

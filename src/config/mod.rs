@@ -20,12 +20,14 @@ mod env;
 mod redact;
 mod schema;
 mod validate;
+mod write;
 
 pub use env::substitute;
 use env::substitute_tree;
 pub use redact::{masked_secret, redact_url, redacted_json};
 pub use schema::*;
 pub use validate::{read_certificate, validate};
+pub use write::{backup_path, unmask, write_atomically};
 
 use std::fmt;
 use std::net::IpAddr;

@@ -110,7 +110,7 @@ const SECRET_PATHS: &[&[&str]] = &[
     &["accounts", "*", "webhooks", "*", "secret"],
 ];
 
-fn is_secret_path(path: &[String]) -> bool {
+pub(super) fn is_secret_path(path: &[String]) -> bool {
     SECRET_PATHS.iter().any(|pat| {
         pat.len() == path.len() && pat.iter().zip(path).all(|(a, b)| *a == "*" || a == b)
     })

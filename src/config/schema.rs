@@ -92,7 +92,7 @@ fn de_string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Str
     Ok(m.into_iter().map(|(k, V(v))| (k, v)).collect())
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Least severe level logged (default info); `MAILPROC_LOG` overrides it.
@@ -130,7 +130,7 @@ impl LogLevel {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
     pub port: u16,
@@ -177,7 +177,7 @@ impl Default for ServerConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DashboardConfig {
     pub enabled: bool,
@@ -198,7 +198,7 @@ impl Default for DashboardConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKeyConfig {
     #[serde(deserialize_with = "de_string")]
@@ -213,7 +213,7 @@ fn default_permissions() -> Vec<String> {
     vec!["read:stats".into()]
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     pub path: PathBuf,
@@ -229,7 +229,7 @@ impl Default for StorageConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClassifierConfig {
     pub concurrency: usize,
@@ -252,7 +252,7 @@ pub enum ProviderKind {
     Anthropic,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     #[serde(deserialize_with = "de_string")]
@@ -297,7 +297,7 @@ fn default_max_retries() -> u32 {
     2
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WebhookSettings {
     pub timeout: Dur,
@@ -335,7 +335,7 @@ impl EventKind {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookConfig {
     #[serde(deserialize_with = "de_string")]
@@ -363,7 +363,7 @@ pub enum Security {
     None,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImapConfig {
     #[serde(deserialize_with = "de_string")]
@@ -438,7 +438,7 @@ impl OAuth2Preset {
 
 /// `imap.oauth2`: where and how to get access tokens. Explicit URLs and
 /// scope win over the preset's.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OAuth2Config {
     #[serde(default)]
@@ -496,7 +496,7 @@ impl ImapConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FoldersConfig {
     pub watch: Vec<String>,
@@ -547,7 +547,7 @@ impl<'de> Deserialize<'de> for Backlog {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleWhen {
     #[serde(default)]
@@ -566,7 +566,7 @@ pub struct RuleWhen {
     pub list_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {
     #[serde(deserialize_with = "de_string")]
@@ -575,7 +575,7 @@ pub struct RuleConfig {
     pub actions: Vec<Action>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccountConfig {
     #[serde(deserialize_with = "de_string")]

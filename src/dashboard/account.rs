@@ -59,6 +59,24 @@ fn backlog(b: &Backlog) -> String {
     }
 }
 
+/// The first cells of an account's row: its name (a link) and its state.
+pub(super) fn name_and_state(name: &str, st: Option<&Status>) -> Markup {
+    html! {
+        th scope="row" { a href=(layout::account_url(name)) { (name) } }
+        td data-label="State" { (badge(st.map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+    }
+}
+
+/// An account's last error as a table cell.
+pub(super) fn last_error(st: Option<&Status>) -> Markup {
+    html! {
+        td.clip data-label="Last error" { @match st.and_then(|s| s.last_error.as_deref()) {
+            Some(e) => span.err { (e) },
+            None => span.muted { "none" },
+        } }
+    }
+}
+
 fn list_or_none(items: &[String]) -> Markup {
     html! {
         @if items.is_empty() { span.muted { "none" } }
@@ -81,16 +99,12 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
                     } }
                     tbody {
                         @for a in &loaded.config.accounts {
-                            @let st = ctx.accounts.get(&a.name).map(|h| h.status());
+                            @let st = ctx.account(&a.name).map(|h| h.status());
                             tr {
-                                th scope="row" { a href=(layout::account_url(&a.name)) { (a.name) } }
-                                td data-label="State" { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+                                (name_and_state(&a.name, st.as_ref()))
                                 td data-label="Server" { (a.imap.host) ":" (a.imap.port()) }
                                 td data-label="Watching" { (a.folders.watch.join(", ")) }
-                                td.clip data-label="Last error" { @match st.as_ref().and_then(|s| s.last_error.clone()) {
-                                    Some(e) => span.err { (e) },
-                                    None => span.muted { "none" },
-                                } }
+                                (last_error(st.as_ref()))
                             }
                         }
                     }
@@ -225,7 +239,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
     let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
         return super::pages::not_found(s, "There is no account with this name.");
     };
-    let st = ctx.accounts.get(name).map(|h| h.status());
+    let st = ctx.account(name).map(|h| h.status());
     let base = layout::account_url(name);
     let hooks = written_webhooks(ctx, name);
     let body = html! {

@@ -99,18 +99,28 @@ fn setup_form(username: &str, error: Option<&str>) -> Markup {
     )
 }
 
+/// The checks of the two forms posted without a session (setup and login):
+/// from this site, and not from an address locked out by failed attempts.
+/// Returns the form's fields.
+fn unauthenticated_form(ctx: &Ctx, req: &Req) -> Result<BTreeMap<String, String>, Reply> {
+    if !same_origin(req, false) {
+        return Err(forbidden("Cross-origin request refused."));
+    }
+    if ctx.limiter.blocked(req.client_ip) {
+        return Err(too_many());
+    }
+    Ok(fields(req))
+}
+
 pub fn setup_page(_ctx: &Ctx, _req: &Req) -> Reply {
     html(200, setup_form("", None))
 }
 
 pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
-    if !same_origin(req, false) {
-        return forbidden("Cross-origin request refused.");
-    }
-    if ctx.limiter.blocked(req.client_ip) {
-        return too_many();
-    }
-    let f = fields(req);
+    let f = match unauthenticated_form(ctx, req) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
     let username = get("username").trim();
     let again = |msg: &str| html(400, setup_form(username, Some(msg)));
@@ -198,13 +208,10 @@ pub fn login_page(ctx: &Ctx, req: &Req) -> Reply {
 }
 
 pub fn login_post(ctx: &Ctx, req: &Req) -> Reply {
-    if !same_origin(req, false) {
-        return forbidden("Cross-origin request refused.");
-    }
-    if ctx.limiter.blocked(req.client_ip) {
-        return too_many();
-    }
-    let f = fields(req);
+    let f = match unauthenticated_form(ctx, req) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
     let (user, next) = (
         get("username"),
@@ -258,7 +265,7 @@ fn back(req: &Req, fallback: &str) -> String {
 }
 
 pub fn account_command(ctx: &Ctx, req: &Req, name: &str, cmd: &str) -> Reply {
-    let (Some(h), Some(command)) = (ctx.accounts.get(name), Command::parse(cmd)) else {
+    let (Some(h), Some(command)) = (ctx.account(name), Command::parse(cmd)) else {
         return super::pages::not_found_bare("There is no such account or command.");
     };
     match h.send(command) {
@@ -279,7 +286,7 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     };
     match ctx.store.retry_failed(id) {
         Ok(Some(account)) => {
-            if let Some(h) = ctx.accounts.get(&account) {
+            if let Some(h) = ctx.account(&account) {
                 let _ = h.send(Command::Process);
             }
             log::info!("{account}: email {id} put back in line from the dashboard");
@@ -287,5 +294,51 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
         }
         Ok(None) => super::pages::not_found_bare("There is no failed email with this id."),
         Err(e) => super::pages::error_page(&e.to_string()),
+    }
+}
+
+/// The configuration editor's post: YAML through the path of
+/// `PUT /api/config`.
+pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
+    use super::pages::{config, ConfigOutcome};
+    let text = fields(req).remove("yaml").unwrap_or_default();
+    let refused = |problems| {
+        config(
+            ctx,
+            s,
+            Some(ConfigOutcome::Refused {
+                text: text.clone(),
+                problems,
+            }),
+        )
+    };
+    let raw: serde_norway::Value = if text.trim().is_empty() {
+        serde_norway::Value::Mapping(Default::default())
+    } else {
+        match serde_norway::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => return refused(vec![format!("config: {e}")]),
+        }
+    };
+    match ctx.live.replace(raw) {
+        Ok(a) => {
+            log::info!("{}: configuration changed from the dashboard", s.user);
+            let mut lines = Vec::new();
+            let mut say = |what: &str, names: &[String]| {
+                if !names.is_empty() {
+                    lines.push(format!("{what}: {}", names.join(", ")));
+                }
+            };
+            say("Accounts started", &a.started);
+            say("Accounts stopped", &a.stopped);
+            say("Accounts restarted", &a.restarted);
+            say(
+                "Needs a restart of the service to take effect",
+                &a.restart_required,
+            );
+            config(ctx, s, Some(ConfigOutcome::Applied(lines)))
+        }
+        Err(crate::live::ChangeError::Invalid(problems)) => refused(problems),
+        Err(crate::live::ChangeError::Write(e)) => super::pages::error_page(&e),
     }
 }

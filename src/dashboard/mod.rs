@@ -300,7 +300,8 @@ pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
         (true, ["failed"]) => (pages::failed(ctx, &s), "/failed"),
         (true, ["webhooks"]) => (pages::deliveries(ctx, req, &s), "/webhooks"),
         (true, ["logs"]) => (pages::logs(ctx, req, &s), "/logs"),
-        (true, ["config"]) => (pages::config(ctx, &s), "/config"),
+        (true, ["config"]) => (pages::config(ctx, &s, None), "/config"),
+        (false, ["config"]) => (forms::save_config(ctx, req, &s), "/config"),
         _ => (
             method_not_allowed(if get { "POST" } else { "GET" }),
             "/dashboard",

@@ -5,7 +5,7 @@
 
 use maud::{html, Markup};
 
-use super::account::controls;
+use super::account::{controls, last_error, name_and_state};
 use super::layout::{self, actions_text, badge, notice, thousands, time_iso, time_ms};
 use super::{chart, html, Session};
 use crate::actions::ActionKind;
@@ -141,7 +141,7 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
             h2 #h-accounts { "Accounts" }
             @if loaded.config.accounts.is_empty() {
                 p.empty { "No account is configured. Add one under " code { "accounts:" }
-                    " in the configuration file and restart." }
+                    " on the " a href="/config" { "configuration" } " page." }
             }
             div.scroll {
                 table.cards {
@@ -152,18 +152,14 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
                     } }
                     tbody {
                         @for a in &loaded.config.accounts {
-                            @let st = ctx.accounts.get(&a.name).map(|h| h.status());
+                            @let st = ctx.account(&a.name).map(|h| h.status());
                             tr {
-                                th scope="row" { a href=(layout::account_url(&a.name)) { (a.name) } }
-                                td data-label="State" { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+                                (name_and_state(&a.name, st.as_ref()))
                                 td.nowrap data-label="Last processed" { @match st.as_ref().and_then(|s| s.last_processed_at) {
                                     Some(t) => (time_ms(t)),
                                     None => span.muted { "never" },
                                 } }
-                                td.clip data-label="Last error" { @match st.as_ref().and_then(|s| s.last_error.clone()) {
-                                    Some(e) => span.err { (e) },
-                                    None => span.muted { "none" },
-                                } }
+                                (last_error(st.as_ref()))
                                 td { (controls(&a.name, st.as_ref(), &s.csrf, "/")) }
                             }
                         }
@@ -461,16 +457,54 @@ pub fn logs(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     html(200, layout::page("Logs", "/logs", s, body))
 }
 
-pub fn config(ctx: &Ctx, s: &Session) -> Reply {
+/// What became of a configuration posted from the editor.
+pub enum ConfigOutcome {
+    /// Applied; the lines say what changed.
+    Applied(Vec<String>),
+    /// Refused; the text as posted is shown again with the problems.
+    Refused { text: String, problems: Vec<String> },
+}
+
+/// The configuration editor: the file as YAML, secrets masked. Saving sends
+/// it through the path of `PUT /api/config` (validated, written, applied).
+pub fn config(ctx: &Ctx, s: &Session, outcome: Option<ConfigOutcome>) -> Reply {
     let loaded = ctx.config();
-    let redacted = config::redacted_json(&loaded.raw);
-    let text = serde_norway::to_string(&redacted)
-        .unwrap_or_else(|_| serde_json::to_string_pretty(&redacted).unwrap_or_default());
-    let body = html! {
-        p { "Read from " code { (loaded.path.display()) } ". Secrets read "
-            code { (config::MASK) } "; " code { "${NAME}" } " references are shown as written. "
-            "To change the configuration, edit the file and restart the service." }
-        pre.config { code { (text) } }
+    let current = || {
+        let redacted = config::redacted_json(&loaded.raw);
+        serde_norway::to_string(&redacted)
+            .unwrap_or_else(|_| serde_json::to_string_pretty(&redacted).unwrap_or_default())
     };
-    html(200, layout::page("Configuration", "/config", s, body))
+    let (text, problems, applied) = match outcome {
+        None => (current(), Vec::new(), None),
+        Some(ConfigOutcome::Applied(lines)) => (current(), Vec::new(), Some(lines)),
+        Some(ConfigOutcome::Refused { text, problems }) => (text, problems, None),
+    };
+    let status = if problems.is_empty() { 200 } else { 400 };
+    let body = html! {
+        p { "Edits " code { (loaded.path.display()) } ". Secrets read "
+            code { (config::MASK) } ": leave them so to keep the stored value, or write a new one. "
+            code { "${NAME}" } " references stay references. Saving validates the whole file first; "
+            "nothing is written unless it is valid. The previous file is kept as "
+            code { (config::backup_path(&loaded.path).display()) } "." }
+        @if let Some(lines) = &applied {
+            (notice("ok", "Configuration saved and applied."))
+            @if !lines.is_empty() {
+                ul.changes { @for l in lines { li { (l) } } }
+            }
+        }
+        @if !problems.is_empty() {
+            div #config-problems.notice.error role="alert" {
+                p { "Not saved: " (problems.len()) " problem(s)." }
+                ul { @for p in &problems { li { code { (p) } } } }
+            }
+        }
+        form.stack.editor method="post" action="/config" aria-label="Edit the configuration" {
+            input type="hidden" name="_csrf" value=(s.csrf);
+            label for="config-yaml" { "config.yaml" }
+            textarea #config-yaml.config name="yaml" rows="30" spellcheck="false"
+                aria-describedby=[(!problems.is_empty()).then_some("config-problems")] { (text) }
+            button type="submit" { "Validate and save" }
+        }
+    };
+    html(status, layout::page("Configuration", "/config", s, body))
 }

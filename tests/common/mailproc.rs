@@ -147,8 +147,18 @@ impl Mailproc {
             if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("mailproc exited early ({st}):\n{}", self.log());
             }
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
+            // The port is bound before anything else starts; ready is when
+            // an HTTP worker answers (start-up, setup code included, is done).
+            if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
+                use std::io::{Read, Write};
+                let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut first = [0u8; 5];
+                if c.write_all(b"GET /health HTTP/1.0\r\n\r\n").is_ok()
+                    && c.read_exact(&mut first).is_ok()
+                    && &first == b"HTTP/"
+                {
+                    return;
+                }
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod dovecot;
+pub mod hooks;
 pub mod local_model;
 pub mod mailproc;
 pub mod model;

@@ -1,0 +1,362 @@
+//! The running configuration and the account workers it implies, changed
+//! while the service runs.
+//!
+//! Three ways lead here and all take the same path: `PUT /api/config`, the
+//! dashboard's configuration editor ([`Live::replace`]: a new tree, written
+//! to the file first) and SIGHUP ([`Live::reload`]: the file as it is now).
+//! A new configuration is validated by the code `mailproc check-config` runs
+//! before anything changes; then it is applied:
+//!
+//! - accounts added are started, removed ones stopped (the batch in hand is
+//!   finished first), changed ones (their own settings or their provider's)
+//!   stopped and started again with their paused state; their watermarks
+//!   live in the store, so nothing is fetched twice;
+//! - webhooks, API keys, the server token, trusted proxies and everything
+//!   else read per request or per message take effect at once (handlers and
+//!   workers read [`Live::config`] each time);
+//! - settings only a restart can change are reported in
+//!   [`Applied::restart_required`] and keep their running values.
+//!
+//! One change at a time: a mutex around the whole of validate, write and
+//! apply serialises concurrent requests and signals, so the file is always
+//! one complete version and the running state matches the last one applied.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::account::{Command, Handle, Registry};
+use crate::classify::{Pool, Provider, Rules};
+use crate::config::{AccountConfig, Config, ConfigError, Loaded, ProviderConfig};
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::webhook::Webhooks;
+
+/// What the workers need that does not change with the configuration.
+pub struct Deps {
+    pub store: Arc<Store>,
+    pub metrics: Arc<Metrics>,
+    pub webhooks: Arc<Webhooks>,
+    pub pool: Arc<Pool>,
+}
+
+/// One running account worker.
+struct Running {
+    handle: Arc<Handle>,
+    thread: JoinHandle<()>,
+    account: AccountConfig,
+    provider: Option<ProviderConfig>,
+}
+
+/// The workers, changed only under [`Live::fleet`]'s lock.
+struct Fleet {
+    running: BTreeMap<String, Running>,
+    providers: HashMap<String, Arc<Provider>>,
+}
+
+pub struct Live {
+    loaded: RwLock<Arc<Loaded>>,
+    accounts: RwLock<Registry>,
+    fleet: Mutex<Fleet>,
+    deps: Deps,
+}
+
+/// The outcome of a configuration change.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Settings that differ but keep their running value until a restart,
+    /// as paths: `server.port`.
+    pub restart_required: Vec<String>,
+    pub started: Vec<String>,
+    pub stopped: Vec<String>,
+    pub restarted: Vec<String>,
+}
+
+#[derive(Debug)]
+pub enum ChangeError {
+    /// The new configuration is not valid; nothing changed.
+    Invalid(Vec<String>),
+    /// It is valid but could not be written; nothing changed.
+    Write(String),
+}
+
+impl std::fmt::Display for ChangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChangeError::Invalid(problems) => write!(f, "{}", problems.join("; ")),
+            ChangeError::Write(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<ConfigError> for ChangeError {
+    fn from(e: ConfigError) -> Self {
+        ChangeError::Invalid(e.problems)
+    }
+}
+
+impl Live {
+    /// Starts a worker for every account of `loaded`.
+    pub fn start(loaded: Loaded, deps: Deps) -> Result<Live, String> {
+        let providers =
+            crate::classify::providers(&loaded.config.classifier.providers, &deps.metrics)?;
+        let live = Live {
+            loaded: RwLock::new(Arc::new(loaded)),
+            accounts: RwLock::new(Registry::new()),
+            fleet: Mutex::new(Fleet {
+                running: BTreeMap::new(),
+                providers,
+            }),
+            deps,
+        };
+        {
+            let config = live.config();
+            let mut fleet = live.fleet.lock();
+            for a in &config.config.accounts {
+                live.start_account(&mut fleet, &config.config, a, false)?;
+            }
+        }
+        Ok(live)
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> Arc<Loaded> {
+        self.loaded.read().clone()
+    }
+
+    /// Every running account by name (a snapshot).
+    pub fn accounts(&self) -> Registry {
+        self.accounts.read().clone()
+    }
+
+    pub fn account(&self, name: &str) -> Option<Arc<Handle>> {
+        self.accounts.read().get(name).cloned()
+    }
+
+    /// Validates `raw` (a whole configuration as written, secrets possibly
+    /// masked as `GET /api/config` shows them), writes it to the file and
+    /// applies it.
+    pub fn replace(&self, mut raw: serde_norway::Value) -> Result<Applied, ChangeError> {
+        let mut fleet = self.fleet.lock();
+        let current = self.config();
+        crate::config::unmask(&mut raw, &current.raw).map_err(ChangeError::Invalid)?;
+        let config = crate::config::from_tree(&raw, &|name| std::env::var(name).ok())?;
+        let text = serde_norway::to_string(&raw)
+            .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
+        crate::config::write_atomically(&current.path, &text).map_err(|e| {
+            ChangeError::Write(format!("cannot write {}: {e}", current.path.display()))
+        })?;
+        log::info!("configuration written to {}", current.path.display());
+        let loaded = Loaded {
+            config,
+            raw,
+            path: current.path.clone(),
+        };
+        Ok(self.apply(&mut fleet, loaded))
+    }
+
+    /// Reads the file again (SIGHUP) and applies it when valid; when it is
+    /// not, the running configuration stays and the problems are returned.
+    pub fn reload(&self) -> Result<Applied, ChangeError> {
+        let mut fleet = self.fleet.lock();
+        let loaded = crate::config::load(&self.config().path)?;
+        Ok(self.apply(&mut fleet, loaded))
+    }
+
+    fn apply(&self, fleet: &mut Fleet, new: Loaded) -> Applied {
+        let old = self.config();
+        let mut applied = Applied {
+            restart_required: restart_required(&old.config, &new.config),
+            ..Applied::default()
+        };
+        // Providers first: a changed one is rebuilt, and so is every account
+        // using it (below). One that cannot be built keeps the old one.
+        for p in &new.config.classifier.providers {
+            let same = old.config.classifier.providers.iter().any(|o| o == p);
+            if same && fleet.providers.contains_key(&p.name) {
+                continue;
+            }
+            match Provider::new(p.clone(), self.deps.metrics.clone()) {
+                Ok(built) => {
+                    fleet.providers.insert(p.name.clone(), Arc::new(built));
+                }
+                Err(e) => log::error!("provider {}: {e}; keeping the previous one", p.name),
+            }
+        }
+        fleet.providers.retain(|name, _| {
+            new.config
+                .classifier
+                .providers
+                .iter()
+                .any(|p| &p.name == name)
+        });
+
+        // Stop what is gone or changed; all of them at once, then wait.
+        let provider_of = |c: &Config, a: &AccountConfig| {
+            a.provider
+                .as_ref()
+                .and_then(|p| c.classifier.providers.iter().find(|x| &x.name == p))
+                .cloned()
+        };
+        let mut stopping = Vec::new();
+        let names: Vec<String> = fleet.running.keys().cloned().collect();
+        for name in names {
+            let wanted = new.config.accounts.iter().find(|a| a.name == name);
+            let keep = wanted.is_some_and(|a| {
+                let r = &fleet.running[&name];
+                r.account == *a && r.provider == provider_of(&new.config, a)
+            });
+            if keep {
+                continue;
+            }
+            let r = fleet.running.remove(&name).expect("listed above");
+            let _ = r.handle.send(Command::Shutdown);
+            stopping.push((name, r, wanted.is_some()));
+        }
+        // Visible to the API from now on: a stopped account is gone, a
+        // restarting one comes back below.
+        *self.loaded.write() = Arc::new(new);
+        let mut paused = HashMap::new();
+        for (name, r, again) in stopping {
+            let _ = r.thread.join();
+            self.accounts.write().remove(&name);
+            if again {
+                paused.insert(name.clone(), r.handle.is_paused());
+                applied.restarted.push(name);
+            } else {
+                log::info!("{name}: account removed from the configuration; stopped");
+                applied.stopped.push(name);
+            }
+        }
+
+        let config = self.config();
+        for a in &config.config.accounts {
+            if fleet.running.contains_key(&a.name) {
+                continue;
+            }
+            let was_paused = paused.get(&a.name).copied().unwrap_or(false);
+            match self.start_account(fleet, &config.config, a, was_paused) {
+                Ok(()) if paused.contains_key(&a.name) => {
+                    log::info!("{}: account changed; restarted", a.name)
+                }
+                Ok(()) => {
+                    log::info!("{}: account added; started", a.name);
+                    applied.started.push(a.name.clone());
+                }
+                // Only a thread that cannot be spawned ends up here.
+                Err(e) => log::error!("{}: cannot start: {e}", a.name),
+            }
+        }
+        self.deps.webhooks.reload(&config.config);
+        if !applied.restart_required.is_empty() {
+            log::warn!(
+                "configuration applied; these settings keep their running values until a restart: {}",
+                applied.restart_required.join(", ")
+            );
+        } else {
+            log::info!("configuration applied");
+        }
+        applied
+    }
+
+    fn start_account(
+        &self,
+        fleet: &mut Fleet,
+        config: &Config,
+        a: &AccountConfig,
+        paused: bool,
+    ) -> Result<(), String> {
+        let (handle, commands) = Handle::new(&a.name);
+        if paused {
+            let _ = handle.send(Command::Pause);
+        }
+        self.deps.metrics.init_account(&a.name);
+        let provider_config = a
+            .provider
+            .as_ref()
+            .and_then(|p| config.classifier.providers.iter().find(|x| &x.name == p))
+            .cloned();
+        let worker = crate::imap::Worker {
+            account: Arc::new(a.clone()),
+            handle: handle.clone(),
+            commands,
+            store: self.deps.store.clone(),
+            metrics: self.deps.metrics.clone(),
+            webhooks: self.deps.webhooks.clone(),
+            provider: a
+                .provider
+                .as_ref()
+                .and_then(|p| fleet.providers.get(p).cloned()),
+            pool: self.deps.pool.clone(),
+            rules: Rules::new(&a.rules).map_err(|e| format!("account {}: {e}", a.name))?,
+        };
+        let thread = crate::imap::spawn(worker).map_err(|e| e.to_string())?;
+        self.accounts.write().insert(a.name.clone(), handle.clone());
+        fleet.running.insert(
+            a.name.clone(),
+            Running {
+                handle,
+                thread,
+                account: a.clone(),
+                provider: provider_config,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops every account: each finishes the batch in hand.
+    pub fn shutdown(&self) {
+        let mut fleet = self.fleet.lock();
+        for r in fleet.running.values() {
+            let _ = r.handle.send(Command::Shutdown);
+        }
+        for (_, r) in std::mem::take(&mut fleet.running) {
+            let _ = r.thread.join();
+        }
+    }
+}
+
+/// Settings read once at start-up, by path, that differ between `old` and
+/// `new`.
+pub fn restart_required(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |path: &str, differs: bool| {
+        if differs {
+            out.push(path.to_string());
+        }
+    };
+    check("server.bind", old.server.bind != new.server.bind);
+    check("server.port", old.server.port != new.server.port);
+    check("server.workers", old.server.workers != new.server.workers);
+    check("storage.path", old.storage.path != new.storage.path);
+    check(
+        "classifier.concurrency",
+        old.classifier.concurrency != new.classifier.concurrency,
+    );
+    check(
+        "dashboard.session_secret",
+        old.dashboard.session_secret != new.dashboard.session_secret,
+    );
+    check("log_level", old.log_level != new.log_level);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_start_up_settings_need_a_restart() {
+        let parse = |text: &str| crate::config::parse(text, &|_| None).unwrap().0;
+        let old = parse("server: { port: 8080 }\n");
+        let same = parse("server: { port: 8080, auth_token: abcdefghijklmnopqrstuvwxyz012345 }\n");
+        assert!(restart_required(&old, &same).is_empty());
+        let new = parse("server: { port: 9090, workers: 2 }\nstorage: { path: /tmp/x.db }\n");
+        assert_eq!(
+            restart_required(&old, &new),
+            ["server.port", "server.workers", "storage.path"]
+        );
+    }
+}

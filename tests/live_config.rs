@@ -1,0 +1,351 @@
+//! Live configuration: `PUT /api/config` and SIGHUP against the real binary
+//! and a real Dovecot. Every change goes through validation, an atomic write
+//! (the old file kept as `config.yaml.bak`) and is applied without a restart.
+
+mod common;
+
+use std::time::Duration;
+
+use common::dovecot::Dovecot;
+use common::mailproc::Mailproc;
+use serde_json::{json, Value};
+
+const TOKEN: &str = "admin-token-0123456789abcdefghijklmnop";
+
+fn msg(id: &str, subject: &str, extra: &str) -> Vec<u8> {
+    format!(
+        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
+         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n{extra}\
+         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {subject}.\r\n"
+    )
+    .into_bytes()
+}
+
+/// An account on `d` as YAML lines (two-space list item), with a `rules`
+/// block moving subjects that match `pattern` to `folder`.
+fn account(d: &Dovecot, name: &str, user: &str, pattern: &str, folder: &str) -> String {
+    format!(
+        "  - name: {name}\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: {user}, password: \"${{PASS_{name}}}\" }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Lists, Receipts, Work], create: true }}\n    \
+         backlog: all\n    poll_interval: 30s\n    \
+         rules:\n      - {{ name: sort, when: {{ subject: \"{pattern}\" }}, actions: [ {{ type: move, folder: {folder} }} ] }}\n",
+        d.imap_port
+    )
+}
+
+fn base(accounts: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}}, auth_token: {TOKEN} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         dashboard:\n  api_keys:\n    - {{ name: reader, key: reader-key-0123456789abcdefghijkl, permissions: [read:stats] }}\n\
+         accounts:\n{accounts}"
+    )
+}
+
+fn env() -> Vec<(&'static str, &'static str)> {
+    vec![("PASS_one", "secret"), ("PASS_two", "secret2")]
+}
+
+fn get(m: &Mailproc, path: &str) -> common::mailproc::Resp {
+    m.get_with(path, TOKEN)
+}
+
+fn put(m: &Mailproc, body: &str) -> common::mailproc::Resp {
+    let auth = format!("Bearer {TOKEN}");
+    m.request(
+        "PUT",
+        "/api/config",
+        &[("Authorization", &auth)],
+        Some(body),
+    )
+}
+
+fn current(m: &Mailproc) -> Value {
+    let r = get(m, "/api/config");
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body
+}
+
+fn file(m: &Mailproc) -> String {
+    std::fs::read_to_string(&m.config_path).unwrap()
+}
+
+fn moved_to(d: &Dovecot, user: &str, id: &str) -> Option<String> {
+    d.messages(user)
+        .into_iter()
+        .find(|x| x.message_id == format!("<{id}@mailproc.test>"))
+        .map(|x| x.mailbox)
+}
+
+fn wait_in(m: &Mailproc, d: &Dovecot, user: &str, id: &str, folder: &str) {
+    m.wait_for(
+        Duration::from_secs(30),
+        &format!("{id} in {folder}"),
+        || (moved_to(d, user, id).as_deref() == Some(folder)).then_some(()),
+    );
+}
+
+fn start() -> (Dovecot, Mailproc) {
+    let d = Dovecot::start();
+    d.add_user("two", "secret2");
+    let m = Mailproc::start_with_env(
+        &base(&account(&d, "one", "test", "(?i)invoice", "Receipts")),
+        &env(),
+    );
+    (d, m)
+}
+
+#[test]
+fn invalid_configurations_change_nothing() {
+    let (_d, m) = start();
+    let before = file(&m);
+
+    // Two problems, both listed with their paths; the file is untouched.
+    let mut c = current(&m);
+    c["accounts"][0]["imap"]["port"] = json!(70000);
+    c["accounts"][0]["rules"][0]["when"]["subject"] = json!("(unclosed");
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(r.body["success"], json!(false));
+    let problems: Vec<String> = r.body["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("accounts[0].imap.port")),
+        "{problems:?}"
+    );
+    assert_eq!(file(&m), before);
+    assert!(!m.config_path.with_file_name("config.yaml.bak").exists());
+
+    // An unknown key, by its path.
+    let mut c = current(&m);
+    c["server"]["prot"] = json!(1);
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("prot"), "{}", r.text);
+
+    // A mask with no stored secret behind it: write the secret out.
+    let mut c = current(&m);
+    c["server"]["auth_token"] = json!("********");
+    c["accounts"][0]["name"] = json!("renamed");
+    c["accounts"][0]["imap"]["password"] = json!("********");
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.text.contains("accounts[0].imap.password: reads ********"),
+        "{}",
+        r.text
+    );
+
+    // Not JSON, not an object, too large, no permission.
+    assert_eq!(put(&m, "accounts: []").status, 400);
+    assert_eq!(put(&m, "[1, 2]").status, 400);
+    let big = format!("{{\"x\": \"{}\"}}", "a".repeat(1 << 20));
+    assert_eq!(put(&m, &big).status, 413);
+    let reader = m.request(
+        "PUT",
+        "/api/config",
+        &[("Authorization", "Bearer reader-key-0123456789abcdefghijkl")],
+        Some(&current(&m).to_string()),
+    );
+    assert_eq!(reader.status, 403, "{}", reader.text);
+    assert_eq!(file(&m), before);
+
+    // The service runs on as before.
+    assert!(get(&m, "/health").body["accounts"]["one"]
+        .as_str()
+        .is_some());
+}
+
+#[test]
+fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
+    let (d, m) = start();
+    let before = file(&m);
+    d.seed("test", "INBOX", &msg("inv1", "Invoice 1", ""));
+    wait_in(&m, &d, "test", "inv1", "Receipts");
+
+    // Add account `two`, change `one`'s rule, add an API key: one PUT, from
+    // what GET gave (masks and ${NAME} references as they were).
+    let mut c = current(&m);
+    assert_eq!(c["accounts"][0]["imap"]["password"], json!("${PASS_one}"));
+    assert_eq!(c["server"]["auth_token"], json!("********"));
+    c["accounts"][0]["rules"][0]["when"]["subject"] = json!("(?i)report");
+    c["accounts"][0]["rules"][0]["actions"][0]["folder"] = json!("Work");
+    // The new account as the API shows accounts: the YAML of `account`.
+    let yaml = base(&account(&d, "two", "two", "(?i)hello", "Lists"));
+    let tree: Value =
+        serde_norway::from_str(&yaml.replace("{PORT}", "1").replace("{DIR}", "/x")).unwrap();
+    let two = tree["accounts"][0].clone();
+    c["accounts"].as_array_mut().unwrap().push(two);
+    c["dashboard"]["api_keys"].as_array_mut().unwrap().push(json!({
+        "name": "ops", "key": "ops-key-0123456789abcdefghijklmnopq", "permissions": ["read:stats"]
+    }));
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["success"], json!(true));
+    assert_eq!(r.body["restartRequired"], json!([]));
+    assert_eq!(r.body["started"], json!(["two"]));
+    assert_eq!(r.body["restarted"], json!(["one"]));
+
+    // The file: the new version, no secret where a reference or a literal
+    // stood; the old one kept beside it.
+    let written = file(&m);
+    assert!(
+        written.contains("${PASS_one}") && written.contains("${PASS_two}"),
+        "{written}"
+    );
+    assert!(!written.contains("secret2"), "{written}");
+    assert!(
+        written.contains(TOKEN),
+        "a literal secret is kept as written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.config_path.with_file_name("config.yaml.bak")).unwrap(),
+        before
+    );
+    let shown = get(&m, "/api/config").text;
+    assert!(
+        !shown.contains(TOKEN) && !shown.contains("ops-key-"),
+        "{shown}"
+    );
+
+    // The new account sorts mail without a restart; the changed rule decides
+    // the next message of the old one.
+    d.seed("two", "INBOX", &msg("hello2", "Hello there", ""));
+    wait_in(&m, &d, "two", "hello2", "Lists");
+    d.seed("test", "INBOX", &msg("rep1", "Report Q3", ""));
+    d.seed("test", "INBOX", &msg("inv2", "Invoice 2", ""));
+    wait_in(&m, &d, "test", "rep1", "Work");
+    m.wait_for(Duration::from_secs(15), "inv2 recorded", || {
+        let r = get(&m, "/api/activity?search=Invoice%202");
+        (r.body["total"] == json!(1)).then_some(())
+    });
+    assert_eq!(moved_to(&d, "test", "inv2").as_deref(), Some("INBOX"));
+    assert_eq!(moved_to(&d, "test", "inv1").as_deref(), Some("Receipts"));
+
+    // The new key works at once.
+    assert_eq!(
+        m.get_with("/api/stats", "ops-key-0123456789abcdefghijklmnopq")
+            .status,
+        200
+    );
+
+    // Remove account `one` and the key `reader`; pause `two` first, so its
+    // restart (its provider is unchanged, but say its poll changes) keeps it.
+    assert_eq!(
+        m.post_with("/api/accounts/two/pause", TOKEN, "").status,
+        200
+    );
+    let mut c = current(&m);
+    c["accounts"].as_array_mut().unwrap().remove(0);
+    c["accounts"][0]["poll_interval"] = json!("20s");
+    c["dashboard"]["api_keys"].as_array_mut().unwrap().remove(0);
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["stopped"], json!(["one"]));
+    assert_eq!(r.body["restarted"], json!(["two"]));
+    let accounts = get(&m, "/api/accounts").body["accounts"].clone();
+    let names: Vec<&str> = accounts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["two"], "{accounts}");
+    assert_eq!(accounts[0]["paused"], json!(true), "{accounts}");
+    assert!(get(&m, "/health").body["accounts"].get("one").is_none());
+    assert!(m
+        .log()
+        .contains("one: account removed from the configuration; stopped"));
+    assert_eq!(
+        m.get_with("/api/stats", "reader-key-0123456789abcdefghijkl")
+            .status,
+        401
+    );
+    assert_eq!(
+        m.get_with("/api/stats", "ops-key-0123456789abcdefghijklmnopq")
+            .status,
+        200
+    );
+
+    // A removed account's mail is left alone.
+    d.seed("test", "INBOX", &msg("rep2", "Report Q4", ""));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(moved_to(&d, "test", "rep2").as_deref(), Some("INBOX"));
+
+    // A restart-only setting is applied to the file and reported.
+    let mut c = current(&m);
+    c["server"]["workers"] = json!(2);
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["restartRequired"], json!(["server.workers"]));
+}
+
+#[test]
+fn concurrent_puts_leave_one_whole_version() {
+    let (d, m) = start();
+    let mut a = current(&m);
+    a["accounts"][0]["poll_interval"] = json!("11s");
+    let mut b = current(&m);
+    b["accounts"][0]["poll_interval"] = json!("22s");
+    b["accounts"][0]["folders"]["allowed"] = json!(["Lists", "Receipts", "Work", "Other"]);
+    let (a, b) = (a.to_string(), b.to_string());
+    std::thread::scope(|s| {
+        let ta = s.spawn(|| put(&m, &a));
+        let tb = s.spawn(|| put(&m, &b));
+        assert_eq!(ta.join().unwrap().status, 200);
+        assert_eq!(tb.join().unwrap().status, 200);
+    });
+    let written = file(&m);
+    let poll = |text: &str| -> String {
+        let v: serde_norway::Value = serde_norway::from_str(text).unwrap();
+        v["accounts"][0]["poll_interval"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let won = poll(&written);
+    assert!(won == "11s" || won == "22s", "{written}");
+    // The file is one version whole, and the running configuration is it.
+    assert_eq!(written.contains("Other"), won == "22s", "{written}");
+    assert_eq!(current(&m)["accounts"][0]["poll_interval"], json!(won));
+    let (code, out, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    drop(d);
+}
+
+#[test]
+fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
+    let (d, mut m) = start();
+    d.seed("test", "INBOX", &msg("inv1", "Invoice 1", ""));
+    wait_in(&m, &d, "test", "inv1", "Receipts");
+
+    // A broken file: logged with its problem, the old configuration kept.
+    m.write_config(&base(&account(&d, "one", "test", "(unclosed", "Receipts")));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the reload refused", || {
+        m.log()
+            .contains("the running configuration is kept")
+            .then_some(())
+    });
+    assert!(m.log().contains("accounts[0].rules[0]"), "{}", m.log());
+    d.seed("test", "INBOX", &msg("inv2", "Invoice 2", ""));
+    wait_in(&m, &d, "test", "inv2", "Receipts");
+
+    // A good file: applied, the rule changes the next decision.
+    m.write_config(&base(&account(&d, "one", "test", "(?i)report", "Work")));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the reload applied", || {
+        (current(&m)["accounts"][0]["rules"][0]["when"]["subject"] == json!("(?i)report"))
+            .then_some(())
+    });
+    d.seed("test", "INBOX", &msg("rep1", "Report", ""));
+    wait_in(&m, &d, "test", "rep1", "Work");
+    assert_eq!(get(&m, "/health").status, 200);
+    let status = m.terminate().expect("exits");
+    assert!(status.success(), "{status:?}");
+}
