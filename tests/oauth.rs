@@ -142,6 +142,15 @@ fn xoauth2_sign_in_processes_mail_and_secrets_stay_masked() {
     assert_eq!(o["client_secret"], "********", "{o}");
     assert_eq!(o["refresh_token"], "${REFRESH_TOKEN}", "{o}");
     assert_no_secrets(&c.text, &t, "GET /api/config");
+
+    // PUT back as shown: the masked client secret is kept as stored, the
+    // reference stays a reference, and no token lands in the file.
+    let r = m.request("PUT", "/api/config", &[], Some(&c.body.to_string()));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let file = std::fs::read_to_string(&m.config_path).unwrap();
+    assert!(file.contains(CLIENT_SECRET), "{file}");
+    assert!(file.contains("${REFRESH_TOKEN}"), "{file}");
+    assert!(!file.contains(REFRESH), "{file}");
     assert_no_secrets(&m.log(), &t, "the log");
 }
 
