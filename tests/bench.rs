@@ -6,6 +6,8 @@
 //! nothing here asserts a time.
 
 mod common;
+#[path = "bench/sidebyside.rs"]
+mod sidebyside;
 
 use std::time::{Duration, Instant};
 
@@ -37,7 +39,31 @@ fn pct(mut v: Vec<f64>, p: f64) -> f64 {
     v[i]
 }
 
-fn processed(m: &Mailproc) -> u64 {
+/// One line of the report.
+pub struct Row {
+    pub what: String,
+    pub result: String,
+    pub target: String,
+    pub peer: String,
+    pub note: String,
+}
+
+fn row(
+    what: impl Into<String>,
+    result: impl Into<String>,
+    target: &str,
+    note: impl Into<String>,
+) -> Row {
+    Row {
+        what: what.into(),
+        result: result.into(),
+        target: target.into(),
+        peer: String::new(),
+        note: note.into(),
+    }
+}
+
+pub fn processed(m: &Mailproc) -> u64 {
     m.get("/api/stats").body["total_processed"]
         .as_u64()
         .unwrap_or(0)
@@ -73,7 +99,7 @@ fn time_get(m: &Mailproc, path: &str, n: usize) -> f64 {
     )
 }
 
-fn api_over_100k(rows: &mut Vec<(String, String, String)>) {
+fn api_over_100k(rows: &mut Vec<Row>) {
     let mut m = Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\", activity_retention: 3650d }\n");
     {
         let store = Store::open(&m.db_path()).unwrap();
@@ -126,10 +152,12 @@ fn api_over_100k(rows: &mut Vec<(String, String, String)>) {
             .collect();
         let t = Instant::now();
         store.insert_history_bulk(&batch).unwrap();
-        rows.push((
-            "store: insert 100,000 activity rows (one transaction)".into(),
+        store.index_search().unwrap();
+        rows.push(row(
+            "store: insert 100,000 activity rows (one transaction)",
             format!("{:.2} s", t.elapsed().as_secs_f64()),
-            "".into(),
+            "",
+            "",
         ));
     }
     m.spawn(&[]);
@@ -155,40 +183,16 @@ fn api_over_100k(rows: &mut Vec<(String, String, String)>) {
             "/api/activity?search=invoice&actionType=read&page=50",
         ),
     ] {
-        rows.push((
+        rows.push(row(
             format!("{label}, 100,000 rows"),
             format!("{:.1} ms", time_get(&m, path, 30)),
-            "median of 30, over HTTP".into(),
+            "",
+            "median of 30, over HTTP",
         ));
     }
 }
 
-fn rules_throughput(rows: &mut Vec<(String, String, String)>) {
-    let n = 5000;
-    let d = Dovecot::start();
-    let raws: Vec<Vec<u8>> = (0..n)
-        .map(|i| match i % 3 {
-            0 => msg(i, &format!("Digest {i}"), "List-Id: <l.example.org>\r\n"),
-            1 => msg(i, &format!("Invoice {i}"), ""),
-            _ => msg(i, &format!("Note {i}"), ""),
-        })
-        .collect();
-    d.seed_many("test", "INBOX", &raws);
-    let rules = "    rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists }, { type: read } ] }\n      - { name: inv, when: { subject: \"^Invoice\" }, actions: [ { type: move, folder: Receipts } ] }\n      - { name: rest, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
-    let t = Instant::now();
-    let m = Mailproc::start(&account_yaml(&d, None, rules));
-    m.wait_for(Duration::from_secs(600), "5000 processed", || {
-        (processed(&m) >= n as u64).then_some(())
-    });
-    let s = t.elapsed().as_secs_f64();
-    rows.push((
-        "rules-only backlog, 5,000 messages (start to last recorded)".into(),
-        format!("{:.0} msg/s", n as f64 / s),
-        format!("{s:.2} s in all, incl. start-up"),
-    ));
-}
-
-fn model_throughput(rows: &mut Vec<(String, String, String)>) {
+fn model_throughput(rows: &mut Vec<Row>) {
     for c in [1usize, 4, 8] {
         let n = if c == 1 { 50 } else { 200 };
         let d = Dovecot::start();
@@ -215,15 +219,16 @@ fn model_throughput(rows: &mut Vec<(String, String, String)>) {
         });
         let rate = n as f64 / t.elapsed().as_secs_f64();
         let ideal = c as f64 / 0.2;
-        rows.push((
+        rows.push(row(
             format!("model backlog, 200 ms model, concurrency {c} ({n} msgs)"),
             format!("{rate:.1} msg/s"),
+            "≥ 95 % of concurrency ÷ latency",
             format!("ideal {ideal:.0} msg/s, {:.0}% of it", rate / ideal * 100.0),
         ));
     }
 }
 
-fn new_mail_latency(rows: &mut Vec<(String, String, String)>) {
+fn new_mail_latency(rows: &mut Vec<Row>) {
     let d = Dovecot::start();
     let m = Mailproc::start(&account_yaml(
         &d,
@@ -245,14 +250,15 @@ fn new_mail_latency(rows: &mut Vec<(String, String, String)>) {
         // From delivery (doveadm save returned) to the record being visible.
         lat.push((t.elapsed() - seeded).as_secs_f64() * 1000.0);
     }
-    rows.push((
-        "new-mail latency through IDLE (100 deliveries)".into(),
+    rows.push(row(
+        "new-mail latency through IDLE (100 deliveries)",
         format!(
             "p50 {:.0} ms, p99 {:.0} ms",
             pct(lat.clone(), 0.5),
             pct(lat.clone(), 0.99)
         ),
-        "delivery by doveadm save to record visible in /api/stats (50 ms polling)".into(),
+        "",
+        "delivery by doveadm save to record visible in /api/stats (50 ms polling)",
     ));
 }
 
@@ -267,7 +273,7 @@ fn main() {
         api_over_100k(&mut rows);
     }
     if want("rules") {
-        rules_throughput(&mut rows);
+        sidebyside::run(&mut rows);
     }
     if want("model") {
         model_throughput(&mut rows);
@@ -275,9 +281,13 @@ fn main() {
     if want("latency") {
         new_mail_latency(&mut rows);
     }
-    let mut out = String::from("| measurement | result | note |\n|---|---|---|\n");
-    for (a, b, c) in &rows {
-        out.push_str(&format!("| {a} | {b} | {c} |\n"));
+    let mut out =
+        String::from("| measurement | result | target | peer | note |\n|---|---|---|---|---|\n");
+    for r in &rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.what, r.result, r.target, r.peer, r.note
+        ));
     }
     print!("{out}");
     let path = std::env::var("MAILPROC_BENCH_OUT")
