@@ -278,21 +278,18 @@ impl Runner {
                 continue;
             };
             let started = Instant::now();
-            let email = Email::parse_headers(raw);
-            let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, email.as_ref()));
+            // Only the fields rules read were fetched: a message with none
+            // of them is not broken, just one no rule can match by them (the
+            // model, which reads it whole, judges whether it parses at all).
+            let email = Email::parse_headers(raw).unwrap_or_default();
+            let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, Some(&email)));
             item.known = k.is_some();
-            match (k, email) {
-                (Some(k), _) if k.status == Status::Pending => {
+            match k {
+                Some(k) if k.status == Status::Pending => {
                     item.decision = Some(journalled(&k));
                     item.journalled = true;
                 }
-                (_, None) => {
-                    item.failure = Some(Failure {
-                        permanent: true,
-                        ..Failure::new("the message could not be parsed as RFC 822", "parse")
-                    });
-                }
-                (_, Some(email)) => {
+                _ => {
                     if let Some(c) = self.w.rules.classify(&email) {
                         item.decision = Some(c);
                         item.duration = started.elapsed();
