@@ -1,8 +1,11 @@
 //! New-mail latency while idling: from a delivery (`doveadm save` returned)
 //! to the activity row being committed and to the webhook arriving, over
-//! 200 deliveries. A bare IDLE client on the same mailbox measures the floor
-//! Dovecot sets (it waits about half a second before it notifies an idling
-//! client); mailproc's own share is the difference, delivery by delivery.
+//! 200 deliveries. A bare IDLE client on another user's INBOX, sent a copy
+//! of each message just before, measures the floor Dovecot sets (it waits
+//! half a second after a change before it notifies an idling client);
+//! mailproc's own share is the difference, delivery by delivery. (On the
+//! same mailbox the bare client would be woken early by mailproc's own
+//! flag changes, which arm Dovecot's timer.)
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -19,7 +22,7 @@ fn idle_client(port: u16, tx: mpsc::Sender<Instant>) {
     let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut c = imap::Client::new(tcp);
     c.read_greeting().unwrap();
-    let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+    let mut s = c.login("demo", "demo").map_err(|(e, _)| e).unwrap();
     s.select("INBOX").unwrap();
     loop {
         let mut seen = None;
@@ -102,7 +105,10 @@ pub fn run(rows: &mut Vec<Row>) {
     };
     let (mut floor, mut row_lat, mut hook_lat, mut share) = (vec![], vec![], vec![], vec![]);
     for i in 0..n {
-        d.seed("test", "INBOX", &msg(100_000 + i, &format!("Live {i}"), ""));
+        let raw = msg(100_000 + i, &format!("Live {i}"), "");
+        d.seed("demo", "INBOX", &raw);
+        let copied = Instant::now();
+        d.seed("test", "INBOX", &raw);
         let delivered = Instant::now();
         // The record: polled every millisecond, read-only, from the file.
         let deadline = delivered + Duration::from_secs(10);
@@ -122,10 +128,11 @@ pub fn run(rows: &mut Vec<Row>) {
             .recv_timeout(Duration::from_secs(10))
             .expect("bare IDLE");
         let ms = |a: Instant, b: Instant| a.saturating_duration_since(b).as_secs_f64() * 1000.0;
-        floor.push(ms(idled, delivered));
+        let floor_ms = ms(idled, copied);
+        floor.push(floor_ms);
         row_lat.push(ms(recorded, delivered));
         hook_lat.push(ms(hooked, delivered));
-        share.push(ms(recorded.max(hooked), idled));
+        share.push(ms(recorded.max(hooked), delivered) - floor_ms);
         // Let both clients go back to IDLE.
         std::thread::sleep(Duration::from_millis(150));
     }
@@ -148,9 +155,9 @@ pub fn run(rows: &mut Vec<Row>) {
         "email_processed at a local receiver",
     ));
     rows.push(row(
-        "new mail: mailproc's own share (row and webhook, after the bare IDLE client's EXISTS)",
+        "new mail: mailproc's own share (row and webhook, beyond the bare IDLE floor)",
         show(&share),
         "p99 < 50 ms",
-        "per delivery: the later of row and webhook minus the bare client's EXISTS",
+        "per delivery: the later of row and webhook, less the bare client's wait for its copy",
     ));
 }
