@@ -541,6 +541,43 @@ mod tests {
     }
 
     #[test]
+    fn a_common_search_term_walks_the_time_index_with_the_same_answer() {
+        let s = Store::open_in_memory().unwrap();
+        let rows: Vec<_> = (1..=1500u32)
+            .map(|uid| {
+                let mut m = meta(uid);
+                if uid % 3 == 0 {
+                    m.subject = format!("Digest {uid}");
+                }
+                (m, ok(vec![]), 1_000 * i64::from(uid % 700))
+            })
+            .collect();
+        s.insert_history_bulk(&rows).unwrap();
+        s.index_search().unwrap();
+        let page = |page: u32, account: Option<&str>| {
+            let (rows, total) = s
+                .activity(&ActivityQuery {
+                    page,
+                    page_size: 50,
+                    search: Some("nvoice".into()),
+                    account: account.map(String::from),
+                    ..Default::default()
+                })
+                .unwrap();
+            (rows.iter().map(|r| r.id).collect::<Vec<_>>(), total)
+        };
+        for p in [1, 7, 20, 21] {
+            // Alone, 1,000 matches walk the time index; with an account
+            // filter the same search joins the search index.
+            let walked = page(p, None);
+            assert_eq!(walked, page(p, Some("a")), "page {p}");
+            assert_eq!(walked.1, 1000);
+        }
+        assert_eq!(page(20, None).0.len(), 50);
+        assert!(page(21, None).0.is_empty());
+    }
+
+    #[test]
     fn sessions_expire_and_end_with_password_reset() {
         let s = Store::open_in_memory().unwrap();
         s.set_password("admin", "h1").unwrap();
