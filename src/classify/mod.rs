@@ -33,6 +33,22 @@ use crate::actions::Action;
 /// lines end at 998).
 pub const MAX_HEADER_CHARS: usize = 998;
 
+/// Parses only the headers an [`Email`] holds decoded; the rest are kept
+/// raw (`headers_raw` reads them from the message by offset). `Received`
+/// chains, dates and MIME parameters, which rules never read, were a tenth
+/// of a rules backlog's parsing.
+static HEADER_PARSER: std::sync::LazyLock<mail_parser::MessageParser> =
+    std::sync::LazyLock::new(|| {
+        use mail_parser::HeaderName;
+        mail_parser::MessageParser::new()
+            .header_address(HeaderName::From)
+            .header_address(HeaderName::To)
+            .header_address(HeaderName::Cc)
+            .header_text(HeaderName::Subject)
+            .header_id(HeaderName::MessageId)
+            .default_header_ignore()
+    });
+
 /// What the classifier needs of a message, parsed once.
 #[derive(Debug, Clone, Default)]
 pub struct Email {
@@ -52,7 +68,22 @@ impl Email {
     /// Parses raw RFC 822 bytes. Hostile or broken input never panics;
     /// `None` means there is nothing recognisable as a message at all.
     pub fn parse(raw: &[u8]) -> Option<Email> {
-        let msg = mail_parser::MessageParser::default().parse(raw)?;
+        Email::parse_with(raw, true)
+    }
+
+    /// Parses only the header of a message (what `BODY.PEEK[HEADER]`
+    /// returns, or a whole message whose body is then ignored): everything
+    /// rules read, with no body text, no attachments, and no HTML converted.
+    pub fn parse_headers(raw: &[u8]) -> Option<Email> {
+        Email::parse_with(raw, false)
+    }
+
+    fn parse_with(raw: &[u8], body: bool) -> Option<Email> {
+        let msg = if body {
+            mail_parser::MessageParser::default().parse(raw)?
+        } else {
+            HEADER_PARSER.parse_headers(raw)?
+        };
         if msg.headers().is_empty() {
             return None;
         }
@@ -78,11 +109,18 @@ impl Email {
                 .headers_raw()
                 .map(|(k, v)| (k.to_string(), v.trim().to_string()))
                 .collect(),
-            body: msg.body_text(0).map(|b| b.into_owned()).unwrap_or_default(),
-            attachments: msg
-                .attachments()
-                .map(|a| a.attachment_name().unwrap_or("(unnamed)").to_string())
-                .collect(),
+            body: if body {
+                msg.body_text(0).map(|b| b.into_owned()).unwrap_or_default()
+            } else {
+                String::new()
+            },
+            attachments: if body {
+                msg.attachments()
+                    .map(|a| a.attachment_name().unwrap_or("(unnamed)").to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            },
             size: raw.len(),
         })
     }

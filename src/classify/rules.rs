@@ -49,6 +49,23 @@ impl Rules {
         Ok(Rules(out))
     }
 
+    /// The header fields rules and the record read: the ones an [`Email`]
+    /// decodes plus every `header:` a rule names. Fetching only these
+    /// (`BODY.PEEK[HEADER.FIELDS (...)]`) lets the server answer from its
+    /// cache with a few hundred bytes per message instead of whole headers.
+    pub fn header_fields(&self) -> Vec<String> {
+        let mut v: Vec<String> = ["From", "To", "Cc", "Subject", "Message-ID", "List-Id"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        for h in self.0.iter().filter_map(|r| r.header.as_ref()) {
+            if !v.iter().any(|x| x.eq_ignore_ascii_case(h)) {
+                v.push(h.clone());
+            }
+        }
+        v
+    }
+
     /// The first rule whose every condition holds.
     pub fn classify(&self, e: &Email) -> Option<Classification> {
         self.0

@@ -1,12 +1,13 @@
-//! One batch of messages, in stages: fetch and decide (journal, rules, the
-//! model pool), plan, journal, act on the server, then record everything in
-//! one transaction with the folder watermark and announce it.
+//! One window of messages, in stages: fetch the headers and decide (journal,
+//! rules), then per decided group: plan, journal, act on the server, record
+//! everything in one transaction with the folder watermark and announce it.
+//! Messages for the model follow in groups, pipelined through the pool.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::commands::uid_set;
+use super::commands::{quote, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
@@ -48,6 +49,10 @@ struct Item {
     journalled: bool,
     /// The journalled message already left the folder: our move happened.
     gone: bool,
+    /// A row existed for it before this pass (a retry).
+    known: bool,
+    /// Gone before it could be read, with no row: nothing to record.
+    skipped: bool,
 }
 
 impl Item {
@@ -60,8 +65,31 @@ impl Item {
             duration: Duration::ZERO,
             journalled: false,
             gone: false,
+            known: false,
+            skipped: false,
         }
     }
+}
+
+/// Messages for the model fetched whole and queued together: bounds memory
+/// (each body is at most `max_message_bytes`) while keeping the classifier
+/// pool fed.
+const MODEL_GROUP: usize = 100;
+
+/// A group of messages whose model calls are queued or in flight.
+struct Group {
+    items: Vec<Item>,
+    rx: crossbeam_channel::Receiver<(usize, Result<Classification, ClassifyError>, Duration)>,
+    waiting: usize,
+}
+
+/// The window being handled: which of its messages are not recorded yet.
+struct Window<'a> {
+    mailbox: &'a str,
+    uidvalidity: u32,
+    open: BTreeSet<u32>,
+    /// The window's highest UID, where the watermark goes once all is done.
+    last: u32,
 }
 
 /// The decision a `pending` journal row holds.
@@ -87,8 +115,19 @@ impl Runner {
         }
     }
 
+    /// Handles one window of a folder's UIDs. Every header of the window
+    /// comes in one FETCH (`BODY.PEEK[HEADER]`: rules read nothing else) and
+    /// what the journal or the rules decide is acted on and recorded as one
+    /// group. Messages left for the model are fetched whole, in groups of
+    /// [`MODEL_GROUP`]; the next group is fetched, parsed and queued while the
+    /// calls of the one before are in flight, and each group is acted on as
+    /// soon as its last answer is in.
+    ///
+    /// Returns whether the whole window was handled; `false` when shutdown,
+    /// a pause or a command cut it short (the rest stays above the watermark
+    /// for the next pass).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn process_batch(
+    pub(super) fn process_window(
         &mut self,
         s: &mut Session,
         caps: &Caps,
@@ -97,8 +136,64 @@ impl Runner {
         uidvalidity: u32,
         uids: &[u32],
         known: &mut HashMap<u32, KnownEmail>,
+    ) -> Result<bool, ImapError> {
+        let t = Instant::now();
+        let (ready, to_model) = self.triage(s, mailbox, uidvalidity, uids, known)?;
+        log::debug!(
+            "{}: {mailbox}: window of {} UID(s): headers fetched and decided in {:?}, {} for the model",
+            self.name(),
+            uids.len(),
+            t.elapsed(),
+            to_model.len()
+        );
+        let mut w = Window {
+            mailbox,
+            uidvalidity,
+            open: ready
+                .iter()
+                .chain(&to_model)
+                .map(|it| it.meta.uid)
+                .collect(),
+            last: uids.iter().copied().max().unwrap_or(0),
+        };
+        self.finish(s, caps, folders, &mut w, ready)?;
+        let mut in_flight: Option<Group> = None;
+        let mut complete = true;
+        let mut rest = to_model.into_iter().peekable();
+        while rest.peek().is_some() {
+            if self.w.handle.is_shutting_down()
+                || (self.w.handle.is_paused() && !self.force_pass)
+                || !self.w.commands.is_empty()
+            {
+                complete = false;
+                break;
+            }
+            let next: Vec<Item> = rest.by_ref().take(MODEL_GROUP).collect();
+            let group = self.submit(s, next)?;
+            if let Some(done) = in_flight.replace(group) {
+                let items = self.collect(done);
+                self.finish(s, caps, folders, &mut w, items)?;
+            }
+        }
+        if let Some(done) = in_flight {
+            let items = self.collect(done);
+            self.finish(s, caps, folders, &mut w, items)?;
+        }
+        Ok(complete && w.open.is_empty())
+    }
+
+    /// Journals, acts on and records one decided group of a window.
+    fn finish(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        w: &mut Window<'_>,
+        items: Vec<Item>,
     ) -> Result<(), ImapError> {
-        let items = self.decide(s, mailbox, uidvalidity, uids, known)?;
+        if items.is_empty() {
+            return Ok(());
+        }
         let outcomes = self.outcomes(&items);
         let journal: Vec<(EmailMeta, Outcome)> = items
             .iter()
@@ -109,97 +204,98 @@ impl Runner {
                     .map(|o| (it.meta.clone(), o.clone()))
             })
             .collect();
+        let t = Instant::now();
         if !journal.is_empty() {
             self.w.store.record_pending(&journal)?;
         }
+        let journalled = t.elapsed();
         let plan = self.plan(&items, &outcomes, folders);
-        let failed = self.act(s, caps, folders, mailbox, &plan)?;
-        self.record(&items, outcomes, &failed, mailbox, uidvalidity)
+        let failed = self.act(s, caps, folders, w.mailbox, &plan)?;
+        let acted = t.elapsed();
+        // The watermark may pass everything of the window but what is still
+        // undecided (a later group) or cancelled: those stay above it.
+        for it in items.iter().filter(|it| !it.cancelled) {
+            w.open.remove(&it.meta.uid);
+        }
+        let high = match w.open.first() {
+            Some(first) => first.saturating_sub(1),
+            None => w.last,
+        };
+        self.record(&items, outcomes, &failed, w.mailbox, w.uidvalidity, high)?;
+        log::debug!(
+            "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
+            self.name(),
+            w.mailbox,
+            items.len(),
+            t.elapsed()
+        );
+        Ok(())
     }
 
-    /// Fetches the batch and decides each message: its journalled decision,
-    /// a rule, or the model pool (all calls of the batch in flight at once,
-    /// up to the pool's size).
-    fn decide(
+    /// Fetches the window's headers and decides what needs no model: the
+    /// journalled decision of a `pending` row, a rule, or nothing at all
+    /// when no model is configured. Returns those, and the messages left for
+    /// the model (undecided).
+    fn triage(
         &mut self,
         s: &mut Session,
         mailbox: &str,
         uidvalidity: u32,
         uids: &[u32],
         known: &mut HashMap<u32, KnownEmail>,
-    ) -> Result<Vec<Item>, ImapError> {
+    ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
         let max = self.w.account.max_message_bytes;
-        let fetched = s.uid_fetch(uid_set(uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
-        let mut bodies: HashMap<u32, Vec<u8>> = HashMap::new();
+        let fields: Vec<String> = self
+            .w
+            .rules
+            .header_fields()
+            .iter()
+            .map(|f| quote(f))
+            .collect();
+        let fetched = s.uid_fetch(
+            uid_set(uids),
+            format!(
+                "(UID BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>)",
+                fields.join(" ")
+            ),
+        )?;
+        let mut heads: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
         for f in fetched.iter() {
-            if let (Some(uid), Some(body)) = (f.uid, f.body()) {
-                bodies.insert(uid, body.to_vec());
+            if let (Some(uid), Some(h)) = (f.uid, f.header()) {
+                heads.insert(uid, h);
             }
         }
-        drop(fetched);
 
-        let mut items: Vec<Item> = Vec::with_capacity(uids.len());
-        let (reply_tx, reply_rx) = crossbeam_channel::unbounded();
-        let mut waiting = 0;
+        let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
+        let mut to_model: Vec<Item> = Vec::new();
         for &uid in uids {
             let k = known.remove(&uid);
-            let Some(raw) = bodies.remove(&uid) else {
+            let Some(raw) = heads.remove(&uid) else {
                 // Gone between SEARCH and FETCH, or moved by us before a crash.
-                match k {
-                    Some(k) if k.status == Status::Pending => {
-                        log::info!(
-                            "{}: UID {uid} was already moved before a restart; recording it",
-                            self.name()
-                        );
-                        let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
-                        item.decision = Some(journalled(&k));
-                        item.journalled = true;
-                        item.gone = true;
-                        items.push(item);
-                    }
-                    Some(k) if k.status == Status::Retrying => {
-                        let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
-                        item.failure = Some(Failure {
-                            permanent: true,
-                            ..Failure::new(
-                                "the message left the mailbox before it could be processed",
-                                "gone",
-                            )
-                        });
-                        items.push(item);
-                    }
-                    _ => {}
+                if let Some(item) = self.gone(mailbox, uidvalidity, uid, k.as_ref()) {
+                    ready.push(item);
                 }
                 continue;
             };
             let started = Instant::now();
-            let email = Email::parse(&raw);
-            let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, email.as_ref()));
-            match (k, email) {
-                (Some(k), _) if k.status == Status::Pending => {
+            // Only the fields rules read were fetched: a message with none
+            // of them is not broken, just one no rule can match by them (the
+            // model, which reads it whole, judges whether it parses at all).
+            let email = Email::parse_headers(raw).unwrap_or_default();
+            let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, Some(&email)));
+            item.known = k.is_some();
+            match k {
+                Some(k) if k.status == Status::Pending => {
                     item.decision = Some(journalled(&k));
                     item.journalled = true;
                 }
-                (_, None) => {
-                    item.failure = Some(Failure {
-                        permanent: true,
-                        ..Failure::new("the message could not be parsed as RFC 822", "parse")
-                    });
-                }
-                (_, Some(email)) => {
+                _ => {
                     if let Some(c) = self.w.rules.classify(&email) {
                         item.decision = Some(c);
                         item.duration = started.elapsed();
-                    } else if let Some(p) = &self.w.provider {
-                        self.w.pool.submit(Job {
-                            provider: p.clone(),
-                            account: self.w.account.clone(),
-                            email: Arc::new(email),
-                            index: items.len(),
-                            reply: reply_tx.clone(),
-                            requester: self.w.handle.clone(),
-                        });
-                        waiting += 1;
+                    } else if self.w.provider.is_some() {
+                        to_model.push(item);
+                        continue;
                     } else {
                         item.decision = Some(Classification {
                             actions: Vec::new(),
@@ -211,11 +307,115 @@ impl Runner {
                     }
                 }
             }
-            items.push(item);
+            ready.push(item);
         }
-        drop(reply_tx);
+        Ok((ready, to_model))
+    }
+
+    /// A message the FETCH did not return: a journalled one we moved before
+    /// a restart is finished with its decision; one that was failing is
+    /// given up; a new one is simply gone.
+    fn gone(
+        &self,
+        mailbox: &str,
+        uidvalidity: u32,
+        uid: u32,
+        k: Option<&KnownEmail>,
+    ) -> Option<Item> {
+        match k {
+            Some(k) if k.status == Status::Pending => {
+                log::info!(
+                    "{}: UID {uid} was already moved before a restart; recording it",
+                    self.name()
+                );
+                let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
+                item.decision = Some(journalled(k));
+                item.journalled = true;
+                item.gone = true;
+                Some(item)
+            }
+            Some(k) if k.status == Status::Retrying => {
+                let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
+                item.failure = Some(Failure {
+                    permanent: true,
+                    ..Failure::new(
+                        "the message left the mailbox before it could be processed",
+                        "gone",
+                    )
+                });
+                Some(item)
+            }
+            _ => None,
+        }
+    }
+
+    /// Fetches a group of messages whole (the model reads the body) and
+    /// queues them on the classifier pool; blocks only while the pool's
+    /// queue is full.
+    fn submit(&mut self, s: &mut Session, mut items: Vec<Item>) -> Result<Group, ImapError> {
+        let uids: Vec<u32> = items.iter().map(|it| it.meta.uid).collect();
+        let max = self.w.account.max_message_bytes;
+        let fetched = s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
+        let mut bodies: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
+        for f in fetched.iter() {
+            if let (Some(uid), Some(body)) = (f.uid, f.body()) {
+                bodies.insert(uid, body);
+            }
+        }
+        let (reply, rx) = crossbeam_channel::unbounded();
+        let mut waiting = 0;
+        let provider = self.w.provider.clone();
+        for (index, it) in items.iter_mut().enumerate() {
+            let email = match bodies.get(&it.meta.uid) {
+                Some(raw) => Email::parse(raw),
+                None => {
+                    // Left the folder since its header was fetched.
+                    if it.known {
+                        it.failure = Some(Failure {
+                            permanent: true,
+                            ..Failure::new(
+                                "the message left the mailbox before it could be processed",
+                                "gone",
+                            )
+                        });
+                    } else {
+                        it.skipped = true;
+                    }
+                    continue;
+                }
+            };
+            match (email, &provider) {
+                (Some(email), Some(p)) => {
+                    self.w.pool.submit(Job {
+                        provider: p.clone(),
+                        account: self.w.account.clone(),
+                        email: Arc::new(email),
+                        index,
+                        reply: reply.clone(),
+                        requester: self.w.handle.clone(),
+                    });
+                    waiting += 1;
+                }
+                _ => {
+                    it.failure = Some(Failure {
+                        permanent: true,
+                        ..Failure::new("the message could not be parsed as RFC 822", "parse")
+                    })
+                }
+            }
+        }
+        Ok(Group { items, rx, waiting })
+    }
+
+    /// Waits for every answer of a group.
+    fn collect(&self, g: Group) -> Vec<Item> {
+        let Group {
+            mut items,
+            rx,
+            waiting,
+        } = g;
         for _ in 0..waiting {
-            let Ok((i, result, took)) = reply_rx.recv() else {
+            let Ok((i, result, took)) = rx.recv() else {
                 break;
             };
             items[i].duration = took;
@@ -225,18 +425,18 @@ impl Runner {
                 Err(e) => items[i].failure = Some(Failure::new(e.to_string(), e.kind())),
             }
         }
-        // Every message leaves this batch decided, failed or cancelled: one
+        // Every message leaves its group decided, failed or cancelled: one
         // the pool never answered (it cannot happen, but a skipped message
         // is the one failure this worker must never have) is a failure.
         for it in items.iter_mut() {
-            if it.decision.is_none() && it.failure.is_none() && !it.cancelled {
+            if it.decision.is_none() && it.failure.is_none() && !it.cancelled && !it.skipped {
                 it.failure = Some(Failure::new(
                     "the classifier gave no answer",
                     "classify_no_answer",
                 ));
             }
         }
-        Ok(items)
+        items
     }
 
     /// What each decided message becomes: acted on, dry run, or review.
@@ -328,10 +528,10 @@ impl Runner {
         Ok(failed)
     }
 
-    /// Records the batch in one transaction — finished messages, failed
-    /// attempts and the watermark — then counts and announces it. The
-    /// watermark stops below the first cancelled message, so the next run
-    /// starts there.
+    /// Records a group in one transaction — finished messages, failed
+    /// attempts and the watermark `high`, which stays below whatever of the
+    /// window is not recorded yet or was cancelled, so the next run starts
+    /// there — then counts and announces it.
     fn record(
         &mut self,
         items: &[Item],
@@ -339,6 +539,7 @@ impl Runner {
         failed: &HashMap<u32, String>,
         mailbox: &str,
         uidvalidity: u32,
+        high: u32,
     ) -> Result<(), ImapError> {
         let mut finals: Vec<(EmailMeta, Outcome)> = Vec::new();
         let mut done: Vec<usize> = Vec::new();
@@ -372,15 +573,6 @@ impl Runner {
                 f.kind,
             ));
         }
-        let high = match items
-            .iter()
-            .filter(|it| it.cancelled)
-            .map(|it| it.meta.uid)
-            .min()
-        {
-            Some(first_cancelled) => first_cancelled.saturating_sub(1),
-            None => items.iter().map(|it| it.meta.uid).max().unwrap_or(0),
-        };
         let attempts: Vec<FailedAttempt> = failures.iter().map(|(f, _)| f.clone()).collect();
         let (_, recorded) = self.w.store.record_batch(
             &finals,

@@ -82,7 +82,8 @@ pub fn uid_set(uids: &[u32]) -> String {
     out
 }
 
-fn quote(s: &str) -> String {
+/// An IMAP quoted string.
+pub(super) fn quote(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 

@@ -5,7 +5,8 @@
 //! - A message is never deleted: moves use `UID MOVE`, or else `UID COPY`,
 //!   `\Deleted` and `UID EXPUNGE` of exactly those UIDs when the server has
 //!   UIDPLUS; without UIDPLUS nothing is ever expunged.
-//! - Bodies are fetched with `BODY.PEEK[]`, so reading never sets `\Seen`.
+//! - Headers and bodies are fetched with `BODY.PEEK`, so reading never sets
+//!   `\Seen`; bodies only of messages the model will read.
 //! - At-least-once, never twice per arrival: the decision for a batch is
 //!   journalled (`pending`) before any command changes a message, and the
 //!   final record and the folder watermark are written in one transaction
@@ -38,10 +39,13 @@ use crate::webhook::{Event, Webhooks};
 pub use commands::uid_set;
 pub use session::Stream;
 
-/// Messages fetched and acted on together. Bounds memory (each message is at
-/// most `max_message_bytes`) while sharing one FETCH, one STORE per flag set
-/// and one MOVE per folder among many messages.
-const BATCH: usize = 100;
+/// Messages whose headers are fetched, decided and acted on together: one
+/// FETCH, one journal and one record transaction, one STORE per flag set and
+/// one MOVE per folder for the lot. A MOVE costs the server about the same
+/// whatever the number of UIDs (7–13 ms on a 5,000-message Dovecot folder),
+/// so fewer, larger windows sort a backlog faster; headers are a few KB
+/// each, so a window holds a few MB. Measured with scripts/bench.sh.
+const WINDOW: usize = 5000;
 /// Time allowed for one IMAP command before the connection counts as dead.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);

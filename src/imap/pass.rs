@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use super::session::{Caps, Folders, Session};
-use super::{Exit, ImapError, Runner, BATCH, COMMAND_TIMEOUT, IDLE_MAX};
+use super::{Exit, ImapError, Runner, COMMAND_TIMEOUT, IDLE_MAX, WINDOW};
 use crate::account::State;
 use crate::config::Backlog;
 use crate::store::{KnownEmail, Status};
@@ -33,9 +33,11 @@ impl Runner {
                 crate::failpoint::hit("account-pass");
                 for mailbox in self.w.account.folders.watch.clone() {
                     if let Some(exit) = self.process_folder(s, caps, folders, &mailbox)? {
+                        self.index_search();
                         return Ok(exit);
                     }
                 }
+                self.index_search();
             }
             self.w.handle.set_state(if self.w.handle.is_paused() {
                 State::Paused
@@ -114,6 +116,21 @@ impl Runner {
                 s.noop()?;
             }
             pass = true;
+        }
+    }
+
+    /// Indexes what the pass recorded for search, in bulk. A failure only
+    /// delays it (searches read unindexed rows without the index).
+    fn index_search(&self) {
+        let t = std::time::Instant::now();
+        match self.w.store.index_search() {
+            Ok(0) => {}
+            Ok(n) => log::debug!(
+                "{}: {n} row(s) indexed for search in {:?}",
+                self.name(),
+                t.elapsed()
+            ),
+            Err(e) => log::warn!("{}: {e}", self.name()),
         }
     }
 
@@ -206,8 +223,9 @@ impl Runner {
             known.insert(k.uid, k);
         }
         let uids: Vec<u32> = uids.into_iter().collect();
-        for chunk in uids.chunks(BATCH) {
-            self.process_batch(s, caps, folders, mailbox, uidvalidity, chunk, &mut known)?;
+        for chunk in uids.chunks(WINDOW) {
+            let complete =
+                self.process_window(s, caps, folders, mailbox, uidvalidity, chunk, &mut known)?;
             if self.w.handle.is_shutting_down() {
                 return Ok(Some(Exit::Shutdown));
             }
@@ -216,6 +234,11 @@ impl Runner {
             }
             if let Some(exit) = self.take_commands() {
                 return Ok(Some(exit));
+            }
+            if !complete {
+                // Cut short by a command: the rest waits above the
+                // watermark for the next pass.
+                return Ok(None);
             }
         }
         // Everything below the UIDNEXT of the SELECT was searched and

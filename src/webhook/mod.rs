@@ -433,6 +433,18 @@ impl Webhooks {
     /// `account`. Never blocks: a full queue drops the event (counted).
     pub fn emit(&self, account: &str, event: Event<'_>) {
         let kind = event.kind();
+        // Nobody listens: no payload built, nothing queued, the delivery
+        // thread stays asleep (a backlog emits several events per message).
+        if self
+            .shared
+            .targets
+            .read()
+            .for_event(kind, account)
+            .next()
+            .is_none()
+        {
+            return;
+        }
         let mut payload = event.fields();
         payload.insert("event".into(), kind.as_str().into());
         payload.insert("timestamp".into(), crate::timestamp::now_iso().into());

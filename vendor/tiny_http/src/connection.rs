@@ -103,6 +103,10 @@ impl Connection {
     ) -> std::io::Result<()> {
         match self {
             Self::Tcp(s) => {
+                // A response goes out in several writes (head, body,
+                // chunks); with Nagle's algorithm a later one waited for the
+                // client's delayed ACK, 40 ms on Linux, per response.
+                s.set_nodelay(true)?;
                 s.set_read_timeout(read)?;
                 s.set_write_timeout(write)
             }

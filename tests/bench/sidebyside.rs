@@ -1,0 +1,229 @@
+//! The rules backlog side by side with imapfilter: the same SpamAssassin
+//! messages delivered over IMAP APPEND into two users of one Dovecot, one
+//! sorted by imapfilter with its idiomatic server-side searches, the other by
+//! mailproc with equivalent rules; both must leave the same folders.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::dovecot::Dovecot;
+use crate::common::mailproc::Mailproc;
+use crate::Row;
+
+/// Destination folders, in rule order (first match wins in both tools).
+pub const FOLDERS: [&str; 4] = ["Lists", "Freemail", "Newsletters", "Offers"];
+
+/// The first `n` messages of the corpus, in path order (easy-ham-1 first),
+/// without their mbox `From ` line.
+pub fn corpus(n: usize) -> Vec<Vec<u8>> {
+    let dir = std::env::var("MAILPROC_CORPUS").unwrap_or_else(|_| {
+        panic!("MAILPROC_CORPUS is not set: run scripts/bench.sh (it runs scripts/fetch-corpus.sh)")
+    });
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut groups: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading corpus {dir}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    groups.sort();
+    for g in groups {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&g)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        v.sort();
+        paths.extend(v);
+    }
+    assert!(
+        paths.len() >= n,
+        "corpus has {} messages, {n} wanted",
+        paths.len()
+    );
+    paths[..n]
+        .iter()
+        .map(|p| {
+            let raw = std::fs::read(p).unwrap();
+            match raw.starts_with(b"From ") {
+                true => raw[raw.iter().position(|&b| b == b'\n').unwrap() + 1..].to_vec(),
+                false => raw,
+            }
+        })
+        .collect()
+}
+
+/// Delivers `raws` to `user`'s INBOX as a delivery agent would: one IMAP
+/// APPEND each (Dovecot names the maildir files with S= and W= sizes).
+pub fn deliver(d: &Dovecot, user: &str, password: &str, raws: &[Vec<u8>]) {
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    let mut c = imap::Client::new(tcp);
+    c.read_greeting().unwrap();
+    let mut s = c.login(user, password).map_err(|(e, _)| e).unwrap();
+    for f in FOLDERS {
+        let _ = s.create(f);
+    }
+    for raw in raws {
+        s.append("INBOX", raw).finish().unwrap();
+    }
+    s.logout().unwrap();
+}
+
+/// Messages per mailbox of `user`.
+pub fn counts(d: &Dovecot, user: &str) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for msg in d.messages(user) {
+        *m.entry(msg.mailbox).or_insert(0) += 1;
+    }
+    m
+}
+
+const LUA: &str = r#"
+options.timeout = 120
+options.subscribe = false
+options.create = false
+options.info = false
+options.starttls = false
+local acct = IMAP {
+    server = '127.0.0.1',
+    port = PORT,
+    username = 'USER',
+    password = 'PASS',
+}
+local inbox = acct.INBOX
+inbox:contain_field('List-Id', ''):move_messages(acct['Lists'])
+local free = inbox:contain_from('@hotmail.com') + inbox:contain_from('@yahoo.com')
+free:move_messages(acct['Freemail'])
+local news = inbox:contain_from('rssfeeds@spamassassin.taint.org')
+    + inbox:contain_from('subscriptions@lockergnome.com')
+news:move_messages(acct['Newsletters'])
+local offers = inbox:contain_subject('free') + inbox:contain_subject('money')
+offers:move_messages(acct['Offers'])
+"#;
+
+/// The mailproc rules equal to the imapfilter script above.
+pub const RULES: &str = r#"    rules:
+      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists } ] }
+      - { name: freemail, when: { from: "(?i)@hotmail\\.com|@yahoo\\.com" }, actions: [ { type: move, folder: Freemail } ] }
+      - { name: newsletters, when: { from: "(?i)rssfeeds@spamassassin\\.taint\\.org|subscriptions@lockergnome\\.com" }, actions: [ { type: move, folder: Newsletters } ] }
+      - { name: offers, when: { subject: "(?i)free|money" }, actions: [ { type: move, folder: Offers } ] }
+"#;
+
+pub fn yaml(d: &Dovecot, user: &str, password: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\naccounts:\n  - name: acct\n    \
+         imap: {{ host: 127.0.0.1, port: {}, security: none, username: {user}, password: {password} }}\n    \
+         folders: {{ allowed: [{}] }}\n    backlog: all\n    poll_interval: 60s\n{RULES}",
+        d.imap_port,
+        FOLDERS.join(", ")
+    )
+}
+
+/// Runs imapfilter over `user`'s INBOX; returns the wall time, start-up
+/// included.
+fn imapfilter(d: &Dovecot, user: &str, password: &str, dir: &Path) -> f64 {
+    let conf = dir.join("imapfilter.lua");
+    std::fs::write(
+        &conf,
+        LUA.replace("PORT", &d.imap_port.to_string())
+            .replace("USER", user)
+            .replace("PASS", password),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let out = Command::new("imapfilter")
+        .arg("-c")
+        .arg(&conf)
+        .env("HOME", dir)
+        .output()
+        .unwrap_or_else(|e| panic!("imapfilter not runnable ({e}): apt-get install imapfilter"));
+    let s = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "imapfilter failed: {}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s
+}
+
+pub fn run(rows: &mut Vec<Row>) {
+    let n: usize = std::env::var("MAILPROC_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    let raws = corpus(n);
+    let bytes: usize = raws.iter().map(Vec::len).sum();
+    let d = Dovecot::start();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| deliver(&d, "test", "secret", &raws));
+        s.spawn(|| deliver(&d, "demo", "demo", &raws));
+    });
+    eprintln!(
+        "side by side: {n} messages ({:.1} MB) delivered twice by APPEND in {:.1} s",
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+    let work = tempfile::tempdir().unwrap();
+    let peer_s = imapfilter(&d, "demo", "demo", work.path());
+
+    // MAILPROC_BENCH_PERF=FILE: a system-wide `perf record` of mailproc's
+    // run (Dovecot included), for finding where the time goes.
+    let perf = std::env::var("MAILPROC_BENCH_PERF").ok().map(|out| {
+        let p = Command::new("perf")
+            .args(["record", "-a", "-g", "-F", "2000", "-o", &out])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("perf not runnable: apt-get install linux-perf");
+        std::thread::sleep(Duration::from_millis(500));
+        p
+    });
+    let started_ms = mailproc::timestamp::now_ms();
+    let mut m = Mailproc::start(&yaml(&d, "test", "secret"));
+    // Polled every 5 ms: the moment the last record is committed and
+    // visible (a row's processed_at is stamped before its commit).
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while crate::processed(&m) < n as u64 {
+        assert!(Instant::now() < deadline, "not all recorded:\n{}", m.log());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ours_s = (mailproc::timestamp::now_ms() - started_ms) as f64 / 1000.0;
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    let rows_n: i64 = db
+        .query_row("SELECT count(*) FROM emails WHERE status = 'ok'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    if let Some(p) = perf {
+        let _ = Command::new("kill")
+            .args(["-INT", &p.id().to_string()])
+            .status();
+        let _ = p.wait_with_output();
+        std::fs::copy(m.dir.path().join("stderr.log"), "/tmp/mailproc-bench.log").ok();
+    }
+    m.terminate();
+
+    let (peer, ours) = (counts(&d, "demo"), counts(&d, "test"));
+    let same = peer == ours;
+    if !same {
+        eprintln!("FOLDER COUNTS DIFFER\n imapfilter: {peer:?}\n mailproc:   {ours:?}");
+    }
+    let ours_rate = n as f64 / ours_s;
+    let peer_rate = n as f64 / peer_s;
+    let shown: Vec<String> = ours.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    rows.push(Row {
+        what: format!("rules backlog, {n} SpamAssassin messages, start to last recorded"),
+        result: format!("{ours_rate:.0} msg/s ({ours_s:.2} s, {rows_n} rows)"),
+        target: "faster than imapfilter (ratio ≥ 1.0)".into(),
+        peer: format!("imapfilter 2.8: {peer_rate:.0} msg/s ({peer_s:.2} s)"),
+        note: format!(
+            "ratio {:.2}×; folders {} ({})",
+            ours_rate / peer_rate,
+            if same { "identical" } else { "DIFFER" },
+            shown.join(", ")
+        ),
+    });
+}
