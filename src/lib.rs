@@ -15,6 +15,7 @@ pub mod dashboard;
 pub mod failpoint;
 pub mod http;
 pub mod imap;
+pub mod learn;
 pub mod live;
 pub mod logging;
 pub mod metrics;

@@ -17,6 +17,9 @@ commands:
   set-password USER   create USER or reset its password (read from the terminal or stdin)
   oauth ACCOUNT       get the first OAuth2 refresh token of ACCOUNT (imap.auth: oauth2)
                       with the device authorization grant; prints it on stdout
+  train ACCOUNT       fit ACCOUNT's learned classifier from the mail already in its
+                      watched folders and folders.allowed (read-only); a running
+                      service picks it up at the account's next pass
 
 options:
   -c, --config PATH   configuration file (default ./config.yaml); also --config=PATH
@@ -43,6 +46,7 @@ enum Cmd {
     CheckConfig,
     SetPassword(String),
     OAuth(String),
+    Train(String),
 }
 
 fn parse_args() -> Result<(PathBuf, Cmd), String> {
@@ -72,6 +76,10 @@ fn parse_args() -> Result<(PathBuf, Cmd), String> {
             "oauth" if cmd.is_none() => {
                 let account = args.next().ok_or("oauth needs an account name")?;
                 cmd = Some(Cmd::OAuth(account));
+            }
+            "train" if cmd.is_none() => {
+                let account = args.next().ok_or("train needs an account name")?;
+                cmd = Some(Cmd::Train(account));
             }
             other => return Err(format!("unexpected argument {other:?}")),
         }
@@ -140,6 +148,19 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::Train(name) => {
+            let Some(account) = loaded.config.accounts.iter().find(|a| a.name == name) else {
+                eprintln!("mailproc: no account named {name:?} in {}", path.display());
+                return ExitCode::FAILURE;
+            };
+            match train(&loaded.config, account) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("mailproc: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Run => {
             let logs = logging::init(loaded.config.log_level.filter());
             match service::run(loaded, logs) {
@@ -179,4 +200,26 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     let store = Store::open(&config.storage.path).map_err(|e| e.to_string())?;
     let hash = auth::hash_password(&password)?;
     store.set_password(user, &hash).map_err(|e| e.to_string())
+}
+
+fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(), String> {
+    let store = std::sync::Arc::new(Store::open(&config.storage.path).map_err(|e| e.to_string())?);
+    let mut last = String::new();
+    let report = mailproc::learn::train_account(account, &store, &mut |folder, done, total| {
+        if folder != last || done == total {
+            eprintln!("{folder}: {done}/{total}");
+            last = folder.to_string();
+        }
+    })?;
+    for (folder, n) in &report.folders {
+        println!("{folder}: {n} message(s)");
+    }
+    for (folder, why) in &report.skipped {
+        println!("{folder}: skipped: {why}");
+    }
+    println!(
+        "trained {} on {} message(s) in {} ms",
+        account.name, report.examples, report.duration_ms
+    );
+    Ok(())
 }

@@ -11,6 +11,8 @@ use prometheus::{
 pub struct Metrics {
     registry: Registry,
     pub emails_processed: IntCounterVec,
+    pub decisions: IntCounterVec,
+    pub model_calls_saved: IntCounterVec,
     pub classification_duration: Histogram,
     pub actions: IntCounterVec,
     pub errors: IntCounterVec,
@@ -40,6 +42,16 @@ impl Metrics {
             emails_processed: counter_vec(
                 "emails_processed_total",
                 "Emails processed (classified and acted on, or recorded for review or dry run).",
+                &["account"],
+            ),
+            decisions: counter_vec(
+                "decisions_total",
+                "Emails recorded, by the path that decided: rule, learned, model or none.",
+                &["account", "path"],
+            ),
+            model_calls_saved: counter_vec(
+                "model_calls_saved_total",
+                "Emails the learned classifier decided that would otherwise have gone to the model.",
                 &["account"],
             ),
             classification_duration: reg(

@@ -258,3 +258,40 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         },
     )
 }
+
+/// `GET /api/learned/:name`: the account's learned classifier (how it was
+/// trained, what it learned since) and this process's latest training run.
+pub fn learned(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
+    let name = p[0];
+    let loaded = ctx.config();
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
+        return Err(Reply::error(404, format!("no account named {name:?}")));
+    };
+    let st = ctx.store.learn_state(name)?;
+    let mut v = serde_json::to_value(&st).unwrap_or_default();
+    v["enabled"] = json!(a.learned.enabled);
+    v["minConfidence"] = json!(a.learned.min_confidence);
+    v["training"] = json!(crate::learn::TRAINING.lock().get(name));
+    Ok(Reply::ok(&v))
+}
+
+/// `POST /api/accounts/:name/train`: starts training in the background
+/// (202); `GET /api/learned/:name` follows it. 409 while one runs.
+pub fn train(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
+    let name = p[0];
+    let loaded = ctx.config();
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
+        return Err(Reply::error(404, format!("no account named {name:?}")));
+    };
+    if !crate::learn::train_in_background(std::sync::Arc::new(a.clone()), ctx.store.clone()) {
+        return Err(Reply::error(
+            409,
+            format!("{name}: training is already running"),
+        ));
+    }
+    log::info!("{name}: training requested through the API");
+    Ok(Reply::json(
+        202,
+        &json!({ "success": true, "account": name, "state": "running" }),
+    ))
+}

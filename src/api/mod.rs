@@ -133,6 +133,18 @@ static ROUTES: &[Route] = &[
         handler: |c, r, p| handlers::command(c, r, p, Command::Process),
     },
     Route {
+        method: "POST",
+        pattern: "/api/accounts/:name/train",
+        access: Needs("write:accounts"),
+        handler: handlers::train,
+    },
+    Route {
+        method: "GET",
+        pattern: "/api/learned/:name",
+        access: Needs("read:accounts"),
+        handler: handlers::learned,
+    },
+    Route {
         method: "GET",
         pattern: "/api/logs",
         access: Needs("read:logs"),

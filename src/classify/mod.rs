@@ -213,7 +213,8 @@ impl std::fmt::Display for ClassifyError {
 
 impl std::error::Error for ClassifyError {}
 
-fn truncate(s: &str, max: usize) -> &str {
+/// The first `max` characters of `s`.
+pub fn truncate(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {
         Some((i, _)) => &s[..i],
         None => s,

@@ -610,7 +610,36 @@ pub struct AccountConfig {
     pub minimum_confidence: Option<f64>,
     #[serde(default)]
     pub review_flag: Option<String>,
+    /// The classifier learned from the account's own folders (`learn`).
+    #[serde(default)]
+    pub learned: LearnedConfig,
 }
+
+/// `learned:` of an account: whether the classifier trained on the
+/// account's folders decides before the model, and how sure it must be.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LearnedConfig {
+    /// Off by default: routing changes only when the operator asks for it
+    /// (after `mailproc train`). Training itself works either way.
+    pub enabled: bool,
+    /// The classifier decides only at or above this confidence; below, the
+    /// model does (or, with no model, the message is recorded for review).
+    pub min_confidence: f64,
+}
+
+impl Default for LearnedConfig {
+    fn default() -> Self {
+        LearnedConfig {
+            enabled: false,
+            min_confidence: DEFAULT_LEARNED_MIN_CONFIDENCE,
+        }
+    }
+}
+
+/// The default `learned.min_confidence` (see docs/quality.md for how it
+/// was chosen).
+pub const DEFAULT_LEARNED_MIN_CONFIDENCE: f64 = 0.9;
 
 fn default_backlog() -> Backlog {
     Backlog::NewOnly

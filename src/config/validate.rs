@@ -222,6 +222,11 @@ pub fn validate(c: &Config) -> Vec<String> {
         if a.max_message_bytes < 1024 {
             p.push(format!("{at}.max_message_bytes: must be at least 1024"));
         }
+        if !(0.0..=1.0).contains(&a.learned.min_confidence) {
+            p.push(format!(
+                "{at}.learned.min_confidence: must be between 0 and 1"
+            ));
+        }
         if let Some(mc) = a.minimum_confidence {
             if !(0.0..=1.0).contains(&mc) {
                 p.push(format!("{at}.minimum_confidence: must be between 0 and 1"));

@@ -267,6 +267,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
                 dt { "Create missing targets" } dd { (if a.folders.create { "yes" } else { "no" }) }
             }
         }
+        (learned(ctx, a, &s.csrf, &base))
         section aria-labelledby="h-rules" {
             h2 #h-rules { "Rules" }
             p { "Checked in order before the model; the first match wins." }
@@ -341,4 +342,54 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
     let mut reply = page(ctx, s, name, Some(TestResult { url, ok, text }));
     reply.status = status;
     reply
+}
+
+/// The learned classifier: its state, the latest training run of this
+/// process, and the Train form (training runs in the background).
+fn learned(ctx: &Ctx, a: &AccountConfig, csrf: &str, base: &str) -> Markup {
+    use crate::learn::TrainStatus;
+    let st = ctx.store.learn_state(&a.name).unwrap_or_default();
+    let run = crate::learn::TRAINING.lock().get(&a.name).cloned();
+    let running = matches!(run, Some(TrainStatus::Running { .. }));
+    html! {
+        section aria-labelledby="h-learned" {
+            h2 #h-learned { "Learned classifier" }
+            dl.details {
+                dt { "Routing" } dd { @if a.learned.enabled {
+                    "on: decides at or above " (format!("{:.0} %", a.learned.min_confidence * 100.0)) " confidence"
+                } @else { span.muted { "off (learned.enabled: false)" } } }
+                dt { "Trained" } dd { @match st.trained_at {
+                    Some(t) => { (time_ms(t)) ", " (st.trained_examples) " message(s)" }
+                    None => span.muted { "never" } } }
+                dt { "Learned since" } dd { (st.learned_examples) " message(s), " (st.corrections) " correction(s)" }
+                dt { "Training run" } dd #train-status { @match &run {
+                    None => span.muted { "none since start" },
+                    Some(TrainStatus::Running { folder, done, total, .. }) => {
+                        "running: " (folder) " " (done) "/" (total) }
+                    Some(TrainStatus::Done { report, .. }) => {
+                        "done: " (report.examples) " message(s) from " (report.folders.len()) " folder(s) in "
+                        (report.duration_ms) " ms"
+                        @for (f, why) in &report.skipped { br; span.err { (f) ": " (why) } } }
+                    Some(TrainStatus::Failed { error, .. }) => span.err { "failed: " (error) },
+                } }
+            }
+            form.inline method="post" action={ (base) "/train" } {
+                input type="hidden" name="_csrf" value=(csrf);
+                button type="submit" disabled[running] aria-label={ "Train " (a.name) } { "Train" }
+            }
+        }
+    }
+}
+
+/// The Train form's post: starts training in the background and shows the
+/// account page (its status line follows the run).
+pub fn train(ctx: &Ctx, name: &str) -> Reply {
+    let loaded = ctx.config();
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
+        return super::pages::not_found_bare("There is no account with this name.");
+    };
+    if crate::learn::train_in_background(std::sync::Arc::new(a.clone()), ctx.store.clone()) {
+        log::info!("{name}: training requested from the dashboard");
+    }
+    super::redirect(&layout::account_url(name))
 }

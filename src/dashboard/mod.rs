@@ -293,6 +293,9 @@ pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
             account::test_webhook(ctx, req, &s, name),
             "/accounts/:name/test-webhook",
         ),
+        (false, ["accounts", name, "train"]) => {
+            (account::train(ctx, name), "/accounts/:name/train")
+        }
         (false, ["accounts", name, cmd]) => (
             forms::account_command(ctx, req, name, cmd),
             "/accounts/:name/:command",
@@ -321,7 +324,7 @@ fn owned(segs: &[&str]) -> bool {
             | [
                 "accounts",
                 _,
-                "pause" | "resume" | "reconnect" | "process" | "test-webhook"
+                "pause" | "resume" | "reconnect" | "process" | "test-webhook" | "train"
             ]
     )
 }

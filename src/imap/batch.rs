@@ -36,8 +36,8 @@ impl Failure {
 }
 
 /// A message of a batch, from fetch to record.
-struct Item {
-    meta: EmailMeta,
+pub(super) struct Item {
+    pub(super) meta: EmailMeta,
     /// The decision (or the journalled one, for a pending row).
     decision: Option<Classification>,
     failure: Option<Failure>,
@@ -46,13 +46,15 @@ struct Item {
     cancelled: bool,
     duration: Duration,
     /// The decision came from the journal (a run stopped mid-batch).
-    journalled: bool,
+    pub(super) journalled: bool,
     /// The journalled message already left the folder: our move happened.
     gone: bool,
     /// A row existed for it before this pass (a retry).
     known: bool,
     /// Gone before it could be read, with no row: nothing to record.
     skipped: bool,
+    /// Its features for the learned classifier (`learned.enabled` only).
+    pub(super) features: Option<Vec<String>>,
 }
 
 impl Item {
@@ -67,6 +69,7 @@ impl Item {
             gone: false,
             known: false,
             skipped: false,
+            features: None,
         }
     }
 }
@@ -221,7 +224,9 @@ impl Runner {
             Some(first) => first.saturating_sub(1),
             None => w.last,
         };
+        let examples = self.examples(&items, &outcomes, &failed, folders, w.mailbox);
         self.record(&items, outcomes, &failed, w.mailbox, w.uidvalidity, high)?;
+        self.learn(examples);
         log::debug!(
             "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
             self.name(),
@@ -245,32 +250,41 @@ impl Runner {
         known: &mut HashMap<u32, KnownEmail>,
     ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
         let max = self.w.account.max_message_bytes;
-        let fields: Vec<String> = self
-            .w
-            .rules
-            .header_fields()
-            .iter()
-            .map(|f| quote(f))
-            .collect();
+        let learned = self.w.account.learned.enabled;
+        let mut fields = self.w.rules.header_fields();
+        // The learned classifier reads the first part of the text, which
+        // needs the MIME headers to be decoded.
+        if learned {
+            fields.extend(
+                ["Content-Type", "Content-Transfer-Encoding", "MIME-Version"].map(String::from),
+            );
+        }
+        let fields: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+        let text = if learned {
+            format!(" BODY.PEEK[TEXT]<0.{}>", crate::learn::TEXT_BYTES)
+        } else {
+            String::new()
+        };
         let fetched = s.uid_fetch(
             uid_set(uids),
             format!(
-                "(UID BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>)",
+                "(UID BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>{text})",
                 fields.join(" ")
             ),
         )?;
-        let mut heads: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
+        let mut heads: HashMap<u32, (&[u8], Option<&[u8]>)> = HashMap::with_capacity(uids.len());
         for f in fetched.iter() {
             if let (Some(uid), Some(h)) = (f.uid, f.header()) {
-                heads.insert(uid, h);
+                heads.insert(uid, (h, f.text()));
             }
         }
+        self.refresh_learner();
 
         let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
         let mut to_model: Vec<Item> = Vec::new();
         for &uid in uids {
             let k = known.remove(&uid);
-            let Some(raw) = heads.remove(&uid) else {
+            let Some((raw, text)) = heads.remove(&uid) else {
                 // Gone between SEARCH and FETCH, or moved by us before a crash.
                 if let Some(item) = self.gone(mailbox, uidvalidity, uid, k.as_ref()) {
                     ready.push(item);
@@ -281,21 +295,39 @@ impl Runner {
             // Only the fields rules read were fetched: a message with none
             // of them is not broken, just one no rule can match by them (the
             // model, which reads it whole, judges whether it parses at all).
-            let email = Email::parse_headers(raw).unwrap_or_default();
+            let email = if learned {
+                super::learn_email(raw, text)
+            } else {
+                Email::parse_headers(raw).unwrap_or_default()
+            };
             let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, Some(&email)));
             item.known = k.is_some();
+            if learned {
+                item.features = Some(crate::learn::features(&email));
+            }
             match k {
                 Some(k) if k.status == Status::Pending => {
                     item.decision = Some(journalled(&k));
                     item.journalled = true;
                 }
                 _ => {
+                    let guess = item
+                        .features
+                        .as_ref()
+                        .and_then(|f| self.learned(mailbox, f));
                     if let Some(c) = self.w.rules.classify(&email) {
+                        item.decision = Some(c);
+                        item.duration = started.elapsed();
+                    } else if let Some(c) = guess.clone().filter(|c| self.learned_sure(c)) {
                         item.decision = Some(c);
                         item.duration = started.elapsed();
                     } else if self.w.provider.is_some() {
                         to_model.push(item);
                         continue;
+                    } else if let Some(c) = guess {
+                        // Neither sure: recorded for review (see `outcomes`).
+                        item.decision = Some(c);
+                        item.duration = started.elapsed();
                     } else {
                         item.decision = Some(Classification {
                             actions: Vec::new(),
@@ -449,7 +481,9 @@ impl Runner {
                 let d = it.decision.as_ref()?;
                 let st = if dry_run {
                     Status::DryRun
-                } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m)) {
+                } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m))
+                    || (d.model == crate::learn::PATH && !self.learned_sure(d))
+                {
                     Status::Review
                 } else {
                     Status::Ok
@@ -622,6 +656,19 @@ impl Runner {
             .emails_processed
             .with_label_values(&[self.name()])
             .inc();
+        let path = crate::learn::path_of(&o.model);
+        self.w
+            .metrics
+            .decisions
+            .with_label_values(&[self.name(), path])
+            .inc();
+        if path == crate::learn::PATH && o.status != Status::Review && self.w.provider.is_some() {
+            self.w
+                .metrics
+                .model_calls_saved
+                .with_label_values(&[self.name()])
+                .inc();
+        }
         if !took.is_zero() {
             self.w
                 .metrics

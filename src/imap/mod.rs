@@ -19,9 +19,11 @@
 
 mod batch;
 mod commands;
+mod learned;
 mod login;
 mod pass;
 mod session;
+mod train;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -38,6 +40,7 @@ use crate::webhook::{Event, Webhooks};
 
 pub use commands::uid_set;
 pub use session::Stream;
+pub use train::{fetch_examples, learn_email, learn_query, training_folders, FolderExamples};
 
 /// Messages whose headers are fetched, decided and acted on together: one
 /// FETCH, one journal and one record transaction, one STORE per flag set and
@@ -187,6 +190,10 @@ struct Runner {
     tokens: Option<crate::oauth::Tokens>,
     /// When the session's access token is due for renewal (OAuth2 only).
     renew_at: Option<Instant>,
+    /// The classifier learned from the account's folders (loaded when
+    /// `learned.enabled`), and the stored generation it was loaded from.
+    learner: crate::learn::Model,
+    learner_generation: Option<i64>,
 }
 
 impl Runner {
@@ -197,6 +204,8 @@ impl Runner {
             force_pass: false,
             tokens: None,
             renew_at: None,
+            learner: crate::learn::Model::default(),
+            learner_generation: None,
         }
     }
 

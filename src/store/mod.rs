@@ -17,6 +17,7 @@
 mod activity;
 mod deliveries;
 mod journal;
+mod learn;
 mod oauth;
 mod schema;
 mod users;
@@ -34,6 +35,7 @@ use schema::MIGRATIONS;
 pub use activity::{ActivityEntry, ActivityQuery, Stats};
 pub use deliveries::Delivery;
 pub use journal::{EmailMeta, FailedAttempt, FailureRecord, KnownEmail, Outcome};
+pub use learn::LearnState;
 
 /// A failed store operation: which one, and why.
 #[derive(Debug)]

@@ -155,4 +155,24 @@ pub(super) const MIGRATIONS: &[&str] = &[
         INSERT INTO emails_fts (rowid, subject, message_id) VALUES (new.id, new.subject, new.message_id);
     END;
     "#,
+    // 4: the classifier learned from the account's folders (`learn`): naive
+    // Bayes counts per account and class (folder), and per account the
+    // generation of the model (bumped by each full training, so a running
+    // account reloads it) and how many examples it holds.
+    r#"
+    CREATE TABLE learn_classes (
+        account TEXT NOT NULL, class TEXT NOT NULL,
+        docs INTEGER NOT NULL, total INTEGER NOT NULL,
+        PRIMARY KEY (account, class)) WITHOUT ROWID;
+    CREATE TABLE learn_tokens (
+        account TEXT NOT NULL, class TEXT NOT NULL, token TEXT NOT NULL, n INTEGER NOT NULL,
+        PRIMARY KEY (account, class, token)) WITHOUT ROWID;
+    CREATE TABLE learn_state (
+        account TEXT PRIMARY KEY,
+        generation INTEGER NOT NULL,
+        trained_at INTEGER,
+        trained_examples INTEGER NOT NULL DEFAULT 0,
+        learned_examples INTEGER NOT NULL DEFAULT 0,
+        corrections INTEGER NOT NULL DEFAULT 0);
+    "#,
 ];

@@ -1,0 +1,154 @@
+//! The account worker's side of the learned classifier: deciding with it,
+//! and learning from what was decided (see `crate::learn`).
+
+use std::collections::HashMap;
+
+use super::session::Folders;
+use super::Runner;
+use crate::actions::{Action, ActionKind};
+use crate::classify::Classification;
+use crate::learn::PATH;
+use crate::store::{Outcome, Status};
+
+use super::batch::Item;
+
+/// One message to learn: its class (folder), features, +1 or -1.
+pub(super) type Example = (String, Vec<String>, i64);
+
+impl Runner {
+    /// Loads the stored classifier when it is new to this worker (first
+    /// use, or a training run replaced it). A failing store leaves the
+    /// model in hand.
+    pub(super) fn refresh_learner(&mut self) {
+        if !self.w.account.learned.enabled {
+            return;
+        }
+        let generation = match self.w.store.learn_state(self.name()) {
+            Ok(st) => st.generation,
+            Err(e) => {
+                log::warn!("{}: {e}", self.name());
+                return;
+            }
+        };
+        if self.learner_generation == Some(generation) {
+            return;
+        }
+        match self.w.store.learn_counts(self.name()) {
+            Ok(counts) => {
+                self.learner = crate::learn::Model::from_counts(counts);
+                self.learner_generation = Some(generation);
+                log::info!(
+                    "{}: learned classifier loaded: {} message(s) in {} folder(s)",
+                    self.name(),
+                    self.learner.docs(),
+                    self.learner.classes.len()
+                );
+            }
+            Err(e) => log::warn!("{}: {e}", self.name()),
+        }
+    }
+
+    /// The classifier's decision for a message of `mailbox`, whatever its
+    /// confidence; `None` when it cannot decide (too little learned) or
+    /// its folder is not one this account may move to.
+    pub(super) fn learned(&self, mailbox: &str, feats: &[String]) -> Option<Classification> {
+        let p = self.learner.predict(feats)?;
+        let a = &self.w.account;
+        let actions = if p.class == mailbox {
+            Vec::new()
+        } else if a.allows(ActionKind::Move)
+            && !a.folders.watch.contains(&p.class)
+            && (a.folders.allowed.is_empty() || a.folders.allowed.contains(&p.class))
+        {
+            vec![Action::Move {
+                folder: p.class.clone(),
+            }]
+        } else {
+            return None;
+        };
+        Some(Classification {
+            actions,
+            reasoning: format!(
+                "learned from the account's folders: {} ({:.0} %)",
+                p.class,
+                p.confidence * 100.0
+            ),
+            model: PATH.to_string(),
+            confidence: Some(p.confidence),
+        })
+    }
+
+    /// Whether a learned decision is sure enough to act on.
+    pub(super) fn learned_sure(&self, c: &Classification) -> bool {
+        c.confidence
+            .is_some_and(|p| p >= self.w.account.learned.min_confidence)
+    }
+
+    /// What a recorded group teaches: each message decided by a rule, or
+    /// by the model with at least `learned.min_confidence` (or no stated
+    /// confidence), and acted on, under the folder it ended in. The
+    /// classifier's own decisions are not learned again (that would only
+    /// repeat its mistakes).
+    pub(super) fn examples(
+        &self,
+        items: &[Item],
+        outcomes: &[Option<Outcome>],
+        failed: &HashMap<u32, String>,
+        folders: &Folders,
+        mailbox: &str,
+    ) -> Vec<Example> {
+        if !self.w.account.learned.enabled {
+            return Vec::new();
+        }
+        let min = self.w.account.learned.min_confidence;
+        let mut out = Vec::new();
+        for (it, o) in items.iter().zip(outcomes) {
+            let (Some(o), Some(f)) = (o, &it.features) else {
+                continue;
+            };
+            if o.status != Status::Ok
+                || it.journalled
+                || failed.contains_key(&it.meta.uid)
+                || o.model == PATH
+                || o.model == "none"
+                || o.confidence.is_some_and(|c| c < min)
+            {
+                continue;
+            }
+            let mut class = Some(mailbox.to_string());
+            for a in &o.actions {
+                match a {
+                    Action::Move { folder } => class = Some(folder.clone()),
+                    Action::Spam => class = Some(folders.junk.clone()),
+                    Action::Trash => class = None,
+                    _ => {}
+                }
+            }
+            if let Some(class) = class {
+                out.push((class, f.clone(), 1));
+            }
+        }
+        out
+    }
+
+    /// Learns examples: in the classifier in hand and in the store.
+    pub(super) fn learn(&mut self, examples: Vec<Example>) {
+        if examples.is_empty() {
+            return;
+        }
+        let corrections = examples.iter().filter(|e| e.2 < 0).count() as i64;
+        let rows: Vec<(&str, &[String], i64)> = examples
+            .iter()
+            .map(|(c, f, s)| (c.as_str(), f.as_slice(), *s))
+            .collect();
+        match self.w.store.learn_add(self.name(), &rows, corrections) {
+            Ok(()) => {
+                for (c, f, s) in &examples {
+                    self.learner.add(c, f, *s);
+                }
+            }
+            // The example is lost, not the message: it was recorded.
+            Err(e) => log::warn!("{}: {e}", self.name()),
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Reading an account's sorted folders for training, read-only: `EXAMINE`
+//! and `BODY.PEEK`, so no flag changes and nothing moves.
+
+use super::commands::uid_set;
+use super::session::connect;
+use super::ImapError;
+use crate::classify::Email;
+use crate::config::AccountConfig;
+
+/// Messages fetched per FETCH while training.
+const CHUNK: usize = 500;
+/// The newest this many messages of each folder are read.
+pub const TRAIN_PER_FOLDER: usize = 5000;
+
+/// A folder read for training: its name and how many of its messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FolderExamples {
+    pub folder: String,
+    pub examples: Vec<Vec<String>>,
+    /// Why it could not be read (missing folder), if so.
+    pub error: Option<String>,
+}
+
+/// The folders training reads: the watched ones, then `folders.allowed`.
+pub fn training_folders(account: &AccountConfig) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for f in account.folders.watch.iter().chain(&account.folders.allowed) {
+        if !v.contains(f) {
+            v.push(f.clone());
+        }
+    }
+    v
+}
+
+/// The part of a message training and deciding read: the header and the
+/// first `learn::TEXT_BYTES` of the text.
+pub fn learn_query() -> String {
+    format!(
+        "(UID BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{}>)",
+        crate::learn::TEXT_BYTES
+    )
+}
+
+/// Parses what [`learn_query`] (or the triage fetch) returned.
+pub fn learn_email(header: &[u8], text: Option<&[u8]>) -> Email {
+    let mut raw = header.to_vec();
+    if let Some(t) = text {
+        raw.extend_from_slice(t);
+    }
+    Email::parse(&raw)
+        .or_else(|| Email::parse_headers(header))
+        .unwrap_or_default()
+}
+
+/// Connects and reads the features of every training folder's messages.
+/// `progress(folder, done, total)` is called after each chunk.
+pub fn fetch_examples(
+    account: &AccountConfig,
+    tokens: Option<&mut crate::oauth::Tokens>,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<Vec<FolderExamples>, ImapError> {
+    let (mut s, _sock, _caps, _folders) = connect(account, tokens)?;
+    let mut out = Vec::new();
+    for folder in training_folders(account) {
+        let mb = match s.examine(&folder) {
+            Ok(mb) => mb,
+            Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
+                out.push(FolderExamples {
+                    folder,
+                    examples: Vec::new(),
+                    error: Some(format!("cannot open: {e}")),
+                });
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut uids: Vec<u32> = if mb.exists == 0 {
+            Vec::new()
+        } else {
+            s.uid_search("ALL")?.into_iter().collect()
+        };
+        uids.sort_unstable();
+        if uids.len() > TRAIN_PER_FOLDER {
+            uids.drain(..uids.len() - TRAIN_PER_FOLDER);
+        }
+        let mut examples = Vec::with_capacity(uids.len());
+        progress(&folder, 0, uids.len());
+        for chunk in uids.chunks(CHUNK) {
+            let fetched = s.uid_fetch(uid_set(chunk), learn_query())?;
+            for f in fetched.iter() {
+                if let Some(h) = f.header() {
+                    examples.push(crate::learn::features(&learn_email(h, f.text())));
+                }
+            }
+            progress(&folder, examples.len(), uids.len());
+        }
+        out.push(FolderExamples {
+            folder,
+            examples,
+            error: None,
+        });
+    }
+    let _ = s.logout();
+    Ok(out)
+}

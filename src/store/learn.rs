@@ -1,0 +1,222 @@
+//! The classifier learned from each account's folders (`crate::learn`):
+//! its counts, and per account how it was made.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{in_op, Result, Store};
+use crate::learn::ClassCounts;
+use crate::timestamp::now_ms;
+
+/// How an account's classifier was made.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LearnState {
+    /// Bumped by each full training (a running account then reloads).
+    pub generation: i64,
+    /// When `mailproc train` (or the Train button) last finished.
+    pub trained_at: Option<i64>,
+    /// Messages that training read.
+    pub trained_examples: i64,
+    /// Messages learned since, from processing.
+    pub learned_examples: i64,
+    /// Corrections learned (a message moved out of the folder mailproc
+    /// chose).
+    pub corrections: i64,
+}
+
+impl Store {
+    pub fn learn_state(&self, account: &str) -> Result<LearnState> {
+        in_op("learn_state", || {
+            Ok(self
+                .conn
+                .lock()
+                .query_row(
+                    "SELECT generation, trained_at, trained_examples, learned_examples, corrections
+                     FROM learn_state WHERE account = ?1",
+                    [account],
+                    |r| {
+                        Ok(LearnState {
+                            generation: r.get(0)?,
+                            trained_at: r.get(1)?,
+                            trained_examples: r.get(2)?,
+                            learned_examples: r.get(3)?,
+                            corrections: r.get(4)?,
+                        })
+                    },
+                )
+                .optional()?
+                .unwrap_or_default())
+        })
+    }
+
+    /// The stored counts of an account's classifier, by class.
+    pub fn learn_counts(&self, account: &str) -> Result<BTreeMap<String, ClassCounts>> {
+        in_op("learn_counts", || {
+            let conn = self.conn.lock();
+            let mut out: BTreeMap<String, ClassCounts> = BTreeMap::new();
+            let mut st =
+                conn.prepare("SELECT class, docs, total FROM learn_classes WHERE account = ?1")?;
+            let rows = st.query_map([account], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (class, docs, total) = row?;
+                let c = out.entry(class).or_default();
+                c.docs = docs.max(0) as u64;
+                c.total = total.max(0) as u64;
+            }
+            let mut st =
+                conn.prepare("SELECT class, token, n FROM learn_tokens WHERE account = ?1")?;
+            let rows = st.query_map([account], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (class, token, n) = row?;
+                if n > 0 {
+                    out.entry(class).or_default().tokens.insert(token, n as u64);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Replaces an account's classifier with a freshly trained one and
+    /// bumps its generation.
+    pub fn learn_replace(
+        &self,
+        account: &str,
+        classes: &BTreeMap<String, ClassCounts>,
+        examples: u64,
+    ) -> Result<()> {
+        in_op("learn_replace", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            tx.execute("DELETE FROM learn_classes WHERE account = ?1", [account])?;
+            tx.execute("DELETE FROM learn_tokens WHERE account = ?1", [account])?;
+            {
+                let mut cl = tx.prepare(
+                    "INSERT INTO learn_classes (account, class, docs, total) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                let mut tk = tx.prepare(
+                    "INSERT INTO learn_tokens (account, class, token, n) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for (class, c) in classes {
+                    cl.execute(params![account, class, c.docs as i64, c.total as i64])?;
+                    for (token, n) in &c.tokens {
+                        tk.execute(params![account, class, token, *n as i64])?;
+                    }
+                }
+            }
+            tx.execute(
+                "INSERT INTO learn_state (account, generation, trained_at, trained_examples)
+                 VALUES (?1, 1, ?2, ?3)
+                 ON CONFLICT (account) DO UPDATE SET generation = generation + 1,
+                     trained_at = excluded.trained_at, trained_examples = excluded.trained_examples,
+                     learned_examples = 0",
+                params![account, now_ms(), examples as i64],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Adds examples learned while processing (`sign` -1 takes one back, as
+    /// a correction does with the folder that was wrong). `corrections`
+    /// counts how many of them are corrections.
+    pub fn learn_add(
+        &self,
+        account: &str,
+        examples: &[(&str, &[String], i64)],
+        corrections: i64,
+    ) -> Result<()> {
+        in_op("learn_add", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let mut learned = 0i64;
+            {
+                let mut cl = tx.prepare(
+                    "INSERT INTO learn_classes (account, class, docs, total) VALUES (?1, ?2, max(?3, 0), 0)
+                     ON CONFLICT DO UPDATE SET docs = max(docs + ?3, 0)",
+                )?;
+                let mut tk = tx.prepare(
+                    "INSERT INTO learn_tokens (account, class, token, n) VALUES (?1, ?2, ?3, max(?4, 0))
+                     ON CONFLICT DO UPDATE SET n = max(n + ?4, 0)",
+                )?;
+                for (class, feats, sign) in examples {
+                    cl.execute(params![account, class, sign])?;
+                    for t in feats.iter() {
+                        tk.execute(params![account, class, t, sign])?;
+                    }
+                    if *sign > 0 {
+                        learned += 1;
+                    }
+                }
+                tx.execute(
+                    "DELETE FROM learn_tokens WHERE account = ?1 AND n <= 0",
+                    [account],
+                )?;
+                tx.execute(
+                    "UPDATE learn_classes SET total = (SELECT coalesce(sum(n), 0) FROM learn_tokens t
+                         WHERE t.account = learn_classes.account AND t.class = learn_classes.class)
+                     WHERE account = ?1",
+                    [account],
+                )?;
+            }
+            tx.execute(
+                "INSERT INTO learn_state (account, generation, learned_examples, corrections)
+                 VALUES (?1, 0, ?2, ?3)
+                 ON CONFLICT (account) DO UPDATE SET
+                     learned_examples = learned_examples + ?2, corrections = corrections + ?3",
+                params![account, learned, corrections],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learn::Model;
+
+    #[test]
+    fn counts_round_trip_and_increment() {
+        let s = Store::open_in_memory().unwrap();
+        let a: Vec<String> = vec!["s:weekly".into(), "dom:news.com".into()];
+        let b: Vec<String> = vec!["s:receipt".into(), "dom:shop.com".into()];
+        let mut m = Model::default();
+        m.add("News", &a, 1);
+        m.add("Receipts", &b, 1);
+        s.learn_replace("acct", &m.classes, 2).unwrap();
+        assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
+        let st = s.learn_state("acct").unwrap();
+        assert_eq!((st.generation, st.trained_examples), (1, 2));
+
+        s.learn_add("acct", &[("News", &b, 1)], 0).unwrap();
+        m.add("News", &b, 1);
+        assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
+        s.learn_add("acct", &[("News", &b, -1), ("Receipts", &b, 1)], 1)
+            .unwrap();
+        m.add("News", &b, -1);
+        m.add("Receipts", &b, 1);
+        assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
+        let st = s.learn_state("acct").unwrap();
+        assert_eq!((st.learned_examples, st.corrections), (2, 1));
+        assert!(s.learn_counts("other").unwrap().is_empty());
+
+        s.learn_replace("acct", &BTreeMap::new(), 0).unwrap();
+        assert_eq!(s.learn_state("acct").unwrap().generation, 2);
+        assert!(s.learn_counts("acct").unwrap().is_empty());
+    }
+}

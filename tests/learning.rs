@@ -1,0 +1,251 @@
+//! The classifier learned from the user's own folders, end to end: the real
+//! binary (`mailproc train` and the service) against a real Dovecot, with
+//! the scripted model where a model is needed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::dovecot::Dovecot;
+use common::mailproc::Mailproc;
+use common::model::{answer, Model};
+use serde_json::{json, Value};
+
+fn receipt(i: usize) -> Vec<u8> {
+    format!(
+        "From: Example Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
+         Subject: Your receipt for order {i}\r\nMessage-ID: <r{i}@shop.example>\r\n\
+         Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n\
+         Thank you for your order. Order total: 42.00 EUR. Payment received.\r\n"
+    )
+    .into_bytes()
+}
+
+fn newsletter(i: usize) -> Vec<u8> {
+    format!(
+        "From: Weekly News <news@letters.example>\r\nTo: test@example.test\r\n\
+         Subject: This week in gardening, issue {i}\r\nMessage-ID: <n{i}@letters.example>\r\n\
+         List-Id: Weekly News <weekly.letters.example>\r\n\
+         Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n\
+         Top stories this week: tomatoes, roses and compost. Unsubscribe at any time.\r\n"
+    )
+    .into_bytes()
+}
+
+fn personal(id: &str, subject: &str) -> Vec<u8> {
+    format!(
+        "From: Alice <alice@friends.example>\r\nTo: test@example.test\r\n\
+         Subject: {subject}\r\nMessage-ID: <{id}@friends.example>\r\n\
+         Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\nSee you on Sunday?\r\n"
+    )
+    .into_bytes()
+}
+
+/// One account `acct` on `d`, the learned classifier on, and the scripted
+/// model `model` when given.
+fn config(d: &Dovecot, model: Option<&Model>, learned: &str) -> String {
+    let provider = match model {
+        Some(m) => format!(
+            "classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 2s, max_retries: 1 }}\n",
+            m.url()
+        ),
+        None => String::new(),
+    };
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n{provider}\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts, Newsletters], create: false }}\n    \
+         backlog: all\n    poll_interval: 1s\n    retry_delay: 1s\n{}    learned: {learned}\n    \
+         rules:\n      - {{ name: urgent, when: {{ subject: \"^URGENT\" }}, actions: [ {{ type: flag, flags: [\"\\\\Flagged\"] }} ] }}\n",
+        d.imap_port,
+        if model.is_some() { "    provider: fake\n" } else { "" },
+    )
+}
+
+/// Sorted folders: receipts and newsletters, as a user filed them.
+fn sorted_mailbox() -> Dovecot {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Newsletters");
+    d.seed_many("test", "Receipts", &(0..8).map(receipt).collect::<Vec<_>>());
+    d.seed_many(
+        "test",
+        "Newsletters",
+        &(0..8).map(newsletter).collect::<Vec<_>>(),
+    );
+    d
+}
+
+fn entries(m: &Mailproc) -> Vec<Value> {
+    m.get("/api/activity?pageSize=100").body["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn wait_entries(m: &Mailproc, n: usize) -> Vec<Value> {
+    m.wait_for(
+        Duration::from_secs(30),
+        &format!("{n} activity entries"),
+        || {
+            let e = entries(m);
+            (e.len() >= n).then_some(e)
+        },
+    )
+}
+
+fn entry<'a>(all: &'a [Value], message_id: &str) -> &'a Value {
+    all.iter()
+        .find(|e| e["messageId"] == message_id)
+        .unwrap_or_else(|| panic!("no entry for {message_id} in {all:#?}"))
+}
+
+fn metric(m: &Mailproc, line_start: &str) -> f64 {
+    let text = m.get("/metrics").text;
+    text.lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {line_start} in\n{text}"))
+}
+
+fn mailbox_of(d: &Dovecot, message_id: &str) -> Vec<String> {
+    d.messages("test")
+        .into_iter()
+        .filter(|m| m.message_id == message_id)
+        .map(|m| m.mailbox)
+        .collect()
+}
+
+#[test]
+fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
+    let d = sorted_mailbox();
+    let model = Model::start(2, |_| answer(json!([]), "a friend writes"));
+    let mut m = Mailproc::prepare(&config(
+        &d,
+        Some(&model),
+        "{ enabled: true, min_confidence: 0.9 }",
+    ));
+
+    // Training reads the folders without changing them.
+    let before = d.messages("test");
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    assert!(out.contains("Receipts: 8 message(s)"), "{out}");
+    assert!(out.contains("Newsletters: 8 message(s)"), "{out}");
+    assert!(out.contains("INBOX: 0 message(s)"), "{out}");
+    assert!(out.contains("trained acct on 16 message(s)"), "{out}");
+    assert_eq!(d.messages("test"), before, "training changed the mailbox");
+
+    // New mail: one the classifier knows, one a rule takes, one for the model.
+    d.seed("test", "INBOX", &receipt(100));
+    d.seed("test", "INBOX", &personal("urgent", "URGENT: the keys"));
+    d.seed("test", "INBOX", &personal("p1", "Lunch"));
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 3);
+
+    let learned = entry(&all, "<r100@shop.example>");
+    assert_eq!(learned["model"], "learned", "{learned:#}");
+    assert_eq!(learned["status"], "ok", "{learned:#}");
+    assert!(
+        learned["confidence"].as_f64().unwrap() >= 0.9,
+        "{learned:#}"
+    );
+    assert_eq!(
+        learned["actions"],
+        json!([{ "type": "move", "folder": "Receipts" }])
+    );
+    assert_eq!(
+        entry(&all, "<urgent@friends.example>")["model"],
+        "rules:urgent"
+    );
+    assert_eq!(entry(&all, "<p1@friends.example>")["model"], "scripted");
+    assert_eq!(
+        model.count(),
+        1,
+        "only the unknown message went to the model"
+    );
+    assert_eq!(mailbox_of(&d, "<r100@shop.example>"), ["Receipts"]);
+
+    assert_eq!(
+        metric(
+            &m,
+            "mailproc_decisions_total{account=\"acct\",path=\"learned\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "mailproc_decisions_total{account=\"acct\",path=\"rule\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "mailproc_decisions_total{account=\"acct\",path=\"model\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(&m, "mailproc_model_calls_saved_total{account=\"acct\"}"),
+        1.0
+    );
+
+    // The model's confident answer (keep in INBOX) was learned from; the
+    // classifier's own decision was not.
+    let st = m.get("/api/learned/acct").body;
+    assert_eq!(st["trainedExamples"], 16, "{st:#}");
+    assert_eq!(st["learnedExamples"], 2, "rule + model: {st:#}");
+
+    // A restart loads the trained classifier from the store.
+    m.kill();
+    d.seed("test", "INBOX", &newsletter(100));
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 4);
+    let e = entry(&all, "<n100@letters.example>");
+    assert_eq!(e["model"], "learned", "{e:#}");
+    assert_eq!(mailbox_of(&d, "<n100@letters.example>"), ["Newsletters"]);
+    assert_eq!(
+        model.count(),
+        1,
+        "the restarted service asked the model again"
+    );
+}
+
+#[test]
+fn unsure_without_a_model_is_recorded_for_review() {
+    let d = sorted_mailbox();
+    let mut m = Mailproc::prepare(&config(&d, None, "{ enabled: true, min_confidence: 0.9 }"));
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    // Half receipt, half newsletter: neither folder is sure.
+    d.seed(
+        "test",
+        "INBOX",
+        b"From: Someone <x@elsewhere.example>\r\nTo: test@example.test\r\n\
+          Subject: gardening receipt\r\nMessage-ID: <mixed@elsewhere.example>\r\n\r\nhello\r\n",
+    );
+    d.seed("test", "INBOX", &receipt(200));
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 2);
+    let e = entry(&all, "<mixed@elsewhere.example>");
+    assert_eq!(e["model"], "learned", "{e:#}");
+    assert_eq!(e["status"], "review", "{e:#}");
+    assert!(e["confidence"].as_f64().unwrap() < 0.9, "{e:#}");
+    assert_eq!(mailbox_of(&d, "<mixed@elsewhere.example>"), ["INBOX"]);
+    let e = entry(&all, "<r200@shop.example>");
+    assert_eq!(
+        (e["model"].as_str(), e["status"].as_str()),
+        (Some("learned"), Some("ok")),
+        "{e:#}"
+    );
+    assert_eq!(mailbox_of(&d, "<r200@shop.example>"), ["Receipts"]);
+}
