@@ -249,3 +249,77 @@ fn unsure_without_a_model_is_recorded_for_review() {
     );
     assert_eq!(mailbox_of(&d, "<r200@shop.example>"), ["Receipts"]);
 }
+
+fn flags_of(d: &Dovecot, message_id: &str) -> Vec<(String, Vec<String>)> {
+    d.messages("test")
+        .into_iter()
+        .filter(|m| m.message_id == message_id)
+        .map(|m| (m.mailbox, m.flags))
+        .collect()
+}
+
+#[test]
+fn undo_puts_a_moved_message_back_with_its_flags_and_counts_a_correction() {
+    let d = sorted_mailbox();
+    let yaml = config(&d, None, "{ enabled: true }").replace(
+        "    rules:\n",
+        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: flag, flags: [\"$Shop\"] }, { type: move, folder: Receipts } ] }\n",
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    d.seed("test", "INBOX", &receipt(300));
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 1);
+    let e = entry(&all, "<r300@shop.example>");
+    assert_eq!(e["model"], "rules:shop", "{e:#}");
+    let moved = flags_of(&d, "<r300@shop.example>");
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(moved[0].0, "Receipts");
+    assert!(moved[0].1.contains(&"$Shop".to_string()), "{moved:?}");
+    let id = e["id"].as_i64().unwrap();
+    assert_eq!(m.get("/api/learned/acct").body["learnedExamples"], 1);
+
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["undo"]["mailbox"], "INBOX", "{:#}", r.body);
+    assert_eq!(r.body["undo"]["fromFolder"], "Receipts", "{:#}", r.body);
+    assert_eq!(r.body["undo"]["correction"], true, "{:#}", r.body);
+    assert_eq!(
+        flags_of(&d, "<r300@shop.example>"),
+        [("INBOX".to_string(), Vec::<String>::new())],
+        "back in INBOX with the flags it had (none)"
+    );
+    let st = m.get("/api/learned/acct").body;
+    assert_eq!(st["corrections"], 1, "{st:#}");
+
+    // The account does not sort the message away again: a message that
+    // arrives after it is processed, and the undone one stays put.
+    d.seed(
+        "test",
+        "INBOX",
+        &personal("later", "URGENT: after the undo"),
+    );
+    let all = wait_entries(&m, 3);
+    let later = entry(&all, "<later@friends.example>");
+    assert_eq!(later["model"], "rules:urgent");
+    let undo_rows: Vec<&Value> = all.iter().filter(|e| e["model"] == "undo").collect();
+    assert_eq!(undo_rows.len(), 1, "{all:#?}");
+    assert_eq!(undo_rows[0]["mailbox"], "INBOX");
+    assert_eq!(
+        flags_of(&d, "<r300@shop.example>"),
+        [("INBOX".to_string(), Vec::<String>::new())]
+    );
+    assert_eq!(
+        all.iter()
+            .filter(|e| e["messageId"] == "<r300@shop.example>")
+            .count(),
+        2,
+        "the move and the undo, nothing more: {all:#?}"
+    );
+
+    let again = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(again.status, 409, "{:?}", again.body);
+    assert_eq!(m.post("/api/activity/999999/undo", "").status, 404);
+}

@@ -295,3 +295,36 @@ pub fn train(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
         &json!({ "success": true, "account": name, "state": "running" }),
     ))
 }
+
+/// Undoes the move of activity entry `id` (see `imap::undo`); the error is
+/// an HTTP status and a message.
+pub fn undo_entry(ctx: &Ctx, id: i64) -> Result<crate::imap::Undone, (u16, String)> {
+    let t = ctx
+        .store
+        .undo_target(id)
+        .map_err(|e| (500, e.to_string()))?
+        .ok_or_else(|| (404, format!("no activity entry with id {id}")))?;
+    let loaded = ctx.config();
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == t.account) else {
+        return Err((
+            409,
+            format!("account {:?} is no longer configured", t.account),
+        ));
+    };
+    crate::imap::undo(a, &ctx.store, t).map_err(|e| match e {
+        crate::imap::UndoError::Refused(m) => (409, m),
+        crate::imap::UndoError::Failed(m) => (502, m),
+    })
+}
+
+/// `POST /api/activity/:id/undo`: puts a moved message back where it was,
+/// with its flags as they were, and records the undo.
+pub fn undo(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
+    let id: i64 = p[0]
+        .parse()
+        .map_err(|_| Reply::error(400, format!("id: expected an integer, got {:?}", p[0])))?;
+    match undo_entry(ctx, id) {
+        Ok(u) => Ok(Reply::ok(&json!({ "success": true, "undo": u }))),
+        Err((status, m)) => Err(Reply::error(status, m)),
+    }
+}

@@ -11,7 +11,7 @@
 //! a 500) straight out.
 
 mod export;
-mod handlers;
+pub(crate) mod handlers;
 mod params;
 pub mod session;
 
@@ -89,6 +89,12 @@ static ROUTES: &[Route] = &[
         pattern: "/api/activity/:id/retry",
         access: Needs("write:activity"),
         handler: handlers::retry,
+    },
+    Route {
+        method: "POST",
+        pattern: "/api/activity/:id/undo",
+        access: Needs("write:activity"),
+        handler: handlers::undo,
     },
     Route {
         method: "GET",

@@ -297,6 +297,26 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     }
 }
 
+/// The Undo button of an activity entry: puts the message back and shows
+/// the entry again (an error page says why not).
+pub fn undo(ctx: &Ctx, id: &str) -> Reply {
+    let Ok(id) = id.parse::<i64>() else {
+        return super::pages::not_found_bare("There is no such email.");
+    };
+    match crate::api::handlers::undo_entry(ctx, id) {
+        Ok(u) => {
+            log::info!(
+                "activity {id} undone from the dashboard (now UID {} in {})",
+                u.uid,
+                u.mailbox
+            );
+            redirect(&format!("/activity/{id}"))
+        }
+        Err((404, m)) => super::pages::not_found_bare(&m),
+        Err((_, m)) => super::pages::error_page(&m),
+    }
+}
+
 /// The configuration editor's post: YAML through the path of
 /// `PUT /api/config`.
 pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {

@@ -287,6 +287,7 @@ pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
         (true, ["activity"]) => (pages::activity(ctx, req, &s), "/activity"),
         (true, ["activity", id]) => (pages::activity_detail(ctx, &s, id), "/activity/:id"),
         (false, ["activity", id, "retry"]) => (forms::retry(ctx, req, id), "/activity/:id/retry"),
+        (false, ["activity", id, "undo"]) => (forms::undo(ctx, id), "/activity/:id/undo"),
         (true, ["accounts"]) => (account::list(ctx, &s), "/accounts"),
         (true, ["accounts", name]) => (account::page(ctx, &s, name, None), "/accounts/:name"),
         (false, ["accounts", name, "test-webhook"]) => (
@@ -320,7 +321,7 @@ fn owned(segs: &[&str]) -> bool {
         [""] | ["setup" | "login" | "logout" | "activity" | "accounts" | "failed"]
             | ["webhooks" | "logs" | "config" | "favicon.ico"]
             | ["activity" | "accounts" | "static", _]
-            | ["activity", _, "retry"]
+            | ["activity", _, "retry" | "undo"]
             | [
                 "accounts",
                 _,

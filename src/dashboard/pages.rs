@@ -285,6 +285,7 @@ pub fn activity_detail(ctx: &Ctx, s: &Session, id: &str) -> Reply {
     let Some(e) = entry else {
         return not_found(s, "There is no activity entry with this id.");
     };
+    let undo = ctx.store.undo_target(e.id).ok().flatten();
     let row = |label: &str, value: Markup| html! { dt { (label) } dd { (value) } };
     let text_or_none = |v: &str| {
         if v.is_empty() {
@@ -325,6 +326,16 @@ pub fn activity_detail(ctx: &Ctx, s: &Session, id: &str) -> Reply {
         }
         @if e.status == store::Status::Failed {
             (retry_button(e.id, &s.csrf, &format!("/activity/{}", e.id)))
+        }
+        @if let Some(t) = undo.as_ref().filter(|t| t.dest_folder.is_some() && t.status == store::Status::Ok) {
+            @if let Some(at) = t.undone_at {
+                p { "Undone " (super::layout::time_ms(at)) ": put back in " (t.mailbox) "." }
+            } @else if t.flags.is_some() {
+                form.inline method="post" action={ "/activity/" (e.id) "/undo" } {
+                    input type="hidden" name="_csrf" value=(s.csrf);
+                    button type="submit" { "Undo: put back in " (t.mailbox) }
+                }
+            }
         }
     };
     html(200, layout::page(&title, "/activity", s, body))

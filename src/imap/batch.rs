@@ -55,6 +55,8 @@ pub(super) struct Item {
     skipped: bool,
     /// Its features for the learned classifier (`learned.enabled` only).
     pub(super) features: Option<Vec<String>>,
+    /// Its flags before we acted (what undo restores).
+    flags: Vec<String>,
 }
 
 impl Item {
@@ -70,6 +72,7 @@ impl Item {
             known: false,
             skipped: false,
             features: None,
+            flags: Vec::new(),
         }
     }
 }
@@ -94,6 +97,10 @@ struct Window<'a> {
     /// The window's highest UID, where the watermark goes once all is done.
     last: u32,
 }
+
+/// Where each moved UID went: the folder, and its UID there when the server
+/// said (COPYUID).
+type Moved = HashMap<u32, (String, Option<u32>)>;
 
 /// The decision a `pending` journal row holds.
 fn journalled(k: &KnownEmail) -> Classification {
@@ -213,7 +220,7 @@ impl Runner {
         }
         let journalled = t.elapsed();
         let plan = self.plan(&items, &outcomes, folders);
-        let failed = self.act(s, caps, folders, w.mailbox, &plan)?;
+        let (failed, moved) = self.act(s, caps, folders, w.mailbox, &plan)?;
         let acted = t.elapsed();
         // The watermark may pass everything of the window but what is still
         // undecided (a later group) or cancelled: those stay above it.
@@ -226,6 +233,7 @@ impl Runner {
         };
         let examples = self.examples(&items, &outcomes, &failed, folders, w.mailbox);
         self.record(&items, outcomes, &failed, w.mailbox, w.uidvalidity, high)?;
+        self.record_moves(&items, &failed, &moved, w.mailbox, w.uidvalidity)?;
         self.learn(examples);
         log::debug!(
             "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
@@ -268,14 +276,21 @@ impl Runner {
         let fetched = s.uid_fetch(
             uid_set(uids),
             format!(
-                "(UID BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>{text})",
+                "(UID FLAGS BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>{text})",
                 fields.join(" ")
             ),
         )?;
-        let mut heads: HashMap<u32, (&[u8], Option<&[u8]>)> = HashMap::with_capacity(uids.len());
+        let mut heads: HashMap<u32, (&[u8], Option<&[u8]>, Vec<String>)> =
+            HashMap::with_capacity(uids.len());
         for f in fetched.iter() {
             if let (Some(uid), Some(h)) = (f.uid, f.header()) {
-                heads.insert(uid, (h, f.text()));
+                let flags = f
+                    .flags()
+                    .iter()
+                    .filter(|x| !matches!(x, imap::types::Flag::Recent))
+                    .map(|x| x.to_string())
+                    .collect();
+                heads.insert(uid, (h, f.text(), flags));
             }
         }
         self.refresh_learner();
@@ -284,7 +299,7 @@ impl Runner {
         let mut to_model: Vec<Item> = Vec::new();
         for &uid in uids {
             let k = known.remove(&uid);
-            let Some((raw, text)) = heads.remove(&uid) else {
+            let Some((raw, text, flags)) = heads.remove(&uid) else {
                 // Gone between SEARCH and FETCH, or moved by us before a crash.
                 if let Some(item) = self.gone(mailbox, uidvalidity, uid, k.as_ref()) {
                     ready.push(item);
@@ -302,6 +317,7 @@ impl Runner {
             };
             let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, Some(&email)));
             item.known = k.is_some();
+            item.flags = flags;
             if learned {
                 item.features = Some(crate::learn::features(&email));
             }
@@ -531,8 +547,9 @@ impl Runner {
         folders: &Folders,
         mailbox: &str,
         plan: &Plan,
-    ) -> Result<HashMap<u32, String>, ImapError> {
+    ) -> Result<(HashMap<u32, String>, Moved), ImapError> {
         let mut failed: HashMap<u32, String> = HashMap::new();
+        let mut moved: Moved = HashMap::new();
         for (flags, set) in &plan.flag_sets {
             if let Err(e) =
                 s.uid_store(uid_set(set), format!("+FLAGS.SILENT ({})", flags.join(" ")))
@@ -553,13 +570,20 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
-            if let Err(e) = self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox) {
-                for u in &set {
-                    failed.insert(*u, e.clone());
+            match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox) {
+                Ok(uids) => {
+                    for u in &set {
+                        moved.insert(*u, (folder.clone(), uids.get(u).copied()));
+                    }
+                }
+                Err(e) => {
+                    for u in &set {
+                        failed.insert(*u, e.clone());
+                    }
                 }
             }
         }
-        Ok(failed)
+        Ok((failed, moved))
     }
 
     /// Records a group in one transaction — finished messages, failed
@@ -645,6 +669,37 @@ impl Runner {
                 "{}: {mailbox}: shutting down; {cancelled} message(s) left for the next start",
                 self.name()
             );
+        }
+        Ok(())
+    }
+
+    /// Keeps, for undo, where each moved message went and the flags it
+    /// had. After the record: a failure here loses only the undo.
+    fn record_moves(
+        &self,
+        items: &[Item],
+        failed: &HashMap<u32, String>,
+        moved: &Moved,
+        mailbox: &str,
+        uidvalidity: u32,
+    ) -> Result<(), ImapError> {
+        let rows: Vec<crate::store::MoveRecord> = items
+            .iter()
+            .filter(|it| !failed.contains_key(&it.meta.uid))
+            .filter_map(|it| {
+                let (folder, dest) = moved.get(&it.meta.uid)?;
+                Some(crate::store::MoveRecord {
+                    uid: it.meta.uid,
+                    dest_folder: folder.clone(),
+                    dest_uid: *dest,
+                    flags: it.flags.clone(),
+                })
+            })
+            .collect();
+        if !rows.is_empty() {
+            self.w
+                .store
+                .record_moves(self.name(), mailbox, uidvalidity, &rows)?;
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! IMAP commands that change messages: moves with or without MOVE, and the
 //! UID sets they take.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::session::{Caps, Folders, Session};
 use super::Runner;
@@ -17,7 +17,7 @@ impl Runner {
         set: &[u32],
         folder: &str,
         from: &str,
-    ) -> Result<(), String> {
+    ) -> Result<HashMap<u32, u32>, String> {
         if !folders.existing.contains(folder) && !created.contains(folder) {
             if !self.w.account.folders.create {
                 return Err(format!(
@@ -33,8 +33,11 @@ impl Runner {
         }
         let set_s = uid_set(set);
         if caps.mv {
+            // RFC 6851: with UIDPLUS the server names the UIDs the messages
+            // got in the destination (COPYUID, untagged), which undo uses.
             return s
-                .uid_mv(&set_s, folder)
+                .run_command_and_read_response(format!("UID MOVE {set_s} {}", quote(folder)))
+                .map(|lines| copy_uids(&lines))
                 .map_err(|e| format!("moving to {folder:?} failed: {e}"));
         }
         s.run_command_and_check_ok(format!("UID COPY {set_s} {}", quote(folder)))
@@ -51,8 +54,45 @@ impl Runner {
                 self.name()
             );
         }
-        Ok(())
+        // COPYUID came in the tagged answer, which the client keeps to
+        // itself: undo finds these by Message-ID.
+        Ok(HashMap::new())
     }
+}
+
+/// Source UID → destination UID from the COPYUID response codes among
+/// untagged response lines.
+pub(super) fn copy_uids(mut lines: &[u8]) -> HashMap<u32, u32> {
+    use imap_proto::types::{ResponseCode, UidSetMember};
+    let expand = |set: &[UidSetMember]| -> Vec<u32> {
+        set.iter()
+            .flat_map(|m| match m {
+                UidSetMember::Uid(u) => *u..=*u,
+                UidSetMember::UidRange(r) => r.clone(),
+            })
+            .collect()
+    };
+    let mut out = HashMap::new();
+    while !lines.is_empty() {
+        match imap_proto::parser::parse_response(lines) {
+            Ok((rest, resp)) => {
+                if let imap_proto::Response::Data {
+                    code: Some(ResponseCode::CopyUid(_, src, dst)),
+                    ..
+                } = resp
+                {
+                    out.extend(expand(&src).into_iter().zip(expand(&dst)));
+                }
+                lines = rest;
+            }
+            // A line the parser does not know: skip it.
+            Err(_) => match lines.iter().position(|b| *b == b'\n') {
+                Some(i) => lines = &lines[i + 1..],
+                None => break,
+            },
+        }
+    }
+    out
 }
 
 /// `1:3,5,7:9` from sorted or unsorted UIDs.
@@ -97,5 +137,13 @@ mod tests {
         assert_eq!(uid_set(&[4]), "4");
         assert_eq!(uid_set(&[]), "");
         assert_eq!(quote("a \"b\\"), "\"a \\\"b\\\\\"");
+    }
+
+    #[test]
+    fn copyuid_maps_source_to_destination() {
+        let lines = b"* OK [COPYUID 1700000000 3:4,9 10:12] Moved UIDs.\r\n* 2 EXPUNGE\r\n* 2 EXPUNGE\r\n* 5 EXPUNGE\r\n";
+        let m = copy_uids(lines);
+        assert_eq!(m, HashMap::from([(3, 10), (4, 11), (9, 12)]));
+        assert!(copy_uids(b"* 2 EXPUNGE\r\n").is_empty());
     }
 }

@@ -141,7 +141,11 @@ impl Runner {
             .iter()
             .map(|(c, f, s)| (c.as_str(), f.as_slice(), *s))
             .collect();
-        match self.w.store.learn_add(self.name(), &rows, corrections) {
+        match self
+            .w
+            .store
+            .learn_add(self.name(), &rows, corrections, false)
+        {
             Ok(()) => {
                 for (c, f, s) in &examples {
                     self.learner.add(c, f, *s);

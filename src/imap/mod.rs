@@ -24,6 +24,7 @@ mod login;
 mod pass;
 mod session;
 mod train;
+mod undo;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -41,6 +42,7 @@ use crate::webhook::{Event, Webhooks};
 pub use commands::uid_set;
 pub use session::Stream;
 pub use train::{fetch_examples, learn_email, learn_query, training_folders, FolderExamples};
+pub use undo::{undo, UndoError, Undone};
 
 /// Messages whose headers are fetched, decided and acted on together: one
 /// FETCH, one journal and one record transaction, one STORE per flag set and

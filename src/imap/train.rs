@@ -2,10 +2,13 @@
 //! and `BODY.PEEK`, so no flag changes and nothing moves.
 
 use super::commands::uid_set;
-use super::session::connect;
+use std::sync::Arc;
+
+use super::session::{connect, Session};
 use super::ImapError;
 use crate::classify::Email;
-use crate::config::AccountConfig;
+use crate::config::{AccountConfig, ImapAuth};
+use crate::store::Store;
 
 /// Messages fetched per FETCH while training.
 const CHUNK: usize = 500;
@@ -52,14 +55,26 @@ pub fn learn_email(header: &[u8], text: Option<&[u8]>) -> Email {
         .unwrap_or_default()
 }
 
+/// A session of its own for training or undo (signing in with OAuth2 when
+/// the account does).
+pub(super) fn open(account: &AccountConfig, store: &Arc<Store>) -> Result<Session, ImapError> {
+    let mut tokens = match (&account.imap.auth, &account.imap.oauth2) {
+        (ImapAuth::Oauth2, Some(c)) => Some(
+            crate::oauth::Tokens::new(&account.name, c, store.clone()).map_err(ImapError::Token)?,
+        ),
+        _ => None,
+    };
+    Ok(connect(account, tokens.as_mut())?.0)
+}
+
 /// Connects and reads the features of every training folder's messages.
 /// `progress(folder, done, total)` is called after each chunk.
 pub fn fetch_examples(
     account: &AccountConfig,
-    tokens: Option<&mut crate::oauth::Tokens>,
+    store: &Arc<Store>,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<Vec<FolderExamples>, ImapError> {
-    let (mut s, _sock, _caps, _folders) = connect(account, tokens)?;
+    let mut s = open(account, store)?;
     let mut out = Vec::new();
     for folder in training_folders(account) {
         let mb = match s.examine(&folder) {

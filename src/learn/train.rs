@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 
 use super::{ClassCounts, Model};
-use crate::config::{AccountConfig, ImapAuth};
+use crate::config::AccountConfig;
 use crate::store::Store;
 use crate::timestamp::now_ms;
 
@@ -56,14 +56,7 @@ pub fn train_account(
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<TrainReport, String> {
     let started = std::time::Instant::now();
-    let mut tokens = match (&account.imap.auth, &account.imap.oauth2) {
-        (ImapAuth::Oauth2, Some(c)) => Some(
-            crate::oauth::Tokens::new(&account.name, c, store.clone())
-                .map_err(|e| e.to_string())?,
-        ),
-        _ => None,
-    };
-    let read = crate::imap::fetch_examples(account, tokens.as_mut(), progress)
+    let read = crate::imap::fetch_examples(account, store, progress)
         .map_err(|e| format!("account {}: {e}", account.name))?;
     let mut model = Model::default();
     let mut report = TrainReport {

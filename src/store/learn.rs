@@ -132,12 +132,15 @@ impl Store {
 
     /// Adds examples learned while processing (`sign` -1 takes one back, as
     /// a correction does with the folder that was wrong). `corrections`
-    /// counts how many of them are corrections.
+    /// counts how many of them are corrections; `reload` bumps the
+    /// generation, so the account (which did not learn them itself)
+    /// reloads its classifier.
     pub fn learn_add(
         &self,
         account: &str,
         examples: &[(&str, &[String], i64)],
         corrections: i64,
+        reload: bool,
     ) -> Result<()> {
         in_op("learn_add", || {
             let mut conn = self.conn.lock();
@@ -175,9 +178,9 @@ impl Store {
             tx.execute(
                 "INSERT INTO learn_state (account, generation, learned_examples, corrections)
                  VALUES (?1, 0, ?2, ?3)
-                 ON CONFLICT (account) DO UPDATE SET
+                 ON CONFLICT (account) DO UPDATE SET generation = generation + ?4,
                      learned_examples = learned_examples + ?2, corrections = corrections + ?3",
-                params![account, learned, corrections],
+                params![account, learned, corrections, reload as i64],
             )?;
             tx.commit()?;
             Ok(())
@@ -203,20 +206,21 @@ mod tests {
         let st = s.learn_state("acct").unwrap();
         assert_eq!((st.generation, st.trained_examples), (1, 2));
 
-        s.learn_add("acct", &[("News", &b, 1)], 0).unwrap();
+        s.learn_add("acct", &[("News", &b, 1)], 0, false).unwrap();
         m.add("News", &b, 1);
         assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
-        s.learn_add("acct", &[("News", &b, -1), ("Receipts", &b, 1)], 1)
+        s.learn_add("acct", &[("News", &b, -1), ("Receipts", &b, 1)], 1, true)
             .unwrap();
         m.add("News", &b, -1);
         m.add("Receipts", &b, 1);
         assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
         let st = s.learn_state("acct").unwrap();
         assert_eq!((st.learned_examples, st.corrections), (2, 1));
+        assert_eq!(st.generation, 2, "a correction from outside reloads");
         assert!(s.learn_counts("other").unwrap().is_empty());
 
         s.learn_replace("acct", &BTreeMap::new(), 0).unwrap();
-        assert_eq!(s.learn_state("acct").unwrap().generation, 2);
+        assert_eq!(s.learn_state("acct").unwrap().generation, 3);
         assert!(s.learn_counts("acct").unwrap().is_empty());
     }
 }

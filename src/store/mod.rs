@@ -20,6 +20,7 @@ mod journal;
 mod learn;
 mod oauth;
 mod schema;
+mod undo;
 mod users;
 
 use std::path::Path;
@@ -36,6 +37,7 @@ pub use activity::{ActivityEntry, ActivityQuery, Stats};
 pub use deliveries::Delivery;
 pub use journal::{EmailMeta, FailedAttempt, FailureRecord, KnownEmail, Outcome};
 pub use learn::LearnState;
+pub use undo::{MoveRecord, UndoTarget};
 
 /// A failed store operation: which one, and why.
 #[derive(Debug)]

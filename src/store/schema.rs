@@ -174,5 +174,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
         trained_examples INTEGER NOT NULL DEFAULT 0,
         learned_examples INTEGER NOT NULL DEFAULT 0,
         corrections INTEGER NOT NULL DEFAULT 0);
+    -- Undo: the flags a moved message had before we acted (JSON array;
+    -- dest_folder and dest_uid of step 1 say where it went), and when it
+    -- was put back.
+    ALTER TABLE emails ADD COLUMN orig_flags TEXT;
+    ALTER TABLE emails ADD COLUMN undone_at INTEGER;
     "#,
 ];

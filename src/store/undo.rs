@@ -1,0 +1,168 @@
+//! What undo needs of a moved message: where it went, the flags it had, and
+//! the record that it was put back.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{in_op, Result, Store};
+use crate::timestamp::now_ms;
+
+/// Where one moved message went, and the flags it had before.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoveRecord {
+    pub uid: u32,
+    pub dest_folder: String,
+    /// Its UID there, when the server said (COPYUID).
+    pub dest_uid: Option<u32>,
+    pub flags: Vec<String>,
+}
+
+/// An activity entry as undo sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UndoTarget {
+    pub id: i64,
+    pub account: String,
+    pub mailbox: String,
+    pub uidvalidity: u32,
+    pub message_id: String,
+    pub subject: String,
+    pub from: String,
+    pub status: super::Status,
+    pub dest_folder: Option<String>,
+    pub dest_uid: Option<u32>,
+    /// `None` for a row recorded before undo existed.
+    pub flags: Option<Vec<String>>,
+    pub undone_at: Option<i64>,
+}
+
+impl Store {
+    /// Records where the moved messages of a folder went (after their
+    /// final record).
+    pub fn record_moves(
+        &self,
+        account: &str,
+        mailbox: &str,
+        uidvalidity: u32,
+        rows: &[MoveRecord],
+    ) -> Result<()> {
+        in_op("record_moves", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            {
+                let mut st = tx.prepare_cached(
+                    "UPDATE emails SET dest_folder = ?5, dest_uid = ?6, orig_flags = ?7, undone_at = NULL
+                     WHERE account = ?1 AND mailbox = ?2 AND uidvalidity = ?3 AND uid = ?4",
+                )?;
+                for r in rows {
+                    st.execute(params![
+                        account,
+                        mailbox,
+                        uidvalidity,
+                        r.uid,
+                        r.dest_folder,
+                        r.dest_uid,
+                        serde_json::to_string(&r.flags).unwrap_or_else(|_| "[]".into()),
+                    ])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    pub fn undo_target(&self, id: i64) -> Result<Option<UndoTarget>> {
+        in_op("undo_target", || {
+            Ok(self
+                .conn
+                .lock()
+                .query_row(
+                    "SELECT id, account, mailbox, uidvalidity, message_id, subject, sender, status,
+                        dest_folder, dest_uid, orig_flags, undone_at FROM emails WHERE id = ?1",
+                    [id],
+                    |r| {
+                        let status: String = r.get(7)?;
+                        let flags: Option<String> = r.get(10)?;
+                        Ok(UndoTarget {
+                            id: r.get(0)?,
+                            account: r.get(1)?,
+                            mailbox: r.get(2)?,
+                            uidvalidity: r.get(3)?,
+                            message_id: r.get(4)?,
+                            subject: r.get(5)?,
+                            from: r.get(6)?,
+                            status: super::Status::parse(&status).unwrap_or(super::Status::Failed),
+                            dest_folder: r.get(8)?,
+                            dest_uid: r.get(9)?,
+                            flags: flags.and_then(|f| serde_json::from_str(&f).ok()),
+                            undone_at: r.get(11)?,
+                        })
+                    },
+                )
+                .optional()?)
+        })
+    }
+
+    /// Records an undo: the entry is marked undone, and the message, back in
+    /// its folder under `new_uid`, gets a row of its own (model `undo`) so
+    /// the account does not process it again. Returns that row's id.
+    pub fn record_undo(&self, t: &UndoTarget, uidvalidity: u32, new_uid: u32) -> Result<i64> {
+        in_op("record_undo", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let now = now_ms();
+            tx.execute(
+                "UPDATE emails SET undone_at = ?2 WHERE id = ?1",
+                params![t.id, now],
+            )?;
+            let id: i64 = tx.query_row(
+                "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
+                    processed_at, status, actions, model, reasoning, attempts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'ok', '[]', 'undo', ?9, 1)
+                 ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
+                    processed_at = excluded.processed_at, reasoning = excluded.reasoning
+                 RETURNING id",
+                params![
+                    t.account,
+                    t.mailbox,
+                    uidvalidity,
+                    new_uid,
+                    t.message_id,
+                    t.subject,
+                    t.from,
+                    now,
+                    format!(
+                        "put back from {} by undo of activity {}",
+                        t.dest_folder.as_deref().unwrap_or("?"),
+                        t.id
+                    ),
+                ],
+                |r| r.get(0),
+            )?;
+            tx.commit()?;
+            Ok(id)
+        })
+    }
+
+    /// The message came back under another UID than foreseen (`record_undo`
+    /// is written before the move, so the account never sees it unrecorded).
+    pub fn fix_undo_uid(&self, row: i64, uid: u32) -> Result<()> {
+        in_op("fix_undo_uid", || {
+            self.conn.lock().execute(
+                "UPDATE OR REPLACE emails SET uid = ?2 WHERE id = ?1",
+                params![row, uid],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The move back failed: forget the undo.
+    pub fn cancel_undo(&self, entry: i64, row: i64) -> Result<()> {
+        in_op("cancel_undo", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            tx.execute("DELETE FROM emails WHERE id = ?1 AND model = 'undo'", [row])?;
+            tx.execute("UPDATE emails SET undone_at = NULL WHERE id = ?1", [entry])?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+}
