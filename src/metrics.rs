@@ -13,6 +13,7 @@ pub struct Metrics {
     pub emails_processed: IntCounterVec,
     pub decisions: IntCounterVec,
     pub model_calls_saved: IntCounterVec,
+    pub corrections: IntCounterVec,
     pub classification_duration: Histogram,
     pub actions: IntCounterVec,
     pub errors: IntCounterVec,
@@ -52,6 +53,11 @@ impl Metrics {
             model_calls_saved: counter_vec(
                 "model_calls_saved_total",
                 "Emails the learned classifier decided that would otherwise have gone to the model.",
+                &["account"],
+            ),
+            corrections: counter_vec(
+                "corrections_total",
+                "Messages the user moved out of the folder mailproc chose (undo counts too).",
                 &["account"],
             ),
             classification_duration: reg(

@@ -323,3 +323,68 @@ fn undo_puts_a_moved_message_back_with_its_flags_and_counts_a_correction() {
     assert_eq!(again.status, 409, "{:?}", again.body);
     assert_eq!(m.post("/api/activity/999999/undo", "").status, 404);
 }
+
+/// What the user does by hand in a mail client: moves a message.
+fn user_moves(d: &Dovecot, message_id: &str, from: &str, to: &str) {
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    let mut c = imap::Client::new(tcp);
+    c.read_greeting().unwrap();
+    let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+    s.select(from).unwrap();
+    let uids = s
+        .uid_search(format!("HEADER Message-ID \"{message_id}\""))
+        .unwrap();
+    assert_eq!(uids.len(), 1, "{message_id} in {from}: {uids:?}");
+    let uid = uids.into_iter().next().unwrap();
+    s.uid_mv(uid.to_string(), to).unwrap();
+    s.logout().unwrap();
+}
+
+#[test]
+fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
+    let d = sorted_mailbox();
+    let systems = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = systems.clone();
+    let model = Model::start(2, move |r| {
+        seen.lock().unwrap().push(r.system.clone());
+        answer(json!([]), "a friend writes")
+    });
+    let yaml = config(&d, Some(&model), "{ enabled: true }").replace(
+        "    rules:\n",
+        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    d.seed("test", "INBOX", &receipt(400));
+    m.spawn(&[]);
+    m.wait_ready();
+    wait_entries(&m, 1);
+    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Receipts"]);
+    assert_eq!(m.get("/api/learned/acct").body["corrections"], 0);
+
+    // The user disagrees and files it elsewhere; new mail wakes the account.
+    user_moves(&d, "<r400@shop.example>", "Receipts", "Newsletters");
+    d.seed("test", "INBOX", &personal("p2", "Dinner"));
+    let all = wait_entries(&m, 2);
+    assert_eq!(entry(&all, "<p2@friends.example>")["model"], "scripted");
+
+    let st = m.get("/api/learned/acct").body;
+    assert_eq!(st["corrections"], 1, "{st:#}");
+    assert_eq!(
+        metric(&m, "mailproc_corrections_total{account=\"acct\"}"),
+        1.0
+    );
+    assert_eq!(
+        mailbox_of(&d, "<r400@shop.example>"),
+        ["Newsletters"],
+        "left where the user put it"
+    );
+    let systems = systems.lock().unwrap();
+    assert_eq!(systems.len(), 1);
+    assert!(
+        systems[0].contains("from orders@shop.example, subject words \"Your receipt for order 400\": the user put it in \"Newsletters\""),
+        "the correction is an example for the model:\n{}",
+        systems[0]
+    );
+}

@@ -311,10 +311,15 @@ pub fn undo_entry(ctx: &Ctx, id: i64) -> Result<crate::imap::Undone, (u16, Strin
             format!("account {:?} is no longer configured", t.account),
         ));
     };
-    crate::imap::undo(a, &ctx.store, t).map_err(|e| match e {
+    let u = crate::imap::undo(a, &ctx.store, t).map_err(|e| match e {
         crate::imap::UndoError::Refused(m) => (409, m),
         crate::imap::UndoError::Failed(m) => (502, m),
-    })
+    })?;
+    ctx.metrics
+        .corrections
+        .with_label_values(&[a.name.as_str()])
+        .inc();
+    Ok(u)
 }
 
 /// `POST /api/activity/:id/undo`: puts a moved message back where it was,

@@ -19,7 +19,7 @@ mod rules;
 mod tests;
 
 pub use pool::{providers, Job, Pool};
-pub use prompt::{answer_schema, parse_answer, prompt, MAX_REASONING_CHARS};
+pub use prompt::{answer_schema, parse_answer, prompt, DEFAULT_INSTRUCTIONS, MAX_REASONING_CHARS};
 pub use provider::Provider;
 pub use rules::Rules;
 

@@ -413,6 +413,7 @@ impl Runner {
         let (reply, rx) = crossbeam_channel::unbounded();
         let mut waiting = 0;
         let provider = self.w.provider.clone();
+        let account = self.prompt_account();
         for (index, it) in items.iter_mut().enumerate() {
             let email = match bodies.get(&it.meta.uid) {
                 Some(raw) => Email::parse(raw),
@@ -436,7 +437,7 @@ impl Runner {
                 (Some(email), Some(p)) => {
                     self.w.pool.submit(Job {
                         provider: p.clone(),
-                        account: self.w.account.clone(),
+                        account: account.clone(),
                         email: Arc::new(email),
                         index,
                         reply: reply.clone(),

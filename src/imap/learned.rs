@@ -2,15 +2,20 @@
 //! and learning from what was decided (see `crate::learn`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::session::Folders;
 use super::Runner;
 use crate::actions::{Action, ActionKind};
 use crate::classify::Classification;
+use crate::config::AccountConfig;
 use crate::learn::PATH;
 use crate::store::{Outcome, Status};
 
 use super::batch::Item;
+
+/// Corrections shown to the model as examples.
+const FEW_SHOT: u32 = 5;
 
 /// One message to learn: its class (folder), features, +1 or -1.
 pub(super) type Example = (String, Vec<String>, i64);
@@ -154,5 +159,51 @@ impl Runner {
             // The example is lost, not the message: it was recorded.
             Err(e) => log::warn!("{}: {e}", self.name()),
         }
+    }
+
+    /// The account as the model sees it: with `learned.enabled`, the
+    /// latest corrections of the account (up to [`FEW_SHOT`]) are added to
+    /// its instructions as examples. Only the sender's address and the
+    /// words of the subject (no punctuation, cut short) are quoted: they
+    /// are written by strangers and go into the instructions.
+    pub(super) fn prompt_account(&self) -> Arc<AccountConfig> {
+        let a = &self.w.account;
+        if !a.learned.enabled {
+            return a.clone();
+        }
+        let list = match self.w.store.latest_corrections(self.name(), FEW_SHOT) {
+            Ok(l) if !l.is_empty() => l,
+            Ok(_) => return a.clone(),
+            Err(e) => {
+                log::warn!("{}: {e}", self.name());
+                return a.clone();
+            }
+        };
+        let mut lines = Vec::new();
+        for (from, subject, folder) in list {
+            let from: String = from
+                .chars()
+                .filter(|c| c.is_alphanumeric() || "@.-_+".contains(*c))
+                .take(80)
+                .collect();
+            let words: Vec<&str> = subject
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect();
+            let subject = crate::classify::truncate(&words.join(" "), 60).to_string();
+            lines.push(format!(
+                "- from {from}, subject words \"{subject}\": the user put it in {folder:?}"
+            ));
+        }
+        let mut c = (**a).clone();
+        c.prompt = Some(format!(
+            "{}\n\nThe user corrected these recent decisions; sort similar mail the same way:\n{}",
+            a.prompt
+                .as_deref()
+                .unwrap_or(crate::classify::DEFAULT_INSTRUCTIONS)
+                .trim(),
+            lines.join("\n")
+        ));
+        Arc::new(c)
     }
 }

@@ -19,6 +19,7 @@
 
 mod batch;
 mod commands;
+mod corrections;
 mod learned;
 mod login;
 mod pass;

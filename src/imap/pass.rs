@@ -31,6 +31,14 @@ impl Runner {
             if force || (pass && !self.w.handle.is_paused()) {
                 self.w.handle.set_state(State::Processing);
                 crate::failpoint::hit("account-pass");
+                // Before the watched folders: a message the user moved back
+                // into one is then recorded, not sorted away again.
+                if let Err(e) = self.check_corrections(s) {
+                    match e {
+                        ImapError::Store(e) => log::warn!("{}: corrections: {e}", self.name()),
+                        e => return Err(e),
+                    }
+                }
                 for mailbox in self.w.account.folders.watch.clone() {
                     if let Some(exit) = self.process_folder(s, caps, folders, &mailbox)? {
                         self.index_search();

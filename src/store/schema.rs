@@ -179,5 +179,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- was put back.
     ALTER TABLE emails ADD COLUMN orig_flags TEXT;
     ALTER TABLE emails ADD COLUMN undone_at INTEGER;
+    -- Corrections: where the user moved a message we had moved (checked
+    -- at the next pass; '' when it was deleted), for the learned classifier
+    -- and as examples for the model.
+    ALTER TABLE emails ADD COLUMN corrected_to TEXT;
+    CREATE INDEX emails_moves ON emails (account, processed_at)
+        WHERE dest_uid IS NOT NULL AND undone_at IS NULL AND corrected_to IS NULL;
     "#,
 ];

@@ -165,4 +165,88 @@ impl Store {
             Ok(())
         })
     }
+
+    /// Moves of the account since `since_ms` not yet undone nor corrected,
+    /// whose destination UID is known: `(id, dest_folder, dest_uid)`.
+    pub fn moves_to_check(&self, account: &str, since_ms: i64) -> Result<Vec<(i64, String, u32)>> {
+        in_op("moves_to_check", || {
+            let conn = self.conn.lock();
+            let mut st = conn.prepare(
+                "SELECT id, dest_folder, dest_uid FROM emails
+                 WHERE account = ?1 AND processed_at >= ?2 AND dest_uid IS NOT NULL
+                   AND undone_at IS NULL AND corrected_to IS NULL AND status = 'ok'",
+            )?;
+            let rows = st.query_map(params![account, since_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Records that the user moved the message of entry `id` to `folder`
+    /// (`None`: it is gone, deleted). When it went to a watched folder,
+    /// `arrived` is its place there, recorded so the account does not
+    /// process it again.
+    pub fn record_correction(
+        &self,
+        t: &UndoTarget,
+        folder: Option<&str>,
+        arrived: Option<(u32, u32)>,
+    ) -> Result<()> {
+        in_op("record_correction", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            tx.execute(
+                "UPDATE emails SET corrected_to = ?2 WHERE id = ?1",
+                params![t.id, folder.unwrap_or("")],
+            )?;
+            if let (Some(f), Some((uidvalidity, uid))) = (folder, arrived) {
+                tx.execute(
+                    "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
+                        processed_at, status, actions, model, reasoning, attempts)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'ok', '[]', 'correction', ?9, 1)
+                     ON CONFLICT (account, mailbox, uidvalidity, uid) DO NOTHING",
+                    params![
+                        t.account,
+                        f,
+                        uidvalidity,
+                        uid,
+                        t.message_id,
+                        t.subject,
+                        t.from,
+                        now_ms(),
+                        format!(
+                            "moved by the user from {} (where activity {} put it)",
+                            t.dest_folder.as_deref().unwrap_or("?"),
+                            t.id
+                        ),
+                    ],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// The latest corrections of an account, newest first: `(from,
+    /// subject, folder the user chose)`, for the model's prompt.
+    pub fn latest_corrections(
+        &self,
+        account: &str,
+        n: u32,
+    ) -> Result<Vec<(String, String, String)>> {
+        in_op("latest_corrections", || {
+            let conn = self.conn.lock();
+            let mut st = conn.prepare(
+                "SELECT sender, subject, CASE WHEN undone_at IS NOT NULL THEN mailbox ELSE corrected_to END
+                 FROM emails
+                 WHERE account = ?1 AND (undone_at IS NOT NULL OR coalesce(corrected_to, '') != '')
+                 ORDER BY coalesce(undone_at, processed_at) DESC LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![account, n], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
 }

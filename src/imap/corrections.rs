@@ -1,0 +1,110 @@
+//! Corrections: a message we moved that the user then moved elsewhere.
+//! Checked before each pass through the UID each move recorded; what is
+//! found is learned (the learned classifier unlearns the folder we chose and
+//! learns the user's) and shown to the model as an example.
+
+use std::collections::BTreeMap;
+
+use super::commands::quote;
+use super::session::Session;
+use super::{ImapError, Runner};
+use crate::timestamp::now_ms;
+
+/// Moves older than this are not checked any more.
+const CHECK_DAYS: i64 = 7;
+
+impl Runner {
+    /// Looks, in each folder we moved mail to lately, for the messages no
+    /// longer there, and where they went. `learned.enabled` only.
+    pub(super) fn check_corrections(&mut self, s: &mut Session) -> Result<(), ImapError> {
+        if !self.w.account.learned.enabled {
+            return Ok(());
+        }
+        let since = now_ms() - CHECK_DAYS * 86_400_000;
+        let moves = self.w.store.moves_to_check(self.name(), since)?;
+        let mut by_folder: BTreeMap<String, Vec<(i64, u32)>> = BTreeMap::new();
+        for (id, folder, uid) in moves {
+            by_folder.entry(folder).or_default().push((id, uid));
+        }
+        let mut gone: Vec<(i64, String)> = Vec::new();
+        for (folder, list) in &by_folder {
+            if s.examine(folder).is_err() {
+                continue;
+            }
+            let uids: Vec<u32> = list.iter().map(|(_, u)| *u).collect();
+            let present = s.uid_search(format!("UID {}", super::uid_set(&uids)))?;
+            for (id, uid) in list {
+                if !present.contains(uid) {
+                    gone.push((*id, folder.clone()));
+                }
+            }
+        }
+        for (id, from) in gone {
+            let Some(t) = self.w.store.undo_target(id)? else {
+                continue;
+            };
+            let found = self.find_elsewhere(s, &t.message_id, &from)?;
+            let (folder, arrived, feats) = match found {
+                Some((f, uidvalidity, uid, feats)) => (Some(f), Some((uidvalidity, uid)), feats),
+                None => (None, None, None),
+            };
+            let watched = folder
+                .as_ref()
+                .is_some_and(|f| self.w.account.folders.watch.contains(f));
+            self.w
+                .store
+                .record_correction(&t, folder.as_deref(), arrived.filter(|_| watched))?;
+            let Some(to) = folder else {
+                log::info!(
+                    "{}: activity {id}: the message left {from:?} (deleted)",
+                    self.name()
+                );
+                continue;
+            };
+            log::info!(
+                "{}: activity {id}: the user moved the message from {from:?} to {to:?}; learned as a correction",
+                self.name()
+            );
+            self.w
+                .metrics
+                .corrections
+                .with_label_values(&[self.name()])
+                .inc();
+            if let Some(f) = feats {
+                self.learn(vec![(from.clone(), f.clone(), -1), (to, f, 1)]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The folder (of those training reads) now holding `message_id`, its
+    /// UIDVALIDITY and UID there, and the message's features.
+    #[allow(clippy::type_complexity)]
+    fn find_elsewhere(
+        &self,
+        s: &mut Session,
+        message_id: &str,
+        not: &str,
+    ) -> Result<Option<(String, u32, u32, Option<Vec<String>>)>, ImapError> {
+        if message_id.is_empty() {
+            return Ok(None);
+        }
+        for folder in super::training_folders(&self.w.account) {
+            if folder == not {
+                continue;
+            }
+            let Ok(mb) = s.examine(&folder) else { continue };
+            let found = s.uid_search(format!("HEADER Message-ID {}", quote(message_id)))?;
+            let Some(uid) = found.into_iter().max() else {
+                continue;
+            };
+            let fetched = s.uid_fetch(uid.to_string(), super::learn_query())?;
+            let feats = fetched.iter().find(|f| f.uid == Some(uid)).and_then(|f| {
+                f.header()
+                    .map(|h| crate::learn::features(&super::learn_email(h, f.text())))
+            });
+            return Ok(Some((folder, mb.uid_validity.unwrap_or(0), uid, feats)));
+        }
+        Ok(None)
+    }
+}
