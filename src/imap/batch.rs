@@ -280,8 +280,9 @@ impl Runner {
                 fields.join(" ")
             ),
         )?;
-        let mut heads: HashMap<u32, (&[u8], Option<&[u8]>, Vec<String>)> =
-            HashMap::with_capacity(uids.len());
+        // UID → (header, first part of the text, flags).
+        type Head<'a> = (&'a [u8], Option<&'a [u8]>, Vec<String>);
+        let mut heads: HashMap<u32, Head<'_>> = HashMap::with_capacity(uids.len());
         for f in fetched.iter() {
             if let (Some(uid), Some(h)) = (f.uid, f.header()) {
                 let flags = f
