@@ -139,6 +139,9 @@ pub struct ServerConfig {
     #[serde(deserialize_with = "de_opt_string")]
     pub auth_token: Option<String>,
     pub workers: usize,
+    /// HTTP connections alive at once; beyond it the one waiting longest
+    /// for a request head is shed, or the newcomer refused (503).
+    pub max_connections: usize,
     /// Parsed once here: the HTTP workers consult it on every request.
     #[serde(deserialize_with = "de_nets")]
     pub trusted_proxies: Vec<IpNet>,
@@ -168,6 +171,7 @@ impl Default for ServerConfig {
             bind: "127.0.0.1".into(),
             auth_token: None,
             workers: 4,
+            max_connections: 256,
             trusted_proxies: vec![
                 IpNet::from(IpAddr::from([127, 0, 0, 1])),
                 IpNet::from(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),

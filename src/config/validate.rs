@@ -57,6 +57,12 @@ pub fn validate(c: &Config) -> Vec<String> {
     if !(1..=256).contains(&c.server.workers) {
         p.push("server.workers: must be between 1 and 256".into());
     }
+    // Each connection holds a thread (about 10 KiB of stack touched) and a
+    // file descriptor; beyond a few thousand the default RLIMIT_NOFILE or
+    // the small host's memory gives out first.
+    if !(8..=4096).contains(&c.server.max_connections) {
+        p.push("server.max_connections: must be between 8 and 4096".into());
+    }
     if let Some(u) = &c.server.public_url {
         if let Err(e) = valid_http_url(u) {
             p.push(format!("server.public_url: {e}"));
