@@ -42,6 +42,31 @@ pub fn read_certificate(path: &Path) -> Result<Vec<u8>, String> {
     Ok(pem)
 }
 
+/// Why `name` cannot be sent as an IMAP mailbox name, or `None`. Names go
+/// out as quoted strings without modified UTF-7 encoding (not built yet),
+/// so only printable ASCII is sent as meant; `&` would start a UTF-7 shift.
+pub fn folder_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("must not be empty".into());
+    }
+    if let Some(c) = name.chars().find(|c| c.is_ascii_control()) {
+        return Some(format!(
+            "{name:?} contains the control character {c:?}, which an IMAP mailbox name cannot carry"
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| !c.is_ascii()) {
+        return Some(format!(
+            "{name:?} contains {c:?}: non-ASCII folder names (modified UTF-7) are not supported yet"
+        ));
+    }
+    if name.contains('&') {
+        return Some(format!(
+            "{name:?} contains '&', which IMAP reads as the start of modified UTF-7 (not supported yet)"
+        ));
+    }
+    None
+}
+
 /// Checks everything serde cannot; returns one message per problem.
 pub fn validate(c: &Config) -> Vec<String> {
     let mut p = Vec::new();
@@ -192,6 +217,16 @@ pub fn validate(c: &Config) -> Vec<String> {
                 p.push(format!("{at}.imap.ca_file: {e}"));
             }
         }
+        for (key, names) in [
+            ("watch", &a.folders.watch),
+            ("allowed", &a.folders.allowed),
+        ] {
+            for (j, f) in names.iter().enumerate() {
+                if let Some(e) = folder_name_problem(f) {
+                    p.push(format!("{at}.folders.{key}[{j}]: {e}"));
+                }
+            }
+        }
         if a.folders.watch.is_empty() {
             p.push(format!(
                 "{at}.folders.watch: must name at least one mailbox"
@@ -303,6 +338,8 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
         if let Some(s) = &h.secret {
             if s.len() < 16 {
                 p.push(format!("{at}[{i}].secret: must be at least 16 characters"));
+            } else if let Err(e) = crate::webhook::signing_key(s) {
+                p.push(format!("{at}[{i}].{e}"));
             }
         }
     }
