@@ -15,8 +15,11 @@ const BASE: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.
 fn refused(yaml: &str, key: &str, what: &str) {
     let mut m = Mailproc::prepare(&format!("{BASE}{yaml}"));
     let ca = m.config_path.with_file_name("not-a-cert.pem");
-    std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
-        .unwrap();
+    std::fs::write(
+        &ca,
+        "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
     let text = std::fs::read_to_string(&m.config_path)
         .unwrap()
         .replace("{CA}", ca.to_str().unwrap());

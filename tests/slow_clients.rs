@@ -47,8 +47,7 @@ fn health(port: u16) -> (u16, Duration) {
     };
     // Generous: this is a liveness check, the latency is reported below.
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    if s
-        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .is_err()
     {
         return (0, started.elapsed());
@@ -128,7 +127,12 @@ fn two_thousand_half_requests_cost_bounded_threads_and_memory_and_health_answers
     let mut latencies = Vec::new();
     for _ in 0..5 {
         let (status, took) = health(port);
-        assert_eq!(status, 200, "/health with {CROWD} slow clients\n{}", m.log());
+        assert_eq!(
+            status,
+            200,
+            "/health with {CROWD} slow clients\n{}",
+            m.log()
+        );
         latencies.push(took);
     }
     let threads = status_field(pid, "Threads:");
@@ -157,7 +161,10 @@ fn two_thousand_half_requests_cost_bounded_threads_and_memory_and_health_answers
 
     // The crowd beyond the cap was closed by the server at once.
     let metrics = m.get("/metrics").text;
-    let shed = metric(&metrics, "mailproc_http_connections_closed_total{reason=\"shed\"}");
+    let shed = metric(
+        &metrics,
+        "mailproc_http_connections_closed_total{reason=\"shed\"}",
+    );
     let open = metric(&metrics, "mailproc_http_connections_open");
     eprintln!("shed {shed}, open {open}");
     assert!(
@@ -169,13 +176,20 @@ fn two_thousand_half_requests_cost_bounded_threads_and_memory_and_health_answers
     // The trickling body missed its minimum rate: 408 and closed, while
     // the crowd was there.
     let (got, took) = trickler.join().unwrap();
-    eprintln!("trickled body closed after {took:?}: {:?}", got.lines().next());
-    assert!(got.starts_with("HTTP/1.1 408"), "trickling body got {got:?}");
+    eprintln!(
+        "trickled body closed after {took:?}: {:?}",
+        got.lines().next()
+    );
+    assert!(
+        got.starts_with("HTTP/1.1 408"),
+        "trickling body got {got:?}"
+    );
 
     // The last of the crowd (never shed) misses its 10 s head deadline:
     // 408 and closed. Waited on generously; the bound is the server's.
     let last = crowd.last_mut().unwrap();
-    last.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let mut got = String::new();
     let _ = last.read_to_string(&mut got);
     assert!(got.starts_with("HTTP/1.1 408"), "half request got {got:?}");

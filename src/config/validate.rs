@@ -217,10 +217,7 @@ pub fn validate(c: &Config) -> Vec<String> {
                 p.push(format!("{at}.imap.ca_file: {e}"));
             }
         }
-        for (key, names) in [
-            ("watch", &a.folders.watch),
-            ("allowed", &a.folders.allowed),
-        ] {
+        for (key, names) in [("watch", &a.folders.watch), ("allowed", &a.folders.allowed)] {
             for (j, f) in names.iter().enumerate() {
                 if let Some(e) = folder_name_problem(f) {
                     p.push(format!("{at}.folders.{key}[{j}]: {e}"));
