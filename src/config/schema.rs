@@ -382,6 +382,24 @@ pub struct ImapConfig {
     pub password: String,
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// Read and write time-out of every IMAP command: a server silent for
+    /// this long during a fetch, a move or a login counts as gone.
+    #[serde(default = "default_imap_timeout")]
+    pub timeout: Dur,
+    /// IDLE is ended and re-issued this often; the server must answer the
+    /// `DONE` and a NOOP within `min(timeout, 20s)` each. Bounds how long a
+    /// server that stopped answering without closing the socket goes
+    /// unnoticed while idling (interval + 40 s: 100 s by default).
+    #[serde(default = "default_idle_interval")]
+    pub idle_interval: Dur,
+}
+
+fn default_imap_timeout() -> Dur {
+    Dur::secs(120)
+}
+
+fn default_idle_interval() -> Dur {
+    Dur::secs(60)
 }
 
 fn default_security() -> Security {

@@ -212,6 +212,20 @@ pub fn validate(c: &Config) -> Vec<String> {
         if a.imap.username.is_empty() {
             p.push(format!("{at}.imap.username: must not be empty"));
         }
+        for (key, d) in [
+            ("timeout", a.imap.timeout.0),
+            ("idle_interval", a.imap.idle_interval.0),
+        ] {
+            // Below a second a busy server looks dead; IDLE longer than 29
+            // minutes may be dropped by the server (RFC 2177).
+            let max = if key == "timeout" { 3600 } else { 29 * 60 };
+            if d < Duration::from_secs(1) || d > Duration::from_secs(max) {
+                p.push(format!(
+                    "{at}.imap.{key}: must be between 1s and {}m",
+                    max / 60
+                ));
+            }
+        }
         if let Some(ca) = &a.imap.ca_file {
             if let Err(e) = read_certificate(ca) {
                 p.push(format!("{at}.imap.ca_file: {e}"));

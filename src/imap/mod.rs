@@ -41,11 +41,15 @@ pub use session::Stream;
 /// most `max_message_bytes`) while sharing one FETCH, one STORE per flag set
 /// and one MOVE per folder among many messages.
 const BATCH: usize = 100;
-/// Time allowed for one IMAP command before the connection counts as dead.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// RFC 2177 asks clients to re-issue IDLE at least every 29 minutes.
+/// Longest wait between passes while idling (`imap.idle_interval`, default
+/// 60 s, re-issues IDLE more often than this without a pass).
 const IDLE_MAX: Duration = Duration::from_secs(25 * 60);
+/// A server answers `DONE` (and the NOOP after it) at once; this long
+/// without an answer (or `imap.timeout` if shorter) and it counts as gone.
+/// While idling a silent server is noticed within `imap.idle_interval` plus
+/// twice this: 100 s by default.
+const IDLE_EXIT: Duration = Duration::from_secs(20);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// After a refused login, retrying quickly only risks a lockout.
@@ -302,9 +306,9 @@ impl Runner {
                 }
                 Err(e) => {
                     let e = e.to_string();
-                    log::warn!("{}: {e}", self.name());
-                    self.lost(&mut outage, &e);
                     let wait = jitter(backoff);
+                    log::warn!("{}: {e}; retrying in {wait:?}", self.name());
+                    self.lost(&mut outage, &e);
                     backoff = (backoff * 2).min(BACKOFF_MAX);
                     Some(wait)
                 }

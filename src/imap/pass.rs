@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use super::session::{Caps, Folders, Session};
-use super::{Exit, ImapError, Runner, BATCH, COMMAND_TIMEOUT, IDLE_MAX};
+use super::{Exit, ImapError, Runner, BATCH, IDLE_EXIT, IDLE_MAX};
 use crate::account::State;
 use crate::config::Backlog;
 use crate::store::{KnownEmail, Status};
@@ -84,16 +84,31 @@ impl Runner {
                     pass = false;
                     continue;
                 }
+                // IDLE is re-issued every idle_interval: the server's answer
+                // to DONE proves it is still there (see session::Stream).
+                let reissue = self.w.account.imap.idle_interval.0;
                 let r = s
                     .idle()
-                    .timeout(timeout)
+                    .timeout(timeout.min(reissue))
                     .keepalive(false)
                     .wait_while(|resp| {
                         !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
                     });
                 self.w.handle.set_idle_socket(None);
-                r?;
-                sock.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+                let outcome = r?;
+                if outcome == imap::extensions::idle::WaitOutcome::TimedOut {
+                    // The crate sent DONE but drops a missing answer; a NOOP
+                    // within the same short bound shows the server is there.
+                    sock.set_read_timeout(Some(self.w.account.imap.timeout.0.min(IDLE_EXIT)))?;
+                    s.noop()?;
+                }
+                sock.set_read_timeout(Some(self.w.account.imap.timeout.0))?;
+                // Woken only to re-issue: back to IDLE without a pass
+                // (the SELECT on the way still notices missed mail).
+                if outcome == imap::extensions::idle::WaitOutcome::TimedOut && reissue < timeout {
+                    pass = false;
+                    continue;
+                }
             } else {
                 match self.w.commands.recv_timeout(timeout) {
                     Ok(cmd) => self.queued.push(cmd),
