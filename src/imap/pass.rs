@@ -163,13 +163,15 @@ impl Runner {
             Some((v, last)) if v == uidvalidity => last,
             Some((v, _)) => {
                 let w = uid_next.saturating_sub(1);
+                let closed = self
+                    .w
+                    .store
+                    .restart_folder(&account, mailbox, v, uidvalidity, w)?;
                 log::warn!(
                     "{account}: {mailbox}: UIDVALIDITY changed from {v} to {uidvalidity}; \
-                     starting after UID {w} instead of reprocessing the mailbox"
+                     starting after UID {w} instead of reprocessing the mailbox; \
+                     {closed} unfinished message(s) of the old generation closed as failed"
                 );
-                self.w
-                    .store
-                    .set_folder_state(&account, mailbox, uidvalidity, w)?;
                 w
             }
             None => {
