@@ -212,8 +212,9 @@ fn a_server_that_stops_answering_mid_batch_is_noticed_and_the_model_is_not_asked
     let frozen_at = Arc::new(Mutex::new(None));
     let asked: Arc<Mutex<Vec<String>>> = Arc::default();
     let calls = Arc::new(AtomicUsize::new(0));
+    // Weak: a failing test must still stop the server it started.
     let (dd, fz, fa, ak, cl) = (
-        d.clone(),
+        Arc::downgrade(&d),
         frozen.clone(),
         frozen_at.clone(),
         asked.clone(),
@@ -223,7 +224,9 @@ fn a_server_that_stops_answering_mid_batch_is_noticed_and_the_model_is_not_asked
         cl.fetch_add(1, Ordering::SeqCst);
         ak.lock().unwrap().push(r.subject().to_string());
         if !fz.swap(true, Ordering::SeqCst) {
-            dd.freeze();
+            if let Some(d) = dd.upgrade() {
+                d.freeze();
+            }
             *fa.lock().unwrap() = Some(Instant::now());
         }
         answer(

@@ -198,7 +198,7 @@ impl Runner {
             .account_connected
             .with_label_values(&[self.name()])
             .set(0);
-        self.w.handle.set_idle_socket(None);
+        self.w.handle.set_waker(None);
         self.w.handle.set_state(State::Error);
         self.w.handle.set_error(Some(error.clone()));
         self.emit(Event::Error {
@@ -246,13 +246,15 @@ impl Runner {
     fn run(&mut self) {
         let mut backoff = BACKOFF_MIN;
         let mut outage: Option<String> = None;
+        let mut refused = false;
         loop {
             if self.w.handle.is_shutting_down() {
                 break;
             }
             self.w.handle.set_state(State::Connecting);
             let wait = match session::connect(&self.w.account) {
-                Ok((mut session, sock, caps, folders)) => {
+                Ok((mut session, sock, caps, folders, wake)) => {
+                    self.w.handle.set_waker(Some(wake));
                     if let Some(err) = outage.take() {
                         log::info!("{}: connection restored", self.name());
                         self.emit(Event::ConnectionRestored {
@@ -267,6 +269,7 @@ impl Runner {
                         .with_label_values(&[self.name()])
                         .set(1);
                     let r = self.serve_despite_store_errors(&mut session, &sock, &caps, &folders);
+                    self.w.handle.set_waker(None);
                     self.w
                         .metrics
                         .account_connected
@@ -302,6 +305,7 @@ impl Runner {
                         error: &msg,
                         details: &format!("{}@{}", imap.username, imap.host),
                     });
+                    refused = true;
                     Some(LOGIN_RETRY)
                 }
                 Err(e) => {
@@ -314,7 +318,14 @@ impl Runner {
                 }
             };
             if let Some(wait) = wait {
-                if !self.sleep_for_commands(wait) {
+                // After a refused login no request cuts the wait short:
+                // quick retries of bad credentials risk a lockout.
+                let done = if std::mem::take(&mut refused) {
+                    self.sleep_through_commands(wait)
+                } else {
+                    self.sleep_for_commands(wait)
+                };
+                if !done {
                     break;
                 }
             }
@@ -349,6 +360,32 @@ impl Runner {
                 Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
                     self.force_pass = true;
                     return true;
+                }
+                Ok(Command::Pause) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+    }
+
+    /// Waits all of `wait` (after a refused login): commands that ask for a
+    /// connection are kept for when it is up; only shutdown ends the wait.
+    fn sleep_through_commands(&mut self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            match self.w.commands.recv_timeout(left) {
+                Ok(Command::Shutdown) => return false,
+                Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
+                    log::info!(
+                        "{}: the login was refused; trying again in {:?}, not at once",
+                        self.name(),
+                        left
+                    );
+                    self.force_pass = true;
                 }
                 Ok(Command::Pause) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,

@@ -76,11 +76,11 @@ impl Runner {
                 timeout = timeout.min(self.w.account.poll_interval.0);
             }
             if idle {
-                self.w.handle.set_idle_socket(Some(sock.try_clone()?));
+                self.w.handle.arm_wake(true);
                 // A command that arrived before the socket was published
                 // could not wake us; look once more before blocking.
                 if !self.w.commands.is_empty() || self.w.handle.is_shutting_down() {
-                    self.w.handle.set_idle_socket(None);
+                    self.w.handle.arm_wake(false);
                     pass = false;
                     continue;
                 }
@@ -94,7 +94,7 @@ impl Runner {
                     .wait_while(|resp| {
                         !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
                     });
-                self.w.handle.set_idle_socket(None);
+                self.w.handle.arm_wake(false);
                 let outcome = r?;
                 if outcome == imap::extensions::idle::WaitOutcome::TimedOut {
                     // The crate sent DONE but drops a missing answer; a NOOP

@@ -4,9 +4,13 @@
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ImapError, CONNECT_TIMEOUT, IDLE_EXIT};
+use crate::account::Wake;
 use crate::config::{AccountConfig, Security};
 
 /// The socket under an IMAP session, plain or TLS.
@@ -19,16 +23,78 @@ pub struct Stream {
 
 #[derive(Debug)]
 enum Inner {
-    Plain(TcpStream),
-    Tls(Box<native_tls::TlsStream<TcpStream>>),
+    Plain(Tcp),
+    Tls(Box<native_tls::TlsStream<Tcp>>),
 }
 
 impl Stream {
     fn tcp(&self) -> &TcpStream {
         match &self.inner {
-            Inner::Plain(s) => s,
-            Inner::Tls(s) => s.get_ref(),
+            Inner::Plain(s) => &s.tcp,
+            Inner::Tls(s) => &s.get_ref().tcp,
         }
+    }
+}
+
+/// The TCP socket under the (TLS) stream, with the wake-up of
+/// [`crate::account::Wake`]: while armed (the worker idles), a read waits
+/// for the socket or the wake-up, whichever comes first, within the
+/// socket's read time-out; a wake-up returns `WouldBlock`, as the time-out
+/// does, so IDLE ends normally (DONE) and the session goes on. TLS treats
+/// `WouldBlock` as "try again later", so its state survives too.
+#[derive(Debug)]
+struct Tcp {
+    tcp: TcpStream,
+    wake_rx: UnixStream,
+    armed: Arc<AtomicBool>,
+}
+
+impl Read for Tcp {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        if !self.armed.load(Ordering::SeqCst) {
+            return self.tcp.read(buf);
+        }
+        let timeout = match self.tcp.read_timeout()? {
+            None => PollTimeout::NONE,
+            Some(d) => PollTimeout::try_from(d).unwrap_or(PollTimeout::MAX),
+        };
+        let (sock_ready, woken) = loop {
+            let mut fds = [
+                PollFd::new(self.tcp.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.wake_rx.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, timeout) {
+                Ok(_) => break (fds[0].any() == Some(true), fds[1].any() == Some(true)),
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        if sock_ready {
+            return self.tcp.read(buf);
+        }
+        if woken {
+            let mut drain = [0u8; 64];
+            while matches!(self.wake_rx.read(&mut drain), Ok(n) if n > 0) {}
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            if woken {
+                "woken for a command"
+            } else {
+                "timed out"
+            },
+        ))
+    }
+}
+
+impl Write for Tcp {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.tcp.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
     }
 }
 
@@ -85,10 +151,11 @@ pub(super) struct Folders {
     pub(super) trash: String,
 }
 
-/// Connects, logs in and reads what the server offers.
+/// Connects, logs in and reads what the server offers. Returns the socket
+/// (for time-outs) and the session's wake-up besides the session.
 pub(super) fn connect(
     account: &AccountConfig,
-) -> Result<(Session, TcpStream, Caps, Folders), ImapError> {
+) -> Result<(Session, TcpStream, Caps, Folders, Wake), ImapError> {
     let c = &account.imap;
     let timeout = c.timeout.0;
     let tcp = open(&c.host, c.port())?;
@@ -97,6 +164,19 @@ pub(super) fn connect(
     let _ = tcp.set_nodelay(true);
     keepalive(&tcp);
     let sock = tcp.try_clone()?;
+    let (wake_rx, wake_tx) = UnixStream::pair()?;
+    wake_rx.set_nonblocking(true)?;
+    let armed = Arc::new(AtomicBool::new(false));
+    let wake = Wake {
+        tx: wake_tx,
+        armed: armed.clone(),
+        sock: tcp.try_clone()?,
+    };
+    let wrap = |tcp: TcpStream| Tcp {
+        tcp,
+        wake_rx,
+        armed,
+    };
     let tls = || -> Result<native_tls::TlsConnector, ImapError> {
         let mut b = native_tls::TlsConnector::builder();
         if let Some(ca) = &c.ca_file {
@@ -116,21 +196,21 @@ pub(super) fn connect(
     let client = match c.security {
         Security::Tls => {
             let s = tls()?
-                .connect(&c.host, tcp)
+                .connect(&c.host, wrap(tcp))
                 .map_err(|e| ImapError::Connect(format!("TLS handshake with {}: {e}", c.host)))?;
             let mut client = imap::Client::new(stream(Inner::Tls(Box::new(s))));
             client.read_greeting()?;
             client
         }
         Security::None => {
-            let mut client = imap::Client::new(stream(Inner::Plain(tcp)));
+            let mut client = imap::Client::new(stream(Inner::Plain(wrap(tcp))));
             client.read_greeting()?;
             client
         }
         Security::Starttls => {
             let tcp = starttls(tcp)
                 .map_err(|e| ImapError::Connect(format!("STARTTLS with {}: {e}", c.host)))?;
-            let s = tls()?.connect(&c.host, tcp).map_err(|e| {
+            let s = tls()?.connect(&c.host, wrap(tcp)).map_err(|e| {
                 ImapError::Connect(format!("STARTTLS handshake with {}: {e}", c.host))
             })?;
             imap::Client::new(stream(Inner::Tls(Box::new(s))))
@@ -159,7 +239,7 @@ pub(super) fn connect(
         caps.mv,
         caps.uidplus
     );
-    Ok((session, sock, caps, folders))
+    Ok((session, sock, caps, folders, wake))
 }
 
 /// Connects to each address of `host` in turn, IPv6 first (in resolver
