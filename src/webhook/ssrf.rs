@@ -100,15 +100,20 @@ fn v6_reason(ip: Ipv6Addr) -> Option<String> {
     match s {
         // No public service is reached through these spellings, and a
         // socket to one reaches the IPv4 address inside.
+        // (named by the IPv4 address's own reason when it has one).
         [0, 0, 0, 0, 0, 0xffff, ..] => {
-            return Some(format!(
-                "an IPv4-mapped address (::ffff:0:0/96) of {low_v4}"
-            ))
+            return embedded(low_v4, "IPv4-mapped").or_else(|| {
+                Some(format!(
+                    "an IPv4-mapped address (::ffff:0:0/96) of {low_v4}"
+                ))
+            })
         }
         [0, 0, 0, 0, 0xffff, 0, ..] => {
-            return Some(format!(
-                "an IPv4-translated address (::ffff:0:0:0/96) of {low_v4}"
-            ))
+            return embedded(low_v4, "IPv4-translated").or_else(|| {
+                Some(format!(
+                    "an IPv4-translated address (::ffff:0:0:0/96) of {low_v4}"
+                ))
+            })
         }
         [0x100, 0, 0, 0, ..] => return Some("a discard-only address (100::/64)".into()),
         // Teredo (2001::/32): the relay's address in plain, the client's
@@ -433,7 +438,11 @@ mod tests {
         }
         assert_eq!(
             blocked_reason(ip("::ffff:127.0.0.1")).unwrap(),
-            "an IPv4-mapped address (::ffff:0:0/96) of 127.0.0.1"
+            "an IPv4-mapped form of 127.0.0.1, a loopback address"
+        );
+        assert_eq!(
+            blocked_reason(ip("::ffff:8.8.8.8")).unwrap(),
+            "an IPv4-mapped address (::ffff:0:0/96) of 8.8.8.8"
         );
         assert_eq!(
             blocked_reason(ip("2001:0:808:808:0:0:f5ff:fffe")).unwrap(),
