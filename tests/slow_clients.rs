@@ -265,3 +265,36 @@ fn at_the_cap_with_every_connection_inside_a_request_newcomers_get_503() {
     );
     assert!(refused >= 1.0, "{metrics}");
 }
+
+#[test]
+fn a_kept_alive_connection_idle_after_a_response_is_closed_after_30s() {
+    let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let mut s = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    // Generous: the bound under test is the server's 30 s.
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let started = Instant::now();
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("the idle connection was not closed: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    eprintln!("closed {:?} after the request", started.elapsed());
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    // Closed without a 408: an idle connection owes no request.
+    assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{text}");
+    let metrics = m.get("/metrics").text;
+    assert!(
+        metric(
+            &metrics,
+            "mailproc_http_connections_closed_total{reason=\"timed_out\"}"
+        ) >= 1.0,
+        "{metrics}"
+    );
+}
