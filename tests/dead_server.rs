@@ -270,3 +270,46 @@ fn a_server_that_stops_answering_mid_batch_is_noticed_and_the_model_is_not_asked
     assert!(events(&got, "connection_restored") >= 1);
     assert!(!m.log().contains("panicked"), "{}", m.log());
 }
+
+#[test]
+fn a_session_lost_while_the_model_thinks_costs_no_second_model_call() {
+    // As when the server logs out a client that was silent too long while
+    // a slow model answered: the session is gone when the actions start.
+    let d = Arc::new(Dovecot::start());
+    let n = 4;
+    for i in 0..n {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("s{i}"), &format!("Receipt {i}")),
+        );
+    }
+    let (hook, got) = receiver();
+    let killed = Arc::new(AtomicBool::new(false));
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (dd, k, ak) = (Arc::downgrade(&d), killed.clone(), asked.clone());
+    let model = Model::start(2, move |r| {
+        ak.lock().unwrap().push(r.subject().to_string());
+        if !k.swap(true, Ordering::SeqCst) {
+            if let Some(d) = dd.upgrade() {
+                d.kill_sessions();
+            }
+        }
+        answer(
+            json!([{ "type": "move", "folder": "Receipts" }]),
+            "a receipt",
+        )
+    });
+    let provider = format!(
+        "classifier:\n  concurrency: 2\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 10s, max_retries: 0 }}\n",
+        model.url()
+    );
+    let m = Mailproc::start(&config(&d, hook, &provider, "    provider: fake\n"));
+    m.wait_for(Duration::from_secs(60), "all moved", || {
+        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == n).then_some(())
+    });
+    each_acted_on_once(&d, &m, n);
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), n, "one model call per message: {asked:?}");
+    assert_eq!(events(&got, "connection_lost"), 1, "{}", m.log());
+}
