@@ -235,6 +235,10 @@ impl ClientConnection {
             }
         })?;
 
+        // mailproc patch: busy until answered (see `ReadClock`).
+        let mut request = request;
+        request.set_in_flight(self.clock.request_started());
+
         // return the request
         Ok(request)
     }

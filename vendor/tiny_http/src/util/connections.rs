@@ -80,6 +80,11 @@ struct ClockState {
     drain_for: Duration,
     /// Whether this connection was counted in `timed_out` already.
     expired: bool,
+    /// Requests handed out and not yet answered. The connection reads the
+    /// next head meanwhile (the body is buffered), but it is not idle: its
+    /// client waits for us. It is then not shed, and its idle time starts
+    /// when the last answer is out.
+    in_flight: usize,
 }
 
 /// Deadlines of one connection's read side; see the module documentation.
@@ -101,6 +106,7 @@ impl ReadClock {
                 since: now,
                 drain_for: Duration::ZERO,
                 expired: false,
+                in_flight: 0,
             }),
             limits,
             stats,
@@ -145,7 +151,15 @@ impl ReadClock {
     /// `None` while it is inside a request.
     pub(crate) fn waiting_for_head_since(&self) -> Option<Instant> {
         let s = self.lock();
-        matches!(s.phase, Phase::Idle | Phase::Head).then_some(s.since)
+        (s.in_flight == 0 && matches!(s.phase, Phase::Idle | Phase::Head)).then_some(s.since)
+    }
+
+    /// A request was handed to the application; busy until the guard goes.
+    pub(crate) fn request_started(self: &Arc<Self>) -> InFlight {
+        self.lock().in_flight += 1;
+        InFlight {
+            clock: self.clone(),
+        }
     }
 
     /// How long the next read may block: what is left of the phase's
@@ -154,6 +168,11 @@ impl ReadClock {
     pub(crate) fn before_read(&self) -> io::Result<Option<Duration>> {
         let now = Instant::now();
         let mut s = self.lock();
+        // Waiting for the next request while the last is being answered:
+        // the idle time has not started (the read keeps `read_timeout`).
+        if s.phase == Phase::Idle && s.in_flight > 0 {
+            return Ok(self.limits.read_timeout);
+        }
         if s.deadline.is_none() {
             let allowed = match s.phase {
                 Phase::Idle => self.limits.idle_timeout,
@@ -215,6 +234,24 @@ impl ReadClock {
                 }
             }
             Phase::Head | Phase::Drain => {}
+        }
+    }
+}
+
+/// Held by a request until it is answered and dropped.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    clock: Arc<ReadClock>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut s = self.clock.lock();
+        s.in_flight = s.in_flight.saturating_sub(1);
+        if s.in_flight == 0 && s.phase == Phase::Idle {
+            // Idle from now: last in line to be shed, deadline set anew.
+            s.since = Instant::now();
+            s.deadline = None;
         }
     }
 }
@@ -365,6 +402,23 @@ mod tests {
         assert!(wait <= Duration::from_millis(50), "head allowance: {:?}", wait);
         clock.body();
         assert!(clock.waiting_for_head_since().is_none());
+    }
+
+    #[test]
+    fn a_connection_whose_request_is_being_answered_is_not_idle() {
+        let stats = Arc::new(ConnectionStats::default());
+        let table = Arc::new(ConnectionTable::new(1, stats.clone()));
+        let clock = Arc::new(ReadClock::new(limits(), stats.clone()));
+        let _slot = table.register(clock.clone(), None);
+        let busy = clock.request_started();
+        clock.idle();
+        // No idle deadline yet, and not sheddable: the newcomer is refused.
+        assert_eq!(clock.before_read().unwrap(), None);
+        assert!(!table.make_room());
+        assert_eq!(stats.shed(), 0);
+        drop(busy);
+        assert!(clock.before_read().unwrap().unwrap() <= Duration::from_millis(80));
+        assert!(table.make_room(), "idle once answered");
     }
 
     #[test]

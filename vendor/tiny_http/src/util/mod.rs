@@ -1,6 +1,6 @@
 pub(crate) use self::body_guard::{Abandon, BodyGuard};
 pub use self::connections::ConnectionStats;
-pub(crate) use self::connections::{ConnectionTable, ReadClock, Slot};
+pub(crate) use self::connections::{ConnectionTable, InFlight, ReadClock, Slot};
 pub use self::custom_stream::CustomStream;
 pub use self::equal_reader::EqualReader;
 pub use self::fused_reader::FusedReader;
