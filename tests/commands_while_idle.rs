@@ -20,12 +20,21 @@ fn msg(id: &str, subject: &str) -> Vec<u8> {
 }
 
 fn config(d: &Dovecot, password: &str) -> String {
+    config_with(
+        d,
+        &format!(
+            "{{ host: 127.0.0.1, port: {}, security: none, username: test, password: {password} }}",
+            d.imap_port
+        ),
+    )
+}
+
+fn config_with(_d: &Dovecot, imap: &str) -> String {
     format!(
         "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: {password} }}\n    \
+         accounts:\n  - name: acct\n    imap: {imap}\n    \
          folders: {{ watch: [INBOX, Other], allowed: [Receipts] }}\n    poll_interval: 1h\n    backlog: all\n    \
-         rules: [ {{ name: r, when: {{ subject: Order }}, actions: [ {{ type: move, folder: Receipts }} ] }} ]\n",
-        d.imap_port
+         rules: [ {{ name: r, when: {{ subject: Order }}, actions: [ {{ type: move, folder: Receipts }} ] }} ]\n"
     )
 }
 
@@ -45,8 +54,25 @@ fn processed(m: &Mailproc) -> u64 {
 #[test]
 fn process_while_idling_reuses_the_session() {
     let d = Dovecot::start();
+    process_three_times(&d, &config(&d, "secret"));
+}
+
+/// The same over TLS: the wake-up sits under the TLS layer, which must
+/// carry on after it.
+#[test]
+fn process_while_idling_over_tls_reuses_the_session() {
+    let d = Dovecot::start();
+    let imap = format!(
+        "{{ host: localhost, port: {}, security: tls, username: test, password: secret, ca_file: \"{}\" }}",
+        d.imaps_port,
+        d.ca_file.display()
+    );
+    process_three_times(&d, &config_with(&d, &imap));
+}
+
+fn process_three_times(d: &Dovecot, config: &str) {
     d.create_mailbox("test", "Other");
-    let m = Mailproc::start(&config(&d, "secret"));
+    let m = Mailproc::start(config);
     m.wait_for(Duration::from_secs(15), "idling", || {
         (state(&m) == "connected").then_some(())
     });
