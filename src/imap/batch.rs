@@ -319,7 +319,8 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
-            if let Err(e) = self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox) {
+            // `?`: a broken session ends the batch, decisions journalled.
+            if let Err(e) = self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)? {
                 for u in &set {
                     failed.insert(*u, e.clone());
                 }
