@@ -3,13 +3,16 @@
 //!
 //! The worker thread (see `imap`) owns the IMAP session; HTTP workers only
 //! send [`Command`]s through a bounded channel and read [`Status`] from a
-//! `RwLock`. When the worker is blocked in IDLE, a command that needs it awake
-//! shuts down a clone of its socket (the only way to wake a blocking read);
-//! the worker sees the `interrupted` flag and reconnects at once, without
-//! counting it as an outage.
+//! `RwLock`. When the worker is blocked in IDLE, a command wakes it through
+//! its session's [`Wake`]: the IDLE ends as if its interval had passed (DONE,
+//! then the command), on the same session, without a new LOGIN. Shutdown
+//! alone cuts the socket (a dead server could not answer the DONE); the
+//! worker sees the `interrupted` flag and does not count it as an outage.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -92,13 +95,22 @@ pub struct Status {
 /// a full queue means the worker already has more than enough to do.
 const COMMAND_QUEUE: usize = 16;
 
+/// Wakes a session blocked in IDLE (see `imap::session`): a byte on `tx`
+/// makes the session's next socket read return as a time-out while
+/// `armed`; `sock` is the socket itself, for shutdown.
+pub struct Wake {
+    pub tx: UnixStream,
+    pub armed: Arc<AtomicBool>,
+    pub sock: TcpStream,
+}
+
 pub struct Handle {
     pub name: String,
     tx: Sender<Command>,
     status: RwLock<Status>,
     paused: AtomicBool,
-    /// A clone of the socket while the worker is blocked in IDLE.
-    idle_socket: Mutex<Option<TcpStream>>,
+    /// The session's wake-up, while there is a session.
+    waker: Mutex<Option<Wake>>,
     interrupted: AtomicBool,
     shutting_down: AtomicBool,
 }
@@ -119,7 +131,7 @@ impl Handle {
                 last_processed_at: None,
             }),
             paused: AtomicBool::new(false),
-            idle_socket: Mutex::new(None),
+            waker: Mutex::new(None),
             interrupted: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
         });
@@ -207,24 +219,39 @@ impl Handle {
                 return Err("the account's command queue is full; try again")
             }
         }
-        self.wake();
+        self.wake(cmd == Command::Shutdown);
         Ok(match cmd {
             Command::Reconnect => State::Connecting,
             _ => self.status.read().state,
         })
     }
 
-    /// Wakes the worker if it is blocked in IDLE.
-    pub fn wake(&self) {
-        if let Some(sock) = self.idle_socket.lock().take() {
+    /// Wakes the worker if it is blocked in IDLE: gently (the session goes
+    /// on), or for shutdown by cutting the socket.
+    pub fn wake(&self, cut: bool) {
+        let w = self.waker.lock();
+        let Some(w) = w.as_ref().filter(|w| w.armed.load(Ordering::SeqCst)) else {
+            return;
+        };
+        if cut {
             self.interrupted.store(true, Ordering::SeqCst);
-            let _ = sock.shutdown(std::net::Shutdown::Both);
+            let _ = w.sock.shutdown(std::net::Shutdown::Both);
+        } else {
+            let _ = (&w.tx).write(&[1]);
         }
     }
 
-    /// Called by the worker around a blocking IDLE.
-    pub fn set_idle_socket(&self, sock: Option<TcpStream>) {
-        *self.idle_socket.lock() = sock;
+    /// The current session's wake-up (`None` when the session ends).
+    pub fn set_waker(&self, w: Option<Wake>) {
+        *self.waker.lock() = w;
+    }
+
+    /// Called by the worker around a blocking IDLE: only then do wake-ups
+    /// reach the session.
+    pub fn arm_wake(&self, on: bool) {
+        if let Some(w) = self.waker.lock().as_ref() {
+            w.armed.store(on, Ordering::SeqCst);
+        }
     }
 
     /// Whether the last connection error was our own wake-up; clears the flag.

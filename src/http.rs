@@ -33,14 +33,21 @@ pub const MAX_BODY: usize = 1 << 20;
 /// `vendor/tiny_http/PATCHES.md`) reads bodies up to [`MAX_BODY`] on the
 /// connection's own thread, so an HTTP worker never waits on a slow client;
 /// a body over it is never read: the client gets 413 and the connection
-/// closes. A client silent for `read_timeout` is disconnected.
-const LIMITS: tiny_http::Limits = tiny_http::Limits {
+/// closes. A request head must arrive within 10 s, a body at 1 KiB/s or
+/// better (after 10 s to start), and a kept-alive connection closes after
+/// 30 s without a next request. `max_connections` comes from
+/// `server.max_connections`.
+pub const LIMITS: tiny_http::Limits = tiny_http::Limits {
     read_timeout: Some(std::time::Duration::from_secs(30)),
     write_timeout: Some(std::time::Duration::from_secs(30)),
     // Browsers send a few KiB of headers (cookies included); 64 KiB is far
     // beyond any of them and still small per connection.
     max_header_bytes: 64 << 10,
     buffer_body_up_to: MAX_BODY,
+    max_connections: 256,
+    header_timeout: Some(std::time::Duration::from_secs(10)),
+    idle_timeout: Some(std::time::Duration::from_secs(30)),
+    body_min_rate: Some(1024),
 };
 
 /// Turns a request into a reply and a route label for metrics
@@ -195,12 +202,18 @@ impl HttpServer {
         listener: TcpListener,
         ctx: Arc<Ctx>,
         workers: usize,
+        max_connections: usize,
         router: Router,
     ) -> std::io::Result<HttpServer> {
+        let limits = tiny_http::Limits {
+            max_connections,
+            ..LIMITS
+        };
         let server = Arc::new(
-            Server::from_listener_with_limits(listener, None, LIMITS)
+            Server::from_listener_with_limits(listener, None, limits)
                 .map_err(|e| std::io::Error::other(e.to_string()))?,
         );
+        ctx.metrics.watch_connections(server.connection_stats());
         let stopping = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::with_capacity(workers);
         for i in 0..workers {

@@ -330,6 +330,10 @@ pub fn restart_required(old: &Config, new: &Config) -> Vec<String> {
     check("server.bind", old.server.bind != new.server.bind);
     check("server.port", old.server.port != new.server.port);
     check("server.workers", old.server.workers != new.server.workers);
+    check(
+        "server.max_connections",
+        old.server.max_connections != new.server.max_connections,
+    );
     check("storage.path", old.storage.path != new.storage.path);
     check(
         "classifier.concurrency",

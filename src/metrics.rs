@@ -4,8 +4,8 @@
 //! updates counters directly (they are atomics, no lock is taken).
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 pub struct Metrics {
@@ -135,6 +135,36 @@ impl Metrics {
         m
     }
 
+    /// Exposes the HTTP server's connection counters (read at each scrape):
+    /// `http_connections_open`, and `http_connections_closed_total` by
+    /// reason: `refused` (503 at the cap), `shed` (closed at the cap to make
+    /// room, having waited longest for a request head) and `timed_out`
+    /// (missed the head, body-rate or idle deadline).
+    pub fn watch_connections(&self, stats: std::sync::Arc<tiny_http::ConnectionStats>) {
+        let open = IntGauge::new(
+            "http_connections_open",
+            "HTTP connections alive now (one thread each).",
+        )
+        .expect("valid metric");
+        let closed = IntCounterVec::new(
+            Opts::new(
+                "http_connections_closed_total",
+                "HTTP connections closed by the server's bounds: refused at the cap (503), \
+                 shed at the cap (waited longest for a request head), timed_out (head, body \
+                 rate or idle deadline).",
+            ),
+            &["reason"],
+        )
+        .expect("valid metric");
+        if let Err(e) = self.registry.register(Box::new(ConnectionMetrics {
+            stats,
+            open,
+            closed,
+        })) {
+            log::error!("metrics: connection counters not registered: {e}");
+        }
+    }
+
     /// Makes every per-account series visible from the start, at zero.
     pub fn init_account(&self, account: &str) {
         self.emails_processed.with_label_values(&[account]);
@@ -148,6 +178,36 @@ impl Metrics {
             log::error!("metrics: encoding failed: {e}");
         }
         buf
+    }
+}
+
+/// Copies tiny_http's connection counters at each scrape.
+struct ConnectionMetrics {
+    stats: std::sync::Arc<tiny_http::ConnectionStats>,
+    open: IntGauge,
+    closed: IntCounterVec,
+}
+
+impl prometheus::core::Collector for ConnectionMetrics {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        let mut d = self.open.desc();
+        d.extend(self.closed.desc());
+        d
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        self.open.set(self.stats.open() as i64);
+        for (reason, now) in [
+            ("refused", self.stats.refused()),
+            ("shed", self.stats.shed()),
+            ("timed_out", self.stats.timed_out()),
+        ] {
+            let c = self.closed.with_label_values(&[reason]);
+            c.inc_by(now.saturating_sub(c.get()));
+        }
+        let mut families = self.open.collect();
+        families.extend(self.closed.collect());
+        families
     }
 }
 

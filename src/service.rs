@@ -75,8 +75,14 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         classifier: pool.clone(),
         dashboard: crate::dashboard::Dashboard::start(config.dashboard.enabled, &store, addr),
     });
-    let http =
-        HttpServer::start(listener, ctx, workers, crate::api::route).map_err(|e| e.to_string())?;
+    let http = HttpServer::start(
+        listener,
+        ctx,
+        workers,
+        config.server.max_connections,
+        crate::api::route,
+    )
+    .map_err(|e| e.to_string())?;
     log::info!(
         "mailproc {} listening on http://{addr} with {} account(s)",
         env!("CARGO_PKG_VERSION"),

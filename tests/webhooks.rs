@@ -737,7 +737,11 @@ fn dispatcher_payloads_keep_their_json_types() {
         assert_timestamp(&b["timestamp"]);
         assert_eq!(b["account"], "personal", "{b}");
     }
-    let keys = |b: &Value| -> Vec<String> { b.as_object().unwrap().keys().cloned().collect() };
+    let keys = |b: &Value| -> Vec<String> {
+        let mut k: Vec<String> = b.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
     let sorted = |v: &[&str]| -> Vec<String> {
         let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
         v.sort();

@@ -12,7 +12,7 @@
 
 mod export;
 pub(crate) mod handlers;
-mod params;
+pub mod params;
 pub mod session;
 
 use crate::account::Command;

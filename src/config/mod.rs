@@ -182,7 +182,8 @@ pub fn from_tree(
     let config: Config = serde_path_to_error::deserialize(substituted).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
-        ConfigError::one(if path == "." {
+        // An empty key at the top has an empty path: the file is named.
+        ConfigError::one(if path == "." || path.is_empty() {
             format!("config: {inner}")
         } else {
             format!("{path}: {inner}")

@@ -139,6 +139,9 @@ pub struct ServerConfig {
     #[serde(deserialize_with = "de_opt_string")]
     pub auth_token: Option<String>,
     pub workers: usize,
+    /// HTTP connections alive at once; beyond it the one waiting longest
+    /// for a request head is shed, or the newcomer refused (503).
+    pub max_connections: usize,
     /// Parsed once here: the HTTP workers consult it on every request.
     #[serde(deserialize_with = "de_nets")]
     pub trusted_proxies: Vec<IpNet>,
@@ -168,6 +171,7 @@ impl Default for ServerConfig {
             bind: "127.0.0.1".into(),
             auth_token: None,
             workers: 4,
+            max_connections: 256,
             trusted_proxies: vec![
                 IpNet::from(IpAddr::from([127, 0, 0, 1])),
                 IpNet::from(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),
@@ -385,6 +389,24 @@ pub struct ImapConfig {
     pub oauth2: Option<OAuth2Config>,
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// Read and write time-out of every IMAP command: a server silent for
+    /// this long during a fetch, a move or a login counts as gone.
+    #[serde(default = "default_imap_timeout")]
+    pub timeout: Dur,
+    /// IDLE is ended and re-issued this often; the server must answer the
+    /// `DONE` and a NOOP within `min(timeout, 20s)` each. Bounds how long a
+    /// server that stopped answering without closing the socket goes
+    /// unnoticed while idling (interval + 40 s: 100 s by default).
+    #[serde(default = "default_idle_interval")]
+    pub idle_interval: Dur,
+}
+
+fn default_imap_timeout() -> Dur {
+    Dur::secs(120)
+}
+
+fn default_idle_interval() -> Dur {
+    Dur::secs(60)
 }
 
 fn default_security() -> Security {

@@ -44,6 +44,31 @@ pub fn read_certificate(path: &Path) -> Result<Vec<u8>, String> {
     Ok(pem)
 }
 
+/// Why `name` cannot be sent as an IMAP mailbox name, or `None`. Names go
+/// out as quoted strings without modified UTF-7 encoding (not built yet),
+/// so only printable ASCII is sent as meant; `&` would start a UTF-7 shift.
+pub fn folder_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("must not be empty".into());
+    }
+    if let Some(c) = name.chars().find(|c| c.is_ascii_control()) {
+        return Some(format!(
+            "{name:?} contains the control character {c:?}, which an IMAP mailbox name cannot carry"
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| !c.is_ascii()) {
+        return Some(format!(
+            "{name:?} contains {c:?}: non-ASCII folder names (modified UTF-7) are not supported yet"
+        ));
+    }
+    if name.contains('&') {
+        return Some(format!(
+            "{name:?} contains '&', which IMAP reads as the start of modified UTF-7 (not supported yet)"
+        ));
+    }
+    None
+}
+
 /// Checks everything serde cannot; returns one message per problem.
 pub fn validate(c: &Config) -> Vec<String> {
     let mut p = Vec::new();
@@ -58,6 +83,12 @@ pub fn validate(c: &Config) -> Vec<String> {
     }
     if !(1..=256).contains(&c.server.workers) {
         p.push("server.workers: must be between 1 and 256".into());
+    }
+    // Each connection holds a thread (about 10 KiB of stack touched) and a
+    // file descriptor; beyond a few thousand the default RLIMIT_NOFILE or
+    // the small host's memory gives out first.
+    if !(8..=4096).contains(&c.server.max_connections) {
+        p.push("server.max_connections: must be between 8 and 4096".into());
     }
     if let Some(u) = &c.server.public_url {
         if let Err(e) = valid_http_url(u) {
@@ -183,12 +214,33 @@ pub fn validate(c: &Config) -> Vec<String> {
         if a.imap.username.is_empty() {
             p.push(format!("{at}.imap.username: must not be empty"));
         }
+        for (key, d) in [
+            ("timeout", a.imap.timeout.0),
+            ("idle_interval", a.imap.idle_interval.0),
+        ] {
+            // Below a second a busy server looks dead; IDLE longer than 29
+            // minutes may be dropped by the server (RFC 2177).
+            let max = if key == "timeout" { 3600 } else { 29 * 60 };
+            if d < Duration::from_secs(1) || d > Duration::from_secs(max) {
+                p.push(format!(
+                    "{at}.imap.{key}: must be between 1s and {}m",
+                    max / 60
+                ));
+            }
+        }
         if let Some(ca) = &a.imap.ca_file {
             if let Err(e) = read_certificate(ca) {
                 p.push(format!("{at}.imap.ca_file: {e}"));
             }
         }
         validate_imap_auth(&a.imap, &a.name, &format!("{at}.imap"), &mut p);
+        for (key, names) in [("watch", &a.folders.watch), ("allowed", &a.folders.allowed)] {
+            for (j, f) in names.iter().enumerate() {
+                if let Some(e) = folder_name_problem(f) {
+                    p.push(format!("{at}.folders.{key}[{j}]: {e}"));
+                }
+            }
+        }
         if a.folders.watch.is_empty() {
             p.push(format!(
                 "{at}.folders.watch: must name at least one mailbox"
@@ -305,6 +357,8 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
         if let Some(s) = &h.secret {
             if s.len() < 16 {
                 p.push(format!("{at}[{i}].secret: must be at least 16 characters"));
+            } else if let Err(e) = crate::webhook::signing_key(s) {
+                p.push(format!("{at}[{i}].{e}"));
             }
         }
     }

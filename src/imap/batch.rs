@@ -572,7 +572,8 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
-            match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox) {
+            // `?`: a broken session ends the batch, decisions journalled.
+            match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)? {
                 Ok(uids) => {
                     for u in &set {
                         moved.insert(*u, (folder.clone(), uids.get(u).copied()));

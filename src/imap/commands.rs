@@ -3,10 +3,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::session::{Caps, Folders, Session};
-use super::Runner;
+use super::session::{session_fatal, Caps, Folders, Session};
+use super::{ImapError, Runner};
 
 impl Runner {
+    /// Moves `set` to `folder`. The inner error is the server refusing
+    /// (NO/BAD: those messages failed); the outer one a broken session
+    /// (time-out, reset), which must end the batch with its decisions still
+    /// journalled, not record them as failed attempts that would ask the
+    /// model again.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn move_uids(
         &self,
@@ -17,12 +22,12 @@ impl Runner {
         set: &[u32],
         folder: &str,
         from: &str,
-    ) -> Result<HashMap<u32, u32>, String> {
+    ) -> Result<Result<HashMap<u32, u32>, String>, ImapError> {
         if !folders.existing.contains(folder) && !created.contains(folder) {
             if !self.w.account.folders.create {
-                return Err(format!(
+                return Ok(Err(format!(
                     "folder {folder:?} does not exist and folders.create is false"
-                ));
+                )));
             }
             match s.create(folder) {
                 Ok(()) => log::info!("{}: created folder {folder:?}", self.name()),
@@ -32,21 +37,44 @@ impl Runner {
             created.insert(folder.to_string());
         }
         let set_s = uid_set(set);
+        let step = |r: imap::Result<()>, what: String| -> Result<Result<(), String>, ImapError> {
+            match r {
+                Ok(()) => Ok(Ok(())),
+                Err(e) => Ok(Err(format!("{what} failed: {}", session_fatal(e)?))),
+            }
+        };
         if caps.mv {
             // RFC 6851: with UIDPLUS the server names the UIDs the messages
             // got in the destination (COPYUID, untagged), which undo uses.
-            return s
+            return match s
                 .run_command_and_read_response(format!("UID MOVE {set_s} {}", quote(folder)))
-                .map(|lines| copy_uids(&lines))
-                .map_err(|e| format!("moving to {folder:?} failed: {e}"));
+            {
+                Ok(lines) => Ok(Ok(copy_uids(&lines))),
+                Err(e) => Ok(Err(format!(
+                    "moving to {folder:?} failed: {}",
+                    session_fatal(e)?
+                ))),
+            };
         }
-        s.run_command_and_check_ok(format!("UID COPY {set_s} {}", quote(folder)))
-            .map_err(|e| format!("copying to {folder:?} failed: {e}"))?;
-        s.uid_store(&set_s, "+FLAGS.SILENT (\\Deleted)")
-            .map_err(|e| format!("marking moved messages in {from:?} failed: {e}"))?;
+        if let Err(e) = step(
+            s.run_command_and_check_ok(format!("UID COPY {set_s} {}", quote(folder))),
+            format!("copying to {folder:?}"),
+        )? {
+            return Ok(Err(e));
+        }
+        if let Err(e) = step(
+            s.uid_store(&set_s, "+FLAGS.SILENT (\\Deleted)").map(|_| ()),
+            format!("marking moved messages in {from:?}"),
+        )? {
+            return Ok(Err(e));
+        }
         if caps.uidplus {
-            s.uid_expunge(&set_s)
-                .map_err(|e| format!("expunging moved messages from {from:?} failed: {e}"))?;
+            if let Err(e) = step(
+                s.uid_expunge(&set_s).map(|_| ()),
+                format!("expunging moved messages from {from:?}"),
+            )? {
+                return Ok(Err(e));
+            }
         } else {
             log::warn!(
                 "{}: server lacks MOVE and UIDPLUS: copied to {folder:?} and marked \\Deleted in {from:?}, \
@@ -56,7 +84,7 @@ impl Runner {
         }
         // COPYUID came in the tagged answer, which the client keeps to
         // itself: undo finds these by Message-ID.
-        Ok(HashMap::new())
+        Ok(Ok(HashMap::new()))
     }
 }
 

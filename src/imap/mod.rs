@@ -52,11 +52,15 @@ pub use undo::{undo, UndoError, Undone};
 /// so fewer, larger windows sort a backlog faster; headers are a few KB
 /// each, so a window holds a few MB. Measured with scripts/bench.sh.
 const WINDOW: usize = 5000;
-/// Time allowed for one IMAP command before the connection counts as dead.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// RFC 2177 asks clients to re-issue IDLE at least every 29 minutes.
+/// Longest wait between passes while idling (`imap.idle_interval`, default
+/// 60 s, re-issues IDLE more often than this without a pass).
 const IDLE_MAX: Duration = Duration::from_secs(25 * 60);
+/// A server answers `DONE` (and the NOOP after it) at once; this long
+/// without an answer (or `imap.timeout` if shorter) and it counts as gone.
+/// While idling a silent server is noticed within `imap.idle_interval` plus
+/// twice this: 100 s by default.
+const IDLE_EXIT: Duration = Duration::from_secs(20);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// After a refused login, retrying quickly only risks a lockout.
@@ -226,7 +230,7 @@ impl Runner {
             .account_connected
             .with_label_values(&[self.name()])
             .set(0);
-        self.w.handle.set_idle_socket(None);
+        self.w.handle.set_waker(None);
         self.w.handle.set_state(State::Error);
         self.w.handle.set_error(Some(error.clone()));
         self.emit(Event::Error {
@@ -274,6 +278,7 @@ impl Runner {
     fn run(&mut self) {
         let mut backoff = BACKOFF_MIN;
         let mut outage: Option<String> = None;
+        let mut refused = false;
         loop {
             if self.w.handle.is_shutting_down() {
                 break;
@@ -287,7 +292,8 @@ impl Runner {
                 continue;
             }
             let wait = match session::connect(&self.w.account, self.tokens.as_mut()) {
-                Ok((mut session, sock, caps, folders)) => {
+                Ok((mut session, sock, caps, folders, wake)) => {
+                    self.w.handle.set_waker(Some(wake));
                     self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
                     if let Some(err) = outage.take() {
                         log::info!("{}: connection restored", self.name());
@@ -303,6 +309,7 @@ impl Runner {
                         .with_label_values(&[self.name()])
                         .set(1);
                     let r = self.serve_despite_store_errors(&mut session, &sock, &caps, &folders);
+                    self.w.handle.set_waker(None);
                     self.w
                         .metrics
                         .account_connected
@@ -346,6 +353,7 @@ impl Runner {
                         error: &msg,
                         details: &format!("{}@{}", imap.username, imap.host),
                     });
+                    refused = true;
                     Some(LOGIN_RETRY)
                 }
                 Err(ImapError::Token(e)) if !e.is_transient() => {
@@ -354,15 +362,22 @@ impl Runner {
                 }
                 Err(e) => {
                     let e = e.to_string();
-                    log::warn!("{}: {e}", self.name());
-                    self.lost(&mut outage, &e);
                     let wait = jitter(backoff);
+                    log::warn!("{}: {e}; retrying in {wait:?}", self.name());
+                    self.lost(&mut outage, &e);
                     backoff = (backoff * 2).min(BACKOFF_MAX);
                     Some(wait)
                 }
             };
             if let Some(wait) = wait {
-                if !self.sleep_for_commands(wait) {
+                // After a refused login no request cuts the wait short:
+                // quick retries of bad credentials risk a lockout.
+                let done = if std::mem::take(&mut refused) {
+                    self.sleep_through_commands(wait)
+                } else {
+                    self.sleep_for_commands(wait)
+                };
+                if !done {
                     break;
                 }
             }
@@ -435,6 +450,32 @@ impl Runner {
                 Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
                     self.force_pass = true;
                     return true;
+                }
+                Ok(Command::Pause) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+    }
+
+    /// Waits all of `wait` (after a refused login): commands that ask for a
+    /// connection are kept for when it is up; only shutdown ends the wait.
+    fn sleep_through_commands(&mut self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            match self.w.commands.recv_timeout(left) {
+                Ok(Command::Shutdown) => return false,
+                Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
+                    log::info!(
+                        "{}: the login was refused; trying again in {:?}, not at once",
+                        self.name(),
+                        left
+                    );
+                    self.force_pass = true;
                 }
                 Ok(Command::Pause) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,

@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use super::session::{Caps, Folders, Session};
-use super::{Exit, ImapError, Runner, COMMAND_TIMEOUT, IDLE_MAX, WINDOW};
+use super::{Exit, ImapError, Runner, IDLE_EXIT, IDLE_MAX, WINDOW};
 use crate::account::State;
 use crate::config::Backlog;
 use crate::store::{KnownEmail, Status};
@@ -94,24 +94,39 @@ impl Runner {
                 timeout = timeout.min(self.w.account.poll_interval.0);
             }
             if idle {
-                self.w.handle.set_idle_socket(Some(sock.try_clone()?));
+                self.w.handle.arm_wake(true);
                 // A command that arrived before the socket was published
                 // could not wake us; look once more before blocking.
                 if !self.w.commands.is_empty() || self.w.handle.is_shutting_down() {
-                    self.w.handle.set_idle_socket(None);
+                    self.w.handle.arm_wake(false);
                     pass = false;
                     continue;
                 }
+                // IDLE is re-issued every idle_interval: the server's answer
+                // to DONE proves it is still there (see session::Stream).
+                let reissue = self.w.account.imap.idle_interval.0;
                 let r = s
                     .idle()
-                    .timeout(timeout)
+                    .timeout(timeout.min(reissue))
                     .keepalive(false)
                     .wait_while(|resp| {
                         !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
                     });
-                self.w.handle.set_idle_socket(None);
-                r?;
-                sock.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+                self.w.handle.arm_wake(false);
+                let outcome = r?;
+                if outcome == imap::extensions::idle::WaitOutcome::TimedOut {
+                    // The crate sent DONE but drops a missing answer; a NOOP
+                    // within the same short bound shows the server is there.
+                    sock.set_read_timeout(Some(self.w.account.imap.timeout.0.min(IDLE_EXIT)))?;
+                    s.noop()?;
+                }
+                sock.set_read_timeout(Some(self.w.account.imap.timeout.0))?;
+                // Woken only to re-issue: back to IDLE without a pass
+                // (the SELECT on the way still notices missed mail).
+                if outcome == imap::extensions::idle::WaitOutcome::TimedOut && reissue < timeout {
+                    pass = false;
+                    continue;
+                }
             } else {
                 match self.w.commands.recv_timeout(timeout) {
                     Ok(cmd) => self.queued.push(cmd),
@@ -181,13 +196,15 @@ impl Runner {
             Some((v, last)) if v == uidvalidity => last,
             Some((v, _)) => {
                 let w = uid_next.saturating_sub(1);
+                let closed = self
+                    .w
+                    .store
+                    .restart_folder(&account, mailbox, v, uidvalidity, w)?;
                 log::warn!(
                     "{account}: {mailbox}: UIDVALIDITY changed from {v} to {uidvalidity}; \
-                     starting after UID {w} instead of reprocessing the mailbox"
+                     starting after UID {w} instead of reprocessing the mailbox; \
+                     {closed} unfinished message(s) of the old generation closed as failed"
                 );
-                self.w
-                    .store
-                    .set_folder_state(&account, mailbox, uidvalidity, w)?;
                 w
             }
             None => {

@@ -3,50 +3,136 @@
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::{ImapError, COMMAND_TIMEOUT, CONNECT_TIMEOUT};
+use super::{ImapError, CONNECT_TIMEOUT, IDLE_EXIT};
+use crate::account::Wake;
 use crate::config::{AccountConfig, Security};
 
 /// The socket under an IMAP session, plain or TLS.
 #[derive(Debug)]
-pub enum Stream {
-    Plain(TcpStream),
-    Tls(Box<native_tls::TlsStream<TcpStream>>),
+pub struct Stream {
+    inner: Inner,
+    /// What a read may wait once IDLE is over (see `SetReadTimeout`).
+    idle_exit: Duration,
+}
+
+#[derive(Debug)]
+enum Inner {
+    Plain(Tcp),
+    Tls(Box<native_tls::TlsStream<Tcp>>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &TcpStream {
+        match &self.inner {
+            Inner::Plain(s) => &s.tcp,
+            Inner::Tls(s) => &s.get_ref().tcp,
+        }
+    }
+}
+
+/// The TCP socket under the (TLS) stream, with the wake-up of
+/// [`crate::account::Wake`]: while armed (the worker idles), a read waits
+/// for the socket or the wake-up, whichever comes first, within the
+/// socket's read time-out; a wake-up returns `WouldBlock`, as the time-out
+/// does, so IDLE ends normally (DONE) and the session goes on. TLS treats
+/// `WouldBlock` as "try again later", so its state survives too.
+#[derive(Debug)]
+struct Tcp {
+    tcp: TcpStream,
+    wake_rx: UnixStream,
+    armed: Arc<AtomicBool>,
+}
+
+impl Read for Tcp {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        if !self.armed.load(Ordering::SeqCst) {
+            return self.tcp.read(buf);
+        }
+        let timeout = match self.tcp.read_timeout()? {
+            None => PollTimeout::NONE,
+            Some(d) => PollTimeout::try_from(d).unwrap_or(PollTimeout::MAX),
+        };
+        let (sock_ready, woken) = loop {
+            let mut fds = [
+                PollFd::new(self.tcp.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.wake_rx.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, timeout) {
+                Ok(_) => break (fds[0].any() == Some(true), fds[1].any() == Some(true)),
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        if sock_ready {
+            return self.tcp.read(buf);
+        }
+        if woken {
+            let mut drain = [0u8; 64];
+            while matches!(self.wake_rx.read(&mut drain), Ok(n) if n > 0) {}
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            if woken {
+                "woken for a command"
+            } else {
+                "timed out"
+            },
+        ))
+    }
+}
+
+impl Write for Tcp {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.tcp.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
+    }
 }
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.read(buf),
-            Stream::Tls(s) => s.read(buf),
+        match &mut self.inner {
+            Inner::Plain(s) => s.read(buf),
+            Inner::Tls(s) => s.read(buf),
         }
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.write(buf),
-            Stream::Tls(s) => s.write(buf),
+        match &mut self.inner {
+            Inner::Plain(s) => s.write(buf),
+            Inner::Tls(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.flush(),
-            Stream::Tls(s) => s.flush(),
+        match &mut self.inner {
+            Inner::Plain(s) => s.flush(),
+            Inner::Tls(s) => s.flush(),
         }
     }
 }
 
+/// The imap crate sets the IDLE interval as the read time-out, then
+/// removes it (`None`) before it sends `DONE` and reads the answer: with no
+/// time-out, a server that stopped answering held the account for ever. A
+/// removal sets the bound on that answer instead; the caller restores the
+/// command time-out after IDLE.
 impl imap::extensions::idle::SetReadTimeout for Stream {
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> imap::Result<()> {
-        let tcp = match self {
-            Stream::Plain(s) => s,
-            Stream::Tls(s) => s.get_ref(),
-        };
-        tcp.set_read_timeout(timeout).map_err(imap::Error::Io)
+        let timeout = timeout.unwrap_or(self.idle_exit);
+        self.tcp()
+            .set_read_timeout(Some(timeout))
+            .map_err(imap::Error::Io)
     }
 }
 
@@ -65,23 +151,33 @@ pub(super) struct Folders {
     pub(super) trash: String,
 }
 
-/// Connects, logs in and reads what the server offers.
+/// Connects, logs in and reads what the server offers. Returns the socket
+/// (for time-outs) and the session's wake-up besides the session.
 pub(super) fn connect(
     account: &AccountConfig,
     tokens: Option<&mut crate::oauth::Tokens>,
-) -> Result<(Session, TcpStream, Caps, Folders), ImapError> {
+) -> Result<(Session, TcpStream, Caps, Folders, Wake), ImapError> {
     let c = &account.imap;
-    let addr = (c.host.as_str(), c.port())
-        .to_socket_addrs()
-        .map_err(|e| ImapError::Connect(format!("{}:{}: {e}", c.host, c.port())))?
-        .next()
-        .ok_or_else(|| ImapError::Connect(format!("{}: no address", c.host)))?;
-    let tcp = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
-        .map_err(|e| ImapError::Connect(format!("{addr}: {e}")))?;
-    tcp.set_read_timeout(Some(COMMAND_TIMEOUT))?;
-    tcp.set_write_timeout(Some(COMMAND_TIMEOUT))?;
+    let timeout = c.timeout.0;
+    let tcp = open(&c.host, c.port())?;
+    tcp.set_read_timeout(Some(timeout))?;
+    tcp.set_write_timeout(Some(timeout))?;
     let _ = tcp.set_nodelay(true);
+    keepalive(&tcp);
     let sock = tcp.try_clone()?;
+    let (wake_rx, wake_tx) = UnixStream::pair()?;
+    wake_rx.set_nonblocking(true)?;
+    let armed = Arc::new(AtomicBool::new(false));
+    let wake = Wake {
+        tx: wake_tx,
+        armed: armed.clone(),
+        sock: tcp.try_clone()?,
+    };
+    let wrap = |tcp: TcpStream| Tcp {
+        tcp,
+        wake_rx,
+        armed,
+    };
     let tls = || -> Result<native_tls::TlsConnector, ImapError> {
         let mut b = native_tls::TlsConnector::builder();
         if let Some(ca) = &c.ca_file {
@@ -94,27 +190,31 @@ pub(super) fn connect(
         b.build()
             .map_err(|e| ImapError::Connect(format!("TLS setup: {e}")))
     };
+    let stream = |inner| Stream {
+        inner,
+        idle_exit: timeout.min(IDLE_EXIT),
+    };
     let client = match c.security {
         Security::Tls => {
             let s = tls()?
-                .connect(&c.host, tcp)
+                .connect(&c.host, wrap(tcp))
                 .map_err(|e| ImapError::Connect(format!("TLS handshake with {}: {e}", c.host)))?;
-            let mut client = imap::Client::new(Stream::Tls(Box::new(s)));
+            let mut client = imap::Client::new(stream(Inner::Tls(Box::new(s))));
             client.read_greeting()?;
             client
         }
         Security::None => {
-            let mut client = imap::Client::new(Stream::Plain(tcp));
+            let mut client = imap::Client::new(stream(Inner::Plain(wrap(tcp))));
             client.read_greeting()?;
             client
         }
         Security::Starttls => {
             let tcp = starttls(tcp)
                 .map_err(|e| ImapError::Connect(format!("STARTTLS with {}: {e}", c.host)))?;
-            let s = tls()?.connect(&c.host, tcp).map_err(|e| {
+            let s = tls()?.connect(&c.host, wrap(tcp)).map_err(|e| {
                 ImapError::Connect(format!("STARTTLS handshake with {}: {e}", c.host))
             })?;
-            imap::Client::new(Stream::Tls(Box::new(s)))
+            imap::Client::new(stream(Inner::Tls(Box::new(s))))
         }
     };
     let mut session = super::login::login(client, account, tokens)?;
@@ -135,7 +235,56 @@ pub(super) fn connect(
         caps.mv,
         caps.uidplus
     );
-    Ok((session, sock, caps, folders))
+    Ok((session, sock, caps, folders, wake))
+}
+
+/// Connects to each address of `host` in turn, IPv6 first (in resolver
+/// order within a family), until one answers; the error names every
+/// address tried.
+fn open(host: &str, port: u16) -> Result<TcpStream, ImapError> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| ImapError::Connect(format!("{host}:{port}: {e}")))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(ImapError::Connect(format!("{host}: no address")));
+    }
+    connect_first(host, addrs)
+}
+
+fn connect_first(host: &str, mut addrs: Vec<SocketAddr>) -> Result<TcpStream, ImapError> {
+    addrs.sort_by_key(|a| a.is_ipv4());
+    let mut failures = Vec::new();
+    for addr in &addrs {
+        match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
+            Ok(tcp) => {
+                if !failures.is_empty() {
+                    log::info!("{host}: connected to {addr} after: {}", failures.join("; "));
+                }
+                return Ok(tcp);
+            }
+            Err(e) => failures.push(format!("{addr}: {e}")),
+        }
+    }
+    Err(ImapError::Connect(failures.join("; ")))
+}
+
+/// TCP keepalive: a peer that vanished (host down, path cut) is found by
+/// the kernel even when no command is waiting, and NAT mappings stay up.
+/// A stopped server whose kernel still answers is found by the command
+/// time-outs and the IDLE re-issue instead. Best effort: a socket that
+/// refuses the options still works.
+fn keepalive(tcp: &TcpStream) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let set = || -> nix::Result<()> {
+        setsockopt(tcp, sockopt::KeepAlive, &true)?;
+        setsockopt(tcp, sockopt::TcpKeepIdle, &60)?;
+        setsockopt(tcp, sockopt::TcpKeepInterval, &10)?;
+        setsockopt(tcp, sockopt::TcpKeepCount, &6)
+    };
+    if let Err(e) = set() {
+        log::debug!("imap: TCP keepalive not set: {e}");
+    }
 }
 
 /// Upgrades a fresh plain connection (RFC 3501 §6.2.1): reads the greeting,
@@ -218,4 +367,43 @@ fn list_folders(s: &mut Session) -> Result<Folders, ImapError> {
         f.trash = t;
     }
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn each_address_is_tried_in_turn_ipv6_first() {
+        let open = TcpListener::bind("127.0.0.1:0").unwrap();
+        let good = open.local_addr().unwrap();
+        // Ports just released: nothing listens there.
+        let closed_v4 = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let closed_v6: Option<SocketAddr> = TcpListener::bind("[::1]:0")
+            .ok()
+            .map(|l| l.local_addr().unwrap());
+        let mut addrs = vec![closed_v4, good];
+        addrs.extend(closed_v6);
+        let tcp = connect_first("h", addrs.clone()).unwrap();
+        assert_eq!(tcp.peer_addr().unwrap(), good);
+        let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4]) else {
+            panic!("a closed port must fail");
+        };
+        assert!(e.contains(&closed_v4.to_string()), "{e}");
+        if let Some(v6) = closed_v6 {
+            // The IPv6 address is tried first, and named in a failure.
+            let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4, v6]) else {
+                panic!("closed ports must fail");
+            };
+            let (i6, i4) = (
+                e.find(&v6.to_string()).unwrap(),
+                e.find(&closed_v4.to_string()).unwrap(),
+            );
+            assert!(i6 < i4, "{e}");
+        }
+    }
 }

@@ -360,6 +360,49 @@ impl Store {
         })
     }
 
+    /// A folder's UIDVALIDITY changed: its UIDs now name other messages (or
+    /// none). In one transaction, rows of the old generation still `pending`
+    /// or `retrying` are closed as `failed` with that reason (they could
+    /// never be finished, and a due retry that is never taken up would wake
+    /// the account again and again), and the watermark moves to the new
+    /// generation. Returns how many rows were closed.
+    pub fn restart_folder(
+        &self,
+        account: &str,
+        mailbox: &str,
+        old_uidvalidity: u32,
+        uidvalidity: u32,
+        last_uid: u32,
+    ) -> Result<usize> {
+        in_op("restart_folder", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            let closed = tx.execute(
+                "UPDATE emails SET status = 'failed', next_attempt_at = NULL,
+                     error = ?4 || coalesce(' (after: ' || error || ')', '')
+                 WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
+                   AND status IN ('pending', 'retrying')",
+                params![
+                    account,
+                    mailbox,
+                    uidvalidity,
+                    format!(
+                        "the folder's UIDVALIDITY changed from {old_uidvalidity} to {uidvalidity} \
+                         before this message was finished; its UID no longer names it"
+                    )
+                ],
+            )?;
+            tx.execute(
+                "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
+                     last_uid = excluded.last_uid",
+                params![account, mailbox, uidvalidity, last_uid],
+            )?;
+            tx.commit()?;
+            Ok(closed)
+        })
+    }
+
     /// When the next retry of an account falls due, if any is waiting.
     pub fn next_retry_at(&self, account: &str) -> Result<Option<i64>> {
         in_op("next_retry_at", || {

@@ -394,6 +394,44 @@ mod tests {
     }
 
     #[test]
+    fn a_new_uidvalidity_closes_unfinished_rows_of_the_old_one() {
+        let s = Store::open_in_memory().unwrap();
+        s.record_pending(&[(meta(5), ok(vec![Action::Read]))])
+            .unwrap();
+        s.record_failure(&meta(6), "model down", 5, now_ms() - 1)
+            .unwrap();
+        let mut done = meta(4);
+        done.uidvalidity = 7;
+        s.record_pending(&[(done.clone(), ok(vec![]))]).unwrap();
+        s.record_final(&[(done, ok(vec![]))], None).unwrap();
+        // Before: a due retry the new generation can never take up.
+        assert!(s.next_retry_at("a").unwrap().is_some());
+        assert_eq!(s.restart_folder("a", "INBOX", 7, 8, 100).unwrap(), 2);
+        assert_eq!(s.next_retry_at("a").unwrap(), None);
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((8, 100)));
+        let (rows, _) = s
+            .activity(&ActivityQuery {
+                page: 1,
+                page_size: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        let by_uid = |u: u32| rows.iter().find(|r| r.uid == u).unwrap();
+        for u in [5, 6] {
+            let r = by_uid(u);
+            assert_eq!(r.status, Status::Failed, "{r:?}");
+            let e = r.error.as_deref().unwrap();
+            assert!(e.contains("UIDVALIDITY changed from 7 to 8"), "{e}");
+        }
+        assert!(by_uid(6)
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("(after: model down)"));
+        assert_eq!(by_uid(4).status, Status::Ok, "finished rows are history");
+    }
+
+    #[test]
     fn final_record_advances_watermark_and_counts_actions() {
         let s = Store::open_in_memory().unwrap();
         let m = meta(5);

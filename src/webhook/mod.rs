@@ -445,10 +445,15 @@ impl Webhooks {
         {
             return;
         }
-        let mut payload = event.fields();
+        // The envelope first (JSON objects keep their order), then the
+        // event's own fields.
+        let mut payload = serde_json::Map::new();
         payload.insert("event".into(), kind.as_str().into());
         payload.insert("timestamp".into(), crate::timestamp::now_iso().into());
         payload.insert("account".into(), account.into());
+        for (k, v) in event.fields() {
+            payload.entry(k).or_insert(v);
+        }
         let mut payload = serde_json::Value::Object(payload);
         cap_strings(&mut payload);
         let event = Queued {

@@ -70,6 +70,12 @@ fn v4_reason(ip: Ipv4Addr) -> Option<&'static str> {
         [192, 168, ..] => "a private address",
         [169, 254, ..] => "a link-local address",
         [100, b, ..] if (64..=127).contains(&b) => "a shared (CGNAT) address",
+        [192, 0, 0, _] => "an IETF protocol assignment (192.0.0.0/24)",
+        [192, 0, 2, _] | [198, 51, 100, _] | [203, 0, 113, _] => {
+            "a documentation (TEST-NET) address"
+        }
+        [198, 18 | 19, ..] => "a benchmarking address (198.18.0.0/15)",
+        [192, 88, 99, _] => "a 6to4 relay anycast address (192.88.99.0/24)",
         [224..=239, ..] => "a multicast address",
         [255, 255, 255, 255] => "the broadcast address",
         [240..=255, ..] => "a reserved address",
@@ -90,15 +96,42 @@ fn v6_reason(ip: Ipv6Addr) -> Option<String> {
     let embedded =
         |v4: Ipv4Addr, form: &str| v4_reason(v4).map(|r| format!("an {form} form of {v4}, {r}"));
     let low_v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
     match s {
-        [0, 0, 0, 0, 0, 0xffff, ..] => return embedded(low_v4, "IPv4-mapped"),
+        // No public service is reached through these spellings, and a
+        // socket to one reaches the IPv4 address inside.
+        // (named by the IPv4 address's own reason when it has one).
+        [0, 0, 0, 0, 0, 0xffff, ..] => {
+            return embedded(low_v4, "IPv4-mapped").or_else(|| {
+                Some(format!(
+                    "an IPv4-mapped address (::ffff:0:0/96) of {low_v4}"
+                ))
+            })
+        }
+        [0, 0, 0, 0, 0xffff, 0, ..] => {
+            return embedded(low_v4, "IPv4-translated").or_else(|| {
+                Some(format!(
+                    "an IPv4-translated address (::ffff:0:0:0/96) of {low_v4}"
+                ))
+            })
+        }
+        [0x100, 0, 0, 0, ..] => return Some("a discard-only address (100::/64)".into()),
+        // Teredo (2001::/32): the relay's address in plain, the client's
+        // inverted in the last 32 bits; either may lead inside.
+        [0x2001, 0, hi, lo, _, _, chi, clo] => {
+            let server = v4(hi, lo);
+            let client = v4(!chi, !clo);
+            return v4_reason(server)
+                .map(|r| format!("a Teredo address via server {server}, {r}"))
+                .or_else(|| {
+                    v4_reason(client).map(|r| format!("a Teredo address of client {client}, {r}"))
+                });
+        }
+        [0x2001, 0xdb8, ..] => return Some("a documentation address (2001:db8::/32)".into()),
         [0, 0, 0, 0, 0, 0, ..] => return embedded(low_v4, "IPv4-compatible"),
         [0x64, 0xff9b, 0, 0, 0, 0, ..] => return embedded(low_v4, "NAT64"),
         [0x64, 0xff9b, 1, ..] => return Some("a local-use NAT64 address".into()),
-        [0x2002, hi, lo, ..] => {
-            let v4 = Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
-            return embedded(v4, "6to4");
-        }
+        [0x2002, hi, lo, ..] => return embedded(v4(hi, lo), "6to4"),
         _ => {}
     }
     let reason = match s[0] {
@@ -277,6 +310,18 @@ mod tests {
             "239.255.255.255",
             "240.0.0.1",
             "255.255.255.255",
+            "192.0.0.0",
+            "192.0.0.255",
+            "192.0.2.0",
+            "192.0.2.255",
+            "198.51.100.0",
+            "198.51.100.255",
+            "203.0.113.0",
+            "203.0.113.255",
+            "198.18.0.0",
+            "198.19.255.255",
+            "192.88.99.0",
+            "192.88.99.255",
         ];
         for a in blocked {
             assert!(blocked_reason(ip(a)).is_some(), "{a} should be blocked");
@@ -297,6 +342,16 @@ mod tests {
             "100.128.0.0",
             "223.255.255.255",
             "8.8.8.8",
+            "192.0.1.255",
+            "192.0.3.0",
+            "198.51.99.255",
+            "198.51.101.0",
+            "203.0.112.255",
+            "203.0.114.0",
+            "198.17.255.255",
+            "198.20.0.0",
+            "192.88.98.255",
+            "192.88.100.0",
         ];
         for a in public {
             assert_eq!(blocked_reason(ip(a)), None, "{a} should be allowed");
@@ -308,6 +363,10 @@ mod tests {
         assert_eq!(
             blocked_reason(ip("100.64.0.0")).unwrap(),
             "a shared (CGNAT) address"
+        );
+        assert_eq!(
+            blocked_reason(ip("198.19.1.1")).unwrap(),
+            "a benchmarking address (198.18.0.0/15)"
         );
     }
 
@@ -342,14 +401,34 @@ mod tests {
             "64:ff9b:1::1",
             "2002:7f00:1::",
             "2002:c0a8:101::1",
+            // 6to4 of the new IPv4 ranges
+            "2002:c612:1::1",
+            "2002:c000:201::1",
+            // the whole IPv4-mapped and -translated ranges, public or not
+            "::ffff:8.8.8.8",
+            "::ffff:0:8.8.8.8",
+            "::ffff:0:127.0.0.1",
+            // discard-only 100::/64, both ends
+            "100::",
+            "100::ffff:ffff:ffff:ffff",
+            // Teredo: server 127.0.0.1; client 10.0.0.1 (inverted f5ff:fffe)
+            "2001:0:7f00:1::",
+            "2001:0:808:808:0:0:f5ff:fffe",
+            // Teredo: client 192.168.1.1 (inverted 3f57:fefe)
+            "2001:0:808:808:8000:1:3f57:fefe",
+            "2001:db8::1",
         ];
         for a in blocked {
             assert!(blocked_reason(ip(a)).is_some(), "{a} should be blocked");
         }
         let public = [
             "2001:4860:4860::8888",
-            "::ffff:8.8.8.8",
             "64:ff9b::8.8.8.8",
+            "100:0:0:1::",
+            "0ff::1",
+            // Teredo with public server 8.8.8.8 and client 1.1.1.1 (fefe:fefe)
+            "2001:0:808:808:0:0:fefe:fefe",
+            "2001:1::1",
             "2002:808:808::1",
             "fbff::1",
             "fe00::1",
@@ -360,6 +439,18 @@ mod tests {
         assert_eq!(
             blocked_reason(ip("::ffff:127.0.0.1")).unwrap(),
             "an IPv4-mapped form of 127.0.0.1, a loopback address"
+        );
+        assert_eq!(
+            blocked_reason(ip("::ffff:8.8.8.8")).unwrap(),
+            "an IPv4-mapped address (::ffff:0:0/96) of 8.8.8.8"
+        );
+        assert_eq!(
+            blocked_reason(ip("2001:0:808:808:0:0:f5ff:fffe")).unwrap(),
+            "a Teredo address of client 10.0.0.1, a private address"
+        );
+        assert_eq!(
+            blocked_reason(ip("2001:0:7f00:1::")).unwrap(),
+            "a Teredo address via server 127.0.0.1, a loopback address"
         );
     }
 

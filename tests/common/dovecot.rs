@@ -396,6 +396,8 @@ impl Dovecot {
     /// SIGTERM the master and wait until it has exited and both ports refuse
     /// connections. Dovecot 2.3 needs about one second for this.
     pub fn stop(&mut self) {
+        // A frozen server could not take the kick or the SIGTERM.
+        self.thaw();
         let Some(mut master) = self.master.take() else {
             return;
         };
@@ -590,6 +592,77 @@ impl Dovecot {
     /// The directory holding config, certificate, users and mail.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The master and every process it started (login, imap, auth...),
+    /// found through their parent ids in /proc.
+    fn process_tree(&self) -> Vec<u32> {
+        let Some(master) = &self.master else {
+            return Vec::new();
+        };
+        let mut parents: Vec<(u32, u32)> = Vec::new();
+        for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`; comm may hold spaces and parens.
+            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+                parents.push((pid, ppid));
+            }
+        }
+        let mut tree = vec![master.id()];
+        let mut i = 0;
+        while i < tree.len() {
+            let p = tree[i];
+            tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+            i += 1;
+        }
+        tree
+    }
+
+    fn signal_tree(&self, sig: &str) {
+        for pid in self.process_tree() {
+            let _ = Command::new("kill")
+                .args([sig, &pid.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// SIGSTOP the server and everything it started: sockets stay open and
+    /// the kernel keeps accepting and acknowledging, but nothing answers,
+    /// as with a hung server. `doveadm` calls hang until [`Dovecot::thaw`].
+    pub fn freeze(&self) {
+        self.signal_tree("-STOP");
+    }
+
+    /// SIGKILL the processes serving IMAP sessions (`imap`), as when they
+    /// die with the host: what clients wrote to them is never read.
+    pub fn kill_sessions(&self) {
+        for pid in self.process_tree() {
+            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "imap" {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+    }
+
+    /// SIGCONT what [`Dovecot::freeze`] stopped.
+    pub fn thaw(&self) {
+        self.signal_tree("-CONT");
     }
 
     fn doveadm(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {

@@ -11,6 +11,7 @@ use crate::common::{HTTPVersion, Method};
 use crate::util::RefinedTcpStream;
 use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
 use crate::util::Abandon;
+use crate::util::ReadClock;
 use crate::Request;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,6 +48,12 @@ pub struct ClientConnection {
 
     /// mailproc patch: shuts the socket down when a body is abandoned.
     shutdown: Option<Arc<dyn Fn(std::net::Shutdown) + Send + Sync>>,
+
+    /// mailproc patch: the deadlines of the read side, by phase.
+    clock: Arc<ReadClock>,
+
+    /// mailproc patch: whether a request was read; later ones start idle.
+    served: bool,
 }
 
 /// Error that can happen when reading a request.
@@ -67,6 +74,7 @@ impl ClientConnection {
         write_socket: RefinedTcpStream,
         mut read_socket: RefinedTcpStream,
         limits: crate::Limits,
+        clock: Arc<ReadClock>,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
@@ -85,6 +93,8 @@ impl ClientConnection {
             limits,
             abandoned: Arc::new(AtomicBool::new(false)),
             shutdown,
+            clock,
+            served: false,
         }
     }
 
@@ -103,6 +113,7 @@ impl ClientConnection {
     /// connection, and a reset can destroy the response before the client
     /// reads it. Bounded in bytes and time (mailproc patch).
     fn linger(&mut self) {
+        self.clock.drain(std::time::Duration::from_secs(2));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         let mut left: usize = 1 << 20;
         let mut buf = [0u8; 8192];
@@ -188,6 +199,7 @@ impl ClientConnection {
 
             (method, path, version, headers)
         };
+        self.clock.body();
 
         // building the writer for the request
         let writer = self.sink.next().unwrap();
@@ -223,6 +235,10 @@ impl ClientConnection {
             }
         })?;
 
+        // mailproc patch: busy until answered (see `ReadClock`).
+        let mut request = request;
+        request.set_in_flight(self.clock.request_started());
+
         // return the request
         Ok(request)
     }
@@ -243,6 +259,10 @@ impl Iterator for ClientConnection {
         }
 
         loop {
+            if self.served {
+                self.clock.idle();
+            }
+            self.served = true;
             let result = self.read();
             // A body of the previous request was left unread: what follows
             // on the socket is that body, not a request (mailproc patch).
@@ -284,6 +304,14 @@ impl Iterator for ClientConnection {
                     response.raw_print(writer, ver, &[], false, None).ok();
                     return None; // we don't know where the next request would start,
                                  // se we have to close
+                }
+
+                // An idle keep-alive connection just closes: a 408 there
+                // could meet a request the client sent at that moment.
+                Err(ReadError::ReadIoError(ref err))
+                    if err.kind() == ErrorKind::TimedOut && self.clock.is_idle() =>
+                {
+                    return None
                 }
 
                 Err(ReadError::ReadIoError(ref err)) if err.kind() == ErrorKind::TimedOut => {

@@ -118,6 +118,27 @@ impl Connection {
         }
     }
 
+    /// mailproc patch: for the short refusal at the connection cap.
+    pub(crate) fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_nonblocking(on),
+            #[cfg(unix)]
+            Self::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+
+    /// The socket's read time-out (mailproc patch).
+    pub(crate) fn set_read_timeout(
+        &self,
+        read: Option<std::time::Duration>,
+    ) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_read_timeout(read),
+            #[cfg(unix)]
+            Self::Unix(s) => s.set_read_timeout(read),
+        }
+    }
+
     pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
         match self {
             Self::Tcp(s) => s.try_clone().map(Self::from),

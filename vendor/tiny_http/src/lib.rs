@@ -118,6 +118,7 @@ pub use connection::{ConfigListenAddr, ListenAddr, Listener};
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
+pub use util::ConnectionStats;
 
 /// Bounds on what one connection may cost the server (mailproc patch: the
 /// release has none, see PATCHES.md).
@@ -138,6 +139,19 @@ pub struct Limits {
     /// slow client never holds a thread calling `recv()`. 0 keeps the
     /// release's behaviour (1024 bytes, not with `Expect: 100-continue`).
     pub buffer_body_up_to: usize,
+    /// Connections alive at once; 0 for no cap. At the cap a new connection
+    /// sheds the one waiting longest for a request head, or is answered
+    /// `503` and closed when none is waiting (see `util/connections.rs`).
+    pub max_connections: usize,
+    /// A request head (line and headers) must arrive within this, counted
+    /// from the accept or from the first byte of a later request.
+    pub header_timeout: Option<Duration>,
+    /// A kept-alive connection is closed after this long without a byte of
+    /// a next request.
+    pub idle_timeout: Option<Duration>,
+    /// Bytes per second a body must keep up, after `header_timeout` to
+    /// start: each byte received moves the deadline by `1/rate` s.
+    pub body_min_rate: Option<u32>,
 }
 
 impl Limits {
@@ -147,6 +161,10 @@ impl Limits {
         write_timeout: None,
         max_header_bytes: usize::MAX,
         buffer_body_up_to: 0,
+        max_connections: 0,
+        header_timeout: None,
+        idle_timeout: None,
+        body_min_rate: None,
     };
 }
 
@@ -174,6 +192,9 @@ pub struct Server {
 
     // result of TcpListener::local_addr()
     listening_addr: ListenAddr,
+
+    /// mailproc patch: counters of the connection bounds.
+    stats: Arc<util::ConnectionStats>,
 }
 
 enum Message {
@@ -329,19 +350,37 @@ impl Server {
 
         let inside_close_trigger = close_trigger.clone();
         let inside_messages = messages.clone();
+        let stats = Arc::new(util::ConnectionStats::default());
+        let table = Arc::new(util::ConnectionTable::new(
+            limits.max_connections,
+            stats.clone(),
+        ));
         thread::spawn(move || {
             // a tasks pool is used to dispatch the connections into threads
-            let tasks_pool = util::TaskPool::new();
+            // mailproc patch: a connection holds a thread, so the pool needs
+            // no more than the cap plus the 4 it keeps; a connection shed to
+            // make room hands its thread to the newcomer.
+            let tasks_pool = util::TaskPool::with_max_threads(match limits.max_connections {
+                0 => 0,
+                n => n + 4,
+            });
 
             log::debug!("Running accept thread");
             while !inside_close_trigger.load(Relaxed) {
                 let new_client = match server.accept() {
                     Ok((sock, _)) => {
                         use util::RefinedTcpStream;
+                        // mailproc patch: at the cap, room is made by
+                        // shedding a head-waiter, or the newcomer is told
+                        // so and closed without a thread of its own.
+                        if !table.make_room() {
+                            refuse(sock);
+                            continue;
+                        }
                         // A peer that vanished between accept and here
                         // fails later, on its first read; nothing to do.
                         let _ = sock.set_timeouts(limits.read_timeout, limits.write_timeout);
-                        let (read_closable, write_closable) = match ssl {
+                        let (mut read_closable, write_closable) = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
                             Some(ref ssl) => {
@@ -358,17 +397,24 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable, limits))
+                        let clock = Arc::new(util::ReadClock::new(limits, table.stats.clone()));
+                        read_closable.set_clock(clock.clone());
+                        let slot = table.register(clock.clone(), read_closable.shutdown_handle());
+                        Ok((
+                            ClientConnection::new(write_closable, read_closable, limits, clock),
+                            slot,
+                        ))
                     }
                     Err(e) => Err(e),
                 };
 
                 match new_client {
-                    Ok(client) => {
+                    Ok((client, slot)) => {
                         let messages = inside_messages.clone();
-                        let mut client = Some(client);
+                        let mut client = Some((client, slot));
                         tasks_pool.spawn(Box::new(move || {
-                            if let Some(client) = client.take() {
+                            // The slot is given back when the connection ends.
+                            if let Some((client, _slot)) = client.take() {
                                 // Synchronization is needed for HTTPS requests to avoid a deadlock
                                 if client.secure() {
                                     let (sender, receiver) = mpsc::channel();
@@ -401,6 +447,7 @@ impl Server {
 
         // result
         Ok(Server {
+            stats,
             messages,
             close: close_trigger,
             listening_addr: local_addr,
@@ -419,6 +466,11 @@ impl Server {
     #[inline]
     pub fn server_addr(&self) -> ListenAddr {
         self.listening_addr.clone()
+    }
+
+    /// Counters of the connection bounds (mailproc patch).
+    pub fn connection_stats(&self) -> Arc<util::ConnectionStats> {
+        self.stats.clone()
     }
 
     /// Returns the number of clients currently connected to the server.
@@ -460,6 +512,20 @@ impl Server {
     pub fn unblock(&self) {
         self.messages.unblock();
     }
+}
+
+/// Answers a connection refused at the cap: a short `503` if the socket takes
+/// it at once (it never blocks the accept thread), then the close
+/// (mailproc patch).
+fn refuse(sock: Connection) {
+    use std::io::Write;
+    let mut sock = sock;
+    if sock.set_nonblocking(true).is_ok() {
+        let _ = sock.write(
+            b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\nRetry-After: 1\r\n\r\n",
+        );
+    }
+    let _ = sock.shutdown(Shutdown::Both);
 }
 
 impl Iterator for IncomingRequests<'_> {

@@ -74,6 +74,10 @@ pub struct Request {
 
     // If Some, a message must be sent after responding
     notify_when_responded: Option<Sender<()>>,
+
+    /// mailproc patch: marks the connection busy until this request is
+    /// answered and dropped (it is then neither idle nor sheddable).
+    in_flight: Option<crate::util::InFlight>,
 }
 
 struct NotifyOnDrop<R> {
@@ -294,6 +298,7 @@ where
         body_length: content_length,
         must_send_continue,
         notify_when_responded: None,
+        in_flight: None,
     })
 }
 
@@ -523,6 +528,11 @@ impl Request {
             ErrorKind::ConnectionReset => Ok(()),
             _ => Err(err),
         })
+    }
+
+    /// mailproc patch: see the `in_flight` field.
+    pub(crate) fn set_in_flight(&mut self, guard: crate::util::InFlight) {
+        self.in_flight = Some(guard);
     }
 
     pub(crate) fn with_notify_sender(mut self, sender: Sender<()>) -> Self {

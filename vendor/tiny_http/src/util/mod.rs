@@ -1,4 +1,6 @@
 pub(crate) use self::body_guard::{Abandon, BodyGuard};
+pub use self::connections::ConnectionStats;
+pub(crate) use self::connections::{ConnectionTable, InFlight, ReadClock, Slot};
 pub use self::custom_stream::CustomStream;
 pub use self::equal_reader::EqualReader;
 pub use self::fused_reader::FusedReader;
@@ -11,6 +13,7 @@ pub use self::task_pool::TaskPool;
 use std::str::FromStr;
 
 mod body_guard;
+mod connections;
 mod custom_stream;
 mod equal_reader;
 mod fused_reader;

@@ -3,6 +3,8 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr};
 
 use crate::connection::Connection;
+use crate::util::ReadClock;
+use std::sync::Arc;
 #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
 use crate::ssl::SslStream;
 
@@ -42,6 +44,16 @@ impl Stream {
             Stream::Http(tcp_stream) => tcp_stream.peer_addr(),
             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
             Stream::Https(ssl_stream) => ssl_stream.peer_addr(),
+        }
+    }
+
+    /// How long the next read may block (mailproc patch). TLS streams keep
+    /// the time-out set at accept: their deadlines are checked between reads.
+    fn set_read_timeout(&mut self, timeout: Option<std::time::Duration>) -> IoResult<()> {
+        match self {
+            Stream::Http(c) => c.set_read_timeout(timeout),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => Ok(()),
         }
     }
 
@@ -86,6 +98,8 @@ pub struct RefinedTcpStream {
     stream: Stream,
     close_read: bool,
     close_write: bool,
+    /// mailproc patch: the connection's deadlines, on its read half.
+    clock: Option<Arc<ReadClock>>,
 }
 
 impl RefinedTcpStream {
@@ -101,15 +115,22 @@ impl RefinedTcpStream {
             stream: read,
             close_read: true,
             close_write: false,
+            clock: None,
         };
 
         let write = RefinedTcpStream {
             stream: write,
             close_read: false,
             close_write: true,
+            clock: None,
         };
 
         (read, write)
+    }
+
+    /// Reads from now on keep the deadlines of `clock` (mailproc patch).
+    pub(crate) fn set_clock(&mut self, clock: Arc<ReadClock>) {
+        self.clock = Some(clock);
     }
 
     /// Returns true if this struct wraps around a secure connection.
@@ -154,7 +175,27 @@ impl Drop for RefinedTcpStream {
 
 impl Read for RefinedTcpStream {
     fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
-        self.stream.read(buf)
+        let Some(clock) = &self.clock else {
+            return self.stream.read(buf);
+        };
+        let wait = clock.before_read()?;
+        self.stream.set_read_timeout(wait)?;
+        match self.stream.read(buf) {
+            Ok(n) => {
+                clock.after_read(n);
+                Ok(n)
+            }
+            // An expired socket time-out is EAGAIN on Unix; callers answer
+            // 408 to `TimedOut`, and the next read reports the deadline.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                clock.expired();
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the client sent nothing in time",
+                ))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

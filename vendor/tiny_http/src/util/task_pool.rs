@@ -24,10 +24,27 @@ struct Sharing {
 
     // number of idle worker threads
     waiting_tasks: AtomicUsize,
+
+    /// mailproc patch: threads never exceed this (0: no limit); beyond it a
+    /// task waits in the queue for the next thread that frees up.
+    max_threads: usize,
 }
 
 /// Minimum number of active threads.
 static MIN_THREADS: usize = 4;
+
+/// Takes a thread off `active_tasks` when it ends; it was counted by
+/// `add_thread` before it started, so a burst of spawns sees them all
+/// (mailproc patch: the release counted a thread only once it ran).
+struct Leaving<'a> {
+    nb: &'a AtomicUsize,
+}
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        self.nb.fetch_sub(1, Ordering::Release);
+    }
+}
 
 struct Registration<'a> {
     nb: &'a AtomicUsize,
@@ -48,12 +65,19 @@ impl<'a> Drop for Registration<'a> {
 
 impl TaskPool {
     pub fn new() -> TaskPool {
+        Self::with_max_threads(0)
+    }
+
+    /// A pool of at most `max` threads (at least the 4 it keeps); 0 for no
+    /// limit (mailproc patch).
+    pub fn with_max_threads(max: usize) -> TaskPool {
         let pool = TaskPool {
             sharing: Arc::new(Sharing {
                 todo: Mutex::new(VecDeque::new()),
                 condvar: Condvar::new(),
                 active_tasks: AtomicUsize::new(0),
                 waiting_tasks: AtomicUsize::new(0),
+                max_threads: if max == 0 { 0 } else { max.max(MIN_THREADS) },
             }),
         };
 
@@ -74,7 +98,9 @@ impl TaskPool {
         // could queue a second task behind a first that holds its thread for
         // the whole life of a connection. Queue only when a waiting thread is
         // left over for this task.
-        if self.sharing.waiting_tasks.load(Ordering::Acquire) <= queue.len() {
+        let full = self.sharing.max_threads != 0
+            && self.sharing.active_tasks.load(Ordering::Acquire) >= self.sharing.max_threads;
+        if self.sharing.waiting_tasks.load(Ordering::Acquire) <= queue.len() && !full {
             self.add_thread(Some(code));
         } else {
             queue.push_back(code);
@@ -84,10 +110,13 @@ impl TaskPool {
 
     fn add_thread(&self, initial_fn: Option<Box<dyn FnMut() + Send>>) {
         let sharing = self.sharing.clone();
+        sharing.active_tasks.fetch_add(1, Ordering::Release);
 
         thread::spawn(move || {
             let sharing = sharing;
-            let _active_guard = Registration::new(&sharing.active_tasks);
+            let _active_guard = Leaving {
+                nb: &sharing.active_tasks,
+            };
 
             if let Some(mut f) = initial_fn {
                 f();

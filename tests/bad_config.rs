@@ -1,0 +1,123 @@
+//! Issue [8]: bad configuration is caught at load, not at first use. Each
+//! case starts the real binary (`run`, and `check-config`) and expects it to
+//! stop naming the key.
+
+mod common;
+
+use std::time::Duration;
+
+use common::mailproc::Mailproc;
+
+const BASE: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
+
+/// Writes `yaml` (after BASE), expects `run` and `check-config` to fail and
+/// both to name `key` with `what`.
+fn refused(yaml: &str, key: &str, what: &str) {
+    let mut m = Mailproc::prepare(&format!("{BASE}{yaml}"));
+    let ca = m.config_path.with_file_name("not-a-cert.pem");
+    std::fs::write(
+        &ca,
+        "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&m.config_path)
+        .unwrap()
+        .replace("{CA}", ca.to_str().unwrap());
+    std::fs::write(&m.config_path, text).unwrap();
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_ne!(code, 0, "check-config accepted {yaml}");
+    assert!(
+        err.lines().any(|l| l.contains(key) && l.contains(what)),
+        "check-config: expected {key:?} with {what:?} in:\n{err}"
+    );
+    m.spawn(&[]);
+    let status = m
+        .wait_exit(Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("`run` started with {yaml}"));
+    assert!(!status.success());
+    let log = m.log();
+    assert!(
+        log.lines().any(|l| l.contains(key) && l.contains(what)),
+        "run: expected {key:?} with {what:?} in:\n{log}"
+    );
+}
+
+fn account(extra: &str) -> String {
+    format!(
+        "accounts:\n  - name: a\n    imap: {{ host: 127.0.0.1, port: 1, security: none, username: u, password: p }}\n{extra}"
+    )
+}
+
+#[test]
+fn a_whsec_secret_that_is_not_base64_names_its_key() {
+    refused(
+        "webhooks:\n  - { url: \"https://hooks.example.com/x\", secret: \"whsec_this*is*not*base64\" }\n",
+        "webhooks[0].secret",
+        "base64",
+    );
+    refused(
+        &account(
+            "    webhooks:\n      - { url: \"https://hooks.example.com/x\", secret: \"whsec_abc\" }\n",
+        ),
+        "accounts[0].webhooks[0].secret",
+        "at least 16",
+    );
+    refused(
+        &account(
+            "    webhooks:\n      - { url: \"https://hooks.example.com/x\", secret: \"whsec_!!!!!!!!!!!!!!!!\" }\n",
+        ),
+        "accounts[0].webhooks[0].secret",
+        "base64",
+    );
+}
+
+#[test]
+fn a_ca_file_that_is_not_a_certificate_names_its_key() {
+    refused(
+        &account("    imap: { host: 127.0.0.1, port: 1, security: tls, username: u, password: p, ca_file: \"{CA}\" }\n")
+            .replace(
+                "    imap: { host: 127.0.0.1, port: 1, security: none, username: u, password: p }\n",
+                "",
+            ),
+        "accounts[0].imap.ca_file",
+        "not a PEM certificate",
+    );
+    refused(
+        "classifier:\n  providers:\n    - { name: p, kind: openai, url: \"https://llm.example.com/v1\", model: m, ca_file: \"{CA}\" }\n",
+        "classifier.providers[0].ca_file",
+        "not a PEM certificate",
+    );
+}
+
+#[test]
+fn a_regex_that_does_not_compile_names_its_key() {
+    refused(
+        &account("    rules:\n      - { name: r, when: { from: \"([a-z\" }, actions: [ { type: read } ] }\n"),
+        "accounts[0].rules[0].when.from",
+        "invalid regex",
+    );
+}
+
+#[test]
+fn a_folder_name_that_cannot_be_encoded_names_its_key() {
+    refused(
+        &account("    folders: { watch: [INBOX], allowed: [\"Re\\u00e7us\"] }\n"),
+        "accounts[0].folders.allowed[0]",
+        "non-ASCII",
+    );
+    refused(
+        &account("    folders: { watch: [\"IN\\rBOX\"] }\n"),
+        "accounts[0].folders.watch[0]",
+        "control character",
+    );
+    refused(
+        &account("    folders: { watch: [INBOX], allowed: [\"Bills & Receipts\"] }\n"),
+        "accounts[0].folders.allowed[0]",
+        "modified UTF-7",
+    );
+    refused(
+        &account("    folders: { watch: [INBOX], allowed: [\"\"] }\n"),
+        "accounts[0].folders.allowed[0]",
+        "must not be empty",
+    );
+}

@@ -1,0 +1,136 @@
+//! Issue [8], from the outside read: `process` (and the retry of a failed
+//! message, which sends it) while the account idles wakes the session it
+//! has, without a new LOGIN; and after a refused login no request cuts the
+//! 5-minute wait short (quick retries of bad credentials risk a lockout).
+
+mod common;
+
+use std::time::Duration;
+
+use common::dovecot::Dovecot;
+use common::mailproc::Mailproc;
+
+fn msg(id: &str, subject: &str) -> Vec<u8> {
+    format!(
+        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
+         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\
+         Content-Type: text/plain\r\n\r\nBody.\r\n"
+    )
+    .into_bytes()
+}
+
+fn config(d: &Dovecot, password: &str) -> String {
+    config_with(
+        d,
+        &format!(
+            "{{ host: 127.0.0.1, port: {}, security: none, username: test, password: {password} }}",
+            d.imap_port
+        ),
+    )
+}
+
+fn config_with(_d: &Dovecot, imap: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {imap}\n    \
+         folders: {{ watch: [INBOX, Other], allowed: [Receipts] }}\n    poll_interval: 1h\n    backlog: all\n    \
+         rules: [ {{ name: r, when: {{ subject: Order }}, actions: [ {{ type: move, folder: Receipts }} ] }} ]\n"
+    )
+}
+
+fn state(m: &Mailproc) -> String {
+    m.get("/api/accounts").body["accounts"][0]["state"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn processed(m: &Mailproc) -> u64 {
+    m.get("/api/stats").body["total_processed"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[test]
+fn process_while_idling_reuses_the_session() {
+    let d = Dovecot::start();
+    process_three_times(&d, &config(&d, "secret"));
+}
+
+/// The same over TLS: the wake-up sits under the TLS layer, which must
+/// carry on after it.
+#[test]
+fn process_while_idling_over_tls_reuses_the_session() {
+    let d = Dovecot::start();
+    let imap = format!(
+        "{{ host: localhost, port: {}, security: tls, username: test, password: secret, ca_file: \"{}\" }}",
+        d.imaps_port,
+        d.ca_file.display()
+    );
+    process_three_times(&d, &config_with(&d, &imap));
+}
+
+fn process_three_times(d: &Dovecot, config: &str) {
+    d.create_mailbox("test", "Other");
+    let m = Mailproc::start(config);
+    m.wait_for(Duration::from_secs(15), "idling", || {
+        (state(&m) == "connected").then_some(())
+    });
+    for i in 0..3 {
+        // `Other` is polled once an hour: only the command gets it read.
+        d.seed(
+            "test",
+            "Other",
+            &msg(&format!("o{i}"), &format!("Order {i}")),
+        );
+        let r = m.post("/api/accounts/acct/process", "");
+        assert!(r.status < 300, "{}", r.text);
+        m.wait_for(Duration::from_secs(15), "the pass", || {
+            (processed(&m) == i + 1).then_some(())
+        });
+        m.wait_for(Duration::from_secs(15), "idling again", || {
+            (state(&m) == "connected").then_some(())
+        });
+    }
+    let log = m.log();
+    assert_eq!(
+        log.matches("acct: connected to").count(),
+        1,
+        "one LOGIN for three commands:\n{log}"
+    );
+    assert!(!log.contains("connection lost"), "{log}");
+    assert!(!log.contains("reconnecting"), "{log}");
+    let stored = d.messages("test");
+    assert_eq!(stored.len(), 3);
+    assert!(stored.iter().all(|x| x.mailbox == "Receipts"), "{stored:?}");
+}
+
+#[test]
+fn requests_do_not_cut_the_wait_after_a_refused_login() {
+    let d = Dovecot::start();
+    let m = Mailproc::start(&config(&d, "wrong"));
+    m.wait_for(Duration::from_secs(15), "the refused login", || {
+        m.log().contains("login failed").then_some(())
+    });
+    for path in ["process", "resume", "reconnect"] {
+        let r = m.post(&format!("/api/accounts/acct/{path}"), "");
+        assert!(r.status < 300, "{path}: {}", r.text);
+    }
+    m.wait_for(
+        Duration::from_secs(10),
+        "the commands seen and held",
+        || {
+            (m.log()
+                .matches("the login was refused; trying again in")
+                .count()
+                == 3)
+                .then_some(())
+        },
+    );
+    let log = m.log();
+    assert_eq!(
+        log.matches("acct: login failed").count(),
+        1,
+        "no second LOGIN before the wait is over:\n{log}"
+    );
+}

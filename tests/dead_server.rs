@@ -1,0 +1,315 @@
+//! Issue [8]: an IMAP server that stops answering without closing the
+//! socket (Dovecot and everything it started, SIGSTOPped: the kernel still
+//! accepts and acknowledges, nothing answers) is noticed while idling and
+//! during a pass, `connection_lost` fires once, reconnects back off, and
+//! nothing is acted on twice (the model is not asked again about a
+//! message whose decision was journalled). The time-outs are configured short so the
+//! test runs in seconds; the defaults bound the same waits at 100 s idling
+//! and 120 s per command.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::dovecot::Dovecot;
+use common::mailproc::Mailproc;
+use common::model::{answer, Model};
+use serde_json::{json, Value};
+
+fn msg(id: &str, subject: &str) -> Vec<u8> {
+    format!(
+        "From: Shop <shop@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
+         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\
+         Content-Type: text/plain\r\n\r\nBody of {subject}.\r\n"
+    )
+    .into_bytes()
+}
+
+/// A loopback receiver that records each webhook body.
+fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = req.as_reader().read_to_string(&mut body);
+            g.lock()
+                .unwrap()
+                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
+            let _ = req.respond(tiny_http::Response::from_string("ok"));
+        }
+    });
+    (port, got)
+}
+
+fn events(got: &Mutex<Vec<Value>>, kind: &str) -> usize {
+    got.lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .count()
+}
+
+/// Rows of the activity log, all statuses.
+fn rows(m: &Mailproc) -> Vec<Value> {
+    let r = m.get("/api/activity?pageSize=100");
+    r.body["entries"].as_array().cloned().unwrap_or_default()
+}
+
+fn config(d: &Dovecot, hook_port: u16, provider: &str, account_extra: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n{provider}\
+         webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\n\
+         webhooks: [ {{ url: \"http://127.0.0.1:{hook_port}/h\", events: [connection_lost, connection_restored] }} ]\n\
+         accounts:\n  - name: acct\n    \
+         imap: {{ host: localhost, port: {}, security: none, username: test, password: secret, timeout: 3s, idle_interval: 2s }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts], create: true }}\n    backlog: all\n{account_extra}",
+        d.imap_port
+    )
+}
+
+/// The waits the log announces between reconnect attempts, in order.
+fn retry_waits(log: &str) -> Vec<Duration> {
+    log.lines()
+        .filter_map(|l| l.split("; retrying in ").nth(1))
+        .filter_map(|w| {
+            let w = w.trim();
+            if let Some(ms) = w.strip_suffix("ms") {
+                ms.parse::<f64>()
+                    .ok()
+                    .map(|v| Duration::from_secs_f64(v / 1000.0))
+            } else {
+                w.strip_suffix('s')?
+                    .parse::<f64>()
+                    .ok()
+                    .map(Duration::from_secs_f64)
+            }
+        })
+        .collect()
+}
+
+/// Every message is in `Receipts` exactly once and has exactly one
+/// activity row; the server holds exactly `n` messages.
+fn each_acted_on_once(d: &Dovecot, m: &Mailproc, n: usize) {
+    let stored = d.messages("test");
+    assert_eq!(stored.len(), n, "{stored:#?}");
+    assert!(
+        stored.iter().all(|x| x.mailbox == "Receipts"),
+        "{stored:#?}"
+    );
+    let mut ids: Vec<String> = stored.iter().map(|x| x.message_id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "a message was copied: {stored:#?}");
+    let rows = rows(m);
+    for id in &ids {
+        let mine: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["messageId"] == id.as_str())
+            .collect();
+        assert_eq!(mine.len(), 1, "{id}: {mine:#?}");
+        assert_eq!(mine[0]["status"], "ok", "{id}: {mine:#?}");
+    }
+    let actions: f64 = m
+        .get("/metrics")
+        .text
+        .lines()
+        .filter(|l| l.starts_with("mailproc_actions_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(actions, n as f64, "each message moved once");
+}
+
+#[test]
+fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_with_backoff() {
+    let d = Dovecot::start();
+    for i in 0..5 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("i{i}"), &format!("Order {i}")),
+        );
+    }
+    let (hook, got) = receiver();
+    let m = Mailproc::start(&config(
+        &d,
+        hook,
+        "",
+        "    rules: [ { name: orders, when: { subject: Order }, actions: [ { type: move, folder: Receipts } ] } ]\n",
+    ));
+    m.wait_for(Duration::from_secs(30), "5 messages moved", || {
+        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == 5).then_some(())
+    });
+    // Idling: the pass is over and the account waits in IDLE.
+    m.wait_for(Duration::from_secs(10), "the account idling", || {
+        let a = m.get("/api/accounts");
+        (a.body["accounts"][0]["state"] == "connected").then_some(())
+    });
+    // Let at least one IDLE re-issue pass against a live server.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(events(&got, "connection_lost"), 0, "{}", m.log());
+
+    d.freeze();
+    let frozen = Instant::now();
+    m.wait_for(Duration::from_secs(60), "connection_lost", || {
+        (events(&got, "connection_lost") == 1).then_some(())
+    });
+    let noticed = frozen.elapsed();
+    // Reconnects keep failing (the greeting never comes) with growing waits.
+    let waits = m.wait_for(Duration::from_secs(60), "three reconnect attempts", || {
+        let w = retry_waits(&m.log());
+        (w.len() >= 3).then_some(w)
+    });
+    eprintln!("noticed after {noticed:?}; reconnect waits {waits:?}");
+    for pair in waits.windows(2) {
+        assert!(pair[1] > pair[0], "the back-off must grow: {waits:?}");
+    }
+    assert_eq!(
+        events(&got, "connection_lost"),
+        1,
+        "one outage, one event: {:?}",
+        got.lock().unwrap()
+    );
+
+    d.thaw();
+    m.wait_for(Duration::from_secs(60), "connection_restored", || {
+        (events(&got, "connection_restored") == 1).then_some(())
+    });
+    for i in 5..7 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("i{i}"), &format!("Order {i}")),
+        );
+    }
+    m.wait_for(Duration::from_secs(30), "7 messages moved", || {
+        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == 7).then_some(())
+    });
+    each_acted_on_once(&d, &m, 7);
+    assert_eq!(events(&got, "connection_lost"), 1);
+    assert!(!m.log().contains("panicked"), "{}", m.log());
+}
+
+#[test]
+fn a_server_that_stops_answering_mid_batch_is_noticed_and_the_model_is_not_asked_again() {
+    let d = Arc::new(Dovecot::start());
+    let n = 6;
+    for i in 0..n {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("b{i}"), &format!("Receipt {i}")),
+        );
+    }
+    let (hook, got) = receiver();
+    // The model freezes the server at its first request: the batch is
+    // fetched, the decision comes back, and the move finds nobody there.
+    let frozen = Arc::new(AtomicBool::new(false));
+    let frozen_at = Arc::new(Mutex::new(None));
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    // Weak: a failing test must still stop the server it started.
+    let (dd, fz, fa, ak, cl) = (
+        Arc::downgrade(&d),
+        frozen.clone(),
+        frozen_at.clone(),
+        asked.clone(),
+        calls.clone(),
+    );
+    let model = Model::start(2, move |r| {
+        cl.fetch_add(1, Ordering::SeqCst);
+        ak.lock().unwrap().push(r.subject().to_string());
+        if !fz.swap(true, Ordering::SeqCst) {
+            if let Some(d) = dd.upgrade() {
+                d.freeze();
+            }
+            *fa.lock().unwrap() = Some(Instant::now());
+        }
+        answer(
+            json!([{ "type": "move", "folder": "Receipts" }]),
+            "a receipt",
+        )
+    });
+    let provider = format!(
+        "classifier:\n  concurrency: 2\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 10s, max_retries: 0 }}\n",
+        model.url()
+    );
+    let m = Mailproc::start(&config(&d, hook, &provider, "    provider: fake\n"));
+    m.wait_for(Duration::from_secs(60), "connection_lost", || {
+        (events(&got, "connection_lost") == 1).then_some(())
+    });
+    let noticed = frozen_at.lock().unwrap().unwrap().elapsed();
+    eprintln!(
+        "noticed {noticed:?} after the freeze, model calls so far {}",
+        calls.load(Ordering::SeqCst)
+    );
+    // The server died: the session's process goes without reading the move
+    // still in its socket (thawed, it would carry it out late; reconciling
+    // a move whose answer was lost is left for later, see the README).
+    d.kill_sessions();
+    d.thaw();
+    m.wait_for(Duration::from_secs(60), "all moved", || {
+        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == n).then_some(())
+    });
+    each_acted_on_once(&d, &m, n);
+    let mut subjects = asked.lock().unwrap().clone();
+    subjects.sort();
+    let before = subjects.len();
+    subjects.dedup();
+    assert_eq!(
+        before,
+        subjects.len(),
+        "the model was asked twice about a journalled message: {:?}",
+        asked.lock().unwrap()
+    );
+    assert_eq!(events(&got, "connection_lost"), 1);
+    assert!(events(&got, "connection_restored") >= 1);
+    assert!(!m.log().contains("panicked"), "{}", m.log());
+}
+
+#[test]
+fn a_session_lost_while_the_model_thinks_costs_no_second_model_call() {
+    // As when the server logs out a client that was silent too long while
+    // a slow model answered: the session is gone when the actions start.
+    let d = Arc::new(Dovecot::start());
+    let n = 4;
+    for i in 0..n {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("s{i}"), &format!("Receipt {i}")),
+        );
+    }
+    let (hook, got) = receiver();
+    let killed = Arc::new(AtomicBool::new(false));
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (dd, k, ak) = (Arc::downgrade(&d), killed.clone(), asked.clone());
+    let model = Model::start(2, move |r| {
+        ak.lock().unwrap().push(r.subject().to_string());
+        if !k.swap(true, Ordering::SeqCst) {
+            if let Some(d) = dd.upgrade() {
+                d.kill_sessions();
+            }
+        }
+        answer(
+            json!([{ "type": "move", "folder": "Receipts" }]),
+            "a receipt",
+        )
+    });
+    let provider = format!(
+        "classifier:\n  concurrency: 2\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 10s, max_retries: 0 }}\n",
+        model.url()
+    );
+    let m = Mailproc::start(&config(&d, hook, &provider, "    provider: fake\n"));
+    m.wait_for(Duration::from_secs(60), "all moved", || {
+        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == n).then_some(())
+    });
+    each_acted_on_once(&d, &m, n);
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), n, "one model call per message: {asked:?}");
+    assert_eq!(events(&got, "connection_lost"), 1, "{}", m.log());
+}

@@ -1,0 +1,175 @@
+//! Issue [8]: prompt injection cannot steer what is done to mail. Each
+//! fixture in `tests/fixtures/injection/` is an email carrying an
+//! instruction (in the subject, body, an HTML comment, a header, a base64
+//! or quoted-printable part, a forwarded message, Unicode look-alikes) and,
+//! beside it, the answer a model that obeys it would give. The scripted
+//! model here obeys every one. On a real Dovecot: no action outside
+//! `allowed_actions` and `folders.allowed`, no flag outside the allowed set,
+//! never `\Deleted`, never an expunge; each attempt is recorded as a failure
+//! whose error names what was refused.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use common::dovecot::Dovecot;
+use common::mailproc::Mailproc;
+use common::model::{Model, Reply};
+use serde_json::Value;
+
+struct Fixture {
+    name: String,
+    raw: Vec<u8>,
+    /// What the obedient model answers.
+    answer: String,
+    /// What the recorded error must name; empty for the control message.
+    refused: String,
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/injection");
+    let mut out = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "eml"))
+        .collect();
+    names.sort();
+    for eml in names {
+        let meta: Value =
+            serde_json::from_slice(&std::fs::read(eml.with_extension("json")).unwrap()).unwrap();
+        out.push(Fixture {
+            name: eml.file_stem().unwrap().to_string_lossy().into(),
+            raw: std::fs::read(&eml).unwrap(),
+            answer: meta["answer"].as_str().unwrap().into(),
+            refused: meta["refused"].as_str().unwrap().into(),
+        });
+    }
+    out
+}
+
+/// The fixture's tag, `inj-NN`, found in its Subject and Message-ID.
+fn tag(name: &str) -> String {
+    format!("inj-{}", &name[..2])
+}
+
+#[test]
+fn an_obedient_model_cannot_act_outside_what_the_account_allows() {
+    let fixtures = fixtures();
+    assert!(fixtures.len() >= 20, "{} fixtures", fixtures.len());
+    let answers: BTreeMap<String, String> = fixtures
+        .iter()
+        .map(|f| (format!("[{}]", tag(&f.name)), f.answer.clone()))
+        .collect();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen_by_model = seen.clone();
+    // The model obeys: it answers what the email told it to.
+    let model = Model::start(4, move |r| {
+        let Some((key, answer)) = answers.iter().find(|(k, _)| r.user.contains(k.as_str())) else {
+            return Reply::Answer(r#"{"actions":[],"reasoning":"unknown"}"#.into());
+        };
+        seen_by_model.lock().unwrap().push(key.clone());
+        Reply::Answer(answer.clone())
+    });
+    let d = Dovecot::start();
+    for f in &fixtures {
+        d.seed("test", "INBOX", &f.raw);
+    }
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  concurrency: 4\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: obedient, timeout: 5s, max_retries: 0 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts], create: true }}\n    allowed_actions: [move, flag]\n    \
+         backlog: all\n    max_attempts: 1\n    provider: fake\n",
+        model.url(),
+        d.imap_port
+    ));
+    let rows: Vec<Value> = m.wait_for(
+        Duration::from_secs(60),
+        &format!("{} messages decided", fixtures.len()),
+        || {
+            let r = m.get("/api/activity?pageSize=100");
+            let e = r.body["entries"].as_array().cloned().unwrap_or_default();
+            let done = e
+                .iter()
+                .filter(|x| x["status"] == "ok" || x["status"] == "failed")
+                .count();
+            (done >= fixtures.len()).then_some(e)
+        },
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        fixtures.len(),
+        "the model saw every email"
+    );
+
+    // Every injection is a failure naming what was refused; the control
+    // message alone was acted on.
+    for f in &fixtures {
+        let id = format!("<{}@attacker.example>", tag(&f.name));
+        let row = rows
+            .iter()
+            .find(|r| r["messageId"] == id.as_str())
+            .unwrap_or_else(|| panic!("{}: no activity row for {id}", f.name));
+        if f.refused.is_empty() {
+            assert_eq!(row["status"], "ok", "{}: {row}", f.name);
+            continue;
+        }
+        assert_eq!(row["status"], "failed", "{}: {row}", f.name);
+        let error = row["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(&f.refused),
+            "{}: the error should name {:?}, got {error:?}",
+            f.name,
+            f.refused
+        );
+        assert_eq!(
+            row["actions"].as_array().map_or(0, Vec::len),
+            0,
+            "{}: nothing may be recorded as done: {row}",
+            f.name
+        );
+    }
+
+    // On the server: nothing expunged, nothing moved but the control,
+    // no flag set on any injected message.
+    let control = fixtures
+        .iter()
+        .find(|f| f.refused.is_empty())
+        .map(|f| format!("<{}@attacker.example>", tag(&f.name)))
+        .unwrap();
+    let stored = d.messages("test");
+    assert_eq!(
+        stored.len(),
+        fixtures.len(),
+        "a message vanished: {stored:#?}"
+    );
+    for x in &stored {
+        assert!(
+            !x.flags.iter().any(|f| f.eq_ignore_ascii_case("\\Deleted")),
+            "{x:?}"
+        );
+        if x.message_id == control {
+            assert_eq!(x.mailbox, "Receipts", "{x:?}");
+            assert!(x.flags.iter().any(|f| f == "\\Flagged"), "{x:?}");
+        } else {
+            assert_eq!(x.mailbox, "INBOX", "{x:?}");
+            assert!(x.flags.is_empty(), "an injected message got flags: {x:?}");
+        }
+    }
+    let failed_metric = m
+        .get("/metrics")
+        .text
+        .lines()
+        .filter(|l| l.starts_with("mailproc_errors_total{") && l.contains("classify_"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+    assert_eq!(
+        failed_metric,
+        (fixtures.len() - 1) as f64,
+        "each refusal counted once"
+    );
+    assert!(!m.log().contains("panicked"), "{}", m.log());
+}
