@@ -739,3 +739,70 @@ fn the_config_editor_saves_through_the_api_path() {
     let r = b.post("/config", &[("yaml", &changed)]);
     assert_eq!(r.status, 403, "{}", r.text);
 }
+
+#[test]
+fn train_and_undo_buttons_are_form_posts_with_a_token() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    for i in 0..3 {
+        d.seed(
+            "test",
+            "Receipts",
+            &msg(
+                &format!("old{i}"),
+                "billing@shop.example",
+                &format!("Invoice {i}"),
+            ),
+        );
+    }
+    let model = scripted_model();
+    let m = with_user(&account_config(
+        &d,
+        &model,
+        "    learned: { enabled: true }\n",
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+
+    let page = b.get("/accounts/acct").text;
+    assert!(page.contains("Learned classifier"), "{page}");
+    assert!(page.contains("action=\"/accounts/acct/train\""), "{page}");
+    let r = b.post("/accounts/acct/train", &[("_csrf", "0000")]);
+    assert_eq!(r.status, 403, "a post without the token trains nothing");
+    assert_redirect(&b.submit("/accounts/acct/train", &[]), "/accounts/acct");
+    m.wait_for(Duration::from_secs(20), "training done", || {
+        let page = b.get("/accounts/acct").text;
+        page.contains("done: 3 message(s) from 2 folder(s)")
+            .then_some(())
+    });
+
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("new", "billing@shop.example", "Invoice 9"),
+    );
+    m.wait_for(Duration::from_secs(20), "the invoice moved", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    let e = &m.get("/api/activity?pageSize=5").body["entries"][0];
+    assert_eq!(e["model"], "rules:invoices", "{e:#}");
+    let id = e["id"].as_i64().unwrap();
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(page.contains("Undo: put back in INBOX"), "{page}");
+    let r = b.post(&format!("/activity/{id}/undo"), &[("_csrf", "0000")]);
+    assert_eq!(r.status, 403, "a post without the token undoes nothing");
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/undo"), &[]),
+        &format!("/activity/{id}"),
+    );
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(page.contains("Undone"), "{page}");
+    let back: Vec<_> = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.message_id == "<new@mailproc.test>")
+        .collect();
+    assert_eq!(back.len(), 1, "{back:?}");
+    assert_eq!(back[0].mailbox, "INBOX");
+    assert!(back[0].flags.is_empty(), "\\Flagged taken back: {back:?}");
+}
