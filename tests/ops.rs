@@ -864,6 +864,7 @@ fn help_lists_every_command_and_option() {
         "run",
         "check-config",
         "set-password USER",
+        "train ACCOUNT",
         "-c, --config PATH",
         "--config=PATH",
         "-V, --version",
