@@ -210,7 +210,8 @@ impl Runner {
         }
         let journalled = t.elapsed();
         let plan = self.plan(&items, &outcomes, folders);
-        let failed = self.act(s, caps, folders, w.mailbox, &plan)?;
+        let (failed, early) =
+            self.act_and_finalize(s, caps, folders, w.mailbox, &plan, &items, &outcomes)?;
         let acted = t.elapsed();
         // The watermark may pass everything of the window but what is still
         // undecided (a later group) or cancelled: those stay above it.
@@ -221,7 +222,15 @@ impl Runner {
             Some(first) => first.saturating_sub(1),
             None => w.last,
         };
-        self.record(&items, outcomes, &failed, w.mailbox, w.uidvalidity, high)?;
+        self.record(
+            &items,
+            outcomes,
+            &failed,
+            &early,
+            w.mailbox,
+            w.uidvalidity,
+            high,
+        )?;
         log::debug!(
             "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
             self.name(),
@@ -488,8 +497,79 @@ impl Runner {
         plan
     }
 
-    /// Carries out the plan: flags first, moves last. Returns the UIDs whose
-    /// commands the server refused, with why; a broken session is an error.
+    /// Carries out the plan while a second thread makes final, in the
+    /// background, each message whose commands the server has confirmed
+    /// (those the plan does not touch at once, the others as each MOVE or
+    /// the last STORE is answered): recording overlaps the server's work
+    /// instead of following it. The watermark is left to [`Runner::record`].
+    /// Returns the UIDs whose commands the server refused, with why, and the
+    /// UIDs made final; a broken session or a failed write is an error.
+    #[allow(clippy::too_many_arguments)]
+    fn act_and_finalize(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        mailbox: &str,
+        plan: &Plan,
+        items: &[Item],
+        outcomes: &[Option<Outcome>],
+    ) -> Result<(HashMap<u32, String>, HashSet<u32>), ImapError> {
+        let index: HashMap<u32, usize> = items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| (it.meta.uid, i))
+            .collect();
+        let touched: HashSet<u32> = plan
+            .flag_sets
+            .values()
+            .chain(plan.moves.values())
+            .flatten()
+            .copied()
+            .collect();
+        let untouched: Vec<u32> = items
+            .iter()
+            .zip(outcomes)
+            .filter(|(it, o)| o.is_some() && !touched.contains(&it.meta.uid))
+            .map(|(it, _)| it.meta.uid)
+            .collect();
+        let store = self.w.store.clone();
+        std::thread::scope(|scope| {
+            let (tx, rx) = crossbeam_channel::unbounded::<Vec<u32>>();
+            let writer = scope.spawn(move || {
+                let mut done: HashSet<u32> = HashSet::new();
+                for uids in rx {
+                    let finals: Vec<(EmailMeta, Outcome)> = uids
+                        .iter()
+                        .filter_map(|u| {
+                            let i = index[u];
+                            outcomes[i].clone().map(|o| (items[i].meta.clone(), o))
+                        })
+                        .collect();
+                    store.record_batch(&finals, &[], None)?;
+                    done.extend(uids);
+                }
+                Ok::<_, crate::store::StoreError>(done)
+            });
+            if !untouched.is_empty() {
+                let _ = tx.send(untouched);
+            }
+            let acted = self.act(s, caps, folders, mailbox, plan, &mut |uids| {
+                let _ = tx.send(uids);
+            });
+            drop(tx);
+            let written = writer
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let failed = acted?;
+            Ok((failed, written?))
+        })
+    }
+
+    /// Carries out the plan: flags first, moves last. `done` is told the
+    /// UIDs whose every command the server has confirmed, as soon as it has.
+    /// Returns the UIDs whose commands the server refused, with why; a
+    /// broken session is an error.
     fn act(
         &mut self,
         s: &mut Session,
@@ -497,6 +577,7 @@ impl Runner {
         folders: &Folders,
         mailbox: &str,
         plan: &Plan,
+        done: &mut dyn FnMut(Vec<u32>),
     ) -> Result<HashMap<u32, String>, ImapError> {
         let mut failed: HashMap<u32, String> = HashMap::new();
         for (flags, set) in &plan.flag_sets {
@@ -509,6 +590,18 @@ impl Runner {
                 }
             }
         }
+        // Flagged messages that move nowhere are done with their flags.
+        let moving: HashSet<u32> = plan.moves.values().flatten().copied().collect();
+        let flagged: BTreeSet<u32> = plan
+            .flag_sets
+            .values()
+            .flatten()
+            .copied()
+            .filter(|u| !moving.contains(u) && !failed.contains_key(u))
+            .collect();
+        if !flagged.is_empty() {
+            done(flagged.into_iter().collect());
+        }
         let mut created: HashSet<String> = HashSet::new();
         for (folder, set) in &plan.moves {
             let set: Vec<u32> = set
@@ -519,9 +612,12 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
-            if let Err(e) = self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox) {
-                for u in &set {
-                    failed.insert(*u, e.clone());
+            match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox) {
+                Ok(()) => done(set),
+                Err(e) => {
+                    for u in &set {
+                        failed.insert(*u, e.clone());
+                    }
                 }
             }
         }
@@ -537,10 +633,13 @@ impl Runner {
         items: &[Item],
         outcomes: Vec<Option<Outcome>>,
         failed: &HashMap<u32, String>,
+        early: &HashSet<u32>,
         mailbox: &str,
         uidvalidity: u32,
         high: u32,
     ) -> Result<(), ImapError> {
+        // Every finished message, announced below; only those not made
+        // final during the actions are written here.
         let mut finals: Vec<(EmailMeta, Outcome)> = Vec::new();
         let mut done: Vec<usize> = Vec::new();
         for (i, (it, o)) in items.iter().zip(outcomes).enumerate() {
@@ -551,6 +650,11 @@ impl Runner {
             finals.push((it.meta.clone(), o));
             done.push(i);
         }
+        let rest: Vec<(EmailMeta, Outcome)> = finals
+            .iter()
+            .filter(|(m, _)| !early.contains(&m.uid))
+            .cloned()
+            .collect();
         let delay = self.w.account.retry_delay.0;
         let mut failures: Vec<(FailedAttempt, &'static str)> = Vec::new();
         for it in items {
@@ -575,7 +679,7 @@ impl Runner {
         }
         let attempts: Vec<FailedAttempt> = failures.iter().map(|(f, _)| f.clone()).collect();
         let (_, recorded) = self.w.store.record_batch(
-            &finals,
+            &rest,
             &attempts,
             Some((self.name(), mailbox, uidvalidity, high)),
         )?;
