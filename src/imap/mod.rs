@@ -21,6 +21,7 @@ mod batch;
 mod commands;
 mod pass;
 mod session;
+mod window;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
