@@ -319,7 +319,14 @@ fn machine() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    format!("{cores} cores, {model}{mem}; Linux; Dovecot {dovecot}")
+    // The machine may be shared: how busy it was when the run began.
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .map_or(String::new(), |l| {
+            format!("; load average {l} at the start")
+        });
+    format!("{cores} cores, {model}{mem}; Linux; Dovecot {dovecot}{load}")
 }
 
 fn report(table: &str, ran: &str) -> String {
