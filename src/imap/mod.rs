@@ -26,6 +26,7 @@ mod pass;
 mod session;
 mod train;
 mod undo;
+mod window;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -75,7 +75,7 @@ impl Store {
     /// One page of the activity log, newest first, and the number of matches.
     pub fn activity(&self, q: &ActivityQuery) -> Result<(Vec<ActivityEntry>, u64)> {
         in_op("activity", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let queued = search_queued(&conn)?;
             let only_search = q.account.is_none()
                 && q.action_type.is_none()
@@ -114,10 +114,9 @@ impl Store {
             let (from, where_sql, args) = activity_filter(q, queued, walk);
             let offset = u64::from(q.page.max(1) - 1) * u64::from(q.page_size);
             let rows = activity_rows(&conn, from, &where_sql, args, q.page_size, offset)?;
-            // Searches from several HTTP workers queue here; handing the
-            // lock over in turn keeps one of them from waiting out a run of
-            // the others (p99 under four connections: 51 ms unfair, see
-            // docs/benchmarks.md).
+            // Searches from several HTTP workers queue on the readers;
+            // handing a reader over in turn keeps one of them from waiting
+            // out a run of the others.
             parking_lot::MutexGuard::unlock_fair(conn);
             Ok((rows, total))
         })
@@ -127,7 +126,7 @@ impl Store {
     /// counting: exports walk the log with it, one short lock per page.
     pub fn activity_page(&self, q: &ActivityQuery, limit: u32) -> Result<Vec<ActivityEntry>> {
         in_op("activity_page", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let (from, where_sql, args) = activity_filter(q, search_queued(&conn)?, false);
             activity_rows(&conn, from, &where_sql, args, limit, 0)
         })
@@ -153,7 +152,7 @@ impl Store {
     /// the trigger-kept daily counters, so 30 days are a few dozen rows.
     pub fn actions_per_day(&self, since_day: i64) -> Result<Vec<(i64, String, u64)>> {
         in_op("actions_per_day", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT day, key, SUM(n) FROM stats_daily
                  WHERE day >= ?1 AND key <> '_processed'
@@ -325,7 +324,7 @@ impl Store {
     pub fn stats(&self, since_ms: Option<i64>, account: Option<&str>) -> Result<Stats> {
         in_op("stats", || {
             const DAY: i64 = 86_400_000;
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let mut s = Stats::default();
             let mut add = |key: String, acct: String, n: i64| {
                 let n = n.max(0) as u64;

@@ -171,7 +171,16 @@ impl rusqlite::types::FromSql for Status {
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// Connections for the HTTP API's reads (activity, statistics): with
+    /// WAL they read the last commit while the writer works, so a page does
+    /// not wait for an account's transaction nor queue behind every other
+    /// page on one lock. None for an in-memory store.
+    readers: Vec<Mutex<Connection>>,
+    next_reader: std::sync::atomic::AtomicUsize,
 }
+
+/// Read connections of a store on a file.
+const READERS: usize = 2;
 
 fn actions_json(actions: &[Action]) -> String {
     serde_json::to_string(actions).unwrap_or_else(|_| "[]".into())
@@ -210,11 +219,35 @@ impl Store {
             }
         }
         let conn = Connection::open(path).map_err(|e| StoreError::new("open", Cause::Sqlite(e)))?;
-        Self::init(conn)
+        let mut store = Self::init(conn)?;
+        for _ in 0..READERS {
+            let r = Connection::open(path)
+                .map_err(|e| StoreError::new("open a read connection", Cause::Sqlite(e)))?;
+            r.busy_timeout(Duration::from_secs(5))?;
+            store.readers.push(Mutex::new(r));
+        }
+        Ok(store)
     }
 
     pub fn open_in_memory() -> Result<Store> {
         Self::init(Connection::open_in_memory()?)
+    }
+
+    /// A connection for reads only: a free reader, else the next one in
+    /// turn, else (in memory) the writer's.
+    fn reader(&self) -> parking_lot::MutexGuard<'_, Connection> {
+        if self.readers.is_empty() {
+            return self.conn.lock();
+        }
+        for r in &self.readers {
+            if let Some(g) = r.try_lock() {
+                return g;
+            }
+        }
+        let i = self
+            .next_reader
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.readers[i % self.readers.len()].lock()
     }
 
     fn init(conn: Connection) -> Result<Store> {
@@ -226,6 +259,8 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let store = Store {
             conn: Mutex::new(conn),
+            readers: Vec::new(),
+            next_reader: std::sync::atomic::AtomicUsize::new(0),
         };
         store.migrate()?;
         Ok(store)

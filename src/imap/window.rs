@@ -1,0 +1,434 @@
+//! One window of a folder's new mail: its headers fetched and decided in one
+//! go (journal, rules), what they decide acted on as one group, and the
+//! messages left for the model fetched whole and pipelined through the pool
+//! in groups, each acted on as soon as it is decided.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::batch::{Failure, Item};
+use super::commands::{quote, uid_set};
+use super::session::{Caps, Folders, Session};
+use super::{ImapError, Runner};
+use crate::classify::{Classification, ClassifyError, Email, Job};
+use crate::store::{EmailMeta, KnownEmail, Outcome, Status};
+
+/// Messages for the model fetched whole and queued together: bounds memory
+/// (each body is at most `max_message_bytes`) while keeping the classifier
+/// pool fed.
+const MODEL_GROUP: usize = 100;
+
+/// A group of messages whose model calls are queued or in flight.
+struct Group {
+    items: Vec<Item>,
+    rx: crossbeam_channel::Receiver<(usize, Result<Classification, ClassifyError>, Duration)>,
+    waiting: usize,
+}
+
+/// The window being handled: which of its messages are not recorded yet.
+struct Window<'a> {
+    mailbox: &'a str,
+    uidvalidity: u32,
+    open: BTreeSet<u32>,
+    /// The window's highest UID, where the watermark goes once all is done.
+    last: u32,
+}
+
+/// The decision a `pending` journal row holds.
+fn journalled(k: &KnownEmail) -> Classification {
+    Classification {
+        actions: k.actions.clone(),
+        reasoning: k.reasoning.clone(),
+        model: k.model.clone(),
+        confidence: k.confidence,
+    }
+}
+
+impl Runner {
+    fn meta(&self, mailbox: &str, uidvalidity: u32, uid: u32, e: Option<&Email>) -> EmailMeta {
+        EmailMeta {
+            account: self.name().to_string(),
+            mailbox: mailbox.to_string(),
+            uidvalidity,
+            uid,
+            message_id: e.map(|e| e.message_id.clone()).unwrap_or_default(),
+            subject: e.map(|e| e.subject.clone()).unwrap_or_default(),
+            from: e.map(|e| e.from.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Handles one window of a folder's UIDs. Every header of the window
+    /// comes in one FETCH (`BODY.PEEK[HEADER]`: rules read nothing else) and
+    /// what the journal or the rules decide is acted on and recorded as one
+    /// group. Messages left for the model are fetched whole, in groups of
+    /// [`MODEL_GROUP`]; the next group is fetched, parsed and queued while the
+    /// calls of the one before are in flight, and each group is acted on as
+    /// soon as its last answer is in.
+    ///
+    /// Returns whether the whole window was handled; `false` when shutdown,
+    /// a pause or a command cut it short (the rest stays above the watermark
+    /// for the next pass).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn process_window(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+        known: &mut HashMap<u32, KnownEmail>,
+    ) -> Result<bool, ImapError> {
+        let t = Instant::now();
+        let (ready, to_model) = self.triage(s, mailbox, uidvalidity, uids, known)?;
+        log::debug!(
+            "{}: {mailbox}: window of {} UID(s): headers fetched and decided in {:?}, {} for the model",
+            self.name(),
+            uids.len(),
+            t.elapsed(),
+            to_model.len()
+        );
+        let mut w = Window {
+            mailbox,
+            uidvalidity,
+            open: ready
+                .iter()
+                .chain(&to_model)
+                .map(|it| it.meta.uid)
+                .collect(),
+            last: uids.iter().copied().max().unwrap_or(0),
+        };
+        self.finish(s, caps, folders, &mut w, ready)?;
+        let mut in_flight: Option<Group> = None;
+        let mut complete = true;
+        let mut rest = to_model.into_iter().peekable();
+        while rest.peek().is_some() {
+            if self.w.handle.is_shutting_down()
+                || (self.w.handle.is_paused() && !self.force_pass)
+                || !self.w.commands.is_empty()
+            {
+                complete = false;
+                break;
+            }
+            let next: Vec<Item> = rest.by_ref().take(MODEL_GROUP).collect();
+            let group = self.submit(s, next)?;
+            if let Some(done) = in_flight.replace(group) {
+                let items = self.collect(done);
+                self.finish(s, caps, folders, &mut w, items)?;
+            }
+        }
+        if let Some(done) = in_flight {
+            let items = self.collect(done);
+            self.finish(s, caps, folders, &mut w, items)?;
+        }
+        Ok(complete && w.open.is_empty())
+    }
+
+    /// Journals, acts on and records one decided group of a window.
+    fn finish(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        w: &mut Window<'_>,
+        items: Vec<Item>,
+    ) -> Result<(), ImapError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let outcomes = self.outcomes(&items);
+        let journal: Vec<(EmailMeta, Outcome)> = items
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(it, o)| {
+                o.as_ref()
+                    .filter(|o| o.status == Status::Ok && !o.actions.is_empty() && !it.journalled)
+                    .map(|o| (it.meta.clone(), o.clone()))
+            })
+            .collect();
+        let t = Instant::now();
+        if !journal.is_empty() {
+            self.w.store.record_pending(&journal)?;
+        }
+        let journalled = t.elapsed();
+        let plan = self.plan(&items, &outcomes, folders);
+        let super::batch::Acted {
+            failed,
+            finals: early,
+            moved,
+        } = self.act_and_finalize(s, caps, folders, w.mailbox, &plan, &items, &outcomes)?;
+        let acted = t.elapsed();
+        // The watermark may pass everything of the window but what is still
+        // undecided (a later group) or cancelled: those stay above it.
+        for it in items.iter().filter(|it| !it.cancelled) {
+            w.open.remove(&it.meta.uid);
+        }
+        let high = match w.open.first() {
+            Some(first) => first.saturating_sub(1),
+            None => w.last,
+        };
+        let examples = self.examples(&items, &outcomes, &failed, folders, w.mailbox);
+        self.record(
+            &items,
+            outcomes,
+            &failed,
+            &early,
+            (w.mailbox, w.uidvalidity, high),
+        )?;
+        self.record_moves(&items, &failed, &moved, w.mailbox, w.uidvalidity)?;
+        self.learn(examples);
+        log::debug!(
+            "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
+            self.name(),
+            w.mailbox,
+            items.len(),
+            t.elapsed()
+        );
+        Ok(())
+    }
+
+    /// Fetches the window's headers and decides what needs no model: the
+    /// journalled decision of a `pending` row, a rule, or nothing at all
+    /// when no model is configured. Returns those, and the messages left for
+    /// the model (undecided).
+    fn triage(
+        &mut self,
+        s: &mut Session,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+        known: &mut HashMap<u32, KnownEmail>,
+    ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
+        let max = self.w.account.max_message_bytes;
+        let learned = self.w.account.learned.enabled;
+        let mut fields = self.w.rules.header_fields();
+        // The learned classifier reads the first part of the text, which
+        // needs the MIME headers to be decoded.
+        if learned {
+            fields.extend(
+                ["Content-Type", "Content-Transfer-Encoding", "MIME-Version"].map(String::from),
+            );
+        }
+        let fields: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+        let text = if learned {
+            format!(" BODY.PEEK[TEXT]<0.{}>", crate::learn::TEXT_BYTES)
+        } else {
+            String::new()
+        };
+        let fetched = s.uid_fetch(
+            uid_set(uids),
+            format!(
+                "(UID FLAGS BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>{text})",
+                fields.join(" ")
+            ),
+        )?;
+        // UID → (header, first part of the text, flags).
+        type Head<'a> = (&'a [u8], Option<&'a [u8]>, Vec<String>);
+        let mut heads: HashMap<u32, Head<'_>> = HashMap::with_capacity(uids.len());
+        for f in fetched.iter() {
+            if let (Some(uid), Some(h)) = (f.uid, f.header()) {
+                let flags = f
+                    .flags()
+                    .iter()
+                    .filter(|x| !matches!(x, imap::types::Flag::Recent))
+                    .map(|x| x.to_string())
+                    .collect();
+                heads.insert(uid, (h, f.text(), flags));
+            }
+        }
+        self.refresh_learner();
+
+        let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
+        let mut to_model: Vec<Item> = Vec::new();
+        for &uid in uids {
+            let k = known.remove(&uid);
+            let Some((raw, text, flags)) = heads.remove(&uid) else {
+                // Gone between SEARCH and FETCH, or moved by us before a crash.
+                if let Some(item) = self.gone(mailbox, uidvalidity, uid, k.as_ref()) {
+                    ready.push(item);
+                }
+                continue;
+            };
+            let started = Instant::now();
+            // Only the fields rules read were fetched: a message with none
+            // of them is not broken, just one no rule can match by them (the
+            // model, which reads it whole, judges whether it parses at all).
+            let email = if learned {
+                super::learn_email(raw, text)
+            } else {
+                Email::parse_headers(raw).unwrap_or_default()
+            };
+            let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, Some(&email)));
+            item.known = k.is_some();
+            item.flags = flags;
+            if learned {
+                item.features = Some(crate::learn::features(&email));
+            }
+            match k {
+                Some(k) if k.status == Status::Pending => {
+                    item.decision = Some(journalled(&k));
+                    item.journalled = true;
+                }
+                _ => {
+                    let guess = item
+                        .features
+                        .as_ref()
+                        .and_then(|f| self.learned(mailbox, f));
+                    if let Some(c) = self.w.rules.classify(&email) {
+                        item.decision = Some(c);
+                        item.duration = started.elapsed();
+                    } else if let Some(c) = guess.clone().filter(|c| self.learned_sure(c)) {
+                        item.decision = Some(c);
+                        item.duration = started.elapsed();
+                    } else if self.w.provider.is_some() {
+                        to_model.push(item);
+                        continue;
+                    } else if let Some(c) = guess {
+                        // Neither sure: recorded for review (see `outcomes`).
+                        item.decision = Some(c);
+                        item.duration = started.elapsed();
+                    } else {
+                        item.decision = Some(Classification {
+                            actions: Vec::new(),
+                            reasoning: "no rule matched and no model is configured".into(),
+                            model: "none".into(),
+                            confidence: None,
+                        });
+                        item.duration = started.elapsed();
+                    }
+                }
+            }
+            ready.push(item);
+        }
+        Ok((ready, to_model))
+    }
+
+    /// A message the FETCH did not return: a journalled one we moved before
+    /// a restart is finished with its decision; one that was failing is
+    /// given up; a new one is simply gone.
+    fn gone(
+        &self,
+        mailbox: &str,
+        uidvalidity: u32,
+        uid: u32,
+        k: Option<&KnownEmail>,
+    ) -> Option<Item> {
+        match k {
+            Some(k) if k.status == Status::Pending => {
+                log::info!(
+                    "{}: UID {uid} was already moved before a restart; recording it",
+                    self.name()
+                );
+                let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
+                item.decision = Some(journalled(k));
+                item.journalled = true;
+                item.gone = true;
+                Some(item)
+            }
+            Some(k) if k.status == Status::Retrying => {
+                let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
+                item.failure = Some(Failure {
+                    permanent: true,
+                    ..Failure::new(
+                        "the message left the mailbox before it could be processed",
+                        "gone",
+                    )
+                });
+                Some(item)
+            }
+            _ => None,
+        }
+    }
+
+    /// Fetches a group of messages whole (the model reads the body) and
+    /// queues them on the classifier pool; blocks only while the pool's
+    /// queue is full.
+    fn submit(&mut self, s: &mut Session, mut items: Vec<Item>) -> Result<Group, ImapError> {
+        let uids: Vec<u32> = items.iter().map(|it| it.meta.uid).collect();
+        let max = self.w.account.max_message_bytes;
+        let fetched = s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
+        let mut bodies: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
+        for f in fetched.iter() {
+            if let (Some(uid), Some(body)) = (f.uid, f.body()) {
+                bodies.insert(uid, body);
+            }
+        }
+        let (reply, rx) = crossbeam_channel::unbounded();
+        let mut waiting = 0;
+        let provider = self.w.provider.clone();
+        let account = self.prompt_account();
+        for (index, it) in items.iter_mut().enumerate() {
+            let email = match bodies.get(&it.meta.uid) {
+                Some(raw) => Email::parse(raw),
+                None => {
+                    // Left the folder since its header was fetched.
+                    if it.known {
+                        it.failure = Some(Failure {
+                            permanent: true,
+                            ..Failure::new(
+                                "the message left the mailbox before it could be processed",
+                                "gone",
+                            )
+                        });
+                    } else {
+                        it.skipped = true;
+                    }
+                    continue;
+                }
+            };
+            match (email, &provider) {
+                (Some(email), Some(p)) => {
+                    self.w.pool.submit(Job {
+                        provider: p.clone(),
+                        account: account.clone(),
+                        email: Arc::new(email),
+                        index,
+                        reply: reply.clone(),
+                        requester: self.w.handle.clone(),
+                    });
+                    waiting += 1;
+                }
+                _ => {
+                    it.failure = Some(Failure {
+                        permanent: true,
+                        ..Failure::new("the message could not be parsed as RFC 822", "parse")
+                    })
+                }
+            }
+        }
+        Ok(Group { items, rx, waiting })
+    }
+
+    /// Waits for every answer of a group.
+    fn collect(&self, g: Group) -> Vec<Item> {
+        let Group {
+            mut items,
+            rx,
+            waiting,
+        } = g;
+        for _ in 0..waiting {
+            let Ok((i, result, took)) = rx.recv() else {
+                break;
+            };
+            items[i].duration = took;
+            match result {
+                Ok(c) => items[i].decision = Some(c),
+                Err(ClassifyError::Cancelled) => items[i].cancelled = true,
+                Err(e) => items[i].failure = Some(Failure::new(e.to_string(), e.kind())),
+            }
+        }
+        // Every message leaves its group decided, failed or cancelled: one
+        // the pool never answered (it cannot happen, but a skipped message
+        // is the one failure this worker must never have) is a failure.
+        for it in items.iter_mut() {
+            if it.decision.is_none() && it.failure.is_none() && !it.cancelled && !it.skipped {
+                it.failure = Some(Failure::new(
+                    "the classifier gave no answer",
+                    "classify_no_answer",
+                ));
+            }
+        }
+        items
+    }
+}
