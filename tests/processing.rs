@@ -727,8 +727,12 @@ fn spamassassin_corpus_runs_through_rules_and_model() {
         let mut files: Vec<_> = std::fs::read_dir(format!("{data}/{group}"))
             .unwrap_or_else(|e| panic!("{data}/{group}: {e}"))
             .map(|e| e.unwrap().path())
+            // The corpus package holds each message as `.txt` beside a
+            // `.json` of its metadata: only the messages are mail.
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
             .collect();
         files.sort();
+        assert!(files.len() >= n, "{data}/{group}: {} messages", files.len());
         raws.extend(files.iter().take(n).map(|p| std::fs::read(p).unwrap()));
     }
     let n = raws.len() as u64;
