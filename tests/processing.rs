@@ -1208,3 +1208,51 @@ fn retries_back_off_doubling_then_park() {
     assert_eq!(e["attempts"], 3);
     assert_eq!(d.messages("test")[0].mailbox, "INBOX");
 }
+
+/// A slow model does not leave the session silent: NOOPs keep it in use
+/// while the answers come in, and each message is decided and moved once.
+#[test]
+fn a_slow_model_keeps_the_session_in_use() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("slow1", "Weekly digest 1", ""));
+    d.seed("test", "INBOX", &msg("slow2", "Weekly digest 2", ""));
+    let model = Model::start(2, |_| {
+        Reply::Delay(
+            Duration::from_millis(2500),
+            Box::new(answer(
+                json!([{ "type": "move", "folder": "Lists" }]),
+                "a digest",
+            )),
+        )
+    });
+    let yaml = config(&d, Some(&model), "", "")
+        .replace(
+            "password: secret }",
+            "password: secret, idle_interval: 1s }",
+        )
+        .replace("timeout: 2s", "timeout: 10s");
+    assert!(
+        yaml.contains("idle_interval: 1s") && yaml.contains("timeout: 10s"),
+        "{yaml}"
+    );
+    let m = Mailproc::start(&yaml);
+    wait_processed(&m, 2, Duration::from_secs(30));
+    let noops = m.log().matches("NOOP while the model answers").count();
+    assert!(
+        noops >= 2,
+        "expected NOOPs during a 2.5 s wait:\n{}",
+        m.log()
+    );
+    assert!(
+        !m.log().contains("NOOP while the model answers:"),
+        "{}",
+        m.log()
+    );
+    assert_eq!(model.count(), 2);
+    let lists: Vec<_> = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.mailbox == "Lists")
+        .collect();
+    assert_eq!(lists.len(), 2, "{lists:?}");
+}

@@ -114,12 +114,12 @@ impl Runner {
             let next: Vec<Item> = rest.by_ref().take(MODEL_GROUP).collect();
             let group = self.submit(s, next)?;
             if let Some(done) = in_flight.replace(group) {
-                let items = self.collect(done);
+                let items = self.collect(s, done);
                 self.finish(s, caps, folders, &mut w, items)?;
             }
         }
         if let Some(done) = in_flight {
-            let items = self.collect(done);
+            let items = self.collect(s, done);
             self.finish(s, caps, folders, &mut w, items)?;
         }
         Ok(complete && w.open.is_empty())
@@ -401,16 +401,38 @@ impl Runner {
     }
 
     /// Waits for every answer of a group.
-    fn collect(&self, g: Group) -> Vec<Item> {
+    ///
+    /// A slow model must not let the session go stale while the answers
+    /// come in (servers and NATs drop connections that say nothing, and a
+    /// reconnect would mean asking the model again for what was not yet
+    /// journalled): every `imap.idle_interval` without an answer, a NOOP
+    /// keeps it in use. A NOOP that fails is not retried; the actions that
+    /// follow find the broken session, after the decisions are journalled.
+    fn collect(&self, s: &mut Session, g: Group) -> Vec<Item> {
         let Group {
             mut items,
             rx,
             waiting,
         } = g;
-        for _ in 0..waiting {
-            let Ok((i, result, took)) = rx.recv() else {
-                break;
+        let keepalive = self.w.account.imap.idle_interval.0;
+        let mut noop = true;
+        let mut answered = 0;
+        while answered < waiting {
+            let (i, result, took) = match rx.recv_timeout(keepalive) {
+                Ok(answer) => answer,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    if noop {
+                        log::debug!("{}: NOOP while the model answers", self.name());
+                        if let Err(e) = s.noop() {
+                            log::warn!("{}: NOOP while the model answers: {e}", self.name());
+                            noop = false;
+                        }
+                    }
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
             };
+            answered += 1;
             items[i].duration = took;
             match result {
                 Ok(c) => items[i].decision = Some(c),
