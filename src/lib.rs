@@ -7,6 +7,7 @@
 
 pub mod account;
 pub mod actions;
+pub mod agent;
 pub mod api;
 pub mod auth;
 pub mod classify;

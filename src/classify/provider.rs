@@ -33,39 +33,13 @@ impl Provider {
     /// trust store the IMAP side uses) or only `ca_file` when set; no proxy
     /// unless `proxy` is set, whatever the environment says.
     pub fn new(config: ProviderConfig, metrics: Arc<Metrics>) -> Result<Provider, String> {
-        use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
-        let roots = match &config.ca_file {
-            None => RootCerts::PlatformVerifier,
-            Some(path) => {
-                let pem = crate::config::read_certificate(path)
-                    .map_err(|e| format!("provider {}: ca_file: {e}", config.name))?;
-                let cert = Certificate::from_pem(&pem).map_err(|e| {
-                    format!("provider {}: ca_file {}: {e}", config.name, path.display())
-                })?;
-                RootCerts::new_with_certs(&[cert])
-            }
-        };
-        let proxy = match &config.proxy {
-            None => None,
-            Some(p) => Some(
-                ureq::Proxy::new(p).map_err(|e| format!("provider {}: proxy: {e}", config.name))?,
-            ),
-        };
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(config.timeout.0))
-            .timeout_connect(Some(config.timeout.0.min(Duration::from_secs(10))))
-            .max_redirects(0)
-            .proxy(proxy)
-            .tls_config(
-                TlsConfig::builder()
-                    .provider(TlsProvider::NativeTls)
-                    .root_certs(roots)
-                    .build(),
-            )
-            .user_agent(concat!("mailproc/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        let agent = crate::agent::build(
+            config.ca_file.as_deref(),
+            config.proxy.as_deref(),
+            config.timeout.0,
+            config.timeout.0.min(Duration::from_secs(10)),
+        )
+        .map_err(|e| format!("provider {}: {e}", config.name))?;
         Ok(Provider {
             config,
             agent,

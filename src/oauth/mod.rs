@@ -133,35 +133,12 @@ pub struct Client {
 
 impl Client {
     pub fn new(c: &OAuth2Config) -> Result<Client, OAuthError> {
-        use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
         let token_url = c.token_url().ok_or_else(|| {
             OAuthError::Config("token_url is required unless a preset is set".into())
         })?;
-        let roots = match &c.ca_file {
-            None => RootCerts::PlatformVerifier,
-            Some(path) => {
-                let pem = crate::config::read_certificate(path)
-                    .map_err(|e| OAuthError::Config(format!("ca_file: {e}")))?;
-                let cert = Certificate::from_pem(&pem)
-                    .map_err(|e| OAuthError::Config(format!("ca_file {}: {e}", path.display())))?;
-                RootCerts::new_with_certs(&[cert])
-            }
-        };
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(REQUEST_TIMEOUT))
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .max_redirects(0)
-            .proxy(None)
-            .tls_config(
-                TlsConfig::builder()
-                    .provider(TlsProvider::NativeTls)
-                    .root_certs(roots)
-                    .build(),
-            )
-            .user_agent(concat!("mailproc/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        let agent =
+            crate::agent::build(c.ca_file.as_deref(), None, REQUEST_TIMEOUT, CONNECT_TIMEOUT)
+                .map_err(OAuthError::Config)?;
         Ok(Client {
             agent,
             token_url: token_url.to_string(),
