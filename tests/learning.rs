@@ -89,10 +89,12 @@ fn entries(m: &Mailproc) -> Vec<Value> {
 fn wait_entries(m: &Mailproc, n: usize) -> Vec<Value> {
     m.wait_for(
         Duration::from_secs(30),
-        &format!("{n} activity entries"),
+        &format!("{n} finished activity entries"),
         || {
+            // A journalled move shows `pending` until the server confirmed
+            // it: wait for the final record.
             let e = entries(m);
-            (e.len() >= n).then_some(e)
+            (e.len() >= n && e.iter().all(|x| x["status"] != "pending")).then_some(e)
         },
     )
 }

@@ -1256,3 +1256,44 @@ fn a_slow_model_keeps_the_session_in_use() {
         .collect();
     assert_eq!(lists.len(), 2, "{lists:?}");
 }
+
+/// A journalled move carried out again after a crash does not copy a
+/// message a second time: found by its Message-ID in the destination (an
+/// earlier run's copy whose answer was lost), it is only taken out of the
+/// source.
+#[test]
+fn a_replayed_move_finds_an_earlier_copy_by_message_id() {
+    let d = Dovecot::start();
+    let raw = msg("copy1", "Weekly list mail", "List-Id: <weekly.example>\r\n");
+    d.seed("test", "INBOX", &raw);
+    let mut m = Mailproc::prepare(&config(&d, None, RULES, ""));
+    // The decision is journalled, then the process dies before acting.
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=abort")]);
+    let st = m.wait_exit(Duration::from_secs(30));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    let where_ = |d: &Dovecot| -> Vec<String> {
+        d.messages("test")
+            .into_iter()
+            .filter(|x| x.message_id == "<copy1@mailproc.test>")
+            .map(|x| x.mailbox)
+            .collect()
+    };
+    assert_eq!(where_(&d), ["INBOX"]);
+    // As if the move had copied it and its answer was lost.
+    d.create_mailbox("test", "Lists");
+    d.seed("test", "Lists", &raw);
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(
+        Duration::from_secs(30),
+        "the journalled row finished",
+        || (total(&m, "&status=ok") == 1).then_some(()),
+    );
+    assert_eq!(where_(&d), ["Lists"], "{}", m.log());
+    assert!(
+        m.log()
+            .contains("already in \"Lists\" (an earlier run's copy)"),
+        "{}",
+        m.log()
+    );
+}

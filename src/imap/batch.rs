@@ -62,6 +62,16 @@ pub(super) struct Item {
 /// said (COPYUID).
 pub(super) type Moved = HashMap<u32, (String, Option<u32>)>;
 
+/// Journalled decisions a group carries out again: UID → Message-ID, and
+/// the generation of the folder they belong to.
+pub(super) struct Replayed {
+    uidvalidity: u32,
+    ids: HashMap<u32, String>,
+}
+
+/// Source UID and UID in the destination of messages an earlier run copied.
+type Copied = Vec<(u32, u32)>;
+
 /// What acting on a group did.
 pub(super) struct Acted {
     /// UIDs whose commands the server refused, with why.
@@ -183,6 +193,16 @@ impl Runner {
             .filter(|(it, o)| o.is_some() && !touched.contains(&it.meta.uid))
             .map(|(it, _)| it.meta.uid)
             .collect();
+        // Journalled decisions carried out again, by UID: their Message-ID
+        // finds a copy an earlier run may have made (see `reconcile`).
+        let replayed = Replayed {
+            uidvalidity: items.first().map_or(0, |it| it.meta.uidvalidity),
+            ids: items
+                .iter()
+                .filter(|it| it.journalled && !it.gone)
+                .map(|it| (it.meta.uid, it.meta.message_id.clone()))
+                .collect(),
+        };
         let store = self.w.store.clone();
         std::thread::scope(|scope| {
             let (tx, rx) = crossbeam_channel::unbounded::<Vec<u32>>();
@@ -204,7 +224,7 @@ impl Runner {
             if !untouched.is_empty() {
                 let _ = tx.send(untouched);
             }
-            let acted = self.act(s, caps, folders, mailbox, plan, &mut |uids| {
+            let acted = self.act(s, caps, folders, mailbox, plan, &replayed, &mut |uids| {
                 let _ = tx.send(uids);
             });
             drop(tx);
@@ -224,6 +244,7 @@ impl Runner {
     /// UIDs whose every command the server has confirmed, as soon as it has.
     /// Returns the UIDs whose commands the server refused, with why, and
     /// where the moved ones went; a broken session is an error.
+    #[allow(clippy::too_many_arguments)]
     fn act(
         &mut self,
         s: &mut Session,
@@ -231,6 +252,7 @@ impl Runner {
         folders: &Folders,
         mailbox: &str,
         plan: &Plan,
+        replayed: &Replayed,
         done: &mut dyn FnMut(Vec<u32>),
     ) -> Result<(HashMap<u32, String>, Moved), ImapError> {
         let mut failed: HashMap<u32, String> = HashMap::new();
@@ -267,6 +289,26 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
+            let (set, copied) = self.reconcile(s, mailbox, folder, set, replayed)?;
+            if !copied.is_empty() {
+                let uids: Vec<u32> = copied.iter().map(|(u, _)| *u).collect();
+                match self.take_out(s, caps, mailbox, &uids)? {
+                    Ok(()) => {
+                        for (u, dest) in &copied {
+                            moved.insert(*u, (folder.clone(), Some(*dest)));
+                        }
+                        done(uids);
+                    }
+                    Err(e) => {
+                        for u in &uids {
+                            failed.insert(*u, e.clone());
+                        }
+                    }
+                }
+            }
+            if set.is_empty() {
+                continue;
+            }
             // `?`: a broken session ends the batch, decisions journalled.
             match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)? {
                 Ok(uids) => {
@@ -283,6 +325,101 @@ impl Runner {
             }
         }
         Ok((failed, moved))
+    }
+
+    /// Before a journalled move is carried out again: a run before may have
+    /// copied the message already and lost the answer (or stopped between
+    /// COPY and EXPUNGE on a server without MOVE). Those of `set` whose
+    /// Message-ID is found in `folder` are not copied a second time.
+    /// Returns the UIDs still to move, and the found ones with their UID in
+    /// `folder`. Leaves `mailbox` selected again, as it found it.
+    fn reconcile(
+        &mut self,
+        s: &mut Session,
+        mailbox: &str,
+        folder: &str,
+        set: Vec<u32>,
+        replayed: &Replayed,
+    ) -> Result<(Vec<u32>, Copied), ImapError> {
+        let check: Vec<(u32, &str)> = set
+            .iter()
+            .filter_map(|u| {
+                let id = replayed.ids.get(u)?;
+                (!id.is_empty()).then_some((*u, id.as_str()))
+            })
+            .collect();
+        if check.is_empty() {
+            return Ok((set, Vec::new()));
+        }
+        let mut found: Copied = Vec::new();
+        match s.examine(folder) {
+            Ok(_) => {
+                for (u, id) in &check {
+                    let query = format!("HEADER Message-ID {}", super::commands::quote(id));
+                    match s.uid_search(query) {
+                        Ok(hits) => {
+                            if let Some(dest) = hits.into_iter().max() {
+                                found.push((*u, dest));
+                            }
+                        }
+                        Err(e) => {
+                            session_fatal(e)?;
+                        }
+                    }
+                }
+            }
+            // No such folder yet: nothing was copied there.
+            Err(e) => {
+                session_fatal(e)?;
+            }
+        }
+        // A failed EXAMINE leaves no mailbox selected: select it again
+        // either way, and only the generation the UIDs belong to.
+        let mb = s.select(mailbox)?;
+        if mb.uid_validity != Some(replayed.uidvalidity) {
+            return Err(ImapError::Io(std::io::Error::other(format!(
+                "{mailbox:?} changed UIDVALIDITY while its batch was acted on"
+            ))));
+        }
+        if !found.is_empty() {
+            log::info!(
+                "{}: {} journalled message(s) already in {folder:?} (an earlier run's copy): \
+                 taken out of {mailbox:?}, not copied again",
+                self.name(),
+                found.len()
+            );
+        }
+        let copied: HashSet<u32> = found.iter().map(|(u, _)| *u).collect();
+        let rest = set.into_iter().filter(|u| !copied.contains(u)).collect();
+        Ok((rest, found))
+    }
+
+    /// Takes already copied messages out of `mailbox`: `\Deleted`, then
+    /// `UID EXPUNGE` of just those (UIDPLUS; without it they stay marked, as
+    /// after a COPY).
+    fn take_out(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        mailbox: &str,
+        uids: &[u32],
+    ) -> Result<Result<(), String>, ImapError> {
+        let set = uid_set(uids);
+        if let Err(e) = s.uid_store(&set, "+FLAGS.SILENT (\\Deleted)") {
+            let e = session_fatal(e)?;
+            return Ok(Err(format!(
+                "marking copied messages in {mailbox:?} failed: {e}"
+            )));
+        }
+        if caps.uidplus {
+            if let Err(e) = s.uid_expunge(&set) {
+                let e = session_fatal(e)?;
+                return Ok(Err(format!(
+                    "expunging copied messages from {mailbox:?} failed: {e}"
+                )));
+            }
+        }
+        Ok(Ok(()))
     }
 
     /// Records a group in one transaction — finished messages not made final

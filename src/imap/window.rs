@@ -151,6 +151,8 @@ impl Runner {
         if !journal.is_empty() {
             self.w.store.record_pending(&journal)?;
         }
+        // Decisions journalled, nothing done on the server yet.
+        crate::failpoint::hit("before-act");
         let journalled = t.elapsed();
         let plan = self.plan(&items, &outcomes, folders);
         let super::batch::Acted {
