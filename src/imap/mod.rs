@@ -440,28 +440,16 @@ impl Runner {
     /// Waits up to `wait` while disconnected. Returns false on shutdown;
     /// returns early when a command asks for a connection now.
     fn sleep_for_commands(&mut self, wait: Duration) -> bool {
-        let deadline = Instant::now() + wait;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return true;
-            }
-            match self.w.commands.recv_timeout(left) {
-                Ok(Command::Shutdown) => return false,
-                Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
-                    self.force_pass = true;
-                    return true;
-                }
-                Ok(Command::Pause) => {}
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return false,
-            }
-        }
+        self.sleep(wait, true)
     }
 
     /// Waits all of `wait` (after a refused login): commands that ask for a
     /// connection are kept for when it is up; only shutdown ends the wait.
     fn sleep_through_commands(&mut self, wait: Duration) -> bool {
+        self.sleep(wait, false)
+    }
+
+    fn sleep(&mut self, wait: Duration, woken_by_commands: bool) -> bool {
         let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -471,12 +459,14 @@ impl Runner {
             match self.w.commands.recv_timeout(left) {
                 Ok(Command::Shutdown) => return false,
                 Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
-                    log::info!(
-                        "{}: the login was refused; trying again in {:?}, not at once",
-                        self.name(),
-                        left
-                    );
                     self.force_pass = true;
+                    if woken_by_commands {
+                        return true;
+                    }
+                    log::info!(
+                        "{}: the login was refused; trying again in {left:?}, not at once",
+                        self.name()
+                    );
                 }
                 Ok(Command::Pause) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,

@@ -2,7 +2,7 @@
 //! its decision before the server is asked to act, and made final with its
 //! batch and the folder watermark in one transaction.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, OptionalExtension, ToSql};
 
 use super::{actions_json, in_op, parse_actions, Cause, Result, Status, Store, StoreError};
 use crate::actions::Action;
@@ -18,6 +18,24 @@ pub struct EmailMeta {
     pub message_id: String,
     pub subject: String,
     pub from: String,
+}
+
+impl EmailMeta {
+    /// The message's columns (`account` to `sender`, `?1` to `?7` of every
+    /// statement that writes its row), then `rest`.
+    fn row<'a>(&'a self, rest: &[&'a dyn ToSql]) -> Vec<&'a dyn ToSql> {
+        let mut v: Vec<&dyn ToSql> = vec![
+            &self.account,
+            &self.mailbox,
+            &self.uidvalidity,
+            &self.uid,
+            &self.message_id,
+            &self.subject,
+            &self.from,
+        ];
+        v.extend_from_slice(rest);
+        v
+    }
 }
 
 /// The decision about one message, recorded before and after acting on it.
@@ -130,20 +148,9 @@ fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<F
             sender = CASE WHEN excluded.sender = '' THEN emails.sender ELSE excluded.sender END
          RETURNING id, attempts",
     )?;
-    let (id, attempts): (i64, u32) = st.query_row(
-        params![
-            m.account,
-            m.mailbox,
-            m.uidvalidity,
-            m.uid,
-            m.message_id,
-            m.subject,
-            m.from,
-            now,
-            f.error
-        ],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let (id, attempts): (i64, u32) = st.query_row(m.row(&[&now, &f.error]).as_slice(), |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
     let status = if attempts >= f.max_attempts {
         Status::Failed
     } else {
@@ -216,20 +223,16 @@ impl Store {
                 )?;
                 let now = now_ms();
                 for (m, o) in items {
-                    st.execute(params![
-                        m.account,
-                        m.mailbox,
-                        m.uidvalidity,
-                        m.uid,
-                        m.message_id,
-                        m.subject,
-                        m.from,
-                        now,
-                        actions_json(&o.actions),
-                        o.model,
-                        o.reasoning,
-                        o.confidence,
-                    ])?;
+                    st.execute(
+                        m.row(&[
+                            &now,
+                            &actions_json(&o.actions),
+                            &o.model,
+                            &o.reasoning,
+                            &o.confidence,
+                        ])
+                        .as_slice(),
+                    )?;
                 }
             }
             tx.commit()?;
@@ -295,22 +298,16 @@ impl Store {
                 let now = now_ms();
                 for (m, o) in items {
                     let id: i64 = upsert.query_row(
-                        params![
-                            m.account,
-                            m.mailbox,
-                            m.uidvalidity,
-                            m.uid,
-                            m.message_id,
-                            m.subject,
-                            m.from,
-                            now,
-                            o.status,
-                            actions_json(&o.actions),
-                            o.model,
-                            o.reasoning,
-                            o.confidence,
-                            o.error,
-                        ],
+                        m.row(&[
+                            &now,
+                            &o.status,
+                            &actions_json(&o.actions),
+                            &o.model,
+                            &o.reasoning,
+                            &o.confidence,
+                            &o.error,
+                        ])
+                        .as_slice(),
                         |r| r.get(0),
                     )?;
                     clear.execute([id])?;
@@ -462,22 +459,18 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?;
                 for (m, o, at) in rows {
-                    e.execute(params![
-                        m.account,
-                        m.mailbox,
-                        m.uidvalidity,
-                        m.uid,
-                        m.message_id,
-                        m.subject,
-                        m.from,
-                        at,
-                        o.status,
-                        actions_json(&o.actions),
-                        o.model,
-                        o.reasoning,
-                        o.confidence,
-                        o.error,
-                    ])?;
+                    e.execute(
+                        m.row(&[
+                            &at,
+                            &o.status,
+                            &actions_json(&o.actions),
+                            &o.model,
+                            &o.reasoning,
+                            &o.confidence,
+                            &o.error,
+                        ])
+                        .as_slice(),
+                    )?;
                     let id = tx.last_insert_rowid();
                     insert_actions(&mut a, id, &m.account, *at, o)?;
                     last = id;
