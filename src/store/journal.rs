@@ -39,8 +39,7 @@ impl EmailMeta {
 }
 
 /// The decision about one message, recorded before and after acting on it.
-/// (The `dest_folder`/`dest_uid` columns of schema 1 wait for undo, which
-/// needs the destination UID from COPYUID; nothing fills them yet.)
+/// (Where a move went, for undo, is recorded after it: `record_moves`.)
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub status: Status,
