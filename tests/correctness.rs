@@ -10,18 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::dovecot::Dovecot;
 use common::hooks::{bodies, receiver};
+use common::mail::msg;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model, Reply};
 use serde_json::{json, Value};
-
-fn msg(id: &str, subject: &str) -> Vec<u8> {
-    format!(
-        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
-         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\
-         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {subject}.\r\n"
-    )
-    .into_bytes()
-}
 
 /// One account on `d` sorted by the scripted model at `url` into Receipts.
 fn config(d: &Dovecot, url: &str, concurrency: u32, extra: &str) -> String {

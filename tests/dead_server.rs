@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::dovecot::Dovecot;
+use common::hooks::{bodies, receiver, Received};
 use common::mailproc::Mailproc;
 use common::model::{answer, Model};
 use serde_json::{json, Value};
@@ -27,31 +28,8 @@ fn msg(id: &str, subject: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// A loopback receiver that records each webhook body.
-fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
-    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-    let port = server.server_addr().to_ip().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = String::new();
-            let _ = req.as_reader().read_to_string(&mut body);
-            g.lock()
-                .unwrap()
-                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            let _ = req.respond(tiny_http::Response::from_string("ok"));
-        }
-    });
-    (port, got)
-}
-
-fn events(got: &Mutex<Vec<Value>>, kind: &str) -> usize {
-    got.lock()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == kind)
-        .count()
+fn events(got: &Received, kind: &str) -> usize {
+    bodies(got).iter().filter(|e| e["event"] == kind).count()
 }
 
 /// Rows of the activity log, all statuses.

@@ -7,19 +7,11 @@ mod common;
 use std::time::Duration;
 
 use common::dovecot::Dovecot;
+use common::mail::msg_with;
 use common::mailproc::Mailproc;
 use serde_json::{json, Value};
 
 const TOKEN: &str = "admin-token-0123456789abcdefghijklmnop";
-
-fn msg(id: &str, subject: &str, extra: &str) -> Vec<u8> {
-    format!(
-        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
-         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n{extra}\
-         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {subject}.\r\n"
-    )
-    .into_bytes()
-}
 
 /// An account on `d` as YAML lines (two-space list item), with a `rules`
 /// block moving subjects that match `pattern` to `folder`.
@@ -165,7 +157,7 @@ fn invalid_configurations_change_nothing() {
 fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
     let (d, m) = start();
     let before = file(&m);
-    d.seed("test", "INBOX", &msg("inv1", "Invoice 1", ""));
+    d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
     wait_in(&m, &d, "test", "inv1", "Receipts");
 
     // Add account `two`, change `one`'s rule, add an API key: one PUT, from
@@ -215,10 +207,10 @@ fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
 
     // The new account sorts mail without a restart; the changed rule decides
     // the next message of the old one.
-    d.seed("two", "INBOX", &msg("hello2", "Hello there", ""));
+    d.seed("two", "INBOX", &msg_with("hello2", "Hello there", ""));
     wait_in(&m, &d, "two", "hello2", "Lists");
-    d.seed("test", "INBOX", &msg("rep1", "Report Q3", ""));
-    d.seed("test", "INBOX", &msg("inv2", "Invoice 2", ""));
+    d.seed("test", "INBOX", &msg_with("rep1", "Report Q3", ""));
+    d.seed("test", "INBOX", &msg_with("inv2", "Invoice 2", ""));
     wait_in(&m, &d, "test", "rep1", "Work");
     m.wait_for(Duration::from_secs(15), "inv2 recorded", || {
         let r = get(&m, "/api/activity?search=Invoice%202");
@@ -273,7 +265,7 @@ fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
     );
 
     // A removed account's mail is left alone.
-    d.seed("test", "INBOX", &msg("rep2", "Report Q4", ""));
+    d.seed("test", "INBOX", &msg_with("rep2", "Report Q4", ""));
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(moved_to(&d, "test", "rep2").as_deref(), Some("INBOX"));
 
@@ -321,7 +313,7 @@ fn concurrent_puts_leave_one_whole_version() {
 #[test]
 fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
     let (d, mut m) = start();
-    d.seed("test", "INBOX", &msg("inv1", "Invoice 1", ""));
+    d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
     wait_in(&m, &d, "test", "inv1", "Receipts");
 
     // A broken file: logged with its problem, the old configuration kept.
@@ -333,7 +325,7 @@ fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
             .then_some(())
     });
     assert!(m.log().contains("accounts[0].rules[0]"), "{}", m.log());
-    d.seed("test", "INBOX", &msg("inv2", "Invoice 2", ""));
+    d.seed("test", "INBOX", &msg_with("inv2", "Invoice 2", ""));
     wait_in(&m, &d, "test", "inv2", "Receipts");
 
     // A good file: applied, the rule changes the next decision.
@@ -343,7 +335,7 @@ fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
         (current(&m)["accounts"][0]["rules"][0]["when"]["subject"] == json!("(?i)report"))
             .then_some(())
     });
-    d.seed("test", "INBOX", &msg("rep1", "Report", ""));
+    d.seed("test", "INBOX", &msg_with("rep1", "Report", ""));
     wait_in(&m, &d, "test", "rep1", "Work");
     assert_eq!(get(&m, "/health").status, 200);
     let status = m.terminate().expect("exits");

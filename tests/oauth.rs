@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::dovecot::Dovecot;
+use common::hooks::receiver;
 use common::mailproc::{path_str, Mailproc};
 use common::token::{TokenServer, REVOKED};
 use serde_json::Value;
@@ -89,25 +90,6 @@ fn assert_no_secrets(text: &str, t: &TokenServer, what: &str) {
     for s in secrets {
         assert!(!text.contains(&s), "{what} contains the secret {s:?}");
     }
-}
-
-/// A loopback webhook receiver recording every JSON body.
-fn receiver() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
-    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-    let port = server.server_addr().to_ip().unwrap().port();
-    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = String::new();
-            let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
-            g.lock()
-                .unwrap()
-                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            let _ = req.respond(tiny_http::Response::from_string("ok"));
-        }
-    });
-    (port, got)
 }
 
 #[test]
@@ -324,7 +306,7 @@ fn a_revoked_refresh_token_puts_the_account_in_error_and_others_carry_on() {
         "lastError: {last:?}"
     );
     let hook = m.wait_for(Duration::from_secs(10), "connection_lost webhook", || {
-        hooks.lock().unwrap().first().cloned()
+        hooks.lock().unwrap().first().map(|(body, _)| body.clone())
     });
     assert_eq!(hook["event"], "connection_lost");
     assert_eq!(hook["account"], "acct");

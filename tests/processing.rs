@@ -8,18 +8,10 @@ use std::time::{Duration, Instant};
 
 use common::dovecot::{Dovecot, StoredMsg};
 use common::hooks::{receiver, receiver_with_delay};
+use common::mail::msg_with;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model, Reply};
 use serde_json::{json, Value};
-
-fn msg(id: &str, subject: &str, extra: &str) -> Vec<u8> {
-    format!(
-        "From: Sender <sender@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
-         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n{extra}\
-         MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of {subject}.\r\n"
-    )
-    .into_bytes()
-}
 
 struct Setup {
     provider: String,
@@ -131,14 +123,14 @@ fn sorter(delay: Duration) -> Model {
 fn backlog(n: usize) -> Vec<Vec<u8>> {
     (0..n)
         .map(|i| match i % 4 {
-            0 => msg(
+            0 => msg_with(
                 &format!("m{i}"),
                 &format!("Digest {i}"),
                 "List-Id: <dev.lists.example.org>\r\n",
             ),
-            1 => msg(&format!("m{i}"), &format!("Invoice {i}"), ""),
-            2 => msg(&format!("m{i}"), &format!("Newsletter {i}"), ""),
-            _ => msg(&format!("m{i}"), &format!("Hello {i}"), ""),
+            1 => msg_with(&format!("m{i}"), &format!("Invoice {i}"), ""),
+            2 => msg_with(&format!("m{i}"), &format!("Newsletter {i}"), ""),
+            _ => msg_with(&format!("m{i}"), &format!("Hello {i}"), ""),
         })
         .collect()
 }
@@ -215,7 +207,7 @@ fn new_mail_is_processed_through_idle() {
         d.seed(
             "test",
             "INBOX",
-            &msg(&format!("idle{i}"), &format!("Invoice idle {i}"), ""),
+            &msg_with(&format!("idle{i}"), &format!("Invoice idle {i}"), ""),
         );
         wait_processed(&m, i + 1, Duration::from_secs(5));
         assert!(started.elapsed() < Duration::from_secs(5));
@@ -235,7 +227,7 @@ fn pause_resume_process_and_reconnect() {
         json!({ "success": true, "account": "acct", "state": "paused" })
     );
     assert_eq!(state(&m), "paused");
-    d.seed("test", "INBOX", &msg("p1", "Invoice p1", ""));
+    d.seed("test", "INBOX", &msg_with("p1", "Invoice p1", ""));
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(processed(&m), 0, "paused accounts do not process");
     // process runs one pass even while paused, and the account stays paused.
@@ -248,7 +240,7 @@ fn pause_resume_process_and_reconnect() {
         t.elapsed()
     );
     wait_state(&m, &["paused"], Duration::from_secs(2));
-    d.seed("test", "INBOX", &msg("p2", "Invoice p2", ""));
+    d.seed("test", "INBOX", &msg_with("p2", "Invoice p2", ""));
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(processed(&m), 1);
     // resume processes what arrived meanwhile.
@@ -269,7 +261,7 @@ fn pause_resume_process_and_reconnect() {
         (m.log().matches("connected to 127.0.0.1").count() > before).then_some(())
     });
     wait_state(&m, &["connected"], Duration::from_secs(3));
-    d.seed("test", "INBOX", &msg("p3", "Invoice p3", ""));
+    d.seed("test", "INBOX", &msg_with("p3", "Invoice p3", ""));
     wait_processed(&m, 3, Duration::from_secs(5));
     assert!(
         !m.log().contains("connection lost"),
@@ -315,10 +307,10 @@ fn model_failures_leave_mail_in_place_and_others_flow() {
     ];
     let mut mails: Vec<Vec<u8>> = bad
         .iter()
-        .map(|b| msg(b, &format!("Case {b}"), ""))
+        .map(|b| msg_with(b, &format!("Case {b}"), ""))
         .collect();
     for i in 0..5 {
-        mails.push(msg(&format!("ok{i}"), &format!("Work item {i}"), ""));
+        mails.push(msg_with(&format!("ok{i}"), &format!("Work item {i}"), ""));
     }
     d.seed_many("test", "INBOX", &mails);
     let started = Instant::now();
@@ -475,7 +467,11 @@ fn dovecot_restart_disconnects_and_recovers() {
     std::thread::sleep(Duration::from_secs(4));
     d.start_again();
     wait_state(&m, &["connected"], Duration::from_secs(15));
-    d.seed("test", "INBOX", &msg("after", "Invoice after restart", ""));
+    d.seed(
+        "test",
+        "INBOX",
+        &msg_with("after", "Invoice after restart", ""),
+    );
     wait_processed(&m, 1, Duration::from_secs(10));
     assert_eq!(
         m.log().matches("connection restored").count(),
@@ -512,7 +508,7 @@ fn dovecot_restart_disconnects_and_recovers() {
 #[test]
 fn tls_starttls_and_a_wrong_ca() {
     let d = Dovecot::start();
-    d.seed("test", "INBOX", &msg("tls1", "Invoice tls", ""));
+    d.seed("test", "INBOX", &msg_with("tls1", "Invoice tls", ""));
     let other_ca = tempfile::NamedTempFile::new().unwrap();
     // A valid PEM that did not sign Dovecot's certificate.
     let gen = std::process::Command::new("openssl")
@@ -589,8 +585,8 @@ fn dry_run_and_review_touch_nothing_they_should_not() {
         "test",
         "INBOX",
         &[
-            msg("dry1", "Newsletter dry", ""),
-            msg("dry2", "Hello dry", ""),
+            msg_with("dry1", "Newsletter dry", ""),
+            msg_with("dry2", "Hello dry", ""),
         ],
     );
     let model = sorter(Duration::ZERO);
@@ -612,7 +608,7 @@ fn dry_run_and_review_touch_nothing_they_should_not() {
     drop(m);
 
     let d = Dovecot::start();
-    d.seed("test", "INBOX", &msg("rev1", "Newsletter review", ""));
+    d.seed("test", "INBOX", &msg_with("rev1", "Newsletter review", ""));
     let m = Mailproc::start(&config(
         &d,
         Some(&model),
@@ -659,7 +655,7 @@ fn varied_real_world_shapes_are_all_accounted_for() {
     let d = Dovecot::start();
     let mut raws: Vec<Vec<u8>> = fx.iter().map(|(_, r)| r.clone()).collect();
     // A very large message: over max_message_bytes, fetched partially.
-    let mut big = msg("huge", "Huge attachment", "")
+    let mut big = msg_with("huge", "Huge attachment", "")
         .into_iter()
         .collect::<Vec<u8>>();
     big.extend(std::iter::repeat_n(b'A', 3 << 20));
@@ -811,7 +807,10 @@ fn processing_emits_webhooks_with_spec_payloads() {
     d.seed_many(
         "test",
         "INBOX",
-        &[msg("w1", "Invoice w1", ""), msg("w2", "Case fail500", "")],
+        &[
+            msg_with("w1", "Invoice w1", ""),
+            msg_with("w2", "Case fail500", ""),
+        ],
     );
     let model = Model::start(2, |_| Reply::Status(500, None));
     let (port, got) = receiver();
@@ -914,7 +913,7 @@ fn backlog_policies_new_only_and_recent() {
         "test",
         "INBOX",
         &(0..10)
-            .map(|i| msg(&format!("old{i}"), &format!("Invoice old {i}"), ""))
+            .map(|i| msg_with(&format!("old{i}"), &format!("Invoice old {i}"), ""))
             .collect::<Vec<_>>(),
     );
     let m =
@@ -928,7 +927,7 @@ fn backlog_policies_new_only_and_recent() {
         0,
         "new_only leaves mail that was already there"
     );
-    d.seed("test", "INBOX", &msg("new1", "Invoice new", ""));
+    d.seed("test", "INBOX", &msg_with("new1", "Invoice new", ""));
     wait_processed(&m, 1, Duration::from_secs(5));
     let e = &m.get("/api/activity").body["entries"][0];
     assert_eq!(e["messageId"], "<new1@mailproc.test>");
@@ -939,7 +938,7 @@ fn backlog_policies_new_only_and_recent() {
         "test",
         "INBOX",
         &(0..10)
-            .map(|i| msg(&format!("r{i}"), &format!("Invoice r{i}"), ""))
+            .map(|i| msg_with(&format!("r{i}"), &format!("Invoice r{i}"), ""))
             .collect::<Vec<_>>(),
     );
     let m = Mailproc::start(
@@ -970,7 +969,7 @@ fn backlog_policies_new_only_and_recent() {
 fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
     let d = Dovecot::start();
     d.create_mailbox("test", "Feed");
-    d.seed("test", "Feed", &msg("f1", "Invoice f1", ""));
+    d.seed("test", "Feed", &msg_with("f1", "Invoice f1", ""));
     let cfg = config(&d, None, RULES, "")
         .replace("watch: [INBOX]", "watch: [INBOX, Feed, Missing]")
         .replace("poll_interval: 30s", "poll_interval: 1s");
@@ -984,18 +983,18 @@ fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
         m.log()
     );
     // Mail in the second folder is found by the poll, mail in INBOX by IDLE.
-    d.seed("test", "Feed", &msg("f2", "Invoice f2", ""));
-    d.seed("test", "INBOX", &msg("i1", "Invoice i1", ""));
+    d.seed("test", "Feed", &msg_with("f2", "Invoice f2", ""));
+    d.seed("test", "INBOX", &msg_with("i1", "Invoice i1", ""));
     wait_processed(&m, 3, Duration::from_secs(5));
     // Recreated, Feed has a new UIDVALIDITY: what is there is not reprocessed
     // as new, what arrives afterwards is.
     d.delete_mailbox("test", "Feed");
     d.create_mailbox("test", "Feed");
-    d.seed("test", "Feed", &msg("f3", "Invoice f3", ""));
+    d.seed("test", "Feed", &msg_with("f3", "Invoice f3", ""));
     m.wait_for(Duration::from_secs(5), "the UIDVALIDITY warning", || {
         m.log().contains("UIDVALIDITY changed").then_some(())
     });
-    d.seed("test", "Feed", &msg("f4", "Invoice f4", ""));
+    d.seed("test", "Feed", &msg_with("f4", "Invoice f4", ""));
     wait_processed(&m, 4, Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(processed(&m), 4);
@@ -1016,9 +1015,9 @@ fn spam_goes_to_the_junk_folder_and_missing_folders_follow_the_create_setting() 
         "test",
         "INBOX",
         &[
-            msg("s1", "Spam offer", ""),
-            msg("s2", "Work thing", ""),
-            msg("s3", "Trash me", ""),
+            msg_with("s1", "Spam offer", ""),
+            msg_with("s2", "Work thing", ""),
+            msg_with("s3", "Trash me", ""),
         ],
     );
     let model = Model::start(4, |r| {
@@ -1082,7 +1081,7 @@ fn anthropic_provider_with_key_and_rate_limit() {
         "test",
         "INBOX",
         &(0..4)
-            .map(|i| msg(&format!("a{i}"), &format!("Newsletter {i}"), ""))
+            .map(|i| msg_with(&format!("a{i}"), &format!("Newsletter {i}"), ""))
             .collect::<Vec<_>>(),
     );
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -1182,7 +1181,7 @@ fn sigterm_mid_backlog_finishes_the_batch_and_exits_cleanly() {
 #[test]
 fn retries_back_off_doubling_then_park() {
     let d = Dovecot::start();
-    d.seed("test", "INBOX", &msg("b1", "Always fails", ""));
+    d.seed("test", "INBOX", &msg_with("b1", "Always fails", ""));
     let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
     let c = calls.clone();
     let model = Model::start(2, move |_| {
@@ -1214,8 +1213,8 @@ fn retries_back_off_doubling_then_park() {
 #[test]
 fn a_slow_model_keeps_the_session_in_use() {
     let d = Dovecot::start();
-    d.seed("test", "INBOX", &msg("slow1", "Weekly digest 1", ""));
-    d.seed("test", "INBOX", &msg("slow2", "Weekly digest 2", ""));
+    d.seed("test", "INBOX", &msg_with("slow1", "Weekly digest 1", ""));
+    d.seed("test", "INBOX", &msg_with("slow2", "Weekly digest 2", ""));
     let model = Model::start(2, |_| {
         Reply::Delay(
             Duration::from_millis(2500),
@@ -1264,7 +1263,7 @@ fn a_slow_model_keeps_the_session_in_use() {
 #[test]
 fn a_replayed_move_finds_an_earlier_copy_by_message_id() {
     let d = Dovecot::start();
-    let raw = msg("copy1", "Weekly list mail", "List-Id: <weekly.example>\r\n");
+    let raw = msg_with("copy1", "Weekly list mail", "List-Id: <weekly.example>\r\n");
     d.seed("test", "INBOX", &raw);
     let mut m = Mailproc::prepare(&config(&d, None, RULES, ""));
     // The decision is journalled, then the process dies before acting.

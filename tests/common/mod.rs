@@ -5,6 +5,7 @@
 pub mod dovecot;
 pub mod hooks;
 pub mod local_model;
+pub mod mail;
 pub mod mailproc;
 pub mod model;
 pub mod token;
