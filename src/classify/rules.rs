@@ -49,15 +49,24 @@ impl Rules {
         Ok(Rules(out))
     }
 
-    /// The header fields rules and the record read: the ones an [`Email`]
-    /// decodes plus every `header:` a rule names. Fetching only these
-    /// (`BODY.PEEK[HEADER.FIELDS (...)]`) lets the server answer from its
-    /// cache with a few hundred bytes per message instead of whole headers.
+    /// The header fields rules and the record read: `From`, `Subject` and
+    /// `Message-ID` always, `To` and `Cc` when a rule reads `to`, `List-Id`
+    /// when one reads `list_id`, and every `header:` a rule names. Fetching
+    /// only these (`BODY.PEEK[HEADER.FIELDS (...)]`) lets the server answer
+    /// with a few hundred bytes per message instead of whole headers, and
+    /// each field left out is lines less to read (`To` and `Cc` are often
+    /// folded over many).
     pub fn header_fields(&self) -> Vec<String> {
-        let mut v: Vec<String> = ["From", "To", "Cc", "Subject", "Message-ID", "List-Id"]
+        let mut v: Vec<String> = ["From", "Subject", "Message-ID"]
             .into_iter()
             .map(String::from)
             .collect();
+        if self.0.iter().any(|r| r.to.is_some()) {
+            v.extend(["To", "Cc"].map(String::from));
+        }
+        if self.0.iter().any(|r| r.list_id.is_some()) {
+            v.push("List-Id".into());
+        }
         for h in self.0.iter().filter_map(|r| r.header.as_ref()) {
             if !v.iter().any(|x| x.eq_ignore_ascii_case(h)) {
                 v.push(h.clone());

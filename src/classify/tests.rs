@@ -216,3 +216,50 @@ fn parse_survives_garbage() {
     assert_eq!(e.subject, "été");
     assert_eq!(e.from, "x@y.z");
 }
+
+#[test]
+fn rules_fetch_only_the_fields_they_read() {
+    let rules = Rules::new(&account().rules).unwrap();
+    assert_eq!(
+        rules.header_fields(),
+        ["From", "Subject", "Message-ID", "List-Id", "Precedence"]
+    );
+    let (c, _) = crate::config::parse(
+        r#"
+accounts:
+  - name: a
+    imap: { host: h, username: u, password: p }
+    folders: { allowed: [Team] }
+    rules:
+      - { name: team, when: { to: "@team\\.example$" }, actions: [ { type: move, folder: Team } ] }
+      - { name: list, when: { list_id: "dev" }, actions: [ { type: read } ] }
+"#,
+        &|_| None,
+    )
+    .unwrap();
+    let rules = Rules::new(&c.accounts[0].rules).unwrap();
+    assert_eq!(
+        rules.header_fields(),
+        ["From", "Subject", "Message-ID", "To", "Cc", "List-Id"]
+    );
+    // A rule decides on the fetched fields as on the whole header.
+    let whole =
+        "From: a@b.c\r\nReceived: x\r\nTo: Someone <s@other.example>\r\nCc: all@team.example\r\n\
+                 Subject: hi\r\nList-Id: <dev.lists.example>";
+    let only: Vec<&str> = whole
+        .split("\r\n")
+        .filter(|l| {
+            let name = l.split(':').next().unwrap();
+            rules
+                .header_fields()
+                .iter()
+                .any(|f| f.eq_ignore_ascii_case(name))
+        })
+        .collect();
+    let a = rules.classify(&email(whole)).unwrap();
+    let b = rules.classify(&email(&only.join("\r\n"))).unwrap();
+    assert_eq!(
+        (a.model.as_str(), b.model.as_str()),
+        ("rules:team", "rules:team")
+    );
+}

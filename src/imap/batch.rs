@@ -56,6 +56,8 @@ pub(super) struct Item {
     pub(super) features: Option<Vec<String>>,
     /// Its flags before we acted (what undo restores).
     pub(super) flags: Vec<String>,
+    /// Its journal row, once this run journalled it: made final by id.
+    pub(super) row: Option<i64>,
 }
 
 /// Where each moved UID went: the folder, and its UID there when the server
@@ -80,6 +82,15 @@ pub(super) struct Acted {
     pub(super) finals: HashSet<u32>,
     /// Where the moved UIDs went.
     pub(super) moved: Moved,
+    /// Moved UIDs whose destination was recorded with their final row.
+    pub(super) moves_recorded: HashSet<u32>,
+}
+
+/// UIDs whose every command the server has confirmed, and the folder they
+/// moved to (with their UIDs there, when the server said) if they moved.
+struct Confirmed {
+    uids: Vec<u32>,
+    to: Option<(String, HashMap<u32, u32>)>,
 }
 
 impl Item {
@@ -96,6 +107,7 @@ impl Item {
             skipped: false,
             features: None,
             flags: Vec::new(),
+            row: None,
         }
     }
 }
@@ -204,38 +216,71 @@ impl Runner {
                 .collect(),
         };
         let store = self.w.store.clone();
+        let account = self.name().to_string();
         std::thread::scope(|scope| {
-            let (tx, rx) = crossbeam_channel::unbounded::<Vec<u32>>();
+            let (tx, rx) = crossbeam_channel::unbounded::<Confirmed>();
             let writer = scope.spawn(move || {
                 let mut done: HashSet<u32> = HashSet::new();
-                for uids in rx {
-                    let finals: Vec<(EmailMeta, Outcome)> = uids
-                        .iter()
-                        .filter_map(|u| {
-                            let i = index[u];
-                            outcomes[i].clone().map(|o| (items[i].meta.clone(), o))
-                        })
-                        .collect();
-                    store.record_batch(&finals, &[], None)?;
-                    done.extend(uids);
+                let mut moves: HashSet<u32> = HashSet::new();
+                for c in rx {
+                    // Rows this run journalled are made final by id; the
+                    // others (left alone, dry run, review, an earlier run's
+                    // journal) are written whole.
+                    let mut confirmed: Vec<crate::store::Confirmed<'_>> = Vec::new();
+                    let mut finals: Vec<(EmailMeta, Outcome)> = Vec::new();
+                    for u in &c.uids {
+                        let i = index[u];
+                        let Some(o) = &outcomes[i] else { continue };
+                        match items[i].row.filter(|_| o.status == Status::Ok) {
+                            Some(id) => {
+                                let moved = c.to.as_ref().map(|(folder, dest)| {
+                                    moves.insert(*u);
+                                    crate::store::MoveRecord {
+                                        uid: *u,
+                                        dest_folder: folder.clone(),
+                                        dest_uid: dest.get(u).copied(),
+                                        flags: items[i].flags.clone(),
+                                    }
+                                });
+                                confirmed.push(crate::store::Confirmed {
+                                    id,
+                                    actions: &o.actions,
+                                    moved,
+                                });
+                            }
+                            None => finals.push((items[i].meta.clone(), o.clone())),
+                        }
+                    }
+                    if !confirmed.is_empty() {
+                        store.record_confirmed(&account, &confirmed)?;
+                    }
+                    if !finals.is_empty() {
+                        store.record_batch(&finals, &[], None)?;
+                    }
+                    done.extend(c.uids);
                 }
-                Ok::<_, crate::store::StoreError>(done)
+                Ok::<_, crate::store::StoreError>((done, moves))
             });
             if !untouched.is_empty() {
-                let _ = tx.send(untouched);
+                let _ = tx.send(Confirmed {
+                    uids: untouched,
+                    to: None,
+                });
             }
-            let acted = self.act(s, caps, folders, mailbox, plan, &replayed, &mut |uids| {
-                let _ = tx.send(uids);
+            let acted = self.act(s, caps, folders, mailbox, plan, &replayed, &mut |c| {
+                let _ = tx.send(c);
             });
             drop(tx);
             let written = writer
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
             let (failed, moved) = acted?;
+            let (finals, moves_recorded) = written?;
             Ok(Acted {
                 failed,
-                finals: written?,
+                finals,
                 moved,
+                moves_recorded,
             })
         })
     }
@@ -253,7 +298,7 @@ impl Runner {
         mailbox: &str,
         plan: &Plan,
         replayed: &Replayed,
-        done: &mut dyn FnMut(Vec<u32>),
+        done: &mut dyn FnMut(Confirmed),
     ) -> Result<(HashMap<u32, String>, Moved), ImapError> {
         let mut failed: HashMap<u32, String> = HashMap::new();
         let mut moved: Moved = HashMap::new();
@@ -277,10 +322,17 @@ impl Runner {
             .filter(|u| !moving.contains(u) && !failed.contains_key(u))
             .collect();
         if !flagged.is_empty() {
-            done(flagged.into_iter().collect());
+            done(Confirmed {
+                uids: flagged.into_iter().collect(),
+                to: None,
+            });
         }
         let mut created: HashSet<String> = HashSet::new();
-        for (folder, set) in &plan.moves {
+        // The largest move first: its records are written while the
+        // smaller ones run, so little is left to write after the last.
+        let mut moves: Vec<_> = plan.moves.iter().collect();
+        moves.sort_by_key(|(_, set)| std::cmp::Reverse(set.len()));
+        for (folder, set) in moves {
             let set: Vec<u32> = set
                 .iter()
                 .copied()
@@ -297,7 +349,10 @@ impl Runner {
                         for (u, dest) in &copied {
                             moved.insert(*u, (folder.clone(), Some(*dest)));
                         }
-                        done(uids);
+                        done(Confirmed {
+                            uids,
+                            to: Some((folder.clone(), copied.iter().copied().collect())),
+                        });
                     }
                     Err(e) => {
                         for u in &uids {
@@ -311,11 +366,14 @@ impl Runner {
             }
             // `?`: a broken session ends the batch, decisions journalled.
             match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)? {
-                Ok(uids) => {
+                Ok(dest) => {
                     for u in &set {
-                        moved.insert(*u, (folder.clone(), uids.get(u).copied()));
+                        moved.insert(*u, (folder.clone(), dest.get(u).copied()));
                     }
-                    done(set)
+                    done(Confirmed {
+                        uids: set,
+                        to: Some((folder.clone(), dest)),
+                    })
                 }
                 Err(e) => {
                     for u in &set {
@@ -517,18 +575,19 @@ impl Runner {
     }
 
     /// Keeps, for undo, where each moved message went and the flags it
-    /// had. After the record: a failure here loses only the undo.
+    /// had, for those whose final record did not already say (`recorded`).
+    /// After the record: a failure here loses only the undo.
     pub(super) fn record_moves(
         &self,
         items: &[Item],
         failed: &HashMap<u32, String>,
         moved: &Moved,
-        mailbox: &str,
-        uidvalidity: u32,
+        recorded: &HashSet<u32>,
+        (mailbox, uidvalidity): (&str, u32),
     ) -> Result<(), ImapError> {
         let rows: Vec<crate::store::MoveRecord> = items
             .iter()
-            .filter(|it| !failed.contains_key(&it.meta.uid))
+            .filter(|it| !failed.contains_key(&it.meta.uid) && !recorded.contains(&it.meta.uid))
             .filter_map(|it| {
                 let (folder, dest) = moved.get(&it.meta.uid)?;
                 Some(crate::store::MoveRecord {

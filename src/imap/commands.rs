@@ -46,9 +46,15 @@ impl Runner {
         if caps.mv {
             // RFC 6851: with UIDPLUS the server names the UIDs the messages
             // got in the destination (COPYUID, untagged), which undo uses.
-            return match s
-                .run_command_and_read_response(format!("UID MOVE {set_s} {}", quote(folder)))
-            {
+            let t = std::time::Instant::now();
+            let r = s.run_command_and_read_response(format!("UID MOVE {set_s} {}", quote(folder)));
+            log::debug!(
+                "{}: UID MOVE of {} message(s) to {folder:?} took {:?}",
+                self.name(),
+                set.len(),
+                t.elapsed()
+            );
+            return match r {
                 Ok(lines) => Ok(Ok(copy_uids(&lines))),
                 Err(e) => Ok(Err(format!(
                     "moving to {folder:?} failed: {}",

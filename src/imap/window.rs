@@ -19,6 +19,9 @@ use crate::store::{EmailMeta, KnownEmail, Outcome, Status};
 /// pool fed.
 const MODEL_GROUP: usize = 100;
 
+/// UIDs whose headers come in one FETCH (see [`Runner::triage`]).
+const HEADER_CHUNK: usize = 1000;
+
 /// A group of messages whose model calls are queued or in flight.
 struct Group {
     items: Vec<Item>,
@@ -137,20 +140,12 @@ impl Runner {
         if items.is_empty() {
             return Ok(());
         }
-        let outcomes = self.outcomes(&items);
-        let journal: Vec<(EmailMeta, Outcome)> = items
-            .iter()
-            .zip(&outcomes)
-            .filter_map(|(it, o)| {
-                o.as_ref()
-                    .filter(|o| o.status == Status::Ok && !o.actions.is_empty() && !it.journalled)
-                    .map(|o| (it.meta.clone(), o.clone()))
-            })
-            .collect();
+        let mut items = items;
         let t = Instant::now();
-        if !journal.is_empty() {
-            self.w.store.record_pending(&journal)?;
-        }
+        // (What `triage` decided is journalled already; the model's answers
+        // are journalled here.)
+        self.journal(&mut items)?;
+        let outcomes = self.outcomes(&items);
         // Decisions journalled, nothing done on the server yet.
         crate::failpoint::hit("before-act");
         let journalled = t.elapsed();
@@ -159,6 +154,7 @@ impl Runner {
             failed,
             finals: early,
             moved,
+            moves_recorded,
         } = self.act_and_finalize(s, caps, folders, w.mailbox, &plan, &items, &outcomes)?;
         let acted = t.elapsed();
         // The watermark may pass everything of the window but what is still
@@ -178,7 +174,13 @@ impl Runner {
             &early,
             (w.mailbox, w.uidvalidity, high),
         )?;
-        self.record_moves(&items, &failed, &moved, w.mailbox, w.uidvalidity)?;
+        self.record_moves(
+            &items,
+            &failed,
+            &moved,
+            &moves_recorded,
+            (w.mailbox, w.uidvalidity),
+        )?;
         self.learn(examples);
         log::debug!(
             "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
@@ -191,9 +193,14 @@ impl Runner {
     }
 
     /// Fetches the window's headers and decides what needs no model: the
-    /// journalled decision of a `pending` row, a rule, or nothing at all
-    /// when no model is configured. Returns those, and the messages left for
-    /// the model (undecided).
+    /// journalled decision of a `pending` row, a rule, the learned
+    /// classifier, or nothing at all when no model is configured. Returns
+    /// those, journalled, and the messages left for the model (undecided).
+    ///
+    /// The headers come in FETCHes of [`HEADER_CHUNK`] UIDs, each decided and
+    /// journalled on a second thread while the server answers the next, so
+    /// parsing and the journal overlap the server's work instead of
+    /// following it.
     fn triage(
         &mut self,
         s: &mut Session,
@@ -202,15 +209,71 @@ impl Runner {
         uids: &[u32],
         known: &mut HashMap<u32, KnownEmail>,
     ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
+        self.refresh_learner();
+        let query = self.header_query();
+        let this = &*self;
+        std::thread::scope(|scope| {
+            let (tx, rx) = crossbeam_channel::bounded::<(&[u32], imap::types::Fetches)>(1);
+            let decider = scope.spawn(move || {
+                let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
+                let mut to_model: Vec<Item> = Vec::new();
+                for (chunk, fetched) in rx {
+                    let (mut r, m) = this.decide(mailbox, uidvalidity, chunk, &fetched, known);
+                    drop(fetched);
+                    this.journal(&mut r)?;
+                    ready.extend(r);
+                    to_model.extend(m);
+                }
+                Ok::<_, crate::store::StoreError>((ready, to_model))
+            });
+            let mut fetch_error = None;
+            for chunk in uids.chunks(HEADER_CHUNK) {
+                match s.uid_fetch(uid_set(chunk), &query) {
+                    Ok(fetched) => {
+                        // A closed channel: the decider failed; it says why.
+                        if tx.send((chunk, fetched)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        fetch_error = Some(e);
+                        break;
+                    }
+                }
+            }
+            drop(tx);
+            let decided = decider
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            // Chunks decided before a broken session stay journalled, as
+            // after a crash.
+            if let Some(e) = fetch_error {
+                return Err(e.into());
+            }
+            Ok(decided?)
+        })
+    }
+
+    /// The FETCH items of a window's headers: only the fields rules read,
+    /// and with the learned classifier the start of the text.
+    fn header_query(&self) -> String {
         let max = self.w.account.max_message_bytes;
         let learned = self.w.account.learned.enabled;
         let mut fields = self.w.rules.header_fields();
         // The learned classifier reads the first part of the text, which
         // needs the MIME headers to be decoded.
+        // (and its features read the mailing list).
         if learned {
-            fields.extend(
-                ["Content-Type", "Content-Transfer-Encoding", "MIME-Version"].map(String::from),
-            );
+            for f in [
+                "List-Id",
+                "Content-Type",
+                "Content-Transfer-Encoding",
+                "MIME-Version",
+            ] {
+                if !fields.iter().any(|x| x.eq_ignore_ascii_case(f)) {
+                    fields.push(f.into());
+                }
+            }
         }
         let fields: Vec<String> = fields.iter().map(|f| quote(f)).collect();
         let text = if learned {
@@ -218,13 +281,22 @@ impl Runner {
         } else {
             String::new()
         };
-        let fetched = s.uid_fetch(
-            uid_set(uids),
-            format!(
-                "(UID FLAGS BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>{text})",
-                fields.join(" ")
-            ),
-        )?;
+        format!(
+            "(UID FLAGS BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>{text})",
+            fields.join(" ")
+        )
+    }
+
+    /// Decides the messages of one FETCH of headers (see [`Runner::triage`]).
+    fn decide(
+        &self,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+        fetched: &imap::types::Fetches,
+        known: &mut HashMap<u32, KnownEmail>,
+    ) -> (Vec<Item>, Vec<Item>) {
+        let learned = self.w.account.learned.enabled;
         // UID → (header, first part of the text, flags).
         type Head<'a> = (&'a [u8], Option<&'a [u8]>, Vec<String>);
         let mut heads: HashMap<u32, Head<'_>> = HashMap::with_capacity(uids.len());
@@ -239,7 +311,6 @@ impl Runner {
                 heads.insert(uid, (h, f.text(), flags));
             }
         }
-        self.refresh_learner();
 
         let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
         let mut to_model: Vec<Item> = Vec::new();
@@ -303,7 +374,35 @@ impl Runner {
             }
             ready.push(item);
         }
-        Ok((ready, to_model))
+        (ready, to_model)
+    }
+
+    /// Journals the decided messages of `items` that this run will act on
+    /// (not a dry run, not for review, not already journalled), noting each
+    /// one's row for its final record.
+    fn journal(&self, items: &mut [Item]) -> Result<(), crate::store::StoreError> {
+        let outcomes = self.outcomes(items);
+        let (at, journal): (Vec<usize>, Vec<(EmailMeta, Outcome)>) = items
+            .iter()
+            .zip(outcomes)
+            .enumerate()
+            .filter_map(|(i, (it, o))| {
+                o.filter(|o| {
+                    o.status == Status::Ok
+                        && !o.actions.is_empty()
+                        && !it.journalled
+                        && it.row.is_none()
+                })
+                .map(|o| (i, (it.meta.clone(), o)))
+            })
+            .unzip();
+        if !journal.is_empty() {
+            let ids = self.w.store.record_pending(&journal)?;
+            for (i, id) in at.into_iter().zip(ids) {
+                items[i].row = Some(id);
+            }
+        }
+        Ok(())
     }
 
     /// A message the FETCH did not return: a journalled one we moved before

@@ -55,7 +55,8 @@ pub struct Stats {
 impl Store {
     /// Adds the rows written since the last call to the search index, in
     /// one statement (the trigram index costs far less fed in bulk than row
-    /// by row). Returns how many were added.
+    /// by row), then checkpoints the log (see `wal_autocheckpoint` in
+    /// `Store::init`). Returns how many were added.
     pub fn index_search(&self) -> Result<usize> {
         in_op("index_search", || {
             let mut conn = self.conn.lock();
@@ -68,6 +69,9 @@ impl Store {
             )?;
             tx.execute("DELETE FROM fts_queue", [])?;
             tx.commit()?;
+            if n > 0 {
+                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+            }
             Ok(n)
         })
     }

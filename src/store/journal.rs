@@ -4,7 +4,9 @@
 
 use rusqlite::{params, OptionalExtension, ToSql};
 
-use super::{actions_json, in_op, parse_actions, Cause, Result, Status, Store, StoreError};
+use super::{
+    actions_json, in_op, parse_actions, Cause, MoveRecord, Result, Status, Store, StoreError,
+};
 use crate::actions::Action;
 use crate::timestamp::now_ms;
 
@@ -63,6 +65,18 @@ impl Default for Outcome {
     }
 }
 
+/// A row this run journalled, now acted on by the server (see
+/// [`Store::record_confirmed`]).
+#[derive(Debug, Clone)]
+pub struct Confirmed<'a> {
+    /// The row id [`Store::record_pending`] returned.
+    pub id: i64,
+    /// Its actions, as journalled.
+    pub actions: &'a [Action],
+    /// Where it was moved (its `uid` is unused here).
+    pub moved: Option<MoveRecord>,
+}
+
 /// A failed attempt at a message, recorded with its batch.
 #[derive(Debug, Clone)]
 pub struct FailedAttempt {
@@ -109,21 +123,19 @@ fn insert_actions(
         return Ok(());
     }
     for a in &o.actions {
-        let (folder, flags) = match a {
-            Action::Move { folder } => (Some(folder.as_str()), None),
-            Action::Flag { flags } => (None, serde_json::to_string(flags).ok()),
-            _ => (None, None),
-        };
-        st.execute(params![
-            email_id,
-            account,
-            at,
-            a.kind().as_str(),
-            folder,
-            flags
-        ])?;
+        let (kind, folder, flags) = action_columns(a);
+        st.execute(params![email_id, account, at, kind, folder, flags])?;
     }
     Ok(())
+}
+
+/// An action's `type`, `folder` and `flags` (JSON) columns in `actions`.
+fn action_columns(a: &Action) -> (&'static str, Option<&str>, Option<String>) {
+    match a {
+        Action::Move { folder } => (a.kind().as_str(), Some(folder.as_str()), None),
+        Action::Flag { flags } => (a.kind().as_str(), None, serde_json::to_string(flags).ok()),
+        _ => (a.kind().as_str(), None, None),
+    }
 }
 
 /// Longest wait between two attempts at a message, however often it failed.
@@ -206,10 +218,13 @@ impl Store {
     }
 
     /// Writes (or rewrites) the journal rows of a batch before acting on it.
-    pub fn record_pending(&self, items: &[(EmailMeta, Outcome)]) -> Result<()> {
+    /// Returns their row ids in the order of `items`, for
+    /// [`Store::record_confirmed`].
+    pub fn record_pending(&self, items: &[(EmailMeta, Outcome)]) -> Result<Vec<i64>> {
         in_op("record_pending", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
+            let mut ids = Vec::with_capacity(items.len());
             {
                 let mut st = tx.prepare_cached(
                     "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
@@ -218,11 +233,12 @@ impl Store {
                      ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
                         status = 'pending', actions = excluded.actions, model = excluded.model,
                         reasoning = excluded.reasoning, confidence = excluded.confidence,
-                        processed_at = excluded.processed_at",
+                        processed_at = excluded.processed_at
+                     RETURNING id",
                 )?;
                 let now = now_ms();
                 for (m, o) in items {
-                    st.execute(
+                    let id: i64 = st.query_row(
                         m.row(&[
                             &now,
                             &actions_json(&o.actions),
@@ -231,9 +247,72 @@ impl Store {
                             &o.confidence,
                         ])
                         .as_slice(),
+                        |r| r.get(0),
                     )?;
+                    ids.push(id);
                 }
             }
+            tx.commit()?;
+            Ok(ids)
+        })
+    }
+
+    /// Makes rows this run journalled final, by their ids, once the server
+    /// confirmed their commands: status `ok`, their actions (as journalled),
+    /// and where a move took each message (for undo). Set-based, three
+    /// statements for the whole group, keeping the journal's `processed_at`
+    /// (when the decision was taken): a third of what [`Store::record_batch`]
+    /// costs per row, so a backlog's moves are recorded while the next ones
+    /// run instead of after the last.
+    pub fn record_confirmed(&self, account: &str, rows: &[Confirmed<'_>]) -> Result<()> {
+        in_op("record_confirmed", || {
+            // [id, dest folder, dest UID, flags before, [[type, folder, flags], ...]]
+            let json = serde_json::Value::Array(
+                rows.iter()
+                    .map(|r| {
+                        let (folder, uid, flags) = match &r.moved {
+                            Some(m) => (
+                                Some(m.dest_folder.as_str()),
+                                m.dest_uid,
+                                Some(serde_json::json!(m.flags)),
+                            ),
+                            None => (None, None, None),
+                        };
+                        let actions: Vec<serde_json::Value> = r
+                            .actions
+                            .iter()
+                            .map(|a| {
+                                let (kind, folder, flags) = action_columns(a);
+                                serde_json::json!([kind, folder, flags])
+                            })
+                            .collect();
+                        serde_json::json!([r.id, folder, uid, flags, actions])
+                    })
+                    .collect(),
+            )
+            .to_string();
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            tx.prepare_cached(
+                "UPDATE emails SET status = 'ok', error = NULL, attempts = attempts + 1,
+                    next_attempt_at = NULL,
+                    dest_folder = coalesce(j.value ->> 1, dest_folder),
+                    dest_uid = CASE WHEN j.value ->> 1 IS NULL THEN dest_uid ELSE j.value ->> 2 END,
+                    orig_flags = CASE WHEN j.value ->> 1 IS NULL THEN orig_flags ELSE j.value -> 3 END,
+                    undone_at = CASE WHEN j.value ->> 1 IS NULL THEN undone_at ELSE NULL END
+                 FROM json_each(?1) j WHERE emails.id = j.value ->> 0",
+            )?
+            .execute([&json])?;
+            tx.prepare_cached(
+                "DELETE FROM actions WHERE email_id IN (SELECT value ->> 0 FROM json_each(?1))",
+            )?
+            .execute([&json])?;
+            tx.prepare_cached(
+                "INSERT INTO actions (email_id, account, processed_at, type, folder, flags)
+                 SELECT e.id, ?2, e.processed_at, a.value ->> 0, a.value ->> 1, a.value ->> 2
+                 FROM json_each(?1) j JOIN emails e ON e.id = j.value ->> 0, json_each(j.value -> 4) a",
+            )?
+            .execute(params![json, account])?;
             tx.commit()?;
             Ok(())
         })
