@@ -79,7 +79,7 @@ impl Store {
     /// One page of the activity log, newest first, and the number of matches.
     pub fn activity(&self, q: &ActivityQuery) -> Result<(Vec<ActivityEntry>, u64)> {
         in_op("activity", || {
-            let conn = self.reader();
+            let mut conn = self.reader();
             let queued = search_queued(&conn)?;
             let only_search = q.account.is_none()
                 && q.action_type.is_none()
@@ -91,24 +91,40 @@ impl Store {
                 .search
                 .as_deref()
                 .filter(|s| only_search && !queued && s.chars().count() >= 3);
-            let total: u64 = match indexed {
-                // Every indexed row has its email (the triggers keep them in
-                // step): the index alone counts five times faster than the
-                // join.
-                Some(s) => conn.query_row(
-                    "SELECT COUNT(*) FROM emails_fts WHERE emails_fts MATCH ?1",
-                    [fts_phrase(s)],
-                    |r| r.get(0),
-                )?,
-                None => {
-                    let (from, where_sql, args) = activity_filter(q, queued, false);
-                    conn.query_row(
-                        &format!("SELECT COUNT(*) FROM {from} {where_sql}"),
-                        params_from_iter(args.iter()),
+            // The filters, not the page: every page of a search shares it.
+            let key = format!(
+                "{:?}",
+                (
+                    &q.account,
+                    &q.action_type,
+                    q.status,
+                    &q.search,
+                    q.start_ms,
+                    q.end_ms,
+                    q.before,
+                    queued
+                )
+            );
+            let total: u64 = conn.count(key, |conn| {
+                Ok(match indexed {
+                    // Every indexed row has its email (the triggers keep
+                    // them in step): the index alone counts five times
+                    // faster than the join.
+                    Some(s) => conn.query_row(
+                        "SELECT COUNT(*) FROM emails_fts WHERE emails_fts MATCH ?1",
+                        [fts_phrase(s)],
                         |r| r.get(0),
-                    )?
-                }
-            };
+                    )?,
+                    None => {
+                        let (from, where_sql, args) = activity_filter(q, queued, false);
+                        conn.query_row(
+                            &format!("SELECT COUNT(*) FROM {from} {where_sql}"),
+                            params_from_iter(args.iter()),
+                            |r| r.get(0),
+                        )?
+                    }
+                })
+            })?;
             // A term found in many rows fills a page within the newest few
             // hundred: walking the time index with LIKE beats joining and
             // sorting every match (0.5 ms instead of 9 over 100,000 rows
@@ -121,7 +137,7 @@ impl Store {
             // Searches from several HTTP workers queue on the readers;
             // handing a reader over in turn keeps one of them from waiting
             // out a run of the others.
-            parking_lot::MutexGuard::unlock_fair(conn);
+            conn.unlock_fair();
             Ok((rows, total))
         })
     }

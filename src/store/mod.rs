@@ -19,6 +19,7 @@ mod deliveries;
 mod journal;
 mod learn;
 mod oauth;
+mod read;
 mod schema;
 mod undo;
 mod users;
@@ -31,6 +32,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::actions::Action;
 use crate::timestamp::now_ms;
+use read::{Counts, ReadGuard, Reader, READERS};
 use schema::MIGRATIONS;
 
 pub use activity::{ActivityEntry, ActivityQuery, Stats};
@@ -175,12 +177,9 @@ pub struct Store {
     /// WAL they read the last commit while the writer works, so a page does
     /// not wait for an account's transaction nor queue behind every other
     /// page on one lock. None for an in-memory store.
-    readers: Vec<Mutex<Connection>>,
+    readers: Vec<Mutex<Reader>>,
     next_reader: std::sync::atomic::AtomicUsize,
 }
-
-/// Read connections of a store on a file.
-const READERS: usize = 2;
 
 fn actions_json(actions: &[Action]) -> String {
     serde_json::to_string(actions).unwrap_or_else(|_| "[]".into())
@@ -224,7 +223,10 @@ impl Store {
             let r = Connection::open(path)
                 .map_err(|e| StoreError::new("open a read connection", Cause::Sqlite(e)))?;
             r.busy_timeout(Duration::from_secs(5))?;
-            store.readers.push(Mutex::new(r));
+            store.readers.push(Mutex::new(Reader {
+                conn: r,
+                counts: Counts::default(),
+            }));
         }
         Ok(store)
     }
@@ -235,19 +237,19 @@ impl Store {
 
     /// A connection for reads only: a free reader, else the next one in
     /// turn, else (in memory) the writer's.
-    fn reader(&self) -> parking_lot::MutexGuard<'_, Connection> {
+    fn reader(&self) -> ReadGuard<'_> {
         if self.readers.is_empty() {
-            return self.conn.lock();
+            return ReadGuard::Writer(self.conn.lock());
         }
         for r in &self.readers {
             if let Some(g) = r.try_lock() {
-                return g;
+                return ReadGuard::Reader(g);
             }
         }
         let i = self
             .next_reader
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.readers[i % self.readers.len()].lock()
+        ReadGuard::Reader(self.readers[i % self.readers.len()].lock())
     }
 
     fn init(conn: Connection) -> Result<Store> {
@@ -564,6 +566,43 @@ mod tests {
             .unwrap()
             .iter()
             .all(|k| k.status == Status::Ok));
+    }
+
+    #[test]
+    fn a_kept_count_is_dropped_by_the_next_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("db.sqlite")).unwrap();
+        let search = |s: &Store| {
+            s.activity(&ActivityQuery {
+                page: 1,
+                page_size: 10,
+                search: Some("invoice".into()),
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        s.record_final(&[(meta(1), ok(vec![])), (meta(2), ok(vec![]))], None)
+            .unwrap();
+        s.index_search().unwrap();
+        // Asked on every reader, so each keeps the count.
+        for _ in 0..READERS * 2 {
+            assert_eq!(search(&s).1, 2);
+        }
+        s.record_final(&[(meta(3), ok(vec![]))], None).unwrap();
+        let (rows, total) = search(&s);
+        assert_eq!((rows.len(), total), (3, 3), "queued for the index");
+        s.index_search().unwrap();
+        for _ in 0..READERS * 2 {
+            assert_eq!(search(&s).1, 3);
+        }
+        // Another process's commit drops it too.
+        let other = rusqlite::Connection::open(dir.path().join("db.sqlite")).unwrap();
+        other
+            .execute("UPDATE emails SET subject = 'paid' WHERE uid = 3", [])
+            .unwrap();
+        for _ in 0..READERS * 2 {
+            assert_eq!(search(&s).1, 2);
+        }
     }
 
     #[test]
