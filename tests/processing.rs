@@ -193,6 +193,45 @@ fn backlog_of_200_is_sorted_by_rules_and_model() {
 }
 
 #[test]
+fn a_backlog_over_several_header_fetches_is_sorted_once() {
+    // 2,100 messages: three FETCHes of headers, each decided and journalled
+    // while the next is fetched, and acted on as one window.
+    let n = 2100;
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(n));
+    let model = sorter(Duration::ZERO);
+    let m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    wait_processed(&m, n as u64, Duration::from_secs(120));
+    assert_sorted(&d, n);
+    assert_eq!(model.count(), n / 2, "no model call for a rule match");
+    let stats = m.get("/api/stats").body;
+    assert_eq!(stats["by_action"]["move"], n as u64 / 2);
+    assert_eq!(stats["by_action"]["flag"], n as u64 / 2);
+    assert_eq!(total(&m, "&search=Digest"), n as u64 / 4);
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    let (pending, moved_without_dest): (i64, i64) = db
+        .query_row(
+            "SELECT sum(status <> 'ok'), sum(actions LIKE '%\"move\"%' AND dest_uid IS NULL) FROM emails",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((pending, moved_without_dest), (0, 0));
+    // What rules decided is one window: one MOVE for all its list mail.
+    let log = m.log();
+    let lists: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("UID MOVE of") && l.contains("to \"Lists\""))
+        .collect();
+    assert_eq!(lists.len(), 1, "{lists:#?}");
+    assert!(
+        lists[0].contains(&format!("UID MOVE of {} message(s)", n / 4)),
+        "{}",
+        lists[0]
+    );
+}
+
+#[test]
 fn new_mail_is_processed_through_idle() {
     let d = Dovecot::start();
     // A poll interval far beyond the 5 s bound: only IDLE can be this fast.

@@ -211,6 +211,13 @@ impl Runner {
     ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
         self.refresh_learner();
         let query = self.header_query();
+        if uids.len() <= HEADER_CHUNK {
+            // One FETCH (new mail, mostly): nothing to overlap.
+            let fetched = s.uid_fetch(uid_set(uids), &query)?;
+            let (mut ready, to_model) = self.decide(mailbox, uidvalidity, uids, &fetched, known);
+            self.journal(&mut ready)?;
+            return Ok((ready, to_model));
+        }
         let this = &*self;
         std::thread::scope(|scope| {
             let (tx, rx) = crossbeam_channel::bounded::<(&[u32], imap::types::Fetches)>(1);
