@@ -806,3 +806,89 @@ fn train_and_undo_buttons_are_form_posts_with_a_token() {
     assert_eq!(back[0].mailbox, "INBOX");
     assert!(back[0].flags.is_empty(), "\\Flagged taken back: {back:?}");
 }
+
+/// Headless Chromium, as `scripts/test.sh` installs it (Debian `chromium`),
+/// with a fresh profile and no traffic of its own.
+fn chromium(args: &[&str]) -> std::process::Output {
+    let bin = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {b}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .unwrap_or_else(|| panic!("chromium not found: apt-get install chromium"));
+    let profile = tempfile::tempdir().unwrap();
+    std::process::Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("chromium not runnable ({e}): apt-get install chromium"))
+}
+
+/// Width and height of a PNG, from its IHDR chunk.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    let be = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap());
+    (be(&png[16..20]), be(&png[20..24]))
+}
+
+#[test]
+fn the_sign_in_page_renders_in_a_browser() {
+    let m = with_user(PLAIN);
+    let url = format!("http://127.0.0.1:{}/login", m.port);
+    // The DOM as the browser built it: the form a person fills in.
+    let out = chromium(&["--dump-dom", &url]);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "<form",
+        "name=\"username\"",
+        "name=\"password\"",
+        "type=\"submit\"",
+        "/static/",
+    ] {
+        assert!(dom.contains(want), "no {want} in the rendered page:\n{dom}");
+    }
+    // What a person sees, at a desktop and a phone width.
+    let dir = tempfile::tempdir().unwrap();
+    for (w, h) in [(1440u32, 900u32), (375, 812)] {
+        let png = dir.path().join(format!("login-{w}.png"));
+        let out = chromium(&[
+            &format!("--screenshot={}", png.display()),
+            &format!("--window-size={w},{h}"),
+            &url,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(png_size(&bytes), (w, h));
+        assert!(bytes.len() > 5_000, "a blank page? {} bytes", bytes.len());
+    }
+    // The browser's own requests reached the service: the page and its
+    // stylesheet, all answered.
+    let log = m.log();
+    assert!(log.contains("GET /login -> 200"), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("GET /static/") && l.contains("-> 200")),
+        "{log}"
+    );
+}

@@ -52,8 +52,11 @@ setup_install() {
     echo "$name: installing with apt-get:" >&2
     for w in "${SETUP_WHY[@]}"; do echo "$name:   $w" >&2; done
     apt-get update -qq
-    if [[ " ${SETUP_NEED[*]} " == *" chromium "* ]] \
-        && ! apt-cache policy chromium 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    # (Read whole, not piped to `grep -q`: under pipefail, grep leaving
+    # early could fail apt-cache with SIGPIPE and hide the package.)
+    local policy
+    policy=$(apt-cache policy chromium 2>/dev/null || true)
+    if [[ " ${SETUP_NEED[*]} " == *" chromium "* && "$policy" != *"Candidate: "[0-9]* ]]; then
         # Ubuntu ships Chromium only as a snap, which apt cannot install here.
         echo "$name: no chromium package here: the tests that need it will fail and say so" >&2
         for i in "${!SETUP_NEED[@]}"; do [[ "${SETUP_NEED[$i]}" == chromium ]] && unset 'SETUP_NEED[i]'; done
