@@ -38,10 +38,30 @@ impl EmailMeta {
         v.extend_from_slice(rest);
         v
     }
+
+    /// [`EmailMeta::row`] then a recorded outcome: `processed_at`, status,
+    /// actions (as `actions`, its JSON), model, reasoning, confidence, error.
+    fn outcome_row<'a>(
+        &'a self,
+        at: &'a i64,
+        o: &'a Outcome,
+        actions: &'a dyn ToSql,
+    ) -> Vec<&'a dyn ToSql> {
+        self.row(&[
+            at,
+            &o.status,
+            actions,
+            &o.model,
+            &o.reasoning,
+            &o.confidence,
+            &o.error,
+        ])
+    }
 }
 
 /// The decision about one message, recorded before and after acting on it.
-/// (Where a move went, for undo, is recorded after it: `record_moves`.)
+/// (Where a move went, for undo, is recorded with it by
+/// `record_confirmed`, or after it by `record_moves`.)
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub status: Status,
@@ -375,19 +395,9 @@ impl Store {
                 )?;
                 let now = now_ms();
                 for (m, o) in items {
-                    let id: i64 = upsert.query_row(
-                        m.row(&[
-                            &now,
-                            &o.status,
-                            &actions_json(&o.actions),
-                            &o.model,
-                            &o.reasoning,
-                            &o.confidence,
-                            &o.error,
-                        ])
-                        .as_slice(),
-                        |r| r.get(0),
-                    )?;
+                    let actions = actions_json(&o.actions);
+                    let id: i64 = upsert
+                        .query_row(m.outcome_row(&now, o, &actions).as_slice(), |r| r.get(0))?;
                     clear.execute([id])?;
                     insert_actions(&mut act, id, &m.account, now, o)?;
                     ids.push(id);
@@ -537,18 +547,8 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?;
                 for (m, o, at) in rows {
-                    e.execute(
-                        m.row(&[
-                            &at,
-                            &o.status,
-                            &actions_json(&o.actions),
-                            &o.model,
-                            &o.reasoning,
-                            &o.confidence,
-                            &o.error,
-                        ])
-                        .as_slice(),
-                    )?;
+                    let actions = actions_json(&o.actions);
+                    e.execute(m.outcome_row(at, o, &actions).as_slice())?;
                     let id = tx.last_insert_rowid();
                     insert_actions(&mut a, id, &m.account, *at, o)?;
                     last = id;
