@@ -175,8 +175,8 @@ fn five_sigkills_during_a_1000_message_backlog_lose_nothing_and_repeat_no_model_
         round.store(r + 1, Ordering::SeqCst);
         m.restart();
     }
-    m.wait_for(Duration::from_secs(180), "all processed", || {
-        (processed(&m) >= N as u64).then_some(())
+    m.wait_count(Duration::from_secs(180), "all processed", N as u64, || {
+        processed(&m)
     });
     m.signal("KILL");
     m.wait_exit(Duration::from_secs(10)).expect("killed");

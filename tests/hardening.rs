@@ -37,13 +37,14 @@ fn entries(m: &Mailproc, query: &str) -> Vec<Value> {
 }
 
 fn wait_status(m: &Mailproc, n: usize, status: &str, limit: Duration) -> Vec<Value> {
-    m.wait_for(
+    common::wait::until_done(
         limit,
         &format!("{n} activity rows with status {status}"),
         || {
             let e = entries(m, &format!("&status={status}"));
-            (e.len() >= n).then_some(e)
+            (e.len() as u64, (e.len() >= n).then_some(e))
         },
+        || m.log(),
     )
 }
 

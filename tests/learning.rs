@@ -87,15 +87,18 @@ fn entries(m: &Mailproc) -> Vec<Value> {
 }
 
 fn wait_entries(m: &Mailproc, n: usize) -> Vec<Value> {
-    m.wait_for(
+    common::wait::until_done(
         Duration::from_secs(30),
         &format!("{n} finished activity entries"),
         || {
             // A journalled move shows `pending` until the server confirmed
             // it: wait for the final record.
             let e = entries(m);
-            (e.len() >= n && e.iter().all(|x| x["status"] != "pending")).then_some(e)
+            let finished = e.iter().filter(|x| x["status"] != "pending").count();
+            let done = e.len() >= n && finished == e.len();
+            (finished as u64, done.then_some(e))
         },
+        || m.log(),
     )
 }
 

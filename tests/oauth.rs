@@ -69,10 +69,11 @@ fn processed(m: &Mailproc, account: &str) -> u64 {
 }
 
 fn wait_processed(m: &Mailproc, account: &str, n: u64) {
-    m.wait_for(
+    m.wait_count(
         Duration::from_secs(30),
         &format!("{n} processed in {account}"),
-        || (processed(m, account) >= n).then_some(()),
+        n,
+        || processed(m, account),
     );
 }
 

@@ -70,10 +70,9 @@ fn state(m: &Mailproc) -> String {
         .to_string()
 }
 
-fn wait_processed(m: &Mailproc, n: u64, limit: Duration) {
-    m.wait_for(limit, &format!("{n} processed"), || {
-        (processed(m) >= n).then_some(())
-    });
+/// Waits for `n` processed, failing when the count stands still for `stall`.
+fn wait_processed(m: &Mailproc, n: u64, stall: Duration) {
+    m.wait_count(stall, &format!("{n} processed"), n, || processed(m));
 }
 
 fn wait_state(m: &Mailproc, want: &[&str], limit: Duration) {
@@ -456,9 +455,7 @@ fn sigkill_mid_backlog_loses_nothing_and_acts_once() {
     d.seed_many("test", "INBOX", &backlog(300));
     let model = sorter(Duration::from_millis(40));
     let mut m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
-    m.wait_for(Duration::from_secs(60), "some progress", || {
-        (processed(&m) >= 60).then_some(())
-    });
+    wait_processed(&m, 60, Duration::from_secs(60));
     m.signal("KILL");
     m.wait_exit(Duration::from_secs(5)).expect("killed");
     let mid = processed_in_store(&m);
@@ -1188,9 +1185,7 @@ fn sigterm_mid_backlog_finishes_the_batch_and_exits_cleanly() {
     d.seed_many("test", "INBOX", &backlog(300));
     let model = sorter(Duration::from_millis(40));
     let mut m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
-    m.wait_for(Duration::from_secs(60), "some progress", || {
-        (processed(&m) >= 30).then_some(())
-    });
+    wait_processed(&m, 30, Duration::from_secs(60));
     m.signal("TERM");
     let st = m
         .wait_exit(Duration::from_secs(30))

@@ -155,21 +155,17 @@ impl Receiver {
         self.release.take();
     }
 
-    fn wait_for_hits(&self, n: usize, limit: Duration) -> Vec<Hit> {
-        let deadline = Instant::now() + limit;
-        loop {
-            let hits = self.hits();
-            if hits.len() >= n {
-                return hits;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "receiver {} got {} request(s) within {limit:?}, expected {n}: {hits:?}",
-                self.addr,
-                hits.len()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+    /// Waits for `n` requests, failing when none arrives for `stall`.
+    fn wait_for_hits(&self, n: usize, stall: Duration) -> Vec<Hit> {
+        common::wait::until_done(
+            stall,
+            &format!("{n} request(s) at receiver {}", self.addr),
+            || {
+                let hits = self.hits();
+                (hits.len() as u64, (hits.len() >= n).then_some(hits))
+            },
+            || format!("received: {:?}", self.hits()),
+        )
     }
 }
 
@@ -506,20 +502,19 @@ impl Dispatcher {
     }
 
     /// Waits until `n` deliveries are recorded; returns them oldest first.
-    fn wait_deliveries(&self, n: u64, limit: Duration) -> Vec<mailproc::store::Delivery> {
-        let deadline = Instant::now() + limit;
-        loop {
-            let (mut rows, total) = self.store.deliveries(1000, 0).unwrap();
-            if total >= n {
+    /// Waits until `n` deliveries are recorded (failing when none is for
+    /// `stall`); returns them oldest first.
+    fn wait_deliveries(&self, n: u64, stall: Duration) -> Vec<mailproc::store::Delivery> {
+        common::wait::until_done(
+            stall,
+            &format!("{n} deliveries recorded"),
+            || {
+                let (mut rows, total) = self.store.deliveries(1000, 0).unwrap();
                 rows.reverse();
-                return rows;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{total} deliveries recorded within {limit:?}, expected {n}: {rows:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+                (total, (total >= n).then_some(rows))
+            },
+            || format!("{:?}", self.store.deliveries(1000, 0)),
+        )
     }
 
     fn outcomes(&self, event: &str, outcome: &str) -> u64 {

@@ -19,9 +19,18 @@ pub struct LocalModel {
     child: Child,
 }
 
-/// The first build of llama-server takes ~4 min on 2 cores; allow for a
-/// slower machine, but not for ever.
-const START_LIMIT: Duration = Duration::from_secs(40 * 60);
+/// The first build of llama-server takes ~4 min on 2 cores and says how far
+/// it got every 25 of its ~200 files (on standard error). The wait fails
+/// when the script has said nothing for this long, however long the whole
+/// build takes on a busy machine.
+const STALL_LIMIT: Duration = Duration::from_secs(10 * 60);
+
+enum Said {
+    /// A line on standard error: the script is making progress.
+    Progress,
+    /// The two lines on standard output: where it serves, and what.
+    Serving(Option<String>, Option<String>),
+}
 
 impl LocalModel {
     /// Starts the server with `parallel` slots (`-np`).
@@ -33,17 +42,26 @@ impl LocalModel {
             .env("LOCAL_MODEL_PARALLEL", parallel.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            // Inherited: the build's progress shows in the test's output.
-            .stderr(Stdio::inherit())
+            // Passed on line by line: the build's progress shows in the
+            // test's output, and each line proves it is still going.
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot run bash {script}: {e}"));
         let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let progress = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                let _ = progress.send(Said::Progress);
+            }
+        });
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
             let url = lines.next().and_then(Result::ok);
             let model = lines.next().and_then(Result::ok);
-            let _ = tx.send((url, model));
+            let _ = tx.send(Said::Serving(url, model));
             // Keep reading so the script never blocks on a full pipe.
             for _ in lines {}
         });
@@ -58,12 +76,20 @@ impl LocalModel {
                  build-essential) and ~1 GB in ~/.cache/mailproc"
             );
         };
-        match rx.recv_timeout(START_LIMIT) {
-            Ok((Some(url), Some(model))) if url.starts_with("http://127.0.0.1:") => {
-                LocalModel { url, model, child }
+        loop {
+            match rx.recv_timeout(STALL_LIMIT) {
+                Ok(Said::Progress) => continue,
+                Ok(Said::Serving(Some(url), Some(model)))
+                    if url.starts_with("http://127.0.0.1:") =>
+                {
+                    return LocalModel { url, model, child };
+                }
+                Ok(Said::Serving(..)) => fail(&mut child, "exited without serving a model"),
+                Err(_) => fail(
+                    &mut child,
+                    &format!("said nothing for {STALL_LIMIT:?} and serves no model"),
+                ),
             }
-            Ok(_) => fail(&mut child, "exited without serving a model"),
-            Err(_) => fail(&mut child, &format!("did not serve within {START_LIMIT:?}")),
         }
     }
 }

@@ -142,7 +142,9 @@ impl Mailproc {
     }
 
     pub fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Start-up takes well under a second; a generous bound keeps a
+        // machine busy with builds from failing a correct start.
+        let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("mailproc exited early ({st}):\n{}", self.log());
@@ -162,7 +164,7 @@ impl Mailproc {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("mailproc did not listen within 20 s:\n{}", self.log());
+        panic!("mailproc did not listen within 60 s:\n{}", self.log());
     }
 
     pub fn log(&self) -> String {
@@ -280,6 +282,21 @@ impl Mailproc {
 
     pub fn post(&self, path: &str, body: &str) -> Resp {
         self.request("POST", path, &[], Some(body))
+    }
+
+    /// Waits until `count` reaches `n`, failing only when it stands still
+    /// for `stall` (see [`crate::common::wait`]): a busy machine makes the
+    /// service slower, not wrong. Returns the last count.
+    pub fn wait_count(
+        &self,
+        stall: Duration,
+        what: &str,
+        n: u64,
+        count: impl FnMut() -> u64,
+    ) -> u64 {
+        super::wait::until_count(stall, what, n, count, || {
+            format!("--- mailproc log ---\n{}", self.log())
+        })
     }
 
     /// Polls `f` every 50 ms until it returns `Some`, at most `limit`.

@@ -9,3 +9,4 @@ pub mod mail;
 pub mod mailproc;
 pub mod model;
 pub mod token;
+pub mod wait;
