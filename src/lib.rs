@@ -19,6 +19,7 @@ pub mod imap;
 pub mod learn;
 pub mod live;
 pub mod logging;
+pub mod mailbox;
 pub mod metrics;
 pub mod notify;
 pub mod oauth;

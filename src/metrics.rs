@@ -2,11 +2,53 @@
 //!
 //! One registry owned by [`Metrics`]; every thread holds an `Arc` to it and
 //! updates counters directly (they are atomics, no lock is taken).
+//!
+//! Per-account series exist from the moment an account is configured, at
+//! zero ([`Metrics::init_account`]): `rate()` and alerts on
+//! `mailproc_errors_total` need the series before the first error.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+/// Every `kind` of `mailproc_errors_total`, each exported at 0 for every
+/// account from the start. A unit test checks the sources count no other.
+pub const ERROR_KINDS: &[&str] = &[
+    // IMAP session and folders.
+    "connection",
+    "login",
+    "oauth",
+    "folder",
+    "imap",
+    "gone",
+    // The message itself.
+    "parse",
+    // Classification (crate::classify::ClassifyError::kind).
+    "classify_timeout",
+    "classify_http",
+    "classify_transport",
+    "classify_invalid",
+    "classify_disallowed",
+    "classify_no_answer",
+    // The database, and bugs caught at a thread boundary.
+    "store",
+    "panic",
+];
+
+/// Classification takes microseconds by rule and seconds by model: buckets
+/// from 10 µs to a minute.
+const CLASSIFICATION_BUCKETS: &[f64] = &[
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// An API call or page takes about a millisecond; an export or a slow
+/// client can take seconds.
+const HTTP_BUCKETS: &[f64] = &[
+    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    10.0,
+];
 
 pub struct Metrics {
     registry: Registry,
@@ -22,6 +64,7 @@ pub struct Metrics {
     pub account_connected: IntGaugeVec,
     pub llm_tokens: IntCounterVec,
     pub http_requests: IntCounterVec,
+    pub http_request_duration: HistogramVec,
 }
 
 impl Metrics {
@@ -67,9 +110,7 @@ impl Metrics {
                         "classification_duration_seconds",
                         "Time to classify one email, rules or model.",
                     )
-                    .buckets(vec![
-                        0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-                    ]),
+                    .buckets(CLASSIFICATION_BUCKETS.to_vec()),
                 )
                 .expect("valid metric"),
             ),
@@ -116,6 +157,18 @@ impl Metrics {
                 "http_requests_total",
                 "HTTP requests by route and status code.",
                 &["route", "status"],
+            ),
+            http_request_duration: reg(
+                &registry,
+                HistogramVec::new(
+                    HistogramOpts::new(
+                        "http_request_duration_seconds",
+                        "Time from a request's arrival to its answer being ready, by route.",
+                    )
+                    .buckets(HTTP_BUCKETS.to_vec()),
+                    &["route"],
+                )
+                .expect("valid metric"),
             ),
             registry,
         };
@@ -169,6 +222,9 @@ impl Metrics {
     pub fn init_account(&self, account: &str) {
         self.emails_processed.with_label_values(&[account]);
         self.account_connected.with_label_values(&[account]).set(0);
+        for kind in ERROR_KINDS {
+            self.errors.with_label_values(&[account, kind]);
+        }
     }
 
     pub fn render(&self) -> Vec<u8> {
@@ -211,11 +267,18 @@ impl prometheus::core::Collector for ConnectionMetrics {
     }
 }
 
-/// prometheus's process collector computes `process_start_time_seconds`
-/// from the boot time in `/proc/stat`, which the systemd unit hides
-/// (`ProcSubset=pid` leaves only `/proc/<pid>`); it would then report 0,
-/// and a dashboard would show 56 years of uptime. In that case the time the
-/// metrics were created stands in: a few milliseconds after the start.
+/// prometheus's process collector, with two of its values corrected:
+///
+/// * It computes `process_start_time_seconds` from the boot time in
+///   `/proc/stat`, which the systemd unit hides (`ProcSubset=pid` leaves
+///   only `/proc/<pid>`); it would then report 0, and a dashboard would show
+///   56 years of uptime. In that case the time the metrics were created
+///   stands in: a few milliseconds after the start.
+/// * Its `process_cpu_seconds_total` is an integer counter of whole seconds
+///   (clock ticks divided by CLK_TCK, rounded down): a service using 0.4 s
+///   of CPU a minute showed a rate of 0 for minutes, then a spike. The
+///   value is replaced by `getrusage(RUSAGE_SELF)`, user plus system time
+///   of every thread, to the microsecond.
 #[cfg(target_os = "linux")]
 struct ProcessMetrics {
     pc: prometheus::process_collector::ProcessCollector,
@@ -231,6 +294,15 @@ impl prometheus::core::Collector for ProcessMetrics {
     fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
         let mut families = self.pc.collect();
         for f in &mut families {
+            if f.name().ends_with("process_cpu_seconds_total") {
+                if let Some(cpu) = cpu_seconds() {
+                    for m in f.mut_metric() {
+                        let mut c = prometheus::proto::Counter::default();
+                        c.set_value(cpu);
+                        m.set_counter(c);
+                    }
+                }
+            }
             if f.name().ends_with("process_start_time_seconds") {
                 for m in f.mut_metric() {
                     if m.get_gauge().get_value() == 0.0 {
@@ -245,8 +317,185 @@ impl prometheus::core::Collector for ProcessMetrics {
     }
 }
 
+/// User plus system CPU time of the whole process, in seconds.
+#[cfg(target_os = "linux")]
+fn cpu_seconds() -> Option<f64> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let u = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    Some(secs(u.user_time()) + secs(u.system_time()))
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scrape(m: &Metrics) -> String {
+        String::from_utf8(m.render()).unwrap()
+    }
+
+    fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+    }
+
+    #[test]
+    fn every_error_kind_is_exported_at_zero_for_each_account() {
+        let m = Metrics::new();
+        m.init_account("personal");
+        m.init_account("work");
+        let text = scrape(&m);
+        for account in ["personal", "work"] {
+            for kind in ERROR_KINDS {
+                let series =
+                    format!("mailproc_errors_total{{account=\"{account}\",kind=\"{kind}\"}}");
+                assert_eq!(value(&text, &series), Some(0.0), "{series} in\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn classification_buckets_reach_below_a_millisecond() {
+        let m = Metrics::new();
+        m.classification_duration.observe(0.000_03);
+        let text = scrape(&m);
+        // A 30 µs rule lands in the 50 µs bucket, not only in "1 ms".
+        assert_eq!(
+            value(
+                &text,
+                "mailproc_classification_duration_seconds_bucket{le=\"0.00005\"}"
+            ),
+            Some(1.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(
+                &text,
+                "mailproc_classification_duration_seconds_bucket{le=\"0.000025\"}"
+            ),
+            Some(0.0)
+        );
+    }
+
+    #[test]
+    fn http_durations_are_a_histogram_per_route() {
+        let m = Metrics::new();
+        m.http_request_duration
+            .with_label_values(&["/api/stats"])
+            .observe(0.002);
+        let text = scrape(&m);
+        assert!(text.contains("# TYPE mailproc_http_request_duration_seconds histogram"));
+        assert_eq!(
+            value(
+                &text,
+                "mailproc_http_request_duration_seconds_bucket{route=\"/api/stats\",le=\"0.0025\"}"
+            ),
+            Some(1.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(
+                &text,
+                "mailproc_http_request_duration_seconds_count{route=\"/api/stats\"}"
+            ),
+            Some(1.0)
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn process_cpu_is_reported_in_fractions_of_a_second() {
+        let m = Metrics::new();
+        // Burn a little CPU so the value is not 0, but well under a second
+        // so the old whole-second counter would still read 0.
+        let before = cpu_seconds().unwrap();
+        let mut x = 0u64;
+        while cpu_seconds().unwrap() - before < 0.02 {
+            for i in 0..10_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(i);
+            }
+        }
+        std::hint::black_box(x);
+        let text = scrape(&m);
+        let cpu = value(&text, "mailproc_process_cpu_seconds_total").expect("cpu series");
+        assert!(cpu > 0.0, "{text}");
+        assert!(cpu.fract() != 0.0, "whole seconds only: {cpu}");
+    }
+
+    /// Every error kind the sources count is in ERROR_KINDS, so none
+    /// appears only after its first error.
+    #[test]
+    fn error_kinds_cover_the_sources() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let count = regex::Regex::new(r#"count_error\(\s*"([a-z_]+)"\s*\)"#).unwrap();
+        let classify = regex::Regex::new(r#"ClassifyError::\w+[^=\n]*=> "([a-z_]+)""#).unwrap();
+        let mut found = Vec::new();
+        let mut stack = vec![root];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                // This file names the patterns it looks for.
+                if p.extension().is_none_or(|x| x != "rs") || p.ends_with("src/metrics.rs") {
+                    continue;
+                }
+                let src = std::fs::read_to_string(&p).unwrap();
+                for c in count.captures_iter(&src) {
+                    found.push((p.display().to_string(), c[1].to_string()));
+                }
+                if p.ends_with("classify/mod.rs") {
+                    for c in classify.captures_iter(&src) {
+                        found.push((p.display().to_string(), c[1].to_string()));
+                    }
+                }
+                // Failure::new(message, "kind"): the last string literal
+                // before the call's closing parenthesis.
+                let mut rest = src.as_str();
+                while let Some(i) = rest.find("Failure::new(") {
+                    rest = &rest[i + "Failure::new(".len()..];
+                    let mut depth = 1;
+                    let end = rest
+                        .char_indices()
+                        .find(|&(_, c)| {
+                            depth += match c {
+                                '(' => 1,
+                                ')' => -1,
+                                _ => 0,
+                            };
+                            depth == 0
+                        })
+                        .map_or(rest.len(), |(j, _)| j);
+                    let args = &rest[..end];
+                    if let Some(kind) = args.rsplit('"').nth(1) {
+                        if kind.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                            && !kind.is_empty()
+                        {
+                            found.push((p.display().to_string(), kind.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(found.len() >= 10, "the scan found too little: {found:?}");
+        for (file, kind) in &found {
+            // Cancelled classifications are not failures (the message waits
+            // for the next start).
+            if kind == "cancelled" {
+                continue;
+            }
+            assert!(
+                ERROR_KINDS.contains(&kind.as_str()),
+                "{file} counts errors of kind {kind:?}, missing from ERROR_KINDS"
+            );
+        }
     }
 }

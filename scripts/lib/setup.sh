@@ -4,6 +4,7 @@
 #
 #   source scripts/lib/setup.sh
 #   setup_have CMD                 true when CMD is on PATH (or in /usr/sbin, /sbin)
+#   setup_have_pkg PACKAGE         true when dpkg has PACKAGE installed
 #   setup_want PACKAGE REASON      queue PACKAGE (once), with why it is needed
 #   setup_want_build               queue what building mailproc needs
 #   setup_install NAME             apt-get update (once) and install the queue,
@@ -19,6 +20,12 @@ SETUP_NEED=()
 SETUP_WHY=()
 
 setup_have() { command -v "$1" >/dev/null 2>&1; }
+
+setup_have_pkg() {
+    local status
+    status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)
+    [[ "$status" == "install ok installed" ]]
+}
 
 setup_want() {
     [[ " ${SETUP_NEED[*]} " == *" $1 "* ]] && return 0

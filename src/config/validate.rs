@@ -44,26 +44,31 @@ pub fn read_certificate(path: &Path) -> Result<Vec<u8>, String> {
     Ok(pem)
 }
 
-/// Why `name` cannot be sent as an IMAP mailbox name, or `None`. Names go
-/// out as quoted strings without modified UTF-7 encoding (not built yet),
-/// so only printable ASCII is sent as meant; `&` would start a UTF-7 shift.
+/// Longest folder name accepted, in characters: far beyond real folder
+/// names, short enough that a command naming it stays a small line.
+const FOLDER_NAME_MAX: usize = 255;
+
+/// Why `name` cannot name a folder, or `None`. Names are UTF-8 (any
+/// language; the account loop encodes them for the wire, see
+/// `crate::mailbox::mutf7`) with `/` between levels.
 pub fn folder_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("must not be empty".into());
     }
-    if let Some(c) = name.chars().find(|c| c.is_ascii_control()) {
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
         return Some(format!(
             "{name:?} contains the control character {c:?}, which an IMAP mailbox name cannot carry"
         ));
     }
-    if let Some(c) = name.chars().find(|c| !c.is_ascii()) {
+    if name.chars().count() > FOLDER_NAME_MAX {
         return Some(format!(
-            "{name:?} contains {c:?}: non-ASCII folder names (modified UTF-7) are not supported yet"
+            "{:?}... is longer than {FOLDER_NAME_MAX} characters",
+            name.chars().take(20).collect::<String>()
         ));
     }
-    if name.contains('&') {
+    if name.starts_with('/') || name.ends_with('/') || name.contains("//") {
         return Some(format!(
-            "{name:?} contains '&', which IMAP reads as the start of modified UTF-7 (not supported yet)"
+            "{name:?} has an empty level: '/' separates levels (write Archive/2024)"
         ));
     }
     None

@@ -47,14 +47,17 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const POLL: Duration = Duration::from_millis(10);
+use super::server::{
+    check_root, find_binary, port_open, process_tree, run, self_signed_cert, signal,
+    strip_mbox_from, two_free_ports, POLL,
+};
+
 // Generous: Dovecot starts in ~30 ms on a quiet machine, but a machine
 // busy with builds may take seconds; these bound a hang, not a speed.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -91,70 +94,6 @@ pub struct StoredMsg {
     pub message_id: String,
 }
 
-/// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
-}
-
-/// Two distinct free ports (both held while choosing, so they differ).
-fn two_free_ports() -> (u16, u16) {
-    let a = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let b = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    (
-        a.local_addr().expect("local_addr").port(),
-        b.local_addr().expect("local_addr").port(),
-    )
-}
-
-fn find_binary(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-fn port_open(port: u16) -> bool {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-}
-
-fn run(cmd: &mut Command, what: &str) -> Output {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
-    if !out.status.success() {
-        panic!(
-            "{what}: {}\n{}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    out
-}
-
-fn check_root() {
-    // Effective uid from /proc: std has no getuid and the libc crate is not
-    // a dependency.
-    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|rest| rest.split_whitespace().nth(1));
-    if let Some(euid) = euid {
-        assert!(
-            euid == "0",
-            "the Dovecot test server needs root (it runs mail access as the \
-             `dovecot` user); run the tests as root, e.g. through .ci/run"
-        );
-    }
-}
-
 fn check_version(dovecot: &Path) {
     let out = Command::new(dovecot)
         .arg("--version")
@@ -169,18 +108,6 @@ fn check_version(dovecot: &Path) {
         "Dovecot {version} found; tests/common/dovecot.rs writes Dovecot 2.3 \
          settings (2.4 renamed most of them): install Debian 12's dovecot-imapd"
     );
-}
-
-/// Drop a leading mbox `From ` line (the SpamAssassin corpus has one).
-fn strip_mbox_from(raw: &[u8]) -> &[u8] {
-    if raw.starts_with(b"From ") {
-        match raw.iter().position(|&b| b == b'\n') {
-            Some(nl) => &raw[nl + 1..],
-            None => &[],
-        }
-    } else {
-        raw
-    }
 }
 
 /// A mailbox whose Maildir++ directory is simply `.NAME` (no modified UTF-7).
@@ -284,7 +211,7 @@ impl Dovecot {
             panic!("openssl not found: apt-get install openssl");
         }
         check_version(&dovecot_bin);
-        check_root();
+        check_root("Dovecot");
 
         let dir = tempfile::Builder::new()
             .prefix("mailproc-dovecot-")
@@ -304,29 +231,7 @@ impl Dovecot {
             "chown dovecot:dovecot mail",
         );
 
-        // EC P-256: generated in milliseconds, unlike RSA keys or DH params.
-        let ca_file = path.join("ca.pem");
-        run(
-            Command::new("openssl")
-                .args([
-                    "req",
-                    "-x509",
-                    "-newkey",
-                    "ec",
-                    "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1",
-                ])
-                .args(["-nodes", "-days", "3650", "-subj", "/CN=localhost"])
-                .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
-                .arg("-keyout")
-                .arg(path.join("key.pem"))
-                .arg("-out")
-                .arg(&ca_file),
-            "openssl req (self-signed certificate)",
-        );
-        fs::set_permissions(path.join("key.pem"), fs::Permissions::from_mode(0o600))
-            .expect("chmod key");
-        fs::set_permissions(&ca_file, fs::Permissions::from_mode(0o644)).expect("chmod cert");
+        let (ca_file, _) = self_signed_cert(&path);
 
         fs::write(
             path.join("users"),
@@ -596,47 +501,15 @@ impl Dovecot {
         self.dir.path()
     }
 
-    /// The master and every process it started (login, imap, auth...),
-    /// found through their parent ids in /proc.
+    /// The master and every process it started (login, imap, auth...).
     fn process_tree(&self) -> Vec<u32> {
-        let Some(master) = &self.master else {
-            return Vec::new();
-        };
-        let mut parents: Vec<(u32, u32)> = Vec::new();
-        for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            // `pid (comm) state ppid ...`; comm may hold spaces and parens.
-            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-                parents.push((pid, ppid));
-            }
-        }
-        let mut tree = vec![master.id()];
-        let mut i = 0;
-        while i < tree.len() {
-            let p = tree[i];
-            tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-            i += 1;
-        }
-        tree
+        self.master
+            .as_ref()
+            .map_or_else(Vec::new, |m| process_tree(m.id()))
     }
 
     fn signal_tree(&self, sig: &str) {
-        for pid in self.process_tree() {
-            let _ = Command::new("kill")
-                .args([sig, &pid.to_string()])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
+        signal(&self.process_tree(), sig);
     }
 
     /// SIGSTOP the server and everything it started: sockets stay open and

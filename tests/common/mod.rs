@@ -1,12 +1,17 @@
-//! Shared test harness: real Dovecot, the real binary, a scripted model
-//! and a scripted OAuth2 token endpoint.
+//! Shared test harness: real IMAP servers (Dovecot, Cyrus, Courier; see
+//! `server`), the real binary, a scripted model and a scripted OAuth2
+//! token endpoint.
 #![allow(dead_code)]
 
+pub mod courier;
+pub mod cyrus;
 pub mod dovecot;
 pub mod hooks;
+pub mod imap_client;
 pub mod local_model;
 pub mod mail;
 pub mod mailproc;
 pub mod model;
+pub mod server;
 pub mod token;
 pub mod wait;
