@@ -122,12 +122,24 @@ fn a_real_local_model_sorts_twenty_real_messages_inside_the_allow_lists() {
     };
     // Each answer is progress; three minutes without one is a stuck model
     // or a stuck service (a single answer takes 2-3 s on a quiet machine,
-    // 12-18 s on a busy one).
-    m.wait_count(
+    // 12-18 s on a busy one). Answers show as the model gives them, in the
+    // tokens counted (`mailproc_llm_tokens_total`), before their group of
+    // messages is recorded.
+    let answered = || {
+        metric(
+            &m.get("/metrics").text,
+            "mailproc_llm_tokens_total",
+            "kind=\"completion\"",
+        ) as u64
+    };
+    common::wait::until_done(
         Duration::from_secs(180),
-        &format!("all {n} messages answered"),
-        n,
-        || total("ok") + total("failed"),
+        &format!("all {n} messages answered and recorded"),
+        || {
+            let recorded = total("ok") + total("failed");
+            (answered() + recorded, (recorded == n).then_some(()))
+        },
+        || m.log(),
     );
     let wall = started.elapsed();
 
