@@ -160,8 +160,10 @@ impl Handle {
         s.paused = self.is_paused();
     }
 
+    /// The last error, as `/api/accounts` and the dashboard show it: URLs
+    /// in it without their credentials.
     pub fn set_error(&self, error: Option<String>) {
-        self.status.write().last_error = error;
+        self.status.write().last_error = error.map(|e| crate::config::redact_text(&e));
     }
 
     pub fn mark_processed(&self) {

@@ -283,7 +283,11 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
             .map(|(_, v)| v.trim().to_string())
     };
     let trusted = &config.config.server.trusted_proxies;
-    let from_proxy = trusted.iter().any(|n| n.contains(&peer));
+    // In open mode nothing is believed: a browser on this host is a
+    // loopback peer, and a page that rebound its DNS name to 127.0.0.1 could
+    // otherwise name an allowed host in `X-Forwarded-Host`.
+    let from_proxy =
+        !crate::auth::api_is_open(&config.config) && trusted.iter().any(|n| n.contains(&peer));
     let client_ip = if from_proxy {
         forwarded_client(
             headers

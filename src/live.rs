@@ -10,7 +10,11 @@
 //! - accounts added are started, removed ones stopped (the batch in hand is
 //!   finished first), changed ones (their own settings or their provider's)
 //!   stopped and started again with their paused state; their watermarks
-//!   live in the store, so nothing is fetched twice;
+//!   live in the store, so nothing is fetched twice. The change does not
+//!   wait for a batch: each stopping worker is waited for by a thread of its
+//!   own (`stop-<account>`), which starts the changed account once the old
+//!   worker has ended, so no HTTP worker (and no other change) waits on a
+//!   model call. Until then nothing else runs under that name;
 //! - webhooks, API keys, the server token, trusted proxies and everything
 //!   else read per request or per message take effect at once (handlers and
 //!   workers read [`Live::config`] each time);
@@ -22,7 +26,7 @@
 //! one complete version and the running state matches the last one applied.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use parking_lot::{Mutex, RwLock};
@@ -53,10 +57,17 @@ struct Running {
 /// The workers, changed only under [`Live::fleet`]'s lock.
 struct Fleet {
     running: BTreeMap<String, Running>,
+    /// Accounts whose worker was told to stop and is finishing the batch in
+    /// hand, with the thread that waits for it (see [`Live::retired`]).
+    stopping: BTreeMap<String, JoinHandle<()>>,
     providers: HashMap<String, Arc<Provider>>,
+    /// Set by [`Live::shutdown`]: nothing starts any more.
+    closed: bool,
 }
 
 pub struct Live {
+    /// Itself, for the threads that wait for a stopping worker.
+    me: Weak<Live>,
     loaded: RwLock<Arc<Loaded>>,
     accounts: RwLock<Registry>,
     fleet: Mutex<Fleet>,
@@ -99,18 +110,21 @@ impl From<ConfigError> for ChangeError {
 
 impl Live {
     /// Starts a worker for every account of `loaded`.
-    pub fn start(loaded: Loaded, deps: Deps) -> Result<Live, String> {
+    pub fn start(loaded: Loaded, deps: Deps) -> Result<Arc<Live>, String> {
         let providers =
             crate::classify::providers(&loaded.config.classifier.providers, &deps.metrics)?;
-        let live = Live {
+        let live = Arc::new_cyclic(|me| Live {
+            me: me.clone(),
             loaded: RwLock::new(Arc::new(loaded)),
             accounts: RwLock::new(Registry::new()),
             fleet: Mutex::new(Fleet {
                 running: BTreeMap::new(),
+                stopping: BTreeMap::new(),
                 providers,
+                closed: false,
             }),
             deps,
-        };
+        });
         {
             let config = live.config();
             let mut fleet = live.fleet.lock();
@@ -143,6 +157,10 @@ impl Live {
         let current = self.config();
         crate::config::unmask(&mut raw, &current.raw).map_err(ChangeError::Invalid)?;
         let config = crate::config::from_tree(&raw, &|name| std::env::var(name).ok())?;
+        let problems = crate::config::outgoing_problems(&current.config, &config);
+        if !problems.is_empty() {
+            return Err(ChangeError::Invalid(problems));
+        }
         let text = serde_norway::to_string(&raw)
             .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
         crate::config::write_atomically(&current.path, &text).map_err(|e| {
@@ -193,14 +211,14 @@ impl Live {
                 .any(|p| &p.name == name)
         });
 
-        // Stop what is gone or changed; all of them at once, then wait.
+        // Stop what is gone or changed; all of them at once. Each finishes
+        // its batch while this change goes on (see `retired`).
         let provider_of = |c: &Config, a: &AccountConfig| {
             a.provider
                 .as_ref()
                 .and_then(|p| c.classifier.providers.iter().find(|x| &x.name == p))
                 .cloned()
         };
-        let mut stopping = Vec::new();
         let names: Vec<String> = fleet.running.keys().cloned().collect();
         for name in names {
             let wanted = new.config.accounts.iter().find(|a| a.name == name);
@@ -213,34 +231,40 @@ impl Live {
             }
             let r = fleet.running.remove(&name).expect("listed above");
             let _ = r.handle.send(Command::Shutdown);
-            stopping.push((name, r, wanted.is_some()));
-        }
-        // Visible to the API from now on: a stopped account is gone, a
-        // restarting one comes back below.
-        *self.loaded.write() = Arc::new(new);
-        let mut paused = HashMap::new();
-        for (name, r, again) in stopping {
-            let _ = r.thread.join();
-            self.accounts.write().remove(&name);
-            if again {
-                paused.insert(name.clone(), r.handle.is_paused());
-                applied.restarted.push(name);
+            if wanted.is_some() {
+                applied.restarted.push(name.clone());
             } else {
-                log::info!("{name}: account removed from the configuration; stopped");
-                applied.stopped.push(name);
+                // Gone from the API at once; its batch still finishes.
+                self.accounts.write().remove(&name);
+                log::info!(
+                    "{name}: account removed from the configuration; stopping after the batch in hand"
+                );
+                applied.stopped.push(name.clone());
+            }
+            match self.wait_for_stop(&name, r) {
+                Ok(waiter) => {
+                    fleet.stopping.insert(name, waiter);
+                }
+                Err(e) => log::error!("{name}: cannot wait for the worker to stop: {e}"),
             }
         }
+        // Visible to the API from now on: a stopped account is gone, a
+        // restarting one is started again by its waiter.
+        *self.loaded.write() = Arc::new(new);
 
         let config = self.config();
         for a in &config.config.accounts {
             if fleet.running.contains_key(&a.name) {
                 continue;
             }
-            let was_paused = paused.get(&a.name).copied().unwrap_or(false);
-            match self.start_account(fleet, &config.config, a, was_paused) {
-                Ok(()) if paused.contains_key(&a.name) => {
-                    log::info!("{}: account changed; restarted", a.name)
+            if fleet.stopping.contains_key(&a.name) {
+                // Its waiter starts it once the old worker has ended.
+                if !applied.restarted.contains(&a.name) {
+                    applied.restarted.push(a.name.clone());
                 }
+                continue;
+            }
+            match self.start_account(fleet, &config.config, a, false) {
                 Ok(()) => {
                     log::info!("{}: account added; started", a.name);
                     applied.started.push(a.name.clone());
@@ -306,14 +330,70 @@ impl Live {
         Ok(())
     }
 
+    /// A thread (`stop-<account>`) that waits for the stopping worker `r`
+    /// and then hands over to [`Live::retired`].
+    fn wait_for_stop(&self, name: &str, r: Running) -> std::io::Result<JoinHandle<()>> {
+        let me = self.me.clone();
+        let name = name.to_string();
+        std::thread::Builder::new()
+            .name(format!("stop-{name}"))
+            .spawn(move || {
+                let _ = r.thread.join();
+                if let Some(live) = me.upgrade() {
+                    live.retired(&name, &r.handle);
+                }
+            })
+    }
+
+    /// The worker of `name` (whose handle was `old`) has ended: start the
+    /// account again when the configuration in effect now has it, with the
+    /// paused state it had, unless the service is shutting down.
+    fn retired(&self, name: &str, old: &Arc<Handle>) {
+        let mut fleet = self.fleet.lock();
+        // Our own handle: dropping it lets this thread end detached.
+        fleet.stopping.remove(name);
+        let wanted = self.config();
+        let again = wanted.config.accounts.iter().find(|a| a.name == name);
+        if fleet.closed || again.is_none() {
+            let mut registry = self.accounts.write();
+            if registry.get(name).is_some_and(|h| Arc::ptr_eq(h, old)) {
+                registry.remove(name);
+            }
+            if !fleet.closed {
+                log::info!("{name}: account removed from the configuration; stopped");
+            }
+            return;
+        }
+        let a = again.expect("checked above");
+        if fleet.running.contains_key(name) {
+            return;
+        }
+        match self.start_account(&mut fleet, &wanted.config, a, old.is_paused()) {
+            Ok(()) => log::info!("{name}: account changed; restarted"),
+            Err(e) => log::error!("{name}: cannot start: {e}"),
+        }
+    }
+
     /// Stops every account: each finishes the batch in hand.
     pub fn shutdown(&self) {
-        let mut fleet = self.fleet.lock();
-        for r in fleet.running.values() {
-            let _ = r.handle.send(Command::Shutdown);
-        }
-        for (_, r) in std::mem::take(&mut fleet.running) {
+        let (running, stopping) = {
+            let mut fleet = self.fleet.lock();
+            fleet.closed = true;
+            for r in fleet.running.values() {
+                let _ = r.handle.send(Command::Shutdown);
+            }
+            (
+                std::mem::take(&mut fleet.running),
+                std::mem::take(&mut fleet.stopping),
+            )
+        };
+        // Waited for without the lock: a waiter takes it when its worker
+        // ends.
+        for (_, r) in running {
             let _ = r.thread.join();
+        }
+        for (_, waiter) in stopping {
+            let _ = waiter.join();
         }
     }
 }

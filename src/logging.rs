@@ -112,6 +112,45 @@ impl Log for RingLogger {
     fn flush(&self) {}
 }
 
+/// Takes the credentials out of every URL in a line (see
+/// [`crate::config::redact_text`]) before standard error or the ring sees
+/// it: a proxy's password or a provider's `?key=` may ride in an error
+/// message, and the log travels further than the configuration file.
+struct Redacting {
+    inner: Box<CombinedLogger>,
+}
+
+impl Log for Redacting {
+    fn enabled(&self, m: &Metadata<'_>) -> bool {
+        self.inner.enabled(m)
+    }
+
+    fn log(&self, r: &Record<'_>) {
+        if !self.inner.enabled(r.metadata()) {
+            return;
+        }
+        let message = r.args().to_string();
+        if !message.contains("://") {
+            self.inner.log(r);
+            return;
+        }
+        let message = crate::config::redact_text(&message);
+        self.inner.log(
+            &Record::builder()
+                .args(format_args!("{message}"))
+                .metadata(r.metadata().clone())
+                .module_path(r.module_path())
+                .file(r.file())
+                .line(r.line())
+                .build(),
+        );
+    }
+
+    fn flush(&self) {
+        self.inner.flush()
+    }
+}
+
 /// simplelog's face of our own loggers (they have a `level` and no
 /// simplelog config).
 macro_rules! shared_logger {
@@ -228,13 +267,16 @@ pub fn init(configured: LevelFilter) -> Arc<LogRing> {
                 .build();
             TermLogger::new(level, config, TerminalMode::Stderr, ColorChoice::Never)
         };
-        let _ = CombinedLogger::init(vec![
+        let combined = CombinedLogger::new(vec![
             stderr,
             Box::new(RingLogger {
                 ring: ring.clone(),
                 level,
             }),
         ]);
+        if log::set_boxed_logger(Box::new(Redacting { inner: combined })).is_ok() {
+            log::set_max_level(level);
+        }
         if let Some(v) = bad_env {
             log::warn!(
                 "MAILPROC_LOG={v:?} is not a level (error, warn, info, debug, trace); using {level}"

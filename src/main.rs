@@ -88,6 +88,10 @@ fn parse_args() -> Result<(PathBuf, Cmd), String> {
 }
 
 fn main() -> ExitCode {
+    // Everything this process creates (the database and its -wal and -shm,
+    // the configuration it rewrites, its .bak) is its user's alone, also
+    // when it is not started by systemd (whose unit sets UMask=0077).
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let (path, cmd) = match parse_args() {
         Ok(x) => x,
         Err(e) => {

@@ -45,7 +45,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         Webhooks::start(config, store.clone(), metrics.clone()).map_err(|e| e.to_string())?;
 
     let pool = Arc::new(Pool::start(config.classifier.concurrency).map_err(|e| e.to_string())?);
-    let live = Arc::new(Live::start(
+    let live = Live::start(
         loaded.clone(),
         Deps {
             store: store.clone(),
@@ -53,7 +53,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
             webhooks: webhooks.clone(),
             pool: pool.clone(),
         },
-    )?);
+    )?;
 
     if crate::auth::api_is_open(config) {
         log::warn!(

@@ -23,7 +23,7 @@ const STAR_KEY: &str = "star-key-0123456789abc";
 fn secured_config() -> String {
     format!(
         r#"
-server: {{ port: {{PORT}}, auth_token: {TOKEN}, workers: 2 }}
+server: {{ port: {{PORT}}, auth_token: {TOKEN}, workers: 2, trusted_proxies: ["127.0.0.1/32"] }}
 storage: {{ path: "{{DIR}}/mailproc.db", activity_retention: 365d }}
 dashboard:
   session_ttl: 30m
@@ -343,7 +343,16 @@ fn activity_filters_pagination_and_validation() {
 #[test]
 fn config_never_leaks_secrets() {
     let m = start_secured();
+    // A read:stats key sees a summary: no secret, and no connection detail.
     let r = m.get_with("/api/config", STATS_KEY);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["accounts"][1]["name"], "work");
+    assert!(r.body["accounts"][1].get("imap").is_none(), "{}", r.text);
+    assert!(r.body["dashboard"].get("api_keys").is_none(), "{}", r.text);
+    assert_eq!(r.body["dashboard"]["session_ttl"], "30m");
+    assert!(!r.text.contains("hooks.example.com"), "{}", r.text);
+    // read:config (here through read:*) sees all of it, secrets masked.
+    let r = m.get_with("/api/config", READ_ALL_KEY);
     assert_eq!(r.status, 200);
     let c = &r.body;
     assert_eq!(c["server"]["auth_token"], "********");

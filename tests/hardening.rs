@@ -653,7 +653,7 @@ fn open_mode_serves_only_local_hosts_and_same_origin_posts() {
 #[test]
 fn forwarded_for_takes_the_rightmost_untrusted_hop_and_ipv6_counts_per_64() {
     let m = Mailproc::start(
-        "server: { port: {PORT}, auth_token: server-token-0123456789 }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
+        "server: { port: {PORT}, auth_token: server-token-0123456789, trusted_proxies: [127.0.0.1/32] }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
     );
     let login = |xff: &[&str]| {
         let lines: String = xff

@@ -65,6 +65,19 @@ const EXPORT_COLUMNS: [&str; 14] = [
     "error",
 ];
 
+/// A CSV cell a spreadsheet will not run: one starting with `=`, `+`, `-`,
+/// `@` (a formula), or a tab or carriage return (which some spreadsheets
+/// drop before reading a formula), gets a leading `'`, which spreadsheets
+/// take as "text" and do not show. Subjects, senders and a model's
+/// reasoning are written by strangers.
+fn inert_cell(cell: String) -> String {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{cell}")
+    } else {
+        cell
+    }
+}
+
 /// The body of an export: fills its buffer one page of rows at a time.
 struct Export {
     store: std::sync::Arc<crate::store::Store>,
@@ -96,22 +109,25 @@ impl Export {
                 w.write_record(EXPORT_COLUMNS)?;
             }
             for e in &rows {
-                w.write_record([
-                    e.id.to_string(),
-                    e.timestamp.clone(),
-                    e.account.clone(),
-                    e.mailbox.clone(),
-                    e.uid.to_string(),
-                    e.message_id.clone(),
-                    e.subject.clone(),
-                    e.from.clone(),
-                    e.actions.to_string(),
-                    e.model.clone(),
-                    e.reasoning.clone(),
-                    e.confidence.map(|c| c.to_string()).unwrap_or_default(),
-                    e.status.to_string(),
-                    e.error.clone().unwrap_or_default(),
-                ])?;
+                w.write_record(
+                    [
+                        e.id.to_string(),
+                        e.timestamp.clone(),
+                        e.account.clone(),
+                        e.mailbox.clone(),
+                        e.uid.to_string(),
+                        e.message_id.clone(),
+                        e.subject.clone(),
+                        e.from.clone(),
+                        e.actions.to_string(),
+                        e.model.clone(),
+                        e.reasoning.clone(),
+                        e.confidence.map(|c| c.to_string()).unwrap_or_default(),
+                        e.status.to_string(),
+                        e.error.clone().unwrap_or_default(),
+                    ]
+                    .map(inert_cell),
+                )?;
             }
             w.flush()?;
         } else {
@@ -145,5 +161,26 @@ impl std::io::Read for Export {
         out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inert_cell;
+
+    #[test]
+    fn formulas_become_text() {
+        for (cell, want) in [
+            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+            ("+1+1", "'+1+1"),
+            ("-2+3", "'-2+3"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\t=1", "'\t=1"),
+            ("Invoice = 3", "Invoice = 3"),
+            ("", ""),
+            ("42", "42"),
+        ] {
+            assert_eq!(inert_cell(cell.into()), want, "{cell:?}");
+        }
     }
 }

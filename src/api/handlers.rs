@@ -116,9 +116,16 @@ pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     ))
 }
 
-/// `GET /api/config`: the file as written, secrets masked.
+/// `GET /api/config` with `read:config`: the file as written, secrets
+/// masked.
 pub fn config(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     Ok(Reply::ok(&crate::config::redacted_json(&ctx.config().raw)))
+}
+
+/// `GET /api/config` with `read:stats` only: the settings that shape
+/// processing, without a host, user name, URL, proxy, header or key.
+pub fn config_summary(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
+    Ok(Reply::ok(&crate::config::summary_json(&ctx.config().raw)))
 }
 
 /// `PUT /api/config`: a whole configuration in the shape `GET` gives,

@@ -42,6 +42,9 @@ struct Route {
     pattern: &'static str,
     access: Access,
     handler: Handler,
+    /// A fuller answer for callers who hold this permission (with or
+    /// without `access`'s).
+    fuller: Option<(&'static str, Handler)>,
 }
 
 use Access::{Anyone, Needs};
@@ -53,126 +56,150 @@ static ROUTES: &[Route] = &[
         pattern: "/health",
         access: Anyone,
         handler: handlers::health,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/metrics",
         access: Anyone,
         handler: handlers::metrics,
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/login",
         access: Anyone,
         handler: session::login,
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/logout",
         access: Anyone,
         handler: session::logout,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/stats",
         access: Needs("read:stats"),
         handler: handlers::stats,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/activity",
         access: Needs("read:activity"),
         handler: handlers::activity,
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/activity/:id/retry",
         access: Needs("write:activity"),
         handler: handlers::retry,
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/activity/:id/undo",
         access: Needs("write:activity"),
         handler: handlers::undo,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/config",
+        // SPEC §4 names read:stats, the default of every key: it gets the
+        // settings without a host, user name, URL, proxy, header or key;
+        // the whole (masked) configuration needs read:config.
         access: Needs("read:stats"),
-        handler: handlers::config,
+        handler: handlers::config_summary,
+        fuller: Some(("read:config", handlers::config)),
     },
     Route {
         method: "PUT",
         pattern: "/api/config",
-        access: Needs("write:accounts"),
+        access: Needs("write:config"),
         handler: handlers::put_config,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/accounts",
         access: Needs("read:accounts"),
         handler: handlers::accounts,
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/accounts/:name/pause",
         access: Needs("write:accounts"),
         handler: |c, r, p| handlers::command(c, r, p, Command::Pause),
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/accounts/:name/resume",
         access: Needs("write:accounts"),
         handler: |c, r, p| handlers::command(c, r, p, Command::Resume),
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/accounts/:name/reconnect",
         access: Needs("write:accounts"),
         handler: |c, r, p| handlers::command(c, r, p, Command::Reconnect),
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/accounts/:name/process",
         access: Needs("write:accounts"),
         handler: |c, r, p| handlers::command(c, r, p, Command::Process),
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/accounts/:name/train",
         access: Needs("write:accounts"),
         handler: handlers::train,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/learned/:name",
         access: Needs("read:accounts"),
         handler: handlers::learned,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/logs",
         access: Needs("read:logs"),
         handler: handlers::logs,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/export",
         access: Needs("read:export"),
         handler: export::export,
+        fuller: None,
     },
     Route {
         method: "GET",
         pattern: "/api/webhooks/deliveries",
         access: Needs("read:activity"),
         handler: handlers::deliveries,
+        fuller: None,
     },
     Route {
         method: "POST",
         pattern: "/api/test-webhook",
         access: Needs("write:accounts"),
         handler: handlers::test_webhook,
+        fuller: None,
     },
 ];
 
@@ -213,14 +240,17 @@ pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
         let answer = match r.access {
             Anyone => (r.handler)(ctx, req, &params),
             Needs(permission) => session::authenticate(ctx, req).and_then(|who| {
-                if who.allows(permission) {
-                    (r.handler)(ctx, req, &params)
-                } else {
-                    Err(Reply::error(
-                        403,
-                        format!("missing permission {permission}"),
-                    ))
-                }
+                let handler = match r.fuller {
+                    Some((more, fuller)) if who.allows(more) => fuller,
+                    _ if who.allows(permission) => r.handler,
+                    _ => {
+                        return Err(Reply::error(
+                            403,
+                            format!("missing permission {permission}"),
+                        ))
+                    }
+                };
+                handler(ctx, req, &params)
             }),
         };
         return (answer.unwrap_or_else(|e| e), r.pattern);

@@ -296,7 +296,7 @@ impl Provider {
                     error: format!(
                         "the server's answer is not {api} ({why}): {:?}; does url {} end in {path}?",
                         truncate(text.trim(), 120),
-                        c.url
+                        crate::config::redact_url(&c.url)
                     ),
                 },
                 None,

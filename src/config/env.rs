@@ -1,6 +1,8 @@
-//! `${NAME}` references: the one parser of them, and substitution from the
-//! environment over the whole tree, every unset variable named by the key
-//! that used it.
+//! `${NAME}` references: the one parser of them, substitution from the
+//! environment over the whole tree (every unset variable named by the key
+//! that used it), and [`as_written`], which words the problems found in the
+//! substituted tree against the text as written, so that no configuration
+//! problem ever shows what a variable holds.
 
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
@@ -137,4 +139,106 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
         }
     }
     Ok(out)
+}
+
+/// `problems` (found in the substituted tree) worded against `raw`, the
+/// tree as written: every value a reference brought in is replaced by the
+/// reference, in the problems about the key that holds it and, when it is
+/// longer than two characters, in every other problem too (a problem may
+/// quote another key's value: `no provider named "..."`). A 400 answer, a
+/// refused reload in the log and `check-config` then never show what a
+/// variable holds, whatever the key it was written at.
+pub(super) fn as_written(
+    problems: Vec<String>,
+    raw: &serde_norway::Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut swaps = Vec::new();
+    collect_swaps(raw, "", env, &mut swaps);
+    // Longest first, so a whole value goes before a part of it.
+    swaps.sort_by_key(|s| std::cmp::Reverse(s.from.len()));
+    problems
+        .into_iter()
+        .map(|mut p| {
+            for s in &swaps {
+                let about = if s.path.is_empty() {
+                    p.starts_with("config:")
+                } else {
+                    p.strip_prefix(s.path.as_str())
+                        .is_some_and(|rest| rest.starts_with([':', '.', '[']))
+                };
+                if about || s.from.chars().count() > 2 {
+                    p = p.replace(&s.from, &s.to);
+                }
+            }
+            p
+        })
+        .collect()
+}
+
+/// A value brought in by references, and what replaces it in a problem.
+struct Swap {
+    path: String,
+    from: String,
+    to: String,
+}
+
+fn collect_swaps(
+    v: &serde_norway::Value,
+    path: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    out: &mut Vec<Swap>,
+) {
+    use serde_norway::Value;
+    match v {
+        Value::String(s) if s.contains("${") => {
+            let Ok(ps) = pieces(s) else { return };
+            let mut add = |from: String, to: String| {
+                if !from.is_empty() && from != to {
+                    // As Display and as Debug (`{:?}`) would quote it.
+                    let debug = |x: &str| format!("{x:?}").trim_matches('"').to_string();
+                    out.push(Swap {
+                        path: path.to_string(),
+                        from: debug(&from),
+                        to: debug(&to),
+                    });
+                    out.push(Swap {
+                        path: path.to_string(),
+                        from,
+                        to,
+                    });
+                }
+            };
+            if let Ok(whole) = substitute(s, env) {
+                add(whole, s.clone());
+            }
+            for p in ps {
+                if let Piece::Ref { name, default } = p {
+                    let shown = match default {
+                        None => format!("${{{name}}}"),
+                        Some(d) => format!("${{{name}:-{d}}}"),
+                    };
+                    if let Some(value) = env(name) {
+                        add(value, shown);
+                    }
+                }
+            }
+        }
+        Value::Sequence(items) => {
+            for (i, x) in items.iter().enumerate() {
+                collect_swaps(x, &format!("{path}[{i}]"), env, out);
+            }
+        }
+        Value::Mapping(m) => {
+            for (k, x) in m {
+                let key = k
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("{k:?}"));
+                collect_swaps(x, &join(path, &key), env, out);
+            }
+        }
+        Value::Tagged(t) => collect_swaps(&t.value, path, env, out),
+        _ => {}
+    }
 }

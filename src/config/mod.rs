@@ -13,21 +13,25 @@
 //!
 //! The rooms: `env` resolves `${NAME}`, `validate` checks what types cannot,
 //! `redact` decides what of the configuration may leave the process,
+//! `policy` what a configuration sent through the API may do, `write`
+//! replaces the file,
 //! `schema` holds the typed sections and their defaults; the
 //! action types and their rules live in `crate::actions`.
 
 mod env;
+mod policy;
 mod redact;
 mod schema;
 mod validate;
 mod write;
 
 pub use env::substitute;
-use env::substitute_tree;
-pub use redact::{masked_secret, redact_url, redacted_json};
+use env::{as_written, substitute_tree};
+pub use policy::{outgoing_problems, unmask};
+pub use redact::{masked_secret, redact_text, redact_url, redacted_json, summary_json};
 pub use schema::*;
 pub use validate::{read_certificate, validate};
-pub use write::{backup_path, unmask, write_atomically};
+pub use write::{backup_path, write_atomically};
 
 use std::fmt;
 use std::net::IpAddr;
@@ -35,19 +39,23 @@ use std::path::{Path, PathBuf};
 
 use ipnet::IpNet;
 
-/// Every permission name of SPEC §5, wildcards included.
+/// Every permission name of SPEC §5, wildcards included, and the two of
+/// the configuration: `read:config` (all of it, secrets masked) and
+/// `write:config` (changing it, which is administering the service).
 pub const PERMISSIONS: &[&str] = &[
     "read:stats",
     "read:activity",
     "read:logs",
     "read:export",
     "read:accounts",
+    "read:config",
     "read:*",
     "write:stats",
     "write:activity",
     "write:logs",
     "write:export",
     "write:accounts",
+    "write:config",
     "write:*",
     "*",
 ];
@@ -179,21 +187,31 @@ pub fn from_tree(
     if !problems.is_empty() {
         return Err(ConfigError { problems });
     }
+    // What was found in the substituted tree is told against the text as
+    // written: no problem shows a variable's value.
     let config: Config = serde_path_to_error::deserialize(substituted).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // An empty key at the top has an empty path: the file is named.
-        ConfigError::one(if path == "." || path.is_empty() {
-            format!("config: {inner}")
-        } else {
-            format!("{path}: {inner}")
-        })
+        ConfigError {
+            problems: as_written(
+                vec![if path == "." || path.is_empty() {
+                    format!("config: {inner}")
+                } else {
+                    format!("{path}: {inner}")
+                }],
+                raw,
+                env,
+            ),
+        }
     })?;
     let problems = validate(&config);
     if problems.is_empty() {
         Ok(config)
     } else {
-        Err(ConfigError { problems })
+        Err(ConfigError {
+            problems: as_written(problems, raw, env),
+        })
     }
 }
 
@@ -267,6 +285,42 @@ mod tests {
         assert_eq!(
             substitute("Bearer ${TOKEN}!", &env).unwrap(),
             "Bearer abcdefghijklmnopqrstu!"
+        );
+    }
+
+    /// Issue 20, item 7: a problem never shows what a variable holds.
+    #[test]
+    fn problems_quote_the_text_as_written_not_the_variable() {
+        let env = |name: &str| match name {
+            "TOKEN" => Some("servertoken-\"quoted\"-0123456789".to_string()),
+            "P" => Some("local-model".to_string()),
+            _ => None,
+        };
+        let e = parse(
+            "server:\n  bind: ${TOKEN}\n  port: \"${TOKEN}\"\naccounts:\n  - name: a\n    provider: \"${P}\"\n    imap: { host: h, username: u, password: \"x-${TOKEN}\" }\n",
+            &env,
+        )
+        .unwrap_err();
+        let all = e.problems.join("\n");
+        assert!(
+            !all.contains("servertoken") && !all.contains("local-model"),
+            "{all}"
+        );
+        assert!(
+            all.contains("server.port: invalid type: string \"${TOKEN}\""),
+            "{all}"
+        );
+        let e = parse(
+            "server: { bind: \"${TOKEN}\" }\naccounts:\n  - name: a\n    provider: \"${P}\"\n    imap: { host: h, username: u, password: p }\n",
+            &env,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.problems,
+            [
+                "server.bind: expected an IP address such as 127.0.0.1, got \"${TOKEN}\"",
+                "accounts[0].provider: no provider named \"${P}\" in classifier.providers",
+            ]
         );
     }
 

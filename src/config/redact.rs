@@ -1,6 +1,9 @@
 //! What of the configuration may leave the process: `GET /api/config`
 //! and the webhook delivery log show secrets only as their `${NAME}`
-//! references and URLs without their credentials.
+//! references and URLs without their credentials; [`redact_text`] takes
+//! the credentials out of every URL in a log line or an error message
+//! (the log, `/api/logs`, activity errors, `error` webhooks); a caller
+//! without `read:config` gets only [`summary_json`].
 
 use super::env::{pieces, Piece};
 use super::MASK;
@@ -37,39 +40,70 @@ pub fn masked_secret(s: &str) -> String {
 }
 
 /// A URL as it may leave the process (the configuration API, the delivery
-/// log): the password of `user:pass@`, every query value and every path
-/// segment that looks like a token (Slack, Discord and similar hooks carry
-/// their credential in the path) are [`MASK`]. `${NAME}` references stay,
-/// literal `:-default`s are masked. Not a URL at all: [`MASK`].
+/// log, log lines): the secret part of its user-info (the password, or a
+/// user name standing alone, which is then the token), every query value
+/// and every path segment that looks like a token (Slack, Discord and
+/// similar hooks carry their credential in the path) are [`MASK`].
+/// `${NAME}` references stay, literal `:-default`s are masked. Not a URL at
+/// all: [`MASK`].
 pub fn redact_url(s: &str) -> String {
-    if s.contains("${") {
-        let Ok(ps) = pieces(s) else {
-            return MASK.into();
-        };
-        return ps
-            .iter()
-            .map(|p| match p {
-                Piece::Text(t) => t.to_string(),
-                Piece::Ref {
-                    name,
-                    default: None,
-                } => format!("${{{name}}}"),
-                Piece::Ref { name, .. } => format!("${{{name}:-{MASK}}}"),
-            })
-            .collect();
+    if !s.contains("${") {
+        return redact_literal_url(s, &[]);
     }
+    // References stand in the URL as placeholders while it is redacted,
+    // so the literal parts around them lose their credentials too.
+    let Ok(ps) = pieces(s) else {
+        return MASK.into();
+    };
+    let mut refs = Vec::new();
+    let mut text = String::new();
+    for p in &ps {
+        match p {
+            Piece::Text(t) => text.push_str(t),
+            Piece::Ref { name, default } => {
+                text.push_str(&format!("mpref{}x", refs.len()));
+                refs.push(match default {
+                    None => format!("${{{name}}}"),
+                    Some(_) => format!("${{{name}:-{MASK}}}"),
+                });
+            }
+        }
+    }
+    let placeholders: Vec<String> = (0..refs.len()).map(|i| format!("mpref{i}x")).collect();
+    let mut out = redact_literal_url(&text, &placeholders);
+    if out == MASK {
+        // A reference may stand for the scheme or the whole URL.
+        out = text;
+        if out.contains("://") || out.contains('@') || out.contains('?') {
+            return MASK.into();
+        }
+    }
+    for (i, r) in refs.iter().enumerate().rev() {
+        out = out.replace(&format!("mpref{i}x"), r);
+    }
+    out
+}
+
+/// [`redact_url`] of a URL without references; a query value that is one
+/// of `keep` (a reference's placeholder) is left for the caller.
+fn redact_literal_url(s: &str, keep: &[String]) -> String {
     let Ok(mut u) = url::Url::parse(s) else {
         return MASK.into();
     };
     if u.password().is_some() {
         let _ = u.set_password(Some(MASK));
+    } else if !u.username().is_empty() {
+        let _ = u.set_username(MASK);
     }
     if u.query().is_some() {
-        let keys: Vec<String> = u.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
         let mut q = u.query_pairs_mut();
         q.clear();
-        for k in keys {
-            q.append_pair(&k, MASK);
+        for (k, v) in pairs {
+            q.append_pair(&k, if keep.contains(&v) { &v } else { MASK });
         }
     }
     let looks_like_token = |seg: &str| {
@@ -91,8 +125,40 @@ pub fn redact_url(s: &str) -> String {
         u.set_path(&segs.join("/"));
     }
     u.set_fragment(None);
-    // The query mask must read as written, not percent-encoded.
+    // The masks must read as written, not percent-encoded.
     u.to_string().replace("%2A%2A%2A%2A%2A%2A%2A%2A", MASK)
+}
+
+/// `text` (a log line, an error message) with every URL in it passed
+/// through [`redact_url`]. A URL is taken to run from its scheme to the
+/// next white space, quote or angle bracket; text without `://` comes back
+/// unchanged.
+pub fn redact_text(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_string();
+    }
+    let ends = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let start = rest[..i]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |j| j + 1);
+        let end = rest[i..].find(ends).map_or(rest.len(), |j| i + j);
+        out.push_str(&rest[..start]);
+        let candidate = &rest[start..end];
+        // A trailing `:`, `,`, `.` or `)` belongs to the sentence.
+        let body = candidate.trim_end_matches([':', ',', '.', ')', ';']);
+        if start == i {
+            out.push_str(candidate);
+        } else {
+            out.push_str(&redact_url(body));
+            out.push_str(&candidate[body.len()..]);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Paths (with `*` for any index or key) whose literal values are secrets.
@@ -110,6 +176,12 @@ const SECRET_PATHS: &[&[&str]] = &[
     &["accounts", "*", "webhooks", "*", "secret"],
 ];
 
+/// Whether a key holds a URL whose credentials [`redact_url`] hides:
+/// `url`, `token_url`, `public_url`, `proxy` and the like.
+pub(super) fn is_url_key(key: &str) -> bool {
+    key == "url" || key == "proxy" || key.ends_with("_url")
+}
+
 pub(super) fn is_secret_path(path: &[String]) -> bool {
     SECRET_PATHS.iter().any(|pat| {
         pat.len() == path.len() && pat.iter().zip(path).all(|(a, b)| *a == "*" || a == b)
@@ -117,8 +189,8 @@ pub(super) fn is_secret_path(path: &[String]) -> bool {
 }
 
 /// The configuration as written, as JSON, with every literal secret replaced
-/// by [`MASK`] (see [`masked_secret`]) and every `url` stripped of its
-/// credentials (see [`redact_url`]).
+/// by [`MASK`] (see [`masked_secret`]) and every URL (`url`, `*_url`,
+/// `proxy`) stripped of its credentials (see [`redact_url`]).
 pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
     fn walk(v: &serde_norway::Value, path: &mut Vec<String>) -> serde_json::Value {
         use serde_norway::Value;
@@ -153,7 +225,7 @@ pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
                 Value::String(s) => serde_json::Value::String(masked_secret(s)),
                 _ => serde_json::Value::String(MASK.into()),
             },
-            Value::String(s) if path.last().is_some_and(|k| k == "url") => {
+            Value::String(s) if path.last().is_some_and(|k| is_url_key(k)) => {
                 serde_json::Value::String(redact_url(s))
             }
             Value::Null => serde_json::Value::Null,
@@ -163,4 +235,159 @@ pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
         }
     }
     walk(raw, &mut Vec::new())
+}
+
+/// What a caller with `read:stats` but not `read:config` sees of the
+/// configuration: the settings that shape processing, as written, and no
+/// connection detail (no host, user name, URL, proxy, header, file path or
+/// key). A list, not a filter: a setting added later stays out until it is
+/// added here.
+const SUMMARY_PATHS: &[&[&str]] = &[
+    &["log_level"],
+    &["server", "port"],
+    &["server", "workers"],
+    &["server", "max_connections"],
+    &["dashboard", "enabled"],
+    &["dashboard", "session_ttl"],
+    &["storage", "activity_retention"],
+    &["classifier", "concurrency"],
+    &["classifier", "providers", "*", "name"],
+    &["classifier", "providers", "*", "kind"],
+    &["classifier", "providers", "*", "model"],
+    &["classifier", "providers", "*", "timeout"],
+    &["classifier", "providers", "*", "rate_limit_rpm"],
+    &["classifier", "providers", "*", "max_body_chars"],
+    &["classifier", "providers", "*", "max_tokens"],
+    &["classifier", "providers", "*", "max_retries"],
+    &["webhook_settings", "timeout"],
+    &["webhooks", "*", "events"],
+    &["accounts", "*", "name"],
+    &["accounts", "*", "folders"],
+    &["accounts", "*", "backlog"],
+    &["accounts", "*", "poll_interval"],
+    &["accounts", "*", "provider"],
+    &["accounts", "*", "allowed_actions"],
+    &["accounts", "*", "dry_run"],
+    &["accounts", "*", "max_attempts"],
+    &["accounts", "*", "retry_delay"],
+    &["accounts", "*", "max_message_bytes"],
+    &["accounts", "*", "minimum_confidence"],
+    &["accounts", "*", "review_flag"],
+    &["accounts", "*", "learned"],
+    &["accounts", "*", "rules", "*", "name"],
+    &["accounts", "*", "webhooks", "*", "events"],
+];
+
+/// The configuration as a `read:stats` caller sees it: [`redacted_json`]
+/// reduced to [`SUMMARY_PATHS`].
+pub fn summary_json(raw: &serde_norway::Value) -> serde_json::Value {
+    fn keep(v: &serde_json::Value, path: &mut Vec<String>) -> Option<serde_json::Value> {
+        let fits = |pat: &&[&str], path: &[String]| {
+            pat.iter()
+                .zip(path.iter())
+                .all(|(a, b)| *a == "*" || a == b)
+        };
+        // Wholly inside a listed path: kept as it is.
+        if SUMMARY_PATHS
+            .iter()
+            .any(|pat| pat.len() <= path.len() && fits(pat, path))
+        {
+            return Some(v.clone());
+        }
+        // On the way to a listed path: only what leads there.
+        if !SUMMARY_PATHS.iter().any(|pat| fits(pat, path)) {
+            return None;
+        }
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut out = serde_json::Map::new();
+                for (k, x) in m {
+                    path.push(k.clone());
+                    if let Some(x) = keep(x, path) {
+                        out.insert(k.clone(), x);
+                    }
+                    path.pop();
+                }
+                Some(serde_json::Value::Object(out))
+            }
+            serde_json::Value::Array(items) => {
+                path.push("*".into());
+                let out = items.iter().filter_map(|x| keep(x, path)).collect();
+                path.pop();
+                Some(serde_json::Value::Array(out))
+            }
+            _ => None,
+        }
+    }
+    keep(&redacted_json(raw), &mut Vec::new()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_credentials_are_masked_around_references_too() {
+        assert_eq!(
+            redact_url("http://proxyuser:proxypass@proxy.example:3128"),
+            "http://proxyuser:********@proxy.example:3128/"
+        );
+        assert_eq!(
+            redact_url("https://ghp_token0123@git.example/x"),
+            "https://********@git.example/x"
+        );
+        assert_eq!(
+            redact_url("https://u:literal-pass@h.example/${PATH}?key=${KEY}&sig=abc"),
+            "https://u:********@h.example/${PATH}?key=${KEY}&sig=********"
+        );
+        assert_eq!(redact_url("${HOOK_URL}"), "${HOOK_URL}");
+        assert_eq!(redact_url("${BASE}/v1?key=abc"), MASK);
+        assert_eq!(redact_url("not a url"), MASK);
+    }
+
+    #[test]
+    fn urls_in_text_lose_their_credentials() {
+        let line = "provider p: does url http://u:pw-1@127.0.0.1:9/v1?key=k-2 end in /v1/chat? \
+                    (\"https://h.example/a?token=t-3\"), see https://docs.example/page.";
+        let out = redact_text(line);
+        for secret in ["pw-1", "k-2", "t-3"] {
+            assert!(!out.contains(secret), "{out}");
+        }
+        assert!(
+            out.contains("http://u:********@127.0.0.1:9/v1?key=******** end"),
+            "{out}"
+        );
+        assert!(out.ends_with("see https://docs.example/page."), "{out}");
+        assert_eq!(redact_text("no URL: a://"), "no URL: a://");
+        assert_eq!(redact_text("plain"), "plain");
+    }
+
+    #[test]
+    fn the_summary_has_no_connection_details() {
+        let raw: serde_norway::Value = serde_norway::from_str(
+            r#"
+server: { port: 8080, bind: 10.0.0.1, auth_token: tok, trusted_proxies: [10.0.0.2] }
+classifier:
+  providers:
+    - { name: p, kind: openai, url: "https://api.example/v1?key=k", model: m, proxy: "http://u:pw@proxy.example:3128", api_key: sk }
+webhooks: [ { url: "https://hooks.example/x", headers: { A: b }, events: [error] } ]
+accounts:
+  - name: a
+    imap: { host: imap.example, username: me@example.com, password: pw }
+    folders: { watch: [INBOX] }
+    rules: [ { name: r, when: { from: "boss@example.com" }, actions: [ { type: read } ] } ]
+"#,
+        )
+        .unwrap();
+        let s = summary_json(&raw);
+        assert_eq!(
+            s,
+            serde_json::json!({
+                "server": { "port": 8080 },
+                "classifier": { "providers": [ { "name": "p", "kind": "openai", "model": "m" } ] },
+                "webhooks": [ { "events": ["error"] } ],
+                "accounts": [ { "name": "a", "folders": { "watch": ["INBOX"] }, "rules": [ { "name": "r" } ] } ],
+            })
+        );
+    }
 }

@@ -2,7 +2,6 @@
 //! unknown keys, with its defaults. What types cannot check is `validate`'s.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -142,7 +141,9 @@ pub struct ServerConfig {
     /// HTTP connections alive at once; beyond it the one waiting longest
     /// for a request head is shed, or the newcomer refused (503).
     pub max_connections: usize,
-    /// Parsed once here: the HTTP workers consult it on every request.
+    /// Peers whose `X-Forwarded-*` headers are believed (none by default;
+    /// never in open mode). Parsed once here: the HTTP workers consult it
+    /// on every request.
     #[serde(deserialize_with = "de_nets")]
     pub trusted_proxies: Vec<IpNet>,
     /// The URL browsers use to reach the service (through the reverse
@@ -172,10 +173,8 @@ impl Default for ServerConfig {
             auth_token: None,
             workers: 4,
             max_connections: 256,
-            trusted_proxies: vec![
-                IpNet::from(IpAddr::from([127, 0, 0, 1])),
-                IpNet::from(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),
-            ],
+            // Opt-in: a loopback peer is as likely a browser as a proxy.
+            trusted_proxies: Vec::new(),
             public_url: None,
         }
     }

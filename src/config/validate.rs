@@ -36,9 +36,39 @@ fn valid_account_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
 }
 
-/// Reads a PEM certificate (a trust root), as TLS will use it.
+/// Largest trust-root file read: a bundle of a few hundred certificates
+/// (the whole Mozilla bundle is about 220 KiB).
+pub const MAX_CERTIFICATE_FILE: u64 = 1 << 20;
+
+/// Reads a PEM certificate (a trust root), as TLS will use it: the one
+/// reader of every `ca_file` the configuration names. Only a regular file of
+/// at most [`MAX_CERTIFICATE_FILE`] is read: `/dev/zero` would be read until
+/// memory runs out, and a FIFO would block whoever opens it (so it is
+/// opened without blocking, then checked).
 pub fn read_certificate(path: &Path) -> Result<Vec<u8>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let at = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .map_err(|e| format!("{at}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("{at}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{at} is not a regular file"));
+    }
+    let too_big = || format!("{at} is larger than 1 MiB");
+    if meta.len() > MAX_CERTIFICATE_FILE {
+        return Err(too_big());
+    }
+    let mut pem = Vec::new();
+    file.take(MAX_CERTIFICATE_FILE + 1)
+        .read_to_end(&mut pem)
+        .map_err(|e| format!("{at}: {e}"))?;
+    if pem.len() as u64 > MAX_CERTIFICATE_FILE {
+        return Err(too_big());
+    }
     native_tls::Certificate::from_pem(&pem)
         .map_err(|e| format!("{} is not a PEM certificate: {e}", path.display()))?;
     Ok(pem)
@@ -429,5 +459,31 @@ fn validate_imap_auth(imap: &ImapConfig, imap_account: &str, at: &str, p: &mut V
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_small_regular_file_is_read_as_a_certificate() {
+        let e = read_certificate(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e, "/dev/zero is not a regular file");
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_certificate(dir.path())
+            .unwrap_err()
+            .ends_with("is not a regular file"));
+        let big = dir.path().join("big.pem");
+        std::fs::write(&big, vec![b'a'; (MAX_CERTIFICATE_FILE + 1) as usize]).unwrap();
+        assert!(read_certificate(&big)
+            .unwrap_err()
+            .ends_with("is larger than 1 MiB"));
+        // A FIFO nobody writes to: refused, not waited on.
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(read_certificate(&fifo)
+            .unwrap_err()
+            .ends_with("is not a regular file"));
     }
 }

@@ -137,17 +137,23 @@ fn csrf_token(ctx: &Ctx, session_token: &str) -> String {
 }
 
 /// `next` as a path on this site, or `None`. Only a single leading slash
-/// followed by no backslash, whitespace or control character is accepted,
-/// so `//evil.example`, `/\evil.example` and `/\t/evil.example` (browsers
-/// drop tabs) cannot leave the site; the result is re-encoded by the URL
-/// parser so the `Location` header is plain ASCII.
+/// followed by no backslash, whitespace or control character (in its path
+/// also when percent-decoded) is accepted, so `//evil.example`, `/\\evil.example` and
+/// `/\t/evil.example` (browsers drop tabs) cannot leave the site. Dot
+/// segments are resolved (`%2e` is a dot too) before the result is checked
+/// again, so `/.//evil.example` and `/a/..//evil.example`, which resolve to
+/// `//evil.example`, are refused as well. The result is re-encoded by the
+/// URL parser so the `Location` header is plain ASCII.
 pub(crate) fn local_path(next: &str) -> Option<String> {
+    let leaves_site = |p: &str| p.starts_with("//") || p.starts_with("/\\");
+    let bad = |c: char| c == '\\' || c.is_whitespace() || c.is_control();
+    let raw_path = next.split(['?', '#']).next().unwrap_or("");
+    let decoded = percent_encoding::percent_decode_str(raw_path).decode_utf8_lossy();
     if !next.starts_with('/')
-        || next.starts_with("//")
         || next.len() > 2000
-        || next
-            .chars()
-            .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
+        || leaves_site(next)
+        || next.chars().any(bad)
+        || decoded.chars().any(bad)
     {
         return None;
     }
@@ -156,7 +162,16 @@ pub(crate) fn local_path(next: &str) -> Option<String> {
     if u.host_str() != Some("local.invalid") || u.scheme() != "http" {
         return None;
     }
-    let mut out = u.path().to_string();
+    let path = u.path();
+    // The resolved path, and what it reads as once decoded and resolved
+    // again: neither may start like a network path.
+    let again = base
+        .join(&percent_encoding::percent_decode_str(path).decode_utf8_lossy())
+        .ok()?;
+    if leaves_site(path) || leaves_site(again.path()) || again.host_str() != Some("local.invalid") {
+        return None;
+    }
+    let mut out = path.to_string();
     if let Some(q) = u.query() {
         out.push('?');
         out.push_str(q);
@@ -365,8 +380,21 @@ mod tests {
         ] {
             assert_eq!(local_path(bad), None, "{bad:?}");
         }
-        // Dot segments are resolved, never climbing off the site.
+        // Dot segments are resolved, never climbing off the site, and a
+        // path that resolves to `//host` is refused (issue 20, item 11).
         assert_eq!(local_path("/a/../../x").as_deref(), Some("/x"));
+        for bad in [
+            "/.//evil.example/phish",
+            "/a/..//x",
+            "/%2e//x",
+            "/%2E%2E//x",
+            "/a/%2e%2e//x",
+            "/%5c/evil.example",
+            "/.%2f/evil.example",
+        ] {
+            assert_eq!(local_path(bad), None, "{bad:?}");
+        }
+        assert_eq!(local_path("/a/./b/../c").as_deref(), Some("/a/c"));
         assert_eq!(local_path("/é").as_deref(), Some("/%C3%A9"));
     }
 

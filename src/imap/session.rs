@@ -181,8 +181,8 @@ pub(super) fn connect(
     let tls = || -> Result<native_tls::TlsConnector, ImapError> {
         let mut b = native_tls::TlsConnector::builder();
         if let Some(ca) = &c.ca_file {
-            let pem = std::fs::read(ca)
-                .map_err(|e| ImapError::Connect(format!("ca_file {}: {e}", ca.display())))?;
+            let pem = crate::config::read_certificate(ca)
+                .map_err(|e| ImapError::Connect(format!("ca_file: {e}")))?;
             let cert = native_tls::Certificate::from_pem(&pem)
                 .map_err(|e| ImapError::Connect(format!("ca_file {}: {e}", ca.display())))?;
             b.add_root_certificate(cert);

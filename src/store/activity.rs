@@ -311,7 +311,11 @@ fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
         reasoning: r.get(10)?,
         confidence: r.get(11)?,
         status: r.get(12)?,
-        error: r.get(13)?,
+        // Shown by the API, the export and the dashboard: an error may
+        // quote a URL with its credentials.
+        error: r
+            .get::<_, Option<String>>(13)?
+            .map(|e| crate::config::redact_text(&e)),
         attempts: r.get(14)?,
     })
 }

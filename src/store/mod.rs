@@ -204,6 +204,34 @@ fn set_wal(conn: &Connection) -> Result<()> {
     }
 }
 
+/// Makes the database and its `-wal` and `-shm` readable by their owner
+/// only: they hold every subject, sender and session of the service. New
+/// files get that from the umask (set by `main`), but a database made by
+/// an older version or another tool may be world-readable. A file that
+/// cannot be changed is logged, not fatal.
+fn owner_only(db: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut paths = vec![db.to_path_buf()];
+    for suffix in ["-wal", "-shm"] {
+        let mut p = db.as_os_str().to_os_string();
+        p.push(suffix);
+        paths.push(p.into());
+    }
+    for p in paths {
+        let Ok(meta) = std::fs::metadata(&p) else {
+            continue;
+        };
+        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+            if let Err(e) = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+                log::warn!(
+                    "cannot make {} readable by its owner only: {e}",
+                    p.display()
+                );
+            }
+        }
+    }
+}
+
 fn parse_actions(s: &str) -> Vec<Action> {
     serde_json::from_str(s).unwrap_or_default()
 }
@@ -211,14 +239,19 @@ fn parse_actions(s: &str) -> Vec<Action> {
 impl Store {
     /// Opens (creating when missing) and migrates the database at `path`.
     pub fn open(path: &Path) -> Result<Store> {
+        use std::os::unix::fs::DirBuilderExt;
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() && !dir.exists() {
-                std::fs::create_dir_all(dir)
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
                     .map_err(|e| StoreError::new("create the database directory", Cause::Io(e)))?;
             }
         }
         let conn = Connection::open(path).map_err(|e| StoreError::new("open", Cause::Sqlite(e)))?;
         let mut store = Self::init(conn)?;
+        owner_only(path);
         for _ in 0..READERS {
             let r = Connection::open(path)
                 .map_err(|e| StoreError::new("open a read connection", Cause::Sqlite(e)))?;

@@ -187,6 +187,7 @@ impl Event<'_> {
     }
 
     fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        use crate::config::redact_text;
         use serde_json::json;
         let v = match self {
             Event::EmailProcessed {
@@ -216,10 +217,14 @@ impl Event<'_> {
                 subject,
                 from,
             } => json!({ "action": action, "subject": subject, "from": from }),
+            // Errors may quote a URL with its credentials; they leave
+            // without them.
             Event::Error { error, details } | Event::ConnectionLost { error, details } => {
-                json!({ "error": error, "details": details })
+                json!({ "error": redact_text(error), "details": redact_text(details) })
             }
-            Event::ConnectionRestored { details } => json!({ "error": "", "details": details }),
+            Event::ConnectionRestored { details } => {
+                json!({ "error": "", "details": redact_text(details) })
+            }
         };
         match v {
             serde_json::Value::Object(m) => m,
@@ -323,6 +328,7 @@ impl Shared {
         result: &Result<u16, WebhookError>,
         took: Duration,
     ) {
+        use crate::config::redact_text;
         let outcome = match result {
             Ok(code) if (200..300).contains(code) => "success",
             Ok(_) => "http_error",
@@ -335,7 +341,7 @@ impl Shared {
             .inc();
         let (status, error) = match result {
             Ok(code) => (Some(*code), None),
-            Err(e) => (None, Some(e.to_string())),
+            Err(e) => (None, Some(redact_text(&e.to_string()))),
         };
         // Stored without the credentials many hook URLs carry.
         let stored = crate::config::redact_url(url);

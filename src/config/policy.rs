@@ -1,0 +1,670 @@
+//! What a configuration sent through the API (`PUT /api/config`, the
+//! dashboard's editor) may do that the file may: the rule is that no
+//! request, whatever its permissions, can read an environment variable, a
+//! masked secret or a URL credential, or send a stored secret to a new
+//! destination. SIGHUP reads the file, which the operator owns, and passes
+//! none of this.
+//!
+//! A new configuration arrives in the shape `GET /api/config` gives out, so
+//! its secrets may read `********` (or `${NAME:-********}`, or a URL with
+//! masked parts). [`unmask`] puts the stored value back for each of them,
+//! found by a stable key — an account, provider or API key by its `name`, a
+//! webhook by its URL — never by position, so reordering a list or removing
+//! an entry never moves a secret to the wrong place. It refuses, each as a
+//! problem naming its key:
+//!
+//! - a mask that matches no stored secret: write that secret out;
+//! - a stored secret (masked, or a `${NAME}` reference) whose destination
+//!   changed: an IMAP password when the account's host, port, security or
+//!   `ca_file` did; the OAuth2 client secret and refresh token when those
+//!   or the token endpoint did (the access token they buy goes to the IMAP
+//!   server); a provider's key (and its URL's masked parts) when the origin
+//!   of its `url`, its `proxy` or its `ca_file` did; a webhook's headers and
+//!   secret belong to its exact URL;
+//! - a `${NAME}` reference that the file does not have in that very place:
+//!   one written through the API would let the request pick any variable of
+//!   the service's environment and have it checked, echoed or sent where it
+//!   likes. References stay where the operator wrote them.
+//!
+//! [`outgoing_problems`] then holds the typed result to the policy of
+//! outgoing requests: provider, proxy and token URLs that are new pass the
+//! SSRF guard of webhooks with the file's `webhook_settings.allow_private`,
+//! and that list cannot grow through the API.
+
+use serde_norway::Value;
+
+use super::env::{pieces, Piece};
+use super::redact::{is_secret_path, is_url_key, masked_secret, redact_text, redact_url};
+use super::{Config, MASK};
+
+/// How long a new outgoing URL's host may take to resolve.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Puts stored secrets back where `new` shows them masked; `old` is the tree
+/// as written in the file now. Returns every problem (see the module).
+pub fn unmask(new: &mut Value, old: &Value) -> Result<(), Vec<String>> {
+    let mut w = Walk {
+        path: Vec::new(),
+        owners: Vec::new(),
+        problems: Vec::new(),
+    };
+    w.walk(new, Some(old));
+    if w.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(w.problems)
+    }
+}
+
+/// Whether `s` holds a `${NAME}` reference (a `$${` escape is text).
+fn has_reference(s: &str) -> bool {
+    match pieces(s) {
+        Ok(ps) => ps.iter().any(|p| matches!(p, Piece::Ref { .. })),
+        // Not parseable: substitution reports it (as sent) later.
+        Err(_) => s.contains("${"),
+    }
+}
+
+/// The key that identifies an element of the list at `path` (with `*` for
+/// list indices), or `None` for lists whose elements have no identity.
+fn identity(path: &[String]) -> Option<&'static str> {
+    let p: Vec<&str> = path.iter().map(String::as_str).collect();
+    match p.as_slice() {
+        ["accounts"] | ["classifier", "providers"] | ["dashboard", "api_keys"] => Some("name"),
+        ["webhooks"] | ["accounts", "*", "webhooks"] => Some("url"),
+        _ => None,
+    }
+}
+
+/// The stored element `v` stands for. By its identity key; a URL as sent
+/// must be the stored one exactly, or (masked) its redacted form, so two
+/// hook URLs that differ only in a masked token are never taken for each
+/// other. Elements without identity match only an equal stored element.
+fn counterpart<'o>(key: Option<&str>, v: &Value, olds: &'o [Value]) -> Option<&'o Value> {
+    let text = |x: &Value, k: &str| x.get(k).and_then(Value::as_str).map(str::to_string);
+    match key {
+        None => olds.iter().find(|o| *o == v),
+        Some(k) => {
+            let id = text(v, k)?;
+            olds.iter().find(|o| match text(o, k) {
+                Some(stored) if k == "url" && id.contains(MASK) => redact_url(&stored) == id,
+                Some(stored) => stored == id,
+                None => false,
+            })
+        }
+    }
+}
+
+/// An identified element being walked through: the list it is in, the
+/// element as sent (before its masks are filled in) and the stored one.
+struct Owner<'o> {
+    list: Vec<String>,
+    new: Value,
+    old: Option<&'o Value>,
+}
+
+struct Walk<'o> {
+    path: Vec<String>,
+    owners: Vec<Owner<'o>>,
+    problems: Vec<String>,
+}
+
+impl<'o> Walk<'o> {
+    fn walk(&mut self, new: &mut Value, old: Option<&'o Value>) {
+        match new {
+            Value::Mapping(m) => {
+                for (k, v) in m.iter_mut() {
+                    let Some(name) = k.as_str() else { continue };
+                    let counterpart = old.and_then(|o| o.get(name));
+                    self.path.push(name.to_string());
+                    self.walk(v, counterpart);
+                    self.path.pop();
+                }
+            }
+            Value::Sequence(items) => {
+                let key = identity(&self.path);
+                let olds = old.and_then(Value::as_sequence).map(Vec::as_slice);
+                for (i, v) in items.iter_mut().enumerate() {
+                    let stored = olds.and_then(|olds| counterpart(key, v, olds));
+                    if key.is_some() {
+                        self.owners.push(Owner {
+                            list: self.path.clone(),
+                            new: v.clone(),
+                            old: stored,
+                        });
+                    }
+                    self.path.push("*".into());
+                    let before = self.problems.len();
+                    self.walk(v, stored);
+                    self.path.pop();
+                    if key.is_some() {
+                        self.owners.pop();
+                    }
+                    // Name the element, not `*`, in what went wrong inside it.
+                    let list = shown(&self.path);
+                    for p in &mut self.problems[before..] {
+                        *p = p.replacen(&format!("{list}[*]"), &format!("{list}[{i}]"), 1);
+                    }
+                }
+            }
+            Value::Tagged(t) => self.walk(&mut t.value, old),
+            Value::String(s) => self.string(s, old),
+            _ => {}
+        }
+    }
+
+    fn string(&mut self, s: &mut String, old: Option<&Value>) {
+        let secret = is_secret_path(&self.path);
+        let url = self.path.last().is_some_and(|k| is_url_key(k));
+        let masked = (secret || url) && s.contains(MASK);
+        if !masked && !has_reference(s) {
+            return;
+        }
+        let at = shown(&self.path);
+        let stored = old.and_then(Value::as_str);
+        let value = if masked {
+            let shown_as = |o: &str| {
+                if secret {
+                    masked_secret(o)
+                } else {
+                    redact_url(o)
+                }
+            };
+            match stored {
+                Some(o) if shown_as(o) == *s => o.to_string(),
+                Some(_) => {
+                    self.problems.push(format!(
+                        "{at}: reads {MASK} but does not match the stored value; write the value in full"
+                    ));
+                    return;
+                }
+                None => {
+                    self.problems.push(format!(
+                        "{at}: reads {MASK} but there is no stored value to keep; write the value in full"
+                    ));
+                    return;
+                }
+            }
+        } else {
+            s.clone()
+        };
+        if has_reference(&value) && stored != Some(value.as_str()) {
+            self.problems.push(format!(
+                "{at}: ${{NAME}} references cannot be added or changed through the API \
+                 (the request would choose which environment variable is used); write the \
+                 value itself, or edit the file and reload"
+            ));
+            return;
+        }
+        if secret || url {
+            if let Some(what) = self.moved() {
+                self.problems.push(format!(
+                    "{at}: {what} changed, and a stored secret does not follow a new \
+                     destination; write the value in full"
+                ));
+                return;
+            }
+        }
+        *s = value;
+    }
+
+    /// What changed of the destination of the secret at the current path
+    /// (see the module), or `None` when it goes where it went (or nowhere:
+    /// `auth_token`, `session_secret` and API keys are only compared with).
+    fn moved(&self) -> Option<String> {
+        type Dest = fn(&Value) -> Vec<(&'static str, String)>;
+        let p: Vec<&str> = self.path.iter().map(String::as_str).collect();
+        let (list, dest): (&[&str], Dest) = match p.as_slice() {
+            ["accounts", "*", "imap", "password"] => (&["accounts"], imap_destination),
+            ["accounts", "*", "imap", "oauth2", ..] => (&["accounts"], oauth2_destination),
+            ["classifier", "providers", "*", ..] => {
+                (&["classifier", "providers"], provider_destination)
+            }
+            ["webhooks", "*", ..] => (&["webhooks"], webhook_destination),
+            ["accounts", "*", "webhooks", "*", ..] => {
+                (&["accounts", "*", "webhooks"], webhook_destination)
+            }
+            _ => return None,
+        };
+        let owner = self.owners.iter().rev().find(|o| o.list == list)?;
+        let old = owner.old?;
+        dest(&owner.new)
+            .into_iter()
+            .zip(dest(old))
+            .find(|(a, b)| a.1 != b.1)
+            .map(|(a, _)| a.0.to_string())
+    }
+}
+
+/// A scalar as text (`993` and `"993"` alike); missing is empty.
+fn text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Tagged(t)) => text(Some(&t.value)),
+        _ => String::new(),
+    }
+}
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(*k))
+}
+
+/// Where a URL connects to: scheme, host and port, whatever its path,
+/// query and (possibly masked) user-info. Written with a reference, or not
+/// a URL: as written.
+fn origin(v: Option<&Value>) -> String {
+    let t = text(v);
+    if has_reference(&t) {
+        return t;
+    }
+    match url::Url::parse(&t) {
+        Ok(u) => format!(
+            "{}://{}:{}",
+            u.scheme(),
+            u.host_str().unwrap_or(""),
+            u.port_or_known_default()
+                .map(|p| p.to_string())
+                .unwrap_or_default()
+        ),
+        Err(_) => t,
+    }
+}
+
+/// Where an account's IMAP password goes.
+fn imap_destination(account: &Value) -> Vec<(&'static str, String)> {
+    let imap = |k: &str| at(account, &["imap", k]);
+    let security = match text(imap("security")).as_str() {
+        "" => "tls".to_string(),
+        s => s.to_string(),
+    };
+    let port = match text(imap("port")) {
+        p if !p.is_empty() => p,
+        _ if security == "tls" => "993".into(),
+        _ => "143".into(),
+    };
+    vec![
+        ("imap.host", text(imap("host")).to_ascii_lowercase()),
+        ("imap.port", port),
+        ("imap.security", security),
+        ("imap.ca_file", text(imap("ca_file"))),
+    ]
+}
+
+/// Where an account's OAuth2 client secret and refresh token go: to the
+/// token endpoint, and the access token they buy to the IMAP server.
+fn oauth2_destination(account: &Value) -> Vec<(&'static str, String)> {
+    let o = |k: &str| at(account, &["imap", "oauth2", k]);
+    let mut d = imap_destination(account);
+    d.extend([
+        ("imap.oauth2.preset", text(o("preset"))),
+        ("imap.oauth2.token_url", origin(o("token_url"))),
+        (
+            "imap.oauth2.device_authorization_url",
+            origin(o("device_authorization_url")),
+        ),
+        ("imap.oauth2.ca_file", text(o("ca_file"))),
+    ]);
+    d
+}
+
+/// Where a provider's key (and its URL's credentials) go.
+fn provider_destination(provider: &Value) -> Vec<(&'static str, String)> {
+    vec![
+        ("url", origin(provider.get("url"))),
+        ("proxy", origin(provider.get("proxy"))),
+        ("ca_file", text(provider.get("ca_file"))),
+    ]
+}
+
+/// A webhook's headers and secret go to its URL, exactly.
+fn webhook_destination(hook: &Value) -> Vec<(&'static str, String)> {
+    vec![("url", redact_url(&text(hook.get("url"))))]
+}
+
+/// A path as the configuration's error messages write it:
+/// `accounts[*].imap.password`.
+fn shown(path: &[String]) -> String {
+    let mut out = String::new();
+    for p in path {
+        if p == "*" {
+            out.push_str("[*]");
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(p);
+        }
+    }
+    out
+}
+
+/// What the validated configuration `new`, sent through the API, may not
+/// do to outgoing requests, against the running `old`: widen
+/// `webhook_settings.allow_private`, or name a provider URL, a provider
+/// proxy or an OAuth2 token or device endpoint (one not in `old` already)
+/// that the SSRF guard refuses. Resolves new host names (each within
+/// [`RESOLVE_TIMEOUT`]).
+pub fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
+    let mut p = Vec::new();
+    let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
+    for (i, e) in new.webhook_settings.allow_private.iter().enumerate() {
+        if !old
+            .webhook_settings
+            .allow_private
+            .iter()
+            .any(|o| same(o, e))
+        {
+            p.push(format!(
+                "webhook_settings.allow_private[{i}]: {e:?} is not in the file's list; which \
+                 private addresses outgoing requests may reach is widened only in the file"
+            ));
+        }
+    }
+    let known: Vec<&str> = outgoing_urls(old).into_iter().map(|(_, u)| u).collect();
+    let allow = crate::webhook::AllowList::new(&old.webhook_settings.allow_private);
+    for (at, url) in outgoing_urls(new) {
+        if known.contains(&url) {
+            continue;
+        }
+        if let Err(e) = crate::webhook::vet(url, &allow, RESOLVE_TIMEOUT) {
+            p.push(format!(
+                "{at}: {}; private and local addresses need webhook_settings.allow_private, \
+                 which only the file can set",
+                redact_text(&e.to_string())
+            ));
+        }
+    }
+    p
+}
+
+/// Every URL of `c` that requests other than webhooks go to, by path.
+fn outgoing_urls(c: &Config) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    for (i, pr) in c.classifier.providers.iter().enumerate() {
+        out.push((format!("classifier.providers[{i}].url"), pr.url.as_str()));
+        if let Some(proxy) = &pr.proxy {
+            out.push((format!("classifier.providers[{i}].proxy"), proxy.as_str()));
+        }
+    }
+    for (i, a) in c.accounts.iter().enumerate() {
+        if let Some(o) = &a.imap.oauth2 {
+            if let Some(u) = o.token_url() {
+                out.push((format!("accounts[{i}].imap.oauth2.token_url"), u));
+            }
+            if let Some(u) = o.device_authorization_url() {
+                out.push((
+                    format!("accounts[{i}].imap.oauth2.device_authorization_url"),
+                    u,
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(yaml: &str) -> Value {
+        serde_norway::from_str(yaml).unwrap()
+    }
+
+    const OLD: &str = r#"
+server: { auth_token: "tok-123", port: "${PORT}" }
+accounts:
+  - name: a
+    imap: { host: h, username: u, password: "pw-a" }
+  - name: b
+    imap: { host: h, username: u, password: "${B_PASS}" }
+classifier:
+  providers:
+    - { name: p, kind: openai, url: "https://user:secret@x.example/v1?key=k", api_key: "sk-1", model: m }
+webhooks:
+  - url: https://hooks.example/one
+    headers: { Authorization: "Bearer abc" }
+    secret: "whsec_c2VjcmV0"
+  - url: https://hooks.example/services/AAAAAAAAAAAA1111BBBB
+    headers: { X-Token: "tok" }
+"#;
+
+    #[test]
+    fn masks_are_restored_by_name_and_url_not_by_position() {
+        let old = tree(OLD);
+        let shown = crate::config::redacted_json(&old);
+        let mut new: Value = serde_json::from_value(shown).unwrap();
+        // Reorder the accounts: the secrets follow the names.
+        let accounts = new.get_mut("accounts").unwrap().as_sequence_mut().unwrap();
+        accounts.reverse();
+        unmask(&mut new, &old).unwrap();
+        assert_eq!(
+            new["accounts"][1]["imap"]["password"].as_str(),
+            Some("pw-a")
+        );
+        assert_eq!(
+            new["accounts"][0]["imap"]["password"].as_str(),
+            Some("${B_PASS}")
+        );
+        assert_eq!(new["server"]["auth_token"].as_str(), Some("tok-123"));
+        assert_eq!(
+            new["classifier"]["providers"][0]["url"].as_str(),
+            Some("https://user:secret@x.example/v1?key=k")
+        );
+        assert_eq!(
+            new["classifier"]["providers"][0]["api_key"].as_str(),
+            Some("sk-1")
+        );
+        assert_eq!(
+            new["webhooks"][0]["headers"]["Authorization"].as_str(),
+            Some("Bearer abc")
+        );
+        assert_eq!(
+            new["webhooks"][0]["secret"].as_str(),
+            Some("whsec_c2VjcmV0")
+        );
+        // Put back in the old order, it is the old tree exactly.
+        new.get_mut("accounts")
+            .unwrap()
+            .as_sequence_mut()
+            .unwrap()
+            .reverse();
+        assert_eq!(new, old);
+    }
+
+    #[test]
+    fn a_mask_with_nothing_behind_it_is_a_problem_naming_the_path() {
+        let old = tree(OLD);
+        let mut new = tree(
+            r#"
+accounts:
+  - name: a
+    imap: { host: h, username: u, password: "********" }
+  - name: c
+    imap: { host: h, username: u, password: "********" }
+server: { auth_token: "x-${T:-********}" }
+"#,
+        );
+        let problems = unmask(&mut new, &old).unwrap_err();
+        assert_eq!(
+            new["accounts"][0]["imap"]["password"].as_str(),
+            Some("pw-a")
+        );
+        assert_eq!(
+            problems,
+            vec![
+                "accounts[1].imap.password: reads ******** but there is no stored value to keep; \
+                 write the value in full"
+                    .to_string(),
+                "server.auth_token: reads ******** but does not match the stored value; \
+                 write the value in full"
+                    .to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_secret_and_a_mask_in_plain_text_are_left_as_written() {
+        let old = tree(OLD);
+        let mut new = tree(
+            "accounts:\n  - name: a\n    imap: { host: h, username: u, password: new }\n    \
+             rules: [ { name: '********', when: { subject: x }, actions: [] } ]\n",
+        );
+        unmask(&mut new, &old).unwrap();
+        assert_eq!(new["accounts"][0]["imap"]["password"].as_str(), Some("new"));
+        assert_eq!(
+            new["accounts"][0]["rules"][0]["name"].as_str(),
+            Some("********")
+        );
+    }
+
+    /// Issue 20, item 7: no reference the file does not have.
+    #[test]
+    fn references_are_kept_never_added_or_moved() {
+        let old = tree(OLD);
+        let mut new = tree(
+            r#"
+server: { auth_token: "${MAILPROC_TOKEN}", port: "${PORT}", bind: "${SECRET}" }
+accounts:
+  - name: a
+    imap: { host: h, username: u, password: "${B_PASS}" }
+  - name: b
+    imap: { host: "${HOST}", username: u, password: "${B_PASS}" }
+"#,
+        );
+        let problems = unmask(&mut new, &old).unwrap_err();
+        let at: Vec<&str> = problems
+            .iter()
+            .map(|p| p.split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            at,
+            [
+                "server.auth_token",
+                "server.bind",
+                "accounts[0].imap.password",
+                "accounts[1].imap.host",
+                // Kept, but its account's host changed.
+                "accounts[1].imap.password",
+            ],
+            "{problems:#?}"
+        );
+        assert!(problems[0].contains("cannot be added or changed through the API"));
+    }
+
+    /// Issue 20, item 8: a stored secret does not follow a new destination.
+    #[test]
+    fn a_secret_stays_with_its_destination() {
+        let old = tree(OLD);
+        let shown: Value = serde_json::from_value(crate::config::redacted_json(&old)).unwrap();
+        let problem_for = |change: &dyn Fn(&mut Value)| {
+            let mut new = shown.clone();
+            change(&mut new);
+            unmask(&mut new, &old).err().unwrap_or_default()
+        };
+        let p = problem_for(&|n| n["accounts"][0]["imap"]["port"] = 1993.into());
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("accounts[0].imap.password: imap.port changed"),
+            "{p:?}"
+        );
+        let p = problem_for(&|n| {
+            n["accounts"][1]["imap"]["security"] = "starttls".into();
+            n["accounts"][1]["imap"]["port"] = 993.into();
+        });
+        assert!(
+            p[0].starts_with("accounts[1].imap.password: imap.security changed"),
+            "{p:?}"
+        );
+        let p = problem_for(&|n| n["accounts"][0]["imap"]["host"] = "evil.example".into());
+        assert!(p[0].contains("imap.host changed"), "{p:?}");
+        // The provider: its key, and its URL's own masked parts.
+        let p = problem_for(&|n| {
+            n["classifier"]["providers"][0]["proxy"] = "http://proxy.evil.example:3128".into()
+        });
+        assert_eq!(
+            p.iter()
+                .map(|p| p.split(':').next().unwrap())
+                .collect::<Vec<_>>(),
+            [
+                "classifier.providers[0].url",
+                "classifier.providers[0].api_key"
+            ],
+            "{p:?}"
+        );
+        // A hook URL that masks like the stored one is not the stored one.
+        let p = problem_for(&|n| {
+            n["webhooks"][1]["url"] = "https://hooks.example/services/CCCCCCCCCCCC2222DDDD".into()
+        });
+        assert_eq!(
+            p,
+            ["webhooks[1].headers.X-Token: reads ******** but there is no stored value to keep; \
+              write the value in full"],
+        );
+        // The same destination written differently is the same.
+        assert!(problem_for(&|n| n["accounts"][0]["imap"]["port"] = 993.into()).is_empty());
+        assert!(problem_for(&|n| n["accounts"][0]["imap"]["username"] = "v".into()).is_empty());
+    }
+
+    #[test]
+    fn oauth2_secrets_follow_the_token_endpoint_and_the_server() {
+        let old = tree(
+            r#"
+accounts:
+  - name: a
+    imap:
+      host: imap.example.com
+      username: u
+      auth: oauth2
+      oauth2: { token_url: "https://login.example.com/token", client_id: c, client_secret: cs, refresh_token: "${RT}" }
+"#,
+        );
+        let shown: Value = serde_json::from_value(crate::config::redacted_json(&old)).unwrap();
+        let mut same = shown.clone();
+        unmask(&mut same, &old).unwrap();
+        assert_eq!(same, old);
+        for (key, value) in [
+            ("token_url", "https://evil.example/token"),
+            ("preset", "google"),
+        ] {
+            let mut new = shown.clone();
+            new["accounts"][0]["imap"]["oauth2"][key] = value.into();
+            let p = unmask(&mut new, &old).unwrap_err();
+            assert_eq!(p.len(), 2, "{p:?}");
+            assert!(
+                p[0].starts_with("accounts[0].imap.oauth2.client_secret:")
+                    && p[1].starts_with("accounts[0].imap.oauth2.refresh_token:"),
+                "{p:?}"
+            );
+        }
+        let mut new = shown.clone();
+        new["accounts"][0]["imap"]["host"] = "imap.evil.example".into();
+        let p = unmask(&mut new, &old).unwrap_err();
+        assert!(p[0].contains("imap.host changed"), "{p:?}");
+    }
+
+    #[test]
+    fn allow_private_cannot_grow_and_new_outgoing_urls_are_vetted() {
+        let parse = |t: &str| crate::config::parse(t, &|_| None).unwrap().0;
+        let old = parse(
+            "webhook_settings: { allow_private: [127.0.0.1/32] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m } ] }\n",
+        );
+        // What the file had stays, whatever it points at.
+        assert!(outgoing_problems(&old, &old).is_empty());
+        let new = parse(
+            "webhook_settings: { allow_private: [127.0.0.1/32, 10.0.0.0/8] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m }, { name: q, kind: openai, url: \"http://169.254.169.254/v1\", model: m, proxy: \"http://192.168.1.1:3128\" }, { name: r, kind: openai, url: \"http://127.0.0.1:9/v1\", model: m } ] }\n",
+        );
+        let p = outgoing_problems(&old, &new);
+        let at: Vec<&str> = p.iter().map(|p| p.split(':').next().unwrap()).collect();
+        assert_eq!(
+            at,
+            [
+                "webhook_settings.allow_private[1]",
+                "classifier.providers[1].url",
+                "classifier.providers[1].proxy",
+            ],
+            "{p:#?}"
+        );
+    }
+}

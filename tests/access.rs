@@ -1,0 +1,389 @@
+//! Who may do what, against the real binary (issue 20, items 9, 11 and
+//! 12): changing the configuration is its own permission, a `read:stats`
+//! key sees no connection detail, a login's `next` never leaves the site,
+//! and forwarded headers are believed only from proxies the operator named,
+//! never in open mode (DNS rebinding), also as headless Chromium plays it.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use common::mailproc::{Mailproc, Resp};
+use serde_json::{json, Value};
+
+const TOKEN: &str = "server-token-0123456789";
+const STATS_KEY: &str = "stats-key-0123456789";
+const READ_CONFIG_KEY: &str = "read-config-key-0123456789";
+const READ_ALL_KEY: &str = "read-all-key-0123456789";
+const WRITE_ACCOUNTS_KEY: &str = "write-accounts-0123456789";
+const WRITE_CONFIG_KEY: &str = "write-config-key-0123456789";
+const WRITE_ALL_KEY: &str = "write-all-key-0123456789";
+const STAR_KEY: &str = "star-key-0123456789abc";
+
+fn secured() -> Mailproc {
+    Mailproc::start(&format!(
+        r#"
+server: {{ port: {{PORT}}, auth_token: {TOKEN} }}
+storage: {{ path: "{{DIR}}/mailproc.db" }}
+dashboard:
+  api_keys:
+    - {{ name: stats, key: {STATS_KEY} }}
+    - {{ name: readconfig, key: {READ_CONFIG_KEY}, permissions: [read:config] }}
+    - {{ name: readall, key: {READ_ALL_KEY}, permissions: ["read:*"] }}
+    - {{ name: writeaccounts, key: {WRITE_ACCOUNTS_KEY}, permissions: [write:accounts] }}
+    - {{ name: writeconfig, key: {WRITE_CONFIG_KEY}, permissions: [write:config] }}
+    - {{ name: writeall, key: {WRITE_ALL_KEY}, permissions: ["write:*"] }}
+    - {{ name: star, key: {STAR_KEY}, permissions: ["*"] }}
+classifier:
+  providers:
+    - {{ name: llm, kind: openai, url: "https://llm.internal.example/v1/chat/completions?key=k", model: m, proxy: "http://pu:pp@proxy.internal.example:3128" }}
+webhooks: [ {{ url: "https://hooks.internal.example/x", headers: {{ X-Tenant: acme }}, events: [email_processed] }} ]
+accounts:
+  - name: personal
+    imap: {{ host: 127.0.0.1, port: 9, security: none, username: me@internal.example, password: p }}
+    provider: llm
+    folders: {{ watch: [INBOX], allowed: [Receipts] }}
+    rules: [ {{ name: bills, when: {{ from: "@billing\\.internal\\.example$" }}, actions: [ {{ type: read }} ] }} ]
+"#
+    ))
+}
+
+fn put_with(m: &Mailproc, key: &str, body: &Value) -> Resp {
+    let auth = format!("Bearer {key}");
+    m.request(
+        "PUT",
+        "/api/config",
+        &[("Authorization", &auth)],
+        Some(&body.to_string()),
+    )
+}
+
+/// Item 9: `write:config` changes the configuration, `write:accounts`
+/// only runs accounts; the whole configuration needs `read:config`.
+#[test]
+fn changing_the_configuration_needs_write_config() {
+    let m = secured();
+    let full = m.get_with("/api/config", TOKEN).body;
+    // write:accounts cannot add a "*" key for itself any more...
+    let mut escalate = full.clone();
+    escalate["dashboard"]["api_keys"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "name": "mine", "key": "attacker-key-0123456789", "permissions": ["*"] }));
+    let r = put_with(&m, WRITE_ACCOUNTS_KEY, &escalate);
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert_eq!(r.body["error"], "missing permission write:config");
+    assert_eq!(
+        m.get_with("/api/stats", "attacker-key-0123456789").status,
+        401
+    );
+    // ...and keeps running accounts.
+    for cmd in ["pause", "resume", "reconnect", "process"] {
+        let r = m.post_with(
+            &format!("/api/accounts/personal/{cmd}"),
+            WRITE_ACCOUNTS_KEY,
+            "",
+        );
+        assert_eq!(r.status, 200, "{cmd}: {}", r.text);
+    }
+    // write:config, write:* and * change it; read keys do not.
+    for key in [STATS_KEY, READ_CONFIG_KEY, READ_ALL_KEY] {
+        assert_eq!(put_with(&m, key, &full).status, 403, "{key}");
+    }
+    for key in [WRITE_CONFIG_KEY, WRITE_ALL_KEY, STAR_KEY, TOKEN] {
+        let r = put_with(&m, key, &full);
+        assert_eq!(r.status, 200, "{key}: {}", r.text);
+    }
+}
+
+/// Item 9: a `read:stats` key (every key's default) reads a summary of
+/// the configuration with no host, user name, URL, proxy or header; the
+/// whole (masked) configuration takes `read:config`, which `write:config`,
+/// `read:*`, `write:*` and `*` imply.
+#[test]
+fn read_stats_sees_no_connection_details() {
+    let m = secured();
+    let r = m.get_with("/api/config", STATS_KEY);
+    assert_eq!(r.status, 200, "{}", r.text);
+    for detail in [
+        "internal.example",
+        "proxy",
+        "\"url\"",
+        "username",
+        "\"host\"",
+        "127.0.0.1",
+        "headers",
+        "X-Tenant",
+        "auth_token",
+        "api_keys",
+        "mailproc.db",
+        "pp@",
+    ] {
+        assert!(!r.text.contains(detail), "{detail} in {}", r.text);
+    }
+    let c = &r.body;
+    assert_eq!(c["accounts"][0]["name"], "personal");
+    assert_eq!(c["accounts"][0]["folders"]["allowed"], json!(["Receipts"]));
+    assert_eq!(c["accounts"][0]["rules"], json!([{ "name": "bills" }]));
+    assert_eq!(c["classifier"]["providers"][0]["model"], "m");
+    for key in [
+        READ_CONFIG_KEY,
+        READ_ALL_KEY,
+        WRITE_CONFIG_KEY,
+        WRITE_ALL_KEY,
+        STAR_KEY,
+        TOKEN,
+    ] {
+        let r = m.get_with("/api/config", key);
+        assert_eq!(r.status, 200, "{key}");
+        assert_eq!(
+            r.body["accounts"][0]["imap"]["username"], "me@internal.example",
+            "{key}"
+        );
+        assert_eq!(
+            r.body["classifier"]["providers"][0]["proxy"],
+            "http://pu:********@proxy.internal.example:3128/"
+        );
+    }
+    // write:accounts reads neither the whole configuration nor stats.
+    assert_eq!(m.get_with("/api/config", WRITE_ACCOUNTS_KEY).status, 403);
+}
+
+/// Item 11: `next` is checked after resolving dot segments (percent-encoded
+/// ones too), so no login sends the browser to another site.
+#[test]
+fn a_login_never_redirects_off_the_site() {
+    let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let form = |fields: &[(&str, &str)]| {
+        url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(fields)
+            .finish()
+    };
+    let login = |next: &str| {
+        m.request(
+            "POST",
+            "/login",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            Some(&form(&[
+                ("username", "admin"),
+                ("password", "correct horse battery"),
+                ("next", next),
+            ])),
+        )
+    };
+    let r = login("/accounts?x=1");
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/accounts?x=1"));
+    let cookie = r
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    for evil in [
+        "/.//evil.example/phish",
+        "/a/..//evil.example/phish",
+        "/%2e//evil.example/phish",
+        "/%2E%2E//evil.example",
+        "/./\\evil.example",
+        "/%5c/evil.example",
+    ] {
+        let r = login(evil);
+        assert_eq!(r.status, 303, "{evil}");
+        assert_eq!(r.header("location"), Some("/"), "{evil}");
+        // Already logged in, the login page sends the browser on at once.
+        for query in [form(&[("next", evil)]), format!("next={evil}")] {
+            let r = m.request(
+                "GET",
+                &format!("/login?{query}"),
+                &[("Cookie", &cookie)],
+                None,
+            );
+            assert_eq!(r.status, 303, "{query}");
+            assert_eq!(r.header("location"), Some("/"), "{query}");
+        }
+    }
+}
+
+/// Item 12: `X-Forwarded-*` from a loopback peer is believed only when the
+/// operator listed it in `trusted_proxies`, and never in open mode.
+#[test]
+fn forwarded_headers_are_believed_only_from_named_proxies() {
+    // Open mode: a forged X-Forwarded-Host cannot make a foreign Host pass.
+    let open =
+        Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let local = format!("127.0.0.1:{}", open.port);
+    let rebound = format!("rebind.example:{}", open.port);
+    let r = open.request(
+        "GET",
+        "/api/config",
+        &[("Host", &rebound), ("X-Forwarded-Host", &local)],
+        None,
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    // Even listed as a proxy, open mode ignores forwarded headers.
+    let open2 = Mailproc::start(
+        "server: { port: {PORT}, trusted_proxies: [127.0.0.1/32] }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
+    );
+    let r = open2.request(
+        "GET",
+        "/api/config",
+        &[
+            ("Host", &format!("rebind.example:{}", open2.port)),
+            ("X-Forwarded-Host", &format!("127.0.0.1:{}", open2.port)),
+        ],
+        None,
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+
+    // Secured, default: a loopback client's X-Forwarded-For and -Proto are
+    // its own words, not a proxy's.
+    let yaml = |proxies: &str| {
+        format!("server: {{ port: {{PORT}}, auth_token: {TOKEN}{proxies} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n")
+    };
+    let m = Mailproc::start(&yaml(""));
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let login = |m: &Mailproc, pw: &str| {
+        m.request(
+            "POST",
+            "/login",
+            &[
+                ("X-Forwarded-For", "203.0.113.7"),
+                ("X-Forwarded-Proto", "https"),
+            ],
+            Some(&json!({ "username": "admin", "password": pw }).to_string()),
+        )
+    };
+    assert_eq!(login(&m, "wrong").status, 401);
+    m.wait_for(Duration::from_secs(5), "the failure logged", || {
+        m.log().contains("login failed for \"admin\"").then_some(())
+    });
+    assert!(m.log().contains("from 127.0.0.1"), "{}", m.log());
+    assert!(!m.log().contains("203.0.113.7"), "{}", m.log());
+    let r = login(&m, "correct horse battery");
+    assert!(!r.header("set-cookie").unwrap().contains("Secure"));
+
+    // Listed by the operator (as the README's nginx and Caddy setups do),
+    // the proxy's headers count.
+    let m = Mailproc::start(&yaml(", trusted_proxies: [\"127.0.0.1/32\", \"::1/128\"]"));
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(login(&m, "wrong").status, 401);
+    m.wait_for(Duration::from_secs(5), "the failure logged", || {
+        m.log().contains("from 203.0.113.7").then_some(())
+    });
+    let r = login(&m, "correct horse battery");
+    assert!(r.header("set-cookie").unwrap().contains("; Secure"));
+}
+
+/// Item 12 as a browser plays it: a page served from `rebind.test`, a
+/// name that resolves to 127.0.0.1, whose own server is then replaced by
+/// mailproc on the same port (what rebinding its DNS name to 127.0.0.1
+/// achieves). Its script, now same-origin with mailproc, asks for
+/// `/api/config` with a forged `X-Forwarded-Host`; it must get 403.
+#[test]
+fn a_rebound_page_in_chromium_cannot_read_the_configuration() {
+    // The attacker's server holds the port first.
+    let attacker = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = attacker.local_addr().unwrap().port();
+    let yaml = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n\
+         accounts:\n  - name: acct\n    imap: { host: 127.0.0.1, port: 9, security: none, username: private-user, password: p }\n";
+    let mut m = Mailproc::prepare(yaml);
+    m.port = port;
+    m.write_config(yaml);
+    let page = format!(
+        "<!doctype html><html><head><title>rebind</title></head><body><pre id=\"out\">none</pre><script>\n\
+         var x = new XMLHttpRequest();\n\
+         x.open('GET', '/api/config', false);\n\
+         x.setRequestHeader('X-Forwarded-Host', '127.0.0.1:{port}');\n\
+         try {{ x.send(); document.getElementById('out').textContent = 'status=' + x.status + ' ' + x.responseText; }}\n\
+         catch (e) {{ document.getElementById('out').textContent = 'error ' + e; }}\n\
+         </script></body></html>"
+    );
+    let server = std::thread::scope(|s| {
+        let browser = s.spawn(|| {
+            chromium(&[
+                "--host-resolver-rules=MAP rebind.test 127.0.0.1",
+                "--no-proxy-server",
+                "--dump-dom",
+                &format!("http://rebind.test:{port}/"),
+            ])
+        });
+        // The page's request: read its head, then give the port to mailproc
+        // before the page (and its script) is sent.
+        let (mut c, _) = attacker.accept().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = c.read(&mut buf).unwrap();
+            assert!(n > 0, "the browser closed the connection");
+            head.extend_from_slice(&buf[..n]);
+        }
+        assert!(
+            String::from_utf8_lossy(&head).contains(&format!("Host: rebind.test:{port}")),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        drop(attacker);
+        m.spawn(&[]);
+        m.wait_ready();
+        write!(
+            c,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        )
+        .unwrap();
+        drop(c);
+        browser.join().unwrap()
+    });
+    let dom = String::from_utf8_lossy(&server.stdout).into_owned();
+    assert!(
+        server.status.success(),
+        "{}",
+        String::from_utf8_lossy(&server.stderr)
+    );
+    // The script ran and reached mailproc, which refused it.
+    assert!(dom.contains("status=403"), "{dom}");
+    assert!(
+        dom.contains("is not served without authentication"),
+        "{dom}"
+    );
+    assert!(!dom.contains("private-user"), "{dom}");
+    assert!(m.log().contains("GET /api/config -> 403"), "{}", m.log());
+}
+
+/// Headless Chromium, as `scripts/test.sh` installs it (Debian `chromium`),
+/// with a fresh profile and no traffic of its own.
+fn chromium(args: &[&str]) -> std::process::Output {
+    let bin = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {b}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .unwrap_or_else(|| panic!("chromium not found: apt-get install chromium"));
+    let profile = tempfile::tempdir().unwrap();
+    std::process::Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("chromium not runnable ({e}): apt-get install chromium"))
+}
