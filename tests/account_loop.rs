@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::dovecot::Dovecot;
@@ -81,7 +82,10 @@ fn passes(m: &Mailproc) -> f64 {
 }
 
 fn connection_errors(m: &Mailproc) -> f64 {
-    metric(m, "mailproc_errors_total{account=\"acct\",kind=\"connection\"}")
+    metric(
+        m,
+        "mailproc_errors_total{account=\"acct\",kind=\"connection\"}",
+    )
 }
 
 fn mailboxes_of(d: &Dovecot, message_id: &str) -> Vec<String> {
@@ -142,10 +146,7 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
             .into_iter()
             .find(|e| e["model"] == "rules:shop" && e["status"] == "ok")
     });
-    assert!(
-        e["messageId"].as_str().unwrap_or("").contains("abc"),
-        "{e}"
-    );
+    assert!(e["messageId"].as_str().unwrap_or("").contains("abc"), "{e}");
     assert_eq!(mailboxes_of(&d, "<abc def@shop.example>"), ["Receipts"]);
 
     // The user re-files it; new mail makes the account pass (and check).
@@ -196,10 +197,18 @@ fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
     m.wait_for(Duration::from_secs(15), "connected", || {
         (state(&m) == "connected").then_some(())
     });
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    /// Stops the killing when the test ends, also by a failed assertion.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
+        let _stop = Stop(&stop);
         scope.spawn(|| {
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            while !stop.load(Ordering::SeqCst) {
                 d.kill_sessions();
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -210,7 +219,6 @@ fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
                 .any(|w| *w >= 8.0)
                 .then_some(())
         });
-        stop.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     let waits = reconnect_waits(&m.log());
     assert!(waits.len() >= 4, "{waits:?}");
@@ -227,7 +235,10 @@ fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
 fn process_runs_one_whole_pass_while_paused() {
     let d = Dovecot::start();
     let model = Model::start(2, |_| {
-        answer(json!([{ "type": "move", "folder": "Receipts" }]), "a receipt")
+        answer(
+            json!([{ "type": "move", "folder": "Receipts" }]),
+            "a receipt",
+        )
     });
     let m = Mailproc::start(&config(
         &d,
@@ -240,7 +251,11 @@ fn process_runs_one_whole_pass_while_paused() {
     let r = m.post("/api/accounts/acct/pause", "");
     assert_eq!(r.body["state"], "paused", "{}", r.text);
     for i in 0..3 {
-        d.seed("test", "INBOX", &msg(&format!("p{i}"), &format!("Paused {i}")));
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("p{i}"), &format!("Paused {i}")),
+        );
     }
     let r = m.post("/api/accounts/acct/process", "");
     assert!(r.status < 300, "{}", r.text);
@@ -271,7 +286,9 @@ fn an_orphaned_retry_is_closed_with_its_reason_not_spun() {
     let mut m = Mailproc::start(&config(
         &d,
         "",
-        &format!("    folders: {{ watch: [INBOX, Other], allowed: [Missing], create: false }}\n{rules}"),
+        &format!(
+            "    folders: {{ watch: [INBOX, Other], allowed: [Missing], create: false }}\n{rules}"
+        ),
     ));
     let failed = m.wait_for(Duration::from_secs(30), "the order parked", || {
         entries(&m, "&status=failed").into_iter().next()
@@ -288,7 +305,11 @@ fn an_orphaned_retry_is_closed_with_its_reason_not_spun() {
     assert!(r.status < 300, "{}", r.text);
     let closed = m.wait_for(Duration::from_secs(30), "the retry closed", || {
         entries(&m, "&status=failed").into_iter().find(|e| {
-            e["id"] == id && e["error"].as_str().unwrap_or("").contains("no longer watched")
+            e["id"] == id
+                && e["error"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("no longer watched")
         })
     });
     assert!(
@@ -320,7 +341,11 @@ fn hundreds_of_commands_while_idling_never_drop_the_session() {
         assert!(r.status < 300, "command {i}: {}", r.text);
         let deadline = Instant::now() + Duration::from_secs(20);
         while passes(&m) <= before {
-            assert!(Instant::now() < deadline, "command {i}: no pass\n{}", m.log());
+            assert!(
+                Instant::now() < deadline,
+                "command {i}: no pass\n{}",
+                m.log()
+            );
             std::thread::sleep(Duration::from_millis(2));
         }
     }
@@ -346,7 +371,9 @@ fn an_undo_uses_the_accounts_session_and_skips_no_message_arriving_meanwhile() {
     let yaml = config(
         &d,
         "",
-        &format!("    folders: {{ watch: [INBOX], allowed: [Receipts], create: false }}\n{SHOP_RULES}"),
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts], create: false }}\n{SHOP_RULES}"
+        ),
     );
     let mut m = Mailproc::prepare(&yaml);
     m.spawn(&[("MAILPROC_FAILPOINTS", "undo-before-move=pause:3000")]);
@@ -362,7 +389,11 @@ fn an_undo_uses_the_accounts_session_and_skips_no_message_arriving_meanwhile() {
                 .contains("failpoint undo-before-move: pausing")
                 .then_some(())
         });
-        d.seed("test", "INBOX", &msg("during", "URGENT: arrived during the undo"));
+        d.seed(
+            "test",
+            "INBOX",
+            &msg("during", "URGENT: arrived during the undo"),
+        );
         undo.join().unwrap()
     });
     assert_eq!(undone.status, 200, "{}", undone.text);
@@ -370,9 +401,7 @@ fn an_undo_uses_the_accounts_session_and_skips_no_message_arriving_meanwhile() {
     assert_eq!(during["model"], "rules:urgent", "{during}");
     assert_eq!(mailboxes_of(&d, "<r7@shop.example>"), ["INBOX"]);
     let back = m.wait_for(Duration::from_secs(10), "the undo's record", || {
-        entries(&m, "")
-            .into_iter()
-            .find(|e| e["model"] == "undo")
+        entries(&m, "").into_iter().find(|e| e["model"] == "undo")
     });
     assert_eq!(back["uid"], undone.body["undo"]["uid"], "{back}");
     assert_ne!(back["uid"], during["uid"]);
@@ -397,11 +426,19 @@ fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
     );
     assert!(padded.len() > 1_100_000);
     d.seed("test", "INBOX", padded.as_bytes());
-    d.seed("test", "INBOX", &msg("plain", "URGENT: an ordinary message"));
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("plain", "URGENT: an ordinary message"),
+    );
     let rules = "    rules:\n      \
                  - { name: spamflag, when: { header: X-Spam-Flag, value: \"^YES\" }, actions: [ { type: spam } ] }\n      \
                  - { name: urgent, when: { subject: \"^URGENT\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
-    let m = Mailproc::start(&config(&d, "", &format!("    folders: {{ watch: [INBOX] }}\n{rules}")));
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        &format!("    folders: {{ watch: [INBOX] }}\n{rules}"),
+    ));
     let e = wait_entry(&m, "<padded@mailproc.test>");
     assert_eq!(e["model"], "rules:spamflag", "{e}");
     assert_eq!(e["subject"], "Cheap watches", "{e}");

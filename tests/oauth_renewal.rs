@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,13 +42,14 @@ fn config(d: &Dovecot, t: &TokenServer, hook_port: u16, imap_extra: &str, extra:
          webhooks:\n  - {{ url: \"http://127.0.0.1:{hook_port}/\", events: [connection_lost] }}\n\
          accounts:\n  - name: acct\n    imap:\n      host: 127.0.0.1\n      port: {}\n      security: tls\n      \
          ca_file: \"{}\"\n      username: test\n      auth: oauth2\n{imap_extra}      oauth2:\n        \
-         token_url: \"{}\"\n        client_id: mailproc-test\n        refresh_token: \"${{REFRESH_TOKEN}}\"\n        \
+         token_url: \"{}\"\n        device_authorization_url: \"{}\"\n        client_id: mailproc-test\n        refresh_token: \"${{REFRESH_TOKEN}}\"\n        \
          ca_file: \"{}\"\n    folders: {{ watch: [INBOX], allowed: [Missing], create: false }}\n    backlog: all\n    poll_interval: 1h\n{extra}    \
          rules:\n      - {{ name: orders, when: {{ subject: \"^Order\" }}, actions: [ {{ type: move, folder: Missing }} ] }}\n      \
          - {{ name: all, when: {{ subject: \".\" }}, actions: [ {{ type: flag, flags: [\"\\\\Flagged\"] }} ] }}\n",
         d.imaps_port,
         path_str(&d.ca_file),
         t.url("/token"),
+        t.url("/device"),
         path_str(t.cert()),
     )
 }
@@ -91,7 +94,10 @@ fn logins(d: &Dovecot) -> usize {
 fn assert_no_outage(m: &Mailproc, hooks: &common::hooks::Received) {
     assert!(bodies(hooks).is_empty(), "webhooks: {:?}", bodies(hooks));
     assert_eq!(
-        metric(m, "mailproc_errors_total{account=\"acct\",kind=\"connection\"}"),
+        metric(
+            m,
+            "mailproc_errors_total{account=\"acct\",kind=\"connection\"}"
+        ),
         0.0
     );
     assert!(!m.log().contains("connection lost"), "{}", m.log());
@@ -116,7 +122,11 @@ impl Busy {
         let uids = s
             .uid_search(format!("HEADER Message-ID \"<{id}@mailproc.test>\""))
             .unwrap();
-        let uid = uids.into_iter().next().expect("the busy message").to_string();
+        let uid = uids
+            .into_iter()
+            .next()
+            .expect("the busy message")
+            .to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let changes = Arc::new(AtomicUsize::new(0));
         let thread = {
@@ -125,7 +135,11 @@ impl Busy {
                 let mut on = false;
                 while !stop.load(Ordering::SeqCst) {
                     on = !on;
-                    let op = if on { "+FLAGS ($Busy)" } else { "-FLAGS ($Busy)" };
+                    let op = if on {
+                        "+FLAGS ($Busy)"
+                    } else {
+                        "-FLAGS ($Busy)"
+                    };
                     s.uid_store(&uid, op).unwrap();
                     changes.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(every);
@@ -173,12 +187,18 @@ fn a_busy_mailbox_delays_neither_renewal_nor_a_due_retry_nor_the_idle_reissue() 
     ));
 
     // The retry: attempt 1 at the first pass, 2 and 3 as they fall due.
-    let order = m.wait_for(Duration::from_secs(40), "the order parked after 3 attempts", || {
-        let r = m.get("/api/activity?status=failed");
-        r.body["entries"]
-            .as_array()
-            .and_then(|e| e.iter().find(|x| x["messageId"] == "<order1@mailproc.test>").cloned())
-    });
+    let order = m.wait_for(
+        Duration::from_secs(40),
+        "the order parked after 3 attempts",
+        || {
+            let r = m.get("/api/activity?status=failed");
+            r.body["entries"].as_array().and_then(|e| {
+                e.iter()
+                    .find(|x| x["messageId"] == "<order1@mailproc.test>")
+                    .cloned()
+            })
+        },
+    );
     assert!(
         order["error"].as_str().unwrap_or("").contains("Missing"),
         "{order}"
@@ -200,10 +220,14 @@ fn a_busy_mailbox_delays_neither_renewal_nor_a_due_retry_nor_the_idle_reissue() 
         (m.log().matches("acct: IDLE re-issued").count() >= 3).then_some(())
     });
     let changes = busy.changes.load(Ordering::SeqCst);
-    assert!(changes >= 10, "the other client changed flags {changes} times");
+    assert!(
+        changes >= 10,
+        "the other client changed flags {changes} times"
+    );
     drop(busy);
     assert!(
-        m.log().contains("a new access token is in hand; signing in again"),
+        m.log()
+            .contains("a new access token is in hand; signing in again"),
         "{}",
         m.log()
     );
@@ -251,7 +275,10 @@ fn the_token_endpoint_down_at_renewal_keeps_the_working_session() {
     d.seed("test", "INBOX", &msg("k3", "After the outage"));
     wait_processed(&m, 3, Duration::from_secs(30));
     assert_no_outage(&m, &hooks);
-    assert_eq!(metric(&m, "mailproc_errors_total{account=\"acct\",kind=\"panic\"}"), 0.0);
+    assert_eq!(
+        metric(&m, "mailproc_errors_total{account=\"acct\",kind=\"panic\"}"),
+        0.0
+    );
 }
 
 /// A token endpoint that answers 500 with an HTML page, 503 with
@@ -277,12 +304,21 @@ fn token_endpoint_500_503_with_retry_after_and_429_are_retried_as_asked() {
     let r = t.refreshes();
     let statuses: Vec<u16> = r.iter().map(|x| x.status).collect();
     assert_eq!(statuses, [500, 503, 429, 502, 200]);
-    assert!(r[2].at - r[1].at >= Duration::from_secs(3), "Retry-After: 3 not honoured");
-    assert!(r[3].at - r[2].at >= Duration::from_secs(2), "Retry-After: 2 not honoured");
+    assert!(
+        r[2].at - r[1].at >= Duration::from_secs(3),
+        "Retry-After: 3 not honoured"
+    );
+    assert!(
+        r[3].at - r[2].at >= Duration::from_secs(2),
+        "Retry-After: 2 not honoured"
+    );
     let a = account(&m);
     assert_eq!(a["state"], "connected", "{a}");
     let log = m.log();
-    assert!(log.contains("HTTP 500") && log.contains("asking again in"), "{log}");
+    assert!(
+        log.contains("HTTP 500") && log.contains("asking again in"),
+        "{log}"
+    );
     assert!(!log.contains("login failed"), "{log}");
 }
 
@@ -326,7 +362,64 @@ fn an_absurd_expires_in_does_not_crash_the_account() {
     let (hook_port, hooks) = receiver();
     let m = start(&config(&d, &t, hook_port, "", ""));
     wait_processed(&m, 1, Duration::from_secs(30));
-    assert_eq!(metric(&m, "mailproc_errors_total{account=\"acct\",kind=\"panic\"}"), 0.0);
+    assert_eq!(
+        metric(&m, "mailproc_errors_total{account=\"acct\",kind=\"panic\"}"),
+        0.0
+    );
     assert!(!m.log().contains("worker crashed"), "{}", m.log());
     assert_no_outage(&m, &hooks);
+}
+
+/// `mailproc oauth ACCOUNT` (the device flow) against the scripted device
+/// authorization endpoint: the token endpoint failing for a moment while
+/// it polls (503 with Retry-After, an HTML 500) does not end the flow; the
+/// refresh token it gets is the one printed. Before, the first 5xx ended
+/// the helper with an error and the code had to be asked for again.
+#[test]
+fn the_device_flow_keeps_polling_through_an_unavailable_endpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, "unused");
+    let (hook_port, _hooks) = receiver();
+    let m = Mailproc::prepare(&config(&d, &t, hook_port, "", ""));
+    let mut child = Command::new(common::mailproc::bin())
+        .arg("--config")
+        .arg(&m.config_path)
+        .args(["oauth", "acct"])
+        .env_remove("REFRESH_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let code = loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the helper ended without showing a code:\n{said}"
+        );
+        said.push_str(&line);
+        if let Some(c) = line.trim().strip_prefix("2. enter the code ") {
+            break c.to_string();
+        }
+    };
+    t.script(&[Failure::json(503, Some(1)), Failure::html(500)]);
+    m.wait_for(Duration::from_secs(20), "two failed polls", || {
+        let failed = t
+            .requests()
+            .iter()
+            .filter(|r| r.field("device_code").is_some() && r.status >= 500)
+            .count();
+        (failed == 2).then_some(())
+    });
+    assert!(t.approve(&code), "no device code {code}");
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    said.push_str(&rest);
+    assert!(out.status.success(), "helper failed:\n{said}");
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(vec![token], t.issued_refresh_tokens(), "{said}");
 }

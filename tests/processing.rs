@@ -1325,7 +1325,11 @@ fn a_replayed_move_never_takes_a_same_message_id_for_the_copy() {
     d.seed(
         "test",
         "Lists",
-        &msg_with("copy1", "The list's own copy, other words", "List-Id: <weekly.example>\r\n"),
+        &msg_with(
+            "copy1",
+            "The list's own copy, other words",
+            "List-Id: <weekly.example>\r\n",
+        ),
     );
     m.spawn(&[]);
     m.wait_ready();

@@ -443,9 +443,7 @@ impl Runner {
             match s.uid_fetch(uid_set(uids), "(UID RFC822.SIZE INTERNALDATE)") {
                 Ok(f) => Ok(f
                     .iter()
-                    .filter_map(|f| {
-                        Some((f.uid?, (f.size?, f.internal_date()?.timestamp())))
-                    })
+                    .filter_map(|f| Some((f.uid?, (f.size?, f.internal_date()?.timestamp()))))
                     .collect()),
                 Err(e) => {
                     session_fatal(e)?;

@@ -108,9 +108,7 @@ pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
         set.iter()
             .map(|m| match m {
                 UidSetMember::Uid(_) => 1,
-                UidSetMember::UidRange(r) => {
-                    u64::from(r.end().saturating_sub(*r.start())) + 1
-                }
+                UidSetMember::UidRange(r) => u64::from(r.end().saturating_sub(*r.start())) + 1,
             })
             .sum()
     };
@@ -271,7 +269,9 @@ mod tests {
         assert_eq!(imap_string("Entwürfe", &plus).unwrap(), "{9+}\r\nEntwürfe");
         assert!(imap_string("a\0b", &plus).unwrap_err().contains("NUL"));
         // Without LITERAL+ (or past LITERAL-'s 4096 bytes): refused.
-        assert!(imap_string("a\nb", &caps(0)).unwrap_err().contains("LITERAL+"));
+        assert!(imap_string("a\nb", &caps(0))
+            .unwrap_err()
+            .contains("LITERAL+"));
         assert!(imap_string(&"é".repeat(3000), &caps(4096)).is_err());
         assert!(imap_string("é", &caps(4096)).is_ok());
         // A folded Message-ID is unfolded before it is searched for.

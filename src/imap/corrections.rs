@@ -24,7 +24,11 @@ impl Runner {
     /// A command the server refuses (NO, BAD) costs the folder or the
     /// message it was about, never the session: the message is recorded as
     /// gone to an unknown place and not looked for again.
-    pub(super) fn check_corrections(&mut self, s: &mut Session, caps: &Caps) -> Result<(), ImapError> {
+    pub(super) fn check_corrections(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+    ) -> Result<(), ImapError> {
         if !self.w.account.learned.enabled {
             return Ok(());
         }
@@ -141,7 +145,12 @@ impl Runner {
             };
             let fetched = match s.uid_fetch(uid.to_string(), super::learn_query()) {
                 Ok(f) => f,
-                Err(e) => return Ok(Err(format!("reading it in {folder:?}: {}", session_fatal(e)?))),
+                Err(e) => {
+                    return Ok(Err(format!(
+                        "reading it in {folder:?}: {}",
+                        session_fatal(e)?
+                    )))
+                }
             };
             let feats = fetched.iter().find(|f| f.uid == Some(uid)).and_then(|f| {
                 f.header()

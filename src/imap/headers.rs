@@ -73,7 +73,10 @@ impl Runner {
             .filter_map(|f| {
                 let q = quoted(f);
                 if q.is_none() {
-                    log::warn!("{}: header {f:?} cannot be fetched by name; left out", self.name());
+                    log::warn!(
+                        "{}: header {f:?} cannot be fetched by name; left out",
+                        self.name()
+                    );
                 }
                 q
             })

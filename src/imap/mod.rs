@@ -36,12 +36,12 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use crate::account::{Command, Handle, Message, Refile, State};
-use undo::UndoError as RefileError;
 use crate::classify::{Pool, Provider, Rules};
 use crate::config::AccountConfig;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::webhook::{Event, Webhooks};
+use undo::UndoError as RefileError;
 
 pub use commands::uid_set;
 pub use session::Stream;
@@ -570,7 +570,13 @@ impl Runner {
             let cmd = match self.w.commands.recv_timeout(left) {
                 Ok(Message::Command(c)) => Ok(c),
                 Ok(Message::Refile(r)) => {
-                    answer_unavailable(r, &format!("{}: not connected to the IMAP server; try again later", self.name()));
+                    answer_unavailable(
+                        r,
+                        &format!(
+                            "{}: not connected to the IMAP server; try again later",
+                            self.name()
+                        ),
+                    );
                     continue;
                 }
                 Err(e) => Err(e),

@@ -103,13 +103,9 @@ impl Runner {
                 let wait = timeout.min(reissue);
                 let deadline = Instant::now() + wait;
                 control.plan_idle(deadline);
-                let r = s
-                    .idle()
-                    .timeout(wait)
-                    .keepalive(false)
-                    .wait_while(|resp| {
-                        !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
-                    });
+                let r = s.idle().timeout(wait).keepalive(false).wait_while(|resp| {
+                    !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
+                });
                 self.w.handle.arm_wake(false);
                 let outcome = match r {
                     Ok(o) => o,
@@ -212,7 +208,10 @@ impl Runner {
         {
             Ok(closed) => {
                 for (id, why) in closed {
-                    log::warn!("{}: activity {id}: retry closed as failed: {why}", self.name());
+                    log::warn!(
+                        "{}: activity {id}: retry closed as failed: {why}",
+                        self.name()
+                    );
                 }
             }
             Err(e) => log::warn!("{}: {e}", self.name()),

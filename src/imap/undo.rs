@@ -137,7 +137,10 @@ impl Runner {
         };
         let correction = match feats {
             Some(f) if self.w.account.learned.enabled => {
-                self.learn(vec![(dest.clone(), f.clone(), -1), (t.mailbox.clone(), f, 1)]);
+                self.learn(vec![
+                    (dest.clone(), f.clone(), -1),
+                    (t.mailbox.clone(), f, 1),
+                ]);
                 true
             }
             _ => false,
@@ -232,10 +235,7 @@ impl Runner {
                 match found.into_iter().max() {
                     Some(u) => u,
                     None => {
-                        return Ok(Err(format!(
-                            "moved back, but not found in {:?}",
-                            t.mailbox
-                        )))
+                        return Ok(Err(format!("moved back, but not found in {:?}", t.mailbox)))
                     }
                 }
             }

@@ -139,7 +139,8 @@ impl Runner {
         let mut group = Vec::new();
         while let Some(it) = rest.peek() {
             let size = u64::from(it.size).min(max);
-            if group.len() == MODEL_GROUP || (!group.is_empty() && bytes + size > MODEL_GROUP_BYTES) {
+            if group.len() == MODEL_GROUP || (!group.is_empty() && bytes + size > MODEL_GROUP_BYTES)
+            {
                 break;
             }
             bytes += size;

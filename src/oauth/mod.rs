@@ -441,7 +441,10 @@ mod tests {
     fn a_providers_lifetime_never_overflows_and_strings_are_read() {
         assert_eq!(lifetime(Some(u64::MAX)).1, MAX_LIFETIME);
         assert_eq!(lifetime(None).1, DEFAULT_LIFETIME);
-        assert_eq!(lifetime(Some(20)), (Duration::from_secs(10), Duration::from_secs(20)));
+        assert_eq!(
+            lifetime(Some(20)),
+            (Duration::from_secs(10), Duration::from_secs(20))
+        );
         assert_eq!(lifetime(Some(0)).0, Duration::ZERO);
         let g = |v: &str| -> Option<u64> {
             serde_json::from_str::<Grant>(&format!(r#"{{"access_token":"a","expires_in":{v}}}"#))

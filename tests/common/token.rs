@@ -18,7 +18,8 @@
 //!   `grant_type=urn:ietf:params:oauth:grant-type:device_code`. Approved,
 //!   it issues an access token and a new refresh token.
 //!
-//! * [`script`](TokenServer::script) makes the next refresh requests fail
+//! * [`script`](TokenServer::script) makes the next requests to `/token`
+//!   (refresh-token grants and device-code polls) fail
 //!   with the given status (JSON `{"error":...}` or an HTML page, with
 //!   `Retry-After` when given), one answer each, in order;
 //!   [`down`](TokenServer::down) makes every refresh fail so until it is
@@ -180,7 +181,8 @@ impl TokenServer {
                     let _ = req.as_reader().read_to_string(&mut body);
                     let path = req.url().to_string();
                     let form = parse_form(&body);
-                    let (code, body, ctype, retry_after) = state.lock().unwrap().answer(&path, &form);
+                    let (code, body, ctype, retry_after) =
+                        state.lock().unwrap().answer(&path, &form);
                     let mut resp = tiny_http::Response::from_string(body)
                         .with_status_code(code)
                         .with_header(tiny_http::Header::from_bytes("Content-Type", ctype).unwrap());
@@ -239,12 +241,16 @@ impl TokenServer {
         found
     }
 
-    /// The next refresh requests fail with these, one each, in order.
+    /// The next requests to `/token` fail with these, one each, in order.
     pub fn script(&self, failures: &[Failure]) {
-        self.state.lock().unwrap().script.extend(failures.iter().copied());
+        self.state
+            .lock()
+            .unwrap()
+            .script
+            .extend(failures.iter().copied());
     }
 
-    /// Every refresh fails with `f` until called with `None`.
+    /// Every request to `/token` fails with `f` until called with `None`.
     pub fn down(&self, f: Option<Failure>) {
         self.state.lock().unwrap().down = f;
     }
@@ -312,8 +318,8 @@ impl State {
     }
 
     fn answer(&mut self, path: &str, form: &BTreeMap<String, String>) -> Answer {
-        let refresh = form.get("grant_type").map(String::as_str) == Some("refresh_token");
-        let forced = if refresh {
+        // Refresh-token grants and device-code polls alike.
+        let forced = if path == "/token" {
             self.script.pop_front().or(self.down)
         } else {
             None
