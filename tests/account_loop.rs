@@ -454,3 +454,120 @@ fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
     assert_eq!(plain["model"], "rules:urgent");
     assert!(!plain["reasoning"].as_str().unwrap_or("").contains("64 KiB"));
 }
+
+/// Item 20 (b) on a server without MOVE, where a replayed move must look
+/// for an earlier run's copy (COPY, then a crash before the expunge): a
+/// copy is a message with the same Message-ID, size and INTERNALDATE. A
+/// message that only shares the Message-ID is not one; before, it was
+/// taken for the copy and the original expunged, never copied.
+#[test]
+fn without_move_only_an_exact_copy_counts_as_an_earlier_runs_copy() {
+    let mut d = Dovecot::start();
+    d.set_capability("IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS NAMESPACE SPECIAL-USE");
+    let list = "List-Id: <weekly.example>\r\n";
+    d.seed(
+        "test",
+        "INBOX",
+        &common::mail::msg_with("a", "Issue A", list),
+    );
+    d.seed(
+        "test",
+        "INBOX",
+        &common::mail::msg_with("b", "Issue B", list),
+    );
+    let rules = "    rules:\n      \
+                 - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists } ] }\n";
+    let mut m = Mailproc::prepare(&config(
+        &d,
+        "",
+        &format!("    folders: {{ watch: [INBOX], allowed: [Lists], create: true }}\n{rules}"),
+    ));
+    // Both decisions journalled, then the process dies before acting.
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=abort")]);
+    let st = m.wait_exit(Duration::from_secs(30));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    d.create_mailbox("test", "Lists");
+    // A: another message with its Message-ID is in Lists. B: an earlier
+    // run's copy is (COPY keeps size and INTERNALDATE).
+    d.seed(
+        "test",
+        "Lists",
+        &common::mail::msg_with("a", "Not issue A at all, other words", list),
+    );
+    {
+        let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+        let mut c = imap::Client::new(tcp);
+        c.read_greeting().unwrap();
+        let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+        s.select("INBOX").unwrap();
+        let b = s
+            .uid_search("HEADER Message-ID \"<b@mailproc.test>\"")
+            .unwrap();
+        s.uid_copy(b.into_iter().next().unwrap().to_string(), "Lists")
+            .unwrap();
+        s.logout().unwrap();
+    }
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(
+        Duration::from_secs(30),
+        "both journalled rows finished",
+        || (entries(&m, "&status=ok").len() == 2).then_some(()),
+    );
+    assert!(m.log().contains("move=false"), "{}", m.log());
+    assert_eq!(
+        mailboxes_of(&d, "<a@mailproc.test>"),
+        ["Lists", "Lists"],
+        "A was copied, its namesake left alone\n{}",
+        m.log()
+    );
+    assert_eq!(
+        mailboxes_of(&d, "<b@mailproc.test>"),
+        ["Lists"],
+        "B was not copied a second time\n{}",
+        m.log()
+    );
+}
+
+/// Item 20 (c): undo asks the account's thread. While the account has no
+/// session it answers at once that it cannot (503, nothing changed), where
+/// it used to sign in on the HTTP worker; once connected again it works.
+#[test]
+fn an_undo_while_the_account_is_disconnected_answers_503_and_changes_nothing() {
+    let mut d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    let receipt = "From: Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
+                   Subject: Your receipt 8\r\nMessage-ID: <r8@shop.example>\r\n\
+                   Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n";
+    d.seed("test", "INBOX", receipt.as_bytes());
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts], create: false }}\n{SHOP_RULES}"
+        ),
+    ));
+    let id = wait_entry(&m, "<r8@shop.example>")["id"].as_i64().unwrap();
+    d.stop();
+    m.wait_for(Duration::from_secs(30), "the account disconnected", || {
+        (state(&m) == "disconnected").then_some(())
+    });
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not connected"),
+        "{}",
+        r.text
+    );
+    d.start_again();
+    m.wait_for(Duration::from_secs(60), "connected again", || {
+        (state(&m) == "connected").then_some(())
+    });
+    assert_eq!(mailboxes_of(&d, "<r8@shop.example>"), ["Receipts"]);
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(mailboxes_of(&d, "<r8@shop.example>"), ["INBOX"]);
+}
