@@ -59,10 +59,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest wait between passes while idling (`imap.idle_interval`, default
 /// 60 s, re-issues IDLE more often than this without a pass).
 const IDLE_MAX: Duration = Duration::from_secs(25 * 60);
-/// A server answers `DONE` (and the NOOP after it) at once; this long
-/// without an answer (or `imap.timeout` if shorter) and it counts as gone.
-/// While idling a silent server is noticed within `imap.idle_interval` plus
-/// twice this: 100 s by default.
+/// A server answers `DONE` (and the NOOP after it) at once; both not in
+/// within this (or `imap.timeout` if shorter) and it counts as gone. While
+/// idling a silent server is noticed within `imap.idle_interval` plus this:
+/// 80 s by default.
 const IDLE_EXIT: Duration = Duration::from_secs(20);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
