@@ -2,8 +2,10 @@
 //! commands others may send it.
 //!
 //! The worker thread (see `imap`) owns the IMAP session; HTTP workers only
-//! send [`Command`]s through a bounded channel and read [`Status`] from a
-//! `RwLock`. When the worker is blocked in IDLE, a command wakes it through
+//! send [`Command`]s (and [`Refile`] requests, answered through a channel
+//! of their own) through a bounded channel and read [`Status`] from a
+//! `RwLock`. No HTTP worker ever speaks IMAP or waits on it without a
+//! deadline. When the worker is blocked in IDLE, a command wakes it through
 //! its session's [`Wake`]: the IDLE ends as if its interval had passed (DONE,
 //! then the command), on the same session, without a new LOGIN. Shutdown
 //! alone cuts the socket (a dead server could not answer the DONE); the
@@ -15,6 +17,7 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Mutex, RwLock};
@@ -79,6 +82,41 @@ impl Command {
     }
 }
 
+/// A request to move a message the account recorded, carried out by the
+/// account's thread on its own session between passes and answered on
+/// `reply`. Undo is [`RefileTo::Back`]; a "Move to…" correction from the
+/// dashboard will be a `RefileTo::Folder` on the same path.
+pub struct Refile {
+    /// The activity entry whose message moves.
+    pub entry: i64,
+    pub to: RefileTo,
+    /// The asker waits this long at most: a request still queued then is
+    /// dropped unanswered, so nothing happens after the asker was told
+    /// that nothing did.
+    pub deadline: Instant,
+    pub reply: Sender<Result<crate::imap::Undone, crate::imap::UndoError>>,
+}
+
+/// Where a [`Refile`] puts the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefileTo {
+    /// Back to the folder it came from, with the flags it had (undo).
+    Back,
+}
+
+/// What travels on an account's channel.
+pub enum Message {
+    Command(Command),
+    Refile(Refile),
+}
+
+/// How long a refile request may wait in the queue: the account takes it
+/// between two groups of its pass, so only a slow model call or an outage
+/// holds it longer.
+pub const REFILE_QUEUE_WAIT: Duration = Duration::from_secs(20);
+/// What the IMAP work of a refile may take once started (a few commands).
+pub const REFILE_WORK: Duration = Duration::from_secs(20);
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub state: State,
@@ -95,18 +133,21 @@ pub struct Status {
 /// a full queue means the worker already has more than enough to do.
 const COMMAND_QUEUE: usize = 16;
 
-/// Wakes a session blocked in IDLE (see `imap::session`): a byte on `tx`
-/// makes the session's next socket read return as a time-out while
-/// `armed`; `sock` is the socket itself, for shutdown.
+/// Wakes a session blocked in IDLE (see `imap::session`): while `armed`
+/// (from just before the worker looks at its queue a last time until IDLE
+/// is over), a command writes a byte on `tx`, which ends the IDLE wait as
+/// its deadline would; `rx` is the pipe's other end, emptied when the
+/// worker arms it; `sock` is the socket itself, for shutdown.
 pub struct Wake {
     pub tx: UnixStream,
+    pub rx: UnixStream,
     pub armed: Arc<AtomicBool>,
     pub sock: TcpStream,
 }
 
 pub struct Handle {
     pub name: String,
-    tx: Sender<Command>,
+    tx: Sender<Message>,
     status: RwLock<Status>,
     paused: AtomicBool,
     /// The session's wake-up, while there is a session.
@@ -117,7 +158,7 @@ pub struct Handle {
 
 impl Handle {
     /// A handle and the receiving end for its worker.
-    pub fn new(name: &str) -> (Arc<Handle>, Receiver<Command>) {
+    pub fn new(name: &str) -> (Arc<Handle>, Receiver<Message>) {
         let (tx, rx) = crossbeam_channel::bounded(COMMAND_QUEUE);
         let h = Arc::new(Handle {
             name: name.to_string(),
@@ -215,7 +256,7 @@ impl Handle {
             }
             _ => {}
         }
-        match self.tx.try_send(cmd) {
+        match self.tx.try_send(Message::Command(cmd)) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
             Err(TrySendError::Full(_)) => {
                 return Err("the account's command queue is full; try again")
@@ -226,6 +267,59 @@ impl Handle {
             Command::Reconnect => State::Connecting,
             _ => self.status.read().state,
         })
+    }
+
+    /// Asks the account's thread to move the message of activity `entry`
+    /// and waits for its answer, at most [`REFILE_QUEUE_WAIT`] for the
+    /// thread to take it plus [`REFILE_WORK`] for the work.
+    pub fn refile(
+        &self,
+        entry: i64,
+        to: RefileTo,
+    ) -> Result<crate::imap::Undone, crate::imap::UndoError> {
+        use crate::imap::UndoError;
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let deadline = Instant::now() + REFILE_QUEUE_WAIT;
+        let req = Refile {
+            entry,
+            to,
+            deadline,
+            reply,
+        };
+        match self.tx.try_send(Message::Refile(req)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                return Err(UndoError::Unavailable(format!(
+                    "{}: the account's command queue is full; try again",
+                    self.name
+                )))
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                return Err(UndoError::Unavailable(format!(
+                    "{}: the account is not running",
+                    self.name
+                )))
+            }
+        }
+        self.wake(false);
+        match answer.recv_deadline(deadline + REFILE_WORK) {
+            Ok(r) => r,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                Err(UndoError::Unavailable(format!(
+                    "{}: the account did not answer within {}s (busy, or not connected); \
+                     see the activity entry for whether it was done",
+                    self.name,
+                    (REFILE_QUEUE_WAIT + REFILE_WORK).as_secs()
+                )))
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                Err(UndoError::Unavailable(format!(
+                    "{}: the account dropped the request (not connected, or it \
+                     waited too long); nothing was changed; try again",
+                    self.name
+                )))
+            }
+        }
     }
 
     /// Wakes the worker if it is blocked in IDLE: gently (the session goes
@@ -249,9 +343,16 @@ impl Handle {
     }
 
     /// Called by the worker around a blocking IDLE: only then do wake-ups
-    /// reach the session.
+    /// reach the session. Arming first empties the pipe of wake-ups meant
+    /// for an IDLE that is over (their commands are in the queue, which the
+    /// worker reads next).
     pub fn arm_wake(&self, on: bool) {
         if let Some(w) = self.waker.lock().as_ref() {
+            if on {
+                use std::io::Read;
+                let mut drain = [0u8; 64];
+                while matches!((&w.rx).read(&mut drain), Ok(n) if n > 0) {}
+            }
             w.armed.store(on, Ordering::SeqCst);
         }
     }

@@ -48,3 +48,13 @@ pub fn build(
         .build()
         .into())
 }
+
+/// A `Retry-After` of whole seconds (what model providers and token
+/// endpoints send), at most `cap`; an HTTP date or garbage reads as none.
+pub fn retry_after(headers: &ureq::http::HeaderMap, cap: Duration) -> Option<Duration> {
+    headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|s| Duration::from_secs(s).min(cap))
+}

@@ -8,6 +8,8 @@
 //! - `panic`: every hit panics;
 //! - `panic-once`: the first hit in the process panics, later ones pass;
 //! - `abort`: the process aborts at once, as a power cut would end it;
+//! - `pause:MS`: every hit logs `failpoint NAME: pausing MS ms` and sleeps
+//!   that long (a window for a test to act in);
 //! - `error`, `error-once`: [`fails`] answers true (always, or the first
 //!   time), for code that turns that into its own error.
 
@@ -47,7 +49,12 @@ pub fn hit(name: &str) {
                 log::error!("failpoint {name}: aborting");
                 std::process::abort()
             }
-            _ => {}
+            a => {
+                if let Some(ms) = a.strip_prefix("pause:").and_then(|m| m.parse().ok()) {
+                    log::info!("failpoint {name}: pausing {ms} ms");
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                }
+            }
         }
     }
 }

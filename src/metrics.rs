@@ -56,6 +56,7 @@ pub struct Metrics {
     pub decisions: IntCounterVec,
     pub model_calls_saved: IntCounterVec,
     pub corrections: IntCounterVec,
+    pub passes: IntCounterVec,
     pub classification_duration: Histogram,
     pub actions: IntCounterVec,
     pub errors: IntCounterVec,
@@ -101,6 +102,11 @@ impl Metrics {
             corrections: counter_vec(
                 "corrections_total",
                 "Messages the user moved out of the folder mailproc chose (undo counts too).",
+                &["account"],
+            ),
+            passes: counter_vec(
+                "account_passes_total",
+                "Passes an account made over its watched folders.",
                 &["account"],
             ),
             classification_duration: reg(
@@ -221,6 +227,7 @@ impl Metrics {
     /// Makes every per-account series visible from the start, at zero.
     pub fn init_account(&self, account: &str) {
         self.emails_processed.with_label_values(&[account]);
+        self.passes.with_label_values(&[account]);
         self.account_connected.with_label_values(&[account]).set(0);
         for kind in ERROR_KINDS {
             self.errors.with_label_values(&[account, kind]);

@@ -178,7 +178,8 @@ fn an_expiring_access_token_is_renewed_without_losing_mail() {
     wait_processed(&m, "acct", 2);
     assert!(flagged(&d, "test", "e1") && flagged(&d, "test", "e2"));
     assert!(
-        m.log().contains("due for renewal; signing in again"),
+        m.log()
+            .contains("a new access token is in hand; signing in again"),
         "{}",
         m.log()
     );

@@ -303,30 +303,27 @@ pub fn train(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     ))
 }
 
-/// Undoes the move of activity entry `id` (see `imap::undo`); the error is
-/// an HTTP status and a message.
+/// Undoes the move of activity entry `id`: the account's own thread does
+/// it on its session (see `imap::undo`); this worker waits for the answer
+/// with a deadline. The error is an HTTP status and a message.
 pub fn undo_entry(ctx: &Ctx, id: i64) -> Result<crate::imap::Undone, (u16, String)> {
     let t = ctx
         .store
         .undo_target(id)
         .map_err(|e| (500, e.to_string()))?
         .ok_or_else(|| (404, format!("no activity entry with id {id}")))?;
-    let loaded = ctx.config();
-    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == t.account) else {
+    let Some(h) = ctx.account(&t.account) else {
         return Err((
             409,
             format!("account {:?} is no longer configured", t.account),
         ));
     };
-    let u = crate::imap::undo(a, &ctx.store, t).map_err(|e| match e {
-        crate::imap::UndoError::Refused(m) => (409, m),
-        crate::imap::UndoError::Failed(m) => (502, m),
-    })?;
-    ctx.metrics
-        .corrections
-        .with_label_values(&[a.name.as_str()])
-        .inc();
-    Ok(u)
+    h.refile(id, crate::account::RefileTo::Back)
+        .map_err(|e| match e {
+            crate::imap::UndoError::Refused(m) => (409, m),
+            crate::imap::UndoError::Failed(m) => (502, m),
+            crate::imap::UndoError::Unavailable(m) => (503, m),
+        })
 }
 
 /// `POST /api/activity/:id/undo`: puts a moved message back where it was,

@@ -259,12 +259,7 @@ impl Provider {
         };
         let mut res = req.send(body.to_string().as_bytes()).map_err(failed)?;
         let status = res.status().as_u16();
-        let retry_after = res
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = crate::agent::retry_after(res.headers(), Duration::MAX);
         let text = res
             .body_mut()
             .with_config()

@@ -6,13 +6,18 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
-use super::commands::uid_set;
+use super::commands::{search_message_id, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
 use crate::classify::Classification;
 use crate::store::{EmailMeta, FailedAttempt, Outcome, Status};
 use crate::webhook::Event;
+
+/// Added to the reasoning of a message whose header fields were too long
+/// to read whole (see `headers`).
+const TRUNCATED_NOTE: &str =
+    " [header fields over 64 KiB: rules read the first 8 KiB of each field]";
 
 /// Why a message of a batch was not finished this time.
 #[derive(Debug, Clone)]
@@ -58,6 +63,11 @@ pub(super) struct Item {
     pub(super) flags: Vec<String>,
     /// Its journal row, once this run journalled it: made final by id.
     pub(super) row: Option<i64>,
+    /// Its size (RFC822.SIZE), which bounds the groups for the model.
+    pub(super) size: u32,
+    /// Its header fields passed `headers::HEADER_CAP`: rules read each
+    /// field's first part only, and the record says so.
+    pub(super) header_truncated: bool,
 }
 
 /// Where each moved UID went: the folder, and its UID there when the server
@@ -108,6 +118,8 @@ impl Item {
             features: None,
             flags: Vec::new(),
             row: None,
+            size: 0,
+            header_truncated: false,
         }
     }
 }
@@ -130,11 +142,15 @@ impl Runner {
                 } else {
                     Status::Ok
                 };
+                let mut reasoning = d.reasoning.clone();
+                if it.header_truncated {
+                    reasoning.push_str(TRUNCATED_NOTE);
+                }
                 Some(Outcome {
                     status: st,
                     actions: d.actions.clone(),
                     model: d.model.clone(),
-                    reasoning: d.reasoning.clone(),
+                    reasoning,
                     confidence: d.confidence,
                     ..Default::default()
                 })
@@ -341,7 +357,7 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
-            let (set, copied) = self.reconcile(s, mailbox, folder, set, replayed)?;
+            let (set, copied) = self.reconcile(s, caps, mailbox, folder, set, replayed)?;
             if !copied.is_empty() {
                 let uids: Vec<u32> = copied.iter().map(|(u, _)| *u).collect();
                 match self.take_out(s, caps, mailbox, &uids)? {
@@ -385,20 +401,32 @@ impl Runner {
         Ok((failed, moved))
     }
 
-    /// Before a journalled move is carried out again: a run before may have
-    /// copied the message already and lost the answer (or stopped between
-    /// COPY and EXPUNGE on a server without MOVE). Those of `set` whose
-    /// Message-ID is found in `folder` are not copied a second time.
-    /// Returns the UIDs still to move, and the found ones with their UID in
-    /// `folder`. Leaves `mailbox` selected again, as it found it.
+    /// Before a journalled move is carried out again on a server without
+    /// MOVE: a run before may have copied the message already and stopped
+    /// before the expunge (or lost the answer). Those of `set` already in
+    /// `folder` are not copied a second time. Returns the UIDs still to
+    /// move, and the found ones with their UID in `folder`. Leaves
+    /// `mailbox` selected again, as it found it.
+    ///
+    /// With MOVE there is nothing to find: a MOVE is one command, so a
+    /// message still in `mailbox` was not moved (one that left is `gone`,
+    /// and recorded as moved). Without it, a copy is a message in `folder`
+    /// with the same Message-ID, size and INTERNALDATE (COPY keeps both),
+    /// each taken for one original at most: a Message-ID alone proves
+    /// nothing (it is not unique), and taking the original out on it alone
+    /// would lose a message that was never copied.
     fn reconcile(
         &mut self,
         s: &mut Session,
+        caps: &Caps,
         mailbox: &str,
         folder: &str,
         set: Vec<u32>,
         replayed: &Replayed,
     ) -> Result<(Vec<u32>, Copied), ImapError> {
+        if caps.mv {
+            return Ok((set, Vec::new()));
+        }
         let check: Vec<(u32, &str)> = set
             .iter()
             .filter_map(|u| {
@@ -409,20 +437,50 @@ impl Runner {
         if check.is_empty() {
             return Ok((set, Vec::new()));
         }
+        // Size and INTERNALDATE (seconds since the epoch).
+        type Stamp = (u32, i64);
+        let stamps = |s: &mut Session, uids: &[u32]| -> Result<HashMap<u32, Stamp>, ImapError> {
+            match s.uid_fetch(uid_set(uids), "(UID RFC822.SIZE INTERNALDATE)") {
+                Ok(f) => Ok(f
+                    .iter()
+                    .filter_map(|f| Some((f.uid?, (f.size?, f.internal_date()?.timestamp()))))
+                    .collect()),
+                Err(e) => {
+                    session_fatal(e)?;
+                    Ok(HashMap::new())
+                }
+            }
+        };
+        let originals = stamps(s, &check.iter().map(|(u, _)| *u).collect::<Vec<_>>())?;
         let mut found: Copied = Vec::new();
         match s.examine(folder) {
             Ok(_) => {
+                let mut claimed: HashSet<u32> = HashSet::new();
                 for (u, id) in &check {
-                    let query = format!("HEADER Message-ID {}", super::commands::quote(id));
-                    match s.uid_search(query) {
-                        Ok(hits) => {
-                            if let Some(dest) = hits.into_iter().max() {
-                                found.push((*u, dest));
-                            }
-                        }
+                    let Some(stamp) = originals.get(u) else {
+                        continue;
+                    };
+                    let Ok(query) = search_message_id(id, caps) else {
+                        continue;
+                    };
+                    let hits: Vec<u32> = match s.uid_search(query) {
+                        Ok(hits) => hits.into_iter().filter(|h| !claimed.contains(h)).collect(),
                         Err(e) => {
                             session_fatal(e)?;
+                            continue;
                         }
+                    };
+                    if hits.is_empty() {
+                        continue;
+                    }
+                    let copy = stamps(s, &hits)?
+                        .into_iter()
+                        .filter(|(_, st)| st == stamp)
+                        .map(|(d, _)| d)
+                        .max();
+                    if let Some(dest) = copy {
+                        claimed.insert(dest);
+                        found.push((*u, dest));
                     }
                 }
             }
@@ -441,8 +499,8 @@ impl Runner {
         }
         if !found.is_empty() {
             log::info!(
-                "{}: {} journalled message(s) already in {folder:?} (an earlier run's copy): \
-                 taken out of {mailbox:?}, not copied again",
+                "{}: {} journalled message(s) already in {folder:?} (an earlier run's copy: \
+                 same Message-ID, size and date): taken out of {mailbox:?}, not copied again",
                 self.name(),
                 found.len()
             );

@@ -1,5 +1,5 @@
-//! IMAP commands that change messages: moves with or without MOVE, and the
-//! UID sets they take.
+//! IMAP commands that change messages: moves with or without MOVE, the UID
+//! sets they take, and the one encoder of strings sent to the server.
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,6 +37,10 @@ impl Runner {
             created.insert(folder.to_string());
         }
         let set_s = uid_set(set);
+        let to = match imap_string(folder, caps) {
+            Ok(to) => to,
+            Err(e) => return Ok(Err(format!("folder {folder:?} {e}"))),
+        };
         let step = |r: imap::Result<()>, what: String| -> Result<Result<(), String>, ImapError> {
             match r {
                 Ok(()) => Ok(Ok(())),
@@ -47,7 +51,7 @@ impl Runner {
             // RFC 6851: with UIDPLUS the server names the UIDs the messages
             // got in the destination (COPYUID, untagged), which undo uses.
             let t = std::time::Instant::now();
-            let r = s.run_command_and_read_response(format!("UID MOVE {set_s} {}", quote(folder)));
+            let r = s.run_command_and_read_response(format!("UID MOVE {set_s} {to}"));
             log::debug!(
                 "{}: UID MOVE of {} message(s) to {folder:?} took {:?}",
                 self.name(),
@@ -55,7 +59,7 @@ impl Runner {
                 t.elapsed()
             );
             return match r {
-                Ok(lines) => Ok(Ok(copy_uids(&lines))),
+                Ok(lines) => Ok(Ok(copy_uids(&lines, set))),
                 Err(e) => Ok(Err(format!(
                     "moving to {folder:?} failed: {}",
                     session_fatal(e)?
@@ -63,7 +67,7 @@ impl Runner {
             };
         }
         if let Err(e) = step(
-            s.run_command_and_check_ok(format!("UID COPY {set_s} {}", quote(folder))),
+            s.run_command_and_check_ok(format!("UID COPY {set_s} {to}")),
             format!("copying to {folder:?}"),
         )? {
             return Ok(Err(e));
@@ -95,9 +99,19 @@ impl Runner {
 }
 
 /// Source UID → destination UID from the COPYUID response codes among
-/// untagged response lines.
-pub(super) fn copy_uids(mut lines: &[u8]) -> HashMap<u32, u32> {
+/// untagged response lines, for the UIDs of `sent` only. A server's ranges
+/// are never expanded beyond what was sent: a code whose sets hold more
+/// UIDs than were sent, or sets of different sizes, is not believed.
+pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
     use imap_proto::types::{ResponseCode, UidSetMember};
+    let size = |set: &[UidSetMember]| -> u64 {
+        set.iter()
+            .map(|m| match m {
+                UidSetMember::Uid(_) => 1,
+                UidSetMember::UidRange(r) => u64::from(r.end().saturating_sub(*r.start())) + 1,
+            })
+            .sum()
+    };
     let expand = |set: &[UidSetMember]| -> Vec<u32> {
         set.iter()
             .flat_map(|m| match m {
@@ -106,6 +120,7 @@ pub(super) fn copy_uids(mut lines: &[u8]) -> HashMap<u32, u32> {
             })
             .collect()
     };
+    let sent: HashSet<u32> = sent.iter().copied().collect();
     let mut out = HashMap::new();
     while !lines.is_empty() {
         match imap_proto::parser::parse_response(lines) {
@@ -115,7 +130,20 @@ pub(super) fn copy_uids(mut lines: &[u8]) -> HashMap<u32, u32> {
                     ..
                 } = resp
                 {
-                    out.extend(expand(&src).into_iter().zip(expand(&dst)));
+                    let n = size(&src);
+                    if n == size(&dst) && n <= sent.len() as u64 {
+                        out.extend(
+                            expand(&src)
+                                .into_iter()
+                                .zip(expand(&dst))
+                                .filter(|(u, _)| sent.contains(u)),
+                        );
+                    } else {
+                        log::warn!(
+                            "imap: a COPYUID naming {n} UID(s) for {} sent was ignored",
+                            sent.len()
+                        );
+                    }
                 }
                 lines = rest;
             }
@@ -156,9 +184,56 @@ pub fn uid_set(uids: &[u32]) -> String {
     out
 }
 
-/// An IMAP quoted string.
-pub(super) fn quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+/// A string argument of a command (RFC 3501 `astring`), the one way
+/// strings reach the server: a quoted string when it is 7-bit without CR,
+/// LF or NUL, else a literal sent without waiting for the server's `+`
+/// (`{n+}`, RFC 7888, when the server offers LITERAL+, or LITERAL- for up
+/// to 4096 bytes). A string with NUL, or one that needs a literal the
+/// server does not take so, is refused (the error says why): it never
+/// reaches the server to break the command line, and so the session.
+pub(super) fn imap_string(s: &str, caps: &Caps) -> Result<String, String> {
+    if s.bytes().any(|b| b == 0) {
+        return Err("holds a NUL byte, which IMAP cannot carry".into());
+    }
+    if let Some(q) = quoted(s) {
+        return Ok(q);
+    }
+    if s.len() > caps.literal_max {
+        return Err(if caps.literal_max == 0 {
+            "holds line breaks or 8-bit bytes, which need a literal, and the server offers \
+             neither LITERAL+ nor LITERAL-"
+                .into()
+        } else {
+            format!(
+                "holds line breaks or 8-bit bytes and is longer ({} bytes) than the server \
+                 takes as a literal without asking ({})",
+                s.len(),
+                caps.literal_max
+            )
+        });
+    }
+    Ok(format!("{{{}+}}\r\n{s}", s.len()))
+}
+
+/// `s` as an IMAP quoted string, when it can be one (7-bit, no CR, LF or
+/// NUL); where a literal cannot go (inside FETCH items), the only form.
+pub(super) fn quoted(s: &str) -> Option<String> {
+    s.bytes()
+        .all(|b| b.is_ascii() && b != 0 && b != b'\r' && b != b'\n')
+        .then(|| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")))
+}
+
+/// `HEADER Message-ID <id>` for `UID SEARCH`. The Message-ID is unfolded
+/// first (a folded header keeps its CRLF after parsing; servers search
+/// the unfolded value), then encoded by [`imap_string`]. An empty one is
+/// refused: it would match every message.
+pub(super) fn search_message_id(id: &str, caps: &Caps) -> Result<String, String> {
+    let unfolded: String = id.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+    if unfolded.trim().is_empty() {
+        return Err("it has no Message-ID to search by".into());
+    }
+    let s = imap_string(&unfolded, caps).map_err(|e| format!("its Message-ID {e}"))?;
+    Ok(format!("HEADER Message-ID {s}"))
 }
 
 #[cfg(test)]
@@ -170,14 +245,60 @@ mod tests {
         assert_eq!(uid_set(&[5, 1, 2, 3, 9, 7, 8]), "1:3,5,7:9");
         assert_eq!(uid_set(&[4]), "4");
         assert_eq!(uid_set(&[]), "");
-        assert_eq!(quote("a \"b\\"), "\"a \\\"b\\\\\"");
+    }
+
+    fn caps(literal_max: usize) -> Caps {
+        Caps {
+            idle: true,
+            mv: true,
+            uidplus: true,
+            literal_max,
+        }
+    }
+
+    #[test]
+    fn strings_are_quoted_or_sent_as_literals_never_raw() {
+        let plus = caps(usize::MAX);
+        assert_eq!(imap_string("a \"b\\", &plus).unwrap(), "\"a \\\"b\\\\\"");
+        assert_eq!(imap_string("", &plus).unwrap(), "\"\"");
+        // CR, LF and 8-bit bytes go as literals, counted in bytes.
+        assert_eq!(
+            imap_string("<abc\r\n def@x>", &plus).unwrap(),
+            "{13+}\r\n<abc\r\n def@x>"
+        );
+        assert_eq!(imap_string("Entwürfe", &plus).unwrap(), "{9+}\r\nEntwürfe");
+        assert!(imap_string("a\0b", &plus).unwrap_err().contains("NUL"));
+        // Without LITERAL+ (or past LITERAL-'s 4096 bytes): refused.
+        assert!(imap_string("a\nb", &caps(0))
+            .unwrap_err()
+            .contains("LITERAL+"));
+        assert!(imap_string(&"é".repeat(3000), &caps(4096)).is_err());
+        assert!(imap_string("é", &caps(4096)).is_ok());
+        // A folded Message-ID is unfolded before it is searched for.
+        assert_eq!(
+            search_message_id("<abc\r\n def@x>", &caps(0)).unwrap(),
+            "HEADER Message-ID \"<abc def@x>\""
+        );
+        assert!(search_message_id("\r\n", &plus).is_err());
     }
 
     #[test]
     fn copyuid_maps_source_to_destination() {
         let lines = b"* OK [COPYUID 1700000000 3:4,9 10:12] Moved UIDs.\r\n* 2 EXPUNGE\r\n* 2 EXPUNGE\r\n* 5 EXPUNGE\r\n";
-        let m = copy_uids(lines);
+        let m = copy_uids(lines, &[3, 4, 9]);
         assert_eq!(m, HashMap::from([(3, 10), (4, 11), (9, 12)]));
-        assert!(copy_uids(b"* 2 EXPUNGE\r\n").is_empty());
+        assert!(copy_uids(b"* 2 EXPUNGE\r\n", &[3]).is_empty());
+        // Only UIDs we sent map.
+        assert_eq!(copy_uids(lines, &[4, 9, 77]).len(), 2);
+    }
+
+    /// Issue [14] item 19: a server's range is never expanded beyond the
+    /// UIDs sent (this one would be 2^32 UIDs, 16 GiB, before).
+    #[test]
+    fn a_servers_copyuid_range_is_not_expanded_without_bound() {
+        let huge = b"* OK [COPYUID 1 1:4294967295 1:4294967295] Moved.\r\n";
+        assert!(copy_uids(huge, &[5]).is_empty());
+        // Sets of different sizes are not believed either.
+        assert!(copy_uids(b"* OK [COPYUID 1 3:4 10] Moved.\r\n", &[3, 4]).is_empty());
     }
 }

@@ -5,18 +5,30 @@
 
 use std::collections::BTreeMap;
 
-use super::commands::quote;
-use super::session::Session;
+use super::commands::{search_message_id, uid_set};
+use super::session::{session_fatal, Caps, Session};
 use super::{ImapError, Runner};
 use crate::timestamp::now_ms;
 
 /// Moves older than this are not checked any more.
 const CHECK_DAYS: i64 = 7;
 
+/// Where a message the user moved went: the folder, its UIDVALIDITY and
+/// UID there, and the message's features.
+type Found = (String, u32, u32, Option<Vec<String>>);
+
 impl Runner {
     /// Looks, in each folder we moved mail to lately, for the messages no
     /// longer there, and where they went. `learned.enabled` only.
-    pub(super) fn check_corrections(&mut self, s: &mut Session) -> Result<(), ImapError> {
+    ///
+    /// A command the server refuses (NO, BAD) costs the folder or the
+    /// message it was about, never the session: the message is recorded as
+    /// gone to an unknown place and not looked for again.
+    pub(super) fn check_corrections(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+    ) -> Result<(), ImapError> {
         if !self.w.account.learned.enabled {
             return Ok(());
         }
@@ -28,11 +40,19 @@ impl Runner {
         }
         let mut gone: Vec<(i64, String)> = Vec::new();
         for (folder, list) in &by_folder {
-            if s.examine(folder).is_err() {
+            if let Err(e) = s.examine(folder) {
+                session_fatal(e)?;
                 continue;
             }
             let uids: Vec<u32> = list.iter().map(|(_, u)| *u).collect();
-            let present = s.uid_search(format!("UID {}", super::uid_set(&uids)))?;
+            let present = match s.uid_search(format!("UID {}", uid_set(&uids))) {
+                Ok(p) => p,
+                Err(e) => {
+                    let e = session_fatal(e)?;
+                    log::warn!("{}: corrections: {folder:?}: {e}", self.name());
+                    continue;
+                }
+            };
             for (id, uid) in list {
                 if !present.contains(uid) {
                     gone.push((*id, folder.clone()));
@@ -43,7 +63,17 @@ impl Runner {
             let Some(t) = self.w.store.undo_target(id)? else {
                 continue;
             };
-            let found = self.find_elsewhere(s, &t.message_id, &from)?;
+            let found = match self.find_elsewhere(s, caps, &t.message_id, &from)? {
+                Ok(found) => found,
+                Err(e) => {
+                    log::warn!(
+                        "{}: activity {id}: the message left {from:?}, and looking for it failed: \
+                         {e}; not looked for again",
+                        self.name()
+                    );
+                    None
+                }
+            };
             let (folder, arrived, feats) = match found {
                 Some((f, uidvalidity, uid, feats)) => (Some(f), Some((uidvalidity, uid)), feats),
                 None => (None, None, None),
@@ -78,33 +108,56 @@ impl Runner {
     }
 
     /// The folder (of those training reads) now holding `message_id`, its
-    /// UIDVALIDITY and UID there, and the message's features.
-    #[allow(clippy::type_complexity)]
+    /// UIDVALIDITY and UID there, and the message's features. The inner
+    /// error: this message cannot be looked for (the server refused the
+    /// search, or the Message-ID cannot be sent).
     fn find_elsewhere(
         &self,
         s: &mut Session,
+        caps: &Caps,
         message_id: &str,
         not: &str,
-    ) -> Result<Option<(String, u32, u32, Option<Vec<String>>)>, ImapError> {
+    ) -> Result<Result<Option<Found>, String>, ImapError> {
         if message_id.is_empty() {
-            return Ok(None);
+            return Ok(Ok(None));
         }
+        let query = match search_message_id(message_id, caps) {
+            Ok(q) => q,
+            Err(e) => return Ok(Err(e)),
+        };
         for folder in super::training_folders(&self.w.account) {
             if folder == not {
                 continue;
             }
-            let Ok(mb) = s.examine(&folder) else { continue };
-            let found = s.uid_search(format!("HEADER Message-ID {}", quote(message_id)))?;
+            let mb = match s.examine(&folder) {
+                Ok(mb) => mb,
+                Err(e) => {
+                    session_fatal(e)?;
+                    continue;
+                }
+            };
+            let found = match s.uid_search(&query) {
+                Ok(found) => found,
+                Err(e) => return Ok(Err(format!("searching {folder:?}: {}", session_fatal(e)?))),
+            };
             let Some(uid) = found.into_iter().max() else {
                 continue;
             };
-            let fetched = s.uid_fetch(uid.to_string(), super::learn_query())?;
+            let fetched = match s.uid_fetch(uid.to_string(), super::learn_query()) {
+                Ok(f) => f,
+                Err(e) => {
+                    return Ok(Err(format!(
+                        "reading it in {folder:?}: {}",
+                        session_fatal(e)?
+                    )))
+                }
+            };
             let feats = fetched.iter().find(|f| f.uid == Some(uid)).and_then(|f| {
                 f.header()
                     .map(|h| crate::learn::features(&super::learn_email(h, f.text())))
             });
-            return Ok(Some((folder, mb.uid_validity.unwrap_or(0), uid, feats)));
+            return Ok(Ok(Some((folder, mb.uid_validity.unwrap_or(0), uid, feats))));
         }
-        Ok(None)
+        Ok(Ok(None))
     }
 }

@@ -20,6 +20,7 @@
 mod batch;
 mod commands;
 mod corrections;
+mod headers;
 mod learned;
 mod login;
 mod pass;
@@ -34,17 +35,18 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
-use crate::account::{Command, Handle, State};
+use crate::account::{Command, Handle, Message, Refile, State};
 use crate::classify::{Pool, Provider, Rules};
 use crate::config::AccountConfig;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::webhook::{Event, Webhooks};
+use undo::UndoError as RefileError;
 
 pub use commands::uid_set;
 pub use session::Stream;
 pub use train::{fetch_examples, learn_email, learn_query, training_folders, FolderExamples};
-pub use undo::{undo, UndoError, Undone};
+pub use undo::{UndoError, Undone};
 
 /// Messages whose headers are fetched, decided and acted on together: one
 /// FETCH, one journal and one record transaction, one STORE per flag set and
@@ -57,13 +59,22 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest wait between passes while idling (`imap.idle_interval`, default
 /// 60 s, re-issues IDLE more often than this without a pass).
 const IDLE_MAX: Duration = Duration::from_secs(25 * 60);
-/// A server answers `DONE` (and the NOOP after it) at once; this long
-/// without an answer (or `imap.timeout` if shorter) and it counts as gone.
-/// While idling a silent server is noticed within `imap.idle_interval` plus
-/// twice this: 100 s by default.
+/// A server answers `DONE` (and the NOOP after it) at once; both not in
+/// within this (or `imap.timeout` if shorter) and it counts as gone. While
+/// idling a silent server is noticed within `imap.idle_interval` plus this:
+/// 80 s by default.
 const IDLE_EXIT: Duration = Duration::from_secs(20);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// A session that fails sooner than this after its login does not reset
+/// the back-off: a server (or a message) that breaks every session right
+/// away is retried ever more slowly, not once a second.
+const STABLE_SESSION: Duration = Duration::from_secs(60);
+/// Token requests back off to at most this (or the endpoint's
+/// `Retry-After`), well below the IMAP back-off: mail flows again within
+/// seconds of the provider coming back, at the cost of four requests a
+/// minute to a provider that is down.
+const TOKEN_BACKOFF_MAX: Duration = Duration::from_secs(15);
 /// After a refused login, retrying quickly only risks a lockout.
 const LOGIN_RETRY: Duration = Duration::from_secs(300);
 
@@ -144,7 +155,7 @@ enum Exit {
 pub struct Worker {
     pub account: Arc<AccountConfig>,
     pub handle: Arc<Handle>,
-    pub commands: Receiver<Command>,
+    pub commands: Receiver<Message>,
     pub store: Arc<Store>,
     pub metrics: Arc<Metrics>,
     pub webhooks: Arc<Webhooks>,
@@ -193,11 +204,22 @@ struct Runner {
     w: Worker,
     /// Commands taken from the channel but not yet acted on.
     queued: Vec<Command>,
+    /// Refile requests (undo) taken from the channel, for the session.
+    refiles: Vec<Refile>,
     force_pass: bool,
+    /// The pass under way was asked for (`process`): it runs whole even
+    /// while the account is paused.
+    forced: bool,
+    /// When the last pass began (epoch ms): a retry due before it that is
+    /// still due could not be taken, and does not shorten the wait.
+    last_pass_ms: i64,
     /// With `auth: oauth2`: the account's tokens, made at the first connect.
     tokens: Option<crate::oauth::Tokens>,
-    /// When the session's access token is due for renewal (OAuth2 only).
+    /// When the session's access token is due for renewal, or the next try
+    /// of a renewal that failed (OAuth2 only).
     renew_at: Option<Instant>,
+    /// The wait before the next token request after one failed.
+    token_backoff: Duration,
     /// The classifier learned from the account's folders (loaded when
     /// `learned.enabled`), and the stored generation it was loaded from.
     learner: crate::learn::Model,
@@ -209,9 +231,13 @@ impl Runner {
         Runner {
             w,
             queued: Vec::new(),
+            refiles: Vec::new(),
             force_pass: false,
+            forced: false,
+            last_pass_ms: 0,
             tokens: None,
             renew_at: None,
+            token_backoff: BACKOFF_MIN,
             learner: crate::learn::Model::default(),
             learner_generation: None,
         }
@@ -247,13 +273,13 @@ impl Runner {
     fn serve_despite_store_errors(
         &mut self,
         s: &mut session::Session,
-        sock: &std::net::TcpStream,
+        control: &session::Control,
         caps: &session::Caps,
         folders: &session::Folders,
     ) -> Result<Exit, ImapError> {
         let mut wait = BACKOFF_MIN;
         loop {
-            match self.serve(s, sock, caps, folders) {
+            match self.serve(s, control, caps, folders) {
                 Err(ImapError::Store(e)) => {
                     let msg = e.to_string();
                     log::error!("{}: {msg}; trying again in {wait:?}", self.name());
@@ -293,24 +319,39 @@ impl Runner {
                 continue;
             }
             let wait = match session::connect(&self.w.account, self.tokens.as_mut()) {
-                Ok((mut session, sock, caps, folders, wake)) => {
+                Ok(c) => {
+                    let signed_in = Instant::now();
+                    let session::Connected {
+                        mut session,
+                        control,
+                        caps,
+                        folders,
+                        wake,
+                    } = c;
                     self.w.handle.set_waker(Some(wake));
                     self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
+                    self.token_backoff = BACKOFF_MIN;
                     if let Some(err) = outage.take() {
                         log::info!("{}: connection restored", self.name());
                         self.emit(Event::ConnectionRestored {
                             details: &format!("reconnected after: {err}"),
                         });
                     }
-                    backoff = BACKOFF_MIN;
                     self.w.handle.set_error(None);
                     self.w
                         .metrics
                         .account_connected
                         .with_label_values(&[self.name()])
                         .set(1);
-                    let r = self.serve_despite_store_errors(&mut session, &sock, &caps, &folders);
+                    let r =
+                        self.serve_despite_store_errors(&mut session, &control, &caps, &folders);
+                    // A long session (however it ended) proves the server
+                    // and the account fine again.
+                    if signed_in.elapsed() >= STABLE_SESSION {
+                        backoff = BACKOFF_MIN;
+                    }
                     self.w.handle.set_waker(None);
+                    self.refuse_requests("the IMAP session ended; try again");
                     self.w
                         .metrics
                         .account_connected
@@ -324,12 +365,13 @@ impl Runner {
                         Ok(Exit::Reconnect) => {
                             let _ = session.logout();
                             log::info!("{}: reconnecting on request", self.name());
+                            backoff = BACKOFF_MIN;
                             continue;
                         }
                         Ok(Exit::Renew) => {
                             let _ = session.logout();
                             log::info!(
-                                "{}: the access token is due for renewal; signing in again",
+                                "{}: a new access token is in hand; signing in again with it",
                                 self.name()
                             );
                             continue;
@@ -337,9 +379,17 @@ impl Runner {
                         Err(_) if self.w.handle.take_interrupted() => continue,
                         Err(e) => {
                             let e = e.to_string();
-                            log::warn!("{}: connection lost: {e}", self.name());
+                            // A session that broke soon after its login
+                            // keeps the back-off growing (a server, or a
+                            // message, that breaks every session).
+                            let wait = jitter(backoff);
+                            backoff = (backoff * 2).min(BACKOFF_MAX);
+                            log::warn!(
+                                "{}: connection lost: {e}; reconnecting in {wait:?}",
+                                self.name()
+                            );
                             self.lost(&mut outage, &e);
-                            Some(BACKOFF_MIN)
+                            Some(wait)
                         }
                     }
                 }
@@ -360,6 +410,17 @@ impl Runner {
                 Err(ImapError::Token(e)) if !e.is_transient() => {
                     self.token_refused(&mut outage, &e);
                     Some(LOGIN_RETRY)
+                }
+                Err(ImapError::Token(e)) => {
+                    // The provider is down or busy: asked again soon (or
+                    // when it said), so mail flows within half a minute of
+                    // its return, whatever the IMAP back-off.
+                    let msg = e.to_string();
+                    let wait = self.next_token_try(&e);
+                    log::warn!("{}: {msg}; asking again in {wait:?}", self.name());
+                    self.count_error("oauth");
+                    self.lost(&mut outage, &msg);
+                    Some(wait)
                 }
                 Err(e) => {
                     let e = e.to_string();
@@ -383,6 +444,15 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// The wait before the next token request after `e`: the endpoint's
+    /// `Retry-After` when it sent one, else the token back-off (doubling
+    /// up to [`TOKEN_BACKOFF_MAX`], with jitter).
+    fn next_token_try(&mut self, e: &crate::oauth::OAuthError) -> Duration {
+        let wait = jitter(self.token_backoff).min(TOKEN_BACKOFF_MAX);
+        self.token_backoff = (self.token_backoff * 2).min(TOKEN_BACKOFF_MAX);
+        e.retry_after().unwrap_or(wait)
     }
 
     /// With `auth: oauth2`, makes the account's token source once.
@@ -410,6 +480,47 @@ impl Runner {
         self.count_error("oauth");
         self.lost(outage, &msg);
         self.w.handle.set_state(State::Error);
+    }
+
+    /// The session's access token is due for renewal: the next one is
+    /// fetched while the session goes on. Returns whether it is in hand
+    /// (the session is then replaced, signing in with it). When the
+    /// endpoint fails, the session is kept — as long as the server keeps
+    /// it, past the old token's expiry too — and the request is made again
+    /// after the token back-off; a renewal is never an outage.
+    fn prepare_renewal(&mut self) -> bool {
+        let Some(tokens) = self.tokens.as_mut() else {
+            self.renew_at = None;
+            return false;
+        };
+        let expires = tokens.expires_at();
+        match tokens.renew() {
+            Ok(()) => {
+                self.token_backoff = BACKOFF_MIN;
+                self.w.handle.set_error(None);
+                true
+            }
+            Err(e) => {
+                let wait = if e.is_transient() {
+                    self.next_token_try(&e)
+                } else {
+                    LOGIN_RETRY
+                };
+                let left = match expires.map(|t| t.saturating_duration_since(Instant::now())) {
+                    Some(d) if !d.is_zero() => format!("its token expires in {}s", d.as_secs()),
+                    _ => "its token has expired".to_string(),
+                };
+                let msg = format!("renewing the access token: {e}");
+                log::warn!(
+                    "{}: {msg}; the session goes on ({left}); asking again in {wait:?}",
+                    self.name()
+                );
+                self.count_error("oauth");
+                self.w.handle.set_error(Some(msg));
+                self.renew_at = Some(Instant::now() + wait);
+                false
+            }
+        }
     }
 
     /// Whether the session's access token is due for renewal.
@@ -456,7 +567,21 @@ impl Runner {
             if left.is_zero() {
                 return true;
             }
-            match self.w.commands.recv_timeout(left) {
+            let cmd = match self.w.commands.recv_timeout(left) {
+                Ok(Message::Command(c)) => Ok(c),
+                Ok(Message::Refile(r)) => {
+                    answer_unavailable(
+                        r,
+                        &format!(
+                            "{}: not connected to the IMAP server; try again later",
+                            self.name()
+                        ),
+                    );
+                    continue;
+                }
+                Err(e) => Err(e),
+            };
+            match cmd {
                 Ok(Command::Shutdown) => return false,
                 Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
                     self.force_pass = true;
@@ -475,9 +600,15 @@ impl Runner {
         }
     }
 
-    /// Takes queued commands. Returns an exit when one asks for it.
+    /// Takes queued commands (refile requests wait in `refiles` for the
+    /// session). Returns an exit when one asks for it.
     fn take_commands(&mut self) -> Option<Exit> {
-        self.queued.extend(self.w.commands.try_iter());
+        for m in self.w.commands.try_iter() {
+            match m {
+                Message::Command(c) => self.queued.push(c),
+                Message::Refile(r) => self.refiles.push(r),
+            }
+        }
         for cmd in std::mem::take(&mut self.queued) {
             match cmd {
                 Command::Shutdown => return Some(Exit::Shutdown),
@@ -487,6 +618,13 @@ impl Runner {
             }
         }
         None
+    }
+
+    /// Answers every refile request in hand that the session cannot serve.
+    fn refuse_requests(&mut self, why: &str) {
+        for r in std::mem::take(&mut self.refiles) {
+            answer_unavailable(r, &format!("{}: {why}", self.name()));
+        }
     }
 
     fn emit(&self, event: Event<'_>) {
@@ -500,6 +638,11 @@ impl Runner {
             .with_label_values(&[self.name(), kind])
             .inc();
     }
+}
+
+/// Tells the asker a refile could not be done now (nothing changed).
+fn answer_unavailable(r: Refile, why: &str) {
+    let _ = r.reply.send(Err(RefileError::Unavailable(why.to_string())));
 }
 
 /// Up to a quarter more, so many accounts do not reconnect in lockstep.

@@ -2,21 +2,23 @@
 //! (IDLE or polling).
 
 use std::collections::{BTreeSet, HashMap};
-use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::session::{Caps, Folders, Session};
+use super::session::{Caps, Control, Folders, Session};
 use super::{Exit, ImapError, Runner, IDLE_EXIT, IDLE_MAX, WINDOW};
-use crate::account::State;
+use crate::account::{Message, State};
 use crate::config::Backlog;
 use crate::store::{KnownEmail, Status};
 use crate::timestamp::now_ms;
 
 impl Runner {
+    /// Serves one session: passes over the watched folders, refile
+    /// requests, and the waits between passes, until a command, a renewal
+    /// or an error ends it.
     pub(super) fn serve(
         &mut self,
         s: &mut Session,
-        sock: &TcpStream,
+        control: &Control,
         caps: &Caps,
         folders: &Folders,
     ) -> Result<Exit, ImapError> {
@@ -27,25 +29,17 @@ impl Runner {
             if let Some(exit) = self.take_commands() {
                 return Ok(exit);
             }
+            self.serve_refiles(s, caps, folders)?;
+            // `process` runs one whole pass, also while paused (`forced`
+            // holds for the pass; a pause cuts short only the others).
             let force = std::mem::take(&mut self.force_pass);
             if force || (pass && !self.w.handle.is_paused()) {
-                self.w.handle.set_state(State::Processing);
-                crate::failpoint::hit("account-pass");
-                // Before the watched folders: a message the user moved back
-                // into one is then recorded, not sorted away again.
-                if let Err(e) = self.check_corrections(s) {
-                    match e {
-                        ImapError::Store(e) => log::warn!("{}: corrections: {e}", self.name()),
-                        e => return Err(e),
-                    }
+                self.forced = force;
+                let r = self.pass(s, caps, folders);
+                self.forced = false;
+                if let Some(exit) = r? {
+                    return Ok(exit);
                 }
-                for mailbox in self.w.account.folders.watch.clone() {
-                    if let Some(exit) = self.process_folder(s, caps, folders, &mailbox)? {
-                        self.index_search();
-                        return Ok(exit);
-                    }
-                }
-                self.index_search();
             }
             self.w.handle.set_state(if self.w.handle.is_paused() {
                 State::Paused
@@ -54,7 +48,7 @@ impl Runner {
             });
             // After the pass, so a session that took long to open still
             // does its work before signing in again.
-            if self.renew_due() {
+            if self.renew_due() && self.prepare_renewal() {
                 return Ok(Exit::Renew);
             }
 
@@ -65,8 +59,7 @@ impl Runner {
             if let Some(left) = self.until_renew() {
                 timeout = timeout.min(left.max(Duration::from_millis(200)));
             }
-            if let Ok(Some(at)) = self.w.store.next_retry_at(self.name()) {
-                let due = Duration::from_millis((at - now_ms()).max(0) as u64);
+            if let Some(due) = self.next_retry() {
                 timeout = timeout.min(due.max(Duration::from_millis(200)));
             }
             // IDLE needs its folder selected; if it is missing, poll instead.
@@ -95,51 +88,146 @@ impl Runner {
             }
             if idle {
                 self.w.handle.arm_wake(true);
-                // A command that arrived before the socket was published
-                // could not wake us; look once more before blocking.
+                // A command that arrived before the wake-up was armed could
+                // not wake us; look once more before blocking. One that
+                // comes later wakes the IDLE wait (see session::Stream).
                 if !self.w.commands.is_empty() || self.w.handle.is_shutting_down() {
                     self.w.handle.arm_wake(false);
                     pass = false;
                     continue;
                 }
                 // IDLE is re-issued every idle_interval: the server's answer
-                // to DONE proves it is still there (see session::Stream).
+                // to DONE proves it is still there. The wait ends at its
+                // deadline whatever the server sends meanwhile.
                 let reissue = self.w.account.imap.idle_interval.0;
-                let r = s
-                    .idle()
-                    .timeout(timeout.min(reissue))
-                    .keepalive(false)
-                    .wait_while(|resp| {
-                        !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
-                    });
+                let wait = timeout.min(reissue);
+                let deadline = Instant::now() + wait;
+                control.plan_idle(deadline);
+                let r = s.idle().timeout(wait).keepalive(false).wait_while(|resp| {
+                    !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
+                });
                 self.w.handle.arm_wake(false);
-                let outcome = r?;
-                if outcome == imap::extensions::idle::WaitOutcome::TimedOut {
+                let outcome = match r {
+                    Ok(o) => o,
+                    Err(e) => {
+                        control.commands();
+                        return Err(e.into());
+                    }
+                };
+                let timed_out = outcome == imap::extensions::idle::WaitOutcome::TimedOut;
+                if timed_out {
                     // The crate sent DONE but drops a missing answer; a NOOP
-                    // within the same short bound shows the server is there.
-                    sock.set_read_timeout(Some(self.w.account.imap.timeout.0.min(IDLE_EXIT)))?;
-                    s.noop()?;
+                    // within the same bound (set when the wait ended) shows
+                    // the server is there.
+                    let r = s.noop();
+                    control.commands();
+                    r?;
                 }
-                sock.set_read_timeout(Some(self.w.account.imap.timeout.0))?;
+                control.commands();
                 // Woken only to re-issue: back to IDLE without a pass
                 // (the SELECT on the way still notices missed mail).
-                if outcome == imap::extensions::idle::WaitOutcome::TimedOut && reissue < timeout {
+                if timed_out && reissue < timeout {
+                    if Instant::now() >= deadline {
+                        log::debug!("{}: IDLE re-issued", self.name());
+                    }
                     pass = false;
                     continue;
                 }
             } else {
                 match self.w.commands.recv_timeout(timeout) {
-                    Ok(cmd) => self.queued.push(cmd),
+                    Ok(Message::Command(cmd)) => self.queued.push(cmd),
+                    Ok(Message::Refile(r)) => self.refiles.push(r),
                     Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                     Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                         return Ok(Exit::Shutdown)
                     }
                 }
-                // Keep the connection alive and learn of new mail.
-                s.noop()?;
+                // Keep the connection alive and learn of new mail, within
+                // a bound of its own.
+                control.answer_within(self.w.account.imap.timeout.0.min(IDLE_EXIT));
+                let r = s.noop();
+                control.commands();
+                r?;
             }
             pass = true;
         }
+    }
+
+    /// One pass: corrections, then every watched folder. Returns an exit
+    /// when a command asks for one.
+    fn pass(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+    ) -> Result<Option<Exit>, ImapError> {
+        self.w.handle.set_state(State::Processing);
+        self.last_pass_ms = now_ms();
+        self.w
+            .metrics
+            .passes
+            .with_label_values(&[self.name()])
+            .inc();
+        crate::failpoint::hit("account-pass");
+        self.close_orphaned_retries();
+        // Before the watched folders: a message the user moved back into
+        // one is then recorded, not sorted away again.
+        if let Err(e) = self.check_corrections(s, caps) {
+            match e {
+                ImapError::Store(e) => log::warn!("{}: corrections: {e}", self.name()),
+                e => return Err(e),
+            }
+        }
+        for mailbox in self.w.account.folders.watch.clone() {
+            // An undo asked for meanwhile does not wait for the whole pass.
+            self.serve_refiles(s, caps, folders)?;
+            if let Some(exit) = self.process_folder(s, caps, folders, &mailbox)? {
+                self.index_search();
+                return Ok(Some(exit));
+            }
+        }
+        self.index_search();
+        Ok(None)
+    }
+
+    /// Whether the pass must stop early for a pause: not while it is the
+    /// pass `process` asked for.
+    pub(super) fn paused_now(&self) -> bool {
+        self.w.handle.is_paused() && !self.forced
+    }
+
+    /// Retries of this account that no pass can take — their folder is no
+    /// longer watched, or their UIDVALIDITY is not the folder's any more —
+    /// are closed as failed with the reason; due for ever, they would end
+    /// every wait at once.
+    fn close_orphaned_retries(&self) {
+        match self
+            .w
+            .store
+            .close_orphaned_retries(self.name(), &self.w.account.folders.watch)
+        {
+            Ok(closed) => {
+                for (id, why) in closed {
+                    log::warn!(
+                        "{}: activity {id}: retry closed as failed: {why}",
+                        self.name()
+                    );
+                }
+            }
+            Err(e) => log::warn!("{}: {e}", self.name()),
+        }
+    }
+
+    /// Time left until the next retry falls due. A retry that was due
+    /// when the last pass began and is due still could not be taken (its
+    /// folder cannot be opened): it waits for the next pass, without
+    /// shortening the wait to nothing.
+    fn next_retry(&self) -> Option<Duration> {
+        let at = self.w.store.next_retry_at(self.name()).ok()??;
+        if at <= self.last_pass_ms {
+            return None;
+        }
+        Some(Duration::from_millis((at - now_ms()).max(0) as u64))
     }
 
     /// Indexes what the pass recorded for search, in bulk. A failure only
@@ -254,7 +342,7 @@ impl Runner {
             if self.w.handle.is_shutting_down() {
                 return Ok(Some(Exit::Shutdown));
             }
-            if self.w.handle.is_paused() && !self.force_pass {
+            if self.paused_now() {
                 return Ok(None);
             }
             if let Some(exit) = self.take_commands() {

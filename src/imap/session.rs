@@ -7,7 +7,9 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use super::{ImapError, CONNECT_TIMEOUT, IDLE_EXIT};
 use crate::account::Wake;
@@ -17,8 +19,7 @@ use crate::config::{AccountConfig, Security};
 #[derive(Debug)]
 pub struct Stream {
     inner: Inner,
-    /// What a read may wait once IDLE is over (see `SetReadTimeout`).
-    idle_exit: Duration,
+    control: Arc<Control>,
 }
 
 #[derive(Debug)]
@@ -27,65 +28,160 @@ enum Inner {
     Tls(Box<native_tls::TlsStream<Tcp>>),
 }
 
-impl Stream {
-    fn tcp(&self) -> &TcpStream {
-        match &self.inner {
-            Inner::Plain(s) => &s.tcp,
-            Inner::Tls(s) => &s.get_ref().tcp,
+/// What the reads of a session are waiting for, shared by the session's
+/// stream and its worker. Every wait of the account loop has a deadline
+/// that holds whatever the server sends meanwhile: the imap crate restarts
+/// the socket's read time-out on every line it reads (flag updates,
+/// `* OK Still here`), so a time-out alone would let a talkative server
+/// postpone a renewal, a due retry or the IDLE re-issue for ever.
+#[derive(Debug)]
+pub struct Control {
+    wait: Mutex<Wait>,
+    /// The end the worker planned for the next IDLE wait.
+    planned: Mutex<Option<Instant>>,
+    /// Whether the last byte handed to the imap crate ended a line: an IDLE
+    /// wait ends only between lines, so the crate never loses half a line.
+    at_line_start: AtomicBool,
+    /// What the answer to `DONE` (and the NOOP after it) may take.
+    idle_exit: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wait {
+    /// An ordinary command: each read waits at most the socket's read
+    /// time-out (`imap.timeout`).
+    Command,
+    /// The IDLE wait: reads end (`WouldBlock`, which the crate takes as its
+    /// time-out, so it sends `DONE` and the session goes on) at the
+    /// deadline or when the worker is woken for a command, between lines.
+    Idle(Instant),
+    /// An answer that must be complete by the deadline (`DONE`, NOOP).
+    Answer(Instant),
+}
+
+impl Control {
+    fn new(idle_exit: Duration) -> Control {
+        Control {
+            wait: Mutex::new(Wait::Command),
+            planned: Mutex::new(None),
+            at_line_start: AtomicBool::new(true),
+            idle_exit,
         }
+    }
+
+    fn wait(&self) -> Wait {
+        *self.wait.lock()
+    }
+
+    /// The next IDLE wait ends at `deadline` at the latest.
+    pub(super) fn plan_idle(&self, deadline: Instant) {
+        *self.planned.lock() = Some(deadline);
+    }
+
+    /// The answers to come must be complete within `limit`.
+    pub(super) fn answer_within(&self, limit: Duration) {
+        *self.wait.lock() = Wait::Answer(Instant::now() + limit);
+    }
+
+    /// Back to ordinary commands (the socket's read time-out).
+    pub(super) fn commands(&self) {
+        *self.wait.lock() = Wait::Command;
+        *self.planned.lock() = None;
     }
 }
 
-/// The TCP socket under the (TLS) stream, with the wake-up of
-/// [`crate::account::Wake`]: while armed (the worker idles), a read waits
-/// for the socket or the wake-up, whichever comes first, within the
-/// socket's read time-out; a wake-up returns `WouldBlock`, as the time-out
-/// does, so IDLE ends normally (DONE) and the session goes on. TLS treats
-/// `WouldBlock` as "try again later", so its state survives too.
+/// The TCP socket under the (TLS) stream, with the deadlines of
+/// [`Control`] and the wake-up of [`crate::account::Wake`]: during the
+/// IDLE wait a read waits for the socket, the deadline or the wake-up,
+/// whichever comes first; the deadline and a wake-up return `WouldBlock`,
+/// so IDLE ends normally (DONE) and the session goes on. TLS treats
+/// `WouldBlock` as "try again later", so its state survives too. Only the
+/// IDLE wait listens for wake-ups: one that arrives while IDLE starts stays
+/// in the pipe until the wait begins, and then ends it at once.
 #[derive(Debug)]
 struct Tcp {
     tcp: TcpStream,
     wake_rx: UnixStream,
-    armed: Arc<AtomicBool>,
+    control: Arc<Control>,
 }
 
-impl Read for Tcp {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+fn timed_out(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, what.to_string())
+}
+
+impl Tcp {
+    /// Waits until the socket is readable, the wake-up fires (when
+    /// `wake`), or `timeout` passes. Returns (socket ready, woken).
+    fn poll(&self, timeout: Duration, wake: bool) -> std::io::Result<(bool, bool)> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         use std::os::fd::AsFd;
-        if !self.armed.load(Ordering::SeqCst) {
-            return self.tcp.read(buf);
-        }
-        let timeout = match self.tcp.read_timeout()? {
-            None => PollTimeout::NONE,
-            Some(d) => PollTimeout::try_from(d).unwrap_or(PollTimeout::MAX),
-        };
-        let (sock_ready, woken) = loop {
+        let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+        loop {
             let mut fds = [
                 PollFd::new(self.tcp.as_fd(), PollFlags::POLLIN),
                 PollFd::new(self.wake_rx.as_fd(), PollFlags::POLLIN),
             ];
-            match poll(&mut fds, timeout) {
-                Ok(_) => break (fds[0].any() == Some(true), fds[1].any() == Some(true)),
+            let n = if wake { 2 } else { 1 };
+            match poll(&mut fds[..n], timeout) {
+                Ok(_) => {
+                    return Ok((
+                        fds[0].any() == Some(true),
+                        wake && fds[1].any() == Some(true),
+                    ))
+                }
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(e.into()),
             }
-        };
-        if sock_ready {
-            return self.tcp.read(buf);
         }
-        if woken {
-            let mut drain = [0u8; 64];
-            while matches!(self.wake_rx.read(&mut drain), Ok(n) if n > 0) {}
+    }
+}
+
+impl Read for Tcp {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.control.wait() {
+            Wait::Command => self.tcp.read(buf),
+            Wait::Answer(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || !self.poll(left, false)?.0 {
+                    return Err(timed_out("no answer in time"));
+                }
+                self.tcp.read(buf)
+            }
+            Wait::Idle(deadline) => {
+                // Within a line the wait goes on (the rest of a line comes
+                // at once), bounded like an answer.
+                let between = self.control.at_line_start.load(Ordering::SeqCst);
+                let left = deadline.saturating_duration_since(Instant::now());
+                let (limit, wake) = if between {
+                    (left, true)
+                } else {
+                    (self.control.idle_exit, false)
+                };
+                let (ready, woken) = if between && left.is_zero() {
+                    (false, false)
+                } else {
+                    self.poll(limit, wake)?
+                };
+                if ready {
+                    return self.tcp.read(buf);
+                }
+                if !between {
+                    return Err(timed_out("the server stopped within a line"));
+                }
+                if woken {
+                    let mut drain = [0u8; 64];
+                    while matches!(self.wake_rx.read(&mut drain), Ok(n) if n > 0) {}
+                }
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    if woken {
+                        "woken for a command"
+                    } else {
+                        "the wait's deadline"
+                    },
+                ))
+            }
         }
-        Err(std::io::Error::new(
-            std::io::ErrorKind::WouldBlock,
-            if woken {
-                "woken for a command"
-            } else {
-                "timed out"
-            },
-        ))
     }
 }
 
@@ -100,10 +196,16 @@ impl Write for Tcp {
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &mut self.inner {
+        let n = match &mut self.inner {
             Inner::Plain(s) => s.read(buf),
             Inner::Tls(s) => s.read(buf),
+        }?;
+        if n > 0 {
+            self.control
+                .at_line_start
+                .store(buf[n - 1] == b'\n', Ordering::SeqCst);
         }
+        Ok(n)
     }
 }
 
@@ -122,17 +224,27 @@ impl Write for Stream {
     }
 }
 
-/// The imap crate sets the IDLE interval as the read time-out, then
-/// removes it (`None`) before it sends `DONE` and reads the answer: with no
-/// time-out, a server that stopped answering held the account for ever. A
-/// removal sets the bound on that answer instead; the caller restores the
-/// command time-out after IDLE.
+/// The imap crate sets a read time-out when its IDLE wait begins (after
+/// the server's `+`) and removes it (`None`) before it sends `DONE` and
+/// reads the answer. The first starts the IDLE wait of [`Control`], ending
+/// at the deadline the worker planned (or the time-out given); the second
+/// bounds the answer to `DONE` (with no bound, a server that stopped
+/// answering held the account for ever). The worker goes back to ordinary
+/// commands after IDLE.
 impl imap::extensions::idle::SetReadTimeout for Stream {
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> imap::Result<()> {
-        let timeout = timeout.unwrap_or(self.idle_exit);
-        self.tcp()
-            .set_read_timeout(Some(timeout))
-            .map_err(imap::Error::Io)
+        let c = &self.control;
+        let wait = match timeout {
+            Some(t) => Wait::Idle(
+                c.planned
+                    .lock()
+                    .take()
+                    .unwrap_or_else(|| Instant::now() + t),
+            ),
+            None => Wait::Answer(Instant::now() + c.idle_exit),
+        };
+        *c.wait.lock() = wait;
+        Ok(())
     }
 }
 
@@ -142,6 +254,10 @@ pub(super) struct Caps {
     pub(super) idle: bool,
     pub(super) mv: bool,
     pub(super) uidplus: bool,
+    /// The longest literal the server takes without its `+` first:
+    /// unlimited with LITERAL+, 4096 bytes with LITERAL- (RFC 7888), none
+    /// without either. Strings that cannot be quoted go as such literals.
+    pub(super) literal_max: usize,
 }
 
 /// What one connection knows of the server's folders.
@@ -151,12 +267,22 @@ pub(super) struct Folders {
     pub(super) trash: String,
 }
 
-/// Connects, logs in and reads what the server offers. Returns the socket
-/// (for time-outs) and the session's wake-up besides the session.
+/// A signed-in session and what goes with it.
+pub(super) struct Connected {
+    pub(super) session: Session,
+    /// The deadlines of the session's reads.
+    pub(super) control: Arc<Control>,
+    pub(super) caps: Caps,
+    pub(super) folders: Folders,
+    /// The session's wake-up, for the account's [`crate::account::Handle`].
+    pub(super) wake: Wake,
+}
+
+/// Connects, logs in and reads what the server offers.
 pub(super) fn connect(
     account: &AccountConfig,
     tokens: Option<&mut crate::oauth::Tokens>,
-) -> Result<(Session, TcpStream, Caps, Folders, Wake), ImapError> {
+) -> Result<Connected, ImapError> {
     let c = &account.imap;
     let timeout = c.timeout.0;
     let tcp = open(&c.host, c.port())?;
@@ -164,19 +290,19 @@ pub(super) fn connect(
     tcp.set_write_timeout(Some(timeout))?;
     let _ = tcp.set_nodelay(true);
     keepalive(&tcp);
-    let sock = tcp.try_clone()?;
     let (wake_rx, wake_tx) = UnixStream::pair()?;
     wake_rx.set_nonblocking(true)?;
-    let armed = Arc::new(AtomicBool::new(false));
+    let control = Arc::new(Control::new(timeout.min(IDLE_EXIT)));
     let wake = Wake {
         tx: wake_tx,
-        armed: armed.clone(),
+        rx: wake_rx.try_clone()?,
+        armed: Arc::new(AtomicBool::new(false)),
         sock: tcp.try_clone()?,
     };
     let wrap = |tcp: TcpStream| Tcp {
         tcp,
         wake_rx,
-        armed,
+        control: control.clone(),
     };
     let tls = || -> Result<native_tls::TlsConnector, ImapError> {
         let mut b = native_tls::TlsConnector::builder();
@@ -192,7 +318,7 @@ pub(super) fn connect(
     };
     let stream = |inner| Stream {
         inner,
-        idle_exit: timeout.min(IDLE_EXIT),
+        control: control.clone(),
     };
     let client = match c.security {
         Security::Tls => {
@@ -224,6 +350,13 @@ pub(super) fn connect(
         idle: caps.has_str("IDLE"),
         mv: caps.has_str("MOVE"),
         uidplus: caps.has_str("UIDPLUS"),
+        literal_max: if caps.has_str("LITERAL+") {
+            usize::MAX
+        } else if caps.has_str("LITERAL-") {
+            4096
+        } else {
+            0
+        },
     };
     let folders = list_folders(&mut session)?;
     log::info!(
@@ -235,7 +368,13 @@ pub(super) fn connect(
         caps.mv,
         caps.uidplus
     );
-    Ok((session, sock, caps, folders, wake))
+    Ok(Connected {
+        session,
+        control,
+        caps,
+        folders,
+        wake,
+    })
 }
 
 /// Connects to each address of `host` in turn, IPv6 first (in resolver

@@ -64,7 +64,7 @@ pub(super) fn open(account: &AccountConfig, store: &Arc<Store>) -> Result<Sessio
         ),
         _ => None,
     };
-    Ok(connect(account, tokens.as_mut())?.0)
+    Ok(connect(account, tokens.as_mut())?.session)
 }
 
 /// Connects and reads the features of every training folder's messages.

@@ -1,13 +1,24 @@
 //! Undo of a move: the message goes back to the folder it came from, with
-//! the flags it had, on a connection of its own (the account's thread keeps
-//! its session). A correction for the learned classifier when it is on.
+//! the flags it had, and a correction for the learned classifier when it
+//! is on.
+//!
+//! Undo runs on the account's own thread and session, between passes (an
+//! HTTP worker asks through the account's channel and waits for the answer
+//! with a deadline; see [`crate::account::Handle::refile`]). So no pass can
+//! look at the folder between the move back and its record: the message is
+//! recorded under the UID the server gave it, never a predicted one, and a
+//! message arriving meanwhile keeps its own UID and is processed as usual.
+//! A crash between the two leaves the message back without a record: it is
+//! then sorted again (at least once, never lost).
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::time::Instant;
 
-use super::commands::{copy_uids, quote};
-use super::session::Session;
-use crate::config::AccountConfig;
-use crate::store::{Status, Store, UndoTarget};
+use super::commands::{search_message_id, uid_set};
+use super::session::{session_fatal, Caps, Folders, Session};
+use super::{ImapError, Runner};
+use crate::account::RefileTo;
+use crate::store::{Status, UndoTarget};
 
 /// Why an undo was not done.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,12 +27,17 @@ pub enum UndoError {
     Refused(String),
     /// The server or the store failed: 502.
     Failed(String),
+    /// The account could not take the request now (not connected, busy,
+    /// its queue full); nothing was changed: 503.
+    Unavailable(String),
 }
 
 impl std::fmt::Display for UndoError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            UndoError::Refused(m) | UndoError::Failed(m) => f.write_str(m),
+            UndoError::Refused(m) | UndoError::Failed(m) | UndoError::Unavailable(m) => {
+                f.write_str(m)
+            }
         }
     }
 }
@@ -41,136 +57,199 @@ pub struct Undone {
     pub correction: bool,
 }
 
-/// Puts the message of activity entry `t` back where it was.
-pub fn undo(
-    account: &AccountConfig,
-    store: &Arc<Store>,
-    t: UndoTarget,
-) -> Result<Undone, UndoError> {
-    let refuse = |m: &str| Err(UndoError::Refused(format!("activity {}: {m}", t.id)));
-    if t.status != Status::Ok {
-        return refuse("only a message that was acted on can be undone");
-    }
-    let Some(dest) = t.dest_folder.clone() else {
-        return refuse("the message was not moved");
-    };
-    if t.undone_at.is_some() {
-        return refuse("already undone");
-    }
-    let Some(flags) = t.flags.clone() else {
-        return refuse("moved before undo was recorded");
-    };
-    let failed =
-        |e: String| UndoError::Failed(format!("{}: undo of activity {}: {e}", account.name, t.id));
-    let mut s = super::train::open(account, store).map_err(|e| failed(e.to_string()))?;
-    let r = put_back(&mut s, store, &t, &dest, &flags).map_err(failed);
-    let _ = s.logout();
-    let (uid, undo_id, feats) = r?;
-    let correction = match feats {
-        Some(f) if account.learned.enabled => {
-            let rows: Vec<(&str, &[String], i64)> = vec![
-                (dest.as_str(), f.as_slice(), -1),
-                (t.mailbox.as_str(), f.as_slice(), 1),
-            ];
-            match store.learn_add(&account.name, &rows, 1, true) {
-                Ok(()) => true,
+impl Runner {
+    /// Carries out the refile requests in hand on the session, answering
+    /// each. A request whose asker gave up is dropped, untouched. A broken
+    /// session answers the request at hand and ends the session (the
+    /// others are answered by the caller).
+    pub(super) fn serve_refiles(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+    ) -> Result<(), ImapError> {
+        while !self.refiles.is_empty() {
+            let r = self.refiles.remove(0);
+            if Instant::now() >= r.deadline {
+                log::info!(
+                    "{}: refile of activity {} dropped: it waited past its deadline",
+                    self.name(),
+                    r.entry
+                );
+                continue;
+            }
+            let RefileTo::Back = r.to;
+            match self.undo(s, caps, folders, r.entry) {
+                Ok(answer) => {
+                    let _ = r.reply.send(answer);
+                }
                 Err(e) => {
-                    log::warn!("{}: {e}", account.name);
-                    false
+                    let _ = r.reply.send(Err(UndoError::Failed(format!(
+                        "{}: undo of activity {}: {e}",
+                        self.name(),
+                        r.entry
+                    ))));
+                    return Err(e);
                 }
             }
         }
-        _ => false,
-    };
-    log::info!(
-        "{}: activity {} undone: back from {dest:?} to {:?} as UID {uid}",
-        account.name,
-        t.id,
-        t.mailbox
-    );
-    Ok(Undone {
-        id: t.id,
-        undo_id,
-        mailbox: t.mailbox.clone(),
-        uid,
-        from_folder: dest,
-        flags,
-        correction,
-    })
-}
-
-/// Moves it back and restores its flags. Returns its UID in the folder it
-/// came from, the id of the undo's record, and its features (for a
-/// correction).
-fn put_back(
-    s: &mut Session,
-    store: &Arc<Store>,
-    t: &UndoTarget,
-    dest: &str,
-    flags: &[String],
-) -> Result<(u32, i64, Option<Vec<String>>), String> {
-    s.select(dest)
-        .map_err(|e| format!("SELECT {dest:?}: {e}"))?;
-    let uid = match t.dest_uid {
-        Some(u) => u,
-        None if !t.message_id.is_empty() => s
-            .uid_search(format!("HEADER Message-ID {}", quote(&t.message_id)))
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .max()
-            .ok_or_else(|| format!("no message {} in {dest:?}", t.message_id))?,
-        None => {
-            return Err("its UID in the destination is unknown and it has no Message-ID".into())
-        }
-    };
-    // Still there? (The user may have moved or deleted it since.)
-    let fetched = s
-        .uid_fetch(uid.to_string(), super::learn_query())
-        .map_err(|e| e.to_string())?;
-    let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
-        return Err(format!("UID {uid} is no longer in {dest:?}"));
-    };
-    let feats = f
-        .header()
-        .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
-    // Recorded before the move, under the UID it will get, so the account
-    // never sees it back without a record (and sorts it away again).
-    let st = s
-        .status(&t.mailbox, "(UIDNEXT UIDVALIDITY)")
-        .map_err(|e| format!("STATUS {:?}: {e}", t.mailbox))?;
-    let uidvalidity = st.uid_validity.unwrap_or(t.uidvalidity);
-    let foreseen = st.uid_next.unwrap_or(1);
-    let row = store
-        .record_undo(t, uidvalidity, foreseen)
-        .map_err(|e| e.to_string())?;
-    let moved = s.run_command_and_read_response(format!("UID MOVE {uid} {}", quote(&t.mailbox)));
-    let new_uid = match moved {
-        Ok(lines) => copy_uids(&lines).get(&uid).copied(),
-        Err(e) => {
-            let _ = store.cancel_undo(t.id, row);
-            return Err(format!("moving back to {:?}: {e}", t.mailbox));
-        }
-    };
-    s.select(&t.mailbox)
-        .map_err(|e| format!("SELECT {:?}: {e}", t.mailbox))?;
-    let new_uid = match new_uid {
-        Some(u) => u,
-        None => s
-            .uid_search(format!("HEADER Message-ID {}", quote(&t.message_id)))
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .max()
-            .ok_or_else(|| format!("moved back, but not found in {:?}", t.mailbox))?,
-    };
-    if new_uid != foreseen {
-        store
-            .fix_undo_uid(row, new_uid)
-            .map_err(|e| e.to_string())?;
+        Ok(())
     }
-    s.uid_store(
-        new_uid.to_string(),
-        format!("FLAGS.SILENT ({})", flags.join(" ")),
-    )
-    .map_err(|e| format!("restoring flags: {e}"))?;
-    Ok((new_uid, row, feats))
+
+    /// Puts the message of activity entry `id` back where it was. The outer
+    /// error is a broken session; the inner one the answer for the asker.
+    fn undo(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        id: i64,
+    ) -> Result<Result<Undone, UndoError>, ImapError> {
+        let t = match self.w.store.undo_target(id) {
+            Ok(Some(t)) => t,
+            Ok(None) => return Ok(Err(UndoError::Refused(format!("no activity entry {id}")))),
+            Err(e) => return Ok(Err(UndoError::Failed(e.to_string()))),
+        };
+        let refuse = |m: &str| Ok(Err(UndoError::Refused(format!("activity {id}: {m}"))));
+        if t.account != self.name() {
+            return refuse("belongs to another account");
+        }
+        if t.status != Status::Ok {
+            return refuse("only a message that was acted on can be undone");
+        }
+        let Some(dest) = t.dest_folder.clone() else {
+            return refuse("the message was not moved");
+        };
+        if t.undone_at.is_some() {
+            return refuse("already undone");
+        }
+        let Some(flags) = t.flags.clone() else {
+            return refuse("moved before undo was recorded");
+        };
+        let (uid, undo_id, feats) = match self.put_back(s, caps, folders, &t, &dest, &flags)? {
+            Ok(done) => done,
+            Err(e) => {
+                return Ok(Err(UndoError::Failed(format!(
+                    "{}: undo of activity {id}: {e}",
+                    self.name()
+                ))))
+            }
+        };
+        let correction = match feats {
+            Some(f) if self.w.account.learned.enabled => {
+                self.learn(vec![
+                    (dest.clone(), f.clone(), -1),
+                    (t.mailbox.clone(), f, 1),
+                ]);
+                true
+            }
+            _ => false,
+        };
+        self.w
+            .metrics
+            .corrections
+            .with_label_values(&[self.name()])
+            .inc();
+        log::info!(
+            "{}: activity {id} undone: back from {dest:?} to {:?} as UID {uid}",
+            self.name(),
+            t.mailbox
+        );
+        Ok(Ok(Undone {
+            id,
+            undo_id,
+            mailbox: t.mailbox.clone(),
+            uid,
+            from_folder: dest,
+            flags,
+            correction,
+        }))
+    }
+
+    /// Moves it back, records it, and restores its flags. Returns its UID
+    /// in the folder it came from, the id of the undo's record, and its
+    /// features (for a correction).
+    #[allow(clippy::type_complexity)]
+    fn put_back(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        t: &UndoTarget,
+        dest: &str,
+        flags: &[String],
+    ) -> Result<Result<(u32, i64, Option<Vec<String>>), String>, ImapError> {
+        macro_rules! answer {
+            ($r:expr, $what:expr) => {
+                match $r {
+                    Ok(v) => v,
+                    Err(e) => return Ok(Err(format!("{}: {}", $what, session_fatal(e)?))),
+                }
+            };
+        }
+        answer!(s.select(dest), format!("SELECT {dest:?}"));
+        let uid = match t.dest_uid {
+            Some(u) => u,
+            None => {
+                let query = match search_message_id(&t.message_id, caps) {
+                    Ok(q) => q,
+                    Err(e) => return Ok(Err(format!("its UID in {dest:?} is unknown and {e}"))),
+                };
+                let found = answer!(s.uid_search(query), "searching by Message-ID");
+                match found.into_iter().max() {
+                    Some(u) => u,
+                    None => return Ok(Err(format!("no message {} in {dest:?}", t.message_id))),
+                }
+            }
+        };
+        // Still there? (The user may have moved or deleted it since.)
+        let fetched = answer!(
+            s.uid_fetch(uid.to_string(), super::learn_query()),
+            "reading it"
+        );
+        let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
+            return Ok(Err(format!("UID {uid} is no longer in {dest:?}")));
+        };
+        let feats = f
+            .header()
+            .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
+        drop(fetched);
+        crate::failpoint::hit("undo-before-move");
+        let mut created = HashSet::new();
+        let moved =
+            match self.move_uids(s, caps, folders, &mut created, &[uid], &t.mailbox, dest)? {
+                Ok(m) => m,
+                Err(e) => return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox))),
+            };
+        let mb = answer!(s.select(&t.mailbox), format!("SELECT {:?}", t.mailbox));
+        let uidvalidity = mb.uid_validity.unwrap_or(t.uidvalidity);
+        let new_uid = match moved.get(&uid) {
+            Some(u) => *u,
+            // No COPYUID: the newest message with its Message-ID.
+            None => {
+                let query = match search_message_id(&t.message_id, caps) {
+                    Ok(q) => q,
+                    Err(e) => return Ok(Err(format!("moved back, but cannot find it: {e}"))),
+                };
+                let found = answer!(s.uid_search(query), "searching by Message-ID");
+                match found.into_iter().max() {
+                    Some(u) => u,
+                    None => {
+                        return Ok(Err(format!("moved back, but not found in {:?}", t.mailbox)))
+                    }
+                }
+            }
+        };
+        let row = match self.w.store.record_undo(t, uidvalidity, new_uid) {
+            Ok(row) => row,
+            Err(e) => return Ok(Err(format!("moved back as UID {new_uid}, but {e}"))),
+        };
+        if let Err(e) = s.uid_store(
+            uid_set(&[new_uid]),
+            format!("FLAGS.SILENT ({})", flags.join(" ")),
+        ) {
+            return Ok(Err(format!("restoring flags: {}", session_fatal(e)?)));
+        }
+        Ok(Ok((new_uid, row, feats)))
+    }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::batch::{Failure, Item};
-use super::commands::{quote, uid_set};
+use super::commands::uid_set;
+use super::headers::{Heads, HEADER_CHUNK};
 use super::session::{Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::classify::{Classification, ClassifyError, Email, Job};
@@ -18,9 +19,10 @@ use crate::store::{EmailMeta, KnownEmail, Outcome, Status};
 /// (each body is at most `max_message_bytes`) while keeping the classifier
 /// pool fed.
 const MODEL_GROUP: usize = 100;
-
-/// UIDs whose headers come in one FETCH (see [`Runner::triage`]).
-const HEADER_CHUNK: usize = 1000;
+/// The most bytes of bodies one group brings (by the sizes the header
+/// FETCH reported, each at most `max_message_bytes`); a larger message
+/// makes a group of its own.
+const MODEL_GROUP_BYTES: u64 = 32 << 20;
 
 /// A group of messages whose model calls are queued or in flight.
 struct Group {
@@ -108,13 +110,14 @@ impl Runner {
         let mut rest = to_model.into_iter().peekable();
         while rest.peek().is_some() {
             if self.w.handle.is_shutting_down()
-                || (self.w.handle.is_paused() && !self.force_pass)
+                || self.paused_now()
                 || !self.w.commands.is_empty()
+                || !self.refiles.is_empty()
             {
                 complete = false;
                 break;
             }
-            let next: Vec<Item> = rest.by_ref().take(MODEL_GROUP).collect();
+            let next = self.next_group(&mut rest);
             let group = self.submit(s, next)?;
             if let Some(done) = in_flight.replace(group) {
                 let items = self.collect(s, done);
@@ -126,6 +129,24 @@ impl Runner {
             self.finish(s, caps, folders, &mut w, items)?;
         }
         Ok(complete && w.open.is_empty())
+    }
+
+    /// The next group for the model: up to [`MODEL_GROUP`] messages and
+    /// [`MODEL_GROUP_BYTES`] of bodies (at least one message).
+    fn next_group(&self, rest: &mut std::iter::Peekable<std::vec::IntoIter<Item>>) -> Vec<Item> {
+        let max = self.w.account.max_message_bytes as u64;
+        let mut bytes = 0u64;
+        let mut group = Vec::new();
+        while let Some(it) = rest.peek() {
+            let size = u64::from(it.size).min(max);
+            if group.len() == MODEL_GROUP || (!group.is_empty() && bytes + size > MODEL_GROUP_BYTES)
+            {
+                break;
+            }
+            bytes += size;
+            group.extend(rest.next());
+        }
+        group
     }
 
     /// Journals, acts on and records one decided group of a window.
@@ -213,14 +234,14 @@ impl Runner {
         let query = self.header_query();
         if uids.len() <= HEADER_CHUNK {
             // One FETCH (new mail, mostly): nothing to overlap.
-            let fetched = s.uid_fetch(uid_set(uids), &query)?;
-            let (mut ready, to_model) = self.decide(mailbox, uidvalidity, uids, &fetched, known);
+            let heads = self.fetch_heads(s, &query, uids)?;
+            let (mut ready, to_model) = self.decide(mailbox, uidvalidity, uids, &heads, known);
             self.journal(&mut ready)?;
             return Ok((ready, to_model));
         }
         let this = &*self;
         std::thread::scope(|scope| {
-            let (tx, rx) = crossbeam_channel::bounded::<(&[u32], imap::types::Fetches)>(1);
+            let (tx, rx) = crossbeam_channel::bounded::<(&[u32], Heads)>(1);
             let decider = scope.spawn(move || {
                 let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
                 let mut to_model: Vec<Item> = Vec::new();
@@ -235,7 +256,7 @@ impl Runner {
             });
             let mut fetch_error = None;
             for chunk in uids.chunks(HEADER_CHUNK) {
-                match s.uid_fetch(uid_set(chunk), &query) {
+                match this.fetch_heads(s, &query, chunk) {
                     Ok(fetched) => {
                         // A closed channel: the decider failed; it says why.
                         if tx.send((chunk, fetched)).is_err() {
@@ -261,53 +282,21 @@ impl Runner {
         })
     }
 
-    /// The FETCH items of a window's headers: only the fields rules read,
-    /// and with the learned classifier the start of the text.
-    fn header_query(&self) -> String {
-        let max = self.w.account.max_message_bytes;
-        let learned = self.w.account.learned.enabled;
-        let mut fields = self.w.rules.header_fields();
-        // The learned classifier reads the first part of the text, which
-        // needs the MIME headers to be decoded.
-        // (and its features read the mailing list).
-        if learned {
-            for f in [
-                "List-Id",
-                "Content-Type",
-                "Content-Transfer-Encoding",
-                "MIME-Version",
-            ] {
-                if !fields.iter().any(|x| x.eq_ignore_ascii_case(f)) {
-                    fields.push(f.into());
-                }
-            }
-        }
-        let fields: Vec<String> = fields.iter().map(|f| quote(f)).collect();
-        let text = if learned {
-            format!(" BODY.PEEK[TEXT]<0.{}>", crate::learn::TEXT_BYTES)
-        } else {
-            String::new()
-        };
-        format!(
-            "(UID FLAGS BODY.PEEK[HEADER.FIELDS ({})]<0.{max}>{text})",
-            fields.join(" ")
-        )
-    }
-
     /// Decides the messages of one FETCH of headers (see [`Runner::triage`]).
     fn decide(
         &self,
         mailbox: &str,
         uidvalidity: u32,
         uids: &[u32],
-        fetched: &imap::types::Fetches,
+        fetched: &Heads,
         known: &mut HashMap<u32, KnownEmail>,
     ) -> (Vec<Item>, Vec<Item>) {
         let learned = self.w.account.learned.enabled;
-        // UID → (header, first part of the text, flags).
-        type Head<'a> = (&'a [u8], Option<&'a [u8]>, Vec<String>);
+        // UID → (header, first part of the text, flags, size, whether the
+        // header was read field by field).
+        type Head<'a> = (&'a [u8], Option<&'a [u8]>, Vec<String>, u32, bool);
         let mut heads: HashMap<u32, Head<'_>> = HashMap::with_capacity(uids.len());
-        for f in fetched.iter() {
+        for f in fetched.fetched.iter() {
             if let (Some(uid), Some(h)) = (f.uid, f.header()) {
                 let flags = f
                     .flags()
@@ -315,7 +304,11 @@ impl Runner {
                     .filter(|x| !matches!(x, imap::types::Flag::Recent))
                     .map(|x| x.to_string())
                     .collect();
-                heads.insert(uid, (h, f.text(), flags));
+                let (h, long) = match fetched.long.get(&uid) {
+                    Some(l) => (l.as_slice(), true),
+                    None => (h, false),
+                };
+                heads.insert(uid, (h, f.text(), flags, f.size.unwrap_or(0), long));
             }
         }
 
@@ -323,7 +316,7 @@ impl Runner {
         let mut to_model: Vec<Item> = Vec::new();
         for &uid in uids {
             let k = known.remove(&uid);
-            let Some((raw, text, flags)) = heads.remove(&uid) else {
+            let Some((raw, text, flags, size, long)) = heads.remove(&uid) else {
                 // Gone between SEARCH and FETCH, or moved by us before a crash.
                 if let Some(item) = self.gone(mailbox, uidvalidity, uid, k.as_ref()) {
                     ready.push(item);
@@ -342,6 +335,8 @@ impl Runner {
             let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, Some(&email)));
             item.known = k.is_some();
             item.flags = flags;
+            item.size = size;
+            item.header_truncated = long;
             if learned {
                 item.features = Some(crate::learn::features(&email));
             }

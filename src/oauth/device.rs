@@ -66,6 +66,14 @@ impl Client {
                 Err(OAuthError::Provider { error, .. }) if error == "slow_down" => {
                     interval += SLOW_DOWN;
                 }
+                // The endpoint busy or unreachable for a moment: the code
+                // stays valid, so keep polling (later, when it asked so).
+                Err(e) if e.is_transient() => {
+                    log::debug!("device flow: {e}; polling again");
+                    if let Some(d) = e.retry_after() {
+                        wait(d);
+                    }
+                }
                 Err(e) => return Err(e),
             }
             if Instant::now() >= deadline {

@@ -35,6 +35,11 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
 /// Lifetime assumed when the token answer has no `expires_in` (RFC 6749
 /// makes it optional; Google and Microsoft give one hour).
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
+/// The longest lifetime believed: a token is renewed at least daily, and a
+/// provider's `expires_in` near `u64::MAX` cannot overflow a deadline.
+const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// The longest `Retry-After` of a token endpoint that is honoured.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 /// Token answers are small JSON objects; anything larger is not one.
 const MAX_ANSWER: u64 = 64 * 1024;
 
@@ -53,6 +58,14 @@ pub enum OAuthError {
     },
     /// The token endpoint could not be reached or did not answer in time.
     Transport(String),
+    /// The token endpoint answered 429 or 5xx (whatever the body): busy or
+    /// down, worth trying again, after `retry_after` when it said so.
+    Unavailable {
+        status: u16,
+        retry_after: Option<Duration>,
+        /// The provider's OAuth error and description, or what came back.
+        detail: String,
+    },
     /// The answer was not a token answer (status, and what was wrong).
     BadAnswer(String),
     /// Keeping a rotated refresh token failed.
@@ -64,9 +77,19 @@ impl OAuthError {
     /// trouble and provider outages (5xx), not a refused grant.
     pub fn is_transient(&self) -> bool {
         match self {
-            OAuthError::Transport(_) | OAuthError::Store(_) => true,
+            OAuthError::Transport(_) | OAuthError::Store(_) | OAuthError::Unavailable { .. } => {
+                true
+            }
             OAuthError::Provider { status, .. } => *status >= 500 || *status == 429,
             OAuthError::BadAnswer(_) | OAuthError::Config(_) => false,
+        }
+    }
+
+    /// How long the provider asked us to wait before asking again.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            OAuthError::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 }
@@ -87,6 +110,20 @@ impl std::fmt::Display for OAuthError {
                 Ok(())
             }
             OAuthError::Transport(e) => write!(f, "oauth2 token endpoint: {e}"),
+            OAuthError::Unavailable {
+                status,
+                retry_after,
+                detail,
+            } => {
+                write!(
+                    f,
+                    "oauth2 token endpoint unavailable (HTTP {status}): {detail}"
+                )?;
+                if let Some(d) = retry_after {
+                    write!(f, "; asked to try again after {}s", d.as_secs())?;
+                }
+                Ok(())
+            }
             OAuthError::BadAnswer(e) => write!(f, "oauth2 token endpoint: {e}"),
             OAuthError::Store(e) => write!(f, "oauth2: {e}"),
         }
@@ -106,12 +143,26 @@ impl std::error::Error for OAuthError {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Grant {
     pub access_token: String,
-    #[serde(default)]
+    /// Seconds; a number or a string of digits (Azure AD v1 sends
+    /// `"3599"`). Anything else reads as absent, never as an error.
+    #[serde(default, deserialize_with = "lenient_seconds")]
     pub expires_in: Option<u64>,
     /// Present when the provider rotates (or, in the device flow, issues)
     /// the refresh token.
     #[serde(default)]
     pub refresh_token: Option<String>,
+}
+
+/// `expires_in` as providers send it: a number (huge ones saturate,
+/// negative or fractional ones read as absent) or digits in a string.
+fn lenient_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+        serde_json::Value::String(t) => t.trim().parse::<u64>().ok(),
+        _ => None,
+    })
 }
 
 /// An error answer (RFC 6749 §5.2, RFC 8628 §3.5).
@@ -165,6 +216,7 @@ impl Client {
                 e => OAuthError::Transport(format!("{url}: {e}")),
             })?;
         let status = res.status().as_u16();
+        let retry_after = crate::agent::retry_after(res.headers(), MAX_RETRY_AFTER);
         let text = res
             .body_mut()
             .with_config()
@@ -179,7 +231,23 @@ impl Client {
                 ))
             });
         }
-        match serde_json::from_str::<ErrorAnswer>(&text) {
+        let answer = serde_json::from_str::<ErrorAnswer>(&text);
+        if status == 429 || status >= 500 {
+            // Busy or down, whatever the body says (often an HTML page):
+            // worth trying again, never the operator's problem.
+            return Err(OAuthError::Unavailable {
+                status,
+                retry_after,
+                detail: match answer {
+                    Ok(a) => match a.error_description {
+                        Some(d) => format!("{}: {d}", a.error),
+                        None => a.error,
+                    },
+                    Err(_) => format!("{url}: no OAuth error object"),
+                },
+            });
+        }
+        match answer {
             Ok(a) => Err(OAuthError::Provider {
                 status,
                 error: a.error,
@@ -237,6 +305,8 @@ pub struct AccessToken {
     pub token: String,
     /// Past this instant the token is renewed before use.
     pub renew_at: Instant,
+    /// When the provider said it expires (at most a day away).
+    pub expires_at: Instant,
 }
 
 /// One account's tokens, owned by its worker thread.
@@ -294,6 +364,22 @@ impl Tokens {
             }
         }
         self.current = None;
+        let t = self.fetch()?;
+        self.current = Some(t.clone());
+        Ok((t, true))
+    }
+
+    /// Fetches a new access token while the one in hand (if any) is still
+    /// used: it is replaced only once the new one is here, so a session
+    /// signed in with it goes on when the endpoint fails.
+    pub fn renew(&mut self) -> Result<(), OAuthError> {
+        let t = self.fetch()?;
+        self.current = Some(t);
+        Ok(())
+    }
+
+    /// One refresh-token grant; keeps a rotated refresh token.
+    fn fetch(&mut self) -> Result<AccessToken, OAuthError> {
         let refresh_token = self.refresh_token()?;
         let g = self.client.refresh(&refresh_token)?;
         if let Some(rotated) = g.refresh_token.as_deref() {
@@ -307,23 +393,28 @@ impl Tokens {
                 );
             }
         }
-        let lifetime = g.expires_in.map_or(DEFAULT_LIFETIME, Duration::from_secs);
-        let margin = EXPIRY_MARGIN.min(lifetime / 2);
+        let (renew_in, expires_in) = lifetime(g.expires_in);
+        let now = Instant::now();
         let t = AccessToken {
             token: g.access_token,
-            renew_at: Instant::now() + lifetime - margin,
+            renew_at: now + renew_in,
+            expires_at: now + expires_in,
         };
         log::debug!(
-            "{}: got an access token valid for {lifetime:?}",
+            "{}: got an access token valid for {expires_in:?}",
             self.account
         );
-        self.current = Some(t.clone());
-        Ok((t, true))
+        Ok(t)
     }
 
     /// When the access token in hand is due for renewal.
     pub fn renew_at(&self) -> Option<Instant> {
         self.current.as_ref().map(|t| t.renew_at)
+    }
+
+    /// When the access token in hand expires.
+    pub fn expires_at(&self) -> Option<Instant> {
+        self.current.as_ref().map(|t| t.expires_at)
     }
 
     /// Forgets the access token in hand (the server refused it).
@@ -332,9 +423,41 @@ impl Tokens {
     }
 }
 
+/// When a token of `expires_in` seconds is due for renewal, and when it
+/// expires, from now: the lifetime (one hour when absent, at most a day)
+/// less the margin.
+fn lifetime(expires_in: Option<u64>) -> (Duration, Duration) {
+    let life = expires_in
+        .map_or(DEFAULT_LIFETIME, Duration::from_secs)
+        .min(MAX_LIFETIME);
+    (life - EXPIRY_MARGIN.min(life / 2), life)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_providers_lifetime_never_overflows_and_strings_are_read() {
+        assert_eq!(lifetime(Some(u64::MAX)).1, MAX_LIFETIME);
+        assert_eq!(lifetime(None).1, DEFAULT_LIFETIME);
+        assert_eq!(
+            lifetime(Some(20)),
+            (Duration::from_secs(10), Duration::from_secs(20))
+        );
+        assert_eq!(lifetime(Some(0)).0, Duration::ZERO);
+        let g = |v: &str| -> Option<u64> {
+            serde_json::from_str::<Grant>(&format!(r#"{{"access_token":"a","expires_in":{v}}}"#))
+                .unwrap()
+                .expires_in
+        };
+        assert_eq!(g("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(g("1e300"), Some(u64::MAX));
+        assert_eq!(g("\"3599\""), Some(3599));
+        assert_eq!(g("-5"), None);
+        assert_eq!(g("\"soon\""), None);
+        assert_eq!(g("null"), None);
+    }
 
     #[test]
     fn fingerprint_is_hex_sha256() {

@@ -102,8 +102,10 @@ impl Store {
     }
 
     /// Records an undo: the entry is marked undone, and the message, back in
-    /// its folder under `new_uid`, gets a row of its own (model `undo`) so
-    /// the account does not process it again. Returns that row's id.
+    /// its folder under `new_uid` (the UID the server gave it), gets a row
+    /// of its own (model `undo`) so the account does not process it again.
+    /// Written by the account's thread right after the move, before its
+    /// next pass. Returns that row's id.
     pub fn record_undo(&self, t: &UndoTarget, uidvalidity: u32, new_uid: u32) -> Result<i64> {
         in_op("record_undo", || {
             let mut conn = self.conn.lock();
@@ -139,30 +141,6 @@ impl Store {
             )?;
             tx.commit()?;
             Ok(id)
-        })
-    }
-
-    /// The message came back under another UID than foreseen (`record_undo`
-    /// is written before the move, so the account never sees it unrecorded).
-    pub fn fix_undo_uid(&self, row: i64, uid: u32) -> Result<()> {
-        in_op("fix_undo_uid", || {
-            self.conn.lock().execute(
-                "UPDATE OR REPLACE emails SET uid = ?2 WHERE id = ?1",
-                params![row, uid],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// The move back failed: forget the undo.
-    pub fn cancel_undo(&self, entry: i64, row: i64) -> Result<()> {
-        in_op("cancel_undo", || {
-            let mut conn = self.conn.lock();
-            let tx = conn.transaction()?;
-            tx.execute("DELETE FROM emails WHERE id = ?1 AND model = 'undo'", [row])?;
-            tx.execute("UPDATE emails SET undone_at = NULL WHERE id = ?1", [entry])?;
-            tx.commit()?;
-            Ok(())
         })
     }
 

@@ -79,6 +79,8 @@ pub struct Dovecot {
     master: Option<Child>,
     /// SASL mechanisms of the oauth2 passdb, when there is one.
     oauth2: Option<Vec<String>>,
+    /// `imap_capability`, when set with [`Dovecot::set_capability`].
+    capability: Option<String>,
 }
 
 /// One message as `doveadm fetch` sees it.
@@ -275,6 +277,7 @@ impl Dovecot {
             doveadm_bin,
             master: None,
             oauth2: oauth2.map(|(m, _)| m),
+            capability: None,
         };
         for attempt in 1..=START_ATTEMPTS {
             let (imap, imaps) = two_free_ports();
@@ -290,6 +293,16 @@ impl Dovecot {
             }
         }
         unreachable!("the last attempt returns or panics")
+    }
+
+    /// Restarts the server announcing `capability` after login (Dovecot's
+    /// `imap_capability`) instead of its own list: a server without MOVE,
+    /// say. Dovecot still runs every command it knows.
+    pub fn set_capability(&mut self, capability: &str) {
+        self.capability = Some(capability.to_string());
+        self.stop();
+        self.write_config();
+        self.start_again();
     }
 
     /// Start the stopped server again: same directory, ports, users and mail.
@@ -640,8 +653,13 @@ service imap-login {{
 protocol imap {{
   mail_max_userip_connections = 200
   imap_idle_notify_interval = 30 secs
-}}
-"#
+{capability}}}
+"#,
+            capability = self
+                .capability
+                .as_ref()
+                .map(|c| format!("  imap_capability = {c}\n"))
+                .unwrap_or_default(),
         );
         fs::write(&self.conf, conf).expect("write dovecot.conf");
     }

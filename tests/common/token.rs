@@ -18,14 +18,21 @@
 //!   `grant_type=urn:ietf:params:oauth:grant-type:device_code`. Approved,
 //!   it issues an access token and a new refresh token.
 //!
-//! Every request is recorded as its form fields.
+//! * [`script`](TokenServer::script) makes the next requests to `/token`
+//!   (refresh-token grants and device-code polls) fail
+//!   with the given status (JSON `{"error":...}` or an HTML page, with
+//!   `Retry-After` when given), one answer each, in order;
+//!   [`down`](TokenServer::down) makes every refresh fail so until it is
+//!   called with `None`.
+//!
+//! Every request is recorded as its form fields and the time it came.
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
@@ -39,7 +46,41 @@ pub const REVOKED: &str = "Token has been expired or revoked.";
 pub struct TokenRequest {
     pub path: String,
     pub form: BTreeMap<String, String>,
+    pub at: Instant,
+    /// The status it was answered with.
+    pub status: u16,
 }
+
+/// A failure the endpoint answers with instead of a token.
+#[derive(Debug, Clone, Copy)]
+pub struct Failure {
+    pub status: u16,
+    /// `Retry-After` in seconds.
+    pub retry_after: Option<u64>,
+    /// An OAuth error object (JSON), or else an HTML error page.
+    pub json: bool,
+}
+
+impl Failure {
+    pub fn json(status: u16, retry_after: Option<u64>) -> Failure {
+        Failure {
+            status,
+            retry_after,
+            json: true,
+        }
+    }
+
+    pub fn html(status: u16) -> Failure {
+        Failure {
+            status,
+            retry_after: None,
+            json: false,
+        }
+    }
+}
+
+/// An answer: status, body, content type and `Retry-After`.
+type Answer = (u16, String, &'static str, Option<u64>);
 
 impl TokenRequest {
     pub fn field(&self, k: &str) -> Option<&str> {
@@ -62,6 +103,8 @@ struct State {
     devices: BTreeMap<String, (String, bool)>,
     requests: Vec<TokenRequest>,
     counter: u64,
+    script: VecDeque<Failure>,
+    down: Option<Failure>,
 }
 
 pub struct TokenServer {
@@ -127,6 +170,8 @@ impl TokenServer {
             devices: BTreeMap::new(),
             requests: Vec::new(),
             counter: 0,
+            script: VecDeque::new(),
+            down: None,
         }));
         let thread = {
             let (server, state) = (server.clone(), state.clone());
@@ -136,13 +181,16 @@ impl TokenServer {
                     let _ = req.as_reader().read_to_string(&mut body);
                     let path = req.url().to_string();
                     let form = parse_form(&body);
-                    let (code, answer) = state.lock().unwrap().answer(&path, &form);
-                    let resp = tiny_http::Response::from_string(answer.to_string())
+                    let (code, body, ctype, retry_after) =
+                        state.lock().unwrap().answer(&path, &form);
+                    let mut resp = tiny_http::Response::from_string(body)
                         .with_status_code(code)
-                        .with_header(
-                            tiny_http::Header::from_bytes("Content-Type", "application/json")
-                                .unwrap(),
+                        .with_header(tiny_http::Header::from_bytes("Content-Type", ctype).unwrap());
+                    if let Some(r) = retry_after {
+                        resp = resp.with_header(
+                            tiny_http::Header::from_bytes("Retry-After", r.to_string()).unwrap(),
                         );
+                    }
                     let _ = req.respond(resp);
                 }
             })
@@ -193,6 +241,20 @@ impl TokenServer {
         found
     }
 
+    /// The next requests to `/token` fail with these, one each, in order.
+    pub fn script(&self, failures: &[Failure]) {
+        self.state
+            .lock()
+            .unwrap()
+            .script
+            .extend(failures.iter().copied());
+    }
+
+    /// Every request to `/token` fails with `f` until called with `None`.
+    pub fn down(&self, f: Option<Failure>) {
+        self.state.lock().unwrap().down = f;
+    }
+
     pub fn requests(&self) -> Vec<TokenRequest> {
         self.state.lock().unwrap().requests.clone()
     }
@@ -222,6 +284,20 @@ impl State {
         )
     }
 
+    fn failure(f: Failure) -> Answer {
+        if f.json {
+            let (code, v) = Self::error(f.status, "temporarily_unavailable", "Scripted outage.");
+            (code, v.to_string(), "application/json", f.retry_after)
+        } else {
+            (
+                f.status,
+                "<html><body><h1>Service Unavailable</h1></body></html>".into(),
+                "text/html",
+                f.retry_after,
+            )
+        }
+    }
+
     fn grant(&mut self, new_refresh: bool) -> Value {
         self.counter += 1;
         let access = jwt(&self.key, &self.user, self.lifetime, self.counter);
@@ -241,11 +317,30 @@ impl State {
         v
     }
 
-    fn answer(&mut self, path: &str, form: &BTreeMap<String, String>) -> (u16, Value) {
+    fn answer(&mut self, path: &str, form: &BTreeMap<String, String>) -> Answer {
+        // Refresh-token grants and device-code polls alike.
+        let forced = if path == "/token" {
+            self.script.pop_front().or(self.down)
+        } else {
+            None
+        };
+        let a = match forced {
+            Some(f) => Self::failure(f),
+            None => {
+                let (code, v) = self.answer_json(path, form);
+                (code, v.to_string(), "application/json", None)
+            }
+        };
         self.requests.push(TokenRequest {
             path: path.into(),
             form: form.clone(),
+            at: Instant::now(),
+            status: a.0,
         });
+        a
+    }
+
+    fn answer_json(&mut self, path: &str, form: &BTreeMap<String, String>) -> (u16, Value) {
         let field = |k: &str| form.get(k).map(String::as_str).unwrap_or("");
         match (path, field("grant_type")) {
             ("/device", _) => {

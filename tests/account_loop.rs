@@ -1,0 +1,573 @@
+//! Issue [14], the account loop (items 14, 15–20): what one hostile email,
+//! a paused account, an orphaned retry, a command at the wrong moment or an
+//! undo did to an account, from the outside: the real binary against a
+//! real Dovecot (and the scripted model where a model decides).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::dovecot::Dovecot;
+use common::mail::msg;
+use common::mailproc::Mailproc;
+use common::model::{answer, Model};
+use serde_json::{json, Value};
+
+/// One password account `acct` on `d`; `account` holds the rest of its
+/// settings (folders, rules, ...), `top` goes before `accounts:`.
+fn config(d: &Dovecot, top: &str, account: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n{top}\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         backlog: all\n    poll_interval: 1h\n{account}",
+        d.imap_port
+    )
+}
+
+fn provider(m: &Model) -> String {
+    format!(
+        "classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 5s, max_retries: 1 }}\n",
+        m.url()
+    )
+}
+
+fn entries(m: &Mailproc, query: &str) -> Vec<Value> {
+    m.get(&format!("/api/activity?pageSize=100{query}")).body["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn entry_of(m: &Mailproc, message_id: &str) -> Option<Value> {
+    entries(m, "")
+        .into_iter()
+        .find(|e| e["messageId"] == message_id && e["status"] != "pending")
+}
+
+fn wait_entry(m: &Mailproc, message_id: &str) -> Value {
+    m.wait_for(
+        Duration::from_secs(30),
+        &format!("the entry of {message_id}"),
+        || entry_of(m, message_id),
+    )
+}
+
+fn state(m: &Mailproc) -> String {
+    m.get("/api/accounts").body["accounts"][0]["state"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn processed(m: &Mailproc) -> u64 {
+    m.get("/api/stats").body["total_processed"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// The value of the metric line starting with `prefix`, 0 when absent.
+fn metric(m: &Mailproc, prefix: &str) -> f64 {
+    m.get("/metrics")
+        .text
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn passes(m: &Mailproc) -> f64 {
+    metric(m, "mailproc_account_passes_total{account=\"acct\"}")
+}
+
+fn connection_errors(m: &Mailproc) -> f64 {
+    metric(
+        m,
+        "mailproc_errors_total{account=\"acct\",kind=\"connection\"}",
+    )
+}
+
+fn mailboxes_of(d: &Dovecot, message_id: &str) -> Vec<String> {
+    d.messages("test")
+        .into_iter()
+        .filter(|x| x.message_id == message_id)
+        .map(|x| x.mailbox)
+        .collect()
+}
+
+/// What the user does by hand in a mail client: moves the message whose
+/// Message-ID contains `id_part` from one folder to another.
+fn user_moves(d: &Dovecot, id_part: &str, from: &str, to: &str) {
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    let mut c = imap::Client::new(tcp);
+    c.read_greeting().unwrap();
+    let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+    s.select(from).unwrap();
+    let uids = s
+        .uid_search(format!("HEADER Message-ID \"{id_part}\""))
+        .unwrap();
+    assert_eq!(uids.len(), 1, "{id_part} in {from}: {uids:?}");
+    s.uid_mv(uids.into_iter().next().unwrap().to_string(), to)
+        .unwrap();
+    s.logout().unwrap();
+}
+
+const SHOP_RULES: &str = "    rules:\n      \
+    - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: flag, flags: [\"$Shop\"] }, { type: move, folder: Receipts } ] }\n      \
+    - { name: urgent, when: { subject: \"^URGENT\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
+
+/// Item 15: a folded `Message-ID: <abc\r\n def@x>` kept its CRLF, the
+/// hand-written quoting sent it raw inside `UID SEARCH`, Dovecot answered
+/// BAD and the session dropped before every pass, once a second, for ever:
+/// no new mail was sorted. Now strings go quoted or as literals (the
+/// Message-ID unfolded first), a refused check costs only that message,
+/// and the account goes on.
+#[test]
+fn a_folded_message_id_costs_its_correction_check_not_the_session() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Newsletters");
+    let yaml = config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts, Newsletters], create: false }}\n    \
+             learned: {{ enabled: true }}\n{SHOP_RULES}"
+        ),
+    );
+    let folded = "From: Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
+                  Subject: Your receipt, folded\r\nMessage-ID: <abc\r\n def@shop.example>\r\n\
+                  Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n";
+    d.seed("test", "INBOX", folded.as_bytes());
+    let m = Mailproc::start(&yaml);
+    let e = m.wait_for(Duration::from_secs(30), "the receipt sorted", || {
+        entries(&m, "")
+            .into_iter()
+            .find(|e| e["model"] == "rules:shop" && e["status"] == "ok")
+    });
+    assert!(e["messageId"].as_str().unwrap_or("").contains("abc"), "{e}");
+    assert_eq!(mailboxes_of(&d, "<abc def@shop.example>"), ["Receipts"]);
+
+    // The user re-files it; new mail makes the account pass (and check).
+    user_moves(&d, "abc", "Receipts", "Newsletters");
+    d.seed("test", "INBOX", &msg("later1", "URGENT: after the re-file"));
+    let later = wait_entry(&m, "<later1@mailproc.test>");
+    assert_eq!(later["model"], "rules:urgent");
+    d.seed("test", "INBOX", &msg("later2", "URGENT: and another"));
+    wait_entry(&m, "<later2@mailproc.test>");
+
+    // Found where the user put it, through the unfolded Message-ID.
+    m.wait_for(Duration::from_secs(10), "the correction", || {
+        (metric(&m, "mailproc_corrections_total{account=\"acct\"}") == 1.0).then_some(())
+    });
+    assert_eq!(mailboxes_of(&d, "<abc def@shop.example>"), ["Newsletters"]);
+    let log = m.log();
+    assert!(!log.contains("connection lost"), "{log}");
+    assert_eq!(connection_errors(&m), 0.0);
+    assert_eq!(log.matches("acct: connected to").count(), 1, "{log}");
+}
+
+/// The waits (seconds) the worker logged before reconnecting.
+fn reconnect_waits(log: &str) -> Vec<f64> {
+    log.lines()
+        .filter(|l| l.contains("acct: "))
+        .filter_map(|l| {
+            let at = l
+                .find("reconnecting in ")
+                .map(|i| i + "reconnecting in ".len())
+                .or_else(|| l.find("; retrying in ").map(|i| i + "; retrying in ".len()))?;
+            let d = l[at..].split_whitespace().next()?;
+            if let Some(ms) = d.strip_suffix("ms") {
+                ms.parse::<f64>().ok().map(|v| v / 1000.0)
+            } else {
+                d.strip_suffix('s')?.parse().ok()
+            }
+        })
+        .collect()
+}
+
+/// Item 15, its last part: a server whose sessions break right after the
+/// login (here Dovecot's session processes are killed as they appear) is
+/// retried ever more slowly, not once a second.
+#[test]
+fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
+    let d = Dovecot::start();
+    let m = Mailproc::start(&config(&d, "", "    folders: { watch: [INBOX] }\n"));
+    m.wait_for(Duration::from_secs(15), "connected", || {
+        (state(&m) == "connected").then_some(())
+    });
+    /// Stops the killing when the test ends, also by a failed assertion.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let _stop = Stop(&stop);
+        scope.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                d.kill_sessions();
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        m.wait_for(Duration::from_secs(60), "a wait of 8 s or more", || {
+            reconnect_waits(&m.log())
+                .iter()
+                .any(|w| *w >= 8.0)
+                .then_some(())
+        });
+    });
+    let waits = reconnect_waits(&m.log());
+    assert!(waits.len() >= 4, "{waits:?}");
+    // And back once the server is well again.
+    m.wait_for(Duration::from_secs(30), "connected again", || {
+        (state(&m) == "connected").then_some(())
+    });
+}
+
+/// Item 16: `process` on a paused account ran nothing (the pass took the
+/// request, then stopped for the pause at its first group for the model).
+/// It runs one whole pass, and the account stays paused.
+#[test]
+fn process_runs_one_whole_pass_while_paused() {
+    let d = Dovecot::start();
+    let model = Model::start(2, |_| {
+        answer(
+            json!([{ "type": "move", "folder": "Receipts" }]),
+            "a receipt",
+        )
+    });
+    let m = Mailproc::start(&config(
+        &d,
+        &provider(&model),
+        "    provider: fake\n    folders: { watch: [INBOX], allowed: [Receipts], create: true }\n",
+    ));
+    m.wait_for(Duration::from_secs(15), "connected", || {
+        (state(&m) == "connected").then_some(())
+    });
+    let r = m.post("/api/accounts/acct/pause", "");
+    assert_eq!(r.body["state"], "paused", "{}", r.text);
+    for i in 0..3 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("p{i}"), &format!("Paused {i}")),
+        );
+    }
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    m.wait_for(Duration::from_secs(30), "three processed", || {
+        (processed(&m) == 3).then_some(())
+    });
+    for i in 0..3 {
+        assert_eq!(
+            mailboxes_of(&d, &format!("<p{i}@mailproc.test>")),
+            ["Receipts"]
+        );
+    }
+    m.wait_for(Duration::from_secs(10), "paused again", || {
+        (state(&m) == "paused").then_some(())
+    });
+}
+
+/// Item 17: a retry of a failed message whose folder is no longer watched
+/// was due for ever, and the account passed five times a second. It is
+/// closed as failed with the reason, and the account waits again.
+#[test]
+fn an_orphaned_retry_is_closed_with_its_reason_not_spun() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Other");
+    d.seed("test", "Other", &msg("o1", "Order 1"));
+    let rules = "    max_attempts: 1\n    rules:\n      \
+                 - { name: orders, when: { subject: \"^Order\" }, actions: [ { type: move, folder: Missing } ] }\n";
+    let mut m = Mailproc::start(&config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX, Other], allowed: [Missing], create: false }}\n{rules}"
+        ),
+    ));
+    let failed = m.wait_for(Duration::from_secs(30), "the order parked", || {
+        entries(&m, "&status=failed").into_iter().next()
+    });
+    let id = failed["id"].as_i64().unwrap();
+    // `Other` is no longer watched; the user retries the parked message.
+    m.write_config(&config(
+        &d,
+        "",
+        &format!("    folders: {{ watch: [INBOX], allowed: [Missing], create: false }}\n{rules}"),
+    ));
+    m.restart();
+    let r = m.post(&format!("/api/activity/{id}/retry"), "");
+    assert!(r.status < 300, "{}", r.text);
+    let closed = m.wait_for(Duration::from_secs(30), "the retry closed", || {
+        entries(&m, "&status=failed").into_iter().find(|e| {
+            e["id"] == id
+                && e["error"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("no longer watched")
+        })
+    });
+    assert!(
+        closed["error"].as_str().unwrap().contains("\"Other\""),
+        "{closed}"
+    );
+    // No pass for nothing: over three seconds, at most one (a late wake).
+    let before = passes(&m);
+    std::thread::sleep(Duration::from_secs(3));
+    let spun = passes(&m) - before;
+    assert!(spun <= 1.0, "{spun} passes in 3 s with nothing to do");
+}
+
+/// Item 18: a command arriving while IDLE started made the start read the
+/// wake-up (`WouldBlock`) and dropped the session (6 of 400 `process`
+/// commands). A wake-up is never a lost connection: 400 commands, each
+/// sent as soon as the pass before it ended (when the account is entering
+/// IDLE), and one session throughout.
+#[test]
+fn hundreds_of_commands_while_idling_never_drop_the_session() {
+    let d = Dovecot::start();
+    let m = Mailproc::start(&config(&d, "", "    folders: { watch: [INBOX] }\n"));
+    m.wait_for(Duration::from_secs(15), "connected", || {
+        (state(&m) == "connected").then_some(())
+    });
+    for i in 0..400 {
+        let before = passes(&m);
+        let r = m.post("/api/accounts/acct/process", "");
+        assert!(r.status < 300, "command {i}: {}", r.text);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while passes(&m) <= before {
+            assert!(
+                Instant::now() < deadline,
+                "command {i}: no pass\n{}",
+                m.log()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let log = m.log();
+    assert_eq!(connection_errors(&m), 0.0, "{log}");
+    assert!(!log.contains("connection lost"), "{log}");
+    assert_eq!(log.matches("acct: connected to").count(), 1, "{log}");
+}
+
+/// Item 20 (a) and (c), confirmed: undo ran on an HTTP worker with a login
+/// of its own, and recorded the message under the UIDNEXT it predicted
+/// before the MOVE; a message arriving in between got that UID, the
+/// account took it for the undone one and skipped it for good. Undo now
+/// runs on the account's own session and records the UID the server gave.
+#[test]
+fn an_undo_uses_the_accounts_session_and_skips_no_message_arriving_meanwhile() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    let receipt = "From: Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
+                   Subject: Your receipt 7\r\nMessage-ID: <r7@shop.example>\r\n\
+                   Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n";
+    d.seed("test", "INBOX", receipt.as_bytes());
+    let yaml = config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts], create: false }}\n{SHOP_RULES}"
+        ),
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    m.spawn(&[("MAILPROC_FAILPOINTS", "undo-before-move=pause:3000")]);
+    m.wait_ready();
+    let moved = wait_entry(&m, "<r7@shop.example>");
+    assert_eq!(mailboxes_of(&d, "<r7@shop.example>"), ["Receipts"]);
+    let id = moved["id"].as_i64().unwrap();
+
+    let undone = std::thread::scope(|scope| {
+        let undo = scope.spawn(|| m.post(&format!("/api/activity/{id}/undo"), ""));
+        m.wait_for(Duration::from_secs(20), "the undo under way", || {
+            m.log()
+                .contains("failpoint undo-before-move: pausing")
+                .then_some(())
+        });
+        d.seed(
+            "test",
+            "INBOX",
+            &msg("during", "URGENT: arrived during the undo"),
+        );
+        undo.join().unwrap()
+    });
+    assert_eq!(undone.status, 200, "{}", undone.text);
+    let during = wait_entry(&m, "<during@mailproc.test>");
+    assert_eq!(during["model"], "rules:urgent", "{during}");
+    assert_eq!(mailboxes_of(&d, "<r7@shop.example>"), ["INBOX"]);
+    let back = m.wait_for(Duration::from_secs(10), "the undo's record", || {
+        entries(&m, "").into_iter().find(|e| e["model"] == "undo")
+    });
+    assert_eq!(back["uid"], undone.body["undo"]["uid"], "{back}");
+    assert_ne!(back["uid"], during["uid"]);
+    // The account's session did it: no second sign-in.
+    let log = m.log();
+    assert_eq!(log.matches("acct: connected to").count(), 1, "{log}");
+}
+
+/// Item 14 (the header part): headers were fetched up to
+/// `max_message_bytes`, so a megabyte of `From:` hid a later `X-Spam-Flag`
+/// from a rule and the record had no Subject or Message-ID. Now a
+/// message's fields come capped at 64 KiB, a longer one is read field by
+/// field (8 KiB each), and its record says so.
+#[test]
+fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
+    let d = Dovecot::start();
+    let padding = "a@pad.example, ".repeat(75_000);
+    let padded = format!(
+        "From: {padding}x@pad.example\r\nTo: test@example.test\r\nSubject: Cheap watches\r\n\
+         Message-ID: <padded@mailproc.test>\r\nX-Spam-Flag: YES\r\n\
+         Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nBuy.\r\n"
+    );
+    assert!(padded.len() > 1_100_000);
+    d.seed("test", "INBOX", padded.as_bytes());
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("plain", "URGENT: an ordinary message"),
+    );
+    let rules = "    rules:\n      \
+                 - { name: spamflag, when: { header: X-Spam-Flag, value: \"^YES\" }, actions: [ { type: spam } ] }\n      \
+                 - { name: urgent, when: { subject: \"^URGENT\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        &format!("    folders: {{ watch: [INBOX] }}\n{rules}"),
+    ));
+    let e = wait_entry(&m, "<padded@mailproc.test>");
+    assert_eq!(e["model"], "rules:spamflag", "{e}");
+    assert_eq!(e["subject"], "Cheap watches", "{e}");
+    assert!(
+        e["reasoning"]
+            .as_str()
+            .unwrap_or("")
+            .contains("header fields over 64 KiB"),
+        "{e}"
+    );
+    assert_eq!(mailboxes_of(&d, "<padded@mailproc.test>"), ["Junk"]);
+    let plain = wait_entry(&m, "<plain@mailproc.test>");
+    assert_eq!(plain["model"], "rules:urgent");
+    assert!(!plain["reasoning"].as_str().unwrap_or("").contains("64 KiB"));
+}
+
+/// Item 20 (b) on a server without MOVE, where a replayed move must look
+/// for an earlier run's copy (COPY, then a crash before the expunge): a
+/// copy is a message with the same Message-ID, size and INTERNALDATE. A
+/// message that only shares the Message-ID is not one; before, it was
+/// taken for the copy and the original expunged, never copied.
+#[test]
+fn without_move_only_an_exact_copy_counts_as_an_earlier_runs_copy() {
+    let mut d = Dovecot::start();
+    d.set_capability("IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS NAMESPACE SPECIAL-USE");
+    let list = "List-Id: <weekly.example>\r\n";
+    d.seed(
+        "test",
+        "INBOX",
+        &common::mail::msg_with("a", "Issue A", list),
+    );
+    d.seed(
+        "test",
+        "INBOX",
+        &common::mail::msg_with("b", "Issue B", list),
+    );
+    let rules = "    rules:\n      \
+                 - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists } ] }\n";
+    let mut m = Mailproc::prepare(&config(
+        &d,
+        "",
+        &format!("    folders: {{ watch: [INBOX], allowed: [Lists], create: true }}\n{rules}"),
+    ));
+    // Both decisions journalled, then the process dies before acting.
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=abort")]);
+    let st = m.wait_exit(Duration::from_secs(30));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    d.create_mailbox("test", "Lists");
+    // A: another message with its Message-ID is in Lists. B: an earlier
+    // run's copy is (COPY keeps size and INTERNALDATE).
+    d.seed(
+        "test",
+        "Lists",
+        &common::mail::msg_with("a", "Not issue A at all, other words", list),
+    );
+    {
+        let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+        let mut c = imap::Client::new(tcp);
+        c.read_greeting().unwrap();
+        let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+        s.select("INBOX").unwrap();
+        let b = s
+            .uid_search("HEADER Message-ID \"<b@mailproc.test>\"")
+            .unwrap();
+        s.uid_copy(b.into_iter().next().unwrap().to_string(), "Lists")
+            .unwrap();
+        s.logout().unwrap();
+    }
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(
+        Duration::from_secs(30),
+        "both journalled rows finished",
+        || (entries(&m, "&status=ok").len() == 2).then_some(()),
+    );
+    assert!(m.log().contains("move=false"), "{}", m.log());
+    assert_eq!(
+        mailboxes_of(&d, "<a@mailproc.test>"),
+        ["Lists", "Lists"],
+        "A was copied, its namesake left alone\n{}",
+        m.log()
+    );
+    assert_eq!(
+        mailboxes_of(&d, "<b@mailproc.test>"),
+        ["Lists"],
+        "B was not copied a second time\n{}",
+        m.log()
+    );
+}
+
+/// Item 20 (c): undo asks the account's thread. While the account has no
+/// session it answers at once that it cannot (503, nothing changed), where
+/// it used to sign in on the HTTP worker; once connected again it works.
+#[test]
+fn an_undo_while_the_account_is_disconnected_answers_503_and_changes_nothing() {
+    let mut d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    let receipt = "From: Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
+                   Subject: Your receipt 8\r\nMessage-ID: <r8@shop.example>\r\n\
+                   Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n";
+    d.seed("test", "INBOX", receipt.as_bytes());
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts], create: false }}\n{SHOP_RULES}"
+        ),
+    ));
+    let id = wait_entry(&m, "<r8@shop.example>")["id"].as_i64().unwrap();
+    d.stop();
+    m.wait_for(Duration::from_secs(30), "the account disconnected", || {
+        (state(&m) == "disconnected").then_some(())
+    });
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not connected"),
+        "{}",
+        r.text
+    );
+    d.start_again();
+    m.wait_for(Duration::from_secs(60), "connected again", || {
+        (state(&m) == "connected").then_some(())
+    });
+    assert_eq!(mailboxes_of(&d, "<r8@shop.example>"), ["Receipts"]);
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(mailboxes_of(&d, "<r8@shop.example>"), ["INBOX"]);
+}
