@@ -2,6 +2,7 @@
 //! and a scripted OAuth2 token endpoint.
 #![allow(dead_code)]
 
+pub mod attacks;
 pub mod dovecot;
 pub mod hooks;
 pub mod local_model;
