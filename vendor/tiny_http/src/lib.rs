@@ -161,7 +161,8 @@ pub struct Limits {
     pub response_timeout: Option<Duration>,
     /// See `response_timeout`.
     pub response_min_rate: Option<u32>,
-    /// Connections one client address may hold at once; 0 for no cap. At
+    /// Connections one client address (an IPv6 /64 counts as one) may hold
+    /// at once; 0 for no cap. At
     /// the cap its newcomer sheds one of the address's own connections, or
     /// is answered `503` (mailproc patch).
     pub max_connections_per_address: usize,
@@ -391,7 +392,7 @@ impl Server {
                         // mailproc patch: at the cap, room is made by
                         // shedding a head-waiter, or the newcomer is told
                         // so and closed without a thread of its own.
-                        let ip = peer.map(|a| a.ip().to_canonical());
+                        let ip = peer.map(|a| client_address(a.ip()));
                         if !table.make_room(ip) {
                             refuse(sock);
                             continue;
@@ -522,6 +523,20 @@ impl Server {
     /// This method allows graceful shutdown of server.
     pub fn unblock(&self) {
         self.messages.unblock();
+    }
+}
+
+/// The address a connection counts under for the per-address cap
+/// (mailproc patch): an IPv4 address, or an IPv6 /64 (one subscriber usually
+/// holds a whole /64 and can pick any address in it).
+fn client_address(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip.to_canonical() {
+        std::net::IpAddr::V6(v6) => {
+            let mut s = v6.segments();
+            s[4..].fill(0);
+            std::net::IpAddr::from(s)
+        }
+        v4 => v4,
     }
 }
 

@@ -20,20 +20,10 @@ use crate::{HTTPVersion, Header, Method, Response, StatusCode};
 ///
 /// # Pipelining
 ///
-/// If a client sends multiple requests in a row (without waiting for the response), then you will
-/// get multiple `Request` objects simultaneously. This is called *requests pipelining*.
-/// Tiny-http automatically reorders the responses so that you don't need to worry about the order
-/// in which you call `respond` or `into_writer`.
-///
-/// This mechanic is disabled if:
-///
-///  - The body of a request is large enough (handling requires pipelining requires storing the
-///    body of the request in a buffer ; if the body is too big, tiny-http will avoid doing that)
-///  - A request sends a `Expect: 100-continue` header (which means that the client waits to
-///    know whether its body will be processed before sending it)
-///  - A request sends a `Connection: close` header or `Connection: upgrade` header (used for
-///    websockets), which indicates that this is the last request that will be received on this
-///    connection
+/// mailproc patch: a client may send several requests in a row, but its
+/// connection hands them out one at a time: the next is read only once the
+/// last is answered (see `Answered`). `Connection: upgrade` switches to
+/// nothing; the connection closes after that request.
 ///
 /// # Automatic cleanup
 ///
@@ -279,11 +269,22 @@ where
             // if the content-length is small enough, we just read everything into a buffer
             send_continue(&mut writer)?;
 
-            let mut buffer = vec![0; content_length];
-            let mut offset = 0;
-
-            while offset != content_length {
-                let read = source_data.read(&mut buffer[offset..])?;
+            // mailproc patch: the buffer grows with what arrives instead of
+            // being allocated at the declared size: 256 clients declaring
+            // 1 MiB and sending a trickle held 256 MiB.
+            let mut buffer = Vec::new();
+            while buffer.len() != content_length {
+                let start = buffer.len();
+                buffer.resize(start + (content_length - start).min(16 << 10), 0);
+                let read = match source_data.read(&mut buffer[start..]) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {
+                        buffer.truncate(start);
+                        continue;
+                    }
+                    Err(e) => return Err(RequestCreationError::CreationIoError(e)),
+                };
+                buffer.truncate(start + read);
                 if read == 0 {
                     // the socket returned EOF, but we were before the expected content-length
                     // aborting
@@ -291,8 +292,6 @@ where
                     let err = IoError::new(ErrorKind::ConnectionAborted, info);
                     return Err(RequestCreationError::CreationIoError(err));
                 }
-
-                offset += read;
             }
 
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
