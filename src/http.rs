@@ -199,13 +199,36 @@ pub fn bind(config: &Config) -> Result<(TcpListener, SocketAddr), String> {
         .parse()
         .map_err(|_| format!("server.bind: invalid address {:?}", config.server.bind))?;
     let addr = SocketAddr::new(ip, config.server.port);
-    match TcpListener::bind(addr) {
+    match listen(addr) {
         Ok(l) => Ok((l, addr)),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
             Err(format!("address in use: {addr}"))
         }
         Err(e) => Err(format!("cannot listen on {addr}: {e}")),
     }
+}
+
+/// Connections the kernel completes and queues before the accept thread
+/// takes them. The standard library's 128 filled up under a crowd of
+/// reconnecting clients, and the kernel then drops a newcomer's SYN: its
+/// client retries after a whole second. (Linux caps it at
+/// `net.core.somaxconn`, 4096 by default.)
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// `TcpListener::bind` with [`LISTEN_BACKLOG`] (and, like it,
+/// `SO_REUSEADDR`, so a restart does not wait for old connections).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use nix::sys::socket::{self as s, sockopt, AddressFamily, SockFlag, SockType};
+    use std::os::fd::AsRawFd;
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = s::socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    s::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    s::bind(fd.as_raw_fd(), &s::SockaddrStorage::from(addr))?;
+    s::listen(&fd, s::Backlog::new(LISTEN_BACKLOG)?)?;
+    Ok(TcpListener::from(fd))
 }
 
 pub struct HttpServer {
