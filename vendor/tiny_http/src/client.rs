@@ -267,6 +267,14 @@ impl Iterator for ClientConnection {
         // and take what the client still sends for a moment, so the close
         // does not reset the connection under the answer (a client that
         // asked for an upgrade goes on sending).
+        // A body of the previous request was left unread: what follows on
+        // the socket is that body, not a request (mailproc patch; its write
+        // side is shut already).
+        if self.abandoned.load(Ordering::SeqCst) {
+            self.no_more_requests = true;
+            self.linger();
+            return None;
+        }
         if self.no_more_requests {
             if let Some(shutdown) = &self.shutdown {
                 shutdown(std::net::Shutdown::Write);

@@ -554,11 +554,14 @@ fn serve(mut client: ClientConnection, messages: &MessagesQueue<Message>) {
         messages.push(rq.with_notify_sender(sender.clone()).into());
         match receiver.recv() {
             Ok(request::Answered::Written) => {}
-            Ok(request::Answered::Write(mut writer, bytes)) => {
+            Ok(request::Answered::Write((mut writer, bytes, body))) => {
                 if writer.write_all(&bytes).and_then(|_| writer.flush()).is_err() {
                     // Missed the deadline or gone: the connection ends.
                     return;
                 }
+                // Only now: an unread body shuts the write side as it goes.
+                drop(writer);
+                drop(body);
             }
             // The request was dropped without a word: the server is going.
             Err(_) => return,

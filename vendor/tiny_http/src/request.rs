@@ -67,12 +67,21 @@ pub struct Request {
     /// mailproc patch: a response printed to memory, with the writer it is
     /// for, waiting to be handed to the connection's thread (see
     /// [`Answered`]).
-    handed: Option<(Box<dyn Write + Send + 'static>, Vec<u8>)>,
+    handed: Option<Handed>,
 
     /// mailproc patch: marks the connection busy until this request is
     /// answered and dropped (it is then neither idle nor sheddable).
     in_flight: Option<crate::util::InFlight>,
 }
+
+/// A response printed to memory, the writer it is for, and the request's
+/// body reader: dropped only after the response is out, since dropping an
+/// unread body shuts the write side (see `BodyGuard`).
+type Handed = (
+    Box<dyn Write + Send + 'static>,
+    Vec<u8>,
+    Option<Box<dyn Read + Send + 'static>>,
+);
 
 /// What a request tells its connection's thread once it is answered
 /// (mailproc patch). The connection reads no further request until then,
@@ -82,8 +91,9 @@ pub(crate) enum Answered {
     Written,
     /// The response, printed to memory, for the connection's thread to
     /// write: a client that does not read holds its own connection's
-    /// thread, never one of the application's.
-    Write(Box<dyn Write + Send + 'static>, Vec<u8>),
+    /// thread, never one of the application's. The body reader goes along
+    /// and is dropped after the write.
+    Write(Handed),
 }
 
 /// Responses of a known length up to this size are printed to memory and
@@ -506,7 +516,7 @@ impl Request {
     fn notify(&mut self) {
         if let Some(sender) = self.notify_when_responded.take() {
             let answered = match self.handed.take() {
-                Some((writer, bytes)) => Answered::Write(writer, bytes),
+                Some(handed) => Answered::Write(handed),
                 None => Answered::Written,
             };
             // The connection's thread waits for this; if it is gone, the
@@ -535,7 +545,7 @@ impl Request {
                 None,
             )?;
             let writer = self.extract_writer_impl();
-            self.handed = Some((writer, bytes));
+            self.handed = Some((writer, bytes, self.data_reader.take()));
             return Ok(());
         }
 
