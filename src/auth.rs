@@ -11,8 +11,8 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use parking_lot::Mutex;
@@ -25,7 +25,18 @@ pub const SESSION_COOKIE: &str = "mailproc_session";
 
 /// Failed logins allowed per client address within [`LOGIN_WINDOW`].
 const LOGIN_FAILURES: usize = 10;
+/// Failed logins allowed per username within [`LOGIN_WINDOW`], from all
+/// addresses together: more than one address's share, so a typing user on
+/// two devices is not locked out first, few enough that rotating addresses
+/// (or `X-Forwarded-For` through a trusted proxy) buys nothing.
+const USER_FAILURES: usize = 20;
 const LOGIN_WINDOW: Duration = Duration::from_secs(15 * 60);
+/// Clients (addresses or usernames) remembered at once; past it, entries
+/// whose failures have all expired are dropped.
+const LIMITER_ENTRIES: usize = 10_000;
+/// Longest username kept as a limiter key (valid names are at most 64
+/// characters); longer ones count under their first bytes.
+const USER_KEY_BYTES: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
@@ -134,14 +145,73 @@ pub fn hash_password(password: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// The one Argon2 memory block every verification uses, in turn.
+///
+/// Each verification needs `m` KiB (19 MiB for the default parameters).
+/// Allocated per call on whichever HTTP worker ran it, glibc kept each
+/// thread's block in that thread's arena: 36 wrong logins took the process
+/// from 11 MB to 615 MB. One block, allocated once and reused under a lock,
+/// bounds that at one block whatever the number of logins.
+static ARGON2_MEMORY: Mutex<Vec<Block>> = Mutex::new(Vec::new());
+
+/// Largest Argon2 memory a stored hash may ask for (256 MiB), so a hash
+/// written by hand into the database cannot make the process allocate
+/// without bound.
+const MAX_ARGON2_KIB: u32 = 256 << 10;
+
+/// How long a verification waits for the block before giving up (and
+/// answering as for a wrong password): a flood of logins must not hold the
+/// HTTP workers for longer.
+const ARGON2_WAIT: Duration = Duration::from_secs(10);
+
 pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash)
-        .map(|h| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &h)
-                .is_ok()
-        })
-        .unwrap_or(false)
+    match verify_in_shared_memory(password, hash) {
+        Ok(ok) => ok,
+        Err(e) => {
+            log::warn!("auth: password not verified: {e}");
+            false
+        }
+    }
+}
+
+fn verify_in_shared_memory(password: &str, hash: &str) -> Result<bool, String> {
+    let parsed = PasswordHash::new(hash).map_err(|e| format!("stored hash: {e}"))?;
+    let algorithm = Algorithm::try_from(parsed.algorithm).map_err(|e| e.to_string())?;
+    let version = parsed
+        .version
+        .map(Version::try_from)
+        .transpose()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let params = Params::try_from(&parsed).map_err(|e| e.to_string())?;
+    if params.m_cost() > MAX_ARGON2_KIB {
+        return Err(format!("stored hash asks for {} KiB", params.m_cost()));
+    }
+    let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
+        return Err("stored hash lacks its salt or output".into());
+    };
+    let mut salt_bytes = [0u8; 64];
+    let salt = salt
+        .decode_b64(&mut salt_bytes)
+        .map_err(|e| format!("stored salt: {e}"))?;
+    let mut out = vec![0u8; expected.len()];
+    let argon2 = Argon2::new(algorithm, version, params.clone());
+    let mut memory = ARGON2_MEMORY
+        .try_lock_for(ARGON2_WAIT)
+        .ok_or("too many logins at once")?;
+    if memory.len() < params.block_count() {
+        memory.resize(params.block_count(), Block::default());
+    }
+    argon2
+        .hash_password_into_with_memory(
+            password.as_bytes(),
+            salt,
+            &mut out,
+            &mut memory[..params.block_count()],
+        )
+        .map_err(|e| e.to_string())?;
+    drop(memory);
+    Ok(out.ct_eq(expected.as_bytes()).into())
 }
 
 pub fn random_bytes<const N: usize>() -> [u8; N] {
@@ -193,11 +263,33 @@ pub fn session_cookie(value: &str, max_age: u64, secure: bool) -> String {
     )
 }
 
-/// Counts failed logins per client: an IPv4 address, or an IPv6 /64 (one
-/// subscriber usually holds a whole /64 and can pick any address in it).
+/// Counts failed logins per client (an IPv4 address, or an IPv6 /64: one
+/// subscriber usually holds a whole /64 and can pick any address in it) and
+/// per username.
+///
+/// An attempt is counted *before* its password is checked
+/// ([`LoginLimiter::attempt`]) and forgiven only when it succeeds, so a
+/// burst of concurrent guesses cannot all pass the check while the first
+/// ones are still being verified.
 #[derive(Default)]
 pub struct LoginLimiter {
-    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+    state: Mutex<LimiterState>,
+}
+
+#[derive(Default)]
+struct LimiterState {
+    by_ip: HashMap<IpAddr, VecDeque<(Instant, u64)>>,
+    by_user: HashMap<String, VecDeque<(Instant, u64)>>,
+    next_id: u64,
+}
+
+/// A login attempt counted by [`LoginLimiter::attempt`]; give it to
+/// [`LoginLimiter::succeed`] when the password was right.
+#[derive(Debug)]
+pub struct Attempt {
+    ip: IpAddr,
+    user: Option<String>,
+    id: u64,
 }
 
 /// The bucket a client address counts in.
@@ -212,39 +304,88 @@ fn client_key(ip: IpAddr) -> IpAddr {
     }
 }
 
+fn user_key(user: &str) -> String {
+    let mut end = user.len().min(USER_KEY_BYTES);
+    while !user.is_char_boundary(end) {
+        end -= 1;
+    }
+    user[..end].to_string()
+}
+
+/// Failures of one client still inside the window (older ones dropped).
+fn recent<K: std::hash::Hash + Eq>(
+    map: &mut HashMap<K, VecDeque<(Instant, u64)>>,
+    key: &K,
+    now: Instant,
+) -> usize {
+    let Some(q) = map.get_mut(key) else {
+        return 0;
+    };
+    while q
+        .front()
+        .is_some_and(|(t, _)| now.duration_since(*t) > LOGIN_WINDOW)
+    {
+        q.pop_front();
+    }
+    q.len()
+}
+
+/// Bounds a map: an attacker rotating addresses or names must not grow it
+/// for ever.
+fn prune<K>(map: &mut HashMap<K, VecDeque<(Instant, u64)>>, now: Instant) {
+    if map.len() > LIMITER_ENTRIES {
+        map.retain(|_, q| {
+            q.back()
+                .is_some_and(|(t, _)| now.duration_since(*t) <= LOGIN_WINDOW)
+        });
+    }
+}
+
 impl LoginLimiter {
+    /// Whether the address is locked out (checked before a form is read).
     pub fn blocked(&self, ip: IpAddr) -> bool {
-        let ip = client_key(ip);
-        let mut f = self.failures.lock();
+        let mut s = self.state.lock();
+        recent(&mut s.by_ip, &client_key(ip), Instant::now()) >= LOGIN_FAILURES
+    }
+
+    /// Counts an attempt from `ip` for `user` (`None` where no username is
+    /// given, as for the setup code) before it is checked; `None` when the
+    /// address or the username is locked out (answer 429).
+    pub fn attempt(&self, ip: IpAddr, user: Option<&str>) -> Option<Attempt> {
         let now = Instant::now();
-        let Some(q) = f.get_mut(&ip) else {
-            return false;
-        };
-        while q
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > LOGIN_WINDOW)
-        {
-            q.pop_front();
-        }
-        q.len() >= LOGIN_FAILURES
-    }
-
-    pub fn fail(&self, ip: IpAddr) {
         let ip = client_key(ip);
-        let mut f = self.failures.lock();
-        // Bound the map: an attacker rotating addresses must not grow it forever.
-        if f.len() > 10_000 {
-            let now = Instant::now();
-            f.retain(|_, q| {
-                q.back()
-                    .is_some_and(|t| now.duration_since(*t) <= LOGIN_WINDOW)
-            });
+        let user = user.map(user_key);
+        let mut guard = self.state.lock();
+        let s = &mut *guard;
+        if recent(&mut s.by_ip, &ip, now) >= LOGIN_FAILURES {
+            return None;
         }
-        f.entry(ip).or_default().push_back(Instant::now());
+        if let Some(u) = &user {
+            if recent(&mut s.by_user, u, now) >= USER_FAILURES {
+                return None;
+            }
+        }
+        prune(&mut s.by_ip, now);
+        prune(&mut s.by_user, now);
+        s.next_id += 1;
+        let id = s.next_id;
+        s.by_ip.entry(ip).or_default().push_back((now, id));
+        if let Some(u) = &user {
+            s.by_user.entry(u.clone()).or_default().push_back((now, id));
+        }
+        Some(Attempt { ip, user, id })
     }
 
-    pub fn succeed(&self, ip: IpAddr) {
-        self.failures.lock().remove(&client_key(ip));
+    /// The attempt was right: it does not count, nor do the address's
+    /// earlier failures. The username's failures from elsewhere stay.
+    pub fn succeed(&self, attempt: Attempt) {
+        let mut s = self.state.lock();
+        s.by_ip.remove(&attempt.ip);
+        if let Some(u) = &attempt.user {
+            if let Some(q) = s.by_user.get_mut(u) {
+                q.retain(|(_, id)| *id != attempt.id);
+            }
+        }
     }
 }
 
@@ -324,23 +465,63 @@ mod tests {
         let l = LoginLimiter::default();
         let ip: IpAddr = "127.0.0.9".parse().unwrap();
         for _ in 0..9 {
-            l.fail(ip);
+            assert!(l.attempt(ip, Some("admin")).is_some());
         }
         assert!(!l.blocked(ip));
-        l.fail(ip);
-        assert!(l.blocked(ip));
-        l.succeed(ip);
+        let tenth = l.attempt(ip, Some("admin")).unwrap();
+        assert!(l.blocked(ip), "counted before it is checked");
+        assert!(l.attempt(ip, Some("admin")).is_none());
+        l.succeed(tenth);
         assert!(!l.blocked(ip));
+    }
+
+    #[test]
+    fn limiter_counts_per_username_across_addresses() {
+        let l = LoginLimiter::default();
+        for i in 0..USER_FAILURES {
+            let ip = IpAddr::from([198, 51, 100, i as u8]);
+            assert!(l.attempt(ip, Some("admin")).is_some(), "attempt {i}");
+        }
+        let fresh = IpAddr::from([203, 0, 113, 1]);
+        assert!(l.attempt(fresh, Some("admin")).is_none());
+        assert!(l.attempt(fresh, Some("other")).is_some());
+        // A right password forgives its own attempt only.
+        let l = LoginLimiter::default();
+        let a = l.attempt(fresh, Some("admin")).unwrap();
+        l.attempt(IpAddr::from([198, 51, 100, 1]), Some("admin"));
+        l.succeed(a);
+        assert_eq!(l.state.lock().by_user["admin"].len(), 1);
     }
 
     #[test]
     fn limiter_counts_an_ipv6_slash_64_as_one_client() {
         let l = LoginLimiter::default();
         for i in 0..10u16 {
-            l.fail(IpAddr::from([0x2001, 0xdb8, 0, 1, i, i, i, i]));
+            l.attempt(IpAddr::from([0x2001, 0xdb8, 0, 1, i, i, i, i]), None);
         }
         assert!(l.blocked("2001:db8:0:1:ffff::1".parse().unwrap()));
         assert!(!l.blocked("2001:db8:0:2::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn verification_reads_the_parameters_of_the_stored_hash() {
+        // A hash made with other parameters than the default still verifies.
+        let salt = SaltString::encode_b64(b"0123456789abcdef").unwrap();
+        let small = Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(1024, 1, 2, Some(24)).unwrap(),
+        )
+        .hash_password(b"pw", &salt)
+        .unwrap()
+        .to_string();
+        assert!(verify_password("pw", &small));
+        assert!(!verify_password("px", &small));
+        assert!(!verify_password(
+            "pw",
+            "$argon2id$v=19$m=999999999,t=1,p=1$c2FsdHNhbHQ$aGFzaA"
+        ));
+        assert!(!verify_password("pw", "not a hash"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use tiny_http::{Header, Server};
 use crate::account;
 use crate::auth::LoginLimiter;
 use crate::config::{Config, Loaded};
-use crate::logging::LogRing;
+use crate::logging::{clean, LogRing};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::webhook::Webhooks;
@@ -33,10 +33,14 @@ pub const MAX_BODY: usize = 1 << 20;
 /// `vendor/tiny_http/PATCHES.md`) reads bodies up to [`MAX_BODY`] on the
 /// connection's own thread, so an HTTP worker never waits on a slow client;
 /// a body over it is never read: the client gets 413 and the connection
-/// closes. A request head must arrive within 10 s, a body at 1 KiB/s or
-/// better (after 10 s to start), and a kept-alive connection closes after
-/// 30 s without a next request. `max_connections` comes from
-/// `server.max_connections`.
+/// closes (a chunked body's raw encoding counts against it too). A request
+/// head must arrive within 10 s, a body at 1 KiB/s or better (after 10 s to
+/// start) and whole within 30 s, and a kept-alive connection closes after
+/// 30 s without a next request. A connection has one request in a worker's
+/// hands at a time; an answer is written by the connection's own thread and
+/// must be taken within 30 s (plus 1 s per 64 KiB), or the connection is
+/// shut. `max_connections` comes from `server.max_connections`, and one
+/// client address holds at most a quarter of it ([`per_address_cap`]).
 pub const LIMITS: tiny_http::Limits = tiny_http::Limits {
     read_timeout: Some(std::time::Duration::from_secs(30)),
     write_timeout: Some(std::time::Duration::from_secs(30)),
@@ -48,7 +52,20 @@ pub const LIMITS: tiny_http::Limits = tiny_http::Limits {
     header_timeout: Some(std::time::Duration::from_secs(10)),
     idle_timeout: Some(std::time::Duration::from_secs(30)),
     body_min_rate: Some(1024),
+    // 1 MiB in 30 s is 35 KiB/s: any link a dashboard is used over.
+    body_timeout: Some(std::time::Duration::from_secs(30)),
+    response_timeout: Some(std::time::Duration::from_secs(30)),
+    response_min_rate: Some(64 << 10),
+    max_connections_per_address: 64,
 };
+
+/// Connections one client address may hold: a quarter of the cap (at least
+/// one), so that three other clients always find room. Behind a reverse
+/// proxy every connection comes from the proxy; a quarter of the default
+/// 256 is still far more than one dashboard user opens.
+pub fn per_address_cap(max_connections: usize) -> usize {
+    (max_connections / 4).max(1)
+}
 
 /// Turns a request into a reply and a route label for metrics
 /// (`crate::api::route`). Given to [`HttpServer::start`], so this module
@@ -182,13 +199,36 @@ pub fn bind(config: &Config) -> Result<(TcpListener, SocketAddr), String> {
         .parse()
         .map_err(|_| format!("server.bind: invalid address {:?}", config.server.bind))?;
     let addr = SocketAddr::new(ip, config.server.port);
-    match TcpListener::bind(addr) {
+    match listen(addr) {
         Ok(l) => Ok((l, addr)),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
             Err(format!("address in use: {addr}"))
         }
         Err(e) => Err(format!("cannot listen on {addr}: {e}")),
     }
+}
+
+/// Connections the kernel completes and queues before the accept thread
+/// takes them. The standard library's 128 filled up under a crowd of
+/// reconnecting clients, and the kernel then drops a newcomer's SYN: its
+/// client retries after a whole second. (Linux caps it at
+/// `net.core.somaxconn`, 4096 by default.)
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// `TcpListener::bind` with [`LISTEN_BACKLOG`] (and, like it,
+/// `SO_REUSEADDR`, so a restart does not wait for old connections).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use nix::sys::socket::{self as s, sockopt, AddressFamily, SockFlag, SockType};
+    use std::os::fd::AsRawFd;
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = s::socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    s::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    s::bind(fd.as_raw_fd(), &s::SockaddrStorage::from(addr))?;
+    s::listen(&fd, s::Backlog::new(LISTEN_BACKLOG)?)?;
+    Ok(TcpListener::from(fd))
 }
 
 pub struct HttpServer {
@@ -207,6 +247,7 @@ impl HttpServer {
     ) -> std::io::Result<HttpServer> {
         let limits = tiny_http::Limits {
             max_connections,
+            max_connections_per_address: per_address_cap(max_connections),
             ..LIMITS
         };
         let server = Arc::new(
@@ -318,9 +359,8 @@ fn read_request(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Req, Repl
     if request.body_length().is_some_and(|n| n > MAX_BODY) {
         return Err(Reply::error(413, "request body is larger than 1 MiB"));
     }
-    // Up to MAX_BODY the body is already in memory (see LIMITS); only a
-    // chunked body larger than that is still on the socket, and reading
-    // MAX_BODY + 1 bytes of it is enough to refuse it.
+    // Up to MAX_BODY the body is already in memory (see LIMITS; a larger
+    // chunked one was refused by tiny_http); the bound here is a guard.
     let mut body = Vec::new();
     if let Err(e) = request
         .as_reader()
@@ -393,15 +433,15 @@ fn handle(ctx: &Ctx, mut request: tiny_http::Request, router: Router) {
     let started = Instant::now();
     let (reply, route, method, path) = match read_request(ctx, &mut request) {
         Ok(req) => {
-            let what = format!("{} {}", req.method, req.path);
+            let what = format!("{} {}", clean(&req.method), clean(&req.path));
             let (reply, route) = guarded(&what, || router(ctx, &req));
-            (reply, route, req.method, req.path)
+            (reply, route, clean(&req.method), clean(&req.path))
         }
         Err(reply) => (
             reply,
             "invalid",
-            request.method().to_string(),
-            request.url().to_string(),
+            clean(request.method().as_str()),
+            clean(request.url()),
         ),
     };
     ctx.metrics

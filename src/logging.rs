@@ -47,6 +47,38 @@ fn clip(mut s: String, max: usize) -> String {
     s
 }
 
+/// Longest piece of client-controlled text (a request path, a username)
+/// put into a log line, in characters.
+pub const MAX_CLIENT_CHARS: usize = 200;
+
+/// Client-controlled text made safe to log: control characters (CR and LF
+/// that would forge a line, ESC that starts a terminal escape sequence, C1
+/// controls) and bidirectional overrides are escaped as `\n`, `\u{1b}`,
+/// a backslash is doubled so an escape cannot be forged either, and the
+/// text is clipped to [`MAX_CLIENT_CHARS`] with its full length noted.
+pub fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_CLIENT_CHARS + 16));
+    for (n, c) in text.chars().enumerate() {
+        if n == MAX_CLIENT_CHARS {
+            out.push_str(&format!("… ({} bytes)", text.len()));
+            break;
+        }
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control()
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.extend(c.escape_unicode())
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct LogLine {
     pub timestamp: String,
@@ -313,6 +345,19 @@ mod tests {
         assert_eq!(priority(log::Level::Info), 6);
         assert_eq!(priority(log::Level::Debug), 7);
         assert_eq!(priority(log::Level::Trace), 7);
+    }
+
+    #[test]
+    fn client_text_is_escaped_and_clipped() {
+        assert_eq!(clean("/api/stats"), "/api/stats");
+        assert_eq!(
+            clean("/x\r\n2026-01-01 [INFO] forged\x1b[31m\\n\u{202e}"),
+            "/x\\r\\n2026-01-01 [INFO] forged\\u{1b}[31m\\\\n\\u{202e}"
+        );
+        let long = clean(&"é".repeat(500_000));
+        assert!(long.starts_with(&"é".repeat(200)), "{long}");
+        assert!(long.ends_with("… (1000000 bytes)"), "{long}");
+        assert!(long.len() < 500);
     }
 
     #[test]

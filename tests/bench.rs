@@ -8,6 +8,8 @@
 mod common;
 #[path = "bench/footprint.rs"]
 mod footprint;
+#[path = "bench/hostile.rs"]
+mod hostile;
 #[path = "bench/http.rs"]
 mod http;
 #[path = "bench/latency.rs"]
@@ -297,15 +299,17 @@ fn main() {
     if want("footprint") {
         footprint::run(&mut rows);
     }
-    let mut table =
-        String::from("| measurement | result | target | peer | note |\n|---|---|---|---|---|\n");
-    for r in &rows {
-        table.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            r.what, r.result, r.target, r.peer, r.note
-        ));
+    let mut hostile_rows = Vec::new();
+    if want("hostile") {
+        hostile::run(&mut hostile_rows);
     }
+    let table = markdown(&rows);
     print!("{table}");
+    let hostile_section =
+        (!hostile_rows.is_empty()).then(|| hostile_section(&markdown(&hostile_rows)));
+    if let Some(h) = &hostile_section {
+        print!("{h}");
+    }
     let path = std::env::var("MAILPROC_BENCH_OUT")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench.md").into());
     let ran = if which.is_empty() {
@@ -313,8 +317,56 @@ fn main() {
     } else {
         which.join(" ")
     };
-    std::fs::write(&path, report(&table, &ran)).unwrap();
+    // `hostile` alone replaces its own section of an existing report and
+    // leaves every other figure as it was measured.
+    let existing = std::fs::read_to_string(&path).ok();
+    let text = match (&hostile_section, existing, rows.is_empty()) {
+        (Some(h), Some(old), true) => splice_hostile(&old, h),
+        _ => report(&table, &ran, hostile_section.as_deref().unwrap_or("")),
+    };
+    std::fs::write(&path, text).unwrap();
     eprintln!("written to {path}");
+}
+
+fn markdown(rows: &[Row]) -> String {
+    let mut table =
+        String::from("| measurement | result | target | peer | note |\n|---|---|---|---|---|\n");
+    for r in rows {
+        table.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.what, r.result, r.target, r.peer, r.note
+        ));
+    }
+    table
+}
+
+const HOSTILE_START: &str = "<!-- hostile: written by `scripts/bench.sh hostile` -->";
+const HOSTILE_END: &str = "<!-- /hostile -->";
+
+fn hostile_section(table: &str) -> String {
+    let date = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    format!(
+        "{HOSTILE_START}\n## Hostile clients\n\n\
+         Measured {date} on {}; release binary, default settings (4 HTTP workers, \
+         256 connections, 64 per address). Every attack comes from 127.0.0.1, as \
+         the probe does.\n\n{table}\n{HOSTILE_END}\n",
+        machine()
+    )
+}
+
+/// `old` with its hostile section replaced by `section` (or inserted
+/// before "How to reproduce").
+fn splice_hostile(old: &str, section: &str) -> String {
+    if let (Some(a), Some(b)) = (old.find(HOSTILE_START), old.find(HOSTILE_END)) {
+        let b = b + HOSTILE_END.len() + usize::from(old[b + HOSTILE_END.len()..].starts_with('\n'));
+        return format!("{}{section}{}", &old[..a], &old[b..]);
+    }
+    match old.find("## How to reproduce") {
+        Some(i) => format!("{}{section}\n{}", &old[..i], &old[i..]),
+        None => format!("{old}\n{section}"),
+    }
 }
 
 /// The machine the figures were measured on.
@@ -349,7 +401,7 @@ fn machine() -> String {
     format!("{cores} cores, {model}{mem}; Linux; Dovecot {dovecot}{load}")
 }
 
-fn report(table: &str, ran: &str) -> String {
+fn report(table: &str, ran: &str, hostile: &str) -> String {
     let date = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -360,12 +412,14 @@ fn report(table: &str, ran: &str) -> String {
          - Machine: {}\n\
          - Build: release (`cargo test --release --test bench`), real Dovecot on loopback, real binary, real SQLite file.\n\n\
          {table}\n\
+         {hostile}\
          ## How to reproduce\n\n\
          ```sh\n\
          scripts/bench.sh                 # everything (installs dovecot-imapd, imapfilter, wrk, npm if missing)\n\
          scripts/bench.sh rules           # only the side-by-side rules backlog\n\
          MAILPROC_BENCH_N=1000 scripts/bench.sh rules   # a smaller backlog while iterating\n\
          MAILPROC_BENCH_PERF=/tmp/perf.data scripts/bench.sh rules   # with a system-wide perf record of mailproc's run\n\
+         scripts/bench.sh hostile         # only the hostile clients (rewrites their section alone)\n\
          ```\n\n\
          What each measurement does:\n\n\
          - **Rules backlog, side by side.** The first 5,000 messages of the SpamAssassin public corpus \
@@ -382,7 +436,12 @@ fn report(table: &str, ran: &str) -> String {
          mailbox measures Dovecot's own notification delay, and mailproc's share is what comes after it.\n\
          - **HTTP.** wrk, 2 threads and 4 connections for 10 s per endpoint, against 100,000 activity rows; the \
          search and statistics once more while another connection commits every millisecond.\n\
-         - **Footprint.** VmRSS after 3 s idle with 1, 10 and 100 accounts (one Dovecot user each, `backlog: new_only`).\n\n\
+         - **Footprint.** VmRSS after 3 s idle with 1, 10 and 100 accounts (one Dovecot user each, `backlog: new_only`).\n\
+         - **Hostile clients.** The attacks of `tests/common/attacks.rs` (an endless chunk-size line, 8 `Connection: \
+         Upgrade` connections trickling a byte a second, 1,000 pipelined `GET /metrics` never read, 256 bodies of a \
+         declared 1 MiB at 1.1 KiB/s, 2,000 half-sent heads), each alone and then all at once, each against a fresh \
+         process: after 5 s to get in place, `/health` is probed on a fresh connection every 100 ms for 20 s while \
+         VmRSS is sampled; attackers reconnect when closed. Then 100 wrong logins, 4 at a time, each verified.\n\n\
          ## Where the rules backlog's time goes\n\n\
          Read from `MAILPROC_BENCH_PERF` profiles, mailproc's debug log (one line per window, per MOVE and per \
          group) and a raw IMAP client timing the same commands on the same Dovecot. Most of both tools' time is \

@@ -211,15 +211,17 @@ fn two_thousand_half_requests_cost_bounded_threads_and_memory_and_health_answers
     assert!(!m.log().contains("panicked"), "{}", m.log());
 }
 
+/// Issue [14]: bodies in progress used to be kept at the cap, so a crowd of
+/// slow bodies made every newcomer a `503`. Now they are shed for
+/// newcomers (a `503` is left for when every connection has a request in a
+/// worker's hands, see `vendor/tiny_http/src/util/connections.rs`).
 #[test]
-fn at_the_cap_with_every_connection_inside_a_request_newcomers_get_503() {
+fn at_the_cap_slow_bodies_are_shed_for_newcomers_instead_of_a_503() {
     let m = Mailproc::start(
         "server: { port: {PORT}, max_connections: 8 }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
     );
     let port = m.port;
-    // Eight bodies in progress: none of them may be shed. One whose head
-    // the server had not read yet when a probe came may have been shed as
-    // a head-waiter; it is replaced until all eight are inside a request.
+    // Eight bodies in progress, each replaced when the server closes it.
     let body = || {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.write_all(b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
@@ -227,7 +229,7 @@ fn at_the_cap_with_every_connection_inside_a_request_newcomers_get_503() {
         s
     };
     let mut bodies: Vec<TcpStream> = (0..8).map(|_| body()).collect();
-    let (status, _) = m.wait_for(Duration::from_secs(10), "a 503 at the cap", || {
+    for _ in 0..10 {
         for s in &mut bodies {
             s.set_nonblocking(true).unwrap();
             let mut b = [0u8; 1];
@@ -236,34 +238,14 @@ fn at_the_cap_with_every_connection_inside_a_request_newcomers_get_503() {
             }
             s.set_nonblocking(false).unwrap();
         }
-        let r = health(port);
-        (r.0 == 503).then_some(r)
-    });
-    assert_eq!(status, 503);
-    // Finishing the bodies frees the places.
-    for s in &mut bodies {
-        s.write_all(&[b' '; 99]).unwrap();
+        assert_eq!(health(port).0, 200, "{}", m.log());
     }
-    let mut answers = Vec::new();
-    for mut s in bodies {
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut got = [0u8; 12];
-        let _ = s.read_exact(&mut got);
-        answers.push(String::from_utf8_lossy(&got).to_string());
-    }
-    assert!(
-        answers.iter().all(|a| a.starts_with("HTTP/1.1 4")),
-        "{answers:?}"
-    );
-    m.wait_for(Duration::from_secs(10), "/health back", || {
-        (health(port).0 == 200).then_some(())
-    });
     let metrics = m.get("/metrics").text;
-    let refused = metric(
+    let shed = metric(
         &metrics,
-        "mailproc_http_connections_closed_total{reason=\"refused\"}",
+        "mailproc_http_connections_closed_total{reason=\"shed\"}",
     );
-    assert!(refused >= 1.0, "{metrics}");
+    assert!(shed >= 6.0, "{metrics}");
 }
 
 #[test]

@@ -10,6 +10,7 @@ use super::params::json_body;
 use super::{Answer, Params};
 use crate::auth::{self, Principal, SESSION_COOKIE};
 use crate::http::{Ctx, Reply, Req};
+use crate::logging::clean;
 use crate::timestamp::now_ms;
 
 /// Decides who is calling `/api` (DESIGN §5), or the 401/403 to answer.
@@ -150,13 +151,17 @@ struct LoginBody {
     password: String,
 }
 
+fn too_many_logins() -> Reply {
+    Reply::error(
+        429,
+        "too many failed logins from this address or for this user; try again later",
+    )
+}
+
 /// `POST /login` with JSON (or a form) `{username, password}`.
 pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     if ctx.limiter.blocked(req.client_ip) {
-        return Err(Reply::error(
-            429,
-            "too many failed logins from this address; try again later",
-        ));
+        return Err(too_many_logins());
     }
     let form = req
         .header("Content-Type")
@@ -176,19 +181,22 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     } else {
         json_body(req)?
     };
+    // Counted before the (slow) check, so a burst cannot race past it.
+    let Some(attempt) = ctx.limiter.attempt(req.client_ip, Some(&body.username)) else {
+        return Err(too_many_logins());
+    };
     let hash = ctx.store.password_hash(&body.username).ok().flatten();
     if !auth::verify_login(&body.password, hash.as_deref()) {
-        ctx.limiter.fail(req.client_ip);
         log::warn!(
-            "login failed for {:?} from {}",
-            body.username,
+            "login failed for {} from {}",
+            clean(&body.username),
             req.client_ip
         );
         return Err(Reply::error(401, "invalid username or password"));
     }
-    ctx.limiter.succeed(req.client_ip);
+    ctx.limiter.succeed(attempt);
     let cookie = open(ctx, &body.username, req.secure)?;
-    log::info!("{} logged in from {}", body.username, req.client_ip);
+    log::info!("{} logged in from {}", clean(&body.username), req.client_ip);
     let ttl = ctx.config().config.dashboard.session_ttl.0;
     Ok(Reply::ok(
         &json!({ "success": true, "username": body.username, "expiresIn": ttl.as_secs() }),

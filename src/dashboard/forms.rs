@@ -124,14 +124,17 @@ pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
     let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
     let username = get("username").trim();
     let again = |msg: &str| html(400, setup_form(username, Some(msg)));
+    let Some(attempt) = ctx.limiter.attempt(req.client_ip, None) else {
+        return too_many();
+    };
     if !ctx.dashboard.setup_code_matches(get("code")) {
-        ctx.limiter.fail(req.client_ip);
         log::warn!(
             "dashboard: setup attempt with a wrong or missing code from {}",
             req.client_ip
         );
         return again("The setup code is missing or wrong. Copy it from the service's log.");
     }
+    ctx.limiter.succeed(attempt);
     if !valid_username(username) {
         return again(
             "Choose a username of 1 to 64 characters, without ':' or control characters.",
@@ -217,16 +220,23 @@ pub fn login_post(ctx: &Ctx, req: &Req) -> Reply {
         get("username"),
         local_path(get("next")).unwrap_or("/".into()),
     );
+    // Counted before the (slow) check, so a burst cannot race past it.
+    let Some(attempt) = ctx.limiter.attempt(req.client_ip, Some(user)) else {
+        return too_many();
+    };
     let hash = ctx.store.password_hash(user).ok().flatten();
     if !auth::verify_login(get("password"), hash.as_deref()) {
-        ctx.limiter.fail(req.client_ip);
-        log::warn!("login failed for {user:?} from {}", req.client_ip);
+        log::warn!(
+            "login failed for {} from {}",
+            crate::logging::clean(user),
+            req.client_ip
+        );
         return html(
             401,
             login_form(user, &next, Some("Wrong username or password."), None),
         );
     }
-    ctx.limiter.succeed(req.client_ip);
+    ctx.limiter.succeed(attempt);
     log::info!("{user} logged in from {} (dashboard)", req.client_ip);
     start_session(ctx, req, user, &next)
 }

@@ -3,6 +3,7 @@
 //! token endpoint.
 #![allow(dead_code)]
 
+pub mod attacks;
 pub mod courier;
 pub mod cyrus;
 pub mod dovecot;

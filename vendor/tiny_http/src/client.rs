@@ -7,7 +7,7 @@ use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::str::FromStr;
 
-use crate::common::{HTTPVersion, Method};
+use crate::common::{HTTPVersion, Header, HeaderField, Method};
 use crate::util::RefinedTcpStream;
 use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
 use crate::util::Abandon;
@@ -59,14 +59,24 @@ pub struct ClientConnection {
 /// Error that can happen when reading a request.
 #[derive(Debug)]
 enum ReadError {
-    WrongRequestLine,
-    WrongHeader(HTTPVersion),
-    /// mailproc patch: request line and headers beyond `Limits::max_header_bytes`.
+    /// mailproc patch: a request head `httparse` refuses, a bare CR or LF,
+    /// a field that is not ASCII: `400`.
+    BadHead,
+    /// mailproc patch: request line and headers beyond `Limits::max_header_bytes`
+    /// (or more than [`MAX_HEADERS`] fields).
     HeaderTooLarge,
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
+    /// mailproc patch: the request's framing or body is refused with this
+    /// status (400, 413, 501); what follows cannot be trusted to be a
+    /// request, so the connection closes.
+    Refused(u16),
     ReadIoError(IoError),
 }
+
+/// Header fields a request may have (mailproc patch: `httparse` parses into
+/// a fixed array). Browsers send about 20.
+const MAX_HEADERS: usize = 100;
 
 impl ClientConnection {
     /// Creates a new `ClientConnection` that takes ownership of the `TcpStream`.
@@ -125,80 +135,75 @@ impl ClientConnection {
         }
     }
 
-    /// Reads one line of the request head, taking its bytes from `budget`
-    /// (mailproc patch: the release read a line of any length).
-    fn read_next_line(&mut self, budget: &mut usize) -> Result<AsciiString, ReadError> {
-        let mut buf = Vec::new();
-        let mut prev_byte_was_cr = false;
+    /// Answers `status` with `Connection: close`, shuts the write side and
+    /// closes after a bounded linger: what follows on the socket is not a
+    /// request to read (mailproc patch).
+    fn refuse(&mut self, status: u16) -> Option<Request> {
+        let mut writer = self.sink.next().unwrap();
+        // Written by hand: `Response` drops a `Connection` header.
+        write!(
+            writer,
+            "HTTP/1.1 {status} {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            crate::StatusCode(status).default_reason_phrase()
+        )
+        .and_then(|_| writer.flush())
+        .ok();
+        drop(writer);
+        self.no_more_requests = true;
+        if let Some(shutdown) = &self.shutdown {
+            shutdown(std::net::Shutdown::Write);
+        }
+        self.linger();
+        None
+    }
 
+    /// Reads a request head, up to and including the empty line that ends
+    /// it, within `Limits::max_header_bytes` (mailproc patch: the release
+    /// read lines of any length and took a bare LF as a line end). Empty
+    /// lines before the request line are skipped (RFC 9112 §2.2).
+    fn read_head(&mut self) -> Result<Vec<u8>, ReadError> {
+        let mut budget = self.limits.max_header_bytes;
+        let mut head = Vec::with_capacity(512);
+        let mut byte = [0u8; 1];
         loop {
-            let byte = self.next_header_source.by_ref().bytes().next();
-
-            let byte = match byte {
-                Some(b) => b.map_err(ReadError::ReadIoError)?,
-                None => {
+            match self.next_header_source.read(&mut byte) {
+                Ok(0) => {
                     return Err(ReadError::ReadIoError(IoError::new(
                         ErrorKind::ConnectionAborted,
                         "Unexpected EOF",
                     )))
                 }
-            };
-            if *budget == 0 {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ReadError::ReadIoError(e)),
+            }
+            if budget == 0 {
                 return Err(ReadError::HeaderTooLarge);
             }
-            *budget -= 1;
-
-            if byte == b'\n' && prev_byte_was_cr {
-                buf.pop(); // removing the '\r'
-                return AsciiString::from_ascii(buf).map_err(|_| {
-                    ReadError::ReadIoError(IoError::new(
-                        ErrorKind::InvalidInput,
-                        "Header is not in ASCII",
-                    ))
-                });
+            budget -= 1;
+            let b = byte[0];
+            if head.is_empty() && (b == b'\r' || b == b'\n') {
+                continue;
             }
-
-            prev_byte_was_cr = byte == b'\r';
-
-            buf.push(byte);
+            head.push(b);
+            if b == b'\n' {
+                // A field may not hide a line end (RFC 9112 §2.2): every LF
+                // closes a CRLF. (`httparse` refuses a bare CR itself.)
+                if head.len() < 2 || head[head.len() - 2] != b'\r' {
+                    return Err(ReadError::BadHead);
+                }
+                if head.ends_with(b"\r\n\r\n") {
+                    return Ok(head);
+                }
+            }
         }
     }
 
     /// Reads a request from the stream.
     /// Blocks until the header has been read.
     fn read(&mut self) -> Result<Request, ReadError> {
-        let mut budget = self.limits.max_header_bytes;
-        let (method, path, version, headers) = {
-            // reading the request line
-            let (method, path, version) = {
-                let line = self.read_next_line(&mut budget)?;
-
-                parse_request_line(
-                    line.as_str().trim(), // TODO: remove this conversion
-                )?
-            };
-
-            // getting all headers
-            let headers = {
-                let mut headers = Vec::new();
-                loop {
-                    let line = self.read_next_line(&mut budget)?;
-
-                    if line.is_empty() {
-                        break;
-                    };
-                    headers.push(match FromStr::from_str(line.as_str().trim()) {
-                        // TODO: remove this conversion
-                        Ok(h) => h,
-                        _ => return Err(ReadError::WrongHeader(version)),
-                    });
-                }
-
-                headers
-            };
-
-            (method, path, version, headers)
-        };
+        let head = self.read_head()?;
+        let (method, path, version, headers) = parse_head(&head)?;
         self.clock.body();
 
         // building the writer for the request
@@ -231,7 +236,11 @@ impl ClientConnection {
                 request::RequestCreationError::ExpectationFailed => {
                     ReadError::ExpectationFailed(version)
                 }
-                request::RequestCreationError::BadContentLength => ReadError::WrongHeader(version),
+                request::RequestCreationError::BadContentLength => ReadError::Refused(400),
+                request::RequestCreationError::BadFraming => ReadError::Refused(400),
+                request::RequestCreationError::UnsupportedCoding => ReadError::Refused(501),
+                request::RequestCreationError::BodyTooLarge => ReadError::Refused(413),
+                request::RequestCreationError::BadChunk => ReadError::Refused(400),
             }
         })?;
 
@@ -254,167 +263,163 @@ impl Iterator for ClientConnection {
 
         // the client sent a "connection: close" header in this previous request
         //  or is using HTTP 1.0, meaning that no new request will come
+        // mailproc patch: the answer is out; close the write side behind it
+        // and take what the client still sends for a moment, so the close
+        // does not reset the connection under the answer (a client that
+        // asked for an upgrade goes on sending).
+        // A body of the previous request was left unread: what follows on
+        // the socket is that body, not a request (mailproc patch; its write
+        // side is shut already).
+        if self.abandoned.load(Ordering::SeqCst) {
+            self.no_more_requests = true;
+            self.linger();
+            return None;
+        }
         if self.no_more_requests {
+            if let Some(shutdown) = &self.shutdown {
+                shutdown(std::net::Shutdown::Write);
+            }
+            self.linger();
             return None;
         }
 
-        loop {
-            if self.served {
-                self.clock.idle();
+        if self.served {
+            self.clock.idle();
+        }
+        self.served = true;
+        let result = self.read();
+        // A body of the previous request was left unread: what follows
+        // on the socket is that body, not a request (mailproc patch).
+        if self.abandoned.load(Ordering::SeqCst) {
+            self.no_more_requests = true;
+            self.linger();
+            return None;
+        }
+        let rq = match result {
+            // The rest of the head or body is still unread: answered,
+            // then closed (mailproc patch).
+            Err(ReadError::HeaderTooLarge) => return self.refuse(431),
+            Err(ReadError::BadHead) => return self.refuse(400),
+            Err(ReadError::Refused(status)) => return self.refuse(status),
+
+            // An idle keep-alive connection just closes: a 408 there
+            // could meet a request the client sent at that moment.
+            Err(ReadError::ReadIoError(ref err))
+                if err.kind() == ErrorKind::TimedOut && self.clock.is_idle() =>
+            {
+                return None
             }
-            self.served = true;
-            let result = self.read();
-            // A body of the previous request was left unread: what follows
-            // on the socket is that body, not a request (mailproc patch).
-            if self.abandoned.load(Ordering::SeqCst) {
-                self.no_more_requests = true;
-                self.linger();
-                return None;
-            }
-            let rq = match result {
-                Err(ReadError::HeaderTooLarge) => {
-                    let mut writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(431));
-                    response
-                        .raw_print(writer.by_ref(), HTTPVersion(1, 1), &[], false, None)
-                        .ok();
-                    // raw_print does not flush; the write side closes next.
-                    writer.flush().ok();
-                    drop(writer);
-                    if let Some(shutdown) = &self.shutdown {
-                        shutdown(std::net::Shutdown::Write);
-                    }
-                    self.linger();
-                    return None; // the rest of the head is still unread
-                }
 
-                Err(ReadError::WrongRequestLine) => {
-                    let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(400));
-                    response
-                        .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
-                        .ok();
-                    return None; // we don't know where the next request would start,
-                                 // se we have to close
-                }
-
-                Err(ReadError::WrongHeader(ver)) => {
-                    let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(400));
-                    response.raw_print(writer, ver, &[], false, None).ok();
-                    return None; // we don't know where the next request would start,
-                                 // se we have to close
-                }
-
-                // An idle keep-alive connection just closes: a 408 there
-                // could meet a request the client sent at that moment.
-                Err(ReadError::ReadIoError(ref err))
-                    if err.kind() == ErrorKind::TimedOut && self.clock.is_idle() =>
-                {
-                    return None
-                }
-
-                Err(ReadError::ReadIoError(ref err)) if err.kind() == ErrorKind::TimedOut => {
-                    // request timeout
-                    let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(408));
-                    response
-                        .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
-                        .ok();
-                    return None; // closing the connection
-                }
-
-                Err(ReadError::ExpectationFailed(ver)) => {
-                    let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(417));
-                    response.raw_print(writer, ver, &[], true, None).ok();
-                    return None; // TODO: should be recoverable, but needs handling in case of body
-                }
-
-                Err(ReadError::ReadIoError(_)) => return None,
-
-                Ok(rq) => rq,
-            };
-
-            // checking HTTP version
-            if *rq.http_version() > (1, 1) {
+            Err(ReadError::ReadIoError(ref err)) if err.kind() == ErrorKind::TimedOut => {
+                // request timeout
                 let writer = self.sink.next().unwrap();
-                let response = Response::from_string(
-                    "This server only supports HTTP versions 1.0 and 1.1".to_owned(),
-                )
-                .with_status_code(StatusCode(505));
+                let response = Response::new_empty(StatusCode(408));
                 response
                     .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                     .ok();
-                continue;
+                return None; // closing the connection
             }
 
-            // updating the status of the connection
-            let connection_header = rq
-                .headers()
-                .iter()
-                .find(|h| h.field.equiv("Connection"))
-                .map(|h| h.value.as_str());
+            Err(ReadError::ExpectationFailed(ver)) => {
+                let writer = self.sink.next().unwrap();
+                let response = Response::new_empty(StatusCode(417));
+                response.raw_print(writer, ver, &[], true, None).ok();
+                return None; // TODO: should be recoverable, but needs handling in case of body
+            }
 
-            let lowercase = connection_header.map(|h| h.to_ascii_lowercase());
+            Err(ReadError::ReadIoError(_)) => return None,
 
-            match lowercase {
-                Some(ref val) if val.contains("close") => self.no_more_requests = true,
-                Some(ref val) if val.contains("upgrade") => self.no_more_requests = true,
-                Some(ref val)
-                    if !val.contains("keep-alive") && *rq.http_version() == HTTPVersion(1, 0) =>
-                {
-                    self.no_more_requests = true
-                }
-                None if *rq.http_version() == HTTPVersion(1, 0) => self.no_more_requests = true,
-                _ => (),
-            };
+            Ok(rq) => rq,
+        };
 
-            // returning the request
-            return Some(rq);
-        }
+        // updating the status of the connection
+        let connection_header = rq
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Connection"))
+            .map(|h| h.value.as_str());
+
+        let lowercase = connection_header.map(|h| h.to_ascii_lowercase());
+
+        match lowercase {
+            Some(ref val) if val.contains("close") => self.no_more_requests = true,
+            // mailproc patch: no protocol is switched to (the request is
+            // framed as any other), but what the client sends after it
+            // is not meant as HTTP: the connection closes after it.
+            Some(ref val) if val.contains("upgrade") => self.no_more_requests = true,
+            Some(ref val)
+                if !val.contains("keep-alive") && *rq.http_version() == HTTPVersion(1, 0) =>
+            {
+                self.no_more_requests = true
+            }
+            None if *rq.http_version() == HTTPVersion(1, 0) => self.no_more_requests = true,
+            _ => (),
+        };
+
+        // returning the request
+        Some(rq)
     }
 }
 
-/// Parses a "HTTP/1.1" string.
-fn parse_http_version(version: &str) -> Result<HTTPVersion, ReadError> {
-    let (major, minor) = match version {
-        "HTTP/0.9" => (0, 9),
-        "HTTP/1.0" => (1, 0),
-        "HTTP/1.1" => (1, 1),
-        "HTTP/2.0" => (2, 0),
-        "HTTP/3.0" => (3, 0),
-        _ => return Err(ReadError::WrongRequestLine),
+/// Parses a request head with `httparse` (mailproc patch: the release's
+/// hand-written parser took any version string it knew, split fields at the
+/// first colon and trimmed what it found).
+fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>), ReadError> {
+    // The request line is ASCII (httparse lets bytes over 0x7f through in
+    // the target, which is no `str` then).
+    let line_end = head.iter().position(|b| *b == b'\n').unwrap_or(head.len());
+    if !head[..line_end].is_ascii() {
+        return Err(ReadError::BadHead);
+    }
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut fields);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err(ReadError::BadHead),
+        Err(httparse::Error::TooManyHeaders) => return Err(ReadError::HeaderTooLarge),
+        Err(_) => return Err(ReadError::BadHead),
+    }
+    let (Some(method), Some(path), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(ReadError::BadHead);
     };
-
-    Ok(HTTPVersion(major, minor))
-}
-
-/// Parses the request line of the request.
-/// eg. GET / HTTP/1.1
-fn parse_request_line(line: &str) -> Result<(Method, String, HTTPVersion), ReadError> {
-    let mut parts = line.split(' ');
-
-    let method = parts.next().and_then(|w| w.parse().ok());
-    let path = parts.next().map(ToOwned::to_owned);
-    let version = parts.next().and_then(|w| parse_http_version(w).ok());
-
-    method
-        .and_then(|method| Some((method, path?, version?)))
-        .ok_or(ReadError::WrongRequestLine)
+    let method: Method = method.parse().map_err(|_| ReadError::BadHead)?;
+    let mut headers = Vec::with_capacity(req.headers.len());
+    for f in req.headers.iter() {
+        let field: HeaderField = f.name.parse().map_err(|_| ReadError::BadHead)?;
+        let value = AsciiString::from_ascii(f.value.trim_ascii()).map_err(|_| ReadError::BadHead)?;
+        headers.push(Header { field, value });
+    }
+    Ok((method, path.to_owned(), HTTPVersion(1, minor), headers))
 }
 
 #[cfg(test)]
 mod test {
+    use super::{parse_head, ReadError};
+
     #[test]
-    fn test_parse_request_line() {
-        let (method, path, ver) = super::parse_request_line("GET /hello HTTP/1.1").unwrap();
-
+    fn heads_are_parsed_by_httparse() {
+        let (method, path, ver, headers) =
+            parse_head(b"GET /hello HTTP/1.1\r\nHost: a\r\nX-Y:  b \r\n\r\n").unwrap();
         assert!(method == crate::Method::Get);
-        assert!(path == "/hello");
+        assert_eq!(path, "/hello");
         assert!(ver == crate::common::HTTPVersion(1, 1));
+        assert_eq!(headers[1].value.as_str(), "b");
 
-        assert!(super::parse_request_line("GET /hello").is_err());
-        assert!(super::parse_request_line("qsd qsd qsd").is_err());
+        for bad in [
+            &b"GET /hello\r\n\r\n"[..],
+            b"qsd qsd qsd\r\n\r\n",
+            b"GET / HTTP/2.0\r\n\r\n",
+            b"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n",
+            b"GET / HTTP/1.1\r\nX : a\r\n\r\n",
+            b"GET / HTTP/1.1\r\n folded\r\n\r\n",
+            b"GET / HTTP/1.1\r\nX: \xe9\r\n\r\n",
+            b"GET /\xe9 HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(
+                matches!(parse_head(bad), Err(ReadError::BadHead)),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }

@@ -127,6 +127,18 @@ impl Connection {
         }
     }
 
+    /// The socket's write time-out (mailproc patch).
+    pub(crate) fn set_write_timeout(
+        &self,
+        write: Option<std::time::Duration>,
+    ) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_write_timeout(write),
+            #[cfg(unix)]
+            Self::Unix(s) => s.set_write_timeout(write),
+        }
+    }
+
     /// The socket's read time-out (mailproc patch).
     pub(crate) fn set_read_timeout(
         &self,

@@ -152,6 +152,20 @@ pub struct Limits {
     /// Bytes per second a body must keep up, after `header_timeout` to
     /// start: each byte received moves the deadline by `1/rate` s.
     pub body_min_rate: Option<u32>,
+    /// A body must be complete within this of its first read, whatever its
+    /// rate (mailproc patch).
+    pub body_timeout: Option<Duration>,
+    /// A response must be written within this of its first byte, plus one
+    /// second per `response_min_rate` bytes written; past it the connection
+    /// is shut down (mailproc patch).
+    pub response_timeout: Option<Duration>,
+    /// See `response_timeout`.
+    pub response_min_rate: Option<u32>,
+    /// Connections one client address (an IPv6 /64 counts as one) may hold
+    /// at once; 0 for no cap. At
+    /// the cap its newcomer sheds one of the address's own connections, or
+    /// is answered `503` (mailproc patch).
+    pub max_connections_per_address: usize,
 }
 
 impl Limits {
@@ -165,6 +179,10 @@ impl Limits {
         header_timeout: None,
         idle_timeout: None,
         body_min_rate: None,
+        body_timeout: None,
+        response_timeout: None,
+        response_min_rate: None,
+        max_connections_per_address: 0,
     };
 }
 
@@ -353,6 +371,7 @@ impl Server {
         let stats = Arc::new(util::ConnectionStats::default());
         let table = Arc::new(util::ConnectionTable::new(
             limits.max_connections,
+            limits.max_connections_per_address,
             stats.clone(),
         ));
         thread::spawn(move || {
@@ -368,12 +387,13 @@ impl Server {
             log::debug!("Running accept thread");
             while !inside_close_trigger.load(Relaxed) {
                 let new_client = match server.accept() {
-                    Ok((sock, _)) => {
+                    Ok((sock, peer)) => {
                         use util::RefinedTcpStream;
                         // mailproc patch: at the cap, room is made by
                         // shedding a head-waiter, or the newcomer is told
                         // so and closed without a thread of its own.
-                        if !table.make_room() {
+                        let ip = peer.map(|a| client_address(a.ip()));
+                        if !table.make_room(ip) {
                             refuse(sock);
                             continue;
                         }
@@ -399,7 +419,10 @@ impl Server {
 
                         let clock = Arc::new(util::ReadClock::new(limits, table.stats.clone()));
                         read_closable.set_clock(clock.clone());
-                        let slot = table.register(clock.clone(), read_closable.shutdown_handle());
+                        let mut write_closable = write_closable;
+                        write_closable.set_clock(clock.clone());
+                        let slot =
+                            table.register(clock.clone(), read_closable.shutdown_handle(), ip);
                         Ok((
                             ClientConnection::new(write_closable, read_closable, limits, clock),
                             slot,
@@ -415,18 +438,7 @@ impl Server {
                         tasks_pool.spawn(Box::new(move || {
                             // The slot is given back when the connection ends.
                             if let Some((client, _slot)) = client.take() {
-                                // Synchronization is needed for HTTPS requests to avoid a deadlock
-                                if client.secure() {
-                                    let (sender, receiver) = mpsc::channel();
-                                    for rq in client {
-                                        messages.push(rq.with_notify_sender(sender.clone()).into());
-                                        receiver.recv().unwrap();
-                                    }
-                                } else {
-                                    for rq in client {
-                                        messages.push(rq.into());
-                                    }
-                                }
+                                serve(client, &messages);
                             }
                         }));
                     }
@@ -511,6 +523,49 @@ impl Server {
     /// This method allows graceful shutdown of server.
     pub fn unblock(&self) {
         self.messages.unblock();
+    }
+}
+
+/// The address a connection counts under for the per-address cap
+/// (mailproc patch): an IPv4 address, or an IPv6 /64 (one subscriber usually
+/// holds a whole /64 and can pick any address in it).
+fn client_address(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip.to_canonical() {
+        std::net::IpAddr::V6(v6) => {
+            let mut s = v6.segments();
+            s[4..].fill(0);
+            std::net::IpAddr::from(s)
+        }
+        v4 => v4,
+    }
+}
+
+/// Hands a connection's requests to the application one at a time
+/// (mailproc patch). The release read and queued every pipelined request at
+/// once (it waited only over TLS), so one connection could fill the queue
+/// and have every thread of the application block writing answers that its
+/// client never read. Here the next request is read only once the last is
+/// answered, and an answer printed to memory is written on this, the
+/// connection's own, thread, within the response deadline (`Limits`).
+fn serve(mut client: ClientConnection, messages: &MessagesQueue<Message>) {
+    use std::io::Write;
+    let (sender, receiver) = mpsc::channel();
+    while let Some(rq) = client.next() {
+        messages.push(rq.with_notify_sender(sender.clone()).into());
+        match receiver.recv() {
+            Ok(request::Answered::Written) => {}
+            Ok(request::Answered::Write((mut writer, bytes, body))) => {
+                if writer.write_all(&bytes).and_then(|_| writer.flush()).is_err() {
+                    // Missed the deadline or gone: the connection ends.
+                    return;
+                }
+                // Only now: an unread body shuts the write side as it goes.
+                drop(writer);
+                drop(body);
+            }
+            // The request was dropped without a word: the server is going.
+            Err(_) => return,
+        }
     }
 }
 

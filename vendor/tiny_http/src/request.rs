@@ -7,9 +7,8 @@ use std::str::FromStr;
 
 use std::sync::mpsc::Sender;
 
-use crate::util::{Abandon, BodyGuard, EqualReader, FusedReader};
+use crate::util::{Abandon, BodyGuard, ChunkError, ChunkedReader, EqualReader, FusedReader};
 use crate::{HTTPVersion, Header, Method, Response, StatusCode};
-use chunked_transfer::Decoder;
 
 /// Represents an HTTP request made by a client.
 ///
@@ -21,20 +20,10 @@ use chunked_transfer::Decoder;
 ///
 /// # Pipelining
 ///
-/// If a client sends multiple requests in a row (without waiting for the response), then you will
-/// get multiple `Request` objects simultaneously. This is called *requests pipelining*.
-/// Tiny-http automatically reorders the responses so that you don't need to worry about the order
-/// in which you call `respond` or `into_writer`.
-///
-/// This mechanic is disabled if:
-///
-///  - The body of a request is large enough (handling requires pipelining requires storing the
-///    body of the request in a buffer ; if the body is too big, tiny-http will avoid doing that)
-///  - A request sends a `Expect: 100-continue` header (which means that the client waits to
-///    know whether its body will be processed before sending it)
-///  - A request sends a `Connection: close` header or `Connection: upgrade` header (used for
-///    websockets), which indicates that this is the last request that will be received on this
-///    connection
+/// mailproc patch: a client may send several requests in a row, but its
+/// connection hands them out one at a time: the next is read only once the
+/// last is answered (see `Answered`). `Connection: upgrade` switches to
+/// nothing; the connection closes after that request.
 ///
 /// # Automatic cleanup
 ///
@@ -73,15 +62,47 @@ pub struct Request {
     must_send_continue: bool,
 
     // If Some, a message must be sent after responding
-    notify_when_responded: Option<Sender<()>>,
+    notify_when_responded: Option<Sender<Answered>>,
+
+    /// mailproc patch: a response printed to memory, with the writer it is
+    /// for, waiting to be handed to the connection's thread (see
+    /// [`Answered`]).
+    handed: Option<Handed>,
 
     /// mailproc patch: marks the connection busy until this request is
     /// answered and dropped (it is then neither idle nor sheddable).
     in_flight: Option<crate::util::InFlight>,
 }
 
+/// A response printed to memory, the writer it is for, and the request's
+/// body reader: dropped only after the response is out, since dropping an
+/// unread body shuts the write side (see `BodyGuard`).
+type Handed = (
+    Box<dyn Write + Send + 'static>,
+    Vec<u8>,
+    Option<Box<dyn Read + Send + 'static>>,
+);
+
+/// What a request tells its connection's thread once it is answered
+/// (mailproc patch). The connection reads no further request until then,
+/// so at most one request per connection is in the application's hands.
+pub(crate) enum Answered {
+    /// The response was written (or the request gave up its writer).
+    Written,
+    /// The response, printed to memory, for the connection's thread to
+    /// write: a client that does not read holds its own connection's
+    /// thread, never one of the application's. The body reader goes along
+    /// and is dropped after the write.
+    Write(Handed),
+}
+
+/// Responses of a known length up to this size are printed to memory and
+/// written by the connection's thread (mailproc patch); longer or streamed
+/// ones are written by the responding thread, within the response deadline.
+const HAND_OFF_UP_TO: usize = 16 << 20;
+
 struct NotifyOnDrop<R> {
-    sender: Sender<()>,
+    sender: Sender<Answered>,
     inner: R,
 }
 
@@ -100,7 +121,7 @@ impl<R: Write> Write for NotifyOnDrop<R> {
 }
 impl<R> Drop for NotifyOnDrop<R> {
     fn drop(&mut self) {
-        self.sender.send(()).unwrap();
+        self.sender.send(Answered::Written).ok();
     }
 }
 
@@ -116,6 +137,24 @@ pub enum RequestCreationError {
     /// A `Content-Length` that is not a number, or several that differ
     /// (mailproc patch: the release took an unparsable one for "no body").
     BadContentLength,
+
+    /// mailproc patch (RFC 9112 §6): `Transfer-Encoding` together with
+    /// `Content-Length`, in an HTTP/1.0 request, or without `chunked` as its
+    /// final and only chunked coding. The release decoded any value as
+    /// chunked and ignored `Content-Length`, so a proxy that framed by it
+    /// forwarded a smuggled request.
+    BadFraming,
+
+    /// mailproc patch: a transfer coding other than `chunked` before it
+    /// (`gzip, chunked`): `501`, nothing else is decoded.
+    UnsupportedCoding,
+
+    /// mailproc patch: a chunked body whose encoding is over the buffered
+    /// body limit.
+    BodyTooLarge,
+
+    /// mailproc patch: a chunked body that is not valid chunked coding.
+    BadChunk,
 }
 
 impl From<IoError> for RequestCreationError {
@@ -150,16 +189,33 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    // finding the transfer-encoding header
-    let transfer_encoding = headers
+    // mailproc patch: framing by RFC 9112 §6. Transfer codings are listed
+    // across every `Transfer-Encoding` field; only `chunked`, alone, is
+    // decoded, and it never stands beside `Content-Length`.
+    let codings: Vec<String> = headers
         .iter()
-        .find(|h: &&Header| h.field.equiv("Transfer-Encoding"))
-        .map(|h| h.value.clone());
+        .filter(|h| h.field.equiv("Transfer-Encoding"))
+        .flat_map(|h| h.value.as_str().split(','))
+        .map(|c| c.trim().to_ascii_lowercase())
+        .collect();
+    let has_content_length = headers.iter().any(|h| h.field.equiv("Content-Length"));
+    let chunked = if codings.is_empty() {
+        false
+    } else if has_content_length || version < HTTPVersion(1, 1) {
+        return Err(RequestCreationError::BadFraming);
+    } else {
+        let (last, before) = codings.split_last().expect("not empty");
+        if last != "chunked" || before.iter().any(|c| c.is_empty() || c == "chunked") {
+            return Err(RequestCreationError::BadFraming);
+        }
+        if !before.is_empty() {
+            return Err(RequestCreationError::UnsupportedCoding);
+        }
+        true
+    };
 
     // finding the content-length header
-    let content_length = if transfer_encoding.is_some() {
-        // if transfer-encoding is specified, the Content-Length
-        // header must be ignored (RFC2616 #4.4)
+    let content_length = if chunked {
         None
     } else {
         let mut values = headers
@@ -196,18 +252,6 @@ where
         }
     };
 
-    // true if the client sent a `Connection: upgrade` header
-    let connection_upgrade = {
-        match headers
-            .iter()
-            .find(|h: &&Header| h.field.equiv("Connection"))
-            .map(|h| h.value.as_str())
-        {
-            Some(v) if v.to_ascii_lowercase().contains("upgrade") => true,
-            _ => false,
-        }
-    };
-
     // we wrap `source_data` around a reading whose nature depends on the transfer-encoding and
     // content-length headers
     // mailproc patch: bodies up to `buffer_body_up_to` bytes are read here,
@@ -223,10 +267,10 @@ where
         }
         Ok(())
     };
-    let reader = if connection_upgrade {
-        // if we have a `Connection: upgrade`, always keeping the whole reader
-        Box::new(source_data) as Box<dyn Read + Send + 'static>
-    } else if let Some(content_length) = content_length {
+    // mailproc patch: `Connection: upgrade` no longer hands the raw socket
+    // over as the body (a client trickling bytes held a thread for ever);
+    // no protocol is switched to and the request is framed as any other.
+    let reader = if let Some(content_length) = content_length {
         if content_length == 0 {
             Box::new(io::empty()) as Box<dyn Read + Send + 'static>
         } else if content_length <= buffer_limit
@@ -235,11 +279,22 @@ where
             // if the content-length is small enough, we just read everything into a buffer
             send_continue(&mut writer)?;
 
-            let mut buffer = vec![0; content_length];
-            let mut offset = 0;
-
-            while offset != content_length {
-                let read = source_data.read(&mut buffer[offset..])?;
+            // mailproc patch: the buffer grows with what arrives instead of
+            // being allocated at the declared size: 256 clients declaring
+            // 1 MiB and sending a trickle held 256 MiB.
+            let mut buffer = Vec::new();
+            while buffer.len() != content_length {
+                let start = buffer.len();
+                buffer.resize(start + (content_length - start).min(16 << 10), 0);
+                let read = match source_data.read(&mut buffer[start..]) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {
+                        buffer.truncate(start);
+                        continue;
+                    }
+                    Err(e) => return Err(RequestCreationError::CreationIoError(e)),
+                };
+                buffer.truncate(start + read);
                 if read == 0 {
                     // the socket returned EOF, but we were before the expected content-length
                     // aborting
@@ -247,8 +302,6 @@ where
                     let err = IoError::new(ErrorKind::ConnectionAborted, info);
                     return Err(RequestCreationError::CreationIoError(err));
                 }
-
-                offset += read;
             }
 
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
@@ -257,25 +310,23 @@ where
             let guarded = BodyGuard::new(data_reader, abandon);
             Box::new(FusedReader::new(guarded)) as Box<dyn Read + Send + 'static>
         }
-    } else if transfer_encoding.is_some() {
-        // if a transfer-encoding was specified, then "chunked" is ALWAYS applied
-        // over the message (RFC2616 #3.6)
-        let mut decoder = Decoder::new(source_data);
+    } else if chunked {
+        // mailproc patch: a bounded decoder; when buffering, every raw byte
+        // of the encoding counts against the limit (see `util/chunked.rs`).
         if buffer_body_up_to > 0 {
             send_continue(&mut writer)?;
+            let mut decoder = ChunkedReader::new(source_data, buffer_body_up_to);
             let mut buffer = Vec::new();
-            (&mut decoder)
-                .take(buffer_body_up_to as u64 + 1)
-                .read_to_end(&mut buffer)?;
-            if buffer.len() <= buffer_body_up_to {
-                Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
-            } else {
-                // Larger than the application takes: what it reads is the
-                // buffer, then the rest (which it will not want).
-                let rest = FusedReader::new(BodyGuard::new(decoder, abandon));
-                Box::new(Cursor::new(buffer).chain(rest)) as Box<dyn Read + Send + 'static>
-            }
+            decoder
+                .read_to_end(&mut buffer)
+                .map_err(|e| match ChunkError::of(&e) {
+                    Some(ChunkError::TooLarge) => RequestCreationError::BodyTooLarge,
+                    Some(ChunkError::Malformed(_)) => RequestCreationError::BadChunk,
+                    None => RequestCreationError::CreationIoError(e),
+                })?;
+            Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
         } else {
+            let decoder = ChunkedReader::new(source_data, usize::MAX);
             let guarded = BodyGuard::new(decoder, abandon);
             Box::new(FusedReader::new(guarded)) as Box<dyn Read + Send + 'static>
         }
@@ -298,6 +349,7 @@ where
         body_length: content_length,
         must_send_continue,
         notify_when_responded: None,
+        handed: None,
         in_flight: None,
     })
 }
@@ -352,46 +404,6 @@ impl Request {
     #[inline]
     pub fn remote_addr(&self) -> Option<&SocketAddr> {
         self.remote_addr.as_ref()
-    }
-
-    /// Sends a response with a `Connection: upgrade` header, then turns the `Request` into a `Stream`.
-    ///
-    /// The main purpose of this function is to support websockets.
-    /// If you detect that the request wants to use some kind of protocol upgrade, you can
-    ///  call this function to obtain full control of the socket stream.
-    ///
-    /// If you call this on a non-websocket request, tiny-http will wait until this `Stream` object
-    ///  is destroyed before continuing to read or write on the socket. Therefore you should always
-    ///  destroy it as soon as possible.
-    pub fn upgrade<R: Read>(
-        mut self,
-        protocol: &str,
-        response: Response<R>,
-    ) -> Box<dyn ReadWrite + Send> {
-        use crate::util::CustomStream;
-
-        response
-            .raw_print(
-                self.response_writer.as_mut().unwrap().by_ref(),
-                self.http_version.clone(),
-                &self.headers,
-                false,
-                Some(protocol),
-            )
-            .ok(); // TODO: unused result
-
-        self.response_writer.as_mut().unwrap().flush().ok(); // TODO: unused result
-
-        let stream = CustomStream::new(self.extract_reader_impl(), self.extract_writer_impl());
-        if let Some(sender) = self.notify_when_responded.take() {
-            let stream = NotifyOnDrop {
-                sender,
-                inner: stream,
-            };
-            Box::new(stream) as Box<dyn ReadWrite + Send>
-        } else {
-            Box::new(stream) as Box<dyn ReadWrite + Send>
-        }
     }
 
     /// Allows to read the body of the request.
@@ -495,19 +507,49 @@ impl Request {
         R: Read,
     {
         let res = self.respond_impl(response);
-        if let Some(sender) = self.notify_when_responded.take() {
-            sender.send(()).unwrap();
-        }
+        self.notify();
         res
+    }
+
+    /// Tells the connection's thread the request is answered, handing it
+    /// the response to write if one was printed to memory (mailproc patch).
+    fn notify(&mut self) {
+        if let Some(sender) = self.notify_when_responded.take() {
+            let answered = match self.handed.take() {
+                Some(handed) => Answered::Write(handed),
+                None => Answered::Written,
+            };
+            // The connection's thread waits for this; if it is gone, the
+            // connection is too and there is no one to tell.
+            sender.send(answered).ok();
+        }
     }
 
     fn respond_impl<R>(&mut self, response: Response<R>) -> Result<(), IoError>
     where
         R: Read,
     {
-        let mut writer = self.extract_writer_impl();
-
         let do_not_send_body = self.method == Method::Head;
+
+        // mailproc patch: when the connection's thread waits for the answer,
+        // a response of known length is printed to memory and handed to it
+        // (see `Answered`).
+        let known = response.data_length().filter(|n| *n <= HAND_OFF_UP_TO);
+        if let (Some(n), true) = (known, self.notify_when_responded.is_some()) {
+            let mut bytes = Vec::with_capacity(n.saturating_add(512));
+            response.raw_print(
+                &mut bytes,
+                self.http_version.clone(),
+                &self.headers,
+                do_not_send_body,
+                None,
+            )?;
+            let writer = self.extract_writer_impl();
+            self.handed = Some((writer, bytes, self.data_reader.take()));
+            return Ok(());
+        }
+
+        let mut writer = self.extract_writer_impl();
 
         Self::ignore_client_closing_errors(response.raw_print(
             writer.by_ref(),
@@ -535,7 +577,7 @@ impl Request {
         self.in_flight = Some(guard);
     }
 
-    pub(crate) fn with_notify_sender(mut self, sender: Sender<()>) -> Self {
+    pub(crate) fn with_notify_sender(mut self, sender: Sender<Answered>) -> Self {
         self.notify_when_responded = Some(sender);
         self
     }
@@ -556,9 +598,7 @@ impl Drop for Request {
         if self.response_writer.is_some() {
             let response = Response::empty(500);
             let _ = self.respond_impl(response); // ignoring any potential error
-            if let Some(sender) = self.notify_when_responded.take() {
-                sender.send(()).unwrap();
-            }
+            self.notify();
         }
     }
 }

@@ -10,17 +10,28 @@
 //!   keep up `Limits::body_min_rate`. The socket's read time-out is set
 //!   before every read to what is left, so a silent client is cut at its
 //!   deadline, not at the next byte it chooses to send.
+//!   A body must also be complete within `Limits::body_timeout` of its
+//!   first read, whatever its rate, and a response be written within
+//!   `Limits::response_timeout` of its first byte (plus one second per
+//!   `Limits::response_min_rate` bytes): a client that does not read loses
+//!   its connection (the socket is shut down), never a thread for longer.
 //! * [`ConnectionTable`] caps the connections alive at once
-//!   (`Limits::max_connections`). At the cap a new connection first sheds
-//!   the one that has waited longest for a request head (idle or partial):
-//!   such a client has cost nothing and is owed nothing, while the newcomer
-//!   may be a health check. When every connection is inside a request the
-//!   newcomer is answered `503` and closed at once.
+//!   (`Limits::max_connections`) and per client address
+//!   (`Limits::max_connections_per_address`). At a cap a new connection
+//!   sheds another: one from the address holding the most connections (a
+//!   crowd sheds itself before a lone client), and of that address's
+//!   connections one waiting for a request head (idle or partial: it has
+//!   cost nothing and is owed nothing) before one still sending its body
+//!   or taking its answer, the longest in its phase first. Slow bodies
+//!   thus cannot keep newcomers out, and a newcomer may be a health check.
+//!   Only when every connection has a request in the application's hands
+//!   is the newcomer answered `503` and closed.
 //! * [`ConnectionStats`] counts all of that for the application's metrics.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::net::Shutdown;
+use std::net::{IpAddr, Shutdown};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -69,6 +80,14 @@ enum Phase {
     Drain,
 }
 
+/// How readily a connection is shed to make room, lowest first: one
+/// waiting for a head, then one sending a body or taking an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ShedClass {
+    HeadWaiter,
+    Busy,
+}
+
 #[derive(Debug)]
 struct ClockState {
     phase: Phase,
@@ -80,6 +99,12 @@ struct ClockState {
     drain_for: Duration,
     /// Whether this connection was counted in `timed_out` already.
     expired: bool,
+    /// The body's total deadline (`Limits::body_timeout`), set at its first
+    /// read; the rate deadline above may not pass it.
+    body_until: Option<Instant>,
+    /// The response's deadline (`Limits::response_timeout`), set at its
+    /// first write and moved on by each byte written.
+    write_until: Option<Instant>,
     /// Requests handed out and not yet answered. The connection reads the
     /// next head meanwhile (the body is buffered), but it is not idle: its
     /// client waits for us. It is then not shed, and its idle time starts
@@ -106,6 +131,8 @@ impl ReadClock {
                 since: now,
                 drain_for: Duration::ZERO,
                 expired: false,
+                body_until: None,
+                write_until: None,
                 in_flight: 0,
             }),
             limits,
@@ -121,6 +148,7 @@ impl ReadClock {
         let mut s = self.lock();
         s.phase = phase;
         s.deadline = None;
+        s.body_until = None;
         s.since = Instant::now();
     }
 
@@ -147,18 +175,65 @@ impl ReadClock {
         self.lock().phase == Phase::Idle
     }
 
-    /// Since when this connection has been waiting for a request head, or
-    /// `None` while it is inside a request.
-    pub(crate) fn waiting_for_head_since(&self) -> Option<Instant> {
+    /// Whether (and how readily) this connection may be shed, and since
+    /// when it has been in its phase; `None` while the application holds
+    /// one of its requests.
+    pub(crate) fn shed_rank(&self) -> Option<(ShedClass, Instant)> {
         let s = self.lock();
-        (s.in_flight == 0 && matches!(s.phase, Phase::Idle | Phase::Head)).then_some(s.since)
+        if s.in_flight > 0 {
+            return None;
+        }
+        let class = match s.phase {
+            Phase::Idle | Phase::Head => ShedClass::HeadWaiter,
+            Phase::Body | Phase::Drain => ShedClass::Busy,
+        };
+        Some((class, s.since))
     }
 
     /// A request was handed to the application; busy until the guard goes.
+    /// Its response's write deadline starts at its first byte.
     pub(crate) fn request_started(self: &Arc<Self>) -> InFlight {
-        self.lock().in_flight += 1;
+        let mut s = self.lock();
+        s.in_flight += 1;
+        s.write_until = None;
+        drop(s);
         InFlight {
             clock: self.clone(),
+        }
+    }
+
+    /// How long the next write may block: what is left of the response's
+    /// deadline, or `TimedOut` once it has passed.
+    pub(crate) fn before_write(&self) -> io::Result<Option<Duration>> {
+        let now = Instant::now();
+        let mut s = self.lock();
+        let Some(total) = self.limits.response_timeout else {
+            return Ok(self.limits.write_timeout);
+        };
+        let until = *s.write_until.get_or_insert(now + total);
+        if until <= now {
+            drop(s);
+            self.expired();
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client did not take the response in time",
+            ));
+        }
+        let left = (until - now).max(Duration::from_millis(1));
+        Ok(Some(match self.limits.write_timeout {
+            Some(t) => t.min(left),
+            None => left,
+        }))
+    }
+
+    /// Books `n` bytes just written: each buys `1/response_min_rate` s.
+    pub(crate) fn after_write(&self, n: usize) {
+        if let Some(rate) = self.limits.response_min_rate {
+            let mut s = self.lock();
+            if let Some(until) = s.write_until.as_mut() {
+                let rate = u64::from(rate.max(1));
+                *until += Duration::from_micros((n as u64).saturating_mul(1_000_000) / rate);
+            }
         }
     }
 
@@ -183,7 +258,15 @@ impl ReadClock {
             };
             s.deadline = allowed.map(|t| now + t);
         }
-        let left = match s.deadline {
+        if s.phase == Phase::Body && s.body_until.is_none() {
+            s.body_until = self.limits.body_timeout.map(|t| now + t);
+        }
+        let deadline = match (s.deadline, s.body_until) {
+            (Some(d), Some(b)) if s.phase == Phase::Body => Some(d.min(b)),
+            (None, Some(b)) if s.phase == Phase::Body => Some(b),
+            (d, _) => d,
+        };
+        let left = match deadline {
             None => return Ok(self.limits.read_timeout),
             Some(d) if d <= now => {
                 drop(s);
@@ -262,11 +345,15 @@ struct Entry {
     clock: Arc<ReadClock>,
     shutdown: Option<ShutdownFn>,
     shed: bool,
+    /// The client's address (`None` for a Unix socket).
+    ip: Option<IpAddr>,
 }
 
 /// The connections alive now, for the cap.
 pub(crate) struct ConnectionTable {
     max: usize,
+    /// Connections one client address may hold at once; 0 for no cap.
+    per_address: usize,
     next_id: AtomicU64,
     entries: Mutex<BTreeMap<u64, Entry>>,
     pub(crate) stats: Arc<ConnectionStats>,
@@ -288,10 +375,15 @@ impl Drop for Slot {
 }
 
 impl ConnectionTable {
-    /// `max` 0 means no cap.
-    pub(crate) fn new(max: usize, stats: Arc<ConnectionStats>) -> ConnectionTable {
+    /// `max` 0 means no cap, and so does `per_address` 0.
+    pub(crate) fn new(
+        max: usize,
+        per_address: usize,
+        stats: Arc<ConnectionStats>,
+    ) -> ConnectionTable {
         ConnectionTable {
             max,
+            per_address,
             next_id: AtomicU64::new(0),
             entries: Mutex::new(BTreeMap::new()),
             stats,
@@ -302,23 +394,49 @@ impl ConnectionTable {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether one more connection may start, shedding the longest
-    /// head-waiter if the table is full. `false`: refuse the newcomer.
-    pub(crate) fn make_room(&self) -> bool {
-        if self.max == 0 {
-            return true;
-        }
+    /// Whether one more connection from `ip` may start, shedding another
+    /// if a cap is reached (see the module documentation). `false`: refuse
+    /// the newcomer.
+    pub(crate) fn make_room(&self, ip: Option<IpAddr>) -> bool {
         let mut entries = self.lock();
         // Shed connections are on their way out (their reads fail at once)
-        // and no longer count against the cap.
-        let alive = entries.values().filter(|e| !e.shed).count();
-        if alive < self.max {
+        // and no longer count against a cap.
+        let mut per_ip: HashMap<Option<IpAddr>, usize> = HashMap::new();
+        for e in entries.values().filter(|e| !e.shed) {
+            *per_ip.entry(e.ip).or_default() += 1;
+        }
+        let alive: usize = per_ip.values().sum();
+        let mine = per_ip.get(&ip).copied().unwrap_or(0);
+        if self.per_address != 0 && ip.is_some() && mine >= self.per_address {
+            // The address's own connections make room for it, or it waits.
+            return self.shed_one(&mut entries, &per_ip, |e| e.ip == ip);
+        }
+        if self.max == 0 || alive < self.max {
             return true;
         }
+        self.shed_one(&mut entries, &per_ip, |_| true)
+    }
+
+    /// Sheds the most sheddable connection that `eligible` allows: one
+    /// from the address holding the most connections; of those a
+    /// head-waiter before a busy one, the longest in its phase first. A
+    /// crowd from a few addresses thus sheds itself before it sheds a lone
+    /// client. `false` (counted as refused) when every candidate is in the
+    /// application's hands.
+    fn shed_one(
+        &self,
+        entries: &mut BTreeMap<u64, Entry>,
+        per_ip: &HashMap<Option<IpAddr>, usize>,
+        eligible: impl Fn(&Entry) -> bool,
+    ) -> bool {
         let victim = entries
             .iter()
-            .filter(|(_, e)| !e.shed)
-            .filter_map(|(id, e)| e.clock.waiting_for_head_since().map(|t| (t, *id)))
+            .filter(|(_, e)| !e.shed && eligible(e))
+            .filter_map(|(id, e)| {
+                let (class, since) = e.clock.shed_rank()?;
+                let crowd = per_ip.get(&e.ip).copied().unwrap_or(0);
+                Some(((Reverse(crowd), class, since), *id))
+            })
             .min();
         let Some((_, id)) = victim else {
             self.stats.refused.fetch_add(1, Ordering::Relaxed);
@@ -337,6 +455,7 @@ impl ConnectionTable {
         self: &Arc<Self>,
         clock: Arc<ReadClock>,
         shutdown: Option<ShutdownFn>,
+        ip: Option<IpAddr>,
     ) -> Slot {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(
@@ -345,6 +464,7 @@ impl ConnectionTable {
                 clock,
                 shutdown,
                 shed: false,
+                ip,
             },
         );
         self.stats.open.fetch_add(1, Ordering::Relaxed);
@@ -366,6 +486,10 @@ mod tests {
             body_min_rate: Some(1000),
             ..crate::Limits::UNLIMITED
         }
+    }
+
+    fn ip(last: u8) -> Option<IpAddr> {
+        Some(IpAddr::from([127, 0, 0, last]))
     }
 
     #[test]
@@ -391,43 +515,92 @@ mod tests {
     }
 
     #[test]
+    fn a_body_at_the_minimum_rate_still_ends_at_its_total_deadline() {
+        let clock = ReadClock::new(
+            crate::Limits {
+                body_timeout: Some(Duration::from_millis(100)),
+                ..limits()
+            },
+            Arc::default(),
+        );
+        clock.body();
+        clock.before_read().unwrap();
+        clock.after_read(1_000_000);
+        let wait = clock.before_read().unwrap().unwrap();
+        assert!(wait <= Duration::from_millis(100), "{:?}", wait);
+        std::thread::sleep(Duration::from_millis(110));
+        assert_eq!(
+            clock.before_read().unwrap_err().kind(),
+            io::ErrorKind::TimedOut
+        );
+    }
+
+    #[test]
+    fn a_response_has_a_total_deadline_from_its_first_byte() {
+        let clock = Arc::new(ReadClock::new(
+            crate::Limits {
+                response_timeout: Some(Duration::from_millis(50)),
+                response_min_rate: Some(1000),
+                ..limits()
+            },
+            Arc::default(),
+        ));
+        let busy = clock.request_started();
+        assert!(clock.before_write().unwrap().unwrap() <= Duration::from_millis(50));
+        // 100 bytes at 1000 B/s: 100 ms more.
+        clock.after_write(100);
+        assert!(clock.before_write().unwrap().unwrap() > Duration::from_millis(60));
+        std::thread::sleep(Duration::from_millis(160));
+        assert_eq!(
+            clock.before_write().unwrap_err().kind(),
+            io::ErrorKind::TimedOut
+        );
+        drop(busy);
+        // The next response starts afresh.
+        let _busy = clock.request_started();
+        assert!(clock.before_write().is_ok());
+    }
+
+    #[test]
     fn idle_becomes_head_at_the_first_byte() {
         let clock = ReadClock::new(limits(), Arc::default());
         clock.idle();
-        assert!(clock.waiting_for_head_since().is_some());
+        assert_eq!(
+            clock.shed_rank().map(|r| r.0),
+            Some(ShedClass::HeadWaiter)
+        );
         let wait = clock.before_read().unwrap().unwrap();
         assert!(wait > Duration::from_millis(50), "idle allowance: {:?}", wait);
         clock.after_read(3);
         let wait = clock.before_read().unwrap().unwrap();
         assert!(wait <= Duration::from_millis(50), "head allowance: {:?}", wait);
         clock.body();
-        assert!(clock.waiting_for_head_since().is_none());
+        assert_eq!(clock.shed_rank().map(|r| r.0), Some(ShedClass::Busy));
     }
 
     #[test]
-    fn a_connection_whose_request_is_being_answered_is_not_idle() {
+    fn a_connection_whose_request_is_being_answered_is_not_shed() {
         let stats = Arc::new(ConnectionStats::default());
-        let table = Arc::new(ConnectionTable::new(1, stats.clone()));
+        let table = Arc::new(ConnectionTable::new(1, 0, stats.clone()));
         let clock = Arc::new(ReadClock::new(limits(), stats.clone()));
-        let _slot = table.register(clock.clone(), None);
+        let _slot = table.register(clock.clone(), None, ip(1));
         let busy = clock.request_started();
         clock.idle();
         // No idle deadline yet, and not sheddable: the newcomer is refused.
         assert_eq!(clock.before_read().unwrap(), None);
-        assert!(!table.make_room());
+        assert!(!table.make_room(ip(2)));
         assert_eq!(stats.shed(), 0);
         drop(busy);
         assert!(clock.before_read().unwrap().unwrap() <= Duration::from_millis(80));
-        assert!(table.make_room(), "idle once answered");
+        assert!(table.make_room(ip(2)), "idle once answered");
     }
 
     #[test]
-    fn a_full_table_sheds_the_oldest_head_waiter_then_refuses() {
+    fn a_full_table_sheds_head_waiters_then_slow_bodies_then_refuses() {
         let stats = Arc::new(ConnectionStats::default());
-        let table = Arc::new(ConnectionTable::new(2, stats.clone()));
-        let old = Arc::new(ReadClock::new(limits(), stats.clone()));
-        std::thread::sleep(Duration::from_millis(2));
-        let young = Arc::new(ReadClock::new(limits(), stats.clone()));
+        let table = Arc::new(ConnectionTable::new(3, 0, stats.clone()));
+        let clock = || Arc::new(ReadClock::new(limits(), stats.clone()));
+        let (old, young, lone) = (clock(), clock(), clock());
         let shut = Arc::new(AtomicUsize::new(0));
         let s = shut.clone();
         let _a = table.register(
@@ -435,19 +608,73 @@ mod tests {
             Some(Box::new(move |_| {
                 s.fetch_add(1, Ordering::SeqCst);
             })),
+            ip(1),
         );
-        let _b = table.register(young.clone(), None);
-        assert!(table.make_room(), "the old head-waiter is shed");
-        assert_eq!((shut.load(Ordering::SeqCst), stats.shed()), (1, 1));
-        let _c = table.register(Arc::new(ReadClock::new(limits(), stats.clone())), None);
-        // Everyone left is inside a request: the next one is refused.
+        let _b = table.register(young.clone(), None, ip(1));
+        let _c = table.register(lone.clone(), None, ip(2));
         young.body();
-        let c_clock = table.lock().values().last().unwrap().clock.clone();
-        c_clock.body();
-        assert!(!table.make_room());
+        lone.body();
+        assert!(table.make_room(ip(3)), "the head-waiter is shed first");
+        assert_eq!((shut.load(Ordering::SeqCst), stats.shed()), (1, 1));
+        let newcomer = clock();
+        let _d = table.register(newcomer.clone(), None, ip(3));
+        newcomer.body();
+        // Only bodies left: the one from the address holding the most
+        // connections (127.0.0.1 still holds two, one being shed) goes.
+        assert!(table.make_room(ip(4)));
+        assert_eq!(stats.shed(), 2);
+        assert!(table.lock().values().filter(|e| e.shed).all(|e| e.ip == ip(1)));
+        let last = clock();
+        let _e = table.register(last.clone(), None, ip(4));
+        // Everyone left has a request in the application's hands: refused.
+        let _busy: Vec<InFlight> = [&lone, &newcomer, &last]
+            .iter()
+            .map(|c| c.request_started())
+            .collect();
+        assert!(!table.make_room(ip(5)));
         assert_eq!(stats.refused(), 1);
-        assert_eq!(stats.open(), 3, "the shed one leaves when its thread does");
+        assert_eq!(stats.open(), 5, "the shed ones leave when their threads do");
         drop(_a);
-        assert_eq!(stats.open(), 2);
+        assert_eq!(stats.open(), 4);
+    }
+
+    #[test]
+    fn a_crowd_sheds_its_own_head_waiters_before_an_older_lone_client() {
+        let stats = Arc::new(ConnectionStats::default());
+        let table = Arc::new(ConnectionTable::new(3, 0, stats.clone()));
+        let clock = || Arc::new(ReadClock::new(limits(), stats.clone()));
+        let _lone = table.register(clock(), None, ip(1));
+        std::thread::sleep(Duration::from_millis(2));
+        let _a = table.register(clock(), None, ip(2));
+        let _b = table.register(clock(), None, ip(2));
+        assert!(table.make_room(ip(3)));
+        let shed: Vec<_> = table.lock().values().filter(|e| e.shed).map(|e| e.ip).collect();
+        assert_eq!(shed, vec![ip(2)]);
+    }
+
+    #[test]
+    fn one_address_at_its_cap_sheds_its_own_connections_only() {
+        let stats = Arc::new(ConnectionStats::default());
+        let table = Arc::new(ConnectionTable::new(10, 2, stats.clone()));
+        let clock = || Arc::new(ReadClock::new(limits(), stats.clone()));
+        let other = clock();
+        let _o = table.register(other.clone(), None, ip(9));
+        std::thread::sleep(Duration::from_millis(2));
+        let (a, b) = (clock(), clock());
+        let _a = table.register(a.clone(), None, ip(1));
+        let _b = table.register(b.clone(), None, ip(1));
+        assert!(table.make_room(ip(1)), "its own oldest head-waiter goes");
+        let shed: Vec<_> = table.lock().values().filter(|e| e.shed).map(|e| e.ip).collect();
+        assert_eq!(shed, vec![ip(1)], "never the other address's older one");
+        let _c = table.register(clock(), None, ip(1));
+        // Both of its live connections are answered by the application now.
+        let _busy: Vec<InFlight> = table
+            .lock()
+            .values()
+            .filter(|e| !e.shed && e.ip == ip(1))
+            .map(|e| e.clock.request_started())
+            .collect();
+        assert!(!table.make_room(ip(1)));
+        assert!(table.make_room(ip(2)), "other addresses still get in");
     }
 }

@@ -1,4 +1,5 @@
 pub(crate) use self::body_guard::{Abandon, BodyGuard};
+pub(crate) use self::chunked::{ChunkError, ChunkedReader};
 pub use self::connections::ConnectionStats;
 pub(crate) use self::connections::{ConnectionTable, InFlight, ReadClock, Slot};
 pub use self::custom_stream::CustomStream;
@@ -13,6 +14,7 @@ pub use self::task_pool::TaskPool;
 use std::str::FromStr;
 
 mod body_guard;
+mod chunked;
 mod connections;
 mod custom_stream;
 mod equal_reader;

@@ -57,6 +57,15 @@ impl Stream {
         }
     }
 
+    /// How long the next write may block (mailproc patch), as for reads.
+    fn set_write_timeout(&mut self, timeout: Option<std::time::Duration>) -> IoResult<()> {
+        match self {
+            Stream::Http(c) => c.set_write_timeout(timeout),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => Ok(()),
+        }
+    }
+
     fn shutdown(&mut self, how: Shutdown) -> IoResult<()> {
         match self {
             Stream::Http(tcp_stream) => tcp_stream.shutdown(how),
@@ -98,7 +107,8 @@ pub struct RefinedTcpStream {
     stream: Stream,
     close_read: bool,
     close_write: bool,
-    /// mailproc patch: the connection's deadlines, on its read half.
+    /// mailproc patch: the connection's deadlines (the read side's on the
+    /// read half, the response's on the write half).
     clock: Option<Arc<ReadClock>>,
 }
 
@@ -201,7 +211,35 @@ impl Read for RefinedTcpStream {
 
 impl Write for RefinedTcpStream {
     fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
-        self.stream.write(buf)
+        let Some(clock) = &self.clock else {
+            return self.stream.write(buf);
+        };
+        // mailproc patch: a response has a total deadline. A client that
+        // misses it loses the connection: both directions are shut down, so
+        // its thread's next read ends it too.
+        let missed = |stream: &mut Stream| {
+            stream.shutdown(Shutdown::Both).ok();
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client did not take the response in time",
+            )
+        };
+        let wait = match clock.before_write() {
+            Ok(wait) => wait,
+            Err(_) => return Err(missed(&mut self.stream)),
+        };
+        self.stream.set_write_timeout(wait)?;
+        match self.stream.write(buf) {
+            Ok(n) => {
+                clock.after_write(n);
+                Ok(n)
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                clock.expired();
+                Err(missed(&mut self.stream))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn flush(&mut self) -> IoResult<()> {
