@@ -359,7 +359,8 @@ fn login(port: u16, user: &str, password: &str, xff: Option<&str>) -> u16 {
         .unwrap_or(0)
 }
 
-const BEHIND_PROXY: &str = "server: { port: {PORT}, trusted_proxies: [127.0.0.0/8] }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
+// Secured (open mode ignores X-Forwarded-*), behind a proxy on loopback.
+const BEHIND_PROXY: &str = "server: { port: {PORT}, auth_token: edge-token-0123456789abcdef, trusted_proxies: [127.0.0.0/8] }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
 
 #[test]
 fn a_hundred_wrong_logins_leave_resident_memory_under_100_mb() {

@@ -188,7 +188,7 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let hash = ctx.store.password_hash(&body.username).ok().flatten();
     if !auth::verify_login(&body.password, hash.as_deref()) {
         log::warn!(
-            "login failed for {} from {}",
+            "login failed for \"{}\" from {}",
             clean(&body.username),
             req.client_ip
         );
@@ -196,7 +196,7 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     }
     ctx.limiter.succeed(attempt);
     let cookie = open(ctx, &body.username, req.secure)?;
-    log::info!("{} logged in from {}", clean(&body.username), req.client_ip);
+    log::info!("\"{}\" logged in from {}", clean(&body.username), req.client_ip);
     let ttl = ctx.config().config.dashboard.session_ttl.0;
     Ok(Reply::ok(
         &json!({ "success": true, "username": body.username, "expiresIn": ttl.as_secs() }),
