@@ -113,6 +113,8 @@ pub struct Handle {
     waker: Mutex<Option<Wake>>,
     interrupted: AtomicBool,
     shutting_down: AtomicBool,
+    /// Where the last error is kept across restarts, once set.
+    errors_kept_in: std::sync::OnceLock<Arc<crate::store::Store>>,
 }
 
 impl Handle {
@@ -134,6 +136,7 @@ impl Handle {
             waker: Mutex::new(None),
             interrupted: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
+            errors_kept_in: std::sync::OnceLock::new(),
         });
         (h, rx)
     }
@@ -161,7 +164,18 @@ impl Handle {
     }
 
     pub fn set_error(&self, error: Option<String>) {
+        let new = error.is_some() && self.status.read().last_error != error;
+        if let (true, Some(e), Some(store)) = (new, &error, self.errors_kept_in.get()) {
+            // Kept so that "last error" still reads after a restart; a
+            // failing store is already the error being reported.
+            let _ = store.set_account_error(&self.name, e);
+        }
         self.status.write().last_error = error;
+    }
+
+    /// Keeps each new error in `store` from now on (see `set_error`).
+    pub fn keep_errors_in(&self, store: Arc<crate::store::Store>) {
+        let _ = self.errors_kept_in.set(store);
     }
 
     pub fn mark_processed(&self) {

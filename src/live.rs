@@ -269,6 +269,7 @@ impl Live {
         paused: bool,
     ) -> Result<(), String> {
         let (handle, commands) = Handle::new(&a.name);
+        handle.keep_errors_in(self.deps.store.clone());
         if paused {
             let _ = handle.send(Command::Pause);
         }

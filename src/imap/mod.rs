@@ -22,6 +22,7 @@ mod commands;
 mod corrections;
 mod learned;
 mod login;
+mod move_to;
 mod pass;
 mod session;
 mod train;
@@ -44,6 +45,7 @@ use crate::webhook::{Event, Webhooks};
 pub use commands::uid_set;
 pub use session::Stream;
 pub use train::{fetch_examples, learn_email, learn_query, training_folders, FolderExamples};
+pub use move_to::{move_to, Location, Moved};
 pub use undo::{undo, UndoError, Undone};
 
 /// Messages whose headers are fetched, decided and acted on together: one
