@@ -58,6 +58,10 @@ struct Fleet {
 
 pub struct Live {
     loaded: RwLock<Arc<Loaded>>,
+    /// The configuration the process started with: what the settings only
+    /// a restart changes still run with, so setting one back to its running
+    /// value asks for no restart.
+    booted: Config,
     accounts: RwLock<Registry>,
     fleet: Mutex<Fleet>,
     deps: Deps,
@@ -103,6 +107,7 @@ impl Live {
         let providers =
             crate::classify::providers(&loaded.config.classifier.providers, &deps.metrics)?;
         let live = Live {
+            booted: loaded.config.clone(),
             loaded: RwLock::new(Arc::new(loaded)),
             accounts: RwLock::new(Registry::new()),
             fleet: Mutex::new(Fleet {
@@ -168,7 +173,7 @@ impl Live {
     fn apply(&self, fleet: &mut Fleet, new: Loaded) -> Applied {
         let old = self.config();
         let mut applied = Applied {
-            restart_required: restart_required(&old.config, &new.config),
+            restart_required: restart_required(&self.booted, &new.config),
             ..Applied::default()
         };
         // Providers first: a changed one is rebuilt, and so is every account

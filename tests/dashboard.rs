@@ -29,16 +29,34 @@ fn form(fields: &[(&str, &str)]) -> String {
         .finish()
 }
 
-/// A browser: a cookie jar of one cookie, and the `Origin` a browser sends
-/// with a form post from our own pages.
+/// A browser: a cookie jar (the session, a notice, a kept draft), and the
+/// `Origin` a browser sends with a form post from our own pages.
 struct Browser<'a> {
     m: &'a Mailproc,
+    /// The session cookie, `mailproc_session=...`.
     cookie: Option<String>,
+    /// Every other cookie, `name=value`.
+    others: Vec<String>,
 }
 
 impl<'a> Browser<'a> {
     fn new(m: &'a Mailproc) -> Self {
-        Browser { m, cookie: None }
+        Browser {
+            m,
+            cookie: None,
+            others: Vec::new(),
+        }
+    }
+
+    /// The `Cookie` header this browser sends.
+    fn cookie_header(&self) -> Option<String> {
+        let all: Vec<&str> = self
+            .cookie
+            .iter()
+            .chain(self.others.iter())
+            .map(String::as_str)
+            .collect();
+        (!all.is_empty()).then(|| all.join("; "))
     }
 
     fn origin(&self) -> String {
@@ -46,15 +64,28 @@ impl<'a> Browser<'a> {
     }
 
     fn keep_cookie(&mut self, r: &Resp) {
-        if let Some(c) = r.header("set-cookie") {
+        for (k, c) in &r.headers {
+            if !k.eq_ignore_ascii_case("set-cookie") {
+                continue;
+            }
             let pair = c.split(';').next().unwrap().to_string();
-            self.cookie = (!pair.ends_with('=')).then_some(pair);
+            let name = pair.split('=').next().unwrap().to_string();
+            let alive = !pair.ends_with('=') && !c.contains("Max-Age=0");
+            if name == "mailproc_session" {
+                self.cookie = alive.then_some(pair);
+            } else {
+                self.others.retain(|o| !o.starts_with(&format!("{name}=")));
+                if alive {
+                    self.others.push(pair);
+                }
+            }
         }
     }
 
     fn get(&mut self, path: &str) -> Resp {
         let mut h = Vec::new();
-        if let Some(c) = &self.cookie {
+        let jar = self.cookie_header();
+        if let Some(c) = &jar {
             h.push(("Cookie", c.as_str()));
         }
         let r = self.m.request("GET", path, &h, None);
@@ -67,7 +98,8 @@ impl<'a> Browser<'a> {
         if let Some(o) = origin {
             h.push(("Origin", o));
         }
-        if let Some(c) = &self.cookie {
+        let jar = self.cookie_header();
+        if let Some(c) = &jar {
             h.push(("Cookie", c.as_str()));
         }
         let r = self.m.request("POST", path, &h, Some(&form(fields)));
@@ -437,7 +469,7 @@ fn pages_show_processed_mail_escaped() {
         "shop@example.org",
         "INBOX",
         &format!("<dd>{}</dd>", inv["uid"]),
-        "rules:invoices",
+        "rule <strong>invoices</strong>",
         "inv1@mailproc.test",
     ] {
         assert!(detail.contains(want), "detail lacks {want}:\n{detail}");
