@@ -46,7 +46,13 @@ fn read(path: &std::path::Path) -> String {
 fn alive(pid: u32) -> bool {
     // A zombie (exited, not yet reaped by the shell that is gone) is dead.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.split(')').nth(1).unwrap_or("").trim_start().starts_with('Z'))
+        .map(|s| {
+            !s.split(')')
+                .nth(1)
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
         .unwrap_or(false)
 }
 
@@ -66,7 +72,10 @@ fn wait_until(limit: Duration, what: &str, log: &std::path::Path, mut f: impl Fn
 fn pid_after(text: &str, label: &str) -> Option<u32> {
     let rest = &text[text.find(label)? + label.len()..];
     let rest = &rest[rest.find("pid ")? + 4..];
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn stops_on(signal: &str) {

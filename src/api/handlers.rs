@@ -368,33 +368,12 @@ pub fn move_entry(ctx: &Ctx, id: i64, folder: &str) -> Result<crate::imap::Moved
         crate::store::Status::Ok | crate::store::Status::DryRun | crate::store::Status::Review
     ) || matches!(e.model.as_str(), "undo" | "correction")
     {
-        return Err((409, format!("activity {id}: only a decided message can be moved")));
+        return Err((
+            409,
+            format!("activity {id}: only a decided message can be moved"),
+        ));
     }
-    // Where it is now: where a person put it, back where it came from after
-    // an undo, where we moved it, or where it arrived.
-    let from = match (&e.corrected_to, &e.undone_at, &e.dest_folder) {
-        (Some(c), _, Some(d)) if !c.is_empty() && c == d => crate::imap::Location {
-            folder: d.clone(),
-            uid: t.dest_uid,
-        },
-        (Some(c), _, _) if !c.is_empty() => crate::imap::Location {
-            folder: c.clone(),
-            uid: None,
-        },
-        (Some(_), _, _) => return Err((409, format!("activity {id}: the message was deleted"))),
-        (None, Some(_), _) => crate::imap::Location {
-            folder: e.mailbox.clone(),
-            uid: None,
-        },
-        (None, None, Some(d)) if e.status == crate::store::Status::Ok => crate::imap::Location {
-            folder: d.clone(),
-            uid: t.dest_uid,
-        },
-        _ => crate::imap::Location {
-            folder: e.mailbox.clone(),
-            uid: Some(e.uid),
-        },
-    };
+    let from = location(&e, &t).map_err(|m| (409, format!("activity {id}: {m}")))?;
     let m = crate::imap::move_to(a, &ctx.store, &t, from, folder).map_err(|e| match e {
         crate::imap::UndoError::Refused(m) => (409, m),
         crate::imap::UndoError::Failed(m) => (502, m),
@@ -404,4 +383,37 @@ pub fn move_entry(ctx: &Ctx, id: i64, folder: &str) -> Result<crate::imap::Moved
         .with_label_values(&[a.name.as_str()])
         .inc();
     Ok(m)
+}
+
+/// Where the message of an activity entry is now: where a person put it,
+/// back where it came from after an undo, where we moved it, or where it
+/// arrived. `Err` when a person deleted it.
+pub fn location(
+    e: &crate::store::ActivityEntry,
+    t: &crate::store::UndoTarget,
+) -> Result<crate::imap::Location, &'static str> {
+    use crate::imap::Location;
+    Ok(match (&e.corrected_to, &e.undone_at, &e.dest_folder) {
+        (Some(c), _, Some(d)) if !c.is_empty() && c == d => Location {
+            folder: d.clone(),
+            uid: t.dest_uid,
+        },
+        (Some(c), _, _) if !c.is_empty() => Location {
+            folder: c.clone(),
+            uid: None,
+        },
+        (Some(_), _, _) => return Err("the message was deleted"),
+        (None, Some(_), _) => Location {
+            folder: e.mailbox.clone(),
+            uid: None,
+        },
+        (None, None, Some(d)) if e.status == crate::store::Status::Ok => Location {
+            folder: d.clone(),
+            uid: t.dest_uid,
+        },
+        _ => Location {
+            folder: e.mailbox.clone(),
+            uid: Some(e.uid),
+        },
+    })
 }

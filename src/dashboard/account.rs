@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use maud::{html, Markup};
 
-use super::forms::fields;
 use super::flash::Flash;
+use super::forms::fields;
 use super::layout::{self, actions_text, badge, notice, time_ms};
 use super::{html, Session};
 use crate::account::Status;
@@ -188,7 +188,10 @@ fn settings(a: &AccountConfig) -> Markup {
 
 fn rules(ctx: &Ctx, a: &AccountConfig) -> Markup {
     let today = crate::timestamp::now_ms().div_euclid(86_400_000);
-    let month = ctx.store.rule_hits(&a.name, Some(today - 29)).unwrap_or_default();
+    let month = ctx
+        .store
+        .rule_hits(&a.name, Some(today - 29))
+        .unwrap_or_default();
     let all = ctx.store.rule_hits(&a.name, None).unwrap_or_default();
     let edit = |rule: Option<&str>| {
         let mut q = url::form_urlencoded::Serializer::new(String::new());
@@ -374,7 +377,9 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
             TestOutcome::Status(code) => (
                 200,
                 (200..300).contains(&code),
-                format!("Webhook answered {code} in {ms} ms (the target answered with status {code})."),
+                format!(
+                    "Webhook answered {code} in {ms} ms (the target answered with status {code})."
+                ),
             ),
             TestOutcome::Refused => (400, false, SSRF_MESSAGE.to_string()),
             TestOutcome::BadUrl(e) => (400, false, format!("URL: {e}")),

@@ -27,7 +27,7 @@ pub fn decided_by(model: &str) -> Markup {
                 "none" => span.by.muted { "nothing (no rule matched, no model)" },
                 "undo" => span.by { "you (undo)" },
                 "correction" => span.by { "you (moved by hand)" },
-                "" => span.muted { "—" },
+                "" => span.muted { "not decided" },
                 m => span.by { "model " strong { (m) } },
             }
         }
@@ -68,7 +68,11 @@ pub fn status(e: &ActivityEntry) -> Markup {
 
 /// The account of an entry, when it is still configured and the entry is
 /// a decision a person can correct (not a failure, an undo or a deletion).
-fn correctable<'a>(ctx: &Ctx, e: &ActivityEntry, loaded: &'a crate::config::Loaded) -> Option<&'a AccountConfig> {
+fn correctable<'a>(
+    ctx: &Ctx,
+    e: &ActivityEntry,
+    loaded: &'a crate::config::Loaded,
+) -> Option<&'a AccountConfig> {
     let decided = matches!(
         e.status,
         store::Status::Ok | store::Status::DryRun | store::Status::Review
@@ -99,7 +103,13 @@ fn targets<'a>(a: &'a AccountConfig, e: &ActivityEntry) -> Vec<&'a str> {
 
 /// Undo, "Move to…" and "Make a rule from this" for one entry; `back` is
 /// the page to return to. `focus`: the control the last post came from.
-fn corrections(e: &ActivityEntry, a: &AccountConfig, csrf: &str, back: &str, focus: bool) -> Markup {
+fn corrections(
+    e: &ActivityEntry,
+    a: &AccountConfig,
+    csrf: &str,
+    back: &str,
+    focus: bool,
+) -> Markup {
     let undo = e.status == store::Status::Ok
         && e.dest_folder.is_some()
         && e.undoable
@@ -140,7 +150,13 @@ fn corrections(e: &ActivityEntry, a: &AccountConfig, csrf: &str, back: &str, foc
 
 /// A table of activity rows, each with who decided, where it went, and
 /// (with `csrf`) the controls to correct or retry it. `back` is this page.
-pub fn table(ctx: &Ctx, s: &Session, entries: &[ActivityEntry], back: &str, controls: bool) -> Markup {
+pub fn table(
+    ctx: &Ctx,
+    s: &Session,
+    entries: &[ActivityEntry],
+    back: &str,
+    controls: bool,
+) -> Markup {
     let loaded = ctx.config();
     let detail = |id: i64| {
         format!(
@@ -370,7 +386,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
     let flash = s.flash_for(&at);
     let undo = ctx.store.undo_target(e.id).ok().flatten();
     let body = html! {
-        p { a href=(back) { "← Activity" } }
+        p { a.back href=(back) { "← Activity" } }
         dl.details {
             (row("Status", status(&e)))
             (row("Processed", time_iso(&e.timestamp)))

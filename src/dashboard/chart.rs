@@ -32,7 +32,7 @@ pub const WHO: [(&str, &str); 4] = [
     ("rule", "rules"),
     ("learned", "learned"),
     ("model", "model"),
-    ("none", "undecided"),
+    ("none", "no rule, no model"),
 ];
 
 // The drawing is stretched to the width of the page (`preserveAspectRatio`

@@ -120,7 +120,11 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
         let block = || (from..to).filter_map(|i| lines[i].as_ref().map(|s| (i, s)));
         let found = match step {
             Step::Key(k) => {
-                let Some(col) = block().filter(|(_, s)| s.key.is_some()).map(|(_, s)| s.key_col).min() else {
+                let Some(col) = block()
+                    .filter(|(_, s)| s.key.is_some())
+                    .map(|(_, s)| s.key_col)
+                    .min()
+                else {
                     break;
                 };
                 block().find(|(_, s)| s.key_col == col && s.key == Some(k))
@@ -144,7 +148,11 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
             .find(|j| lines[*j].as_ref().is_some_and(ends))
             .unwrap_or(to);
         // An item's first key sits on its own line.
-        from = if matches!(step, Step::Index(_)) { i } else { i + 1 };
+        from = if matches!(step, Step::Index(_)) {
+            i
+        } else {
+            i + 1
+        };
         if from >= to {
             break;
         }
@@ -320,19 +328,21 @@ impl RuleForm {
         if self.spam {
             actions.push(action(&[("type", "spam".into())]));
         }
-        let flags: Vec<Value> = self
-            .flags
-            .split_whitespace()
-            .map(|f| Value::from(f))
-            .collect();
+        let flags: Vec<Value> = self.flags.split_whitespace().map(Value::from).collect();
         if !flags.is_empty() {
-            actions.push(action(&[("type", "flag".into()), ("flags", Value::Sequence(flags))]));
+            actions.push(action(&[
+                ("type", "flag".into()),
+                ("flags", Value::Sequence(flags)),
+            ]));
         }
         if self.read {
             actions.push(action(&[("type", "read".into())]));
         }
         if !self.move_to.is_empty() {
-            actions.push(action(&[("type", "move".into()), ("folder", self.move_to.as_str().into())]));
+            actions.push(action(&[
+                ("type", "move".into()),
+                ("folder", self.move_to.as_str().into()),
+            ]));
         }
         let mut rule = Mapping::new();
         rule.insert("name".into(), self.name.as_str().into());
@@ -347,9 +357,15 @@ impl RuleForm {
         if self.name.is_empty() {
             out.push("Name: give the rule a name.".to_string());
         }
-        if [&self.from, &self.to, &self.subject, &self.list_id, &self.header]
-            .iter()
-            .all(|v| v.is_empty())
+        if [
+            &self.from,
+            &self.to,
+            &self.subject,
+            &self.list_id,
+            &self.header,
+        ]
+        .iter()
+        .all(|v| v.is_empty())
         {
             out.push("When: fill in at least one condition.".into());
         }
@@ -361,6 +377,34 @@ impl RuleForm {
         }
         out
     }
+}
+
+/// The List-Id of an entry's message (the id between `<` and `>`), read
+/// from the server where the message is now; `None` when it has none or
+/// it cannot be read (the form then starts from the sender).
+fn list_id_of(
+    ctx: &Ctx,
+    a: &config::AccountConfig,
+    e: &crate::store::ActivityEntry,
+) -> Option<String> {
+    let t = ctx.store.undo_target(e.id).ok().flatten()?;
+    let at = crate::api::handlers::location(e, &t).ok()?;
+    let v = match crate::imap::header_field(a, &ctx.store, &t, &at, "List-Id") {
+        Ok(v) => v?,
+        Err(err) => {
+            log::info!(
+                "{}: the List-Id of activity {} could not be read: {err}",
+                a.name,
+                e.id
+            );
+            return None;
+        }
+    };
+    let id = match (v.rfind('<'), v.rfind('>')) {
+        (Some(i), Some(j)) if i < j => &v[i + 1..j],
+        _ => v.trim(),
+    };
+    (!id.is_empty()).then(|| id.to_string())
 }
 
 /// `s` as a regex matching exactly that text, case-insensitively.
@@ -392,10 +436,29 @@ pub fn rule_page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         .and_then(|id| ctx.store.activity_entry(id).ok().flatten())
         .filter(|e| e.account == account)
     {
-        if !e.from.is_empty() {
-            form.from = exactly(&e.from);
-            let who = e.from.split('@').next().unwrap_or(&e.from);
-            form.name = format!("from-{}", who.chars().filter(|c| c.is_alphanumeric() || *c == '-').take(40).collect::<String>());
+        let slug = |s: &str| -> String {
+            s.chars()
+                .map(|c| {
+                    if c.is_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '-'
+                    }
+                })
+                .take(40)
+                .collect()
+        };
+        match list_id_of(ctx, a, &e) {
+            // A mailing list is told by its List-Id, whoever posts to it.
+            Some(id) => {
+                form.list_id = format!("(?i){}", regex::escape(&id));
+                form.name = format!("list-{}", slug(id.split('.').next().unwrap_or(&id)));
+            }
+            None if !e.from.is_empty() => {
+                form.from = exactly(&e.from);
+                form.name = format!("from-{}", slug(e.from.split('@').next().unwrap_or(&e.from)));
+            }
+            None => {}
         }
         form.move_to = e
             .corrected_to
@@ -512,7 +575,14 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         })
         .and_then(Value::as_mapping_mut)
     else {
-        return rule_form(ctx, s, a, &f, &["accounts: this account is not in the file".into()], 409);
+        return rule_form(
+            ctx,
+            s,
+            a,
+            &f,
+            &["accounts: this account is not in the file".into()],
+            409,
+        );
     };
     let rules = list
         .entry(Value::from("rules"))
@@ -532,21 +602,36 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             s,
             a,
             &f,
-            &[format!("Name: this account has a rule named {:?} already.", f.name)],
+            &[format!(
+                "Name: this account has a rule named {:?} already.",
+                f.name
+            )],
             400,
         );
     }
     match (f.was.is_empty(), named(&f.was)) {
         (false, Some(i)) => rules[i] = f.tree(),
         (false, None) => {
-            return rule_form(ctx, s, a, &f, &["The rule was renamed or removed meanwhile.".into()], 409)
+            return rule_form(
+                ctx,
+                s,
+                a,
+                &f,
+                &["The rule was renamed or removed meanwhile.".into()],
+                409,
+            )
         }
         (true, _) if f.first => rules.insert(0, f.tree()),
         (true, _) => rules.push(f.tree()),
     }
     match ctx.live.replace(raw) {
         Ok(applied) => {
-            log::info!("{}: rule {:?} of {} saved from the dashboard", s.user, f.name, f.account);
+            log::info!(
+                "{}: rule {:?} of {} saved from the dashboard",
+                s.user,
+                f.name,
+                f.account
+            );
             let mut text = format!("Rule {:?} saved and applied.", f.name);
             for l in applied_lines(&applied) {
                 text.push(' ');
@@ -556,7 +641,9 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             let flash = Flash::ok(format!("rules:{}", f.account), text);
             super::redirect_with(ctx, req, &layout::account_url(&f.account), &flash)
         }
-        Err(crate::live::ChangeError::Invalid(problems)) => rule_form(ctx, s, a, &f, &problems, 400),
+        Err(crate::live::ChangeError::Invalid(problems)) => {
+            rule_form(ctx, s, a, &f, &problems, 400)
+        }
         Err(crate::live::ChangeError::Write(e)) => super::pages::error_page(&e),
     }
 }
@@ -594,7 +681,10 @@ accounts:
             problem_line(TEXT, "accounts[0].rules[1].when.subject: invalid regex"),
             Some(16)
         );
-        assert_eq!(problem_line(TEXT, "accounts[0].rules[1]: no actions"), Some(14));
+        assert_eq!(
+            problem_line(TEXT, "accounts[0].rules[1]: no actions"),
+            Some(14)
+        );
         assert_eq!(problem_line(TEXT, "accounts[1].imap.port: bad"), Some(19));
         assert_eq!(problem_line(TEXT, "accounts[1]: bad"), Some(18));
         assert_eq!(

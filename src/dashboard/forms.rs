@@ -281,9 +281,15 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, cmd: &str) -> Reply {
             Flash::ok(
                 at,
                 match command {
-                    Command::Pause => format!("Paused {name}: no new mail is processed until you resume."),
-                    Command::Resume => format!("Resumed {name}: what arrived meanwhile is processed now."),
-                    Command::Reconnect => format!("Reconnecting {name}: the session is opened again now."),
+                    Command::Pause => {
+                        format!("Paused {name}: no new mail is processed until you resume.")
+                    }
+                    Command::Resume => {
+                        format!("Resumed {name}: what arrived meanwhile is processed now.")
+                    }
+                    Command::Reconnect => {
+                        format!("Reconnecting {name}: the session is opened again now.")
+                    }
                     _ => format!("Processing {name} now: one pass over its folders."),
                 },
             )
@@ -310,7 +316,10 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
                 "Retry queued: it is tried again now (see “Being retried” until it is done).",
             )
         }
-        Ok(None) => Flash::error(at, "This message is not failed (any more): nothing to retry."),
+        Ok(None) => Flash::error(
+            at,
+            "This message is not failed (any more): nothing to retry.",
+        ),
         Err(e) => Flash::error(at, e.to_string()),
     };
     // Off the failed list once queued: the notice shows at the top there.
@@ -404,7 +413,11 @@ pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     match ctx.live.replace(raw) {
         Ok(a) => {
             log::info!("{}: configuration changed from the dashboard", s.user);
-            config(ctx, s, Some(Outcome::Applied(super::editor::applied_lines(&a))))
+            config(
+                ctx,
+                s,
+                Some(Outcome::Applied(super::editor::applied_lines(&a))),
+            )
         }
         Err(crate::live::ChangeError::Invalid(problems)) => {
             config(ctx, s, Some(Outcome::Refused { text, problems }))

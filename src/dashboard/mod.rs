@@ -260,8 +260,7 @@ fn return_path(req: &Req, segs: &[&str]) -> String {
         }
         local_path(&p)
     };
-    back.or_else(referer)
-        .unwrap_or_else(|| page_of(segs))
+    back.or_else(referer).unwrap_or_else(|| page_of(segs))
 }
 
 /// The page that shows the control a post-only address belongs to.
@@ -424,7 +423,9 @@ pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
         (false, ["config", "rule"]) => (editor::save_rule(ctx, req, &s), "/config/rule"),
         // A post-only address opened as a page (a bookmark, a `next` from
         // an old session): the page of its control, never a dead end.
-        (true, ["accounts", _, _] | ["activity", _, _]) => (redirect(&page_of(&segs)), "/dashboard"),
+        (true, ["accounts", _, _] | ["activity", _, _]) => {
+            (redirect(&page_of(&segs)), "/dashboard")
+        }
         _ => (
             method_not_allowed(if get { "POST" } else { "GET" }),
             "/dashboard",

@@ -52,9 +52,24 @@ pub(super) fn recent(ctx: &Ctx, q: ActivityQuery) -> (Vec<ActivityEntry>, u64) {
 /// mail, each a link to where it is listed.
 fn attention_tiles(a: &store::Attention) -> Markup {
     let tiles = [
-        ("Failed", a.failed, "/failed#h-failed", "failed every attempt"),
-        ("For review", a.review, "/failed#h-review", "the model was not sure"),
-        ("Undecided", a.undecided, "/failed#h-undecided", "nothing decided"),
+        (
+            "Failed",
+            a.failed,
+            "/failed#h-failed",
+            "failed every attempt",
+        ),
+        (
+            "For review",
+            a.review,
+            "/failed#h-review",
+            "the model was not sure",
+        ),
+        (
+            "Undecided",
+            a.undecided,
+            "/failed#h-undecided",
+            "nothing decided",
+        ),
     ];
     html! {
         ul.tiles.attention {
@@ -73,7 +88,11 @@ fn attention_tiles(a: &store::Attention) -> Markup {
 
 /// An account's last processed mail and last error as a table's cells:
 /// the live values, else what the store kept from before a restart.
-pub(super) fn account_history(ctx: &Ctx, name: &str, st: Option<&crate::account::Status>) -> (Option<i64>, Option<(Option<i64>, String)>) {
+pub(super) fn account_history(
+    ctx: &Ctx,
+    name: &str,
+    st: Option<&crate::account::Status>,
+) -> (Option<i64>, Option<(Option<i64>, String)>) {
     let note = ctx.store.account_note(name).unwrap_or_default();
     let processed = match (st.and_then(|s| s.last_processed_at), note.last_processed_at) {
         (Some(a), Some(b)) => Some(a.max(b)),
@@ -100,17 +119,15 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
         ("Last 30 days", processed(Some(now - 30 * DAY_MS))),
         ("All time", processed(None)),
     ];
-    let attention: store::Attention = ctx
-        .store
-        .attention()
-        .unwrap_or_default()
-        .values()
-        .fold(store::Attention::default(), |mut t, a| {
+    let attention: store::Attention = ctx.store.attention().unwrap_or_default().values().fold(
+        store::Attention::default(),
+        |mut t, a| {
             t.failed += a.failed;
             t.review += a.review;
             t.undecided += a.undecided;
             t
-        });
+        },
+    );
     let today = now.div_euclid(DAY_MS);
     let since = today - chart::DAYS + 1;
     let per_day = ctx.store.actions_per_day(since).unwrap_or_default();

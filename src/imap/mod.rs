@@ -43,9 +43,9 @@ use crate::store::Store;
 use crate::webhook::{Event, Webhooks};
 
 pub use commands::uid_set;
+pub use move_to::{header_field, move_to, Location, Moved};
 pub use session::Stream;
 pub use train::{fetch_examples, learn_email, learn_query, training_folders, FolderExamples};
-pub use move_to::{move_to, Location, Moved};
 pub use undo::{undo, UndoError, Undone};
 
 /// Messages whose headers are fetched, decided and acted on together: one

@@ -48,15 +48,18 @@ pub fn move_to(
             t.id
         )));
     }
-    let failed = |e: String| UndoError::Failed(format!("{}: moving activity {}: {e}", account.name, t.id));
+    let failed =
+        |e: String| UndoError::Failed(format!("{}: moving activity {}: {e}", account.name, t.id));
     let mut s = super::train::open(account, store).map_err(|e| failed(e.to_string()))?;
     let r = carry(&mut s, store, t, &from, to).map_err(failed);
     let _ = s.logout();
     let (uid, feats) = r?;
     let correction = match feats {
         Some(f) if account.learned.enabled => {
-            let rows: Vec<(&str, &[String], i64)> =
-                vec![(from.folder.as_str(), f.as_slice(), -1), (to, f.as_slice(), 1)];
+            let rows: Vec<(&str, &[String], i64)> = vec![
+                (from.folder.as_str(), f.as_slice(), -1),
+                (to, f.as_slice(), 1),
+            ];
             match store.learn_add(&account.name, &rows, 1, true) {
                 Ok(()) => true,
                 Err(e) => {
@@ -147,4 +150,55 @@ fn carry(
         .record_move_to(t.id, to, new_uid, &flags)
         .map_err(|e| e.to_string())?;
     Ok((new_uid, feats))
+}
+
+/// One header field (`List-Id`) of the message of entry `t`, now at `at`,
+/// read on a connection of its own with `BODY.PEEK` (nothing changes):
+/// what "Make a rule from this" prefills beyond the recorded sender.
+pub fn header_field(
+    account: &AccountConfig,
+    store: &Arc<Store>,
+    t: &UndoTarget,
+    at: &Location,
+    field: &str,
+) -> Result<Option<String>, String> {
+    let mut s = super::train::open(account, store).map_err(|e| e.to_string())?;
+    let r = (|| {
+        let mb = s
+            .examine(&at.folder)
+            .map_err(|e| format!("EXAMINE {:?}: {e}", at.folder))?;
+        let known = at
+            .uid
+            .filter(|_| at.folder != t.mailbox || mb.uid_validity == Some(t.uidvalidity));
+        let uid = match known {
+            Some(u) => u,
+            None if !t.message_id.is_empty() => match s
+                .uid_search(format!("HEADER Message-ID {}", quote(&t.message_id)))
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .max()
+            {
+                Some(u) => u,
+                None => return Ok(None),
+            },
+            None => return Ok(None),
+        };
+        let fetched = s
+            .uid_fetch(
+                uid.to_string(),
+                format!("(UID BODY.PEEK[HEADER.FIELDS ({field})])"),
+            )
+            .map_err(|e| e.to_string())?;
+        let Some(h) = fetched
+            .iter()
+            .find(|f| f.uid == Some(uid))
+            .and_then(|f| f.header())
+        else {
+            return Ok(None);
+        };
+        let e = crate::classify::Email::parse_headers(h).unwrap_or_default();
+        Ok(e.header(field).map(str::to_string))
+    })();
+    let _ = s.logout();
+    r
 }

@@ -85,7 +85,11 @@ impl Store {
 
     /// Messages each rule of `account` decided since `since_day` (all time
     /// with `None`), by rule name.
-    pub fn rule_hits(&self, account: &str, since_day: Option<i64>) -> Result<BTreeMap<String, u64>> {
+    pub fn rule_hits(
+        &self,
+        account: &str,
+        since_day: Option<i64>,
+    ) -> Result<BTreeMap<String, u64>> {
         in_op("rule_hits", || {
             let conn = self.reader();
             let mut st = conn.prepare_cached(
@@ -219,7 +223,10 @@ mod tests {
             ])
         );
         let hits = s.rule_hits("a", Some(day)).unwrap();
-        assert_eq!(hits, BTreeMap::from([("bulk".into(), 1), ("lists".into(), 2)]));
+        assert_eq!(
+            hits,
+            BTreeMap::from([("bulk".into(), 1), ("lists".into(), 2)])
+        );
         // The undo's own row is not mail processed.
         assert_eq!(s.stats(None, None).unwrap().total_processed, 7);
         assert!(s

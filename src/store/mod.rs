@@ -832,7 +832,11 @@ mod tests {
             )
             .unwrap();
             let n: i64 = conn
-                .query_row("SELECT n FROM stats_daily WHERE key = '_processed'", [], |r| r.get(0))
+                .query_row(
+                    "SELECT n FROM stats_daily WHERE key = '_processed'",
+                    [],
+                    |r| r.get(0),
+                )
                 .unwrap();
             assert_eq!(n, 2, "schema 4 counted the undo's row");
         }

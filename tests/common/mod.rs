@@ -1,5 +1,5 @@
 //! Shared test harness: real Dovecot, the real binary, a scripted model
-//! and a scripted OAuth2 token endpoint.
+//! a scripted OAuth2 token endpoint and a real browser (chromedriver).
 #![allow(dead_code)]
 
 pub mod dovecot;
@@ -9,3 +9,4 @@ pub mod mail;
 pub mod mailproc;
 pub mod model;
 pub mod token;
+pub mod webdriver;
