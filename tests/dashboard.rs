@@ -924,3 +924,66 @@ fn the_sign_in_page_renders_in_a_browser() {
         "{log}"
     );
 }
+
+/// [16]: what needs a person is found and survives a restart; a post-only
+/// address is never a dead end.
+#[test]
+fn trouble_survives_a_restart_and_undecided_mail_is_found() {
+    let d = Dovecot::start();
+    let model = Model::start(2, |r| {
+        if r.subject().contains("explode") {
+            Reply::Status(500, None)
+        } else {
+            answer(json!([]), "leave it")
+        }
+    });
+    let mut m = with_user(&account_config(&d, &model, ""));
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("b1", "x@example.org", "please explode"),
+    );
+    d.seed("test", "INBOX", &msg("l1", "ann@example.org", "Lunch?"));
+    m.wait_for(Duration::from_secs(20), "two messages recorded", || {
+        (total(&m, "&status=ok") == 1 && total(&m, "&status=failed") == 1).then_some(())
+    });
+    // Mail nothing was done to is what `noop` finds (it found nothing).
+    assert_eq!(total(&m, "&actionType=noop"), 1);
+    let found = m.get("/api/activity?actionType=noop").body;
+    assert_eq!(found["entries"][0]["subject"], "Lunch?", "{found:#}");
+
+    m.restart();
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let overview = b.get("/").text;
+    // The failed message's error is the account's last error, and it was
+    // processed before the restart.
+    assert!(overview.contains("scripted 500"), "{overview}");
+    let processed = overview
+        .split("data-label=\"Last processed\"")
+        .nth(1)
+        .unwrap();
+    let cell: String = processed.chars().take(200).collect();
+    assert!(!cell.contains("never"), "{overview}");
+    // Attention: the tiles and the badge.
+    assert!(overview.contains("class=\"count\">2<"), "{overview}");
+    let attention = b.get("/failed").text;
+    assert!(attention.contains("Undecided (1)") && attention.contains("Lunch?"));
+
+    // A post-only address opened as a page goes to its page.
+    assert_redirect(&b.get("/accounts/acct/pause"), "/accounts/acct");
+    // A post whose session ended leads back to its page after logging in.
+    let mut gone = Browser::new(&m);
+    gone.cookie = Some("mailproc_session=ended".into());
+    let r = gone.post(
+        "/accounts/acct/pause",
+        &[("_csrf", "x"), ("back", "/failed")],
+    );
+    assert_redirect(&r, "/login?next=%2Ffailed&expired=1");
+    let r = gone.post(
+        "/accounts/acct/pause",
+        &[("_csrf", "x"), ("back", "https://evil.example/")],
+    );
+    assert_redirect(&r, "/login?next=%2Faccounts%2Facct&expired=1");
+    assert_ne!(m.get("/health").body["accounts"]["acct"], "paused");
+}
