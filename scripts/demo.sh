@@ -42,6 +42,15 @@
 #   MAILPROC_CACHE        corpus cache (default ~/.cache/mailproc)
 set -euo pipefail
 
+# A shell that starts a command in the background (`scripts/demo.sh &`, or
+# under nohup) starts it with SIGINT ignored, and bash can then neither trap
+# nor reset it: Ctrl-C, or `kill -INT`, would be lost. Run again once with
+# SIGINT and SIGQUIT at their defaults, so the traps below always hold.
+if [[ -z "${MAILPROC_DEMO_SIGNALS:-}" ]]; then
+    export MAILPROC_DEMO_SIGNALS=1
+    exec env --default-signal=INT,QUIT "$BASH" "${BASH_SOURCE[0]}" "$@"
+fi
+
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CHECK=0
 SMOKE=0

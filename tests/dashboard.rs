@@ -29,16 +29,34 @@ fn form(fields: &[(&str, &str)]) -> String {
         .finish()
 }
 
-/// A browser: a cookie jar of one cookie, and the `Origin` a browser sends
-/// with a form post from our own pages.
+/// A browser: a cookie jar (the session, a notice, a kept draft), and the
+/// `Origin` a browser sends with a form post from our own pages.
 struct Browser<'a> {
     m: &'a Mailproc,
+    /// The session cookie, `mailproc_session=...`.
     cookie: Option<String>,
+    /// Every other cookie, `name=value`.
+    others: Vec<String>,
 }
 
 impl<'a> Browser<'a> {
     fn new(m: &'a Mailproc) -> Self {
-        Browser { m, cookie: None }
+        Browser {
+            m,
+            cookie: None,
+            others: Vec::new(),
+        }
+    }
+
+    /// The `Cookie` header this browser sends.
+    fn cookie_header(&self) -> Option<String> {
+        let all: Vec<&str> = self
+            .cookie
+            .iter()
+            .chain(self.others.iter())
+            .map(String::as_str)
+            .collect();
+        (!all.is_empty()).then(|| all.join("; "))
     }
 
     fn origin(&self) -> String {
@@ -46,15 +64,28 @@ impl<'a> Browser<'a> {
     }
 
     fn keep_cookie(&mut self, r: &Resp) {
-        if let Some(c) = r.header("set-cookie") {
+        for (k, c) in &r.headers {
+            if !k.eq_ignore_ascii_case("set-cookie") {
+                continue;
+            }
             let pair = c.split(';').next().unwrap().to_string();
-            self.cookie = (!pair.ends_with('=')).then_some(pair);
+            let name = pair.split('=').next().unwrap().to_string();
+            let alive = !pair.ends_with('=') && !c.contains("Max-Age=0");
+            if name == "mailproc_session" {
+                self.cookie = alive.then_some(pair);
+            } else {
+                self.others.retain(|o| !o.starts_with(&format!("{name}=")));
+                if alive {
+                    self.others.push(pair);
+                }
+            }
         }
     }
 
     fn get(&mut self, path: &str) -> Resp {
         let mut h = Vec::new();
-        if let Some(c) = &self.cookie {
+        let jar = self.cookie_header();
+        if let Some(c) = &jar {
             h.push(("Cookie", c.as_str()));
         }
         let r = self.m.request("GET", path, &h, None);
@@ -67,7 +98,8 @@ impl<'a> Browser<'a> {
         if let Some(o) = origin {
             h.push(("Origin", o));
         }
-        if let Some(c) = &self.cookie {
+        let jar = self.cookie_header();
+        if let Some(c) = &jar {
             h.push(("Cookie", c.as_str()));
         }
         let r = self.m.request("POST", path, &h, Some(&form(fields)));
@@ -437,7 +469,7 @@ fn pages_show_processed_mail_escaped() {
         "shop@example.org",
         "INBOX",
         &format!("<dd>{}</dd>", inv["uid"]),
-        "rules:invoices",
+        "rule <strong>invoices</strong>",
         "inv1@mailproc.test",
     ] {
         assert!(detail.contains(want), "detail lacks {want}:\n{detail}");
@@ -891,4 +923,67 @@ fn the_sign_in_page_renders_in_a_browser() {
             .any(|l| l.contains("GET /static/") && l.contains("-> 200")),
         "{log}"
     );
+}
+
+/// [16]: what needs a person is found and survives a restart; a post-only
+/// address is never a dead end.
+#[test]
+fn trouble_survives_a_restart_and_undecided_mail_is_found() {
+    let d = Dovecot::start();
+    let model = Model::start(2, |r| {
+        if r.subject().contains("explode") {
+            Reply::Status(500, None)
+        } else {
+            answer(json!([]), "leave it")
+        }
+    });
+    let mut m = with_user(&account_config(&d, &model, ""));
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("b1", "x@example.org", "please explode"),
+    );
+    d.seed("test", "INBOX", &msg("l1", "ann@example.org", "Lunch?"));
+    m.wait_for(Duration::from_secs(20), "two messages recorded", || {
+        (total(&m, "&status=ok") == 1 && total(&m, "&status=failed") == 1).then_some(())
+    });
+    // Mail nothing was done to is what `noop` finds (it found nothing).
+    assert_eq!(total(&m, "&actionType=noop"), 1);
+    let found = m.get("/api/activity?actionType=noop").body;
+    assert_eq!(found["entries"][0]["subject"], "Lunch?", "{found:#}");
+
+    m.restart();
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let overview = b.get("/").text;
+    // The failed message's error is the account's last error, and it was
+    // processed before the restart.
+    assert!(overview.contains("scripted 500"), "{overview}");
+    let processed = overview
+        .split("data-label=\"Last processed\"")
+        .nth(1)
+        .unwrap();
+    let cell: String = processed.chars().take(200).collect();
+    assert!(!cell.contains("never"), "{overview}");
+    // Attention: the tiles and the badge.
+    assert!(overview.contains("class=\"count\">2<"), "{overview}");
+    let attention = b.get("/failed").text;
+    assert!(attention.contains("Undecided (1)") && attention.contains("Lunch?"));
+
+    // A post-only address opened as a page goes to its page.
+    assert_redirect(&b.get("/accounts/acct/pause"), "/accounts/acct");
+    // A post whose session ended leads back to its page after logging in.
+    let mut gone = Browser::new(&m);
+    gone.cookie = Some("mailproc_session=ended".into());
+    let r = gone.post(
+        "/accounts/acct/pause",
+        &[("_csrf", "x"), ("back", "/failed")],
+    );
+    assert_redirect(&r, "/login?next=%2Ffailed&expired=1");
+    let r = gone.post(
+        "/accounts/acct/pause",
+        &[("_csrf", "x"), ("back", "https://evil.example/")],
+    );
+    assert_redirect(&r, "/login?next=%2Faccounts%2Facct&expired=1");
+    assert_ne!(m.get("/health").body["accounts"]["acct"], "paused");
 }

@@ -287,6 +287,23 @@ fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
     let r = put(&m, &c.to_string());
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["restartRequired"], json!(["server.workers"]));
+    // Any later change still reports it: the process runs with the old value.
+    let mut c = current(&m);
+    c["log_level"] = json!("debug");
+    let r = put(&m, &c.to_string());
+    assert_eq!(
+        r.body["restartRequired"],
+        json!(["server.workers", "log_level"]),
+        "{}",
+        r.text
+    );
+    // [16]: set back to the running values, nothing needs a restart.
+    let mut c = current(&m);
+    c["server"].as_object_mut().unwrap().remove("workers");
+    c.as_object_mut().unwrap().remove("log_level");
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["restartRequired"], json!([]), "{}", r.text);
 }
 
 #[test]

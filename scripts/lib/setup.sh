@@ -61,14 +61,16 @@ setup_install() {
     apt-get update -qq
     # (Read whole, not piped to `grep -q`: under pipefail, grep leaving
     # early could fail apt-cache with SIGPIPE and hide the package.)
-    local policy
-    policy=$(apt-cache policy chromium 2>/dev/null || true)
-    if [[ " ${SETUP_NEED[*]} " == *" chromium "* && "$policy" != *"Candidate: "[0-9]* ]]; then
-        # Ubuntu ships Chromium only as a snap, which apt cannot install here.
-        echo "$name: no chromium package here: the tests that need it will fail and say so" >&2
-        for i in "${!SETUP_NEED[@]}"; do [[ "${SETUP_NEED[$i]}" == chromium ]] && unset 'SETUP_NEED[i]'; done
-        SETUP_NEED=("${SETUP_NEED[@]}")
-    fi
+    local policy pkg
+    for pkg in chromium chromium-driver; do
+        policy=$(apt-cache policy "$pkg" 2>/dev/null || true)
+        if [[ " ${SETUP_NEED[*]} " == *" $pkg "* && "$policy" != *"Candidate: "[0-9]* ]]; then
+            # Ubuntu ships Chromium only as a snap, which apt cannot install here.
+            echo "$name: no $pkg package here: the tests that need it will fail and say so" >&2
+            for i in "${!SETUP_NEED[@]}"; do [[ "${SETUP_NEED[$i]}" == "$pkg" ]] && unset 'SETUP_NEED[i]'; done
+            SETUP_NEED=("${SETUP_NEED[@]}")
+        fi
+    done
     if ((${#SETUP_NEED[@]})); then
         # dovecot-imapd and prometheus start their own services where an
         # init system runs; the scripts use neither.

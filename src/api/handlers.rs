@@ -337,3 +337,87 @@ pub fn undo(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
         Err((status, m)) => Err(Reply::error(status, m)),
     }
 }
+
+/// Moves the message of activity entry `id` to `folder` ("Move to…" in the
+/// dashboard; see `imap::move_to`), recorded as a correction. `folder` must
+/// be one the account may move to and not a watched one (mail put there
+/// would be sorted again). The error is an HTTP status and a message.
+pub fn move_entry(ctx: &Ctx, id: i64, folder: &str) -> Result<crate::imap::Moved, (u16, String)> {
+    let e = ctx
+        .store
+        .activity_entry(id)
+        .map_err(|e| (500, e.to_string()))?
+        .ok_or_else(|| (404, format!("no activity entry with id {id}")))?;
+    let t = ctx
+        .store
+        .undo_target(id)
+        .map_err(|e| (500, e.to_string()))?
+        .ok_or_else(|| (404, format!("no activity entry with id {id}")))?;
+    let loaded = ctx.config();
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == e.account) else {
+        return Err((
+            409,
+            format!("account {:?} is no longer configured", e.account),
+        ));
+    };
+    if !a.folders.allowed.iter().any(|f| f == folder) || a.folders.watch.iter().any(|f| f == folder)
+    {
+        return Err((
+            400,
+            format!("folder: {folder:?} is not one of the account's folders.allowed (watched folders excepted)"),
+        ));
+    }
+    if !matches!(
+        e.status,
+        crate::store::Status::Ok | crate::store::Status::DryRun | crate::store::Status::Review
+    ) || matches!(e.model.as_str(), "undo" | "correction")
+    {
+        return Err((
+            409,
+            format!("activity {id}: only a decided message can be moved"),
+        ));
+    }
+    let from = location(&e, &t).map_err(|m| (409, format!("activity {id}: {m}")))?;
+    let m = crate::imap::move_to(a, &ctx.store, &t, from, folder).map_err(|e| match e {
+        crate::imap::UndoError::Refused(m) => (409, m),
+        crate::imap::UndoError::Failed(m) => (502, m),
+    })?;
+    ctx.metrics
+        .corrections
+        .with_label_values(&[a.name.as_str()])
+        .inc();
+    Ok(m)
+}
+
+/// Where the message of an activity entry is now: where a person put it,
+/// back where it came from after an undo, where we moved it, or where it
+/// arrived. `Err` when a person deleted it.
+pub fn location(
+    e: &crate::store::ActivityEntry,
+    t: &crate::store::UndoTarget,
+) -> Result<crate::imap::Location, &'static str> {
+    use crate::imap::Location;
+    Ok(match (&e.corrected_to, &e.undone_at, &e.dest_folder) {
+        (Some(c), _, Some(d)) if !c.is_empty() && c == d => Location {
+            folder: d.clone(),
+            uid: t.dest_uid,
+        },
+        (Some(c), _, _) if !c.is_empty() => Location {
+            folder: c.clone(),
+            uid: None,
+        },
+        (Some(_), _, _) => return Err("the message was deleted"),
+        (None, Some(_), _) => Location {
+            folder: e.mailbox.clone(),
+            uid: None,
+        },
+        (None, None, Some(d)) if e.status == crate::store::Status::Ok => Location {
+            folder: d.clone(),
+            uid: t.dest_uid,
+        },
+        _ => Location {
+            folder: e.mailbox.clone(),
+            uid: Some(e.uid),
+        },
+    })
+}

@@ -187,31 +187,96 @@ pub fn from_tree(
     if !problems.is_empty() {
         return Err(ConfigError { problems });
     }
-    // What was found in the substituted tree is told against the text as
-    // written: no problem shows a variable's value.
-    let config: Config = serde_path_to_error::deserialize(substituted).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        // An empty key at the top has an empty path: the file is named.
-        ConfigError {
-            problems: as_written(
-                vec![if path == "." || path.is_empty() {
+    // serde stops at the first wrong value; to report every one at once, the
+    // wrong value is taken out and the rest read again (its default, if it
+    // has one, stands in). A required value taken out ends the search.
+    let mut tree = substituted;
+    let mut typed = Vec::new();
+    let config = loop {
+        match serde_path_to_error::deserialize::<_, Config>(tree.clone()) {
+            Ok(c) => break Some(c),
+            Err(e) => {
+                let path = e.path().to_string();
+                let inner = e.into_inner().to_string();
+                let missing = inner.starts_with("missing field");
+                // An empty key at the top has an empty path: the file is named.
+                let problem = if path == "." || path.is_empty() {
                     format!("config: {inner}")
                 } else {
                     format!("{path}: {inner}")
-                }],
-                raw,
-                env,
-            ),
+                };
+                let retried = typed.len() < 50 && !missing && remove_path(&mut tree, &path);
+                if !missing || typed.is_empty() {
+                    typed.push(problem);
+                }
+                if !retried {
+                    break None;
+                }
+            }
         }
-    })?;
-    let problems = validate(&config);
-    if problems.is_empty() {
-        Ok(config)
-    } else {
-        Err(ConfigError {
+    };
+    let mut problems = typed;
+    if let Some(c) = &config {
+        problems.extend(validate(c));
+    }
+    match config {
+        Some(c) if problems.is_empty() => Ok(c),
+        // What was found in the substituted tree is told against the text
+        // as written: no problem shows a variable's value.
+        _ => Err(ConfigError {
             problems: as_written(problems, raw, env),
-        })
+        }),
+    }
+}
+
+/// Takes the value at `path` (`accounts[1].imap.port`, as
+/// serde_path_to_error writes it) out of `tree`; false when there is none.
+fn remove_path(tree: &mut serde_norway::Value, path: &str) -> bool {
+    let mut steps: Vec<Result<usize, &str>> = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if key == "?" {
+            return false;
+        }
+        if !key.is_empty() {
+            steps.push(Err(key));
+        }
+        while let Some(end) = rest.find(']') {
+            match rest[1..end].parse() {
+                Ok(n) => steps.push(Ok(n)),
+                Err(_) => return false,
+            }
+            rest = &rest[end + 1..];
+        }
+    }
+    let Some((last, parents)) = steps.split_last() else {
+        return false;
+    };
+    let mut node = tree;
+    for step in parents {
+        let next = match step {
+            Ok(i) => node.as_sequence_mut().and_then(|l| l.get_mut(*i)),
+            Err(k) => node.get_mut(*k),
+        };
+        match next {
+            Some(n) => node = n,
+            None => return false,
+        }
+    }
+    match last {
+        Ok(i) => match node.as_sequence_mut() {
+            Some(l) if *i < l.len() => {
+                l.remove(*i);
+                true
+            }
+            _ => false,
+        },
+        Err(k) => node
+            .as_mapping_mut()
+            .is_some_and(|m| m.remove(*k).is_some()),
     }
 }
 
@@ -241,6 +306,41 @@ mod tests {
 
     fn parse_str(s: &str) -> Result<Config, ConfigError> {
         parse(s, &env).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn every_wrong_value_is_reported_at_once() {
+        let e = parse_str(
+            "server: { port: 80x, workers: many }\n\
+             accounts:\n  - { name: a, imap: { host: x, port: 993x, username: u, password: p }, max_attempts: lots }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 4, "{:#?}", e.problems);
+        for path in [
+            "server.port",
+            "server.workers",
+            "accounts[0].imap.port",
+            "accounts[0].max_attempts",
+        ] {
+            assert!(
+                e.problems.iter().any(|p| p.starts_with(path)),
+                "{path}: {:#?}",
+                e.problems
+            );
+        }
+        // A required value that is wrong is reported once, not as missing too.
+        let e = parse_str(
+            "accounts:\n  - { name: a, imap: { host: [1], username: u, password: p } }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 1, "{:#?}", e.problems);
+        // Once the values read, the checks after them run too.
+        let e = parse_str(
+            "server: { port: 80x }\naccounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             rules: [ { name: r, when: { subject: \"(x\" }, actions: [ { type: read } ] } ] }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 2, "{:#?}", e.problems);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use maud::{html, Markup};
 
+use super::flash::Flash;
 use super::forms::fields;
 use super::layout::{self, actions_text, badge, notice, time_ms};
 use super::{html, Session};
@@ -17,24 +18,32 @@ use crate::http::{Ctx, Reply, Req};
 use crate::webhook::{TestOutcome, SSRF_MESSAGE};
 
 /// Pause or resume, reconnect and process: one small form each, posting
-/// back to `back` once done.
-pub fn controls(name: &str, st: Option<&Status>, csrf: &str, back: &str) -> Markup {
+/// back to `back` once done. The notice of the last of them shows here, and
+/// the button pressed (or the one that took its place) has the focus.
+pub fn controls(s: &Session, name: &str, st: Option<&Status>, back: &str) -> Markup {
     let base = layout::account_url(name);
     let paused = st.is_some_and(|s| s.paused);
-    let button = |cmd: &str, label: &str| {
+    let flash = s.flash_for(&format!("acct:{name}"));
+    // `acct:NAME` notices carry the command in their first word's place.
+    let focus = flash.map(|f| f.text.as_str()).unwrap_or("");
+    let button = |cmd: &str, label: &str, pressed: bool| {
         html! {
             form.inline method="post" action={ (base) "/" (cmd) } {
-                input type="hidden" name="_csrf" value=(csrf);
+                input type="hidden" name="_csrf" value=(s.csrf);
                 input type="hidden" name="back" value=(back);
-                button type="submit" aria-label={ (label) " " (name) } { (label) }
+                button type="submit" aria-label={ (label) " " (name) } autofocus[pressed] { (label) }
             }
         }
     };
+    let pause_or_resume = focus.starts_with("Paused") || focus.starts_with("Resumed");
     html! {
+        @if let Some(f) = flash { (layout::flash_notice(f)) }
         div.controls {
-            @if paused { (button("resume", "Resume")) } @else { (button("pause", "Pause")) }
-            (button("reconnect", "Reconnect"))
-            (button("process", "Process now"))
+            @if paused { (button("resume", "Resume", pause_or_resume)) }
+            @else { (button("pause", "Pause", pause_or_resume)) }
+            (button("reconnect", "Reconnect", focus.starts_with("Reconnect")))
+            (button("process", "Process now", focus.starts_with("Process")
+                || (flash.is_some() && !flash.is_some_and(|f| f.ok))))
         }
     }
 }
@@ -67,13 +76,23 @@ pub(super) fn name_and_state(name: &str, st: Option<&Status>) -> Markup {
     }
 }
 
-/// An account's last error as a table cell.
-pub(super) fn last_error(st: Option<&Status>) -> Markup {
+/// An account's last error as a table cell: the current one, or the last
+/// one kept (with when it happened).
+pub(super) fn last_error(e: Option<&(Option<i64>, String)>) -> Markup {
     html! {
-        td.clip data-label="Last error" { @match st.and_then(|s| s.last_error.as_deref()) {
-            Some(e) => span.err { (e) },
+        td.clip data-label="Last error" { (error_text(e)) }
+    }
+}
+
+fn error_text(e: Option<&(Option<i64>, String)>) -> Markup {
+    html! {
+        @match e {
+            Some((at, e)) => {
+                @if let Some(at) = at { (time_ms(*at)) ": " }
+                span.err { (super::words::error_markup(e)) }
+            }
             None => span.muted { "none" },
-        } }
+        }
     }
 }
 
@@ -100,11 +119,12 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
                     tbody {
                         @for a in &loaded.config.accounts {
                             @let st = ctx.account(&a.name).map(|h| h.status());
+                            @let (_, error) = super::pages::account_history(ctx, &a.name, st.as_ref());
                             tr {
                                 (name_and_state(&a.name, st.as_ref()))
                                 td data-label="Server" { (a.imap.host) ":" (a.imap.port()) }
                                 td data-label="Watching" { (a.folders.watch.join(", ")) }
-                                (last_error(st.as_ref()))
+                                (last_error(error.as_ref()))
                             }
                         }
                     }
@@ -166,7 +186,21 @@ fn settings(a: &AccountConfig) -> Markup {
     }
 }
 
-fn rules(a: &AccountConfig) -> Markup {
+fn rules(ctx: &Ctx, a: &AccountConfig) -> Markup {
+    let today = crate::timestamp::now_ms().div_euclid(86_400_000);
+    let month = ctx
+        .store
+        .rule_hits(&a.name, Some(today - 29))
+        .unwrap_or_default();
+    let all = ctx.store.rule_hits(&a.name, None).unwrap_or_default();
+    let edit = |rule: Option<&str>| {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        q.append_pair("account", &a.name);
+        if let Some(r) = rule {
+            q.append_pair("rule", r);
+        }
+        format!("/config/rule?{}", q.finish())
+    };
     html! {
         @if a.rules.is_empty() {
             p.empty { "No rules: every message goes to the model." }
@@ -174,7 +208,9 @@ fn rules(a: &AccountConfig) -> Markup {
             div.scroll {
                 table.cards {
                     thead { tr { th scope="col" { "#" } th scope="col" { "Rule" }
-                        th scope="col" { "When" } th scope="col" { "Actions" } } }
+                        th scope="col" { "When" } th scope="col" { "Actions" }
+                        th scope="col" .num { "Hits, 30 days" } th scope="col" .num { "Hits, all" }
+                        th scope="col" { span.sr { "Edit" } } } }
                     tbody {
                         @for (i, r) in a.rules.iter().enumerate() {
                             @let w = &r.when;
@@ -186,12 +222,16 @@ fn rules(a: &AccountConfig) -> Markup {
                                 td data-label="When" { ul.conds { @for (k, v) in conds { @if let Some(v) = v {
                                     li { (k) ": " code { (v) } } } } } }
                                 td data-label="Actions" { (actions_text(&serde_json::to_value(&r.actions).unwrap_or_default())) }
+                                td.num data-label="Hits, 30 days" { (layout::thousands(month.get(&r.name).copied().unwrap_or(0))) }
+                                td.num data-label="Hits, all" { (layout::thousands(all.get(&r.name).copied().unwrap_or(0))) }
+                                td { a href=(edit(Some(&r.name))) aria-label={ "Edit rule " (r.name) } { "Edit" } }
                             }
                         }
                     }
                 }
             }
         }
+        p { a href=(edit(None)) { "Add a rule" } }
     }
 }
 
@@ -240,6 +280,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
         return super::pages::not_found(s, "There is no account with this name.");
     };
     let st = ctx.account(name).map(|h| h.status());
+    let (processed, error) = super::pages::account_history(ctx, name, st.as_ref());
     let base = layout::account_url(name);
     let hooks = written_webhooks(ctx, name);
     let body = html! {
@@ -248,12 +289,11 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
             dl.details {
                 dt { "State" } dd { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
                 dt { "Since" } dd { @match &st { Some(s) => (time_ms(s.since)), None => "—" } }
-                dt { "Last processed" } dd { @match st.as_ref().and_then(|s| s.last_processed_at) {
+                dt { "Last processed" } dd { @match processed {
                     Some(t) => (time_ms(t)), None => span.muted { "never" } } }
-                dt { "Last error" } dd { @match st.as_ref().and_then(|s| s.last_error.clone()) {
-                    Some(e) => span.err { (e) }, None => span.muted { "none" } } }
+                dt { "Last error" } dd { (error_text(error.as_ref())) }
             }
-            (controls(name, st.as_ref(), &s.csrf, &base))
+            (controls(s, name, st.as_ref(), &base))
         }
         section aria-labelledby="h-settings" {
             h2 #h-settings { "Settings" }
@@ -267,11 +307,11 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
                 dt { "Create missing targets" } dd { (if a.folders.create { "yes" } else { "no" }) }
             }
         }
-        (learned(ctx, a, &s.csrf, &base))
+        (learned(ctx, s, a, &base))
         section aria-labelledby="h-rules" {
             h2 #h-rules { "Rules" }
             p { "Checked in order before the model; the first match wins." }
-            (rules(a))
+            (rules(ctx, a))
         }
         section aria-labelledby="h-webhooks" {
             h2 #h-webhooks { "Webhooks" }
@@ -280,9 +320,6 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
             p { "Sends a " code { "{\"event\":\"test\"}" } " payload and shows the status that came back. "
                 "Private and local addresses are refused unless listed in "
                 code { "webhook_settings.allow_private" } "." }
-            @if let Some(t) = &test {
-                (notice(if t.ok { "ok" } else { "error" }, &t.text))
-            }
             form.stack method="post" action={ (base) "/test-webhook" } aria-labelledby="h-test" {
                 input type="hidden" name="_csrf" value=(s.csrf);
                 label for="hook-url" { "Webhook URL" }
@@ -290,7 +327,12 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
                     value=(test.as_ref().map(|t| t.url.as_str()).unwrap_or(""));
                 label for="hook-headers" { "Headers " span.hint { "(optional, one “Name: value” per line)" } }
                 textarea #hook-headers name="headers" rows="2" {}
-                button type="submit" { "Test Webhook" }
+                // The result right above the button, which has the focus:
+                // the browser scrolls both into view.
+                @if let Some(t) = &test {
+                    (notice(if t.ok { "ok" } else { "error" }, &t.text))
+                }
+                button type="submit" autofocus[test.is_some()] { "Test Webhook" }
             }
         }
     };
@@ -328,15 +370,27 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
             format!("Headers: expected “Name: value”, got {line:?}"),
         )
     } else {
-        match ctx.webhooks.test(&ctx.config().config, &url, &headers) {
+        let started = std::time::Instant::now();
+        let outcome = ctx.webhooks.test(&ctx.config().config, &url, &headers);
+        let ms = started.elapsed().as_millis();
+        match outcome {
             TestOutcome::Status(code) => (
                 200,
                 (200..300).contains(&code),
-                format!("The target answered with status {code}."),
+                format!(
+                    "Webhook answered {code} in {ms} ms (the target answered with status {code})."
+                ),
             ),
             TestOutcome::Refused => (400, false, SSRF_MESSAGE.to_string()),
             TestOutcome::BadUrl(e) => (400, false, format!("URL: {e}")),
-            TestOutcome::Failed(e) => (200, false, format!("No status came back: {e}")),
+            TestOutcome::Failed(e) => (
+                200,
+                false,
+                format!(
+                    "No answer after {ms} ms: {}",
+                    super::words::plain(&e).unwrap_or(e)
+                ),
+            ),
         }
     };
     let mut reply = page(ctx, s, name, Some(TestResult { url, ok, text }));
@@ -346,11 +400,12 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
 
 /// The learned classifier: its state, the latest training run of this
 /// process, and the Train form (training runs in the background).
-fn learned(ctx: &Ctx, a: &AccountConfig, csrf: &str, base: &str) -> Markup {
+fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
     use crate::learn::TrainStatus;
     let st = ctx.store.learn_state(&a.name).unwrap_or_default();
     let run = crate::learn::TRAINING.lock().get(&a.name).cloned();
     let running = matches!(run, Some(TrainStatus::Running { .. }));
+    let flash = s.flash_for(&format!("train:{}", a.name));
     html! {
         section aria-labelledby="h-learned" {
             h2 #h-learned { "Learned classifier" }
@@ -369,27 +424,69 @@ fn learned(ctx: &Ctx, a: &AccountConfig, csrf: &str, base: &str) -> Markup {
                     Some(TrainStatus::Done { report, .. }) => {
                         "done: " (report.examples) " message(s) from " (report.folders.len()) " folder(s) in "
                         (report.duration_ms) " ms"
-                        @for (f, why) in &report.skipped { br; span.err { (f) ": " (why) } } }
-                    Some(TrainStatus::Failed { error, .. }) => span.err { "failed: " (error) },
+                        @for (f, why) in &report.skipped { br; span.err { (f) ": " (super::words::error_markup(why)) } } }
+                    Some(TrainStatus::Failed { error, .. }) => span.err { "failed: " (super::words::error_markup(error)) },
                 } }
             }
+            @if running { p { a href={ (base) "#h-learned" } { "Check again" } } }
+            @if let Some(f) = flash { (layout::flash_notice(f)) }
             form.inline method="post" action={ (base) "/train" } {
-                input type="hidden" name="_csrf" value=(csrf);
-                button type="submit" disabled[running] aria-label={ "Train " (a.name) } { "Train" }
+                input type="hidden" name="_csrf" value=(s.csrf);
+                button type="submit" disabled[running] autofocus[flash.is_some() && !running]
+                    aria-label={ "Train " (a.name) } { "Train" }
             }
         }
     }
 }
 
-/// The Train form's post: starts training in the background and shows the
-/// account page (its status line follows the run).
-pub fn train(ctx: &Ctx, name: &str) -> Reply {
+/// How long the Train form's post waits for a short training to finish, so
+/// that its result comes back with the page; a longer one goes on in the
+/// background and the page's status line follows it.
+const TRAIN_WAIT: Duration = Duration::from_secs(5);
+
+/// The Train form's post: starts training, waits a little for it, and
+/// returns to the account page with what came of it.
+pub fn train(ctx: &Ctx, req: &Req, name: &str) -> Reply {
+    use crate::learn::TrainStatus;
     let loaded = ctx.config();
     let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
         return super::pages::not_found_bare("There is no account with this name.");
     };
-    if crate::learn::train_in_background(std::sync::Arc::new(a.clone()), ctx.store.clone()) {
-        log::info!("{name}: training requested from the dashboard");
+    let at = format!("train:{name}");
+    if !crate::learn::train_in_background(std::sync::Arc::new(a.clone()), ctx.store.clone()) {
+        let f = Flash::error(at, "Training is already running.");
+        return super::redirect_with(ctx, req, &layout::account_url(name), &f);
     }
-    super::redirect(&layout::account_url(name))
+    log::info!("{name}: training requested from the dashboard");
+    let deadline = std::time::Instant::now() + TRAIN_WAIT;
+    let f = loop {
+        let run = crate::learn::TRAINING.lock().get(name).cloned();
+        match run {
+            Some(TrainStatus::Done { report, .. }) => {
+                let mut text = format!(
+                    "Trained on {} message(s) in {} folder(s).",
+                    layout::thousands(report.examples as u64),
+                    report.folders.len()
+                );
+                for (folder, why) in &report.skipped {
+                    text.push_str(&format!(
+                        " {folder} was skipped: {}",
+                        super::words::said(why)
+                    ));
+                }
+                break Flash::ok(at, text);
+            }
+            Some(TrainStatus::Failed { error, .. }) => {
+                break Flash::error(at, format!("Training failed: {error}"))
+            }
+            _ if std::time::Instant::now() >= deadline => {
+                break Flash::ok(
+                    at,
+                    "Training started; it goes on in the background (see “Training run”).",
+                )
+            }
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    super::redirect_with(ctx, req, &layout::account_url(name), &f)
 }

@@ -1,5 +1,5 @@
-//! The overview's chart: actions by type per day over the last 30 days, as
-//! an inline SVG drawn here. Colours come from classes in the stylesheet
+//! The overview's charts: per day over the last 30 days, stacked by series
+//! (actions by type; mail by who decided), as inline SVG drawn here. Colours come from classes in the stylesheet
 //! (no inline style), and the same numbers follow as a table for screen
 //! readers and for anyone who prefers figures.
 
@@ -13,8 +13,27 @@ use crate::timestamp::iso_ms;
 pub const DAYS: i64 = 30;
 const DAY_MS: i64 = 86_400_000;
 
-/// Action types in stacking order, each with its CSS class suffix.
-const KINDS: [&str; 6] = ["move", "flag", "read", "spam", "trash", "noop"];
+/// A chart's series in stacking order: key (also the CSS class suffix) and
+/// the word shown for it.
+pub type Series = [(&'static str, &'static str)];
+
+/// Action types.
+pub const KINDS: [(&str, &str); 6] = [
+    ("move", "move"),
+    ("flag", "flag"),
+    ("read", "read"),
+    ("spam", "spam"),
+    ("trash", "trash"),
+    ("noop", "noop"),
+];
+
+/// Who decided (the paths of `mailproc_decisions_total`).
+pub const WHO: [(&str, &str); 4] = [
+    ("rule", "rules"),
+    ("learned", "learned"),
+    ("model", "model"),
+    ("none", "no rule, no model"),
+];
 
 // The drawing is stretched to the width of the page (`preserveAspectRatio`
 // none), so it holds no text: the axis labels are HTML beside and below it,
@@ -40,21 +59,27 @@ fn nice_max(n: u64) -> u64 {
     }
 }
 
-/// `rows`: (day since the epoch, action type, count); `today`: the last day.
-pub fn render(rows: &[(i64, String, u64)], today: i64) -> Markup {
+/// `rows`: (day since the epoch, series key, count); `today`: the last day;
+/// `id` tells this chart's elements from another's on the page.
+pub fn render(id: &str, series: &Series, rows: &[(i64, String, u64)], today: i64) -> Markup {
     let first = today - DAYS + 1;
+    let keys: Vec<&str> = series.iter().map(|(k, _)| *k).collect();
+    fn label_of<'a>(series: &'a Series, k: &'a str) -> &'a str {
+        series.iter().find(|(x, _)| *x == k).map_or(k, |(_, l)| *l)
+    }
+    let label = |k: &'static str| label_of(series, k);
     let mut per_day: BTreeMap<i64, BTreeMap<&str, u64>> = BTreeMap::new();
     for (day, kind, n) in rows {
         if *day >= first && *day <= today {
-            let k = KINDS
+            let k = keys
                 .iter()
                 .find(|k| **k == kind)
                 .copied()
-                .unwrap_or("noop");
+                .unwrap_or(keys[keys.len() - 1]);
             *per_day.entry(*day).or_default().entry(k).or_insert(0) += n;
         }
     }
-    let totals: BTreeMap<&str, u64> = KINDS
+    let totals: BTreeMap<&str, u64> = keys
         .iter()
         .map(|k| {
             (
@@ -79,7 +104,7 @@ pub fn render(rows: &[(i64, String, u64)], today: i64) -> Markup {
     let mut segments = Vec::new();
     for (day, counts) in &per_day {
         let mut base = 0;
-        for k in KINDS {
+        for k in keys.iter().copied() {
             if let Some(n) = counts.get(k).copied().filter(|n| *n > 0) {
                 segments.push((*day, k, base, base + n));
                 base += n;
@@ -87,14 +112,14 @@ pub fn render(rows: &[(i64, String, u64)], today: i64) -> Markup {
         }
     }
     let summary = format!(
-        "{} actions in the last {DAYS} days{}",
+        "{} in the last {DAYS} days{}",
         thousands(grand),
-        KINDS
-            .iter()
+        keys.iter()
             .filter(|k| totals[*k] > 0)
-            .map(|k| format!(", {} {k}", thousands(totals[k])))
+            .map(|k| format!(", {} {}", thousands(totals[k]), label(k)))
             .collect::<String>()
     );
+    let title_id = format!("chart-title-{id}");
     html! {
         figure.chart {
             div.plot {
@@ -102,8 +127,8 @@ pub fn render(rows: &[(i64, String, u64)], today: i64) -> Markup {
                     span { (thousands(max)) } span { (thousands(max / 2)) } span { "0" }
                 }
                 svg viewBox={ "0 0 " (SLOT * DAYS as f64) " " (H) } preserveAspectRatio="none"
-                    role="img" aria-labelledby="chart-title" {
-                    title id="chart-title" { (summary) }
+                    role="img" aria-labelledby=(title_id) {
+                    title id=(title_id) { (summary) }
                     @for v in [max, max / 2, 0] {
                         line.grid x1="0" x2=(SLOT * DAYS as f64) y1=(y(v)) y2=(y(v))
                             vector-effect="non-scaling-stroke" {}
@@ -111,7 +136,7 @@ pub fn render(rows: &[(i64, String, u64)], today: i64) -> Markup {
                     @for (day, k, lo, hi) in &segments {
                         rect class={ "bar c-" (k) } x=((day - first) as f64 * SLOT + (SLOT - BAR) / 2.0)
                             width=(BAR) y=(y(*hi)) height=(y(*lo) - y(*hi)) {
-                            title { (day_label(*day)) ": " (thousands(hi - lo)) " " (k) }
+                            title { (day_label(*day)) ": " (thousands(hi - lo)) " " (label(k)) }
                         }
                     }
                 }
@@ -126,9 +151,9 @@ pub fn render(rows: &[(i64, String, u64)], today: i64) -> Markup {
             }
             figcaption {
                 ul.legend {
-                    @for k in KINDS {
+                    @for k in &keys {
                         li { span class={ "swatch c-" (k) } aria-hidden="true" {}
-                             (k) " " (thousands(totals[k])) }
+                             (label(k)) " " (thousands(totals[k])) }
                     }
                 }
             }
@@ -138,14 +163,14 @@ pub fn render(rows: &[(i64, String, u64)], today: i64) -> Markup {
             div.scroll {
                 table {
                     thead { tr { th scope="col" { "Day (UTC)" }
-                        @for k in KINDS { th scope="col" .num { (k) } } } }
+                        @for k in &keys { th scope="col" .num { (label(k)) } } } }
                     tbody {
                         @if per_day.is_empty() {
-                            tr { td colspan="7" { "No actions in the last " (DAYS) " days." } }
+                            tr { td colspan=(keys.len() + 1) { "Nothing in the last " (DAYS) " days." } }
                         }
                         @for (day, counts) in per_day.iter().rev() {
                             tr { th scope="row" { (iso_ms(day * DAY_MS)[..10]) }
-                                @for k in KINDS {
+                                @for k in keys.iter().copied() {
                                     td.num { (thousands(counts.get(k).copied().unwrap_or(0))) }
                                 } }
                         }
@@ -176,7 +201,7 @@ mod tests {
             (100, "read".into(), 2),
             (50, "flag".into(), 9),
         ];
-        let svg = render(&rows, 100).into_string();
+        let svg = render("t", &KINDS, &rows, 100).into_string();
         assert_eq!(svg.matches("class=\"bar c-move\"").count(), 1);
         assert_eq!(svg.matches("class=\"bar c-read\"").count(), 1);
         assert!(!svg.contains("bar c-flag"), "day 50 is outside the window");

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use maud::{html, Markup};
 
+use super::flash::Flash;
 use super::layout::{self, notice};
 use super::{html, local_path, redirect, Session};
 use crate::account::Command;
@@ -244,7 +245,8 @@ pub fn login_post(ctx: &Ctx, req: &Req) -> Reply {
 pub fn logout_post(ctx: &Ctx, req: &Req) -> Reply {
     let clear = auth::session_cookie("", 0, req.secure);
     if req.method != "POST" {
-        return super::method_not_allowed("POST");
+        // Opened as a page: nothing to do but go on.
+        return redirect("/");
     }
     if let Ok(s) = super::session(ctx, req) {
         if let Err(r) = check_post(req, &s) {
@@ -278,97 +280,158 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, cmd: &str) -> Reply {
     let (Some(h), Some(command)) = (ctx.account(name), Command::parse(cmd)) else {
         return super::pages::not_found_bare("There is no such account or command.");
     };
-    match h.send(command) {
+    let at = format!("acct:{name}");
+    let to = back(req, &layout::account_url(name));
+    let f = match h.send(command) {
         Ok(state) => {
             log::info!(
                 "{name}: {cmd} requested from the dashboard (now {})",
                 state.as_str()
             );
-            redirect(&back(req, &layout::account_url(name)))
+            Flash::ok(
+                at,
+                match command {
+                    Command::Pause => {
+                        format!("Paused {name}: no new mail is processed until you resume.")
+                    }
+                    Command::Resume => {
+                        format!("Resumed {name}: what arrived meanwhile is processed now.")
+                    }
+                    Command::Reconnect => {
+                        format!("Reconnecting {name}: the session is opened again now.")
+                    }
+                    _ => format!("Processing {name} now: one pass over its folders."),
+                },
+            )
         }
-        Err(msg) => super::pages::error_page(msg),
-    }
+        Err(msg) => Flash::error(at, format!("{cmd} {name} was not done: {msg}")),
+    };
+    super::redirect_with(ctx, req, &to, &f)
 }
 
 pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     let Ok(id) = id.parse::<i64>() else {
         return super::pages::not_found_bare("There is no such email.");
     };
-    match ctx.store.retry_failed(id) {
+    let at = format!("entry:{id}");
+    let to = back(req, &format!("/activity/{id}"));
+    let f = match ctx.store.retry_failed(id) {
         Ok(Some(account)) => {
             if let Some(h) = ctx.account(&account) {
                 let _ = h.send(Command::Process);
             }
             log::info!("{account}: email {id} put back in line from the dashboard");
-            redirect(&back(req, &format!("/activity/{id}")))
+            Flash::ok(
+                at,
+                "Retry queued: it is tried again now (see “Being retried” until it is done).",
+            )
         }
-        Ok(None) => super::pages::not_found_bare("There is no failed email with this id."),
-        Err(e) => super::pages::error_page(&e.to_string()),
-    }
+        Ok(None) => Flash::error(
+            at,
+            "This message is not failed (any more): nothing to retry.",
+        ),
+        Err(e) => Flash::error(at, e.to_string()),
+    };
+    // Off the failed list once queued: the notice shows at the top there.
+    super::redirect_with(ctx, req, &to, &f)
 }
 
-/// The Undo button of an activity entry: puts the message back and shows
-/// the entry again (an error page says why not).
-pub fn undo(ctx: &Ctx, id: &str) -> Reply {
+/// The Undo button of an activity entry: puts the message back and returns
+/// to the page it was pressed on, saying what came of it.
+pub fn undo(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     let Ok(id) = id.parse::<i64>() else {
         return super::pages::not_found_bare("There is no such email.");
     };
-    match crate::api::handlers::undo_entry(ctx, id) {
+    let at = format!("entry:{id}");
+    let to = back(req, &format!("/activity/{id}"));
+    let f = match crate::api::handlers::undo_entry(ctx, id) {
         Ok(u) => {
             log::info!(
                 "activity {id} undone from the dashboard (now UID {} in {})",
                 u.uid,
                 u.mailbox
             );
-            redirect(&format!("/activity/{id}"))
+            Flash::ok(
+                at,
+                format!(
+                    "Undone: put back in {} from {}{}.",
+                    u.mailbox,
+                    u.from_folder,
+                    if u.correction {
+                        "; the learned classifier takes it as a correction"
+                    } else {
+                        ""
+                    }
+                ),
+            )
         }
-        Err((404, m)) => super::pages::not_found_bare(&m),
-        Err((_, m)) => super::pages::error_page(&m),
-    }
+        Err((_, m)) => Flash::error(at, format!("Not undone: {m}")),
+    };
+    super::redirect_with(ctx, req, &to, &f)
+}
+
+/// "Move to…": puts the message in the chosen folder, recorded as a
+/// correction, and returns to the page it was chosen on.
+pub fn move_to(ctx: &Ctx, req: &Req, id: &str) -> Reply {
+    let Ok(id) = id.parse::<i64>() else {
+        return super::pages::not_found_bare("There is no such email.");
+    };
+    let at = format!("entry:{id}");
+    let to = back(req, &format!("/activity/{id}"));
+    let folder = fields(req).remove("folder").unwrap_or_default();
+    let f = match crate::api::handlers::move_entry(ctx, id, &folder) {
+        Ok(m) => Flash::ok(
+            at,
+            format!(
+                "Moved to {} from {}{}.",
+                m.folder,
+                m.from_folder,
+                if m.correction {
+                    "; the learned classifier learns from it"
+                } else {
+                    "; recorded as a correction"
+                }
+            ),
+        ),
+        Err((_, m)) => Flash::error(at, format!("Not moved: {m}")),
+    };
+    super::redirect_with(ctx, req, &to, &f)
 }
 
 /// The configuration editor's post: YAML through the path of
 /// `PUT /api/config`.
 pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
-    use super::pages::{config, ConfigOutcome};
+    use super::editor::{config, Outcome};
     let text = fields(req).remove("yaml").unwrap_or_default();
-    let refused = |problems| {
-        config(
-            ctx,
-            s,
-            Some(ConfigOutcome::Refused {
-                text: text.clone(),
-                problems,
-            }),
-        )
-    };
     let raw: serde_norway::Value = if text.trim().is_empty() {
         serde_norway::Value::Mapping(Default::default())
     } else {
         match serde_norway::from_str(&text) {
             Ok(v) => v,
-            Err(e) => return refused(vec![format!("config: {e}")]),
+            Err(e) => {
+                return config(
+                    ctx,
+                    s,
+                    Some(Outcome::Refused {
+                        text,
+                        problems: vec![format!("config: {e}")],
+                    }),
+                )
+            }
         }
     };
     match ctx.live.replace(raw) {
         Ok(a) => {
             log::info!("{}: configuration changed from the dashboard", s.user);
-            let mut lines = Vec::new();
-            let mut say = |what: &str, names: &[String]| {
-                if !names.is_empty() {
-                    lines.push(format!("{what}: {}", names.join(", ")));
-                }
-            };
-            say("Accounts started", &a.started);
-            say("Accounts stopped", &a.stopped);
-            say("Accounts restarted", &a.restarted);
-            say(
-                "Needs a restart of the service to take effect",
-                &a.restart_required,
-            );
-            config(ctx, s, Some(ConfigOutcome::Applied(lines)))
+            config(
+                ctx,
+                s,
+                Some(Outcome::Applied(super::editor::applied_lines(&a))),
+            )
         }
-        Err(crate::live::ChangeError::Invalid(problems)) => refused(problems),
+        Err(crate::live::ChangeError::Invalid(problems)) => {
+            config(ctx, s, Some(Outcome::Refused { text, problems }))
+        }
         Err(crate::live::ChangeError::Write(e)) => super::pages::error_page(&e),
     }
 }

@@ -14,7 +14,7 @@ const NAV: &[(&str, &str)] = &[
     ("/", "Overview"),
     ("/activity", "Activity"),
     ("/accounts", "Accounts"),
-    ("/failed", "Failed & review"),
+    ("/failed", "Needs attention"),
     ("/webhooks", "Webhooks"),
     ("/logs", "Logs"),
     ("/config", "Configuration"),
@@ -48,10 +48,12 @@ pub fn page(title: &str, current: &str, s: &Session, body: Markup) -> Markup {
                         ul {
                             @for (href, label) in NAV {
                                 li {
-                                    @if *href == current {
-                                        a href=(href) aria-current="page" { (label) }
-                                    } @else {
-                                        a href=(href) { (label) }
+                                    a href=(href) aria-current=[(*href == current).then_some("page")] {
+                                        (label)
+                                        @if *href == "/failed" && s.attention > 0 {
+                                            " " span.count { (thousands(s.attention)) }
+                                            span.sr { " messages" }
+                                        }
                                     }
                                 }
                             }
@@ -65,6 +67,9 @@ pub fn page(title: &str, current: &str, s: &Session, body: Markup) -> Markup {
                 }
                 main id="main" {
                     h1 { (title) }
+                    @if let Some(f) = s.flash_left() {
+                        (flash_notice(f))
+                    }
                     (body)
                 }
                 (footer())
@@ -102,6 +107,17 @@ fn footer() -> Markup {
 fn logo() -> Markup {
     html! {
         img src=(assets::url("favicon.svg")) alt="" width="24" height="24";
+    }
+}
+
+/// The notice a form post left (an error in the operator's words).
+pub fn flash_notice(f: &super::flash::Flash) -> Markup {
+    if f.ok {
+        notice("ok", &f.text)
+    } else {
+        html! {
+            div.notice.error role="alert" { (super::words::error_markup(&f.text)) }
+        }
     }
 }
 
@@ -162,7 +178,12 @@ const SEGMENT: &AsciiSet = &CONTROLS
     .add(b'}');
 
 pub fn account_url(name: &str) -> String {
-    format!("/accounts/{}", utf8_percent_encode(name, SEGMENT))
+    format!("/accounts/{}", segment(name))
+}
+
+/// `s` as one path segment.
+pub fn segment(s: &str) -> String {
+    utf8_percent_encode(s, SEGMENT).to_string()
 }
 
 /// `move → Receipts, flag \Flagged, read`.
@@ -190,17 +211,25 @@ pub fn actions_text(actions: &serde_json::Value) -> String {
 }
 
 /// Links to the previous and next page; `link(page)` builds a page's URL.
+/// The page to show of `total_pages`: a page past the end is the last.
+pub fn clamp_page(page: u64, total_pages: u64) -> u64 {
+    page.clamp(1, total_pages.max(1))
+}
+
 pub fn pager(page: u64, total_pages: u64, total: u64, link: impl Fn(u64) -> String) -> Markup {
     let total_pages = total_pages.max(1);
+    let page = clamp_page(page, total_pages);
     html! {
         nav.pager aria-label="Pages" {
             @if page > 1 {
+                a href=(link(1)) { "« First" }
                 a href=(link(page - 1)) rel="prev" { "← Newer" }
             }
             span { "Page " (thousands(page)) " of " (thousands(total_pages))
                    " · " (thousands(total)) " entries" }
             @if page < total_pages {
                 a href=(link(page + 1)) rel="next" { "Older →" }
+                a href=(link(total_pages)) { "Last »" }
             }
         }
     }

@@ -14,12 +14,17 @@
 //! inline script or style (the CSP says so), and maud escapes every value.
 
 mod account;
+mod activity;
 mod assets;
 mod chart;
+mod editor;
+mod flash;
 mod forms;
 mod layout;
 mod pages;
+mod words;
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 
 use maud::Markup;
@@ -34,6 +39,8 @@ pub struct Dashboard {
     /// The one-time code that lets the first visitor create the first user;
     /// `None` once a user exists (or when the dashboard is off).
     setup_code: Mutex<Option<String>>,
+    /// Configuration edits posted after their session ended.
+    drafts: flash::Drafts,
 }
 
 /// Letters and digits that cannot be mistaken for each other when copied
@@ -63,6 +70,7 @@ impl Dashboard {
         }
         Dashboard {
             setup_code: Mutex::new(code),
+            drafts: flash::Drafts::default(),
         }
     }
 
@@ -105,6 +113,26 @@ pub(crate) struct Session {
     pub user: String,
     /// The per-session CSRF token every state-changing form carries.
     pub csrf: String,
+    /// The notice the form post before this page left (see `flash`).
+    flash: Option<flash::Flash>,
+    flash_shown: Cell<bool>,
+    /// Mail that needs a person: the navigation's badge.
+    pub attention: u64,
+}
+
+impl Session {
+    /// The notice answering control `at`, if there is one: the page shows
+    /// it beside that control (and focuses the control).
+    pub fn flash_for(&self, at: &str) -> Option<&flash::Flash> {
+        let f = self.flash.as_ref().filter(|f| f.at == at)?;
+        self.flash_shown.set(true);
+        Some(f)
+    }
+
+    /// The notice no control of the page claimed: shown at the top.
+    pub fn flash_left(&self) -> Option<&flash::Flash> {
+        self.flash.as_ref().filter(|_| !self.flash_shown.get())
+    }
 }
 
 enum NoSession {
@@ -125,6 +153,9 @@ fn session(ctx: &Ctx, req: &Req) -> Result<Session, NoSession> {
         Ok(Some(user)) => Ok(Session {
             user,
             csrf: csrf_token(ctx, token),
+            flash: None,
+            flash_shown: Cell::new(false),
+            attention: 0,
         }),
         _ => Err(NoSession::Ended),
     }
@@ -224,6 +255,71 @@ fn login_redirect(req: &Req, why: NoSession) -> Reply {
     redirect(&format!("/login?{}", q.finish()))
 }
 
+/// Where a form posted without a live session (it expired, or ended in
+/// another tab) leads after logging in again: the page it was posted from.
+/// Its `back` field, else the `Referer` of this site, else the page of the
+/// control, each through [`local_path`], the one check of a return path.
+fn return_path(req: &Req, segs: &[&str]) -> String {
+    let back = url::form_urlencoded::parse(&req.body)
+        .find(|(k, _)| k == "back")
+        .and_then(|(_, v)| local_path(&v));
+    let referer = || {
+        let u = url::Url::parse(req.header("Referer")?).ok()?;
+        if !crate::api::session::same_origin(req, false) {
+            return None;
+        }
+        let mut p = u.path().to_string();
+        if let Some(q) = u.query() {
+            p.push('?');
+            p.push_str(q);
+        }
+        local_path(&p)
+    };
+    back.or_else(referer).unwrap_or_else(|| page_of(segs))
+}
+
+/// The page that shows the control a post-only address belongs to.
+fn page_of(segs: &[&str]) -> String {
+    match segs {
+        ["accounts", name, ..] => layout::account_url(name),
+        ["activity", id, ..] => format!("/activity/{}", layout::segment(id)),
+        ["config", ..] => "/config".into(),
+        _ => "/".into(),
+    }
+}
+
+/// A form posted without a live session: nothing is done, the browser goes
+/// to the login page and from there back to the page it came from. A
+/// configuration edit from this site is kept for its author (see `flash`).
+fn expired_post(ctx: &Ctx, req: &Req, segs: &[&str], why: NoSession) -> Reply {
+    let mut next = return_path(req, segs);
+    let mut draft = None;
+    if segs == ["config"] && is_form(req) && crate::api::session::same_origin(req, false) {
+        if let Some(text) = url::form_urlencoded::parse(&req.body)
+            .find(|(k, _)| k == "yaml")
+            .map(|(_, v)| v.into_owned())
+        {
+            draft = Some(ctx.dashboard.drafts.keep(req, text));
+            next = "/config".into();
+        }
+    }
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    q.append_pair("next", &next);
+    if matches!(why, NoSession::Ended) {
+        q.append_pair("expired", "1");
+    }
+    let reply = redirect(&format!("/login?{}", q.finish()));
+    match draft {
+        Some(cookie) => reply.with_header("Set-Cookie", cookie),
+        None => reply,
+    }
+}
+
+/// 303 to `to`, leaving `f` for the page there.
+pub(crate) fn redirect_with(ctx: &Ctx, req: &Req, to: &str, f: &flash::Flash) -> Reply {
+    redirect(to).with_header("Set-Cookie", flash::set(ctx, req, f))
+}
+
 fn is_form(req: &Req) -> bool {
     req.header("Content-Type")
         .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"))
@@ -284,9 +380,10 @@ pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
         return Some((forms::logout_post(ctx, req), "/logout"));
     }
 
-    let s = match session(ctx, req) {
+    let mut s = match session(ctx, req) {
         Ok(s) => s,
-        Err(why) => return Some((login_redirect(req, why), "/login")),
+        Err(why) if get => return Some((login_redirect(req, why), "/login")),
+        Err(why) => return Some((expired_post(ctx, req, &segs, why), "/login")),
     };
     if !get {
         // Every state change: a POST from our own origin with our token.
@@ -297,12 +394,21 @@ pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
             return Some((r, "/dashboard/forbidden"));
         }
     }
-    let (reply, label) = match (get, segs.as_slice()) {
+    if get {
+        s.flash = flash::read(ctx, req);
+        s.attention = ctx
+            .store
+            .attention()
+            .map(|m| m.values().map(|a| a.total()).sum())
+            .unwrap_or(0);
+    }
+    let (mut reply, label) = match (get, segs.as_slice()) {
         (true, [""]) => (pages::overview(ctx, &s), "/"),
-        (true, ["activity"]) => (pages::activity(ctx, req, &s), "/activity"),
-        (true, ["activity", id]) => (pages::activity_detail(ctx, &s, id), "/activity/:id"),
+        (true, ["activity"]) => (activity::list(ctx, req, &s), "/activity"),
+        (true, ["activity", id]) => (activity::detail(ctx, req, &s, id), "/activity/:id"),
         (false, ["activity", id, "retry"]) => (forms::retry(ctx, req, id), "/activity/:id/retry"),
-        (false, ["activity", id, "undo"]) => (forms::undo(ctx, id), "/activity/:id/undo"),
+        (false, ["activity", id, "undo"]) => (forms::undo(ctx, req, id), "/activity/:id/undo"),
+        (false, ["activity", id, "move"]) => (forms::move_to(ctx, req, id), "/activity/:id/move"),
         (true, ["accounts"]) => (account::list(ctx, &s), "/accounts"),
         (true, ["accounts", name]) => (account::page(ctx, &s, name, None), "/accounts/:name"),
         (false, ["accounts", name, "test-webhook"]) => (
@@ -310,22 +416,39 @@ pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
             "/accounts/:name/test-webhook",
         ),
         (false, ["accounts", name, "train"]) => {
-            (account::train(ctx, name), "/accounts/:name/train")
+            (account::train(ctx, req, name), "/accounts/:name/train")
         }
         (false, ["accounts", name, cmd]) => (
             forms::account_command(ctx, req, name, cmd),
             "/accounts/:name/:command",
         ),
-        (true, ["failed"]) => (pages::failed(ctx, &s), "/failed"),
+        (true, ["failed"]) => (pages::attention(ctx, &s), "/failed"),
         (true, ["webhooks"]) => (pages::deliveries(ctx, req, &s), "/webhooks"),
         (true, ["logs"]) => (pages::logs(ctx, req, &s), "/logs"),
-        (true, ["config"]) => (pages::config(ctx, &s, None), "/config"),
+        (true, ["config"]) => {
+            let draft = ctx.dashboard.drafts.take(req);
+            let mut r = editor::config(ctx, &s, draft.map(editor::Outcome::Draft));
+            if flash::Drafts::present(req) {
+                r = r.with_header("Set-Cookie", flash::Drafts::clear(req));
+            }
+            (r, "/config")
+        }
         (false, ["config"]) => (forms::save_config(ctx, req, &s), "/config"),
+        (true, ["config", "rule"]) => (editor::rule_page(ctx, req, &s), "/config/rule"),
+        (false, ["config", "rule"]) => (editor::save_rule(ctx, req, &s), "/config/rule"),
+        // A post-only address opened as a page (a bookmark, a `next` from
+        // an old session): the page of its control, never a dead end.
+        (true, ["accounts", _, _] | ["activity", _, _]) => {
+            (redirect(&page_of(&segs)), "/dashboard")
+        }
         _ => (
             method_not_allowed(if get { "POST" } else { "GET" }),
             "/dashboard",
         ),
     };
+    if get && flash::present(req) {
+        reply = reply.with_header("Set-Cookie", flash::clear(req));
+    }
     Some((reply, label))
 }
 
@@ -336,7 +459,8 @@ fn owned(segs: &[&str]) -> bool {
         [""] | ["setup" | "login" | "logout" | "activity" | "accounts" | "failed"]
             | ["webhooks" | "logs" | "config" | "favicon.ico"]
             | ["activity" | "accounts" | "static", _]
-            | ["activity", _, "retry" | "undo"]
+            | ["activity", _, "retry" | "undo" | "move"]
+            | ["config", "rule"]
             | [
                 "accounts",
                 _,
@@ -350,7 +474,10 @@ fn method_not_allowed(allow: &'static str) -> Reply {
         405,
         layout::bare(
             "Method not allowed",
-            maud::html! { p { "This address does not accept that method." } },
+            maud::html! {
+                p { "This address does not accept that method." }
+                p { a href="/" { "Go to the overview" } }
+            },
         ),
     )
     .with_header("Allow", allow)
@@ -404,6 +531,7 @@ mod tests {
         assert_eq!(c.len(), 14, "{c}");
         let d = Dashboard {
             setup_code: Mutex::new(Some(c.clone())),
+            drafts: flash::Drafts::default(),
         };
         assert!(d.setup_code_matches(&c));
         assert!(d.setup_code_matches(&c.to_lowercase().replace('-', " ")));

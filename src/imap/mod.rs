@@ -23,6 +23,7 @@ mod corrections;
 mod headers;
 mod learned;
 mod login;
+mod move_to;
 mod pass;
 mod session;
 mod train;
@@ -44,6 +45,7 @@ use crate::webhook::{Event, Webhooks};
 use undo::UndoError as RefileError;
 
 pub use commands::uid_set;
+pub use move_to::{header_field, move_to, Location, Moved};
 pub use session::Stream;
 pub use train::{fetch_examples, learn_email, learn_query, training_folders, FolderExamples};
 pub use undo::{UndoError, Undone};

@@ -28,6 +28,17 @@ pub struct ActivityEntry {
     pub status: Status,
     pub error: Option<String>,
     pub attempts: u32,
+    /// When the move was undone (the message put back), if it was.
+    pub undone_at: Option<String>,
+    /// The folder a person moved the message to after us ("Move to…" or by
+    /// hand, seen at the next pass); `""` when it was deleted.
+    pub corrected_to: Option<String>,
+    /// Where the message went, when it was moved.
+    #[serde(skip)]
+    pub dest_folder: Option<String>,
+    /// Whether undo has what it needs (the flags before the move).
+    #[serde(skip)]
+    pub undoable: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -62,8 +73,8 @@ impl Store {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let n = tx.execute(
-                "INSERT INTO emails_fts (rowid, subject, message_id)
-                 SELECT e.id, e.subject, e.message_id FROM fts_queue q JOIN emails e ON e.id = q.id
+                "INSERT INTO emails_fts (rowid, subject, message_id, sender)
+                 SELECT e.id, e.subject, e.message_id, e.sender FROM fts_queue q JOIN emails e ON e.id = q.id
                  ORDER BY q.id",
                 [],
             )?;
@@ -175,7 +186,7 @@ impl Store {
             let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT day, key, SUM(n) FROM stats_daily
-                 WHERE day >= ?1 AND key <> '_processed'
+                 WHERE day >= ?1 AND key NOT LIKE '\\_%' ESCAPE '\\'
                  GROUP BY day, key HAVING SUM(n) > 0 ORDER BY day, key",
             )?;
             let rows = st.query_map([since_day], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
@@ -216,9 +227,18 @@ fn activity_filter(
             where_.push("e.account = ?");
             args.push(V::Text(a.clone()));
         }
-        if let Some(t) = &q.action_type {
-            where_.push("EXISTS (SELECT 1 FROM actions x WHERE x.email_id = e.id AND x.type = ?)");
-            args.push(V::Text(t.clone()));
+        match q.action_type.as_deref() {
+            // Nothing was done: mail no rule, classifier or model decided
+            // anything for (or the model said noop, which is not recorded
+            // as an action).
+            Some("noop") => where_.push(UNDECIDED),
+            Some(t) => {
+                where_.push(
+                    "EXISTS (SELECT 1 FROM actions x WHERE x.email_id = e.id AND x.type = ?)",
+                );
+                args.push(V::Text(t.to_string()));
+            }
+            None => {}
         }
         if let Some(s) = &q.status {
             where_.push("e.status = ?");
@@ -249,20 +269,19 @@ fn activity_filter(
                     // only while some wait.)
                     from = "(SELECT rowid AS id FROM emails_fts WHERE emails_fts MATCH ? \
                             UNION ALL SELECT q.id FROM fts_queue q JOIN emails x ON x.id = q.id \
-                            WHERE x.subject LIKE ? ESCAPE '\\' OR x.message_id LIKE ? ESCAPE '\\') m \
+                            WHERE x.subject LIKE ?2 ESCAPE '\\' OR x.message_id LIKE ?2 ESCAPE '\\' \
+                            OR x.sender LIKE ?2 ESCAPE '\\') m \
                             CROSS JOIN emails e ON e.id = m.id";
-                    let pat = like_pattern(s);
                     // The FROM clause's parameters come before the WHERE's.
-                    args.splice(
-                        0..0,
-                        [V::Text(fts_phrase(s)), V::Text(pat.clone()), V::Text(pat)],
-                    );
+                    args.splice(0..0, [V::Text(fts_phrase(s)), V::Text(like_pattern(s))]);
                 }
             } else {
-                where_.push("(e.subject LIKE ? ESCAPE '\\' OR e.message_id LIKE ? ESCAPE '\\')");
+                where_.push(
+                    "(e.subject LIKE ? ESCAPE '\\' OR e.message_id LIKE ? ESCAPE '\\' \
+                     OR e.sender LIKE ? ESCAPE '\\')",
+                );
                 let pat = like_pattern(s);
-                args.push(V::Text(pat.clone()));
-                args.push(V::Text(pat));
+                args.extend([V::Text(pat.clone()), V::Text(pat.clone()), V::Text(pat)]);
             }
         }
         if let Some((at, id)) = q.before {
@@ -278,6 +297,12 @@ fn activity_filter(
     }
 }
 
+/// Mail nothing was done to and that no person has seen to since (moved
+/// with "Move to…"): the terms of the `emails_attention` index (schema
+/// step 5), written the same so that SQLite uses it.
+pub(super) const UNDECIDED: &str = "(e.status IN ('ok', 'dry_run') AND e.actions = '[]' \
+     AND e.model NOT IN ('undo', 'correction') AND e.corrected_to IS NULL)";
+
 /// `%s%` for LIKE, with `\\`, `%` and `_` of `s` escaped.
 fn like_pattern(s: &str) -> String {
     format!(
@@ -290,7 +315,8 @@ fn like_pattern(s: &str) -> String {
 
 /// The columns an [`ActivityEntry`] is read from (`e` is `emails`).
 const ACTIVITY_COLUMNS: &str = "e.id, e.processed_at, e.account, e.mailbox, e.uid, e.message_id, \
-    e.subject, e.sender, e.actions, e.model, e.reasoning, e.confidence, e.status, e.error, e.attempts";
+    e.subject, e.sender, e.actions, e.model, e.reasoning, e.confidence, e.status, e.error, e.attempts, \
+    e.undone_at, e.corrected_to, e.dest_folder, e.orig_flags IS NOT NULL";
 
 /// The columns of [`ACTIVITY_COLUMNS`] as an entry.
 fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
@@ -317,6 +343,10 @@ fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
             .get::<_, Option<String>>(13)?
             .map(|e| crate::config::redact_text(&e)),
         attempts: r.get(14)?,
+        undone_at: r.get::<_, Option<i64>>(15)?.map(iso_ms),
+        corrected_to: r.get(16)?,
+        dest_folder: r.get(17)?,
+        undoable: r.get(18)?,
     })
 }
 
@@ -358,7 +388,7 @@ impl Store {
                 if key == "_processed" {
                     s.total_processed += n;
                     *s.by_account.entry(acct).or_insert(0) += n;
-                } else {
+                } else if !key.starts_with('_') {
                     *s.by_action.entry(key).or_insert(0) += n;
                 }
             };
@@ -370,7 +400,7 @@ impl Store {
                     let mut st = conn.prepare_cached(
                         "SELECT account, COUNT(*) FROM emails
                          WHERE processed_at >= ?1 AND processed_at < ?2 AND (?3 IS NULL OR account = ?3)
-                           AND status IN ('ok', 'dry_run', 'review')
+                           AND status IN ('ok', 'dry_run', 'review') AND model NOT IN ('undo', 'correction')
                          GROUP BY account",
                     )?;
                     for row in

@@ -3,7 +3,8 @@
 //! WAL journal, a busy timeout and foreign keys are set on open; the schema is
 //! migrated forward by `PRAGMA user_version`. Every query is one named method
 //! here, each in the room of its noun: `journal` (the processing record),
-//! `activity` (the log and statistics read from it), `deliveries`, `users`
+//! `activity` (the log and statistics read from it), `attention` (what
+//! needs a person, who decided, each account's last error), `deliveries`, `users`
 //! (users and sessions), `oauth` (rotated refresh tokens) and `schema` (the migrations). The lock is held
 //! only for the statement or transaction at hand, never across network I/O.
 //!
@@ -15,6 +16,7 @@
 //! model again.
 
 mod activity;
+mod attention;
 mod deliveries;
 mod journal;
 mod learn;
@@ -36,6 +38,7 @@ use read::{Counts, ReadGuard, Reader, READERS};
 use schema::MIGRATIONS;
 
 pub use activity::{ActivityEntry, ActivityQuery, Stats};
+pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
 pub use journal::{Confirmed, EmailMeta, FailedAttempt, FailureRecord, KnownEmail, Outcome};
 pub use learn::LearnState;
@@ -716,6 +719,11 @@ mod tests {
         assert_eq!(q(&|q| q.search = Some("voice 1".into())).1, 11); // 1, 10..19
         assert_eq!(q(&|q| q.search = Some("<m7@".into())).1, 1);
         assert_eq!(q(&|q| q.search = Some("m7".into())).1, 1);
+        // The sender is searched too, indexed or not.
+        assert_eq!(q(&|q| q.search = Some("s@x".into())).1, 30);
+        s.index_search().unwrap();
+        assert_eq!(q(&|q| q.search = Some("s@x".into())).1, 30);
+        assert_eq!(q(&|q| q.search = Some("nobody@".into())).1, 0);
         assert_eq!(q(&|q| q.search = Some("%".into())).1, 0);
         assert_eq!(
             q(&|q| {
@@ -837,6 +845,47 @@ mod tests {
         assert_eq!(s.session_user("old").unwrap(), None);
         s.set_password("admin", "h2").unwrap();
         assert_eq!(s.session_user("mac").unwrap(), None);
+    }
+
+    #[test]
+    fn step_5_takes_undo_rows_out_of_the_counts_and_indexes_senders() {
+        // A database of schema 4 with a rule's row and an undo's row.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("db.sqlite");
+        {
+            let conn = Connection::open(&p).unwrap();
+            for step in &MIGRATIONS[..4] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 4).unwrap();
+            conn.execute_batch(
+                "INSERT INTO emails (account, mailbox, uidvalidity, uid, sender, processed_at, status, model)
+                 VALUES ('a', 'INBOX', 1, 1, 'news@lists.example', 86400000, 'ok', 'rules:lists'),
+                        ('a', 'INBOX', 1, 2, 'news@lists.example', 86400000, 'ok', 'undo');",
+            )
+            .unwrap();
+            let n: i64 = conn
+                .query_row(
+                    "SELECT n FROM stats_daily WHERE key = '_processed'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n, 2, "schema 4 counted the undo's row");
+        }
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.stats(None, None).unwrap().total_processed, 1);
+        assert_eq!(s.rule_hits("a", None).unwrap()["lists"], 1);
+        let found = s
+            .activity(&ActivityQuery {
+                page: 1,
+                page_size: 10,
+                search: Some("lists.example".into()),
+                ..Default::default()
+            })
+            .unwrap()
+            .1;
+        assert_eq!(found, 2);
     }
 
     #[test]

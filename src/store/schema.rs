@@ -186,4 +186,108 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX emails_moves ON emails (account, processed_at)
         WHERE dest_uid IS NOT NULL AND undone_at IS NULL AND corrected_to IS NULL;
     "#,
+    // 5: the operator's loop (issue [16]).
+    // - An undo or a correction adds a row of its own (model `undo` or
+    //   `correction`) so the account does not sort the message again; it is
+    //   not mail processed, so the daily counters no longer count it (and
+    //   the rows counted so far are taken out again).
+    // - Daily counters of who decided (`_by:rule`, `_by:learned`,
+    //   `_by:model`, `_by:none`) and of each rule's hits (`_rule:<name>`),
+    //   kept by triggers like `_processed`, for the overview's chart and the
+    //   account page. Keys starting with `_` are never action types.
+    // - The last error of each account, kept across restarts.
+    // - A partial index of the mail that needs a person (failed, review,
+    //   and mail nothing decided), counted on every page for the badge.
+    // - The sender is searched too: the search index gets its column.
+    r#"
+    DROP TRIGGER stats_email_insert;
+    DROP TRIGGER stats_email_delete;
+    DROP TRIGGER stats_email_update_old;
+    DROP TRIGGER stats_email_update_new;
+    UPDATE stats_daily SET n = n - (
+        SELECT count(*) FROM emails e
+        WHERE e.processed_at / 86400000 = stats_daily.day AND e.account = stats_daily.account
+          AND e.status IN ('ok', 'dry_run', 'review') AND e.model IN ('undo', 'correction'))
+        WHERE key = '_processed';
+    INSERT INTO stats_daily (day, account, key, n)
+        SELECT processed_at / 86400000, account,
+            CASE WHEN model LIKE 'rules:%' THEN '_by:rule' WHEN model = 'learned' THEN '_by:learned'
+                 WHEN model = 'none' THEN '_by:none' ELSE '_by:model' END, count(*)
+        FROM emails WHERE status IN ('ok', 'dry_run', 'review') AND model NOT IN ('undo', 'correction')
+        GROUP BY 1, 2, 3;
+    INSERT INTO stats_daily (day, account, key, n)
+        SELECT processed_at / 86400000, account, '_rule:' || substr(model, 7), count(*)
+        FROM emails WHERE status IN ('ok', 'dry_run', 'review') AND model LIKE 'rules:%'
+        GROUP BY 1, 2, 3;
+    CREATE TRIGGER stats_email_insert AFTER INSERT ON emails
+        WHEN new.status IN ('ok', 'dry_run', 'review') AND new.model NOT IN ('undo', 'correction') BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, '_processed', 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account,
+            CASE WHEN new.model LIKE 'rules:%' THEN '_by:rule' WHEN new.model = 'learned' THEN '_by:learned'
+                 WHEN new.model = 'none' THEN '_by:none' ELSE '_by:model' END, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+        INSERT INTO stats_daily SELECT new.processed_at / 86400000, new.account, '_rule:' || substr(new.model, 7), 1
+            WHERE new.model LIKE 'rules:%'
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER stats_email_delete AFTER DELETE ON emails
+        WHEN old.status IN ('ok', 'dry_run', 'review') AND old.model NOT IN ('undo', 'correction') BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account
+              AND key IN ('_processed', CASE WHEN old.model LIKE 'rules:%' THEN '_rule:' || substr(old.model, 7) END,
+                CASE WHEN old.model LIKE 'rules:%' THEN '_by:rule' WHEN old.model = 'learned' THEN '_by:learned'
+                     WHEN old.model = 'none' THEN '_by:none' ELSE '_by:model' END);
+    END;
+    CREATE TRIGGER stats_email_update_old AFTER UPDATE OF status, processed_at, account, model ON emails
+        WHEN old.status IN ('ok', 'dry_run', 'review') AND old.model NOT IN ('undo', 'correction') BEGIN
+        UPDATE stats_daily SET n = n - 1
+            WHERE day = old.processed_at / 86400000 AND account = old.account
+              AND key IN ('_processed', CASE WHEN old.model LIKE 'rules:%' THEN '_rule:' || substr(old.model, 7) END,
+                CASE WHEN old.model LIKE 'rules:%' THEN '_by:rule' WHEN old.model = 'learned' THEN '_by:learned'
+                     WHEN old.model = 'none' THEN '_by:none' ELSE '_by:model' END);
+    END;
+    CREATE TRIGGER stats_email_update_new AFTER UPDATE OF status, processed_at, account, model ON emails
+        WHEN new.status IN ('ok', 'dry_run', 'review') AND new.model NOT IN ('undo', 'correction') BEGIN
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account, '_processed', 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+        INSERT INTO stats_daily VALUES (new.processed_at / 86400000, new.account,
+            CASE WHEN new.model LIKE 'rules:%' THEN '_by:rule' WHEN new.model = 'learned' THEN '_by:learned'
+                 WHEN new.model = 'none' THEN '_by:none' ELSE '_by:model' END, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+        INSERT INTO stats_daily SELECT new.processed_at / 86400000, new.account, '_rule:' || substr(new.model, 7), 1
+            WHERE new.model LIKE 'rules:%'
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TABLE account_state (
+        account TEXT PRIMARY KEY,
+        last_error TEXT,
+        last_error_at INTEGER);
+    CREATE INDEX emails_attention ON emails (account, status)
+        WHERE status IN ('failed', 'review')
+           OR (status IN ('ok', 'dry_run') AND actions = '[]' AND model NOT IN ('undo', 'correction')
+               AND corrected_to IS NULL);
+    DROP TRIGGER emails_fts_delete;
+    DROP TRIGGER emails_fts_update;
+    DROP TABLE emails_fts;
+    CREATE VIRTUAL TABLE emails_fts USING fts5 (
+        subject, message_id, sender, content = 'emails', content_rowid = 'id', tokenize = 'trigram');
+    INSERT INTO emails_fts (emails_fts) VALUES ('rebuild');
+    DELETE FROM fts_queue;
+    CREATE TRIGGER emails_fts_delete AFTER DELETE ON emails BEGIN
+        INSERT INTO emails_fts (emails_fts, rowid, subject, message_id, sender)
+            SELECT 'delete', old.id, old.subject, old.message_id, old.sender
+            WHERE NOT EXISTS (SELECT 1 FROM fts_queue WHERE id = old.id);
+        DELETE FROM fts_queue WHERE id = old.id;
+    END;
+    CREATE TRIGGER emails_fts_update AFTER UPDATE OF subject, message_id, sender ON emails
+        WHEN (old.subject IS NOT new.subject OR old.message_id IS NOT new.message_id
+              OR old.sender IS NOT new.sender)
+            AND NOT EXISTS (SELECT 1 FROM fts_queue WHERE id = old.id) BEGIN
+        INSERT INTO emails_fts (emails_fts, rowid, subject, message_id, sender)
+            VALUES ('delete', old.id, old.subject, old.message_id, old.sender);
+        INSERT INTO emails_fts (rowid, subject, message_id, sender)
+            VALUES (new.id, new.subject, new.message_id, new.sender);
+    END;
+    "#,
 ];

@@ -228,3 +228,26 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// Records a "Move to…" of entry `id`: a correction to `folder`, where
+    /// the message now is under `uid` (so undo and the corrections pass
+    /// find it there). `flags` are its flags before, kept when the entry
+    /// has none recorded yet.
+    pub fn record_move_to(&self, id: i64, folder: &str, uid: u32, flags: &[String]) -> Result<()> {
+        in_op("record_move_to", || {
+            self.conn.lock().execute(
+                "UPDATE emails SET corrected_to = ?2, dest_folder = ?2, dest_uid = ?3,
+                    orig_flags = coalesce(orig_flags, ?4), undone_at = NULL
+                 WHERE id = ?1",
+                params![
+                    id,
+                    folder,
+                    uid,
+                    serde_json::to_string(flags).unwrap_or_else(|_| "[]".into())
+                ],
+            )?;
+            Ok(())
+        })
+    }
+}

@@ -1,6 +1,6 @@
 //! Shared test harness: real IMAP servers (Dovecot, Cyrus, Courier; see
-//! `server`), the real binary, a scripted model and a scripted OAuth2
-//! token endpoint.
+//! `server`), the real binary, a scripted model, a scripted OAuth2 token
+//! endpoint and a real browser (chromedriver).
 #![allow(dead_code)]
 
 pub mod attacks;
@@ -16,3 +16,4 @@ pub mod model;
 pub mod server;
 pub mod token;
 pub mod wait;
+pub mod webdriver;

@@ -1,0 +1,430 @@
+//! The activity pages: the list (filters, search, pages, export) and one
+//! entry's detail. Decisions are corrected where they are shown: each
+//! decided entry offers Undo (when it was moved), "Move to…" (a correction
+//! the learned classifier learns from) and "Make a rule from this".
+
+use maud::{html, Markup};
+
+use super::layout::{self, actions_text, badge, notice, thousands, time_iso, time_ms};
+use super::pages::{not_found, recent};
+use super::{html, Session};
+use crate::actions::ActionKind;
+use crate::config::AccountConfig;
+use crate::http::{Ctx, Reply, Req};
+use crate::store::{self, ActivityEntry, ActivityQuery};
+
+const DAY_MS: i64 = 86_400_000;
+const PAGE_SIZE: u32 = 25;
+
+/// Who decided, from an entry's `model`.
+pub fn decided_by(model: &str) -> Markup {
+    html! {
+        @if let Some(rule) = model.strip_prefix("rules:") {
+            span.by { "rule " strong { (rule) } }
+        } @else {
+            @match model {
+                "learned" => span.by { "learned classifier" },
+                "none" => span.by.muted { "nothing (no rule matched, no model)" },
+                "undo" => span.by { "you (undo)" },
+                "correction" => span.by { "you (moved by hand)" },
+                "" => span.muted { "not decided" },
+                m => span.by { "model " strong { (m) } },
+            }
+        }
+    }
+}
+
+/// Where the message went: a person's correction, our move, or nowhere.
+pub fn destination(e: &ActivityEntry) -> Markup {
+    let moved = e.dest_folder.clone().or_else(|| {
+        e.actions.as_array().and_then(|l| {
+            l.iter()
+                .rev()
+                .find_map(|a| a["folder"].as_str().map(str::to_string))
+        })
+    });
+    html! {
+        @match (&e.corrected_to, &e.undone_at) {
+            (Some(c), _) if c.is_empty() => span.muted { "deleted by a person" },
+            (Some(c), _) => { (c) " " span.muted { "(moved by a person)" } },
+            (None, Some(_)) => { (e.mailbox) " " span.muted { "(put back)" } },
+            (None, None) => @match moved {
+                Some(f) if e.status == store::Status::Ok => (f),
+                Some(f) => { span.muted { "would go to " } (f) },
+                None => span.muted { "stays in " (e.mailbox) },
+            },
+        }
+    }
+}
+
+/// The status of an entry, and whether it was undone or corrected since.
+pub fn status(e: &ActivityEntry) -> Markup {
+    html! {
+        (badge(e.status.as_str()))
+        @if e.undone_at.is_some() { " " span.badge.b-undone { "undone" } }
+        @else if e.corrected_to.is_some() { " " span.badge.b-undone { "corrected" } }
+    }
+}
+
+/// The account of an entry, when it is still configured and the entry is
+/// a decision a person can correct (not a failure, an undo or a deletion).
+fn correctable<'a>(
+    ctx: &Ctx,
+    e: &ActivityEntry,
+    loaded: &'a crate::config::Loaded,
+) -> Option<&'a AccountConfig> {
+    let decided = matches!(
+        e.status,
+        store::Status::Ok | store::Status::DryRun | store::Status::Review
+    ) && !matches!(e.model.as_str(), "undo" | "correction")
+        && e.corrected_to.as_deref() != Some("");
+    let _ = ctx;
+    decided
+        .then(|| loaded.config.accounts.iter().find(|a| a.name == e.account))
+        .flatten()
+}
+
+/// Folders "Move to…" offers: the allowed ones not watched, less the one
+/// the message is in.
+fn targets<'a>(a: &'a AccountConfig, e: &ActivityEntry) -> Vec<&'a str> {
+    let here = e
+        .corrected_to
+        .as_deref()
+        .or(e.undone_at.as_ref().map(|_| e.mailbox.as_str()))
+        .or(e.dest_folder.as_deref())
+        .unwrap_or(&e.mailbox);
+    a.folders
+        .allowed
+        .iter()
+        .filter(|f| !a.folders.watch.contains(f) && f.as_str() != here)
+        .map(String::as_str)
+        .collect()
+}
+
+/// Undo, "Move to…" and "Make a rule from this" for one entry; `back` is
+/// the page to return to. `focus`: the control the last post came from.
+fn corrections(
+    e: &ActivityEntry,
+    a: &AccountConfig,
+    csrf: &str,
+    back: &str,
+    focus: bool,
+) -> Markup {
+    let undo = e.status == store::Status::Ok
+        && e.dest_folder.is_some()
+        && e.undoable
+        && e.undone_at.is_none();
+    let folders = targets(a, e);
+    let select_id = format!("move-{}", e.id);
+    let rule_url = format!(
+        "/config/rule?{}",
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("account", &e.account)
+            .append_pair("entry", &e.id.to_string())
+            .finish()
+    );
+    html! {
+        div.correct {
+            @if undo {
+                form.inline method="post" action={ "/activity/" (e.id) "/undo" } {
+                    input type="hidden" name="_csrf" value=(csrf);
+                    input type="hidden" name="back" value=(back);
+                    button type="submit" autofocus[focus] { "Undo: put back in " (e.mailbox) }
+                }
+            }
+            @if !folders.is_empty() {
+                form.inline.move method="post" action={ "/activity/" (e.id) "/move" } {
+                    input type="hidden" name="_csrf" value=(csrf);
+                    input type="hidden" name="back" value=(back);
+                    label for=(select_id) { "Move to" }
+                    select id=(select_id) name="folder" {
+                        @for f in &folders { option value=(f) { (f) } }
+                    }
+                    button type="submit" autofocus[focus && !undo] { "Move" }
+                }
+            }
+            a href=(rule_url) { "Make a rule from this" }
+        }
+    }
+}
+
+/// A table of activity rows, each with who decided, where it went, and
+/// (with `csrf`) the controls to correct or retry it. `back` is this page.
+pub fn table(
+    ctx: &Ctx,
+    s: &Session,
+    entries: &[ActivityEntry],
+    back: &str,
+    controls: bool,
+) -> Markup {
+    let loaded = ctx.config();
+    let detail = |id: i64| {
+        format!(
+            "/activity/{id}?{}",
+            url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("back", back)
+                .finish()
+        )
+    };
+    html! {
+        @if entries.is_empty() {
+            p.empty { "Nothing here." }
+        } @else {
+            div.scroll {
+                table.activity.cards {
+                    thead { tr {
+                        th scope="col" { "Time" } th scope="col" { "Account" }
+                        th scope="col" { "From" } th scope="col" { "Subject" }
+                        th scope="col" { "Decided by" } th scope="col" { "Actions" }
+                        th scope="col" { "Destination" } th scope="col" { "Status" }
+                        @if controls { th scope="col" { "Correct" } }
+                    } }
+                    tbody {
+                        @for e in entries {
+                            @let at = format!("entry:{}", e.id);
+                            @let flash = if controls { s.flash_for(&at) } else { None };
+                            tr {
+                                td.nowrap data-label="Time" { (time_iso(&e.timestamp)) }
+                                td data-label="Account" { (e.account) }
+                                td.clip data-label="From" { (e.from) }
+                                td.clip data-label="Subject" { a href=(detail(e.id)) {
+                                    @if e.subject.is_empty() { "(no subject)" } @else { (e.subject) }
+                                } }
+                                td data-label="Decided by" { (decided_by(&e.model)) }
+                                td data-label="Actions" { (actions_text(&e.actions)) }
+                                td data-label="Destination" { (destination(e)) }
+                                td data-label="Status" { (status(e)) }
+                                @if controls {
+                                    td data-label="Correct" {
+                                        @if let Some(f) = flash { (layout::flash_notice(f)) }
+                                        @if e.status == store::Status::Failed {
+                                            (retry_button(e.id, &s.csrf, back, flash.is_some()))
+                                        } @else if let Some(a) = correctable(ctx, e, &loaded) {
+                                            details.correct open[flash.is_some()] {
+                                                summary { "Correct…" span.sr { " " (e.subject) } }
+                                                (corrections(e, a, &s.csrf, back, flash.is_some()))
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn retry_button(id: i64, csrf: &str, back: &str, focus: bool) -> Markup {
+    html! {
+        form.inline method="post" action={ "/activity/" (id) "/retry" } {
+            input type="hidden" name="_csrf" value=(csrf);
+            input type="hidden" name="back" value=(back);
+            button type="submit" autofocus[focus] { "Retry" }
+        }
+    }
+}
+
+/// A `YYYY-MM-DD` date as epoch ms at the start of that UTC day.
+fn day_start_ms(s: &str) -> Option<i64> {
+    let d = time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]")).ok()?;
+    Some(d.midnight().assume_utc().unix_timestamp() * 1000)
+}
+
+pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
+    let q = |k: &str| req.query(k).map(str::trim).filter(|v| !v.is_empty());
+    let mut problems = Vec::new();
+    let asked = q("page")
+        .and_then(|p| p.parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let action = q("actionType").filter(|t| ActionKind::ALL.iter().any(|k| k.as_str() == *t));
+    let status_filter = q("status").and_then(store::Status::parse);
+    let from = q("from");
+    let to = q("to");
+    let start_ms = from.and_then(|d| {
+        let v = day_start_ms(d);
+        if v.is_none() {
+            problems.push(format!("“From” is not a date: {d}"));
+        }
+        v
+    });
+    let end_ms = to.and_then(|d| {
+        let v = day_start_ms(d).map(|ms| ms + DAY_MS - 1);
+        if v.is_none() {
+            problems.push(format!("“To” is not a date: {d}"));
+        }
+        v
+    });
+    let mut query = ActivityQuery {
+        page: asked,
+        page_size: PAGE_SIZE,
+        account: q("accountName").map(str::to_string),
+        action_type: action.map(str::to_string),
+        status: status_filter,
+        search: q("search").map(str::to_string),
+        start_ms,
+        end_ms,
+        before: None,
+    };
+    let (mut entries, mut total) = recent(ctx, query.clone());
+    let total_pages = total.div_ceil(u64::from(PAGE_SIZE)).max(1);
+    // "Page 99 of 12" never: a page past the end shows the last one.
+    let page = layout::clamp_page(u64::from(asked), total_pages);
+    if page != u64::from(asked) {
+        query.page = page as u32;
+        (entries, total) = recent(ctx, query.clone());
+    }
+    let link = |p: u64| {
+        let mut ser = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in &req.query {
+            if k != "page" && !v.is_empty() {
+                ser.append_pair(k, v);
+            }
+        }
+        ser.append_pair("page", &p.to_string());
+        format!("/activity?{}", ser.finish())
+    };
+    // The export takes the same filters, in the API's words.
+    let export = |format: &str| {
+        let mut ser = url::form_urlencoded::Serializer::new(String::new());
+        ser.append_pair("format", format);
+        for (k, v) in [
+            ("accountName", query.account.clone()),
+            ("actionType", query.action_type.clone()),
+            ("status", query.status.map(|s| s.as_str().to_string())),
+            ("search", query.search.clone()),
+            ("startDate", start_ms.map(|v| v.to_string())),
+            ("endDate", end_ms.map(|v| v.to_string())),
+        ] {
+            if let Some(v) = v {
+                ser.append_pair(k, &v);
+            }
+        }
+        format!("/api/export?{}", ser.finish())
+    };
+    let loaded = ctx.config();
+    let sel = |cur: Option<&str>, v: &str| cur == Some(v);
+    let here = super::here(req);
+    let body = html! {
+        form.filters method="get" action="/activity" role="search" {
+            div { label for="f-account" { "Account" }
+                select #f-account name="accountName" {
+                    option value="" { "All" }
+                    @for a in &loaded.config.accounts {
+                        option value=(a.name) selected[sel(query.account.as_deref(), &a.name)] { (a.name) }
+                    }
+                } }
+            div { label for="f-action" { "Action" }
+                select #f-action name="actionType" {
+                    option value="" { "Any" }
+                    @for k in ActionKind::ALL {
+                        option value=(k.as_str()) selected[sel(action, k.as_str())] {
+                            @if k == ActionKind::Noop { "none (undecided)" } @else { (k.as_str()) }
+                        }
+                    }
+                } }
+            div { label for="f-status" { "Status" }
+                select #f-status name="status" {
+                    option value="" { "Any" }
+                    @for st in store::Status::ALL {
+                        option value=(st.as_str()) selected[sel(status_filter.map(|s| s.as_str()), st.as_str())] { (st.as_str().replace('_', " ")) }
+                    }
+                } }
+            div.wide { label for="f-search" { "Subject, sender or Message-ID" }
+                input #f-search type="search" name="search" value=[q("search")]; }
+            div { label for="f-from" { "From (UTC)" }
+                input #f-from type="date" name="from" value=[from]; }
+            div { label for="f-to" { "To (UTC)" }
+                input #f-to type="date" name="to" value=[to]; }
+            div.buttons {
+                button type="submit" { "Filter" }
+                a href="/activity" { "Clear" }
+            }
+        }
+        @for p in &problems { (notice("error", p)) }
+        p.export { "Export these " (thousands(total)) " entries: "
+            a href=(export("csv")) download { "CSV" } " · "
+            a href=(export("json")) download { "JSON" } }
+        (table(ctx, s, &entries, &here, true))
+        (layout::pager(page, total_pages, total, link))
+    };
+    html(200, layout::page("Activity", "/activity", s, body))
+}
+
+pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
+    let entry = id
+        .parse::<i64>()
+        .ok()
+        .and_then(|id| ctx.store.activity_entry(id).ok().flatten());
+    let Some(e) = entry else {
+        return not_found(s, "There is no activity entry with this id.");
+    };
+    // Back to the list as it was: its filters and page.
+    let back = req
+        .query("back")
+        .and_then(super::local_path)
+        .filter(|b| b == "/activity" || b.starts_with("/activity?") || b == "/failed" || b == "/")
+        .unwrap_or_else(|| "/activity".into());
+    let here = super::here(req);
+    let row = |label: &str, value: Markup| html! { dt { (label) } dd { (value) } };
+    let text_or_none = |v: &str| {
+        if v.is_empty() {
+            html! { span.muted { "none" } }
+        } else {
+            html! { (v) }
+        }
+    };
+    let title = if e.subject.is_empty() {
+        "(no subject)".to_string()
+    } else {
+        e.subject.clone()
+    };
+    let loaded = ctx.config();
+    let at = format!("entry:{}", e.id);
+    let flash = s.flash_for(&at);
+    let undo = ctx.store.undo_target(e.id).ok().flatten();
+    let body = html! {
+        p { a.back href=(back) { "← Activity" } }
+        dl.details {
+            (row("Status", status(&e)))
+            (row("Processed", time_iso(&e.timestamp)))
+            (row("Subject", text_or_none(&e.subject)))
+            (row("From", text_or_none(&e.from)))
+            (row("Account", html! { a href=(layout::account_url(&e.account)) { (e.account) } }))
+            (row("Mailbox", html! { (e.mailbox) }))
+            (row("UID", html! { (e.uid) }))
+            (row("Message-ID", text_or_none(&e.message_id)))
+            (row("Decided by", decided_by(&e.model)))
+            (row("Actions", html! { (actions_text(&e.actions)) }))
+            (row("Destination", destination(&e)))
+            (row("Confidence", html! { @match e.confidence {
+                Some(c) => (format!("{:.0} %", c * 100.0)),
+                None => span.muted { "not given" },
+            } }))
+            (row("Reasoning", html! { @if e.reasoning.is_empty() { span.muted { "none" } }
+                @else { span.pre { (e.reasoning) } } }))
+            (row("Error", html! { @match &e.error {
+                Some(err) => span.err { (super::words::error_markup(err)) },
+                None => span.muted { "none" },
+            } }))
+            (row("Attempts", html! { (e.attempts) }))
+            @if let Some(at) = undo.as_ref().and_then(|t| t.undone_at) {
+                (row("Undone", html! { (time_ms(at)) ": put back in " (e.mailbox) }))
+            }
+        }
+        section aria-labelledby="h-correct" {
+            h2 #h-correct { "Correct this decision" }
+            @if let Some(f) = flash { (layout::flash_notice(f)) }
+            @if e.status == store::Status::Failed {
+                (retry_button(e.id, &s.csrf, &here, flash.is_some()))
+            } @else if let Some(a) = correctable(ctx, &e, &loaded) {
+                (corrections(&e, a, &s.csrf, &here, flash.is_some()))
+            } @else {
+                p.muted { "Nothing to correct here." }
+            }
+        }
+    };
+    html(200, layout::page(&title, "/activity", s, body))
+}

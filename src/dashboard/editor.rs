@@ -1,0 +1,696 @@
+//! The configuration: the editor (the file as YAML, secrets masked, saved
+//! through the path of `PUT /api/config`; every problem listed at once with
+//! its line, and the line numbers beside the text) and a form that adds or
+//! edits one rule without writing YAML, saved the same way.
+
+use maud::html;
+
+use super::flash::Flash;
+use super::layout::{self, notice};
+use super::{html, Session};
+use crate::config;
+use crate::http::{Ctx, Reply, Req};
+
+/// What the editor shows besides the running configuration.
+pub enum Outcome {
+    /// Applied; the lines say what changed.
+    Applied(Vec<String>),
+    /// Refused; the text as posted is shown again with the problems.
+    Refused { text: String, problems: Vec<String> },
+    /// Posted after its session ended: kept, not saved yet.
+    Draft(String),
+}
+
+/// What a change did, a line per kind.
+pub fn applied_lines(a: &crate::live::Applied) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut say = |what: &str, names: &[String]| {
+        if !names.is_empty() {
+            lines.push(format!("{what}: {}", names.join(", ")));
+        }
+    };
+    say("Accounts started", &a.started);
+    say("Accounts stopped", &a.stopped);
+    say("Accounts restarted", &a.restarted);
+    say(
+        "Needs a restart of the service to take effect",
+        &a.restart_required,
+    );
+    lines
+}
+
+/// One step of a problem's path: `accounts[0].rules[2].when.from`.
+#[derive(Debug, PartialEq)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn steps(path: &str) -> Vec<Step<'_>> {
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(Step::Key(key));
+        }
+        while let Some(end) = rest.find(']') {
+            if let Ok(n) = rest[1..end].parse() {
+                out.push(Step::Index(n));
+            }
+            rest = &rest[end + 1..];
+        }
+    }
+    out
+}
+
+/// A line of block YAML: its indentation, its key and the key's column
+/// (after any `- `), and whether it opens a list item.
+struct Shape<'a> {
+    indent: usize,
+    key: Option<&'a str>,
+    key_col: usize,
+    item: bool,
+}
+
+fn shape(line: &str) -> Option<Shape<'_>> {
+    let indent = line.len() - line.trim_start().len();
+    let body = &line[indent..];
+    if body.is_empty() || body.starts_with('#') {
+        return None;
+    }
+    let item = body == "-" || body.starts_with("- ");
+    let mut rest = body;
+    while let Some(r) = rest.strip_prefix("- ") {
+        rest = r.trim_start();
+    }
+    let key = rest
+        .split_once(':')
+        .map(|(k, _)| k.trim().trim_matches(['"', '\'']))
+        .filter(|k| !k.is_empty() && !k.contains(' '));
+    Some(Shape {
+        indent,
+        key,
+        key_col: line.len() - rest.len(),
+        item,
+    })
+}
+
+/// The line (1-based) of `text` a problem is about: from a YAML error's
+/// `line N`, else by walking its path through the text's blocks. Block
+/// YAML (what the editor writes) is found to the key; inside a `{ ... }`
+/// on one line, the line that holds it.
+pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
+    if let Some(i) = problem.find(" line ") {
+        let n: String = problem[i + 6..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        if let Ok(n) = n.parse() {
+            return Some(n);
+        }
+    }
+    let path = problem.split(": ").next()?;
+    let lines: Vec<Option<Shape>> = text.lines().map(shape).collect();
+    let (mut from, mut to) = (0, lines.len());
+    let mut best = None;
+    for step in steps(path) {
+        let block = || (from..to).filter_map(|i| lines[i].as_ref().map(|s| (i, s)));
+        let found = match step {
+            Step::Key(k) => {
+                let Some(col) = block()
+                    .filter(|(_, s)| s.key.is_some())
+                    .map(|(_, s)| s.key_col)
+                    .min()
+                else {
+                    break;
+                };
+                block().find(|(_, s)| s.key_col == col && s.key == Some(k))
+            }
+            Step::Index(n) => {
+                let Some(col) = block().filter(|(_, s)| s.item).map(|(_, s)| s.indent).min() else {
+                    break;
+                };
+                block().filter(|(_, s)| s.item && s.indent == col).nth(n)
+            }
+        };
+        let Some((i, own)) = found else { break };
+        best = Some(i + 1);
+        // Where the found key's value or item ends: a key's sequence may
+        // sit at the key's own indentation.
+        let ends = |s: &Shape| match step {
+            Step::Key(_) => s.indent < own.indent || (s.indent == own.indent && !s.item),
+            Step::Index(_) => s.indent <= own.indent,
+        };
+        to = ((i + 1)..to)
+            .find(|j| lines[*j].as_ref().is_some_and(ends))
+            .unwrap_or(to);
+        // An item's first key sits on its own line.
+        from = if matches!(step, Step::Index(_)) {
+            i
+        } else {
+            i + 1
+        };
+        if from >= to {
+            break;
+        }
+    }
+    best
+}
+
+/// The editor: the file as YAML (or the text posted), its line numbers
+/// beside it, problems listed by line above it.
+pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
+    let loaded = ctx.config();
+    let current = || {
+        let redacted = config::redacted_json(&loaded.raw);
+        serde_norway::to_string(&redacted)
+            .unwrap_or_else(|_| serde_json::to_string_pretty(&redacted).unwrap_or_default())
+    };
+    let (text, problems, applied, draft) = match outcome {
+        None => (current(), Vec::new(), None, false),
+        Some(Outcome::Applied(lines)) => (current(), Vec::new(), Some(lines), false),
+        Some(Outcome::Refused { text, problems }) => (text, problems, None, false),
+        Some(Outcome::Draft(text)) => (text, Vec::new(), None, true),
+    };
+    let located: Vec<(Option<usize>, &String)> = problems
+        .iter()
+        .map(|p| (problem_line(&text, p), p))
+        .collect();
+    let bad: std::collections::BTreeSet<usize> = located.iter().filter_map(|(l, _)| *l).collect();
+    let n_lines = text.lines().count().max(1);
+    let status = if problems.is_empty() { 200 } else { 400 };
+    let focus_editor = draft || !problems.is_empty();
+    let body = html! {
+        p { "Edits " code { (loaded.path.display()) } ". Secrets read "
+            code { (config::MASK) } ": leave them so to keep the stored value, or write a new one. "
+            code { "${NAME}" } " references stay references. Saving validates the whole file first; "
+            "nothing is written unless it is valid. The previous file is kept as "
+            code { (config::backup_path(&loaded.path).display()) } ". To add or change a rule "
+            "without writing YAML, use " strong { "Edit" } " or " strong { "Add a rule" }
+            " on an account's page." }
+        @if let Some(lines) = &applied {
+            (notice("ok", "Configuration saved and applied."))
+            @if !lines.is_empty() {
+                ul.changes { @for l in lines { li { (l) } } }
+            }
+        }
+        @if draft {
+            (notice("info", "Your session had ended before this edit was saved. It was kept: \
+                review it and press “Validate and save”."))
+        }
+        @if !problems.is_empty() {
+            div #config-problems.notice.error role="alert" {
+                p { "Not saved: " (problems.len()) " problem(s)." }
+                ul { @for (line, p) in &located { li {
+                    @if let Some(l) = line { strong { "Line " (l) ": " } }
+                    code { (p) }
+                } } }
+            }
+        }
+        form.stack.editor method="post" action="/config" aria-label="Edit the configuration" {
+            input type="hidden" name="_csrf" value=(s.csrf);
+            label for="config-yaml" { "config.yaml" }
+            div.gutter {
+                // Line numbers: the textarea shows every line (no wrapping,
+                // as many rows as lines), so each number sits beside its line.
+                pre.lines aria-hidden="true" {
+                    @for i in 1..=n_lines {
+                        @if bad.contains(&i) { span.bad { (i) } } @else { (i) }
+                        "\n"
+                    }
+                }
+                textarea #config-yaml.config name="yaml" rows=(n_lines + 2) wrap="off" spellcheck="false"
+                    autofocus[focus_editor]
+                    aria-describedby=[(!problems.is_empty()).then_some("config-problems")] { (text) }
+            }
+            button type="submit" { "Validate and save" }
+        }
+    };
+    html(status, layout::page("Configuration", "/config", s, body))
+}
+
+/// A rule as the form shows it.
+#[derive(Default)]
+struct RuleForm {
+    account: String,
+    /// The name of the rule being edited (empty for a new one).
+    was: String,
+    name: String,
+    from: String,
+    to: String,
+    subject: String,
+    list_id: String,
+    header: String,
+    value: String,
+    move_to: String,
+    flags: String,
+    read: bool,
+    spam: bool,
+    first: bool,
+}
+
+impl RuleForm {
+    fn from_config(account: &str, r: &config::RuleConfig) -> RuleForm {
+        use crate::actions::Action;
+        let w = &r.when;
+        let s = |v: &Option<String>| v.clone().unwrap_or_default();
+        let mut f = RuleForm {
+            account: account.into(),
+            was: r.name.clone(),
+            name: r.name.clone(),
+            from: s(&w.from),
+            to: s(&w.to),
+            subject: s(&w.subject),
+            list_id: s(&w.list_id),
+            header: s(&w.header),
+            value: s(&w.value),
+            ..Default::default()
+        };
+        for a in &r.actions {
+            match a {
+                Action::Move { folder } => f.move_to = folder.clone(),
+                Action::Flag { flags } => f.flags = flags.join(" "),
+                Action::Read => f.read = true,
+                Action::Spam => f.spam = true,
+                _ => {}
+            }
+        }
+        f
+    }
+
+    fn from_fields(f: &std::collections::BTreeMap<String, String>) -> RuleForm {
+        let g = |k: &str| f.get(k).map(|v| v.trim().to_string()).unwrap_or_default();
+        RuleForm {
+            account: g("account"),
+            was: g("was"),
+            name: g("name"),
+            from: g("from"),
+            to: g("to"),
+            subject: g("subject"),
+            list_id: g("list_id"),
+            header: g("header"),
+            value: g("value"),
+            move_to: g("move"),
+            flags: g("flags"),
+            read: f.contains_key("read"),
+            spam: f.contains_key("spam"),
+            first: g("position") == "first",
+        }
+    }
+
+    /// The rule as the configuration tree writes it.
+    fn tree(&self) -> serde_norway::Value {
+        use serde_norway::{Mapping, Value};
+        let mut when = Mapping::new();
+        for (k, v) in [
+            ("from", &self.from),
+            ("to", &self.to),
+            ("subject", &self.subject),
+            ("list_id", &self.list_id),
+            ("header", &self.header),
+            ("value", &self.value),
+        ] {
+            if !v.is_empty() {
+                when.insert(Value::from(k), Value::from(v.as_str()));
+            }
+        }
+        let mut actions = Vec::new();
+        let action = |pairs: &[(&str, Value)]| {
+            let mut m = Mapping::new();
+            for (k, v) in pairs {
+                m.insert(Value::from(*k), v.clone());
+            }
+            Value::Mapping(m)
+        };
+        if self.spam {
+            actions.push(action(&[("type", "spam".into())]));
+        }
+        let flags: Vec<Value> = self.flags.split_whitespace().map(Value::from).collect();
+        if !flags.is_empty() {
+            actions.push(action(&[
+                ("type", "flag".into()),
+                ("flags", Value::Sequence(flags)),
+            ]));
+        }
+        if self.read {
+            actions.push(action(&[("type", "read".into())]));
+        }
+        if !self.move_to.is_empty() {
+            actions.push(action(&[
+                ("type", "move".into()),
+                ("folder", self.move_to.as_str().into()),
+            ]));
+        }
+        let mut rule = Mapping::new();
+        rule.insert("name".into(), self.name.as_str().into());
+        rule.insert("when".into(), Value::Mapping(when));
+        rule.insert("actions".into(), Value::Sequence(actions));
+        Value::Mapping(rule)
+    }
+
+    /// What the form itself can tell is missing.
+    fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.name.is_empty() {
+            out.push("Name: give the rule a name.".to_string());
+        }
+        if [
+            &self.from,
+            &self.to,
+            &self.subject,
+            &self.list_id,
+            &self.header,
+        ]
+        .iter()
+        .all(|v| v.is_empty())
+        {
+            out.push("When: fill in at least one condition.".into());
+        }
+        if !self.value.is_empty() && self.header.is_empty() {
+            out.push("Header value: name the header it is matched in.".into());
+        }
+        if self.move_to.is_empty() && self.flags.is_empty() && !self.read && !self.spam {
+            out.push("Then: choose at least one action.".into());
+        }
+        out
+    }
+}
+
+/// The List-Id of an entry's message (the id between `<` and `>`), read
+/// from the server where the message is now; `None` when it has none or
+/// it cannot be read (the form then starts from the sender).
+fn list_id_of(
+    ctx: &Ctx,
+    a: &config::AccountConfig,
+    e: &crate::store::ActivityEntry,
+) -> Option<String> {
+    let t = ctx.store.undo_target(e.id).ok().flatten()?;
+    let at = crate::api::handlers::location(e, &t).ok()?;
+    let v = match crate::imap::header_field(a, &ctx.store, &t, &at, "List-Id") {
+        Ok(v) => v?,
+        Err(err) => {
+            log::info!(
+                "{}: the List-Id of activity {} could not be read: {err}",
+                a.name,
+                e.id
+            );
+            return None;
+        }
+    };
+    let id = match (v.rfind('<'), v.rfind('>')) {
+        (Some(i), Some(j)) if i < j => &v[i + 1..j],
+        _ => v.trim(),
+    };
+    (!id.is_empty()).then(|| id.to_string())
+}
+
+/// `s` as a regex matching exactly that text, case-insensitively.
+fn exactly(s: &str) -> String {
+    format!("(?i)^{}$", regex::escape(s))
+}
+
+/// The rule form: `?account=A&rule=NAME` edits a rule, `?account=A&entry=ID`
+/// starts a new one from an activity entry's sender.
+pub fn rule_page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
+    let loaded = ctx.config();
+    let account = req.query("account").unwrap_or("");
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == account) else {
+        return super::pages::not_found(s, "There is no account with this name.");
+    };
+    let mut form = match req.query("rule") {
+        Some(name) => match a.rules.iter().find(|r| r.name == name) {
+            Some(r) => RuleForm::from_config(account, r),
+            None => return super::pages::not_found(s, "This account has no rule with this name."),
+        },
+        None => RuleForm {
+            account: account.into(),
+            ..Default::default()
+        },
+    };
+    if let Some(e) = req
+        .query("entry")
+        .and_then(|id| id.parse::<i64>().ok())
+        .and_then(|id| ctx.store.activity_entry(id).ok().flatten())
+        .filter(|e| e.account == account)
+    {
+        let slug = |s: &str| -> String {
+            s.chars()
+                .map(|c| {
+                    if c.is_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '-'
+                    }
+                })
+                .take(40)
+                .collect()
+        };
+        match list_id_of(ctx, a, &e) {
+            // A mailing list is told by its List-Id, whoever posts to it.
+            Some(id) => {
+                form.list_id = format!("(?i){}", regex::escape(&id));
+                form.name = format!("list-{}", slug(id.split('.').next().unwrap_or(&id)));
+            }
+            None if !e.from.is_empty() => {
+                form.from = exactly(&e.from);
+                form.name = format!("from-{}", slug(e.from.split('@').next().unwrap_or(&e.from)));
+            }
+            None => {}
+        }
+        form.move_to = e
+            .corrected_to
+            .clone()
+            .filter(|c| a.folders.allowed.contains(c))
+            .unwrap_or_default();
+    }
+    rule_form(ctx, s, a, &form, &[], 200)
+}
+
+fn rule_form(
+    _ctx: &Ctx,
+    s: &Session,
+    a: &config::AccountConfig,
+    f: &RuleForm,
+    problems: &[String],
+    status: u16,
+) -> Reply {
+    let editing = !f.was.is_empty();
+    let title = if editing {
+        format!("Rule {} of {}", f.was, a.name)
+    } else {
+        format!("New rule for {}", a.name)
+    };
+    let allows = |k: crate::actions::ActionKind| a.allowed_actions.contains(&k);
+    let text_field = |id: &str, label: &str, value: &str, hint: &str| {
+        html! {
+            label for=(id) { (label) " " span.hint { (hint) } }
+            input id=(id) name=(id) type="text" value=(value) spellcheck="false";
+        }
+    };
+    let body = html! {
+        p { a href=(layout::account_url(&a.name)) { "← Account " (a.name) } }
+        p { "Rules are checked in order before the model; the first that matches decides. "
+            "Conditions are regular expressions (" code { "(?i)" } " ignores case); all that are "
+            "filled in must match. Saving checks and applies the whole configuration, as the "
+            "editor does." }
+        @if !problems.is_empty() {
+            div #rule-problems.notice.error role="alert" {
+                p { "Not saved: " (problems.len()) " problem(s)." }
+                ul { @for p in problems { li { code { (p) } } } }
+            }
+        }
+        form.stack method="post" action="/config/rule" aria-label=(title) {
+            input type="hidden" name="_csrf" value=(s.csrf);
+            input type="hidden" name="account" value=(a.name);
+            input type="hidden" name="was" value=(f.was);
+            label for="name" { "Name" }
+            input #name name="name" type="text" required maxlength="100" value=(f.name)
+                autofocus[!problems.is_empty()];
+            fieldset {
+                legend { "When" }
+                (text_field("from", "From", &f.from, "(sender address)"))
+                (text_field("to", "To", &f.to, "(any recipient)"))
+                (text_field("subject", "Subject", &f.subject, ""))
+                (text_field("list_id", "List-Id", &f.list_id, "(mailing lists)"))
+                (text_field("header", "Header present", &f.header, "(a header's name, e.g. Precedence)"))
+                (text_field("value", "Header value", &f.value, "(a regex for that header)"))
+            }
+            fieldset {
+                legend { "Then" }
+                @if allows(crate::actions::ActionKind::Move) {
+                    label for="move" { "Move to" }
+                    select #move name="move" {
+                        option value="" selected[f.move_to.is_empty()] { "(do not move)" }
+                        @for folder in &a.folders.allowed {
+                            option value=(folder) selected[*folder == f.move_to] { (folder) }
+                        }
+                    }
+                }
+                @if allows(crate::actions::ActionKind::Flag) {
+                    (text_field("flags", "Set flags", &f.flags, "(space-separated, e.g. \\Flagged)"))
+                }
+                @if allows(crate::actions::ActionKind::Read) {
+                    div.check { input #read name="read" type="checkbox" checked[f.read]; label for="read" { "Mark as read" } }
+                }
+                @if allows(crate::actions::ActionKind::Spam) {
+                    div.check { input #spam name="spam" type="checkbox" checked[f.spam]; label for="spam" { "Spam (to the junk folder)" } }
+                }
+            }
+            @if !editing {
+                label for="position" { "Position" }
+                select #position name="position" {
+                    option value="last" selected[!f.first] { "last: existing rules go first" }
+                    option value="first" selected[f.first] { "first: before every other rule" }
+                }
+            }
+            button type="submit" { "Check and save" }
+        }
+    };
+    html(status, layout::page(&title, "/accounts", s, body))
+}
+
+/// The rule form's post: the rule put into the configuration (in place of
+/// the one edited, else first or last), then the path of `PUT /api/config`.
+pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
+    use serde_norway::Value;
+    let f = RuleForm::from_fields(&super::forms::fields(req));
+    let loaded = ctx.config();
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == f.account) else {
+        return super::pages::not_found(s, "There is no account with this name.");
+    };
+    let problems = f.problems();
+    if !problems.is_empty() {
+        return rule_form(ctx, s, a, &f, &problems, 400);
+    }
+    let mut raw = loaded.raw.clone();
+    let Some(list) = raw
+        .get_mut("accounts")
+        .and_then(Value::as_sequence_mut)
+        .and_then(|l| {
+            l.iter_mut()
+                .find(|x| x.get("name").and_then(Value::as_str) == Some(f.account.as_str()))
+        })
+        .and_then(Value::as_mapping_mut)
+    else {
+        return rule_form(
+            ctx,
+            s,
+            a,
+            &f,
+            &["accounts: this account is not in the file".into()],
+            409,
+        );
+    };
+    let rules = list
+        .entry(Value::from("rules"))
+        .or_insert_with(|| Value::Sequence(Vec::new()));
+    if !rules.is_sequence() {
+        *rules = Value::Sequence(Vec::new());
+    }
+    let rules = rules.as_sequence_mut().expect("a sequence");
+    let named = |name: &str| {
+        rules
+            .iter()
+            .position(|r| r.get("name").and_then(Value::as_str) == Some(name))
+    };
+    if f.name != f.was && named(&f.name).is_some() {
+        return rule_form(
+            ctx,
+            s,
+            a,
+            &f,
+            &[format!(
+                "Name: this account has a rule named {:?} already.",
+                f.name
+            )],
+            400,
+        );
+    }
+    match (f.was.is_empty(), named(&f.was)) {
+        (false, Some(i)) => rules[i] = f.tree(),
+        (false, None) => {
+            return rule_form(
+                ctx,
+                s,
+                a,
+                &f,
+                &["The rule was renamed or removed meanwhile.".into()],
+                409,
+            )
+        }
+        (true, _) if f.first => rules.insert(0, f.tree()),
+        (true, _) => rules.push(f.tree()),
+    }
+    match ctx.live.replace(raw) {
+        Ok(applied) => {
+            log::info!(
+                "{}: rule {:?} of {} saved from the dashboard",
+                s.user,
+                f.name,
+                f.account
+            );
+            let mut text = format!("Rule {:?} saved and applied.", f.name);
+            for l in applied_lines(&applied) {
+                text.push(' ');
+                text.push_str(&l);
+                text.push('.');
+            }
+            let flash = Flash::ok(format!("rules:{}", f.account), text);
+            super::redirect_with(ctx, req, &layout::account_url(&f.account), &flash)
+        }
+        Err(crate::live::ChangeError::Invalid(problems)) => {
+            rule_form(ctx, s, a, &f, &problems, 400)
+        }
+        Err(crate::live::ChangeError::Write(e)) => super::pages::error_page(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "server:
+  port: 8080
+accounts:
+- name: a
+  imap:
+    host: x
+    port: 993
+  rules:
+  - name: lists
+    when:
+      list_id: .
+    actions:
+    - type: read
+  - name: invoices
+    when:
+      subject: (?i)invoice(
+    actions: []
+- name: b
+  imap: { host: y, port: 99x }
+";
+
+    #[test]
+    fn problems_are_found_by_their_path() {
+        assert_eq!(problem_line(TEXT, "server.port: expected"), Some(2));
+        assert_eq!(problem_line(TEXT, "accounts[0].imap.port: bad"), Some(7));
+        assert_eq!(
+            problem_line(TEXT, "accounts[0].rules[1].when.subject: invalid regex"),
+            Some(16)
+        );
+        assert_eq!(
+            problem_line(TEXT, "accounts[0].rules[1]: no actions"),
+            Some(14)
+        );
+        assert_eq!(problem_line(TEXT, "accounts[1].imap.port: bad"), Some(19));
+        assert_eq!(problem_line(TEXT, "accounts[1]: bad"), Some(18));
+        assert_eq!(
+            problem_line(TEXT, "config: did not find expected key at line 3 column 5"),
+            Some(3)
+        );
+        assert_eq!(problem_line(TEXT, "nothing.here: x"), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! What survives a redirect: the notice a form post leaves for the page it
+//! sends the browser back to, and a configuration edit posted after its
+//! session ended, kept until its author has logged in again.
+//!
+//! A notice travels in a short-lived cookie, signed with the session
+//! secret so that no other site (nor a link) can make a page say something
+//! it did not; the page that shows it clears it. A draft stays on the
+//! server, bounded in count, size and age, and is handed back only to the
+//! browser holding its random id in a cookie of its own, so a stranger can
+//! neither read it nor plant one in somebody else's editor.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::auth;
+use crate::http::{Ctx, Req};
+
+const FLASH_COOKIE: &str = "mailproc_flash";
+const DRAFT_COOKIE: &str = "mailproc_draft";
+
+/// A notice is read by the next page; a minute covers a slow redirect.
+const FLASH_MAX_AGE: u64 = 60;
+/// Longest notice text kept (the rest is cut).
+const FLASH_MAX_CHARS: usize = 300;
+
+/// What a form post says on the page it returns to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flash {
+    pub ok: bool,
+    /// Which control it answers (`acct:NAME`, `train:NAME`, `retry:ID`,
+    /// ...): the page shows it beside that control and focuses it.
+    pub at: String,
+    pub text: String,
+}
+
+impl Flash {
+    pub fn ok(at: impl Into<String>, text: impl Into<String>) -> Flash {
+        Flash {
+            ok: true,
+            at: at.into(),
+            text: text.into(),
+        }
+    }
+
+    pub fn error(at: impl Into<String>, text: impl Into<String>) -> Flash {
+        Flash {
+            ok: false,
+            at: at.into(),
+            text: text.into(),
+        }
+    }
+}
+
+fn encode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn sign(ctx: &Ctx, payload: &str) -> String {
+    auth::token_mac(&ctx.session_secret, &format!("flash:{payload}"))
+}
+
+fn cookie(name: &str, value: &str, max_age: u64, secure: bool) -> String {
+    format!(
+        "{name}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The `Set-Cookie` value that carries `f` to the next page.
+pub fn set(ctx: &Ctx, req: &Req, f: &Flash) -> String {
+    let text: String = f.text.chars().take(FLASH_MAX_CHARS).collect();
+    let at: String = f.at.chars().take(200).collect();
+    let payload = format!("{}|{}|{}", u8::from(f.ok), encode(&at), encode(&text));
+    let value = format!("{}.{}", encode(&payload), sign(ctx, &payload));
+    cookie(FLASH_COOKIE, &value, FLASH_MAX_AGE, req.secure)
+}
+
+/// The notice this request carries, if its signature holds.
+pub fn read(ctx: &Ctx, req: &Req) -> Option<Flash> {
+    let raw = auth::cookie(req.header("Cookie")?, FLASH_COOKIE)?;
+    let (payload, mac) = raw.rsplit_once('.')?;
+    let payload: String = url::form_urlencoded::parse(format!("p={payload}").as_bytes())
+        .next()?
+        .1
+        .into_owned();
+    if !auth::secret_eq(mac, &sign(ctx, &payload)) {
+        return None;
+    }
+    let mut parts = payload.splitn(3, '|');
+    let ok = parts.next()? == "1";
+    let dec = |s: &str| -> String {
+        url::form_urlencoded::parse(format!("v={s}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    };
+    let at = dec(parts.next()?);
+    let text = dec(parts.next()?);
+    Some(Flash { ok, at, text })
+}
+
+/// Whether the request carries a notice cookie (to clear it once shown).
+pub fn present(req: &Req) -> bool {
+    req.header("Cookie")
+        .and_then(|c| auth::cookie(c, FLASH_COOKIE))
+        .is_some_and(|v| !v.is_empty())
+}
+
+/// The `Set-Cookie` value that clears the notice.
+pub fn clear(req: &Req) -> String {
+    cookie(FLASH_COOKIE, "", 0, req.secure)
+}
+
+/// Drafts kept at most: a few operators, each with an edit in flight.
+const DRAFTS_KEPT: usize = 8;
+/// How long a draft waits for its author to log in again.
+const DRAFT_TTL: Duration = Duration::from_secs(30 * 60);
+
+/// Configuration edits posted after their session ended, by random id.
+#[derive(Default)]
+pub struct Drafts {
+    kept: Mutex<HashMap<String, (Instant, String)>>,
+}
+
+impl Drafts {
+    /// Keeps `text` (already bounded by the 1 MiB body limit) and returns
+    /// the `Set-Cookie` value that lets this browser have it back.
+    pub fn keep(&self, req: &Req, text: String) -> String {
+        let id = auth::new_token();
+        let mut kept = self.kept.lock();
+        kept.retain(|_, (at, _)| at.elapsed() < DRAFT_TTL);
+        while kept.len() >= DRAFTS_KEPT {
+            let oldest = kept
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => kept.remove(&k),
+                None => break,
+            };
+        }
+        kept.insert(id.clone(), (Instant::now(), text));
+        cookie(DRAFT_COOKIE, &id, DRAFT_TTL.as_secs(), req.secure)
+    }
+
+    /// The draft this browser left, taken out of the store.
+    pub fn take(&self, req: &Req) -> Option<String> {
+        let id = auth::cookie(req.header("Cookie")?, DRAFT_COOKIE)?;
+        let mut kept = self.kept.lock();
+        let (at, text) = kept.remove(id)?;
+        (at.elapsed() < DRAFT_TTL).then_some(text)
+    }
+
+    /// Whether the request carries a draft cookie (to clear it).
+    pub fn present(req: &Req) -> bool {
+        req.header("Cookie")
+            .and_then(|c| auth::cookie(c, DRAFT_COOKIE))
+            .is_some_and(|v| !v.is_empty())
+    }
+
+    pub fn clear(req: &Req) -> String {
+        cookie(DRAFT_COOKIE, "", 0, req.secure)
+    }
+}

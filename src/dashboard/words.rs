@@ -1,0 +1,87 @@
+//! Errors in the operator's words. What an IMAP server, a TLS library or
+//! the store says (`No Response: Mailbox doesn't exist: Receipts`) is
+//! precise but not meant for a person; the dashboard says what happened
+//! and what to do, and keeps the exact text one click away.
+
+use maud::{html, Markup};
+
+/// What went wrong, said plainly; `None` when the raw text is the
+/// clearest there is.
+pub fn plain(raw: &str) -> Option<String> {
+    let l = raw.to_ascii_lowercase();
+    let has = |s: &str| l.contains(s);
+    let text: &str = if has("doesn't exist")
+        || has("does not exist")
+        || has("nonexistent")
+        || has("no such mailbox")
+    {
+        "This folder does not exist on the mail server. Create it there, or remove it from \
+             the account's folders."
+    } else if has("authenticationfailed") || has("authentication failed") || has("login failed") {
+        "The mail server refused the username or password."
+    } else if has("connection refused") {
+        "The mail server refused the connection: check its host and port."
+    } else if has("timed out") || has("timeout") || has("deadline") {
+        "The server did not answer in time."
+    } else if has("certificate") || has("handshake") {
+        "The server's TLS certificate was not accepted: check `imap.ca_file` or the host name."
+    } else if has("dns") || has("lookup") || has("resolve") || has("name or service not known") {
+        "The server's name could not be found: check the host name."
+    } else if has("no longer in") || has("not found in") || has("no message") {
+        "The message is no longer where mailproc put it: it was moved or deleted on the server."
+    } else if has("already undone") {
+        "This was undone already."
+    } else if has("not moved") {
+        "Only a move can be undone, and this message was not moved."
+    } else if has("moved before undo") {
+        "This move was recorded before mailproc kept what undo needs."
+    } else if has("over quota") || has("overquota") {
+        "The mailbox is over its quota on the server."
+    } else if has("store:") || has("database") {
+        "mailproc could not read or write its database (see the log)."
+    } else if has("no response") || has("bad response") {
+        "The mail server refused the request."
+    } else {
+        return None;
+    };
+    Some(text.to_string())
+}
+
+/// An error as a notice's content: the plain words, and the exact text in
+/// a disclosure for whoever needs it.
+pub fn error_markup(raw: &str) -> Markup {
+    match plain(raw) {
+        Some(p) => html! {
+            (p) " "
+            details.raw { summary { "Details" } code { (raw) } }
+        },
+        None => html! { (raw) },
+    }
+}
+
+/// A one-line notice text: the plain words, else the raw text.
+pub fn said(raw: &str) -> String {
+    plain(raw).unwrap_or_else(|| raw.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_text_becomes_plain_words() {
+        assert_eq!(
+            said("cannot open: No Response: Mailbox doesn't exist: Receipts (0.001 + 0.000 secs)."),
+            "This folder does not exist on the mail server. Create it there, or remove it from \
+             the account's folders."
+        );
+        assert!(
+            said("acct: login failed: [AUTHENTICATIONFAILED] Authentication failed.")
+                .contains("username or password")
+        );
+        assert_eq!(said("something new"), "something new");
+        let m = error_markup("No Response: Mailbox doesn't exist: X").into_string();
+        assert!(m.contains("<details"), "{m}");
+        assert!(m.contains("Mailbox doesn&#39;t exist") || m.contains("Mailbox doesn't exist"));
+    }
+}

@@ -1,0 +1,261 @@
+//! What the operator watches: mail that needs a person (failed, for review,
+//! undecided), who decided per day, each rule's hits, and each account's
+//! last error and last processed mail as they stood before a restart.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{in_op, Result, Store};
+use crate::timestamp::now_ms;
+
+/// Mail that needs a person, per account (or summed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Attention {
+    pub failed: u64,
+    pub review: u64,
+    /// Nothing was done to it and no person has seen to it since.
+    pub undecided: u64,
+}
+
+impl Attention {
+    pub fn total(&self) -> u64 {
+        self.failed + self.review + self.undecided
+    }
+}
+
+/// An account's history as the store keeps it across restarts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AccountNote {
+    /// The newest error: of the account (connection, login) or of a failed
+    /// message, with when it happened.
+    pub last_error: Option<(i64, String)>,
+    pub last_processed_at: Option<i64>,
+}
+
+impl Store {
+    /// Mail that needs a person, per account. Read through the partial
+    /// index `emails_attention`, so a large log costs no scan.
+    pub fn attention(&self) -> Result<BTreeMap<String, Attention>> {
+        in_op("attention", || {
+            let conn = self.reader();
+            let mut st = conn.prepare_cached(&format!(
+                "SELECT e.account, e.status, count(*) FROM emails e INDEXED BY emails_attention
+                 WHERE e.status IN ('failed', 'review') OR {}
+                 GROUP BY e.account, e.status",
+                super::activity::UNDECIDED
+            ))?;
+            let mut out: BTreeMap<String, Attention> = BTreeMap::new();
+            let rows = st.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (account, status, n) = row?;
+                let a = out.entry(account).or_default();
+                let n = n.max(0) as u64;
+                match status.as_str() {
+                    "failed" => a.failed += n,
+                    "review" => a.review += n,
+                    _ => a.undecided += n,
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Mail per UTC day (days since the epoch) and who decided it (`rule`,
+    /// `learned`, `model`, `none`), from `since_day` on, summed over
+    /// accounts: from the trigger-kept daily counters.
+    pub fn decisions_per_day(&self, since_day: i64) -> Result<Vec<(i64, String, u64)>> {
+        in_op("decisions_per_day", || {
+            let conn = self.reader();
+            let mut st = conn.prepare_cached(
+                "SELECT day, substr(key, 5), SUM(n) FROM stats_daily
+                 WHERE day >= ?1 AND key LIKE '\\_by:%' ESCAPE '\\'
+                 GROUP BY day, key HAVING SUM(n) > 0 ORDER BY day, key",
+            )?;
+            let rows = st.query_map([since_day], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            Ok(rows.collect::<std::result::Result<_, _>>()?)
+        })
+    }
+
+    /// Messages each rule of `account` decided since `since_day` (all time
+    /// with `None`), by rule name.
+    pub fn rule_hits(
+        &self,
+        account: &str,
+        since_day: Option<i64>,
+    ) -> Result<BTreeMap<String, u64>> {
+        in_op("rule_hits", || {
+            let conn = self.reader();
+            let mut st = conn.prepare_cached(
+                "SELECT substr(key, 7), SUM(n) FROM stats_daily
+                 WHERE account = ?1 AND day >= ?2 AND key LIKE '\\_rule:%' ESCAPE '\\'
+                 GROUP BY key HAVING SUM(n) > 0",
+            )?;
+            let rows = st.query_map(params![account, since_day.unwrap_or(i64::MIN)], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })?;
+            Ok(rows.collect::<std::result::Result<_, _>>()?)
+        })
+    }
+
+    /// Keeps an account's error (connection, login, store) across restarts.
+    pub fn set_account_error(&self, account: &str, error: &str) -> Result<()> {
+        in_op("set_account_error", || {
+            self.conn.lock().execute(
+                "INSERT INTO account_state (account, last_error, last_error_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (account) DO UPDATE SET last_error = excluded.last_error,
+                    last_error_at = excluded.last_error_at",
+                params![account, error, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The last error and last processed mail of `account` as recorded:
+    /// two index look-ups and the account's row.
+    pub fn account_note(&self, account: &str) -> Result<AccountNote> {
+        in_op("account_note", || {
+            let conn = self.reader();
+            let last_processed_at: Option<i64> = conn
+                .prepare_cached("SELECT max(processed_at) FROM emails WHERE account = ?1")?
+                .query_row([account], |r| r.get(0))?;
+            let kept: Option<(i64, String)> = conn
+                .prepare_cached(
+                    "SELECT last_error_at, last_error FROM account_state
+                     WHERE account = ?1 AND last_error IS NOT NULL",
+                )?
+                .query_row([account], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let failed: Option<(i64, String)> = conn
+                .prepare_cached(
+                    "SELECT processed_at, error FROM emails
+                     WHERE status IN ('failed', 'retrying') AND account = ?1 AND error IS NOT NULL
+                     ORDER BY processed_at DESC LIMIT 1",
+                )?
+                .query_row([account], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let last_error = match (kept, failed) {
+                (Some(a), Some(b)) => Some(if a.0 >= b.0 { a } else { b }),
+                (a, b) => a.or(b),
+            };
+            Ok(AccountNote {
+                last_error,
+                last_processed_at,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actions::Action;
+    use crate::store::{EmailMeta, Outcome, Status};
+
+    fn meta(uid: u32) -> EmailMeta {
+        EmailMeta {
+            account: "a".into(),
+            mailbox: "INBOX".into(),
+            uidvalidity: 7,
+            uid,
+            message_id: format!("<m{uid}@x>"),
+            subject: format!("Subject {uid}"),
+            from: "s@x".into(),
+        }
+    }
+
+    fn outcome(model: &str, actions: Vec<Action>, status: Status) -> Outcome {
+        Outcome {
+            status,
+            actions,
+            model: model.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn attention_who_decided_and_rule_hits() {
+        let s = Store::open_in_memory().unwrap();
+        let day = now_ms() / 86_400_000;
+        let mv = || vec![Action::Move { folder: "F".into() }];
+        let rows = [
+            (1, outcome("rules:lists", mv(), Status::Ok)),
+            (2, outcome("rules:lists", mv(), Status::Ok)),
+            (3, outcome("rules:bulk", mv(), Status::Ok)),
+            (4, outcome("learned", mv(), Status::Ok)),
+            (5, outcome("smol", vec![], Status::Ok)),
+            (6, outcome("none", vec![], Status::Ok)),
+            (7, outcome("smol", mv(), Status::Review)),
+            (8, outcome("undo", vec![], Status::Ok)),
+        ];
+        for (uid, o) in &rows {
+            s.insert_history(&meta(*uid), o, now_ms()).unwrap();
+        }
+        s.record_failure(&meta(9), "model down", 1, 0).unwrap();
+        let a = s.attention().unwrap()["a"];
+        assert_eq!(
+            a,
+            Attention {
+                failed: 1,
+                review: 1,
+                undecided: 2
+            }
+        );
+        let by: BTreeMap<String, u64> = s
+            .decisions_per_day(day - 1)
+            .unwrap()
+            .into_iter()
+            .map(|(_, k, n)| (k, n))
+            .collect();
+        assert_eq!(
+            by,
+            BTreeMap::from([
+                ("learned".into(), 1),
+                ("model".into(), 2),
+                ("none".into(), 1),
+                ("rule".into(), 3)
+            ])
+        );
+        let hits = s.rule_hits("a", Some(day)).unwrap();
+        assert_eq!(
+            hits,
+            BTreeMap::from([("bulk".into(), 1), ("lists".into(), 2)])
+        );
+        // The undo's own row is not mail processed.
+        assert_eq!(s.stats(None, None).unwrap().total_processed, 7);
+        assert!(s
+            .stats(None, None)
+            .unwrap()
+            .by_action
+            .keys()
+            .all(|k| !k.starts_with('_')));
+        // Deleting rows takes their counts out again.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        s.prune(std::time::Duration::ZERO).unwrap();
+        assert!(s.rule_hits("a", None).unwrap().is_empty());
+        assert!(s.decisions_per_day(0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_last_error_is_the_newest_kept_or_failed() {
+        let s = Store::open_in_memory().unwrap();
+        assert_eq!(s.account_note("a").unwrap(), AccountNote::default());
+        s.record_failure(&meta(1), "model down", 1, 0).unwrap();
+        let n = s.account_note("a").unwrap();
+        assert_eq!(n.last_error.unwrap().1, "model down");
+        assert!(n.last_processed_at.is_some());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        s.set_account_error("a", "login failed").unwrap();
+        assert_eq!(
+            s.account_note("a").unwrap().last_error.unwrap().1,
+            "login failed"
+        );
+        assert_eq!(s.account_note("b").unwrap(), AccountNote::default());
+    }
+}
