@@ -381,6 +381,7 @@ pub fn move_entry(ctx: &Ctx, id: i64, folder: &str) -> Result<crate::imap::Moved
     let m = crate::imap::move_to(a, &ctx.store, &t, from, folder).map_err(|e| match e {
         crate::imap::UndoError::Refused(m) => (409, m),
         crate::imap::UndoError::Failed(m) => (502, m),
+        crate::imap::UndoError::Unavailable(m) => (503, m),
     })?;
     ctx.metrics
         .corrections

@@ -196,7 +196,11 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     }
     ctx.limiter.succeed(attempt);
     let cookie = open(ctx, &body.username, req.secure)?;
-    log::info!("\"{}\" logged in from {}", clean(&body.username), req.client_ip);
+    log::info!(
+        "\"{}\" logged in from {}",
+        clean(&body.username),
+        req.client_ip
+    );
     let ttl = ctx.config().config.dashboard.session_ttl.0;
     Ok(Reply::ok(
         &json!({ "success": true, "username": body.username, "expiresIn": ttl.as_secs() }),

@@ -7,8 +7,18 @@
 
 use std::sync::Arc;
 
-use super::commands::{copy_uids, quote};
+use super::commands::{copy_uids, imap_string, search_message_id};
+use super::session::Caps;
 use super::session::Session;
+
+/// A connection of its own knows nothing of LITERAL+: strings go quoted,
+/// and one that cannot be quoted is refused, never sent broken.
+const QUOTED_ONLY: Caps = Caps {
+    idle: false,
+    mv: true,
+    uidplus: true,
+    literal_max: 0,
+};
 use super::undo::UndoError;
 use crate::config::AccountConfig;
 use crate::store::{Store, UndoTarget};
@@ -104,7 +114,7 @@ fn carry(
     let uid = match known {
         Some(u) => u,
         None if !t.message_id.is_empty() => s
-            .uid_search(format!("HEADER Message-ID {}", quote(&t.message_id)))
+            .uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
             .map_err(|e| e.to_string())?
             .into_iter()
             .max()
@@ -133,13 +143,13 @@ fn carry(
         .header()
         .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
     let lines = s
-        .run_command_and_read_response(format!("UID MOVE {uid} {}", quote(to)))
+        .run_command_and_read_response(format!("UID MOVE {uid} {}", imap_string(to, &QUOTED_ONLY)?))
         .map_err(|e| format!("moving to {to:?}: {e}"))?;
-    let new_uid = match copy_uids(&lines).get(&uid).copied() {
+    let new_uid = match copy_uids(&lines, &[uid]).get(&uid).copied() {
         Some(u) => u,
         None => {
             s.select(to).map_err(|e| format!("SELECT {to:?}: {e}"))?;
-            s.uid_search(format!("HEADER Message-ID {}", quote(&t.message_id)))
+            s.uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .max()
@@ -173,7 +183,7 @@ pub fn header_field(
         let uid = match known {
             Some(u) => u,
             None if !t.message_id.is_empty() => match s
-                .uid_search(format!("HEADER Message-ID {}", quote(&t.message_id)))
+                .uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .max()
