@@ -186,4 +186,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX emails_moves ON emails (account, processed_at)
         WHERE dest_uid IS NOT NULL AND undone_at IS NULL AND corrected_to IS NULL;
     "#,
+    // 5: examples for the model from the account's folders (`learn::Shots`):
+    // each learned message's sender and subject words and its folder.
+    r#"
+    CREATE TABLE learn_shots (
+        id INTEGER PRIMARY KEY,
+        account TEXT NOT NULL, class TEXT NOT NULL,
+        sender TEXT NOT NULL, subject TEXT NOT NULL);
+    CREATE INDEX learn_shots_class ON learn_shots (account, class, id);
+    "#,
 ];
