@@ -278,14 +278,14 @@ accounts:
     poll_interval: 30s
 EOF
     # The model acts only when it is sure (below, the message is left for
-    # review) and never marks mail read: at the default confidence its
-    # spam calls were not 95 % right (docs/quality.md). The learned
-    # classifier decides what it is sure of and gives the model its
-    # examples.
+    # review): unasked, its spam calls were not 95 % right
+    # (docs/quality.md). Answering by choice it can only move a message,
+    # call it spam or keep it, never mark it read or flag it (the rules
+    # below still do). The learned classifier decides what it is sure of
+    # and gives the model its examples.
     if [[ -n "$LLM_URL" ]]; then
         cat <<'EOF' # quality.sh: the account's model settings
     provider: llm
-    allowed_actions: [move, spam, noop]
     minimum_confidence: 0.9
     learned: { enabled: true }
 EOF

@@ -38,10 +38,15 @@ perl -MMail::SpamAssassin -e 1 2>/dev/null \
     || die "perl cannot load Mail::SpamAssassin (apt-get install spamassassin)"
 
 DATA=$("$ROOT/scripts/fetch-corpus.sh")
-say "building examples/quality"
-(cd "$ROOT" && cargo_locked build --release --locked --quiet --example quality)
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/quality"
-[[ -x "$BIN" ]] || die "no $BIN after the build"
+if [[ -n "${QUALITY_BIN:-}" ]]; then
+    BIN=$QUALITY_BIN
+    [[ -x "$BIN" ]] || die "QUALITY_BIN=$BIN is not an executable"
+else
+    say "building examples/quality"
+    (cd "$ROOT" && cargo_locked build --release --locked --quiet --example quality)
+    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/quality"
+    [[ -x "$BIN" ]] || die "no $BIN after the build"
+fi
 for m in smollm2 gemma3; do
     LOCAL_MODEL=$m "$ROOT/scripts/local-model.sh" build >/dev/null
 done

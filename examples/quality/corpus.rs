@@ -198,8 +198,18 @@ pub fn folder_split(data: &str, limit: usize) -> (Vec<Msg>, Vec<Msg>) {
             }
         }
     }
-    // File order, not class order: the held-out part keeps the lists'
-    // shares of the mail.
-    test.truncate(limit);
+    // Evenly over the file order, not a prefix: the held-out part keeps
+    // the lists' shares of the mail.
+    if test.len() > limit {
+        let step = test.len() as f64 / limit as f64;
+        let keep: std::collections::HashSet<usize> =
+            (0..limit).map(|i| (i as f64 * step) as usize).collect();
+        test = test
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(i))
+            .map(|(_, m)| m)
+            .collect();
+    }
     (train, test)
 }
