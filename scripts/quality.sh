@@ -8,9 +8,9 @@
 #
 #   scripts/quality.sh [SUBSET [FOLDER_LIMIT]]
 #       SUBSET         held-out messages each model variant that is not
-#                      shipped is asked (default 100; the shipped one is
+#                      shipped is asked (default 50; the shipped one is
 #                      asked all 500)
-#       FOLDER_LIMIT   held-out messages of the folder split (default 300)
+#       FOLDER_LIMIT   held-out messages of the folder split (default 200)
 #
 # Installs spamassassin with apt-get when missing (as root), builds
 # examples/quality (cargo build --release, under flock like scripts/demo.sh),
@@ -23,8 +23,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SUBSET=${1:-100}
-FOLDER_LIMIT=${2:-300}
+SUBSET=${1:-50}
+FOLDER_LIMIT=${2:-200}
 NICE=${QUALITY_NICE:-19}
 say() { printf 'quality: %s\n' "$*" >&2; }
 die() { printf 'quality: error: %s\n' "$*" >&2; exit 1; }
@@ -167,5 +167,8 @@ $ACCOUNT
 $RULES
 EOF
 say "models: smol $(sed -n 2p "$DIR/smol.out"), gemma $(sed -n 2p "$DIR/gemma.out"); the demo's: $DEMO_MODEL"
-nice -n "$NICE" "$BIN" measure "$DIR/config.yaml" "$DATA" "$DIR" "$SUBSET" "$FOLDER_LIMIT"
+# Model answers are kept between runs, keyed by the model, how it is asked,
+# the examples shown and the message (QUALITY_CACHE; empty: none kept).
+CACHE_FILE=${QUALITY_CACHE-${MAILPROC_CACHE:-$HOME/.cache/mailproc}/quality-answers.tsv}
+QUALITY_CACHE=$CACHE_FILE nice -n "$NICE" "$BIN" measure "$DIR/config.yaml" "$DATA" "$DIR" "$SUBSET" "$FOLDER_LIMIT"
 say "done in $((SECONDS - started)) s after the builds"

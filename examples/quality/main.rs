@@ -98,6 +98,76 @@ impl Variant {
 }
 
 /// Asks `v` about each of `msgs` in turn, memoised by variant and index.
+/// Model answers kept across runs (QUALITY_CACHE names the file), keyed
+/// by everything that makes the request: the model and how it is asked,
+/// the account's choices and instructions, the examples shown, and the
+/// message. A cached answer keeps the time it took when it was made.
+struct Cache {
+    path: Option<String>,
+    answers: HashMap<u64, Answer>,
+}
+
+impl Cache {
+    fn open() -> Cache {
+        let path = std::env::var("QUALITY_CACHE").ok().filter(|p| !p.is_empty());
+        let mut answers = HashMap::new();
+        if let Some(text) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+            for line in text.lines() {
+                let mut f = line.splitn(3, '\t');
+                let (Some(k), Some(t), Some(j)) = (f.next(), f.next(), f.next()) else {
+                    continue;
+                };
+                let (Ok(k), Ok(t)) = (u64::from_str_radix(k, 16), t.parse::<f64>()) else {
+                    continue;
+                };
+                let decision = serde_json::from_str::<serde_json::Value>(j).ok().and_then(|v| {
+                    Some(Classification {
+                        actions: serde_json::from_value(v.get("actions")?.clone()).ok()?,
+                        reasoning: String::new(),
+                        model: v.get("model")?.as_str()?.to_string(),
+                        confidence: v.get("confidence").and_then(serde_json::Value::as_f64),
+                    })
+                });
+                answers.insert(
+                    k,
+                    Answer {
+                        decision,
+                        took: Duration::from_secs_f64(t),
+                    },
+                );
+            }
+        }
+        Cache { path, answers }
+    }
+
+    fn put(&mut self, k: u64, a: &Answer) {
+        self.answers.insert(k, a.clone());
+        let Some(p) = &self.path else { return };
+        let j = match &a.decision {
+            Some(c) => serde_json::json!({ "actions": c.actions, "model": c.model, "confidence": c.confidence }),
+            None => serde_json::Value::Null,
+        };
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(p) {
+            let _ = writeln!(f, "{k:016x}\t{}\t{j}", a.took.as_secs_f64());
+        }
+    }
+}
+
+fn cache_key(v: &Variant, account: &AccountConfig, m: &Msg, shots: &[mailproc::learn::Shot]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let c = &v.provider.config;
+    (v.key(), c.max_tokens).hash(&mut h);
+    format!("{:?}", account.allowed_actions).hash(&mut h);
+    (&account.folders.allowed, &account.folders.watch, &account.prompt).hash(&mut h);
+    (mailproc::classify::DEFAULT_INSTRUCTIONS, mailproc::classify::DEFAULT_CHOICE_INSTRUCTIONS).hash(&mut h);
+    m.path.hash(&mut h);
+    m.email.subject.hash(&mut h);
+    format!("{shots:?}").hash(&mut h);
+    h.finish()
+}
+
 fn ask(
     v: &Variant,
     account: &AccountConfig,
@@ -106,6 +176,8 @@ fn ask(
     memo: &mut HashMap<(String, usize), Answer>,
     set: &str,
 ) -> Vec<Answer> {
+    static CACHE: std::sync::LazyLock<std::sync::Mutex<Cache>> =
+        std::sync::LazyLock::new(|| std::sync::Mutex::new(Cache::open()));
     let key = format!("{set}|{}", v.key());
     let started = Instant::now();
     let mut out = Vec::with_capacity(msgs.len());
@@ -121,6 +193,12 @@ fn ask(
         } else {
             Vec::new()
         };
+        let ck = cache_key(v, account, m, &shots);
+        if let Some(a) = CACHE.lock().unwrap().answers.get(&ck).cloned() {
+            memo.insert((key.clone(), i), a.clone());
+            out.push(a);
+            continue;
+        }
         let t = Instant::now();
         let r = if v.verdict_first {
             verdict_first(&v.provider.config, account, &m.email)
@@ -134,6 +212,7 @@ fn ask(
             took: t.elapsed(),
         };
         memo.insert((key.clone(), i), a.clone());
+        CACHE.lock().unwrap().put(ck, &a);
         out.push(a);
         if (i + 1) % 100 == 0 {
             eprintln!(
@@ -625,7 +704,12 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     let mut variants = Vec::new();
     for name in ["smol", "gemma"] {
         let base = |f: &dyn Fn(&mut ProviderConfig)| provider(name, f);
-        let Some(json) = base(&|c| c.answer = AnswerMode::Json) else {
+        // 200 answer tokens: enough for the ~80 an answer needs (llama.cpp's
+        // grammar lets a small model pad with whitespace until the limit).
+        let Some(json) = base(&|c| {
+            c.answer = AnswerMode::Json;
+            c.max_tokens = 200;
+        }) else {
             continue;
         };
         let with = |label: &str, p: Arc<Provider>, shots: bool, verdict_first: bool| Variant {
