@@ -428,10 +428,13 @@ fn a_model_answering_by_choice_is_shown_the_nearest_examples_and_its_choice_is_a
     assert_eq!(mailbox_of(&d, "<x1@newshop.example>"), ["Receipts"]);
     // Receipts e^-0.05 of e^-0.05 + e^-3 + e^-4 + e^-5: Junk (spam is
     // allowed), which no listed token begins, counts as the least likely.
-    let want = (-0.05f64).exp()
-        / ((-0.05f64).exp() + (-3.0f64).exp() + (-4.0f64).exp() + (-5.0f64).exp());
+    let want =
+        (-0.05f64).exp() / ((-0.05f64).exp() + (-3.0f64).exp() + (-4.0f64).exp() + (-5.0f64).exp());
     let got = e["confidence"].as_f64().unwrap();
-    assert!((got - want).abs() < 0.002, "confidence {got}, expected {want}");
+    assert!(
+        (got - want).abs() < 0.002,
+        "confidence {got}, expected {want}"
+    );
 
     let requests = requests.lock().unwrap();
     assert_eq!(requests.len(), 1);
@@ -458,11 +461,19 @@ fn a_model_answering_by_choice_is_shown_the_nearest_examples_and_its_choice_is_a
     assert!(!shots.is_empty() && shots.len() <= 12, "{msgs:#?}");
     for pair in shots.chunks(2) {
         assert_eq!(pair[0].0, "user");
-        assert!(pair[0].1.starts_with("From: orders@shop.example\nSubject words: "), "{msgs:#?}");
+        assert!(
+            pair[0]
+                .1
+                .starts_with("From: orders@shop.example\nSubject words: "),
+            "{msgs:#?}"
+        );
         assert_eq!(pair[1], ("assistant", "Receipts"));
     }
     assert_eq!(
         msgs[msgs.len() - 1],
-        ("user", "From: billing@newshop.example\nSubject words: from new receipt shop your")
+        (
+            "user",
+            "From: billing@newshop.example\nSubject words: from new receipt shop your"
+        )
     );
 }

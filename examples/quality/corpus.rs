@@ -131,8 +131,10 @@ pub const FOLDERS: [&str; 6] = ["FoRK", "RPM", "ILUG", "Exmh", "Razor", "SpamAss
 
 /// The lists' subject tags, removed from subjects.
 static TAG: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)\s*\[(ilug(-social)?|razor-users|satalk|sadev|spamassassin-[a-z]+|webdev)\]")
-        .unwrap()
+    regex::Regex::new(
+        r"(?i)\s*\[(ilug(-social)?|razor-users|satalk|sadev|spamassassin-[a-z]+|webdev)\]",
+    )
+    .unwrap()
 });
 
 /// The message with every `List-*` header dropped and the lists' tags

@@ -109,7 +109,9 @@ struct Cache {
 
 impl Cache {
     fn open() -> Cache {
-        let path = std::env::var("QUALITY_CACHE").ok().filter(|p| !p.is_empty());
+        let path = std::env::var("QUALITY_CACHE")
+            .ok()
+            .filter(|p| !p.is_empty());
         let mut answers = HashMap::new();
         if let Some(text) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
             for line in text.lines() {
@@ -120,14 +122,16 @@ impl Cache {
                 let (Ok(k), Ok(t)) = (u64::from_str_radix(k, 16), t.parse::<f64>()) else {
                     continue;
                 };
-                let decision = serde_json::from_str::<serde_json::Value>(j).ok().and_then(|v| {
-                    Some(Classification {
-                        actions: serde_json::from_value(v.get("actions")?.clone()).ok()?,
-                        reasoning: String::new(),
-                        model: v.get("model")?.as_str()?.to_string(),
-                        confidence: v.get("confidence").and_then(serde_json::Value::as_f64),
-                    })
-                });
+                let decision = serde_json::from_str::<serde_json::Value>(j)
+                    .ok()
+                    .and_then(|v| {
+                        Some(Classification {
+                            actions: serde_json::from_value(v.get("actions")?.clone()).ok()?,
+                            reasoning: String::new(),
+                            model: v.get("model")?.as_str()?.to_string(),
+                            confidence: v.get("confidence").and_then(serde_json::Value::as_f64),
+                        })
+                    });
                 answers.insert(
                     k,
                     Answer {
@@ -144,24 +148,44 @@ impl Cache {
         self.answers.insert(k, a.clone());
         let Some(p) = &self.path else { return };
         let j = match &a.decision {
-            Some(c) => serde_json::json!({ "actions": c.actions, "model": c.model, "confidence": c.confidence }),
+            Some(c) => {
+                serde_json::json!({ "actions": c.actions, "model": c.model, "confidence": c.confidence })
+            }
             None => serde_json::Value::Null,
         };
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(p) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
             let _ = writeln!(f, "{k:016x}\t{}\t{j}", a.took.as_secs_f64());
         }
     }
 }
 
-fn cache_key(v: &Variant, account: &AccountConfig, m: &Msg, shots: &[mailproc::learn::Shot]) -> u64 {
+fn cache_key(
+    v: &Variant,
+    account: &AccountConfig,
+    m: &Msg,
+    shots: &[mailproc::learn::Shot],
+) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     let c = &v.provider.config;
     (v.key(), c.max_tokens).hash(&mut h);
     format!("{:?}", account.allowed_actions).hash(&mut h);
-    (&account.folders.allowed, &account.folders.watch, &account.prompt).hash(&mut h);
-    (mailproc::classify::DEFAULT_INSTRUCTIONS, mailproc::classify::DEFAULT_CHOICE_INSTRUCTIONS).hash(&mut h);
+    (
+        &account.folders.allowed,
+        &account.folders.watch,
+        &account.prompt,
+    )
+        .hash(&mut h);
+    (
+        mailproc::classify::DEFAULT_INSTRUCTIONS,
+        mailproc::classify::DEFAULT_CHOICE_INSTRUCTIONS,
+    )
+        .hash(&mut h);
     m.path.hash(&mut h);
     m.email.subject.hash(&mut h);
     format!("{shots:?}").hash(&mut h);
@@ -266,7 +290,10 @@ fn verdict_first(
             .timeout_global(Some(p.timeout.0))
             .build(),
     );
-    let mut res = agent.post(&p.url).send_json(&body).map_err(|e| e.to_string())?;
+    let mut res = agent
+        .post(&p.url)
+        .send_json(&body)
+        .map_err(|e| e.to_string())?;
     let v: serde_json::Value = res.body_mut().read_json().map_err(|e| e.to_string())?;
     let text = v["choices"][0]["message"]["content"]
         .as_str()
@@ -384,8 +411,14 @@ fn lists(data: &str, out: &str) {
         std::fs::write(format!("{out}/{name}"), text).unwrap();
     };
     write("test.txt", test.iter().collect());
-    write("train-spam.txt", train.iter().filter(|m| m.spam()).collect());
-    write("train-ham.txt", train.iter().filter(|m| !m.spam()).collect());
+    write(
+        "train-spam.txt",
+        train.iter().filter(|m| m.spam()).collect(),
+    );
+    write(
+        "train-ham.txt",
+        train.iter().filter(|m| !m.spam()).collect(),
+    );
     eprintln!(
         "quality: {} held out, {} to train on",
         test.len(),
@@ -432,7 +465,10 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     };
     // The model as shipped: the account's provider, with examples when
     // the account learns, its minimum_confidence.
-    let shipped_name = account.provider.clone().expect("the account names a provider");
+    let shipped_name = account
+        .provider
+        .clone()
+        .expect("the account names a provider");
     let shipped = Variant {
         name: format!("{shipped_name} as shipped"),
         provider: provider(&shipped_name, &|_| {}).expect("the account's provider"),
@@ -533,8 +569,13 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     );
     println!(
         "{}",
-        SpamScore::of(&test, |i| by_rules[i].as_ref().is_some_and(|c| class_of(c) == "Junk"))
-            .row("mailproc: rules alone (the demo's)", &per_msg(rules_time, n))
+        SpamScore::of(&test, |i| by_rules[i]
+            .as_ref()
+            .is_some_and(|c| class_of(c) == "Junk"))
+        .row(
+            "mailproc: rules alone (the demo's)",
+            &per_msg(rules_time, n)
+        )
     );
     println!(
         "{}",
@@ -602,7 +643,9 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
             .filter(|&i| by_rules[i].as_ref().is_some_and(|c| c.model == *name))
             .collect();
         let spam = took.iter().filter(|&&i| test[i].spam()).count();
-        let says = by_rules[took[0]].as_ref().is_some_and(|c| class_of(c) == "Junk");
+        let says = by_rules[took[0]]
+            .as_ref()
+            .is_some_and(|c| class_of(c) == "Junk");
         let ok = if says { spam } else { took.len() - spam };
         println!(
             "| {} | {} | {spam} | {} | {} | {} |",
@@ -626,11 +669,25 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     println!("| rules | hybrid accuracy | ham to Junk |");
     println!("|---|---|---|");
     let s = hybrid_with(&rules);
-    println!("| all of the demo's | {} | {} |", pct(s.right, s.n), s.false_alarm);
+    println!(
+        "| all of the demo's | {} | {} |",
+        pct(s.right, s.n),
+        s.false_alarm
+    );
     for r in &account.rules {
-        let without: Vec<_> = account.rules.iter().filter(|x| x.name != r.name).cloned().collect();
+        let without: Vec<_> = account
+            .rules
+            .iter()
+            .filter(|x| x.name != r.name)
+            .cloned()
+            .collect();
         let s = hybrid_with(&Rules::new(&without).unwrap());
-        println!("| without {} | {} | {} |", r.name, pct(s.right, s.n), s.false_alarm);
+        println!(
+            "| without {} | {} | {} |",
+            r.name,
+            pct(s.right, s.n),
+            s.false_alarm
+        );
     }
     let s = hybrid_with(&Rules::new(&[]).unwrap());
     println!("| none | {} | {} |", pct(s.right, s.n), s.false_alarm);
@@ -640,7 +697,10 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
         "| learned.min_confidence | {} |",
         grid_min
             .iter()
-            .map(|m| format!("minimum_confidence {}", m.map_or("none".into(), |m: f64| m.to_string())))
+            .map(|m| format!(
+                "minimum_confidence {}",
+                m.map_or("none".into(), |m: f64| m.to_string())
+            ))
             .collect::<Vec<_>>()
             .join(" | ")
     );
@@ -675,8 +735,14 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
         pct(n - calls, n),
         train_set.len()
     );
-    let failed = shipped_answers.iter().filter(|a| a.decision.is_none()).count();
-    println!("The shipped model's answers: {} valid, {failed} failed.", n - failed);
+    let failed = shipped_answers
+        .iter()
+        .filter(|a| a.decision.is_none())
+        .count();
+    println!(
+        "The shipped model's answers: {} valid, {failed} failed.",
+        n - failed
+    );
 
     // The model's own precision by confidence: what minimum_confidence buys.
     println!("\nThe shipped model alone by minimum_confidence (all {n}):\n");
@@ -686,7 +752,10 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
         let s = SpamScore::of(&test, |i| {
             acted(&shipped_answers[i], m).is_some_and(|c| class_of(c) == "Junk")
         });
-        let acted_on = shipped_answers.iter().filter(|a| acted(a, m).is_some()).count();
+        let acted_on = shipped_answers
+            .iter()
+            .filter(|a| acted(a, m).is_some())
+            .count();
         println!(
             "| {} | {acted_on} | {} | {} of {} | {} of {} | {} |",
             m.map_or("none".into(), |m| m.to_string()),
@@ -768,7 +837,9 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     for v in &variants {
         let a = ask(v, &account, &learned, sub, &mut memo, "spam");
         let s = SpamScore::of(sub, |i| {
-            a[i].decision.as_ref().is_some_and(|c| class_of(c) == "Junk")
+            a[i].decision
+                .as_ref()
+                .is_some_and(|c| class_of(c) == "Junk")
         });
         let failed = a.iter().filter(|x| x.decision.is_none()).count();
         let took: Duration = a.iter().map(|x| x.took).sum();
@@ -846,7 +917,11 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     let mut left = fn_;
     let ok_rules = 0;
     let rest: Vec<usize> = (0..fn_).collect();
-    let by_learned: Vec<usize> = rest.iter().copied().filter(|&i| fguess[i].1 >= th).collect();
+    let by_learned: Vec<usize> = rest
+        .iter()
+        .copied()
+        .filter(|&i| fguess[i].1 >= th)
+        .collect();
     let ok_learned = by_learned
         .iter()
         .filter(|&&i| fguess[i].0 == ftest[i].class)
@@ -887,18 +962,29 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     println!("\nEach tier alone, on all {fn_} (a message it leaves counts as wrong):\n");
     println!("| alone | right folder | per message |");
     println!("|---|---|---|");
-    println!(
-        "| rules (the demo's) | {} | — |",
-        pct(ok_rules, fn_)
-    );
+    println!("| rules (the demo's) | {} | — |", pct(ok_rules, fn_));
     let learned_ok = (0..fn_).filter(|&i| fguess[i].0 == ftest[i].class).count();
-    println!("| learned (always its best class) | {} | — |", pct(learned_ok, fn_));
-    for (name, a) in [(shipped.name.as_str(), Some(&fanswers)), ("gemma: choice + examples", fgemma.as_ref())] {
+    println!(
+        "| learned (always its best class) | {} | — |",
+        pct(learned_ok, fn_)
+    );
+    for (name, a) in [
+        (shipped.name.as_str(), Some(&fanswers)),
+        ("gemma: choice + examples", fgemma.as_ref()),
+    ] {
         let Some(a) = a else { continue };
         let ok = (0..fn_)
-            .filter(|&i| a[i].decision.as_ref().is_some_and(|c| class_of(c) == ftest[i].class))
+            .filter(|&i| {
+                a[i].decision
+                    .as_ref()
+                    .is_some_and(|c| class_of(c) == ftest[i].class)
+            })
             .count();
         let took: Duration = a.iter().map(|x| x.took).sum();
-        println!("| model: {name} | {} | {} |", pct(ok, fn_), per_msg(took, fn_));
+        println!(
+            "| model: {name} | {} | {} |",
+            pct(ok, fn_),
+            per_msg(took, fn_)
+        );
     }
 }

@@ -74,7 +74,11 @@ pub fn choices(account: &AccountConfig) -> Vec<Choice> {
 /// The choice an example's folder stands for: a watched folder is
 /// `Inbox`, a junk or spam folder `Junk`; `None` when the account cannot
 /// answer with it.
-pub fn choice_of<'a>(choices: &'a [Choice], account: &AccountConfig, class: &str) -> Option<&'a Choice> {
+pub fn choice_of<'a>(
+    choices: &'a [Choice],
+    account: &AccountConfig,
+    class: &str,
+) -> Option<&'a Choice> {
     let label = if account
         .folders
         .watch
@@ -257,7 +261,6 @@ pub fn parse_choice(
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,17 +312,35 @@ mod tests {
             "p",
             "m",
             &a,
-            &answer(&[(" Junk", -0.2), ("Inbox", -2.0), ("Ju", -3.0), ("Hello", -4.0)]),
+            &answer(&[
+                (" Junk", -0.2),
+                ("Inbox", -2.0),
+                ("Ju", -3.0),
+                ("Hello", -4.0),
+            ]),
         )
         .unwrap();
         assert_eq!(c.actions, vec![Action::Spam]);
         // Junk: e^-0.2 + e^-3; Inbox e^-2; Receipts and Lists at the floor e^-4.
-        let (j, i, f) = ((-0.2f64).exp() + (-3.0f64).exp(), (-2.0f64).exp(), (-4.0f64).exp());
+        let (j, i, f) = (
+            (-0.2f64).exp() + (-3.0f64).exp(),
+            (-2.0f64).exp(),
+            (-4.0f64).exp(),
+        );
         let want = j / (j + i + 2.0 * f);
         assert!((c.confidence.unwrap() - want).abs() < 0.001, "{c:?} {want}");
-        assert!(c.reasoning.starts_with("chose Junk: Inbox 1"), "{}", c.reasoning);
+        assert!(
+            c.reasoning.starts_with("chose Junk: Inbox 1"),
+            "{}",
+            c.reasoning
+        );
         let c = parse_choice("p", "m", &a, &answer(&[("Lists", -0.1), ("Junk", -2.5)])).unwrap();
-        assert_eq!(c.actions, vec![Action::Move { folder: "Lists".into() }]);
+        assert_eq!(
+            c.actions,
+            vec![Action::Move {
+                folder: "Lists".into()
+            }]
+        );
         let c = parse_choice("p", "m", &a, &answer(&[("inbox", -0.3), ("Junk", -1.5)])).unwrap();
         assert!(c.actions.is_empty(), "Inbox keeps it");
     }
@@ -330,30 +351,67 @@ mod tests {
         let e = parse_choice("p", "m", &a, &answer(&[("Hello", -0.1), ("You", -1.0)]))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("none of the model's 2 most likely answers begins a choice"), "{e}");
-        let e = parse_choice("p", "m", &a, &json!({ "choices": [ { "message": { "content": "Junk" } } ] }))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("needs a server that returns log-probabilities"), "{e}");
+        assert!(
+            e.contains("none of the model's 2 most likely answers begins a choice"),
+            "{e}"
+        );
+        let e = parse_choice(
+            "p",
+            "m",
+            &a,
+            &json!({ "choices": [ { "message": { "content": "Junk" } } ] }),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("needs a server that returns log-probabilities"),
+            "{e}"
+        );
     }
 
     #[test]
     fn examples_are_earlier_turns_and_the_email_is_sender_and_subject_words() {
         let a = account();
         let shots = [
-            Shot { class: "INBOX".into(), sender: "bob@friends.example".into(), subject: "lunch sunday".into() },
-            Shot { class: "Elsewhere".into(), sender: "x@y.example".into(), subject: "not a choice".into() },
-            Shot { class: "Junk".into(), sender: "win@lotto.example".into(), subject: "000 prize won".into() },
+            Shot {
+                class: "INBOX".into(),
+                sender: "bob@friends.example".into(),
+                subject: "lunch sunday".into(),
+            },
+            Shot {
+                class: "Elsewhere".into(),
+                sender: "x@y.example".into(),
+                subject: "not a choice".into(),
+            },
+            Shot {
+                class: "Junk".into(),
+                sender: "win@lotto.example".into(),
+                subject: "000 prize won".into(),
+            },
         ];
         let e = email("From: Someone <Win@Lotto.Example>\r\nSubject: You WON a PRIZE: 1000 today");
         let m = choice_messages(&a, &provider(0), &e, &shots);
         let roles: Vec<&str> = m.iter().map(|x| x.0).collect();
-        assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user"]);
-        assert!(m[0].1.contains("- Inbox: keep it in the inbox\n- Receipts\n- Lists\n- Junk: spam"), "{}", m[0].1);
-        assert_eq!(m[1].1, "From: bob@friends.example\nSubject words: lunch sunday");
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "user"]
+        );
+        assert!(
+            m[0].1
+                .contains("- Inbox: keep it in the inbox\n- Receipts\n- Lists\n- Junk: spam"),
+            "{}",
+            m[0].1
+        );
+        assert_eq!(
+            m[1].1,
+            "From: bob@friends.example\nSubject words: lunch sunday"
+        );
         assert_eq!(m[2].1, "Inbox");
         assert_eq!(m[4].1, "Junk");
-        assert_eq!(m[5].1, "From: win@lotto.example\nSubject words: 0000 prize today won you");
+        assert_eq!(
+            m[5].1,
+            "From: win@lotto.example\nSubject words: 0000 prize today won you"
+        );
         // With max_body_chars, the body follows.
         let m = choice_messages(&a, &provider(100), &e, &[]);
         assert!(m[1].1.ends_with("\n\nbody"), "{}", m[1].1);

@@ -19,9 +19,7 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
-pub use choice::{
-    choice_messages, choices, parse_choice, Choice, DEFAULT_CHOICE_INSTRUCTIONS,
-};
+pub use choice::{choice_messages, choices, parse_choice, Choice, DEFAULT_CHOICE_INSTRUCTIONS};
 pub use pool::{providers, Job, Pool};
 pub use prompt::{answer_schema, parse_answer, prompt, DEFAULT_INSTRUCTIONS, MAX_REASONING_CHARS};
 pub use provider::Provider;

@@ -159,7 +159,10 @@ mod tests {
         let s = Shot::from_features("Junk", &feats("Win@Lotto.Example", "You WON $1,000,000!"));
         assert_eq!(s.class, "Junk");
         assert_eq!(s.sender, "win@lotto.example");
-        assert_eq!(s.subject, "000 won you", "digits are 0, one-letter words dropped");
+        assert_eq!(
+            s.subject, "000 won you",
+            "digits are 0, one-letter words dropped"
+        );
     }
 
     #[test]

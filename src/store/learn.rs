@@ -274,7 +274,11 @@ mod tests {
             .collect();
         assert_eq!(
             stored,
-            [("News", "weekly"), ("Receipts", "receipt"), ("Receipts", "receipt")]
+            [
+                ("News", "weekly"),
+                ("Receipts", "receipt"),
+                ("Receipts", "receipt")
+            ]
         );
         let st = s.learn_state("acct").unwrap();
         assert_eq!((st.learned_examples, st.corrections), (2, 1));
