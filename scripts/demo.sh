@@ -287,12 +287,16 @@ EOF
         cat <<'EOF' # quality.sh: the account's model settings
     provider: llm
     minimum_confidence: 0.9
-    learned: { enabled: true }
+    learned: { enabled: true, min_confidence: 0.7 }
 EOF
     fi
     # Shares below: what each rule takes (first match wins) of the demo's
     # 300 messages, measured on the corpus (SpamAssassin's own X-Spam-*
     # headers were stripped from it, so likely-spam matches none there).
+    # Two rules the demo had are gone: on 500 held-out messages "HTML-only
+    # means a newsletter" was 10 % right (44 of 49 were spam) and
+    # "undisclosed recipients means spam" 53 % (docs/quality.md); the
+    # learned classifier and the model decide that mail.
     cat <<'EOF'
     rules:
       - name: mailing-lists          # 96 (32%): 91 of 120 easy ham
@@ -310,15 +314,9 @@ EOF
       - name: spammy-subject         # 56 (19%): 52 spam, 4 ham
         when: { subject: '(?i)(\$\d|\bfree\b|\bcash\b|mortgage|\bloans?\b|\bdebt\b|viagra|casino|\bincome\b|\bmillions?\b|\d+%|\blowest\b|refinanc|guaranteed|\bearn\b|money|\badv\b|weight loss|\bdiet\b|\bwin\b|\bwon\b|\bprize\b|\burgent\b)' }
         actions: [ { type: spam } ]
-      - name: undisclosed-recipients # 31 (10%): all spam
-        when: { header: To, value: '(?i)undisclosed|recipient list not shown' }
-        actions: [ { type: spam } ]
       - name: high-priority          # 3 (1%): all spam
         when: { header: X-Priority, value: '^\s*[12]\b' }
         actions: [ { type: spam } ]
-      - name: html-newsletters       # 26 (9%): 20 hard ham, 6 spam
-        when: { header: Content-Type, value: '(?i)^\s*text/html' }
-        actions: [ { type: move, folder: Bulk } ]
 EOF
 } >"$CONF"
 
