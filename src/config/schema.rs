@@ -255,6 +255,20 @@ pub enum ProviderKind {
     Anthropic,
 }
 
+/// How a provider's model answers (`answer:`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerMode {
+    /// A JSON object of actions, reasoning and confidence (the default).
+    #[default]
+    Json,
+    /// One folder among the allowed ones (or keep, or spam), chosen by the
+    /// log-probabilities of the model's first answer token: the confidence
+    /// is the model's own probability, the answer always valid. Needs an
+    /// OpenAI-compatible server that returns `top_logprobs`.
+    Choice,
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
@@ -273,6 +287,8 @@ pub struct ProviderConfig {
     pub rate_limit_rpm: Option<u32>,
     #[serde(default = "default_max_body_chars")]
     pub max_body_chars: usize,
+    #[serde(default)]
+    pub answer: AnswerMode,
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
     #[serde(default = "default_max_retries")]

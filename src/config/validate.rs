@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{
-    parse_net, Backlog, Config, ImapAuth, ImapConfig, WebhookConfig, MAX_DURATION, PERMISSIONS,
+    parse_net, AnswerMode, Backlog, Config, ImapAuth, ImapConfig, ProviderKind, WebhookConfig,
+    MAX_DURATION, PERMISSIONS,
 };
 use crate::actions::{check_action, is_keyword};
 
@@ -201,8 +202,15 @@ pub fn validate(c: &Config) -> Vec<String> {
                 "{at}.rate_limit_rpm: must be at least 1 (omit it for no limit)"
             ));
         }
-        if pr.max_body_chars < 100 {
-            p.push(format!("{at}.max_body_chars: must be at least 100"));
+        if pr.max_body_chars < 100 && !(pr.max_body_chars == 0 && pr.answer == AnswerMode::Choice) {
+            p.push(format!(
+                "{at}.max_body_chars: must be at least 100 (or 0, no body, with answer: choice)"
+            ));
+        }
+        if pr.answer == AnswerMode::Choice && pr.kind != ProviderKind::Openai {
+            p.push(format!(
+                "{at}.answer: choice needs kind: openai (log-probabilities of the answer)"
+            ));
         }
         if let Some(ca) = &pr.ca_file {
             if let Err(e) = read_certificate(ca) {

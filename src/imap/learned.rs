@@ -38,9 +38,14 @@ impl Runner {
         if self.learner_generation == Some(generation) {
             return;
         }
-        match self.w.store.learn_counts(self.name()) {
-            Ok(counts) => {
-                self.learner = crate::learn::Model::from_counts(counts);
+        let stored = self.w.store.learn_counts(self.name()).and_then(|counts| {
+            let mut m = crate::learn::Model::from_counts(counts);
+            m.shots = self.w.store.learn_shots(self.name())?;
+            Ok(m)
+        });
+        match stored {
+            Ok(model) => {
+                self.learner = model;
                 self.learner_generation = Some(generation);
                 log::info!(
                     "{}: learned classifier loaded: {} message(s) in {} folder(s)",
@@ -81,6 +86,18 @@ impl Runner {
             model: PATH.to_string(),
             confidence: Some(p.confidence),
         })
+    }
+
+    /// The examples of the user's folders nearest to a message, for the
+    /// model (`learned.enabled` only: its features are there then).
+    pub(super) fn shots_for(&self, it: &Item) -> Vec<crate::learn::Shot> {
+        match &it.features {
+            Some(f) if self.w.account.learned.enabled => self
+                .learner
+                .shots
+                .nearest(f, crate::learn::SHOTS_PER_MESSAGE),
+            _ => Vec::new(),
+        }
     }
 
     /// Whether a learned decision is sure enough to act on.

@@ -485,6 +485,7 @@ impl Runner {
                     self.w.pool.submit(Job {
                         provider: p.clone(),
                         account: account.clone(),
+                        shots: self.shots_for(it),
                         email: Arc::new(email),
                         index,
                         reply: reply.clone(),

@@ -17,8 +17,10 @@
 //! confidence is the highest posterior shrunk towards even odds by the
 //! share of the message's features the model knows. See docs/quality.md for the measurement.
 
+mod shots;
 mod train;
 
+pub use shots::{Shot, Shots, MAX_SHOTS, SHOTS_PER_MESSAGE};
 pub use train::{train_account, train_in_background, TrainReport, TrainStatus, TRAINING};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -115,6 +117,8 @@ pub struct Model {
     pub classes: BTreeMap<String, ClassCounts>,
     /// How many classes hold each token (its size is the vocabulary).
     vocab: HashMap<String, u32>,
+    /// The messages learned, as examples for the model.
+    pub shots: Shots,
 }
 
 /// The classifier's answer for one message.
@@ -134,7 +138,11 @@ impl Model {
                 *vocab.entry(t.clone()).or_default() += 1;
             }
         }
-        Model { classes, vocab }
+        Model {
+            classes,
+            vocab,
+            shots: Shots::default(),
+        }
     }
 
     /// Messages learned, over all classes.
@@ -145,6 +153,12 @@ impl Model {
     /// Learns one message of `class` (`sign` -1 unlearns it: a message
     /// learned under the wrong folder).
     pub fn add(&mut self, class: &str, feats: &[String], sign: i64) {
+        let shot = Shot::from_features(class, feats);
+        if sign > 0 {
+            self.shots.push(shot);
+        } else {
+            self.shots.remove(&shot);
+        }
         let c = self.classes.entry(class.to_string()).or_default();
         c.docs = c.docs.saturating_add_signed(sign);
         for f in feats {
@@ -299,6 +313,11 @@ mod tests {
         assert_eq!(m.classes["News"].docs, 0);
         assert_eq!(m.classes["News"].total, 0);
         assert_eq!(m.predict(&news), None, "one class left");
-        assert_eq!(m, Model::from_counts(m.classes.clone()));
+        // The examples went with the counts: only the receipts are left.
+        assert_eq!(m.shots.len(), 3);
+        assert!(m.shots.iter().all(|s| s.class == "Receipts"));
+        let mut stored = Model::from_counts(m.classes.clone());
+        stored.shots = m.shots.clone();
+        assert_eq!(m, stored);
     }
 }

@@ -78,7 +78,12 @@ pub fn train_account(
     }
     let classes: BTreeMap<String, ClassCounts> = model.classes;
     store
-        .learn_replace(&account.name, &classes, report.examples as u64)
+        .learn_replace(
+            &account.name,
+            &classes,
+            &model.shots,
+            report.examples as u64,
+        )
         .map_err(|e| e.to_string())?;
     report.duration_ms = started.elapsed().as_millis() as u64;
     Ok(report)

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rusqlite::{params, OptionalExtension};
 
 use super::{in_op, Result, Store};
-use crate::learn::ClassCounts;
+use crate::learn::{ClassCounts, Shot, Shots, MAX_SHOTS};
 use crate::timestamp::now_ms;
 
 /// How an account's classifier was made.
@@ -90,12 +90,35 @@ impl Store {
         })
     }
 
+    /// The stored examples of an account, oldest first.
+    pub fn learn_shots(&self, account: &str) -> Result<Shots> {
+        in_op("learn_shots", || {
+            let conn = self.conn.lock();
+            let mut st = conn.prepare(
+                "SELECT class, sender, subject FROM learn_shots WHERE account = ?1 ORDER BY id",
+            )?;
+            let rows = st.query_map([account], |r| {
+                Ok(Shot {
+                    class: r.get(0)?,
+                    sender: r.get(1)?,
+                    subject: r.get(2)?,
+                })
+            })?;
+            let mut shots = Shots::default();
+            for row in rows {
+                shots.push(row?);
+            }
+            Ok(shots)
+        })
+    }
+
     /// Replaces an account's classifier with a freshly trained one and
     /// bumps its generation.
     pub fn learn_replace(
         &self,
         account: &str,
         classes: &BTreeMap<String, ClassCounts>,
+        shots: &Shots,
         examples: u64,
     ) -> Result<()> {
         in_op("learn_replace", || {
@@ -103,6 +126,15 @@ impl Store {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             tx.execute("DELETE FROM learn_classes WHERE account = ?1", [account])?;
             tx.execute("DELETE FROM learn_tokens WHERE account = ?1", [account])?;
+            tx.execute("DELETE FROM learn_shots WHERE account = ?1", [account])?;
+            {
+                let mut sh = tx.prepare(
+                    "INSERT INTO learn_shots (account, class, sender, subject) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for shot in shots.iter() {
+                    sh.execute(params![account, shot.class, shot.sender, shot.subject])?;
+                }
+            }
             {
                 let mut cl = tx.prepare(
                     "INSERT INTO learn_classes (account, class, docs, total) VALUES (?1, ?2, ?3, ?4)",
@@ -155,7 +187,26 @@ impl Store {
                     "INSERT INTO learn_tokens (account, class, token, n) VALUES (?1, ?2, ?3, max(?4, 0))
                      ON CONFLICT DO UPDATE SET n = max(n + ?4, 0)",
                 )?;
+                let mut add_shot = tx.prepare(
+                    "INSERT INTO learn_shots (account, class, sender, subject) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                let mut take_shot = tx.prepare(
+                    "DELETE FROM learn_shots WHERE id = (SELECT max(id) FROM learn_shots
+                         WHERE account = ?1 AND class = ?2 AND sender = ?3 AND subject = ?4)",
+                )?;
+                let mut trim = tx.prepare(
+                    "DELETE FROM learn_shots WHERE account = ?1 AND class = ?2 AND id <= coalesce(
+                         (SELECT id FROM learn_shots WHERE account = ?1 AND class = ?2
+                          ORDER BY id DESC LIMIT 1 OFFSET ?3), -1)",
+                )?;
                 for (class, feats, sign) in examples {
+                    let shot = Shot::from_features(class, feats);
+                    if *sign > 0 {
+                        add_shot.execute(params![account, class, shot.sender, shot.subject])?;
+                        trim.execute(params![account, class, MAX_SHOTS as i64])?;
+                    } else {
+                        take_shot.execute(params![account, class, shot.sender, shot.subject])?;
+                    }
                     cl.execute(params![account, class, sign])?;
                     for t in feats.iter() {
                         tk.execute(params![account, class, t, sign])?;
@@ -201,8 +252,9 @@ mod tests {
         let mut m = Model::default();
         m.add("News", &a, 1);
         m.add("Receipts", &b, 1);
-        s.learn_replace("acct", &m.classes, 2).unwrap();
+        s.learn_replace("acct", &m.classes, &m.shots, 2).unwrap();
         assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
+        assert_eq!(s.learn_shots("acct").unwrap(), m.shots);
         let st = s.learn_state("acct").unwrap();
         assert_eq!((st.generation, st.trained_examples), (1, 2));
 
@@ -214,13 +266,51 @@ mod tests {
         m.add("News", &b, -1);
         m.add("Receipts", &b, 1);
         assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
+        // The examples follow: the correction took the News one back.
+        let shots = s.learn_shots("acct").unwrap();
+        let stored: Vec<(&str, &str)> = shots
+            .iter()
+            .map(|x| (x.class.as_str(), x.subject.as_str()))
+            .collect();
+        assert_eq!(
+            stored,
+            [
+                ("News", "weekly"),
+                ("Receipts", "receipt"),
+                ("Receipts", "receipt")
+            ]
+        );
         let st = s.learn_state("acct").unwrap();
         assert_eq!((st.learned_examples, st.corrections), (2, 1));
         assert_eq!(st.generation, 2, "a correction from outside reloads");
         assert!(s.learn_counts("other").unwrap().is_empty());
 
-        s.learn_replace("acct", &BTreeMap::new(), 0).unwrap();
+        s.learn_replace("acct", &BTreeMap::new(), &Shots::default(), 0)
+            .unwrap();
         assert_eq!(s.learn_state("acct").unwrap().generation, 3);
         assert!(s.learn_counts("acct").unwrap().is_empty());
+        assert!(s.learn_shots("acct").unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_stored_examples_of_a_folder_keep_the_newest() {
+        let s = Store::open_in_memory().unwrap();
+        let rows: Vec<Vec<String>> = (0..MAX_SHOTS + 5)
+            .map(|i| vec![format!("from:{i}@x.example")])
+            .collect();
+        let examples: Vec<(&str, &[String], i64)> =
+            rows.iter().map(|f| ("News", f.as_slice(), 1)).collect();
+        s.learn_add("acct", &examples, 0, false).unwrap();
+        s.learn_add("acct", &[("Other", &rows[0], 1)], 0, false)
+            .unwrap();
+        let shots = s.learn_shots("acct").unwrap();
+        assert_eq!(shots.len(), MAX_SHOTS + 1);
+        let news: Vec<&str> = shots
+            .iter()
+            .filter(|x| x.class == "News")
+            .map(|x| x.sender.as_str())
+            .collect();
+        assert_eq!(news.len(), MAX_SHOTS);
+        assert_eq!(news[0], "5@x.example", "the five oldest went");
     }
 }

@@ -290,4 +290,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
             VALUES (new.id, new.subject, new.message_id, new.sender);
     END;
     "#,
+    // 6: examples for the model from the account's folders (`learn::Shots`):
+    // each learned message's sender and subject words and its folder.
+    r#"
+    CREATE TABLE learn_shots (
+        id INTEGER PRIMARY KEY,
+        account TEXT NOT NULL, class TEXT NOT NULL,
+        sender TEXT NOT NULL, subject TEXT NOT NULL);
+    CREATE INDEX learn_shots_class ON learn_shots (account, class, id);
+    "#,
 ];

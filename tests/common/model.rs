@@ -22,6 +22,10 @@ pub enum Reply {
     Delay(Duration, Box<Reply>),
     /// A 200 whose body is not JSON at all.
     Garbage,
+    /// One answer token with the most likely first tokens and their
+    /// log-probabilities (`logprobs`/`top_logprobs`, as llama.cpp's
+    /// llama-server and OpenAI return them).
+    Logprobs(Vec<(String, f64)>),
 }
 
 /// The answer object a well-behaved model returns.
@@ -37,6 +41,8 @@ pub struct Request {
     pub model: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// The whole request body.
+    pub body: Value,
 }
 
 impl Request {
@@ -150,6 +156,7 @@ impl Model {
                         user: text(user),
                         model: v["model"].as_str().unwrap_or("").into(),
                         path: req.url().to_string(),
+                        body: v.clone(),
                         headers: req
                             .headers()
                             .iter()
@@ -192,6 +199,25 @@ impl Model {
                             r
                         }
                         Reply::Garbage => tiny_http::Response::from_string("<html>oops</html>"),
+                        Reply::Logprobs(top) => {
+                            let first = top.first().map(|t| t.0.clone()).unwrap_or_default();
+                            let top: Vec<Value> = top
+                                .iter()
+                                .map(|(t, lp)| json!({ "id": 0, "token": t, "logprob": lp, "bytes": t.as_bytes() }))
+                                .collect();
+                            tiny_http::Response::from_string(
+                                json!({
+                                    "id": "chatcmpl-test",
+                                    "object": "chat.completion",
+                                    "model": r.model,
+                                    "choices": [{ "index": 0, "message": { "role": "assistant", "content": first },
+                                        "logprobs": { "content": [{ "token": first, "logprob": top[0]["logprob"], "top_logprobs": top }] },
+                                        "finish_reason": "length" }],
+                                    "usage": { "prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101 },
+                                })
+                                .to_string(),
+                            )
+                        }
                         Reply::Delay(..) => unreachable!(),
                     };
                     let _ = req.respond(resp);
