@@ -5,7 +5,7 @@
 # clients (each attack of tests/common/attacks.rs alone and all at once,
 # and 100 wrong logins). Release build, real Dovecot, real binary, real
 # SQLite.
-# Usage: scripts/bench.sh [rules] [model] [latency] [http] [footprint] [api] [hostile]
+# Usage: scripts/bench.sh [rules] [model] [threads] [latency] [http] [footprint] [api] [hostile]
 #        (default: all). MAILPROC_BENCH_N=500 shrinks the rules backlog.
 # Writes docs/benchmarks.md (MAILPROC_BENCH_OUT to write elsewhere).
 set -euo pipefail
@@ -19,7 +19,7 @@ wants() { ((${#parts[@]} == 0)) || [[ " ${parts[*]} " == *" $1 "* ]]; }
 # Tools the parts asked for need, installed when missing (Debian/Ubuntu).
 # `hostile` needs none: it runs only mailproc and its own clients.
 need=()
-if wants rules || wants model || wants latency || wants http || wants footprint; then
+if wants rules || wants model || wants threads || wants latency || wants http || wants footprint; then
     command -v dovecot >/dev/null || need+=(dovecot-imapd)
 fi
 if wants rules; then

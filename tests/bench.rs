@@ -16,6 +16,8 @@ mod http;
 mod latency;
 #[path = "bench/sidebyside.rs"]
 mod sidebyside;
+#[path = "bench/threads.rs"]
+mod threads;
 
 use std::time::{Duration, Instant};
 
@@ -289,6 +291,9 @@ fn main() {
     }
     if want("model") {
         model_throughput(&mut rows);
+    }
+    if want("threads") {
+        threads::run(&mut rows);
     }
     if want("latency") {
         latency::run(&mut rows);
