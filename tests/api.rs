@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::mailproc::Mailproc;
 use mailproc::actions::Action;
-use mailproc::store::{EmailMeta, Outcome, Status, Store};
+use mailproc::store::{EmailMeta, FailedAttempt, Outcome, Outcomes, Status, Store};
 use mailproc::timestamp::now_ms;
 use serde_json::Value;
 
@@ -122,12 +122,15 @@ fn seed_history(m: &Mailproc) {
         )
         .unwrap();
     store
-        .record_failure(
-            &meta("work", 5, "Broken one"),
-            "model answered nonsense",
-            1,
-            0,
-        )
+        .record_outcomes(&Outcomes {
+            failures: vec![FailedAttempt {
+                meta: meta("work", 5, "Broken one"),
+                error: "model answered nonsense".into(),
+                max_attempts: 1,
+                retry_delay_ms: 0,
+            }],
+            ..Default::default()
+        })
         .unwrap();
 }
 

@@ -88,7 +88,7 @@ fn a_store_failure_is_not_a_lost_connection() {
     );
     let m = Mailproc::start_with_env(
         &format!("{}{hooks}", config(&d, &model.url(), 2, "")),
-        &[("MAILPROC_FAILPOINTS", "record-batch=error-once")],
+        &[("MAILPROC_FAILPOINTS", "record-outcomes=error-once")],
     );
     m.wait_for(Duration::from_secs(20), "the message recorded", || {
         (ok_rows(&m).len() == 1).then_some(())
@@ -104,7 +104,7 @@ fn a_store_failure_is_not_a_lost_connection() {
         events[0]["error"]
             .as_str()
             .unwrap()
-            .contains("store: record_batch: failpoint"),
+            .contains("store: record_outcomes: failpoint"),
         "{events:?}"
     );
     assert_eq!(

@@ -11,7 +11,9 @@ use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
 use crate::classify::Classification;
-use crate::store::{EmailMeta, FailedAttempt, Outcome, Status};
+use crate::store::{
+    EmailMeta, FailedAttempt, Final, Finished, Outcome, Outcomes, Status, Watermark,
+};
 use crate::webhook::Event;
 
 /// Added to the reasoning of a message whose header fields were too long
@@ -92,8 +94,6 @@ pub(super) struct Acted {
     pub(super) finals: HashSet<u32>,
     /// Where the moved UIDs went.
     pub(super) moved: Moved,
-    /// Moved UIDs whose destination was recorded with their final row.
-    pub(super) moves_recorded: HashSet<u32>,
 }
 
 /// UIDs whose every command the server has confirmed, and the folder they
@@ -232,50 +232,45 @@ impl Runner {
                 .collect(),
         };
         let store = self.w.store.clone();
-        let account = self.name().to_string();
         std::thread::scope(|scope| {
             let (tx, rx) = crossbeam_channel::unbounded::<Confirmed>();
             let writer = scope.spawn(move || {
                 let mut done: HashSet<u32> = HashSet::new();
-                let mut moves: HashSet<u32> = HashSet::new();
                 for c in rx {
-                    // Rows this run journalled are made final by id; the
-                    // others (left alone, dry run, review, an earlier run's
-                    // journal) are written whole.
-                    let mut confirmed: Vec<crate::store::Confirmed<'_>> = Vec::new();
-                    let mut finals: Vec<(EmailMeta, Outcome)> = Vec::new();
+                    // Rows this run journalled are made final as journalled;
+                    // the others (left alone, dry run, review, an earlier
+                    // run's journal) are written whole.
+                    let mut out = Outcomes::default();
                     for u in &c.uids {
                         let i = index[u];
                         let Some(o) = &outcomes[i] else { continue };
-                        match items[i].row.filter(|_| o.status == Status::Ok) {
-                            Some(id) => {
-                                let moved = c.to.as_ref().map(|(folder, dest)| {
-                                    moves.insert(*u);
-                                    crate::store::MoveRecord {
-                                        uid: *u,
-                                        dest_folder: folder.clone(),
-                                        dest_uid: dest.get(u).copied(),
-                                        flags: items[i].flags.clone(),
-                                    }
+                        let moved =
+                            c.to.as_ref()
+                                .map(|(folder, dest)| crate::store::MoveRecord {
+                                    uid: *u,
+                                    dest_folder: folder.clone(),
+                                    dest_uid: dest.get(u).copied(),
+                                    flags: items[i].flags.clone(),
                                 });
-                                confirmed.push(crate::store::Confirmed {
-                                    id,
-                                    actions: &o.actions,
-                                    moved,
-                                });
-                            }
-                            None => finals.push((items[i].meta.clone(), o.clone())),
+                        let meta = items[i].meta.clone();
+                        if items[i].row.is_some() && o.status == Status::Ok {
+                            out.finished.push(Finished {
+                                meta,
+                                actions: o.actions.clone(),
+                                moved,
+                            });
+                        } else {
+                            out.finals.push(Final {
+                                meta,
+                                outcome: o.clone(),
+                                moved,
+                            });
                         }
                     }
-                    if !confirmed.is_empty() {
-                        store.record_confirmed(&account, &confirmed)?;
-                    }
-                    if !finals.is_empty() {
-                        store.record_batch(&finals, &[], None)?;
-                    }
+                    store.record_outcomes(&out)?;
                     done.extend(c.uids);
                 }
-                Ok::<_, crate::store::StoreError>((done, moves))
+                Ok::<_, crate::store::StoreError>(done)
             });
             if !untouched.is_empty() {
                 let _ = tx.send(Confirmed {
@@ -291,12 +286,11 @@ impl Runner {
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
             let (failed, moved) = acted?;
-            let (finals, moves_recorded) = written?;
+            let finals = written?;
             Ok(Acted {
                 failed,
                 finals,
                 moved,
-                moves_recorded,
             })
         })
     }
@@ -539,16 +533,18 @@ impl Runner {
     }
 
     /// Records a group in one transaction — finished messages not made final
-    /// during the actions, failed attempts and the watermark `high` of
-    /// `mailbox` at `uidvalidity`, which stays below whatever of the window
-    /// is not recorded yet or was cancelled, so the next run starts there —
-    /// then counts and announces all of it.
+    /// during the actions (with where each moved, for undo), failed attempts
+    /// and the watermark `high` of `mailbox` at `uidvalidity`, which stays
+    /// below whatever of the window is not recorded yet or was cancelled, so
+    /// the next run starts there — then counts and announces all of it.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record(
         &mut self,
         items: &[Item],
         outcomes: Vec<Option<Outcome>>,
         failed: &HashMap<u32, String>,
         early: &HashSet<u32>,
+        moved: &Moved,
         (mailbox, uidvalidity, high): (&str, u32, u32),
     ) -> Result<(), ImapError> {
         // Every finished message, announced below; only those not made
@@ -563,10 +559,22 @@ impl Runner {
             finals.push((it.meta.clone(), o));
             done.push(i);
         }
-        let rest: Vec<(EmailMeta, Outcome)> = finals
+        let rest: Vec<Final> = finals
             .iter()
-            .filter(|(m, _)| !early.contains(&m.uid))
-            .cloned()
+            .zip(&done)
+            .filter(|((m, _), _)| !early.contains(&m.uid))
+            .map(|((m, o), i)| Final {
+                meta: m.clone(),
+                outcome: o.clone(),
+                moved: moved
+                    .get(&m.uid)
+                    .map(|(folder, dest)| crate::store::MoveRecord {
+                        uid: m.uid,
+                        dest_folder: folder.clone(),
+                        dest_uid: *dest,
+                        flags: items[*i].flags.clone(),
+                    }),
+            })
             .collect();
         let delay = self.w.account.retry_delay.0;
         let mut failures: Vec<(FailedAttempt, &'static str)> = Vec::new();
@@ -590,12 +598,12 @@ impl Runner {
                 f.kind,
             ));
         }
-        let attempts: Vec<FailedAttempt> = failures.iter().map(|(f, _)| f.clone()).collect();
-        let (_, recorded) = self.w.store.record_batch(
-            &rest,
-            &attempts,
-            Some((self.name(), mailbox, uidvalidity, high)),
-        )?;
+        let recorded = self.w.store.record_outcomes(&Outcomes {
+            finished: Vec::new(),
+            finals: rest,
+            failures: failures.iter().map(|(f, _)| f.clone()).collect(),
+            watermark: Some(Watermark::new(self.name(), mailbox, uidvalidity, high)),
+        })?;
         crate::failpoint::hit("after-batch-commit");
 
         for ((meta, o), i) in finals.iter().zip(&done) {
@@ -628,38 +636,6 @@ impl Runner {
                 "{}: {mailbox}: shutting down; {cancelled} message(s) left for the next start",
                 self.name()
             );
-        }
-        Ok(())
-    }
-
-    /// Keeps, for undo, where each moved message went and the flags it
-    /// had, for those whose final record did not already say (`recorded`).
-    /// After the record: a failure here loses only the undo.
-    pub(super) fn record_moves(
-        &self,
-        items: &[Item],
-        failed: &HashMap<u32, String>,
-        moved: &Moved,
-        recorded: &HashSet<u32>,
-        (mailbox, uidvalidity): (&str, u32),
-    ) -> Result<(), ImapError> {
-        let rows: Vec<crate::store::MoveRecord> = items
-            .iter()
-            .filter(|it| !failed.contains_key(&it.meta.uid) && !recorded.contains(&it.meta.uid))
-            .filter_map(|it| {
-                let (folder, dest) = moved.get(&it.meta.uid)?;
-                Some(crate::store::MoveRecord {
-                    uid: it.meta.uid,
-                    dest_folder: folder.clone(),
-                    dest_uid: *dest,
-                    flags: it.flags.clone(),
-                })
-            })
-            .collect();
-        if !rows.is_empty() {
-            self.w
-                .store
-                .record_moves(self.name(), mailbox, uidvalidity, &rows)?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use super::session::{Caps, Control, Folders, Session};
 use super::{Exit, ImapError, Runner, IDLE_EXIT, IDLE_MAX, WINDOW};
 use crate::account::{Message, State};
 use crate::config::Backlog;
-use crate::store::{KnownEmail, Status};
+use crate::store::{KnownEmail, Status, Watermark};
 use crate::timestamp::now_ms;
 
 impl Runner {
@@ -287,7 +287,7 @@ impl Runner {
                 let closed = self
                     .w
                     .store
-                    .restart_folder(&account, mailbox, v, uidvalidity, w)?;
+                    .reset_watermark(&Watermark::new(&account, mailbox, uidvalidity, w), v)?;
                 log::warn!(
                     "{account}: {mailbox}: UIDVALIDITY changed from {v} to {uidvalidity}; \
                      starting after UID {w} instead of reprocessing the mailbox; \
@@ -301,9 +301,12 @@ impl Runner {
                     "{account}: {mailbox}: first sight, backlog {:?} starts after UID {w}",
                     self.w.account.backlog
                 );
-                self.w
-                    .store
-                    .set_folder_state(&account, mailbox, uidvalidity, w)?;
+                self.w.store.advance_watermark(&Watermark::new(
+                    &account,
+                    mailbox,
+                    uidvalidity,
+                    w,
+                ))?;
                 w
             }
         };
@@ -358,10 +361,12 @@ impl Runner {
         // handled; UIDs missing from the search were expunged meanwhile.
         // Moving the watermark up to it keeps `behind` from passing again
         // for mail that no longer exists.
-        self.w.store.record_final(
-            &[],
-            Some((&account, mailbox, uidvalidity, uid_next.saturating_sub(1))),
-        )?;
+        self.w.store.advance_watermark(&Watermark::new(
+            &account,
+            mailbox,
+            uidvalidity,
+            uid_next.saturating_sub(1),
+        ))?;
         Ok(None)
     }
 

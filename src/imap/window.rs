@@ -175,7 +175,6 @@ impl Runner {
             failed,
             finals: early,
             moved,
-            moves_recorded,
         } = self.act_and_finalize(s, caps, folders, w.mailbox, &plan, &items, &outcomes)?;
         let acted = t.elapsed();
         // The watermark may pass everything of the window but what is still
@@ -193,14 +192,8 @@ impl Runner {
             outcomes,
             &failed,
             &early,
-            (w.mailbox, w.uidvalidity, high),
-        )?;
-        self.record_moves(
-            &items,
-            &failed,
             &moved,
-            &moves_recorded,
-            (w.mailbox, w.uidvalidity),
+            (w.mailbox, w.uidvalidity, high),
         )?;
         self.learn(examples);
         log::debug!(
@@ -399,7 +392,7 @@ impl Runner {
             })
             .unzip();
         if !journal.is_empty() {
-            let ids = self.w.store.record_pending(&journal)?;
+            let ids = self.w.store.record_decisions(&journal)?;
             for (i, id) in at.into_iter().zip(ids) {
                 items[i].row = Some(id);
             }

@@ -197,7 +197,7 @@ mod tests {
         for (uid, o) in &rows {
             s.insert_history(&meta(*uid), o, now_ms()).unwrap();
         }
-        s.record_failure(&meta(9), "model down", 1, 0).unwrap();
+        crate::store::tests::record_failure(&s, &meta(9), "model down", 1, 0);
         let a = s.attention().unwrap()["a"];
         assert_eq!(
             a,
@@ -246,7 +246,7 @@ mod tests {
     fn the_last_error_is_the_newest_kept_or_failed() {
         let s = Store::open_in_memory().unwrap();
         assert_eq!(s.account_note("a").unwrap(), AccountNote::default());
-        s.record_failure(&meta(1), "model down", 1, 0).unwrap();
+        crate::store::tests::record_failure(&s, &meta(1), "model down", 1, 0);
         let n = s.account_note("a").unwrap();
         assert_eq!(n.last_error.unwrap().1, "model down");
         assert!(n.last_processed_at.is_some());

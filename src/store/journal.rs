@@ -59,9 +59,8 @@ impl EmailMeta {
     }
 }
 
-/// The decision about one message, recorded before and after acting on it.
-/// (Where a move went, for undo, is recorded with it by
-/// `record_confirmed`, or after it by `record_moves`.)
+/// The decision about one message, recorded before acting on it (a
+/// decision) and after (an outcome).
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub status: Status,
@@ -85,16 +84,82 @@ impl Default for Outcome {
     }
 }
 
-/// A row this run journalled, now acted on by the server (see
-/// [`Store::record_confirmed`]).
+/// A message whose decision this run journalled (see
+/// [`Store::record_decisions`]) and whose commands the server has now
+/// confirmed: its row is made final as journalled, keeping the time of the
+/// decision.
 #[derive(Debug, Clone)]
-pub struct Confirmed<'a> {
-    /// The row id [`Store::record_pending`] returned.
-    pub id: i64,
+pub struct Finished {
+    pub meta: EmailMeta,
     /// Its actions, as journalled.
-    pub actions: &'a [Action],
-    /// Where it was moved (its `uid` is unused here).
+    pub actions: Vec<Action>,
+    /// Where it was moved, for undo (its `uid` is unused here).
     pub moved: Option<MoveRecord>,
+}
+
+/// An outcome written whole: not journalled (left alone, a dry run, for
+/// review), or journalled by an earlier run.
+#[derive(Debug, Clone)]
+pub struct Final {
+    pub meta: EmailMeta,
+    pub outcome: Outcome,
+    /// Where it was moved, for undo (its `uid` is unused here).
+    pub moved: Option<MoveRecord>,
+}
+
+impl Final {
+    pub fn new(meta: EmailMeta, outcome: Outcome) -> Final {
+        Final {
+            meta,
+            outcome,
+            moved: None,
+        }
+    }
+}
+
+/// Where a folder's processing stands: every UID up to `last_uid` of the
+/// generation `uidvalidity` is recorded. Moved only up (see
+/// [`Store::advance_watermark`]); a new generation is a reset
+/// ([`Store::reset_watermark`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watermark {
+    pub account: String,
+    pub mailbox: String,
+    pub uidvalidity: u32,
+    pub last_uid: u32,
+}
+
+impl Watermark {
+    pub fn new(account: &str, mailbox: &str, uidvalidity: u32, last_uid: u32) -> Watermark {
+        Watermark {
+            account: account.to_string(),
+            mailbox: mailbox.to_string(),
+            uidvalidity,
+            last_uid,
+        }
+    }
+}
+
+/// What [`Store::record_outcomes`] writes, all in one transaction.
+#[derive(Debug, Clone, Default)]
+pub struct Outcomes {
+    pub finished: Vec<Finished>,
+    pub finals: Vec<Final>,
+    /// Failed attempts: each waits for a retry, or is parked as `failed`
+    /// at its limit.
+    pub failures: Vec<FailedAttempt>,
+    /// Moved up with the rest, so a UID the watermark passes always has
+    /// its row: a crash can lose no message between the two.
+    pub watermark: Option<Watermark>,
+}
+
+impl Outcomes {
+    fn is_empty(&self) -> bool {
+        self.finished.is_empty()
+            && self.finals.is_empty()
+            && self.failures.is_empty()
+            && self.watermark.is_none()
+    }
 }
 
 /// A failed attempt at a message, recorded with its batch.
@@ -104,12 +169,12 @@ pub struct FailedAttempt {
     pub error: String,
     /// Attempts after which the message is parked as `failed`.
     pub max_attempts: u32,
-    /// When the next attempt is due (epoch ms) while below the limit; the
-    /// delay doubles with each attempt, capped by the caller.
+    /// The wait before the first retry (ms); it doubles with each attempt
+    /// after, up to a day.
     pub retry_delay_ms: i64,
 }
 
-/// What [`Store::record_batch`] did with a failed attempt.
+/// What [`Store::record_outcomes`] did with a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FailureRecord {
     pub attempts: u32,
@@ -201,6 +266,141 @@ fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<F
     Ok(FailureRecord { attempts, status })
 }
 
+/// Moves the watermark `w` up inside a transaction (see
+/// [`Store::advance_watermark`]); whether it changed.
+fn advance_in(conn: &rusqlite::Connection, w: &Watermark) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (account, mailbox) DO UPDATE SET last_uid = excluded.last_uid
+             WHERE folder_state.uidvalidity = excluded.uidvalidity
+               AND folder_state.last_uid < excluded.last_uid",
+        )?
+        .execute(params![w.account, w.mailbox, w.uidvalidity, w.last_uid])?;
+    Ok(changed > 0)
+}
+
+/// Makes journalled rows final as journalled (see [`Finished`]): status
+/// `ok`, their actions counted, where a move took each. Set-based: the
+/// rows are found by their key, then three statements do the lot.
+fn finish_journalled(tx: &rusqlite::Transaction<'_>, rows: &[Finished]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut find = tx.prepare_cached(
+        "SELECT id FROM emails WHERE account = ?1 AND mailbox = ?2 AND uidvalidity = ?3 AND uid = ?4",
+    )?;
+    // [id, dest folder, dest UID, flags before, [[type, folder, flags], ...]]
+    let mut json = Vec::with_capacity(rows.len());
+    for r in rows {
+        let m = &r.meta;
+        let Some(id) = find
+            .query_row(params![m.account, m.mailbox, m.uidvalidity, m.uid], |r| {
+                r.get::<_, i64>(0)
+            })
+            .optional()?
+        else {
+            // Not journalled after all: nothing to finish (a bug upstream,
+            // logged rather than failing the whole record).
+            log::warn!(
+                "{}: {} UID {}: finished without a journal row",
+                m.account,
+                m.mailbox,
+                m.uid
+            );
+            continue;
+        };
+        let (folder, uid, flags) = match &r.moved {
+            Some(mv) => (
+                Some(mv.dest_folder.as_str()),
+                mv.dest_uid,
+                Some(serde_json::json!(mv.flags)),
+            ),
+            None => (None, None, None),
+        };
+        let actions: Vec<serde_json::Value> = r
+            .actions
+            .iter()
+            .map(|a| {
+                let (kind, folder, flags) = action_columns(a);
+                serde_json::json!([kind, folder, flags])
+            })
+            .collect();
+        json.push(serde_json::json!([id, folder, uid, flags, actions]));
+    }
+    let json = serde_json::Value::Array(json).to_string();
+    tx.prepare_cached(
+        "UPDATE emails SET status = 'ok', error = NULL, attempts = attempts + 1,
+            next_attempt_at = NULL,
+            dest_folder = coalesce(j.value ->> 1, dest_folder),
+            dest_uid = CASE WHEN j.value ->> 1 IS NULL THEN dest_uid ELSE j.value ->> 2 END,
+            orig_flags = CASE WHEN j.value ->> 1 IS NULL THEN orig_flags ELSE j.value -> 3 END,
+            undone_at = CASE WHEN j.value ->> 1 IS NULL THEN undone_at ELSE NULL END
+         FROM json_each(?1) j WHERE emails.id = j.value ->> 0",
+    )?
+    .execute([&json])?;
+    tx.prepare_cached(
+        "DELETE FROM actions WHERE email_id IN (SELECT value ->> 0 FROM json_each(?1))",
+    )?
+    .execute([&json])?;
+    tx.prepare_cached(
+        "INSERT INTO actions (email_id, account, processed_at, type, folder, flags)
+         SELECT e.id, e.account, e.processed_at, a.value ->> 0, a.value ->> 1, a.value ->> 2
+         FROM json_each(?1) j JOIN emails e ON e.id = j.value ->> 0, json_each(j.value -> 4) a",
+    )?
+    .execute([&json])?;
+    Ok(())
+}
+
+/// Writes outcomes whole (see [`Final`]), each with its action rows and,
+/// when it moved, where to (for undo).
+fn write_finals(tx: &rusqlite::Transaction<'_>, finals: &[Final]) -> Result<()> {
+    if finals.is_empty() {
+        return Ok(());
+    }
+    let mut upsert = tx.prepare_cached(
+        "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
+            processed_at, status, actions, model, reasoning, confidence, error, attempts)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 1)
+         ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
+            status = excluded.status, actions = excluded.actions, model = excluded.model,
+            reasoning = excluded.reasoning, confidence = excluded.confidence,
+            error = excluded.error, processed_at = excluded.processed_at,
+            attempts = emails.attempts + 1, next_attempt_at = NULL,
+            message_id = CASE WHEN excluded.message_id = '' THEN emails.message_id ELSE excluded.message_id END,
+            subject = CASE WHEN excluded.subject = '' THEN emails.subject ELSE excluded.subject END,
+            sender = CASE WHEN excluded.sender = '' THEN emails.sender ELSE excluded.sender END
+         RETURNING id",
+    )?;
+    let mut clear = tx.prepare_cached("DELETE FROM actions WHERE email_id = ?1")?;
+    let mut act = tx.prepare_cached(
+        "INSERT INTO actions (email_id, account, processed_at, type, folder, flags)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut moved = tx.prepare_cached(
+        "UPDATE emails SET dest_folder = ?2, dest_uid = ?3, orig_flags = ?4, undone_at = NULL
+         WHERE id = ?1",
+    )?;
+    let now = now_ms();
+    for f in finals {
+        let (m, o) = (&f.meta, &f.outcome);
+        let actions = actions_json(&o.actions);
+        let id: i64 =
+            upsert.query_row(m.outcome_row(&now, o, &actions).as_slice(), |r| r.get(0))?;
+        clear.execute([id])?;
+        insert_actions(&mut act, id, &m.account, now, o)?;
+        if let Some(mv) = &f.moved {
+            moved.execute(params![
+                id,
+                mv.dest_folder,
+                mv.dest_uid,
+                serde_json::to_string(&mv.flags).unwrap_or_else(|_| "[]".into()),
+            ])?;
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Rows recorded for UIDs of a folder above `after_uid` (they exist when a
     /// run stopped between acting and advancing the watermark), plus rows
@@ -237,11 +437,28 @@ impl Store {
         })
     }
 
-    /// Writes (or rewrites) the journal rows of a batch before acting on it.
-    /// Returns their row ids in the order of `items`, for
-    /// [`Store::record_confirmed`].
-    pub fn record_pending(&self, items: &[(EmailMeta, Outcome)]) -> Result<Vec<i64>> {
-        in_op("record_pending", || {
+    /// `(uidvalidity, last_uid)` of a watched folder, if it was seen before.
+    pub fn folder_state(&self, account: &str, mailbox: &str) -> Result<Option<(u32, u32)>> {
+        in_op("folder_state", || {
+            Ok(self
+                .conn
+                .lock()
+                .query_row(
+                    "SELECT uidvalidity, last_uid FROM folder_state WHERE account = ?1 AND mailbox = ?2",
+                    params![account, mailbox],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?)
+        })
+    }
+
+    /// Records decisions before acting on them: each message's row is
+    /// written (or rewritten) as `pending` with its decision, so a run that
+    /// stops before the outcome is recorded finishes it with that decision
+    /// instead of asking the model again. Returns the row ids in the order
+    /// of `items`.
+    pub fn record_decisions(&self, items: &[(EmailMeta, Outcome)]) -> Result<Vec<i64>> {
+        in_op("record_decisions", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let mut ids = Vec::with_capacity(items.len());
@@ -277,189 +494,57 @@ impl Store {
         })
     }
 
-    /// Makes rows this run journalled final, by their ids, once the server
-    /// confirmed their commands: status `ok`, their actions (as journalled),
-    /// and where a move took each message (for undo). Set-based, three
-    /// statements for the whole group, keeping the journal's `processed_at`
-    /// (when the decision was taken): a third of what [`Store::record_batch`]
-    /// costs per row, so a backlog's moves are recorded while the next ones
-    /// run instead of after the last.
-    pub fn record_confirmed(&self, account: &str, rows: &[Confirmed<'_>]) -> Result<()> {
-        in_op("record_confirmed", || {
-            // [id, dest folder, dest UID, flags before, [[type, folder, flags], ...]]
-            let json = serde_json::Value::Array(
-                rows.iter()
-                    .map(|r| {
-                        let (folder, uid, flags) = match &r.moved {
-                            Some(m) => (
-                                Some(m.dest_folder.as_str()),
-                                m.dest_uid,
-                                Some(serde_json::json!(m.flags)),
-                            ),
-                            None => (None, None, None),
-                        };
-                        let actions: Vec<serde_json::Value> = r
-                            .actions
-                            .iter()
-                            .map(|a| {
-                                let (kind, folder, flags) = action_columns(a);
-                                serde_json::json!([kind, folder, flags])
-                            })
-                            .collect();
-                        serde_json::json!([r.id, folder, uid, flags, actions])
-                    })
-                    .collect(),
-            )
-            .to_string();
-            let mut conn = self.conn.lock();
-            let tx = conn.transaction()?;
-            tx.prepare_cached(
-                "UPDATE emails SET status = 'ok', error = NULL, attempts = attempts + 1,
-                    next_attempt_at = NULL,
-                    dest_folder = coalesce(j.value ->> 1, dest_folder),
-                    dest_uid = CASE WHEN j.value ->> 1 IS NULL THEN dest_uid ELSE j.value ->> 2 END,
-                    orig_flags = CASE WHEN j.value ->> 1 IS NULL THEN orig_flags ELSE j.value -> 3 END,
-                    undone_at = CASE WHEN j.value ->> 1 IS NULL THEN undone_at ELSE NULL END
-                 FROM json_each(?1) j WHERE emails.id = j.value ->> 0",
-            )?
-            .execute([&json])?;
-            tx.prepare_cached(
-                "DELETE FROM actions WHERE email_id IN (SELECT value ->> 0 FROM json_each(?1))",
-            )?
-            .execute([&json])?;
-            tx.prepare_cached(
-                "INSERT INTO actions (email_id, account, processed_at, type, folder, flags)
-                 SELECT e.id, ?2, e.processed_at, a.value ->> 0, a.value ->> 1, a.value ->> 2
-                 FROM json_each(?1) j JOIN emails e ON e.id = j.value ->> 0, json_each(j.value -> 4) a",
-            )?
-            .execute(params![json, account])?;
-            tx.commit()?;
-            Ok(())
-        })
-    }
-
-    /// Records the final outcome of a batch and advances the folder
-    /// watermark, in one transaction: either all of it is durable or none.
-    /// Returns the row ids in the order of `items`.
-    pub fn record_final(
-        &self,
-        items: &[(EmailMeta, Outcome)],
-        watermark: Option<(&str, &str, u32, u32)>,
-    ) -> Result<Vec<i64>> {
-        in_op("record_final", || {
-            self.record_batch(items, &[], watermark).map(|(ids, _)| ids)
-        })
-    }
-
-    /// Records a batch in one transaction: the final outcomes, the failed
-    /// attempts (each waiting for a retry, or parked as `failed` at its
-    /// limit) and the folder watermark. A UID the watermark passes therefore
-    /// always has its row: a crash can lose no message between the two.
-    /// Returns the row ids of `items` and what became of each failure.
-    pub fn record_batch(
-        &self,
-        items: &[(EmailMeta, Outcome)],
-        failures: &[FailedAttempt],
-        watermark: Option<(&str, &str, u32, u32)>,
-    ) -> Result<(Vec<i64>, Vec<FailureRecord>)> {
-        in_op("record_batch", || {
-            if crate::failpoint::fails("record-batch") {
-                return Err(StoreError::new("record_batch", Cause::Injected));
+    /// Records outcomes, in one transaction: either all of it is durable or
+    /// none. Journalled rows the server finished are made final as
+    /// journalled ([`Finished`], set-based: a third of what a whole row
+    /// costs); other outcomes are written whole ([`Final`]); failed
+    /// attempts wait for a retry or are parked; and the watermark moves up
+    /// (never down, see [`Store::advance_watermark`]). Returns what became
+    /// of each failed attempt.
+    pub fn record_outcomes(&self, o: &Outcomes) -> Result<Vec<FailureRecord>> {
+        in_op("record_outcomes", || {
+            if o.is_empty() {
+                return Ok(Vec::new());
+            }
+            if crate::failpoint::fails("record-outcomes") {
+                return Err(StoreError::new("record_outcomes", Cause::Injected));
             }
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
-            let mut failed = Vec::with_capacity(failures.len());
-            for f in failures {
+            let mut failed = Vec::with_capacity(o.failures.len());
+            for f in &o.failures {
                 failed.push(insert_failure(&tx, f)?);
             }
-            let mut ids = Vec::with_capacity(items.len());
-            {
-                let mut upsert = tx.prepare_cached(
-                    "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
-                        processed_at, status, actions, model, reasoning, confidence, error, attempts)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 1)
-                     ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
-                        status = excluded.status, actions = excluded.actions, model = excluded.model,
-                        reasoning = excluded.reasoning, confidence = excluded.confidence,
-                        error = excluded.error, processed_at = excluded.processed_at,
-                        attempts = emails.attempts + 1, next_attempt_at = NULL,
-                        message_id = CASE WHEN excluded.message_id = '' THEN emails.message_id ELSE excluded.message_id END,
-                        subject = CASE WHEN excluded.subject = '' THEN emails.subject ELSE excluded.subject END,
-                        sender = CASE WHEN excluded.sender = '' THEN emails.sender ELSE excluded.sender END
-                     RETURNING id",
-                )?;
-                let mut clear = tx.prepare_cached("DELETE FROM actions WHERE email_id = ?1")?;
-                let mut act = tx.prepare_cached(
-                    "INSERT INTO actions (email_id, account, processed_at, type, folder, flags)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )?;
-                let now = now_ms();
-                for (m, o) in items {
-                    let actions = actions_json(&o.actions);
-                    let id: i64 = upsert
-                        .query_row(m.outcome_row(&now, o, &actions).as_slice(), |r| r.get(0))?;
-                    clear.execute([id])?;
-                    insert_actions(&mut act, id, &m.account, now, o)?;
-                    ids.push(id);
-                }
-                if let Some((account, mailbox, uidvalidity, last_uid)) = watermark {
-                    // (Failures above are already in this transaction.)
-                    tx.execute(
-                        "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
-                         ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
-                            last_uid = max(folder_state.last_uid, excluded.last_uid)",
-                        params![account, mailbox, uidvalidity, last_uid],
-                    )?;
-                }
+            finish_journalled(&tx, &o.finished)?;
+            write_finals(&tx, &o.finals)?;
+            if let Some(w) = &o.watermark {
+                advance_in(&tx, w)?;
             }
             tx.commit()?;
-            Ok((ids, failed))
+            Ok(failed)
         })
     }
 
-    /// Records one failed attempt on its own (see [`Store::record_batch`]).
-    pub fn record_failure(
-        &self,
-        meta: &EmailMeta,
-        error: &str,
-        max_attempts: u32,
-        retry_at: i64,
-    ) -> Result<(i64, u32, Status)> {
-        in_op("record_failure", || {
-            let f = FailedAttempt {
-                meta: meta.clone(),
-                error: error.to_string(),
-                max_attempts,
-                retry_delay_ms: retry_at.saturating_sub(now_ms()),
-            };
-            let mut conn = self.conn.lock();
-            let tx = conn.transaction()?;
-            let r = insert_failure(&tx, &f)?;
-            let id: i64 = tx.query_row(
-                "SELECT id FROM emails WHERE account = ?1 AND mailbox = ?2 AND uidvalidity = ?3 AND uid = ?4",
-                params![meta.account, meta.mailbox, meta.uidvalidity, meta.uid],
-                |r| r.get(0),
-            )?;
-            tx.commit()?;
-            Ok((id, r.attempts, r.status))
+    /// Moves a folder's watermark up to `w.last_uid`: never down, and never
+    /// across generations (a watermark of another UIDVALIDITY than the
+    /// stored one is ignored: its UIDs name other messages). A folder seen
+    /// for the first time gets `w`. Returns whether anything changed.
+    pub fn advance_watermark(&self, w: &Watermark) -> Result<bool> {
+        in_op("advance_watermark", || {
+            let conn = self.conn.lock();
+            Ok(advance_in(&conn, w)?)
         })
     }
 
-    /// A folder's UIDVALIDITY changed: its UIDs now name other messages (or
-    /// none). In one transaction, rows of the old generation still `pending`
-    /// or `retrying` are closed as `failed` with that reason (they could
-    /// never be finished, and a due retry that is never taken up would wake
-    /// the account again and again), and the watermark moves to the new
-    /// generation. Returns how many rows were closed.
-    pub fn restart_folder(
-        &self,
-        account: &str,
-        mailbox: &str,
-        old_uidvalidity: u32,
-        uidvalidity: u32,
-        last_uid: u32,
-    ) -> Result<usize> {
-        in_op("restart_folder", || {
+    /// A folder's UIDVALIDITY changed from `old_uidvalidity`: its UIDs now
+    /// name other messages (or none). In one transaction, rows of the old
+    /// generation still `pending` or `retrying` are closed as `failed` with
+    /// that reason (they could never be finished, and a due retry that is
+    /// never taken up would wake the account again and again), and the
+    /// watermark is set to `w` whatever it was: the one write that may move
+    /// it down. Returns how many rows were closed.
+    pub fn reset_watermark(&self, w: &Watermark, old_uidvalidity: u32) -> Result<usize> {
+        in_op("reset_watermark", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let closed = tx.execute(
@@ -468,12 +553,13 @@ impl Store {
                  WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
                    AND status IN ('pending', 'retrying')",
                 params![
-                    account,
-                    mailbox,
-                    uidvalidity,
+                    w.account,
+                    w.mailbox,
+                    w.uidvalidity,
                     format!(
-                        "the folder's UIDVALIDITY changed from {old_uidvalidity} to {uidvalidity} \
-                         before this message was finished; its UID no longer names it"
+                        "the folder's UIDVALIDITY changed from {old_uidvalidity} to {} \
+                         before this message was finished; its UID no longer names it",
+                        w.uidvalidity
                     )
                 ],
             )?;
@@ -481,7 +567,7 @@ impl Store {
                 "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
                      last_uid = excluded.last_uid",
-                params![account, mailbox, uidvalidity, last_uid],
+                params![w.account, w.mailbox, w.uidvalidity, w.last_uid],
             )?;
             tx.commit()?;
             Ok(closed)
@@ -603,5 +689,112 @@ impl Store {
             tx.commit()?;
             Ok(last)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::{record_failure, record_final};
+
+    fn meta(uid: u32) -> EmailMeta {
+        EmailMeta {
+            account: "a".into(),
+            mailbox: "INBOX".into(),
+            uidvalidity: 7,
+            uid,
+            ..Default::default()
+        }
+    }
+
+    fn at(uidvalidity: u32, last_uid: u32) -> Watermark {
+        Watermark::new("a", "INBOX", uidvalidity, last_uid)
+    }
+
+    #[test]
+    fn the_watermark_never_moves_down() {
+        let s = Store::open_in_memory().unwrap();
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), None);
+        // First sight sets it, wherever it is.
+        assert!(s.advance_watermark(&at(7, 10)).unwrap());
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 10)));
+        // Up moves it; down and level do not.
+        assert!(s.advance_watermark(&at(7, 12)).unwrap());
+        assert!(!s.advance_watermark(&at(7, 11)).unwrap());
+        assert!(!s.advance_watermark(&at(7, 12)).unwrap());
+        assert!(!s.advance_watermark(&at(7, 0)).unwrap());
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 12)));
+        // Nor with an outcome: a late group's lower mark leaves it.
+        record_final(&s, &[(meta(3), Outcome::default())], Some(at(7, 3)));
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 12)));
+        record_final(&s, &[(meta(20), Outcome::default())], Some(at(7, 20)));
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 20)));
+        // Other folders and accounts are their own.
+        assert!(s
+            .advance_watermark(&Watermark::new("a", "Other", 7, 1))
+            .unwrap());
+        assert!(s
+            .advance_watermark(&Watermark::new("b", "INBOX", 7, 1))
+            .unwrap());
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 20)));
+    }
+
+    #[test]
+    fn another_generation_moves_the_watermark_only_by_an_explicit_reset() {
+        let s = Store::open_in_memory().unwrap();
+        s.advance_watermark(&at(7, 500)).unwrap();
+        // A mark of another UIDVALIDITY names other messages: ignored,
+        // higher or lower, alone or with outcomes.
+        assert!(!s.advance_watermark(&at(8, 3)).unwrap());
+        assert!(!s.advance_watermark(&at(8, 900)).unwrap());
+        record_final(&s, &[], Some(at(8, 900)));
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 500)));
+        // The reset sets it, down too, and closes the old generation's
+        // unfinished rows.
+        record_failure(&s, &meta(501), "model down", 5, 0);
+        assert_eq!(s.reset_watermark(&at(8, 3), 7).unwrap(), 1);
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((8, 3)));
+        // From there, up only again.
+        assert!(!s.advance_watermark(&at(8, 2)).unwrap());
+        assert!(!s.advance_watermark(&at(7, 600)).unwrap());
+        assert!(s.advance_watermark(&at(8, 4)).unwrap());
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((8, 4)));
+    }
+
+    #[test]
+    fn outcomes_and_watermark_are_one_transaction() {
+        let s = Store::open_in_memory().unwrap();
+        s.advance_watermark(&at(7, 1)).unwrap();
+        // A failing write of the batch leaves the watermark where it was.
+        let bad = Outcomes {
+            finals: vec![Final::new(meta(2), Outcome::default())],
+            failures: vec![FailedAttempt {
+                meta: meta(3),
+                error: "boom".into(),
+                // Parked at once (the trigger below refuses it first).
+                max_attempts: 0,
+                retry_delay_ms: 0,
+            }],
+            watermark: Some(at(7, 3)),
+            ..Default::default()
+        };
+        s.conn
+            .lock()
+            .execute_batch(
+                "CREATE TRIGGER no_uid_3 BEFORE INSERT ON emails WHEN new.uid = 3
+                 BEGIN SELECT RAISE(ABORT, 'no'); END;",
+            )
+            .unwrap();
+        assert!(s.record_outcomes(&bad).is_err());
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 1)));
+        assert!(s.known_emails("a", "INBOX", 7, 0).unwrap().is_empty());
+        s.conn
+            .lock()
+            .execute_batch("DROP TRIGGER no_uid_3")
+            .unwrap();
+        let r = s.record_outcomes(&bad).unwrap();
+        assert_eq!(r[0].status, Status::Failed);
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 3)));
+        assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 2);
     }
 }

@@ -35,40 +35,6 @@ pub struct UndoTarget {
 }
 
 impl Store {
-    /// Records where the moved messages of a folder went (after their
-    /// final record).
-    pub fn record_moves(
-        &self,
-        account: &str,
-        mailbox: &str,
-        uidvalidity: u32,
-        rows: &[MoveRecord],
-    ) -> Result<()> {
-        in_op("record_moves", || {
-            let mut conn = self.conn.lock();
-            let tx = conn.transaction()?;
-            {
-                let mut st = tx.prepare_cached(
-                    "UPDATE emails SET dest_folder = ?5, dest_uid = ?6, orig_flags = ?7, undone_at = NULL
-                     WHERE account = ?1 AND mailbox = ?2 AND uidvalidity = ?3 AND uid = ?4",
-                )?;
-                for r in rows {
-                    st.execute(params![
-                        account,
-                        mailbox,
-                        uidvalidity,
-                        r.uid,
-                        r.dest_folder,
-                        r.dest_uid,
-                        serde_json::to_string(&r.flags).unwrap_or_else(|_| "[]".into()),
-                    ])?;
-                }
-            }
-            tx.commit()?;
-            Ok(())
-        })
-    }
-
     pub fn undo_target(&self, id: i64) -> Result<Option<UndoTarget>> {
         in_op("undo_target", || {
             Ok(self

@@ -1,0 +1,531 @@
+//! Tests of the store as a whole: one file, many rooms.
+
+use super::*;
+
+fn meta(uid: u32) -> EmailMeta {
+    EmailMeta {
+        account: "a".into(),
+        mailbox: "INBOX".into(),
+        uidvalidity: 7,
+        uid,
+        message_id: format!("<m{uid}@x>"),
+        subject: format!("Invoice {uid}"),
+        from: "s@x".into(),
+    }
+}
+
+fn ok(actions: Vec<Action>) -> Outcome {
+    Outcome {
+        status: Status::Ok,
+        actions,
+        model: "rules:r".into(),
+        ..Default::default()
+    }
+}
+
+/// Records outcomes written whole, and the watermark if any.
+pub(super) fn record_final(
+    s: &Store,
+    items: &[(EmailMeta, Outcome)],
+    watermark: Option<Watermark>,
+) {
+    s.record_outcomes(&Outcomes {
+        finals: items
+            .iter()
+            .map(|(m, o)| Final::new(m.clone(), o.clone()))
+            .collect(),
+        watermark,
+        ..Default::default()
+    })
+    .unwrap();
+}
+
+/// Records one failed attempt, retried from `retry_at` (epoch ms); its
+/// row id, attempts and status.
+pub(super) fn record_failure(
+    s: &Store,
+    m: &EmailMeta,
+    error: &str,
+    max_attempts: u32,
+    retry_at: i64,
+) -> (i64, u32, Status) {
+    let r = s
+        .record_outcomes(&Outcomes {
+            failures: vec![FailedAttempt {
+                meta: m.clone(),
+                error: error.into(),
+                max_attempts,
+                retry_delay_ms: retry_at.saturating_sub(now_ms()),
+            }],
+            ..Default::default()
+        })
+        .unwrap()[0];
+    let id = s
+        .known_emails(&m.account, &m.mailbox, m.uidvalidity, 0)
+        .unwrap()
+        .into_iter()
+        .find(|k| k.uid == m.uid)
+        .unwrap()
+        .id;
+    (id, r.attempts, r.status)
+}
+
+#[test]
+fn migrates_once_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("sub/db.sqlite");
+    Store::open(&p).unwrap().set_setting("k", "v").unwrap();
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.setting("k").unwrap().as_deref(), Some("v"));
+}
+
+#[test]
+fn concurrent_opens_of_a_new_file_migrate_once() {
+    // Regression: the service and `set-password` opening a fresh file at
+    // the same moment failed with "table settings already exists".
+    for _ in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("db.sqlite");
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let p = p.clone();
+                std::thread::spawn(move || Store::open(&p).map(|_| ()))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_new_uidvalidity_closes_unfinished_rows_of_the_old_one() {
+    let s = Store::open_in_memory().unwrap();
+    s.record_decisions(&[(meta(5), ok(vec![Action::Read]))])
+        .unwrap();
+    record_failure(&s, &meta(6), "model down", 5, now_ms() - 1);
+    let mut done = meta(4);
+    done.uidvalidity = 7;
+    s.record_decisions(&[(done.clone(), ok(vec![]))]).unwrap();
+    record_final(&s, &[(done, ok(vec![]))], None);
+    // Before: a due retry the new generation can never take up.
+    assert!(s.next_retry_at("a").unwrap().is_some());
+    assert_eq!(
+        s.reset_watermark(&Watermark::new("a", "INBOX", 8, 100), 7)
+            .unwrap(),
+        2
+    );
+    assert_eq!(s.next_retry_at("a").unwrap(), None);
+    assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((8, 100)));
+    let (rows, _) = s
+        .activity(&ActivityQuery {
+            page: 1,
+            page_size: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    let by_uid = |u: u32| rows.iter().find(|r| r.uid == u).unwrap();
+    for u in [5, 6] {
+        let r = by_uid(u);
+        assert_eq!(r.status, Status::Failed, "{r:?}");
+        let e = r.error.as_deref().unwrap();
+        assert!(e.contains("UIDVALIDITY changed from 7 to 8"), "{e}");
+    }
+    assert!(by_uid(6)
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("(after: model down)"));
+    assert_eq!(by_uid(4).status, Status::Ok, "finished rows are history");
+}
+
+#[test]
+fn confirmed_rows_are_recorded_as_the_row_by_row_path_records_them() {
+    // The same decisions, made final as journalled (`Finished`) in one
+    // store and written whole (`Final`) in another,
+    // leave the same activity, action rows, statistics and undo data.
+    let actions = vec![
+        Action::Move {
+            folder: "Lists".into(),
+        },
+        Action::Flag {
+            flags: vec!["\\Flagged".into(), "$Label1".into()],
+        },
+        Action::Read,
+    ];
+    let moved = MoveRecord {
+        uid: 5,
+        dest_folder: "Lists".into(),
+        dest_uid: Some(41),
+        flags: vec!["\\Seen".into()],
+    };
+    let journal = [
+        (meta(5), ok(actions.clone())),
+        (meta(6), ok(vec![Action::Read])),
+    ];
+    let (fast, slow) = (
+        Store::open_in_memory().unwrap(),
+        Store::open_in_memory().unwrap(),
+    );
+    let ids = fast.record_decisions(&journal).unwrap();
+    fast.record_outcomes(&Outcomes {
+        finished: vec![
+            Finished {
+                meta: meta(5),
+                actions: actions.clone(),
+                moved: Some(moved.clone()),
+            },
+            Finished {
+                meta: meta(6),
+                actions: vec![Action::Read],
+                moved: None,
+            },
+        ],
+        ..Default::default()
+    })
+    .unwrap();
+    slow.record_decisions(&journal).unwrap();
+    slow.record_outcomes(&Outcomes {
+        finals: vec![
+            Final {
+                moved: Some(moved),
+                ..Final::new(meta(5), ok(actions.clone()))
+            },
+            Final::new(meta(6), ok(vec![Action::Read])),
+        ],
+        ..Default::default()
+    })
+    .unwrap();
+
+    let rows = |s: &Store| {
+        let conn = s.conn.lock();
+        let mut st = conn
+            .prepare(
+                "SELECT e.uid, e.status, e.attempts, e.actions, e.dest_folder, e.dest_uid,
+                    e.orig_flags, a.type, a.folder, a.flags, a.account, a.processed_at = e.processed_at
+                 FROM emails e LEFT JOIN actions a ON a.email_id = e.id ORDER BY e.uid, a.id",
+            )
+            .unwrap();
+        let v: Vec<String> = st
+            .query_map([], |r| {
+                Ok((0..12)
+                    .map(|i| format!("{:?}", r.get::<_, rusqlite::types::Value>(i).unwrap()))
+                    .collect::<Vec<_>>()
+                    .join(" "))
+            })
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        v
+    };
+    assert_eq!(rows(&fast), rows(&slow));
+    assert_eq!(rows(&fast).len(), 4, "{:#?}", rows(&fast));
+    let (f, s) = (
+        fast.stats(None, None).unwrap(),
+        slow.stats(None, None).unwrap(),
+    );
+    assert_eq!(
+        (f.total_processed, &f.by_action),
+        (s.total_processed, &s.by_action)
+    );
+    assert_eq!(f.by_action["read"], 2);
+    let undo = fast.undo_target(ids[0]).unwrap().unwrap();
+    assert_eq!(
+        (undo.dest_folder.as_deref(), undo.dest_uid, undo.flags),
+        (Some("Lists"), Some(41), Some(vec!["\\Seen".to_string()]))
+    );
+    assert_eq!(fast.known_emails("a", "INBOX", 7, 0).unwrap().len(), 2);
+    assert!(fast
+        .known_emails("a", "INBOX", 7, 0)
+        .unwrap()
+        .iter()
+        .all(|k| k.status == Status::Ok));
+}
+
+#[test]
+fn a_kept_count_is_dropped_by_the_next_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("db.sqlite")).unwrap();
+    let search = |s: &Store| {
+        s.activity(&ActivityQuery {
+            page: 1,
+            page_size: 10,
+            search: Some("invoice".into()),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    record_final(&s, &[(meta(1), ok(vec![])), (meta(2), ok(vec![]))], None);
+    s.index_search().unwrap();
+    // Asked on every reader, so each keeps the count.
+    for _ in 0..READERS * 2 {
+        assert_eq!(search(&s).1, 2);
+    }
+    record_final(&s, &[(meta(3), ok(vec![]))], None);
+    let (rows, total) = search(&s);
+    assert_eq!((rows.len(), total), (3, 3), "queued for the index");
+    s.index_search().unwrap();
+    for _ in 0..READERS * 2 {
+        assert_eq!(search(&s).1, 3);
+    }
+    // Another process's commit drops it too.
+    let other = rusqlite::Connection::open(dir.path().join("db.sqlite")).unwrap();
+    other
+        .execute("UPDATE emails SET subject = 'paid' WHERE uid = 3", [])
+        .unwrap();
+    for _ in 0..READERS * 2 {
+        assert_eq!(search(&s).1, 2);
+    }
+}
+
+#[test]
+fn final_record_advances_watermark_and_counts_actions() {
+    let s = Store::open_in_memory().unwrap();
+    let m = meta(5);
+    s.record_decisions(&[(m.clone(), ok(vec![Action::Read]))])
+        .unwrap();
+    assert_eq!(
+        s.known_emails("a", "INBOX", 7, 0).unwrap()[0].status,
+        Status::Pending
+    );
+    assert_eq!(s.stats(None, None).unwrap().total_processed, 0);
+    record_final(
+        &s,
+        &[(
+            m,
+            ok(vec![Action::Read, Action::Move { folder: "F".into() }]),
+        )],
+        Some(Watermark::new("a", "INBOX", 7, 5)),
+    );
+    assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 5)));
+    let st = s.stats(None, None).unwrap();
+    assert_eq!(st.total_processed, 1);
+    assert_eq!(st.by_action["read"], 1);
+    assert_eq!(st.by_action["move"], 1);
+    assert_eq!(st.by_account["a"], 1);
+    assert!(s.known_emails("a", "INBOX", 7, 5).unwrap().is_empty());
+    // A watermark never moves backwards.
+    record_final(&s, &[], Some(Watermark::new("a", "INBOX", 7, 3)));
+    assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 5)));
+}
+
+#[test]
+fn failures_retry_then_park_and_can_be_retried() {
+    let s = Store::open_in_memory().unwrap();
+    let m = meta(9);
+    assert_eq!(record_failure(&s, &m, "boom", 2, 1).2, Status::Retrying);
+    let (id, attempts, st) = record_failure(&s, &m, "boom", 2, 1);
+    assert_eq!((attempts, st), (2, Status::Failed));
+    assert_eq!(s.failed_counts().unwrap()["a"], 1);
+    assert_eq!(s.retry_failed(id).unwrap().as_deref(), Some("a"));
+    assert_eq!(s.retry_failed(id).unwrap(), None);
+    assert_eq!(
+        s.known_emails("a", "INBOX", 7, 100).unwrap()[0].status,
+        Status::Retrying
+    );
+}
+
+#[test]
+fn activity_filters_and_search() {
+    let s = Store::open_in_memory().unwrap();
+    for uid in 1..=30 {
+        let acts = if uid % 2 == 0 {
+            vec![Action::Read]
+        } else {
+            vec![Action::Move { folder: "F".into() }]
+        };
+        s.insert_history(&meta(uid), &ok(acts), 1_000 * i64::from(uid))
+            .unwrap();
+    }
+    let q = |f: &dyn Fn(&mut ActivityQuery)| {
+        let mut q = ActivityQuery {
+            page: 1,
+            page_size: 10,
+            ..Default::default()
+        };
+        f(&mut q);
+        s.activity(&q).unwrap()
+    };
+    let (rows, total) = q(&|_| {});
+    assert_eq!((rows.len(), total), (10, 30));
+    assert_eq!(rows[0].uid, 30, "newest first");
+    assert_eq!(q(&|q| q.action_type = Some("read".into())).1, 15);
+    assert_eq!(q(&|q| q.search = Some("voice 1".into())).1, 11); // 1, 10..19
+    assert_eq!(q(&|q| q.search = Some("<m7@".into())).1, 1);
+    assert_eq!(q(&|q| q.search = Some("m7".into())).1, 1);
+    // The sender is searched too, indexed or not.
+    assert_eq!(q(&|q| q.search = Some("s@x".into())).1, 30);
+    s.index_search().unwrap();
+    assert_eq!(q(&|q| q.search = Some("s@x".into())).1, 30);
+    assert_eq!(q(&|q| q.search = Some("nobody@".into())).1, 0);
+    assert_eq!(q(&|q| q.search = Some("%".into())).1, 0);
+    assert_eq!(
+        q(&|q| {
+            q.start_ms = Some(5_000);
+            q.end_ms = Some(9_000)
+        })
+        .1,
+        5
+    );
+    assert_eq!(q(&|q| q.account = Some("b".into())).1, 0);
+    let (rows, _) = q(&|q| q.page = 3);
+    assert_eq!(rows.last().unwrap().uid, 1);
+}
+
+#[test]
+fn search_index_is_fed_in_bulk_and_stays_consistent() {
+    let s = Store::open_in_memory().unwrap();
+    for uid in 1..=20 {
+        s.insert_history(&meta(uid), &ok(vec![]), 1_000 * i64::from(uid))
+            .unwrap();
+    }
+    let found = |text: &str| {
+        s.activity(&ActivityQuery {
+            page: 1,
+            page_size: 100,
+            search: Some(text.into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .1
+    };
+    let check = || {
+        s.conn
+            .lock()
+            .execute(
+                "INSERT INTO emails_fts (emails_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .unwrap();
+    };
+    // Not indexed yet: found all the same (LIKE over the queue).
+    assert_eq!(found("voice 1"), 11); // 1, 10..19
+    assert_eq!(s.index_search().unwrap(), 20);
+    assert_eq!(s.index_search().unwrap(), 0);
+    check();
+    assert_eq!(found("voice 1"), 11);
+    assert_eq!(found("<m7@"), 1);
+    // A journalled row: queued, found beside the indexed ones.
+    let mut m = meta(21);
+    m.subject = "Invoice 1 late".into();
+    s.record_decisions(&[(m.clone(), ok(vec![Action::Read]))])
+        .unwrap();
+    assert_eq!(found("voice 1"), 12);
+    // Its final record, then indexing: counted once.
+    record_final(&s, &[(m, ok(vec![Action::Read]))], None);
+    s.index_search().unwrap();
+    check();
+    assert_eq!(found("voice 1"), 12);
+    // An indexed row whose subject changes is re-indexed.
+    let mut m = meta(3);
+    m.subject = "Receipt 3".into();
+    record_final(&s, &[(m, ok(vec![]))], None);
+    check();
+    assert_eq!(found("Receipt"), 1);
+    assert_eq!(found("Invoice 3"), 0);
+    // Deleting indexed and queued rows keeps the index whole.
+    s.insert_history(&meta(22), &ok(vec![]), 1).unwrap();
+    assert!(s.prune(Duration::from_secs(1)).unwrap() >= 20);
+    check();
+    assert_eq!(s.index_search().unwrap(), 0);
+    assert_eq!(found("nvoice"), 1); // "Invoice 1 late", stamped now
+}
+
+#[test]
+fn a_common_search_term_walks_the_time_index_with_the_same_answer() {
+    let s = Store::open_in_memory().unwrap();
+    let rows: Vec<_> = (1..=1500u32)
+        .map(|uid| {
+            let mut m = meta(uid);
+            if uid % 3 == 0 {
+                m.subject = format!("Digest {uid}");
+            }
+            (m, ok(vec![]), 1_000 * i64::from(uid % 700))
+        })
+        .collect();
+    s.insert_history_bulk(&rows).unwrap();
+    s.index_search().unwrap();
+    let page = |page: u32, account: Option<&str>| {
+        let (rows, total) = s
+            .activity(&ActivityQuery {
+                page,
+                page_size: 50,
+                search: Some("nvoice".into()),
+                account: account.map(String::from),
+                ..Default::default()
+            })
+            .unwrap();
+        (rows.iter().map(|r| r.id).collect::<Vec<_>>(), total)
+    };
+    for p in [1, 7, 20, 21] {
+        // Alone, 1,000 matches walk the time index; with an account
+        // filter the same search joins the search index.
+        let walked = page(p, None);
+        assert_eq!(walked, page(p, Some("a")), "page {p}");
+        assert_eq!(walked.1, 1000);
+    }
+    assert_eq!(page(20, None).0.len(), 50);
+    assert!(page(21, None).0.is_empty());
+}
+
+#[test]
+fn sessions_expire_and_end_with_password_reset() {
+    let s = Store::open_in_memory().unwrap();
+    s.set_password("admin", "h1").unwrap();
+    s.create_session("mac", "admin", now_ms() + 60_000).unwrap();
+    s.create_session("old", "admin", now_ms() - 1).unwrap();
+    assert_eq!(s.session_user("mac").unwrap().as_deref(), Some("admin"));
+    assert_eq!(s.session_user("old").unwrap(), None);
+    s.set_password("admin", "h2").unwrap();
+    assert_eq!(s.session_user("mac").unwrap(), None);
+}
+
+#[test]
+fn step_5_takes_undo_rows_out_of_the_counts_and_indexes_senders() {
+    // A database of schema 4 with a rule's row and an undo's row.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db.sqlite");
+    {
+        let conn = Connection::open(&p).unwrap();
+        for step in &MIGRATIONS[..4] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 4).unwrap();
+        conn.execute_batch(
+            "INSERT INTO emails (account, mailbox, uidvalidity, uid, sender, processed_at, status, model)
+             VALUES ('a', 'INBOX', 1, 1, 'news@lists.example', 86400000, 'ok', 'rules:lists'),
+                    ('a', 'INBOX', 1, 2, 'news@lists.example', 86400000, 'ok', 'undo');",
+        )
+        .unwrap();
+        let n: i64 = conn
+            .query_row(
+                "SELECT n FROM stats_daily WHERE key = '_processed'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 2, "schema 4 counted the undo's row");
+    }
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.stats(None, None).unwrap().total_processed, 1);
+    assert_eq!(s.rule_hits("a", None).unwrap()["lists"], 1);
+    let found = s
+        .activity(&ActivityQuery {
+            page: 1,
+            page_size: 10,
+            search: Some("lists.example".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .1;
+    assert_eq!(found, 2);
+}
+
+#[test]
+fn prune_keeps_pending_work() {
+    let s = Store::open_in_memory().unwrap();
+    s.insert_history(&meta(1), &ok(vec![]), 1).unwrap();
+    record_failure(&s, &meta(2), "x", 5, 0);
+    assert_eq!(s.prune(Duration::from_secs(1)).unwrap(), 1);
+    assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 1);
+}
