@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::commands::{search_message_id, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
+use super::state::{Failure, Item, State};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
-use crate::classify::Classification;
 use crate::store::{
     EmailMeta, FailedAttempt, Final, Finished, Outcome, Outcomes, Status, Watermark,
 };
@@ -20,57 +20,6 @@ use crate::webhook::Event;
 /// to read whole (see `headers`).
 const TRUNCATED_NOTE: &str =
     " [header fields over 64 KiB: rules read the first 8 KiB of each field]";
-
-/// Why a message of a batch was not finished this time.
-#[derive(Debug, Clone)]
-pub(super) struct Failure {
-    pub(super) message: String,
-    /// Label of `mailproc_errors_total{kind}`.
-    pub(super) kind: &'static str,
-    /// Retrying cannot help (the message cannot even be parsed).
-    pub(super) permanent: bool,
-}
-
-impl Failure {
-    pub(super) fn new(message: impl Into<String>, kind: &'static str) -> Failure {
-        Failure {
-            message: message.into(),
-            kind,
-            permanent: false,
-        }
-    }
-}
-
-/// A message of a batch, from fetch to record.
-pub(super) struct Item {
-    pub(super) meta: EmailMeta,
-    /// The decision (or the journalled one, for a pending row).
-    pub(super) decision: Option<Classification>,
-    pub(super) failure: Option<Failure>,
-    /// Shutdown began before its model call started: left for the next run,
-    /// with no row and below the watermark.
-    pub(super) cancelled: bool,
-    pub(super) duration: Duration,
-    /// The decision came from the journal (a run stopped mid-batch).
-    pub(super) journalled: bool,
-    /// The journalled message already left the folder: our move happened.
-    pub(super) gone: bool,
-    /// A row existed for it before this pass (a retry).
-    pub(super) known: bool,
-    /// Gone before it could be read, with no row: nothing to record.
-    pub(super) skipped: bool,
-    /// Its features for the learned classifier (`learned.enabled` only).
-    pub(super) features: Option<Vec<String>>,
-    /// Its flags before we acted (what undo restores).
-    pub(super) flags: Vec<String>,
-    /// Its journal row, once this run journalled it: made final by id.
-    pub(super) row: Option<i64>,
-    /// Its size (RFC822.SIZE), which bounds the groups for the model.
-    pub(super) size: u32,
-    /// Its header fields passed `headers::HEADER_CAP`: rules read each
-    /// field's first part only, and the record says so.
-    pub(super) header_truncated: bool,
-}
 
 /// Where each moved UID went: the folder, and its UID there when the server
 /// said (COPYUID).
@@ -103,27 +52,6 @@ struct Confirmed {
     to: Option<(String, HashMap<u32, u32>)>,
 }
 
-impl Item {
-    pub(super) fn new(meta: EmailMeta) -> Item {
-        Item {
-            meta,
-            decision: None,
-            failure: None,
-            cancelled: false,
-            duration: Duration::ZERO,
-            journalled: false,
-            gone: false,
-            known: false,
-            skipped: false,
-            features: None,
-            flags: Vec::new(),
-            row: None,
-            size: 0,
-            header_truncated: false,
-        }
-    }
-}
-
 impl Runner {
     /// What each decided message becomes: acted on, dry run, or review.
     pub(super) fn outcomes(&self, items: &[Item]) -> Vec<Option<Outcome>> {
@@ -132,7 +60,7 @@ impl Runner {
         items
             .iter()
             .map(|it| {
-                let d = it.decision.as_ref()?;
+                let d = it.decision()?;
                 let st = if dry_run {
                     Status::DryRun
                 } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m))
@@ -143,7 +71,7 @@ impl Runner {
                     Status::Ok
                 };
                 let mut reasoning = d.reasoning.clone();
-                if it.header_truncated {
+                if it.seen.header_truncated {
                     reasoning.push_str(TRUNCATED_NOTE);
                 }
                 Some(Outcome {
@@ -173,7 +101,7 @@ impl Runner {
         let mut plan = Plan::default();
         for (it, o) in items.iter().zip(outcomes) {
             let Some(o) = o else { continue };
-            if it.gone {
+            if it.gone() {
                 continue;
             }
             match o.status {
@@ -227,7 +155,7 @@ impl Runner {
             uidvalidity: items.first().map_or(0, |it| it.meta.uidvalidity),
             ids: items
                 .iter()
-                .filter(|it| it.journalled && !it.gone)
+                .filter(|it| it.is_replay() && !it.gone())
                 .map(|it| (it.meta.uid, it.meta.message_id.clone()))
                 .collect(),
         };
@@ -250,10 +178,10 @@ impl Runner {
                                     uid: *u,
                                     dest_folder: folder.clone(),
                                     dest_uid: dest.get(u).copied(),
-                                    flags: items[i].flags.clone(),
+                                    flags: items[i].seen.flags.clone(),
                                 });
                         let meta = items[i].meta.clone();
-                        if items[i].row.is_some() && o.status == Status::Ok {
+                        if items[i].journalled_now() && o.status == Status::Ok {
                             out.finished.push(Finished {
                                 meta,
                                 actions: o.actions.clone(),
@@ -572,14 +500,14 @@ impl Runner {
                         uid: m.uid,
                         dest_folder: folder.clone(),
                         dest_uid: *dest,
-                        flags: items[*i].flags.clone(),
+                        flags: items[*i].seen.flags.clone(),
                     }),
             })
             .collect();
         let delay = self.w.account.retry_delay.0;
         let mut failures: Vec<(FailedAttempt, &'static str)> = Vec::new();
         for it in items {
-            let f = match (&it.failure, failed.get(&it.meta.uid)) {
+            let f = match (it.failure(), failed.get(&it.meta.uid)) {
                 (Some(f), _) => f.clone(),
                 (None, Some(m)) => Failure::new(m.clone(), "imap"),
                 _ => continue,
@@ -607,7 +535,7 @@ impl Runner {
         crate::failpoint::hit("after-batch-commit");
 
         for ((meta, o), i) in finals.iter().zip(&done) {
-            self.announce_processed(meta, o, items[*i].duration);
+            self.announce_processed(meta, o, items[*i].took());
         }
         if !finals.is_empty() {
             self.w.handle.mark_processed();
@@ -630,7 +558,10 @@ impl Runner {
                 ),
             });
         }
-        let cancelled = items.iter().filter(|it| it.cancelled).count();
+        let cancelled = items
+            .iter()
+            .filter(|it| it.state == State::Cancelled)
+            .count();
         if cancelled > 0 {
             log::info!(
                 "{}: {mailbox}: shutting down; {cancelled} message(s) left for the next start",

@@ -12,7 +12,7 @@ use crate::config::AccountConfig;
 use crate::learn::PATH;
 use crate::store::{Outcome, Status};
 
-use super::batch::Item;
+use super::state::Item;
 
 /// Corrections shown to the model as examples.
 const FEW_SHOT: u32 = 5;
@@ -91,7 +91,7 @@ impl Runner {
     /// The examples of the user's folders nearest to a message, for the
     /// model (`learned.enabled` only: its features are there then).
     pub(super) fn shots_for(&self, it: &Item) -> Vec<crate::learn::Shot> {
-        match &it.features {
+        match &it.seen.features {
             Some(f) if self.w.account.learned.enabled => self
                 .learner
                 .shots
@@ -125,11 +125,11 @@ impl Runner {
         let min = self.w.account.learned.min_confidence;
         let mut out = Vec::new();
         for (it, o) in items.iter().zip(outcomes) {
-            let (Some(o), Some(f)) = (o, &it.features) else {
+            let (Some(o), Some(f)) = (o, &it.seen.features) else {
                 continue;
             };
             if o.status != Status::Ok
-                || it.journalled
+                || it.is_replay()
                 || failed.contains_key(&it.meta.uid)
                 || o.model == PATH
                 || o.model == "none"

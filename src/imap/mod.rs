@@ -26,6 +26,7 @@ mod login;
 mod move_to;
 mod pass;
 mod session;
+mod state;
 mod train;
 mod undo;
 mod window;

@@ -3,26 +3,17 @@
 //! messages left for the model fetched whole and pipelined through the pool
 //! in groups, each acted on as soon as it is decided.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::batch::{Failure, Item};
 use super::commands::uid_set;
 use super::headers::{Heads, HEADER_CHUNK};
 use super::session::{Caps, Folders, Session};
+use super::state::{next_group, Failure, Item, Seen, Stop, Window};
 use super::{ImapError, Runner};
 use crate::classify::{Classification, ClassifyError, Email, Job};
 use crate::store::{EmailMeta, KnownEmail, Outcome, Status};
-
-/// Messages for the model fetched whole and queued together: bounds memory
-/// (each body is at most `max_message_bytes`) while keeping the classifier
-/// pool fed.
-const MODEL_GROUP: usize = 100;
-/// The most bytes of bodies one group brings (by the sizes the header
-/// FETCH reported, each at most `max_message_bytes`); a larger message
-/// makes a group of its own.
-const MODEL_GROUP_BYTES: u64 = 32 << 20;
 
 /// A group of messages whose model calls are queued or in flight.
 struct Group {
@@ -31,13 +22,11 @@ struct Group {
     waiting: usize,
 }
 
-/// The window being handled: which of its messages are not recorded yet.
-struct Window<'a> {
+/// The folder a window belongs to.
+#[derive(Clone, Copy)]
+struct Folder<'a> {
     mailbox: &'a str,
     uidvalidity: u32,
-    open: BTreeSet<u32>,
-    /// The window's highest UID, where the watermark goes once all is done.
-    last: u32,
 }
 
 /// The decision a `pending` journal row holds.
@@ -67,7 +56,7 @@ impl Runner {
     /// comes in one FETCH (`BODY.PEEK[HEADER]`: rules read nothing else) and
     /// what the journal or the rules decide is acted on and recorded as one
     /// group. Messages left for the model are fetched whole, in groups of
-    /// [`MODEL_GROUP`]; the next group is fetched, parsed and queued while the
+    /// [`MODEL_GROUP`](super::state::MODEL_GROUP); the next group is fetched, parsed and queued while the
     /// calls of the one before are in flight, and each group is acted on as
     /// soon as its last answer is in.
     ///
@@ -94,59 +83,43 @@ impl Runner {
             t.elapsed(),
             to_model.len()
         );
-        let mut w = Window {
+        let f = Folder {
             mailbox,
             uidvalidity,
-            open: ready
-                .iter()
-                .chain(&to_model)
-                .map(|it| it.meta.uid)
-                .collect(),
-            last: uids.iter().copied().max().unwrap_or(0),
         };
-        self.finish(s, caps, folders, &mut w, ready)?;
+        let mut w = Window::new(uids, ready.iter().chain(&to_model).map(|it| it.meta.uid));
+        self.finish(s, caps, folders, f, &mut w, ready)?;
         let mut in_flight: Option<Group> = None;
         let mut complete = true;
         let mut rest = to_model.into_iter().peekable();
         while rest.peek().is_some() {
-            if self.w.handle.is_shutting_down()
-                || self.paused_now()
-                || !self.w.commands.is_empty()
-                || !self.refiles.is_empty()
-            {
+            if let Some(why) = self.stop_now() {
+                log::debug!("{}: {mailbox}: window cut short: {why:?}", self.name());
                 complete = false;
                 break;
             }
-            let next = self.next_group(&mut rest);
+            let next = next_group(&mut rest, self.w.account.max_message_bytes as u64);
             let group = self.submit(s, next)?;
             if let Some(done) = in_flight.replace(group) {
                 let items = self.collect(s, done);
-                self.finish(s, caps, folders, &mut w, items)?;
+                self.finish(s, caps, folders, f, &mut w, items)?;
             }
         }
         if let Some(done) = in_flight {
             let items = self.collect(s, done);
-            self.finish(s, caps, folders, &mut w, items)?;
+            self.finish(s, caps, folders, f, &mut w, items)?;
         }
-        Ok(complete && w.open.is_empty())
+        Ok(complete && w.is_done())
     }
 
-    /// The next group for the model: up to [`MODEL_GROUP`] messages and
-    /// [`MODEL_GROUP_BYTES`] of bodies (at least one message).
-    fn next_group(&self, rest: &mut std::iter::Peekable<std::vec::IntoIter<Item>>) -> Vec<Item> {
-        let max = self.w.account.max_message_bytes as u64;
-        let mut bytes = 0u64;
-        let mut group = Vec::new();
-        while let Some(it) = rest.peek() {
-            let size = u64::from(it.size).min(max);
-            if group.len() == MODEL_GROUP || (!group.is_empty() && bytes + size > MODEL_GROUP_BYTES)
-            {
-                break;
-            }
-            bytes += size;
-            group.extend(rest.next());
-        }
-        group
+    /// Why the window must stop before its end, if it must.
+    fn stop_now(&self) -> Option<Stop> {
+        Stop::check(
+            self.w.handle.is_shutting_down(),
+            self.paused_now(),
+            !self.w.commands.is_empty(),
+            !self.refiles.is_empty(),
+        )
     }
 
     /// Journals, acts on and records one decided group of a window.
@@ -155,7 +128,8 @@ impl Runner {
         s: &mut Session,
         caps: &Caps,
         folders: &Folders,
-        w: &mut Window<'_>,
+        f: Folder<'_>,
+        w: &mut Window,
         items: Vec<Item>,
     ) -> Result<(), ImapError> {
         if items.is_empty() {
@@ -175,31 +149,25 @@ impl Runner {
             failed,
             finals: early,
             moved,
-        } = self.act_and_finalize(s, caps, folders, w.mailbox, &plan, &items, &outcomes)?;
+        } = self.act_and_finalize(s, caps, folders, f.mailbox, &plan, &items, &outcomes)?;
         let acted = t.elapsed();
         // The watermark may pass everything of the window but what is still
         // undecided (a later group) or cancelled: those stay above it.
-        for it in items.iter().filter(|it| !it.cancelled) {
-            w.open.remove(&it.meta.uid);
-        }
-        let high = match w.open.first() {
-            Some(first) => first.saturating_sub(1),
-            None => w.last,
-        };
-        let examples = self.examples(&items, &outcomes, &failed, folders, w.mailbox);
+        w.settle(&items);
+        let examples = self.examples(&items, &outcomes, &failed, folders, f.mailbox);
         self.record(
             &items,
             outcomes,
             &failed,
             &early,
             &moved,
-            (w.mailbox, w.uidvalidity, high),
+            (f.mailbox, f.uidvalidity, w.watermark()),
         )?;
         self.learn(examples);
         log::debug!(
             "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
             self.name(),
-            w.mailbox,
+            f.mailbox,
             items.len(),
             t.elapsed()
         );
@@ -325,48 +293,44 @@ impl Runner {
             } else {
                 Email::parse_headers(raw).unwrap_or_default()
             };
-            let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, Some(&email)));
-            item.known = k.is_some();
-            item.flags = flags;
-            item.size = size;
-            item.header_truncated = long;
-            if learned {
-                item.features = Some(crate::learn::features(&email));
-            }
-            match k {
+            let meta = self.meta(mailbox, uidvalidity, uid, Some(&email));
+            let seen = Seen {
+                known: k.is_some(),
+                flags,
+                size,
+                header_truncated: long,
+                features: learned.then(|| crate::learn::features(&email)),
+            };
+            let item = match k {
                 Some(k) if k.status == Status::Pending => {
-                    item.decision = Some(journalled(&k));
-                    item.journalled = true;
+                    Item::journalled(meta, seen, journalled(&k), false)
                 }
                 _ => {
-                    let guess = item
+                    let guess = seen
                         .features
                         .as_ref()
                         .and_then(|f| self.learned(mailbox, f));
-                    if let Some(c) = self.w.rules.classify(&email) {
-                        item.decision = Some(c);
-                        item.duration = started.elapsed();
+                    let decision = if let Some(c) = self.w.rules.classify(&email) {
+                        c
                     } else if let Some(c) = guess.clone().filter(|c| self.learned_sure(c)) {
-                        item.decision = Some(c);
-                        item.duration = started.elapsed();
+                        c
                     } else if self.w.provider.is_some() {
-                        to_model.push(item);
+                        to_model.push(Item::asked(meta, seen));
                         continue;
                     } else if let Some(c) = guess {
                         // Neither sure: recorded for review (see `outcomes`).
-                        item.decision = Some(c);
-                        item.duration = started.elapsed();
+                        c
                     } else {
-                        item.decision = Some(Classification {
+                        Classification {
                             actions: Vec::new(),
                             reasoning: "no rule matched and no model is configured".into(),
                             model: "none".into(),
                             confidence: None,
-                        });
-                        item.duration = started.elapsed();
-                    }
+                        }
+                    };
+                    Item::decided(meta, seen, decision, started.elapsed())
                 }
-            }
+            };
             ready.push(item);
         }
         (ready, to_model)
@@ -385,16 +349,16 @@ impl Runner {
                 o.filter(|o| {
                     o.status == Status::Ok
                         && !o.actions.is_empty()
-                        && !it.journalled
-                        && it.row.is_none()
+                        && !it.is_replay()
+                        && !it.journalled_now()
                 })
                 .map(|o| (i, (it.meta.clone(), o)))
             })
             .unzip();
         if !journal.is_empty() {
-            let ids = self.w.store.record_decisions(&journal)?;
-            for (i, id) in at.into_iter().zip(ids) {
-                items[i].row = Some(id);
+            self.w.store.record_decisions(&journal)?;
+            for i in at {
+                items[i].mark_journalled();
             }
         }
         Ok(())
@@ -416,23 +380,18 @@ impl Runner {
                     "{}: UID {uid} was already moved before a restart; recording it",
                     self.name()
                 );
-                let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
-                item.decision = Some(journalled(k));
-                item.journalled = true;
-                item.gone = true;
-                Some(item)
+                Some(Item::journalled(
+                    self.meta(mailbox, uidvalidity, uid, None),
+                    Seen::default(),
+                    journalled(k),
+                    true,
+                ))
             }
-            Some(k) if k.status == Status::Retrying => {
-                let mut item = Item::new(self.meta(mailbox, uidvalidity, uid, None));
-                item.failure = Some(Failure {
-                    permanent: true,
-                    ..Failure::new(
-                        "the message left the mailbox before it could be processed",
-                        "gone",
-                    )
-                });
-                Some(item)
-            }
+            Some(k) if k.status == Status::Retrying => Some(Item::failed(
+                self.meta(mailbox, uidvalidity, uid, None),
+                Seen::default(),
+                Failure::gone(),
+            )),
             _ => None,
         }
     }
@@ -459,17 +418,7 @@ impl Runner {
                 Some(raw) => Email::parse(raw),
                 None => {
                     // Left the folder since its header was fetched.
-                    if it.known {
-                        it.failure = Some(Failure {
-                            permanent: true,
-                            ..Failure::new(
-                                "the message left the mailbox before it could be processed",
-                                "gone",
-                            )
-                        });
-                    } else {
-                        it.skipped = true;
-                    }
+                    it.body_missing();
                     continue;
                 }
             };
@@ -486,12 +435,7 @@ impl Runner {
                     });
                     waiting += 1;
                 }
-                _ => {
-                    it.failure = Some(Failure {
-                        permanent: true,
-                        ..Failure::new("the message could not be parsed as RFC 822", "parse")
-                    })
-                }
+                _ => it.unreadable(),
             }
         }
         Ok(Group { items, rx, waiting })
@@ -530,23 +474,12 @@ impl Runner {
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
             };
             answered += 1;
-            items[i].duration = took;
-            match result {
-                Ok(c) => items[i].decision = Some(c),
-                Err(ClassifyError::Cancelled) => items[i].cancelled = true,
-                Err(e) => items[i].failure = Some(Failure::new(e.to_string(), e.kind())),
-            }
+            items[i].answered(result, took);
         }
-        // Every message leaves its group decided, failed or cancelled: one
-        // the pool never answered (it cannot happen, but a skipped message
-        // is the one failure this worker must never have) is a failure.
+        // Every message leaves its group decided, failed, cancelled or
+        // skipped: one the pool never answered is a failure.
         for it in items.iter_mut() {
-            if it.decision.is_none() && it.failure.is_none() && !it.cancelled && !it.skipped {
-                it.failure = Some(Failure::new(
-                    "the classifier gave no answer",
-                    "classify_no_answer",
-                ));
-            }
+            it.unanswered();
         }
         items
     }

@@ -1,0 +1,647 @@
+//! The state machine of a window of new mail, without I/O: what each
+//! message is ([`Item`]: asked, decided, failed, cancelled, skipped), which
+//! messages of the window are not settled yet and so where the watermark
+//! may go ([`Window`]), why a window stops early ([`Stop`]), and how the
+//! messages left for the model are grouped ([`next_group`]). The account
+//! thread (`window`, `batch`) drives it with IMAP and the store; the tests
+//! below drive it alone, through every transition.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::classify::{Classification, ClassifyError};
+use crate::store::EmailMeta;
+
+/// Messages for the model fetched whole and queued together: bounds memory
+/// (each body is at most `max_message_bytes`) while keeping the classifier
+/// pool fed.
+pub(super) const MODEL_GROUP: usize = 100;
+/// The most bytes of bodies one group brings (by the sizes the header
+/// FETCH reported, each at most `max_message_bytes`); a larger message
+/// makes a group of its own.
+pub(super) const MODEL_GROUP_BYTES: u64 = 32 << 20;
+
+/// Why a message of a batch was not finished this time.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Failure {
+    pub(super) message: String,
+    /// Label of `mailproc_errors_total{kind}`.
+    pub(super) kind: &'static str,
+    /// Retrying cannot help (the message cannot even be parsed).
+    pub(super) permanent: bool,
+}
+
+impl Failure {
+    pub(super) fn new(message: impl Into<String>, kind: &'static str) -> Failure {
+        Failure {
+            message: message.into(),
+            kind,
+            permanent: false,
+        }
+    }
+
+    /// A failure retrying cannot mend: the message is parked at once.
+    pub(super) fn permanent(message: impl Into<String>, kind: &'static str) -> Failure {
+        Failure {
+            permanent: true,
+            ..Failure::new(message, kind)
+        }
+    }
+
+    /// The message left the folder before it could be read.
+    pub(super) fn gone() -> Failure {
+        Failure::permanent(
+            "the message left the mailbox before it could be processed",
+            "gone",
+        )
+    }
+}
+
+/// What the header FETCH told of a message (all empty for one it did
+/// not return).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Seen {
+    /// A row existed for it before this pass (a retry).
+    pub(super) known: bool,
+    /// Its flags before we acted (what undo restores).
+    pub(super) flags: Vec<String>,
+    /// Its size (RFC822.SIZE), which bounds the groups for the model.
+    pub(super) size: u32,
+    /// Its header fields passed `headers::HEADER_CAP`: rules read each
+    /// field's first part only, and the record says so.
+    pub(super) header_truncated: bool,
+    /// Its features for the learned classifier (`learned.enabled` only).
+    pub(super) features: Option<Vec<String>>,
+}
+
+/// Where a decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Source {
+    /// Decided in this run: a rule, the learned classifier, the model, or
+    /// nobody (no rule matched and no model is configured).
+    Now,
+    /// The journal's decision (a run stopped between deciding and
+    /// recording); `gone`: the message already left the folder, so our
+    /// move happened and only the record is missing.
+    Journal { gone: bool },
+}
+
+/// A decided message.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Decided {
+    pub(super) decision: Classification,
+    pub(super) source: Source,
+    /// How long deciding took (zero for the journal's decision).
+    pub(super) took: Duration,
+    /// This run recorded the decision (`record_decisions`) before acting:
+    /// its row is finished as journalled.
+    pub(super) journalled: bool,
+}
+
+/// What a message of a window is.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum State {
+    /// Left for the model; no answer yet.
+    Asked,
+    Decided(Decided),
+    /// Not finished this time: recorded with why, retried or parked.
+    Failed(Failure),
+    /// Shutdown began before its model call started: left for the next
+    /// run, with no row and below the watermark.
+    Cancelled,
+    /// Gone before it could be read, with no row: nothing to record.
+    Skipped,
+}
+
+/// A message of a window, from its header to its record.
+#[derive(Debug, Clone)]
+pub(super) struct Item {
+    pub(super) meta: EmailMeta,
+    pub(super) seen: Seen,
+    pub(super) state: State,
+}
+
+impl Item {
+    /// A message left for the model.
+    pub(super) fn asked(meta: EmailMeta, seen: Seen) -> Item {
+        Item {
+            meta,
+            seen,
+            state: State::Asked,
+        }
+    }
+
+    /// A message decided now (by a rule, the learned classifier, or nobody).
+    pub(super) fn decided(meta: EmailMeta, seen: Seen, c: Classification, took: Duration) -> Item {
+        Item {
+            meta,
+            seen,
+            state: State::Decided(Decided {
+                decision: c,
+                source: Source::Now,
+                took,
+                journalled: false,
+            }),
+        }
+    }
+
+    /// A message whose decision the journal holds (see [`Source::Journal`]).
+    pub(super) fn journalled(meta: EmailMeta, seen: Seen, c: Classification, gone: bool) -> Item {
+        Item {
+            meta,
+            seen,
+            state: State::Decided(Decided {
+                decision: c,
+                source: Source::Journal { gone },
+                took: Duration::ZERO,
+                journalled: false,
+            }),
+        }
+    }
+
+    pub(super) fn failed(meta: EmailMeta, seen: Seen, f: Failure) -> Item {
+        Item {
+            meta,
+            seen,
+            state: State::Failed(f),
+        }
+    }
+
+    /// The model answered (asked only: a second answer, a bug upstream,
+    /// changes nothing).
+    pub(super) fn answered(&mut self, r: Result<Classification, ClassifyError>, took: Duration) {
+        if self.state != State::Asked {
+            log::warn!("UID {}: a second answer, ignored", self.meta.uid);
+            return;
+        }
+        self.state = match r {
+            Ok(c) => State::Decided(Decided {
+                decision: c,
+                source: Source::Now,
+                took,
+                journalled: false,
+            }),
+            Err(ClassifyError::Cancelled) => State::Cancelled,
+            Err(e) => State::Failed(Failure::new(e.to_string(), e.kind())),
+        };
+    }
+
+    /// Its body was not there when fetched: it left the folder since its
+    /// header came. A retry (a row exists) is given up; a new one is
+    /// simply gone.
+    pub(super) fn body_missing(&mut self) {
+        if self.state == State::Asked {
+            self.state = if self.seen.known {
+                State::Failed(Failure::gone())
+            } else {
+                State::Skipped
+            };
+        }
+    }
+
+    /// Its body is not a message: retrying cannot help.
+    pub(super) fn unreadable(&mut self) {
+        if self.state == State::Asked {
+            self.state = State::Failed(Failure::permanent(
+                "the message could not be parsed as RFC 822",
+                "parse",
+            ));
+        }
+    }
+
+    /// Its question was never answered (the classifier went away): a
+    /// failure, as every message leaves its window decided, failed,
+    /// cancelled or skipped.
+    pub(super) fn unanswered(&mut self) {
+        if self.state == State::Asked {
+            self.state = State::Failed(Failure::new(
+                "the classifier gave no answer",
+                "classify_no_answer",
+            ));
+        }
+    }
+
+    /// This run recorded its decision before acting.
+    pub(super) fn mark_journalled(&mut self) {
+        if let State::Decided(d) = &mut self.state {
+            d.journalled = true;
+        }
+    }
+
+    pub(super) fn decided_state(&self) -> Option<&Decided> {
+        match &self.state {
+            State::Decided(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub(super) fn decision(&self) -> Option<&Classification> {
+        self.decided_state().map(|d| &d.decision)
+    }
+
+    pub(super) fn failure(&self) -> Option<&Failure> {
+        match &self.state {
+            State::Failed(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Its decision came from the journal.
+    pub(super) fn is_replay(&self) -> bool {
+        matches!(
+            self.decided_state(),
+            Some(Decided {
+                source: Source::Journal { .. },
+                ..
+            })
+        )
+    }
+
+    /// The journal's decision of a message that already left the folder.
+    pub(super) fn gone(&self) -> bool {
+        matches!(
+            self.decided_state(),
+            Some(Decided {
+                source: Source::Journal { gone: true },
+                ..
+            })
+        )
+    }
+
+    /// This run recorded its decision before acting.
+    pub(super) fn journalled_now(&self) -> bool {
+        self.decided_state().is_some_and(|d| d.journalled)
+    }
+
+    /// How long deciding took (zero unless decided now).
+    pub(super) fn took(&self) -> Duration {
+        self.decided_state().map_or(Duration::ZERO, |d| d.took)
+    }
+
+    /// Whether its group's record settles it, so the watermark may pass
+    /// it: decided, failed (its row waits for the retry) or skipped; not
+    /// a message still asked or cancelled (left for the next run).
+    pub(super) fn settled(&self) -> bool {
+        !matches!(self.state, State::Asked | State::Cancelled)
+    }
+}
+
+/// The window being handled: which of its messages are not settled yet.
+#[derive(Debug)]
+pub(super) struct Window {
+    open: BTreeSet<u32>,
+    /// The window's highest UID, where the watermark goes once all is done.
+    last: u32,
+}
+
+impl Window {
+    /// A window of `uids` (the UIDs searched), of which `open` are the
+    /// ones found (with a header, or a journal row): the others were
+    /// expunged meanwhile, and the watermark may pass them.
+    pub(super) fn new(uids: &[u32], open: impl IntoIterator<Item = u32>) -> Window {
+        Window {
+            open: open.into_iter().collect(),
+            last: uids.iter().copied().max().unwrap_or(0),
+        }
+    }
+
+    /// A group was recorded: its settled messages no longer hold the
+    /// watermark back.
+    pub(super) fn settle(&mut self, items: &[Item]) {
+        for it in items.iter().filter(|it| it.settled()) {
+            self.open.remove(&it.meta.uid);
+        }
+    }
+
+    /// Where the watermark may go: below the first message not settled
+    /// (a later group, one cancelled, one a stop left), or the window's
+    /// last UID when all are.
+    pub(super) fn watermark(&self) -> u32 {
+        match self.open.first() {
+            Some(first) => first.saturating_sub(1),
+            None => self.last,
+        }
+    }
+
+    /// Every message of the window is settled.
+    pub(super) fn is_done(&self) -> bool {
+        self.open.is_empty()
+    }
+}
+
+/// Why a window stops before its end: what is not settled by then stays
+/// above the watermark for the next pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    Shutdown,
+    /// The account was paused (not during a pass `process` asked for).
+    Pause,
+    /// A command waits (reconnect, process, ...): it is served first.
+    Command,
+    /// An undo waits: it is served first.
+    Refile,
+}
+
+impl Stop {
+    /// The reason to stop now, if any, most urgent first.
+    pub(super) fn check(
+        shutting_down: bool,
+        paused: bool,
+        command_waiting: bool,
+        refile_waiting: bool,
+    ) -> Option<Stop> {
+        if shutting_down {
+            Some(Stop::Shutdown)
+        } else if paused {
+            Some(Stop::Pause)
+        } else if command_waiting {
+            Some(Stop::Command)
+        } else if refile_waiting {
+            Some(Stop::Refile)
+        } else {
+            None
+        }
+    }
+}
+
+/// The next group for the model: up to [`MODEL_GROUP`] messages and
+/// [`MODEL_GROUP_BYTES`] of bodies, each counted at most `max_message`
+/// bytes; at least one message.
+pub(super) fn next_group(
+    rest: &mut std::iter::Peekable<std::vec::IntoIter<Item>>,
+    max_message: u64,
+) -> Vec<Item> {
+    let mut bytes = 0u64;
+    let mut group = Vec::new();
+    while let Some(it) = rest.peek() {
+        let size = u64::from(it.seen.size).min(max_message);
+        if group.len() == MODEL_GROUP || (!group.is_empty() && bytes + size > MODEL_GROUP_BYTES) {
+            break;
+        }
+        bytes += size;
+        group.extend(rest.next());
+    }
+    group
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(uid: u32) -> EmailMeta {
+        EmailMeta {
+            uid,
+            ..Default::default()
+        }
+    }
+
+    fn c(model: &str) -> Classification {
+        Classification {
+            actions: Vec::new(),
+            reasoning: "r".into(),
+            model: model.into(),
+            confidence: None,
+        }
+    }
+
+    fn asked(uid: u32) -> Item {
+        Item::asked(meta(uid), Seen::default())
+    }
+
+    fn known(uid: u32) -> Item {
+        Item::asked(
+            meta(uid),
+            Seen {
+                known: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    const T: Duration = Duration::from_millis(7);
+
+    #[test]
+    fn an_asked_message_becomes_what_the_model_answers() {
+        let mut it = asked(1);
+        assert!(!it.settled(), "an open question holds the watermark");
+        it.answered(Ok(c("m")), T);
+        assert_eq!(
+            it.state,
+            State::Decided(Decided {
+                decision: c("m"),
+                source: Source::Now,
+                took: T,
+                journalled: false,
+            })
+        );
+        assert!(it.settled() && !it.is_replay() && !it.gone());
+        assert_eq!(it.took(), T);
+
+        let mut it = asked(2);
+        it.answered(
+            Err(ClassifyError::Timeout {
+                provider: "p".into(),
+                after: T,
+            }),
+            T,
+        );
+        let f = it.failure().unwrap();
+        assert_eq!((f.kind, f.permanent), ("classify_timeout", false));
+        assert!(it.settled(), "a failure is recorded (retrying)");
+        assert_eq!(it.took(), Duration::ZERO);
+    }
+
+    #[test]
+    fn shutdown_cancels_a_question_not_yet_started() {
+        let mut it = asked(1);
+        it.answered(Err(ClassifyError::Cancelled), Duration::ZERO);
+        assert_eq!(it.state, State::Cancelled);
+        assert!(!it.settled(), "left for the next run, below the watermark");
+        assert!(it.decision().is_none() && it.failure().is_none());
+    }
+
+    #[test]
+    fn a_missing_body_skips_a_new_message_and_gives_up_a_retry() {
+        let mut new = asked(1);
+        new.body_missing();
+        assert_eq!(new.state, State::Skipped);
+        assert!(new.settled());
+        let mut retry = known(2);
+        retry.body_missing();
+        assert_eq!(retry.state, State::Failed(Failure::gone()));
+        assert!(retry.failure().unwrap().permanent);
+    }
+
+    #[test]
+    fn an_unreadable_body_is_parked_at_once() {
+        let mut it = asked(1);
+        it.unreadable();
+        let f = it.failure().unwrap();
+        assert_eq!((f.kind, f.permanent), ("parse", true));
+    }
+
+    #[test]
+    fn an_unanswered_question_is_a_failure_and_nothing_else_changes() {
+        let mut it = asked(1);
+        it.unanswered();
+        assert_eq!(it.failure().unwrap().kind, "classify_no_answer");
+        // Only an open question: every other state stays what it is.
+        for mut it in [
+            Item::decided(meta(2), Seen::default(), c("rules:x"), T),
+            Item::failed(meta(3), Seen::default(), Failure::gone()),
+            {
+                let mut x = asked(4);
+                x.answered(Err(ClassifyError::Cancelled), T);
+                x
+            },
+            {
+                let mut x = asked(5);
+                x.body_missing();
+                x
+            },
+        ] {
+            let before = it.state.clone();
+            it.unanswered();
+            it.body_missing();
+            it.unreadable();
+            assert_eq!(it.state, before);
+        }
+    }
+
+    #[test]
+    fn a_second_answer_changes_nothing() {
+        let mut it = asked(1);
+        it.answered(Ok(c("first")), T);
+        let before = it.state.clone();
+        it.answered(Ok(c("second")), T);
+        it.answered(Err(ClassifyError::Cancelled), T);
+        assert_eq!(it.state, before);
+    }
+
+    #[test]
+    fn journalled_decisions_are_replayed_and_marked() {
+        let mut it = Item::journalled(meta(1), Seen::default(), c("m"), false);
+        assert!(it.is_replay() && !it.gone() && !it.journalled_now());
+        assert_eq!(it.took(), Duration::ZERO);
+        let gone = Item::journalled(meta(2), Seen::default(), c("m"), true);
+        assert!(gone.is_replay() && gone.gone());
+        it.mark_journalled();
+        assert!(it.journalled_now());
+        // Only a decided message has a decision to journal.
+        let mut f = Item::failed(meta(3), Seen::default(), Failure::gone());
+        f.mark_journalled();
+        assert!(!f.journalled_now());
+    }
+
+    #[test]
+    fn the_watermark_waits_for_every_open_message() {
+        // Searched 1..=10; 4 and 9 were expunged before the FETCH.
+        let uids: Vec<u32> = (1..=10).collect();
+        let found: Vec<u32> = uids
+            .iter()
+            .copied()
+            .filter(|u| *u != 4 && *u != 9)
+            .collect();
+        let mut w = Window::new(&uids, found.iter().copied());
+        assert_eq!(w.watermark(), 0);
+        // The rules settle 1, 2, 3, 5: the mark passes the expunged 4.
+        let rules: Vec<Item> = [1, 2, 3, 5]
+            .map(|u| Item::decided(meta(u), Seen::default(), c("rules:x"), T))
+            .into();
+        w.settle(&rules);
+        assert_eq!(w.watermark(), 5);
+        // The model's answers come out of order: 8 first holds at 5.
+        let mut eight = asked(8);
+        eight.answered(Ok(c("m")), T);
+        w.settle(&[eight]);
+        assert_eq!(w.watermark(), 5);
+        // 6 cancelled by shutdown: it holds the mark below it for good.
+        let mut six = asked(6);
+        six.answered(Err(ClassifyError::Cancelled), T);
+        let mut seven = asked(7);
+        seven.answered(
+            Err(ClassifyError::Transport {
+                provider: "p".into(),
+                error: "reset".into(),
+            }),
+            T,
+        );
+        w.settle(&[six, seven]);
+        assert_eq!(w.watermark(), 5);
+        assert!(!w.is_done());
+        // An item still asked (a stop left it) holds the mark as well.
+        w.settle(&[asked(10)]);
+        assert_eq!(w.watermark(), 5);
+        let mut six = asked(6);
+        six.answered(Ok(c("m")), T);
+        w.settle(&[six]);
+        assert_eq!(w.watermark(), 9);
+        let mut ten = asked(10);
+        ten.body_missing();
+        w.settle(&[ten]);
+        assert!(w.is_done());
+        assert_eq!(w.watermark(), 10);
+    }
+
+    #[test]
+    fn an_empty_window_is_done_at_its_last_uid() {
+        let w = Window::new(&[3, 9, 5], []);
+        assert!(w.is_done());
+        assert_eq!(w.watermark(), 9);
+        assert_eq!(Window::new(&[], []).watermark(), 0);
+    }
+
+    #[test]
+    fn stop_reasons_most_urgent_first() {
+        assert_eq!(Stop::check(false, false, false, false), None);
+        assert_eq!(Stop::check(true, true, true, true), Some(Stop::Shutdown));
+        assert_eq!(Stop::check(false, true, true, true), Some(Stop::Pause));
+        assert_eq!(Stop::check(false, false, true, true), Some(Stop::Command));
+        assert_eq!(Stop::check(false, false, false, true), Some(Stop::Refile));
+    }
+
+    #[test]
+    fn groups_are_bounded_by_count_and_bytes() {
+        let sized = |uid: u32, size: u32| {
+            Item::asked(
+                meta(uid),
+                Seen {
+                    size,
+                    ..Default::default()
+                },
+            )
+        };
+        let mut rest = (0..250)
+            .map(|u| sized(u, 1000))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .peekable();
+        let sizes: Vec<usize> = std::iter::from_fn(|| {
+            rest.peek()
+                .is_some()
+                .then(|| next_group(&mut rest, 1 << 20).len())
+        })
+        .collect();
+        assert_eq!(sizes, [100, 100, 50]);
+        // 32 MiB of bodies at most; a larger message goes alone, and a
+        // size is counted at most `max_message_bytes`.
+        let mb = 1 << 20;
+        let mut rest = vec![
+            sized(1, 20 * mb),
+            sized(2, 20 * mb),
+            sized(3, 100 * mb),
+            sized(4, mb),
+        ]
+        .into_iter()
+        .peekable();
+        let uids = |g: Vec<Item>| g.iter().map(|it| it.meta.uid).collect::<Vec<_>>();
+        assert_eq!(uids(next_group(&mut rest, 200 * mb as u64)), [1]);
+        assert_eq!(uids(next_group(&mut rest, 200 * mb as u64)), [2]);
+        assert_eq!(uids(next_group(&mut rest, 200 * mb as u64)), [3]);
+        assert_eq!(uids(next_group(&mut rest, 200 * mb as u64)), [4]);
+        let mut rest = vec![sized(1, 20 * mb), sized(2, 100 * mb), sized(3, mb)]
+            .into_iter()
+            .peekable();
+        assert_eq!(uids(next_group(&mut rest, 10 * mb as u64)), [1, 2, 3]);
+    }
+}
