@@ -4,7 +4,8 @@
 //!
 //! native-tls (the OpenSSL and system trust store the IMAP side uses), or
 //! only `ca_file` when one is set; no redirects; no proxy unless one is
-//! given, whatever the environment says; statuses are answers, not errors.
+//! given, whatever the environment says; statuses are answers, not errors;
+//! names looked up on the shared resolver thread (`resolve`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -32,7 +33,7 @@ pub fn build(
         None => None,
         Some(p) => Some(ureq::Proxy::new(p).map_err(|e| format!("proxy: {e}"))?),
     };
-    Ok(ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(total))
         .timeout_connect(Some(connect))
@@ -45,8 +46,14 @@ pub fn build(
                 .build(),
         )
         .user_agent(concat!("mailproc/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into())
+        .build();
+    // Names are looked up on the process's resolver thread, not on a
+    // thread of their own per connection (ureq's default with a time-out).
+    Ok(ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        crate::resolve::UreqResolver,
+    ))
 }
 
 /// A `Retry-After` of whole seconds (what model providers and token

@@ -23,6 +23,7 @@ pub mod mailbox;
 pub mod metrics;
 pub mod notify;
 pub mod oauth;
+pub mod resolve;
 pub mod service;
 pub mod signals;
 pub mod store;

@@ -1,7 +1,7 @@
 //! The SSRF guard: the one check every outgoing webhook request passes,
 //! deliveries and the test endpoint alike (see the module above).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use ipnet::IpNet;
@@ -242,24 +242,11 @@ pub fn vet_with(url: &str, allow: &AllowList, lookup: &Lookup<'_>) -> Result<Vet
     Ok(Vetted { url, addrs })
 }
 
-/// One DNS lookup, bounded by `timeout`: `getaddrinfo` cannot be
-/// cancelled, so it runs on a helper thread that is left to finish alone
-/// when the answer comes too late.
+/// One DNS lookup, bounded by `timeout`, on the process's resolver thread
+/// (`crate::resolve`): a lookup that hangs costs its caller the time-out,
+/// not a thread.
 fn resolve(host: &str, port: u16, timeout: Duration) -> Result<Vec<IpAddr>, String> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let target = (host.to_string(), port);
-    std::thread::Builder::new()
-        .name("webhooks-dns".into())
-        .spawn(move || {
-            let r = target
-                .to_socket_addrs()
-                .map(|it| it.map(|a| a.ip()).collect::<Vec<_>>())
-                .map_err(|e| e.to_string());
-            let _ = tx.send(r);
-        })
-        .map_err(|e| format!("cannot start the lookup: {e}"))?;
-    rx.recv_timeout(timeout)
-        .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
+    crate::resolve::lookup(host, port, timeout).map(|v| v.into_iter().map(|a| a.ip()).collect())
 }
 
 #[cfg(test)]
