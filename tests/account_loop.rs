@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::dovecot::Dovecot;
@@ -570,4 +571,63 @@ fn an_undo_while_the_account_is_disconnected_answers_503_and_changes_nothing() {
     let r = m.post(&format!("/api/activity/{id}/undo"), "");
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(mailboxes_of(&d, "<r8@shop.example>"), ["INBOX"]);
+}
+
+/// Issue [17]: the model's decisions were acted on and recorded only once
+/// every answer of their group (up to 100 messages) was in, so with a slow
+/// model an operator watched "recorded 240 of 300" stand still for minutes.
+/// Each answer is now acted on and recorded as it comes (within about a
+/// second), while the rest of its group is still with the model.
+#[test]
+fn each_answer_of_the_model_is_recorded_as_it_arrives() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Sorted");
+    d.seed_many(
+        "test",
+        "INBOX",
+        &[
+            msg("quick", "Quick one"),
+            msg("slow1", "Slow one"),
+            msg("slow2", "Slow two"),
+        ],
+    );
+    let gate = Arc::new(AtomicBool::new(false));
+    let held = gate.clone();
+    let model = Model::start(4, move |r| {
+        if r.subject().starts_with("Slow") {
+            // Held until the test has seen the quick one recorded (or for
+            // a minute, so a failing run still ends).
+            let until = Instant::now() + Duration::from_secs(60);
+            while !held.load(Ordering::SeqCst) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        answer(json!([{ "type": "move", "folder": "Sorted" }]), "sorted")
+    });
+    let top = format!(
+        "classifier:\n  concurrency: 4\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 90s, max_retries: 0 }}\n",
+        model.url()
+    );
+    let m = Mailproc::start(&config(
+        &d,
+        &top,
+        "    folders: { allowed: [Sorted] }\n    provider: fake\n",
+    ));
+    let quick = wait_entry(&m, "<quick@mailproc.test>");
+    assert!(
+        !gate.load(Ordering::SeqCst),
+        "recorded while the others are still with the model"
+    );
+    assert_eq!(quick["status"], "ok", "{quick}");
+    assert_eq!(mailboxes_of(&d, "<quick@mailproc.test>"), ["Sorted"]);
+    for id in ["<slow1@mailproc.test>", "<slow2@mailproc.test>"] {
+        assert_eq!(entry_of(&m, id), None, "{id} is not answered yet");
+        assert_eq!(mailboxes_of(&d, id), ["INBOX"]);
+    }
+    assert_eq!(processed(&m), 1);
+    gate.store(true, Ordering::SeqCst);
+    m.wait_count(Duration::from_secs(30), "all three recorded", 3, || {
+        processed(&m)
+    });
+    assert_eq!(model.count(), 3, "each asked once");
 }

@@ -103,6 +103,12 @@ impl Pool {
         let _ = self.tx.send(job);
     }
 
+    /// The queue of jobs, for a caller that waits for room in it together
+    /// with something else (`crossbeam_channel::Select`).
+    pub fn queue(&self) -> &Sender<Job> {
+        &self.tx
+    }
+
     /// Closes the queue and waits for calls in flight.
     pub fn stop(self) {
         drop(self.tx);

@@ -12,7 +12,7 @@ use super::state::{Failure, Item, State};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
 use crate::store::{
-    EmailMeta, FailedAttempt, Final, Finished, Outcome, Outcomes, Status, Watermark,
+    EmailMeta, FailedAttempt, Final, Finished, MoveRecord, Outcome, Outcomes, Status, Watermark,
 };
 use crate::webhook::Event;
 
@@ -113,13 +113,13 @@ impl Runner {
         plan
     }
 
-    /// Carries out the plan while a second thread makes final, in the
-    /// background, each message whose commands the server has confirmed
-    /// (those the plan does not touch at once, the others as each MOVE or
-    /// the last STORE is answered): recording overlaps the server's work
-    /// instead of following it. The watermark is left to [`Runner::record`].
-    /// Returns what it did ([`Acted`]); a broken session or a failed write
-    /// is an error.
+    /// Carries out the plan while the account's journal writer makes
+    /// final, in the background, each message whose commands the server
+    /// has confirmed (those the plan does not touch at once, the others as
+    /// each MOVE or the last STORE is answered): recording overlaps the
+    /// server's work instead of following it. Waits for those writes before
+    /// returning; the watermark is left to [`Runner::record`]. Returns what
+    /// it did ([`Acted`]); a broken session or a failed write is an error.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn act_and_finalize(
         &mut self,
@@ -159,67 +159,54 @@ impl Runner {
                 .map(|it| (it.meta.uid, it.meta.message_id.clone()))
                 .collect(),
         };
-        let store = self.w.store.clone();
-        std::thread::scope(|scope| {
-            let (tx, rx) = crossbeam_channel::unbounded::<Confirmed>();
-            let writer = scope.spawn(move || {
-                let mut done: HashSet<u32> = HashSet::new();
-                for c in rx {
-                    // Rows this run journalled are made final as journalled;
-                    // the others (left alone, dry run, review, an earlier
-                    // run's journal) are written whole.
-                    let mut out = Outcomes::default();
-                    for u in &c.uids {
-                        let i = index[u];
-                        let Some(o) = &outcomes[i] else { continue };
-                        let moved =
-                            c.to.as_ref()
-                                .map(|(folder, dest)| crate::store::MoveRecord {
-                                    uid: *u,
-                                    dest_folder: folder.clone(),
-                                    dest_uid: dest.get(u).copied(),
-                                    flags: items[i].seen.flags.clone(),
-                                });
-                        let meta = items[i].meta.clone();
-                        if items[i].journalled_now() && o.status == Status::Ok {
-                            out.finished.push(Finished {
-                                meta,
-                                actions: o.actions.clone(),
-                                moved,
-                            });
-                        } else {
-                            out.finals.push(Final {
-                                meta,
-                                outcome: o.clone(),
-                                moved,
-                            });
-                        }
-                    }
-                    store.record_outcomes(&out)?;
-                    done.extend(c.uids);
-                }
-                Ok::<_, crate::store::StoreError>(done)
-            });
-            if !untouched.is_empty() {
-                let _ = tx.send(Confirmed {
-                    uids: untouched,
-                    to: None,
+        let writer = self.writer.clone();
+        let mut finals: HashSet<u32> = HashSet::new();
+        let mut confirmed = |c: Confirmed| {
+            // Rows this run journalled are made final as journalled; the
+            // others (left alone, dry run, review, an earlier run's
+            // journal) are written whole.
+            let mut out = Outcomes::default();
+            for u in &c.uids {
+                let i = index[u];
+                let Some(o) = &outcomes[i] else { continue };
+                let moved = c.to.as_ref().map(|(folder, dest)| MoveRecord {
+                    uid: *u,
+                    dest_folder: folder.clone(),
+                    dest_uid: dest.get(u).copied(),
+                    flags: items[i].seen.flags.clone(),
                 });
+                let meta = items[i].meta.clone();
+                if items[i].journalled_now() && o.status == Status::Ok {
+                    out.finished.push(Finished {
+                        meta,
+                        actions: o.actions.clone(),
+                        moved,
+                    });
+                } else {
+                    out.finals.push(Final {
+                        meta,
+                        outcome: o.clone(),
+                        moved,
+                    });
+                }
             }
-            let acted = self.act(s, caps, folders, mailbox, plan, &replayed, &mut |c| {
-                let _ = tx.send(c);
+            writer.outcomes(out);
+            finals.extend(c.uids);
+        };
+        if !untouched.is_empty() {
+            confirmed(Confirmed {
+                uids: untouched,
+                to: None,
             });
-            drop(tx);
-            let written = writer
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            let (failed, moved) = acted?;
-            let finals = written?;
-            Ok(Acted {
-                failed,
-                finals,
-                moved,
-            })
+        }
+        let acted = self.act(s, caps, folders, mailbox, plan, &replayed, &mut confirmed);
+        let written = writer.barrier();
+        let (failed, moved) = acted?;
+        written?;
+        Ok(Acted {
+            failed,
+            finals,
+            moved,
         })
     }
 

@@ -1,5 +1,8 @@
 //! The account worker: one named thread (`imap-<account>`) per account that
-//! owns its IMAP session from connect to logout.
+//! owns its IMAP session from connect to logout, and beside it the
+//! account's journal writer (`journal-<account>`, see `writer`). No other
+//! thread is started for an account's work: the model is asked through the
+//! shared classifier pool, its answers awaited with a `select` (`model`).
 //!
 //! Guarantees this thread gives:
 //! - A message is never deleted: moves use `UID MOVE`, or else `UID COPY`,
@@ -23,6 +26,7 @@ mod corrections;
 mod headers;
 mod learned;
 mod login;
+mod model;
 mod move_to;
 mod pass;
 mod session;
@@ -30,6 +34,7 @@ mod state;
 mod train;
 mod undo;
 mod window;
+mod writer;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -227,11 +232,15 @@ struct Runner {
     /// `learned.enabled`), and the stored generation it was loaded from.
     learner: crate::learn::Model,
     learner_generation: Option<i64>,
+    /// The account's journal writer (`journal-<account>`), shared with the
+    /// stage that records while acting.
+    writer: Arc<writer::Writer>,
 }
 
 impl Runner {
     fn new(w: Worker) -> Runner {
         Runner {
+            writer: Arc::new(writer::Writer::start(&w.account.name, w.store.clone())),
             w,
             queued: Vec::new(),
             refiles: Vec::new(),

@@ -1,32 +1,23 @@
 //! One window of a folder's new mail: its headers fetched and decided in one
 //! go (journal, rules), what they decide acted on as one group, and the
-//! messages left for the model fetched whole and pipelined through the pool
-//! in groups, each acted on as soon as it is decided.
+//! messages left for the model handed to `model`, whose answers come back
+//! here to be acted on as they arrive.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::commands::uid_set;
 use super::headers::{Heads, HEADER_CHUNK};
 use super::session::{Caps, Folders, Session};
-use super::state::{next_group, Failure, Item, Seen, Stop, Window};
+use super::state::{Failure, Item, Seen, Stop, Window};
 use super::{ImapError, Runner};
-use crate::classify::{Classification, ClassifyError, Email, Job};
+use crate::classify::{Classification, Email};
 use crate::store::{EmailMeta, KnownEmail, Outcome, Status};
-
-/// A group of messages whose model calls are queued or in flight.
-struct Group {
-    items: Vec<Item>,
-    rx: crossbeam_channel::Receiver<(usize, Result<Classification, ClassifyError>, Duration)>,
-    waiting: usize,
-}
 
 /// The folder a window belongs to.
 #[derive(Clone, Copy)]
-struct Folder<'a> {
-    mailbox: &'a str,
-    uidvalidity: u32,
+pub(super) struct Folder<'a> {
+    pub(super) mailbox: &'a str,
+    pub(super) uidvalidity: u32,
 }
 
 /// The decision a `pending` journal row holds.
@@ -52,13 +43,11 @@ impl Runner {
         }
     }
 
-    /// Handles one window of a folder's UIDs. Every header of the window
-    /// comes in one FETCH (`BODY.PEEK[HEADER]`: rules read nothing else) and
-    /// what the journal or the rules decide is acted on and recorded as one
-    /// group. Messages left for the model are fetched whole, in groups of
-    /// [`MODEL_GROUP`](super::state::MODEL_GROUP); the next group is fetched, parsed and queued while the
-    /// calls of the one before are in flight, and each group is acted on as
-    /// soon as its last answer is in.
+    /// Handles one window of a folder's UIDs. The headers of the window come
+    /// in FETCHes of [`HEADER_CHUNK`] (only the fields rules read) and what
+    /// the journal or the rules decide is acted on and recorded as one
+    /// group. Messages left for the model go to `ask_model`, and its answers
+    /// are acted on and recorded as they arrive (see `state::Flow`).
     ///
     /// Returns whether the whole window was handled; `false` when shutdown,
     /// a pause or a command cut it short (the rest stays above the watermark
@@ -89,31 +78,13 @@ impl Runner {
         };
         let mut w = Window::new(uids, ready.iter().chain(&to_model).map(|it| it.meta.uid));
         self.finish(s, caps, folders, f, &mut w, ready)?;
-        let mut in_flight: Option<Group> = None;
-        let mut complete = true;
-        let mut rest = to_model.into_iter().peekable();
-        while rest.peek().is_some() {
-            if let Some(why) = self.stop_now() {
-                log::debug!("{}: {mailbox}: window cut short: {why:?}", self.name());
-                complete = false;
-                break;
-            }
-            let next = next_group(&mut rest, self.w.account.max_message_bytes as u64);
-            let group = self.submit(s, next)?;
-            if let Some(done) = in_flight.replace(group) {
-                let items = self.collect(s, done);
-                self.finish(s, caps, folders, f, &mut w, items)?;
-            }
-        }
-        if let Some(done) = in_flight {
-            let items = self.collect(s, done);
-            self.finish(s, caps, folders, f, &mut w, items)?;
-        }
+        let complete =
+            to_model.is_empty() || self.ask_model(s, caps, folders, f, &mut w, to_model)?;
         Ok(complete && w.is_done())
     }
 
     /// Why the window must stop before its end, if it must.
-    fn stop_now(&self) -> Option<Stop> {
+    pub(super) fn stop_now(&self) -> Option<Stop> {
         Stop::check(
             self.w.handle.is_shutting_down(),
             self.paused_now(),
@@ -122,8 +93,10 @@ impl Runner {
         )
     }
 
-    /// Journals, acts on and records one decided group of a window.
-    fn finish(
+    /// Journals, acts on and records one decided group of a window: the
+    /// decisions are durable before the first command, and the watermark
+    /// is written after every row of the group.
+    pub(super) fn finish(
         &mut self,
         s: &mut Session,
         caps: &Caps,
@@ -139,7 +112,8 @@ impl Runner {
         let t = Instant::now();
         // (What `triage` decided is journalled already; the model's answers
         // are journalled here.)
-        self.journal(&mut items)?;
+        self.journal(&mut items);
+        self.writer.barrier()?;
         let outcomes = self.outcomes(&items);
         // Decisions journalled, nothing done on the server yet.
         crate::failpoint::hit("before-act");
@@ -177,12 +151,12 @@ impl Runner {
     /// Fetches the window's headers and decides what needs no model: the
     /// journalled decision of a `pending` row, a rule, the learned
     /// classifier, or nothing at all when no model is configured. Returns
-    /// those, journalled, and the messages left for the model (undecided).
+    /// those, journalled, and the messages left for the model (asked).
     ///
-    /// The headers come in FETCHes of [`HEADER_CHUNK`] UIDs, each decided and
-    /// journalled on a second thread while the server answers the next, so
-    /// parsing and the journal overlap the server's work instead of
-    /// following it.
+    /// The headers come in FETCHes of [`HEADER_CHUNK`] UIDs; each chunk's
+    /// decisions go to the journal writer and are written while the server
+    /// answers the next FETCH. (A broken session leaves the chunks decided
+    /// before it journalled, as after a crash.)
     fn triage(
         &mut self,
         s: &mut Session,
@@ -193,54 +167,17 @@ impl Runner {
     ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
         self.refresh_learner();
         let query = self.header_query();
-        if uids.len() <= HEADER_CHUNK {
-            // One FETCH (new mail, mostly): nothing to overlap.
-            let heads = self.fetch_heads(s, &query, uids)?;
-            let (mut ready, to_model) = self.decide(mailbox, uidvalidity, uids, &heads, known);
-            self.journal(&mut ready)?;
-            return Ok((ready, to_model));
+        let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
+        let mut to_model: Vec<Item> = Vec::new();
+        for chunk in uids.chunks(HEADER_CHUNK) {
+            let heads = self.fetch_heads(s, &query, chunk)?;
+            let (mut r, m) = self.decide(mailbox, uidvalidity, chunk, &heads, known);
+            drop(heads);
+            self.journal(&mut r);
+            ready.extend(r);
+            to_model.extend(m);
         }
-        let this = &*self;
-        std::thread::scope(|scope| {
-            let (tx, rx) = crossbeam_channel::bounded::<(&[u32], Heads)>(1);
-            let decider = scope.spawn(move || {
-                let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
-                let mut to_model: Vec<Item> = Vec::new();
-                for (chunk, fetched) in rx {
-                    let (mut r, m) = this.decide(mailbox, uidvalidity, chunk, &fetched, known);
-                    drop(fetched);
-                    this.journal(&mut r)?;
-                    ready.extend(r);
-                    to_model.extend(m);
-                }
-                Ok::<_, crate::store::StoreError>((ready, to_model))
-            });
-            let mut fetch_error = None;
-            for chunk in uids.chunks(HEADER_CHUNK) {
-                match this.fetch_heads(s, &query, chunk) {
-                    Ok(fetched) => {
-                        // A closed channel: the decider failed; it says why.
-                        if tx.send((chunk, fetched)).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        fetch_error = Some(e);
-                        break;
-                    }
-                }
-            }
-            drop(tx);
-            let decided = decider
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            // Chunks decided before a broken session stay journalled, as
-            // after a crash.
-            if let Some(e) = fetch_error {
-                return Err(e.into());
-            }
-            Ok(decided?)
-        })
+        Ok((ready, to_model))
     }
 
     /// Decides the messages of one FETCH of headers (see [`Runner::triage`]).
@@ -337,9 +274,10 @@ impl Runner {
     }
 
     /// Journals the decided messages of `items` that this run will act on
-    /// (not a dry run, not for review, not already journalled), noting each
-    /// one's row for its final record.
-    fn journal(&self, items: &mut [Item]) -> Result<(), crate::store::StoreError> {
+    /// (not a dry run, not for review, not already journalled), marking
+    /// each so its row is finished as journalled. The writes go to the
+    /// journal writer; `finish` waits for them before acting.
+    fn journal(&self, items: &mut [Item]) {
         let outcomes = self.outcomes(items);
         let (at, journal): (Vec<usize>, Vec<(EmailMeta, Outcome)>) = items
             .iter()
@@ -355,13 +293,10 @@ impl Runner {
                 .map(|o| (i, (it.meta.clone(), o)))
             })
             .unzip();
-        if !journal.is_empty() {
-            self.w.store.record_decisions(&journal)?;
-            for i in at {
-                items[i].mark_journalled();
-            }
+        self.writer.decisions(journal);
+        for i in at {
+            items[i].mark_journalled();
         }
-        Ok(())
     }
 
     /// A message the FETCH did not return: a journalled one we moved before
@@ -394,93 +329,5 @@ impl Runner {
             )),
             _ => None,
         }
-    }
-
-    /// Fetches a group of messages whole (the model reads the body) and
-    /// queues them on the classifier pool; blocks only while the pool's
-    /// queue is full.
-    fn submit(&mut self, s: &mut Session, mut items: Vec<Item>) -> Result<Group, ImapError> {
-        let uids: Vec<u32> = items.iter().map(|it| it.meta.uid).collect();
-        let max = self.w.account.max_message_bytes;
-        let fetched = s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
-        let mut bodies: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
-        for f in fetched.iter() {
-            if let (Some(uid), Some(body)) = (f.uid, f.body()) {
-                bodies.insert(uid, body);
-            }
-        }
-        let (reply, rx) = crossbeam_channel::unbounded();
-        let mut waiting = 0;
-        let provider = self.w.provider.clone();
-        let account = self.prompt_account();
-        for (index, it) in items.iter_mut().enumerate() {
-            let email = match bodies.get(&it.meta.uid) {
-                Some(raw) => Email::parse(raw),
-                None => {
-                    // Left the folder since its header was fetched.
-                    it.body_missing();
-                    continue;
-                }
-            };
-            match (email, &provider) {
-                (Some(email), Some(p)) => {
-                    self.w.pool.submit(Job {
-                        provider: p.clone(),
-                        account: account.clone(),
-                        shots: self.shots_for(it),
-                        email: Arc::new(email),
-                        index,
-                        reply: reply.clone(),
-                        requester: self.w.handle.clone(),
-                    });
-                    waiting += 1;
-                }
-                _ => it.unreadable(),
-            }
-        }
-        Ok(Group { items, rx, waiting })
-    }
-
-    /// Waits for every answer of a group.
-    ///
-    /// A slow model must not let the session go stale while the answers
-    /// come in (servers and NATs drop connections that say nothing, and a
-    /// reconnect would mean asking the model again for what was not yet
-    /// journalled): every `imap.idle_interval` without an answer, a NOOP
-    /// keeps it in use. A NOOP that fails is not retried; the actions that
-    /// follow find the broken session, after the decisions are journalled.
-    fn collect(&self, s: &mut Session, g: Group) -> Vec<Item> {
-        let Group {
-            mut items,
-            rx,
-            waiting,
-        } = g;
-        let keepalive = self.w.account.imap.idle_interval.0;
-        let mut noop = true;
-        let mut answered = 0;
-        while answered < waiting {
-            let (i, result, took) = match rx.recv_timeout(keepalive) {
-                Ok(answer) => answer,
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    if noop {
-                        log::debug!("{}: NOOP while the model answers", self.name());
-                        if let Err(e) = s.noop() {
-                            log::warn!("{}: NOOP while the model answers: {e}", self.name());
-                            noop = false;
-                        }
-                    }
-                    continue;
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-            };
-            answered += 1;
-            items[i].answered(result, took);
-        }
-        // Every message leaves its group decided, failed, cancelled or
-        // skipped: one the pool never answered is a failure.
-        for it in items.iter_mut() {
-            it.unanswered();
-        }
-        items
     }
 }

@@ -69,10 +69,13 @@ pub enum Cause {
     Schema(String),
     /// A failpoint of the tests (debug builds only).
     Injected,
+    /// A write panicked (a bug), or the thread that writes for an account
+    /// is gone; what it says.
+    Panicked(String),
 }
 
 impl StoreError {
-    fn new(op: &'static str, cause: Cause) -> StoreError {
+    pub fn new(op: &'static str, cause: Cause) -> StoreError {
         StoreError { op, cause }
     }
 
@@ -93,6 +96,7 @@ impl std::fmt::Display for StoreError {
             Cause::Io(e) => write!(f, "store: {op}: {e}"),
             Cause::Schema(e) => write!(f, "store: {op}: {e}"),
             Cause::Injected => write!(f, "store: {op}: failpoint"),
+            Cause::Panicked(e) => write!(f, "store: {op}: {e}"),
         }
     }
 }

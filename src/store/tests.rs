@@ -23,6 +23,14 @@ fn ok(actions: Vec<Action>) -> Outcome {
     }
 }
 
+impl Store {
+    /// Runs SQL on the writer's connection, for tests elsewhere in the
+    /// crate that need a write to fail (a trigger) or a row changed.
+    pub(crate) fn test_sql(&self, sql: &str) {
+        self.conn.lock().execute_batch(sql).unwrap();
+    }
+}
+
 /// Records outcomes written whole, and the watermark if any.
 pub(super) fn record_final(
     s: &Store,

@@ -1,0 +1,216 @@
+//! The messages of a window left for the model: fetched whole in groups,
+//! their questions handed to the classifier pool as its queue has room,
+//! and their answers acted on and recorded as they arrive (held a moment
+//! to be acted on together, see `state::Flow`) — not when the last answer
+//! of their group is in. All on the account's thread: waiting for the pool
+//! and for answers is one `select`, so no thread is started per group and
+//! the session stays in use while a slow model thinks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Select};
+
+use super::commands::uid_set;
+use super::session::{Caps, Folders, Session};
+use super::state::{next_group, Flow, Item, Window};
+use super::window::Folder;
+use super::{ImapError, Runner};
+use crate::classify::{Classification, ClassifyError, Email, Job};
+
+/// An answer of the pool: the question's index, the decision or why not,
+/// and how long it took.
+type Answer = (usize, Result<Classification, ClassifyError>, Duration);
+
+/// The longest a wait for the model goes without looking at shutdown, a
+/// pause, a command or an undo request (commands take effect within a
+/// second).
+const TICK: Duration = Duration::from_millis(200);
+
+/// A group's questions: the channel their answers come on (closed once
+/// each is answered or dropped), and their indexes.
+struct Asked {
+    answers: Receiver<Answer>,
+    indexes: Vec<usize>,
+}
+
+impl Runner {
+    /// Asks the model about `to_model` and acts on its answers as they
+    /// come. Returns whether every message was asked; `false` when
+    /// shutdown, a pause, a command or an undo request stopped it (the
+    /// questions in flight are still answered and acted on; the others
+    /// stay above the watermark for the next pass).
+    ///
+    /// A slow model must not let the session go stale meanwhile (servers
+    /// and NATs drop connections that say nothing, and a reconnect would
+    /// mean asking again for what was not journalled yet): after every
+    /// `imap.idle_interval` without a command, a NOOP keeps it in use. A
+    /// NOOP that fails is not retried; the actions that follow find the
+    /// broken session, after the decisions are journalled.
+    pub(super) fn ask_model(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        f: Folder<'_>,
+        w: &mut Window,
+        to_model: Vec<Item>,
+    ) -> Result<bool, ImapError> {
+        let mut flow: Flow<Job> = Flow::new();
+        let mut groups: Vec<Asked> = Vec::new();
+        let mut rest = to_model.into_iter().peekable();
+        let max_message = self.w.account.max_message_bytes as u64;
+        let keepalive = self.w.account.imap.idle_interval.0;
+        let mut talked = Instant::now();
+        let mut noop = true;
+        let mut stopped = false;
+        let pool = self.w.pool.clone();
+        loop {
+            if !stopped {
+                if let Some(why) = self.stop_now() {
+                    stopped = true;
+                    let dropped = flow.stop();
+                    log::debug!(
+                        "{}: {}: window cut short ({why:?}): {dropped} question(s) not asked, {} in flight",
+                        self.name(),
+                        f.mailbox,
+                        flow.unanswered_count()
+                    );
+                }
+            }
+            if !stopped && rest.peek().is_some() && flow.wants_group() {
+                let group = next_group(&mut rest, max_message);
+                groups.push(self.ask(s, group, &mut flow)?);
+                talked = Instant::now();
+                continue;
+            }
+            if flow.due(Instant::now()) {
+                let items = flow.take_ready();
+                self.finish(s, caps, folders, f, w, items)?;
+                talked = Instant::now();
+                continue;
+            }
+            if flow.is_idle() && (stopped || rest.peek().is_none()) {
+                return Ok(!stopped);
+            }
+            // Wait for an answer, for room in the pool's queue, or for a
+            // deadline: the answers in hand, the keepalive, the next look
+            // at commands.
+            let now = Instant::now();
+            let mut deadline = now + TICK;
+            if let Some(d) = flow.deadline() {
+                deadline = deadline.min(d);
+            }
+            if noop {
+                deadline = deadline.min(talked + keepalive);
+            }
+            let mut sel = Select::new();
+            for g in &groups {
+                sel.recv(&g.answers);
+            }
+            let send = flow.next_question().map(|_| sel.send(pool.queue()));
+            let event = match sel.select_deadline(deadline) {
+                Ok(op) if Some(op.index()) == send => {
+                    if let Some(job) = flow.handed() {
+                        if let Err(e) = op.send(pool.queue(), job) {
+                            // The pool is gone (stopping): nobody will answer.
+                            flow.unanswered(&[e.into_inner().index], Instant::now());
+                        }
+                    }
+                    None
+                }
+                Ok(op) => {
+                    let g = op.index();
+                    Some((g, op.recv(&groups[g].answers)))
+                }
+                Err(_) => {
+                    if noop && talked.elapsed() >= keepalive {
+                        log::debug!("{}: NOOP while the model answers", self.name());
+                        if let Err(e) = s.noop() {
+                            log::warn!("{}: NOOP while the model answers: {e}", self.name());
+                            noop = false;
+                        }
+                        talked = Instant::now();
+                    }
+                    None
+                }
+            };
+            drop(sel);
+            match event {
+                Some((_, Ok((i, r, took)))) => flow.answered(i, r, took, Instant::now()),
+                Some((g, Err(_))) => {
+                    // Every question of the group is answered or dropped:
+                    // any still asked never will be.
+                    let done = groups.remove(g);
+                    flow.unanswered(&done.indexes, Instant::now());
+                }
+                None => continue,
+            }
+            // Take what else came meanwhile.
+            for g in &groups {
+                for (i, r, took) in g.answers.try_iter() {
+                    flow.answered(i, r, took, Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Fetches a group of messages whole (the model reads the body) and
+    /// asks about each: its question waits in `flow` for the pool. A
+    /// message gone meanwhile or unreadable is settled at once.
+    fn ask(
+        &mut self,
+        s: &mut Session,
+        items: Vec<Item>,
+        flow: &mut Flow<Job>,
+    ) -> Result<Asked, ImapError> {
+        let uids: Vec<u32> = items.iter().map(|it| it.meta.uid).collect();
+        let max = self.w.account.max_message_bytes;
+        let fetched = s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
+        let mut bodies: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
+        for f in fetched.iter() {
+            if let (Some(uid), Some(body)) = (f.uid, f.body()) {
+                bodies.insert(uid, body);
+            }
+        }
+        // Holds at most this group's answers; its senders go with the
+        // questions, so it closes once each is answered or dropped.
+        let (reply, answers) = crossbeam_channel::unbounded();
+        let provider = self.w.provider.clone();
+        let account = self.prompt_account();
+        let now = Instant::now();
+        let mut indexes = Vec::with_capacity(items.len());
+        for mut it in items {
+            let email = match bodies.get(&it.meta.uid) {
+                Some(raw) => Email::parse(raw),
+                None => {
+                    // Left the folder since its header was fetched.
+                    it.body_missing();
+                    flow.settled(it, now);
+                    continue;
+                }
+            };
+            match (email, &provider) {
+                (Some(email), Some(p)) => {
+                    let shots = self.shots_for(&it);
+                    let job = |index| Job {
+                        provider: p.clone(),
+                        account: account.clone(),
+                        shots,
+                        email: Arc::new(email),
+                        index,
+                        reply: reply.clone(),
+                        requester: self.w.handle.clone(),
+                    };
+                    indexes.push(flow.ask(it, job));
+                }
+                _ => {
+                    it.unreadable();
+                    flow.settled(it, now);
+                }
+            }
+        }
+        Ok(Asked { answers, indexes })
+    }
+}
