@@ -51,7 +51,7 @@ impl Backoff {
     }
 
     /// One more failure: the wait before the next try.
-    pub fn next(&mut self) -> Duration {
+    pub fn next_wait(&mut self) -> Duration {
         self.failures = self.failures.saturating_add(1);
         let d = self.delay(self.failures);
         if !self.jitter {
@@ -62,9 +62,9 @@ impl Backoff {
     }
 
     /// One more failure: the wait the other side asked for when it did
-    /// (`Retry-After`), else [`Backoff::next`].
-    pub fn next_or(&mut self, told: Option<Duration>) -> Duration {
-        let mine = self.next();
+    /// (`Retry-After`), else [`Backoff::next_wait`].
+    pub fn next_wait_or(&mut self, told: Option<Duration>) -> Duration {
+        let mine = self.next_wait();
         told.unwrap_or(mine)
     }
 
@@ -95,12 +95,12 @@ mod tests {
     #[test]
     fn doubles_from_first_and_stays_at_max() {
         let mut b = Backoff::new(S, 10 * S);
-        let waits: Vec<u64> = (0..7).map(|_| b.next().as_secs()).collect();
+        let waits: Vec<u64> = (0..7).map(|_| b.next_wait().as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 10, 10, 10]);
         assert_eq!(b.failures(), 7);
         b.reset();
         assert_eq!(b.failures(), 0);
-        assert_eq!(b.next(), S);
+        assert_eq!(b.next_wait(), S);
     }
 
     #[test]
@@ -125,12 +125,12 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..200 {
             let mut b = Backoff::new(S, 300 * S).jittered();
-            let w = b.next();
+            let w = b.next_wait();
             assert!(w >= S && w < S + S / 4, "{w:?}");
             seen.insert(w);
             let mut capped = Backoff::new(S, 15 * S).jittered();
             for _ in 0..10 {
-                let w = capped.next();
+                let w = capped.next_wait();
                 assert!(w <= 15 * S, "{w:?}");
             }
         }
@@ -140,10 +140,10 @@ mod tests {
     #[test]
     fn a_named_wait_wins_and_still_counts() {
         let mut b = Backoff::new(S, 60 * S);
-        assert_eq!(b.next_or(Some(7 * S)), 7 * S);
+        assert_eq!(b.next_wait_or(Some(7 * S)), 7 * S);
         assert_eq!(b.failures(), 1);
-        assert_eq!(b.next_or(None), 2 * S);
-        assert_eq!(b.next_or(Some(Duration::ZERO)), Duration::ZERO);
-        assert_eq!(b.next(), 8 * S);
+        assert_eq!(b.next_wait_or(None), 2 * S);
+        assert_eq!(b.next_wait_or(Some(Duration::ZERO)), Duration::ZERO);
+        assert_eq!(b.next_wait(), 8 * S);
     }
 }

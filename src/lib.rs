@@ -10,6 +10,7 @@ pub mod actions;
 pub mod agent;
 pub mod api;
 pub mod auth;
+pub mod backoff;
 pub mod classify;
 pub mod config;
 pub mod dashboard;

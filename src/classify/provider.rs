@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::choice::{choice_messages, choice_request, parse_choice};
 use super::prompt::{shot_turns, JsonMode};
 use super::*;
+use crate::backoff::Backoff;
 use crate::config::{AccountConfig, AnswerMode, ProviderConfig, ProviderKind};
 use crate::learn::Shot;
 use crate::metrics::Metrics;
@@ -100,6 +101,7 @@ impl Provider {
         };
         let name = &self.config.name;
         let mut attempt = 0;
+        let mut backoff = RETRY_BACKOFF;
         loop {
             self.throttle();
             let result = if choice {
@@ -111,10 +113,10 @@ impl Provider {
                 Ok(_) => None,
                 Err((err, retry_after)) => match err {
                     ClassifyError::Timeout { .. } | ClassifyError::Transport { .. } => {
-                        Some(retry_after.unwrap_or(backoff(attempt)))
+                        Some(backoff.next_wait_or(*retry_after))
                     }
                     ClassifyError::Http { status, .. } if *status == 429 || *status >= 500 => {
-                        Some(retry_after.unwrap_or(backoff(attempt)))
+                        Some(backoff.next_wait_or(*retry_after))
                     }
                     _ => None,
                 },
@@ -141,7 +143,7 @@ impl Provider {
                 }
                 (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
                     log::warn!("{}: {err}; retrying in {wait:?}", account.name);
-                    std::thread::sleep(wait.min(Duration::from_secs(60)));
+                    std::thread::sleep(wait.min(MAX_RETRY_WAIT));
                     attempt += 1;
                 }
                 (Err((err, _)), _) => return Err(err),
@@ -372,9 +374,10 @@ impl Provider {
     }
 }
 
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(500u64.saturating_mul(1 << attempt.min(7)))
-}
+/// The longest wait before a retry, whatever the provider's `Retry-After`.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+/// Waits between retries of a call: 0.5 s, doubling (a `Retry-After` wins).
+const RETRY_BACKOFF: Backoff = Backoff::new(Duration::from_millis(500), MAX_RETRY_WAIT);
 
 #[cfg(test)]
 mod tests {

@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use crate::account::{Command, Handle, Message, Refile, State};
+use crate::backoff::Backoff;
 use crate::classify::{Pool, Provider, Rules};
 use crate::config::AccountConfig;
 use crate::metrics::Metrics;
@@ -74,6 +75,12 @@ const IDLE_MAX: Duration = Duration::from_secs(25 * 60);
 const IDLE_EXIT: Duration = Duration::from_secs(20);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// Reconnecting after a lost or failed connection: 1 s doubling to 5 min,
+/// with jitter so accounts that failed together do not retry in lockstep.
+const RECONNECT: Backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX).jittered();
+/// Restarting a crashed worker, and retrying a pass after a store error:
+/// 1 s doubling to 5 min.
+const RESTART: Backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
 /// A session that fails sooner than this after its login does not reset
 /// the back-off: a server (or a message) that breaks every session right
 /// away is retried ever more slowly, not once a second.
@@ -83,6 +90,9 @@ const STABLE_SESSION: Duration = Duration::from_secs(60);
 /// seconds of the provider coming back, at the cost of four requests a
 /// minute to a provider that is down.
 const TOKEN_BACKOFF_MAX: Duration = Duration::from_secs(15);
+/// Token requests after a failure: 1 s doubling to [`TOKEN_BACKOFF_MAX`],
+/// with jitter; the endpoint's `Retry-After` wins.
+const TOKEN_RETRY: Backoff = Backoff::new(BACKOFF_MIN, TOKEN_BACKOFF_MAX).jittered();
 /// After a refused login, retrying quickly only risks a lockout.
 const LOGIN_RETRY: Duration = Duration::from_secs(300);
 
@@ -187,7 +197,7 @@ pub fn spawn(w: Worker) -> std::io::Result<JoinHandle<()>> {
         .name(format!("imap-{}", w.account.name))
         .spawn(move || {
             let mut runner = Runner::new(w);
-            let mut backoff = BACKOFF_MIN;
+            let mut restarts = RESTART;
             loop {
                 let started = Instant::now();
                 let outcome =
@@ -195,13 +205,13 @@ pub fn spawn(w: Worker) -> std::io::Result<JoinHandle<()>> {
                 let Err(panic) = outcome else { break };
                 let msg = crate::failpoint::panic_message(&*panic);
                 if started.elapsed() > HEALTHY_RUN {
-                    backoff = BACKOFF_MIN;
+                    restarts.reset();
                 }
-                runner.crashed(&msg, backoff);
-                if !runner.sleep_for_commands(backoff) {
+                let wait = restarts.next_wait();
+                runner.crashed(&msg, wait);
+                if !runner.sleep_for_commands(wait) {
                     break;
                 }
-                backoff = (backoff * 2).min(BACKOFF_MAX);
             }
             runner.w.handle.set_state(State::Disconnected);
             log::info!("{}: worker stopped", runner.name());
@@ -227,7 +237,7 @@ struct Runner {
     /// of a renewal that failed (OAuth2 only).
     renew_at: Option<Instant>,
     /// The wait before the next token request after one failed.
-    token_backoff: Duration,
+    token_backoff: Backoff,
     /// The classifier learned from the account's folders (loaded when
     /// `learned.enabled`), and the stored generation it was loaded from.
     learner: crate::learn::Model,
@@ -249,7 +259,7 @@ impl Runner {
             last_pass_ms: 0,
             tokens: None,
             renew_at: None,
-            token_backoff: BACKOFF_MIN,
+            token_backoff: TOKEN_RETRY,
             learner: crate::learn::Model::default(),
             learner_generation: None,
         }
@@ -289,10 +299,11 @@ impl Runner {
         caps: &session::Caps,
         folders: &session::Folders,
     ) -> Result<Exit, ImapError> {
-        let mut wait = BACKOFF_MIN;
+        let mut backoff = RESTART;
         loop {
             match self.serve(s, control, caps, folders) {
                 Err(ImapError::Store(e)) => {
+                    let wait = backoff.next_wait();
                     let msg = e.to_string();
                     log::error!("{}: {msg}; trying again in {wait:?}", self.name());
                     self.count_error("store");
@@ -306,7 +317,6 @@ impl Runner {
                         return Ok(Exit::Shutdown);
                     }
                     self.w.handle.set_error(None);
-                    wait = (wait * 2).min(BACKOFF_MAX);
                 }
                 other => return other,
             }
@@ -315,7 +325,7 @@ impl Runner {
 
     /// Connects, serves and reconnects until shutdown.
     fn run(&mut self) {
-        let mut backoff = BACKOFF_MIN;
+        let mut backoff = RECONNECT;
         let mut outage: Option<String> = None;
         let mut refused = false;
         loop {
@@ -342,7 +352,7 @@ impl Runner {
                     } = c;
                     self.w.handle.set_waker(Some(wake));
                     self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
-                    self.token_backoff = BACKOFF_MIN;
+                    self.token_backoff.reset();
                     if let Some(err) = outage.take() {
                         log::info!("{}: connection restored", self.name());
                         self.emit(Event::ConnectionRestored {
@@ -360,7 +370,7 @@ impl Runner {
                     // A long session (however it ended) proves the server
                     // and the account fine again.
                     if signed_in.elapsed() >= STABLE_SESSION {
-                        backoff = BACKOFF_MIN;
+                        backoff.reset();
                     }
                     self.w.handle.set_waker(None);
                     self.refuse_requests("the IMAP session ended; try again");
@@ -377,7 +387,7 @@ impl Runner {
                         Ok(Exit::Reconnect) => {
                             let _ = session.logout();
                             log::info!("{}: reconnecting on request", self.name());
-                            backoff = BACKOFF_MIN;
+                            backoff.reset();
                             continue;
                         }
                         Ok(Exit::Renew) => {
@@ -394,8 +404,7 @@ impl Runner {
                             // A session that broke soon after its login
                             // keeps the back-off growing (a server, or a
                             // message, that breaks every session).
-                            let wait = jitter(backoff);
-                            backoff = (backoff * 2).min(BACKOFF_MAX);
+                            let wait = backoff.next_wait();
                             log::warn!(
                                 "{}: connection lost: {e}; reconnecting in {wait:?}",
                                 self.name()
@@ -436,10 +445,9 @@ impl Runner {
                 }
                 Err(e) => {
                     let e = e.to_string();
-                    let wait = jitter(backoff);
+                    let wait = backoff.next_wait();
                     log::warn!("{}: {e}; retrying in {wait:?}", self.name());
                     self.lost(&mut outage, &e);
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
                     Some(wait)
                 }
             };
@@ -462,9 +470,7 @@ impl Runner {
     /// `Retry-After` when it sent one, else the token back-off (doubling
     /// up to [`TOKEN_BACKOFF_MAX`], with jitter).
     fn next_token_try(&mut self, e: &crate::oauth::OAuthError) -> Duration {
-        let wait = jitter(self.token_backoff).min(TOKEN_BACKOFF_MAX);
-        self.token_backoff = (self.token_backoff * 2).min(TOKEN_BACKOFF_MAX);
-        e.retry_after().unwrap_or(wait)
+        self.token_backoff.next_wait_or(e.retry_after())
     }
 
     /// With `auth: oauth2`, makes the account's token source once.
@@ -508,7 +514,7 @@ impl Runner {
         let expires = tokens.expires_at();
         match tokens.renew() {
             Ok(()) => {
-                self.token_backoff = BACKOFF_MIN;
+                self.token_backoff.reset();
                 self.w.handle.set_error(None);
                 true
             }
@@ -655,10 +661,4 @@ impl Runner {
 /// Tells the asker a refile could not be done now (nothing changed).
 fn answer_unavailable(r: Refile, why: &str) {
     let _ = r.reply.send(Err(RefileError::Unavailable(why.to_string())));
-}
-
-/// Up to a quarter more, so many accounts do not reconnect in lockstep.
-fn jitter(d: Duration) -> Duration {
-    let r = crate::auth::random_bytes::<1>()[0] as u32;
-    d + d * r / 1024
 }

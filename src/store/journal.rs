@@ -2,12 +2,15 @@
 //! its decision before the server is asked to act, and made final with its
 //! batch and the folder watermark in one transaction.
 
+use std::time::Duration;
+
 use rusqlite::{params, OptionalExtension, ToSql};
 
 use super::{
     actions_json, in_op, parse_actions, Cause, MoveRecord, Result, Status, Store, StoreError,
 };
 use crate::actions::Action;
+use crate::backoff::Backoff;
 use crate::timestamp::now_ms;
 
 /// What is known of a message before it is recorded.
@@ -224,11 +227,12 @@ fn action_columns(a: &Action) -> (&'static str, Option<&str>, Option<String>) {
 }
 
 /// Longest wait between two attempts at a message, however often it failed.
-const MAX_RETRY_DELAY_MS: i64 = 24 * 3600 * 1000;
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(24 * 3600);
 
 /// Upserts a failed attempt inside `tx`: one more attempt, the error, and
-/// either a retry due after `retry_delay_ms * 2^(attempts-1)` (at most a
-/// day) or, at `max_attempts`, the `failed` status.
+/// either a retry due after the back-off of that many attempts
+/// (`retry_delay_ms` doubled each time, at most a day) or, at
+/// `max_attempts`, the `failed` status.
 fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<FailureRecord> {
     let m = &f.meta;
     let now = now_ms();
@@ -253,13 +257,11 @@ fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<F
         Status::Retrying
     };
     let next = (status == Status::Retrying).then(|| {
-        let factor = 1i64 << attempts.saturating_sub(1).min(30);
-        now.saturating_add(
-            f.retry_delay_ms
-                .max(0)
-                .saturating_mul(factor)
-                .min(MAX_RETRY_DELAY_MS),
-        )
+        let first = Duration::from_millis(u64::try_from(f.retry_delay_ms).unwrap_or(0));
+        let wait = Backoff::new(first, MAX_RETRY_DELAY)
+            .delay(attempts)
+            .min(MAX_RETRY_DELAY);
+        now.saturating_add(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX))
     });
     tx.prepare_cached("UPDATE emails SET status = ?2, next_attempt_at = ?3 WHERE id = ?1")?
         .execute(params![id, status, next])?;
@@ -796,5 +798,44 @@ mod tests {
         assert_eq!(r[0].status, Status::Failed);
         assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 3)));
         assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_failing_message_waits_twice_as_long_each_time_and_at_most_a_day() {
+        let s = Store::open_in_memory().unwrap();
+        let fail = |uid: u32, delay_ms: i64| {
+            let before = now_ms();
+            let r = s
+                .record_outcomes(&Outcomes {
+                    failures: vec![FailedAttempt {
+                        meta: meta(uid),
+                        error: "down".into(),
+                        max_attempts: 100,
+                        retry_delay_ms: delay_ms,
+                    }],
+                    ..Default::default()
+                })
+                .unwrap()[0];
+            let k = s.known_emails("a", "INBOX", 7, 0).unwrap();
+            let k = k.iter().find(|k| k.uid == uid).unwrap();
+            let wait = k.next_attempt_at.unwrap() - before;
+            (r.attempts, wait)
+        };
+        let minute = 60_000;
+        for n in 1..=4u32 {
+            let (attempts, wait) = fail(1, minute);
+            assert_eq!(attempts, n);
+            let want = minute << (n - 1);
+            assert!((want..want + 1_000).contains(&wait), "{n}: {wait}");
+        }
+        let day = 24 * 3600 * 1000;
+        for _ in 0..40 {
+            fail(2, minute);
+        }
+        let (_, wait) = fail(2, minute);
+        assert!((day..day + 1_000).contains(&wait), "{wait}");
+        // A first wait over a day is a day too.
+        let (_, wait) = fail(3, 3 * day);
+        assert!((day..day + 1_000).contains(&wait), "{wait}");
     }
 }
