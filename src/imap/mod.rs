@@ -29,6 +29,7 @@ mod login;
 mod model;
 mod move_to;
 mod pass;
+mod schedule;
 mod session;
 mod state;
 mod train;

@@ -1,161 +1,20 @@
-//! A pass over the watched folders and the wait for new mail between passes
-//! (IDLE or polling).
+//! A pass over the watched folders (the wait for new mail between passes is
+//! `schedule`).
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::session::{Caps, Control, Folders, Session};
-use super::{Exit, ImapError, Runner, IDLE_EXIT, IDLE_MAX, WINDOW};
-use crate::account::{Message, State};
+use super::session::{Caps, Folders, Session};
+use super::{Exit, ImapError, Runner, WINDOW};
+use crate::account::State;
 use crate::config::Backlog;
 use crate::store::{KnownEmail, Status, Watermark};
 use crate::timestamp::now_ms;
 
 impl Runner {
-    /// Serves one session: passes over the watched folders, refile
-    /// requests, and the waits between passes, until a command, a renewal
-    /// or an error ends it.
-    pub(super) fn serve(
-        &mut self,
-        s: &mut Session,
-        control: &Control,
-        caps: &Caps,
-        folders: &Folders,
-    ) -> Result<Exit, ImapError> {
-        // The first pass after connecting always runs (unless paused): mail
-        // may have arrived while we were away.
-        let mut pass = true;
-        loop {
-            if let Some(exit) = self.take_commands() {
-                return Ok(exit);
-            }
-            self.serve_refiles(s, caps, folders)?;
-            // `process` runs one whole pass, also while paused (`forced`
-            // holds for the pass; a pause cuts short only the others).
-            let force = std::mem::take(&mut self.force_pass);
-            if force || (pass && !self.w.handle.is_paused()) {
-                self.forced = force;
-                let r = self.pass(s, caps, folders);
-                self.forced = false;
-                if let Some(exit) = r? {
-                    return Ok(exit);
-                }
-            }
-            self.w.handle.set_state(if self.w.handle.is_paused() {
-                State::Paused
-            } else {
-                State::Connected
-            });
-            // After the pass, so a session that took long to open still
-            // does its work before signing in again.
-            if self.renew_due() && self.prepare_renewal() {
-                return Ok(Exit::Renew);
-            }
-
-            let mut timeout = IDLE_MAX;
-            if !caps.idle || self.w.account.folders.watch.len() > 1 {
-                timeout = timeout.min(self.w.account.poll_interval.0);
-            }
-            if let Some(left) = self.until_renew() {
-                timeout = timeout.min(left.max(Duration::from_millis(200)));
-            }
-            if let Some(due) = self.next_retry() {
-                timeout = timeout.min(due.max(Duration::from_millis(200)));
-            }
-            // IDLE needs its folder selected; if it is missing, poll instead.
-            let first = &self.w.account.folders.watch[0];
-            let selected = if caps.idle {
-                match s.select(first) {
-                    Ok(mb) => Some(mb),
-                    Err(imap::Error::No(_) | imap::Error::Bad(_)) => None,
-                    Err(e) => return Err(e.into()),
-                }
-            } else {
-                None
-            };
-            // Mail that arrived during the pass is already counted by this
-            // SELECT, so IDLE would not announce it: pass again instead of
-            // waiting for the next message or the IDLE re-issue.
-            if let Some(mb) = &selected {
-                if !self.w.handle.is_paused() && self.behind(first, mb)? {
-                    pass = true;
-                    continue;
-                }
-            }
-            let idle = selected.is_some();
-            if !idle {
-                timeout = timeout.min(self.w.account.poll_interval.0);
-            }
-            if idle {
-                self.w.handle.arm_wake(true);
-                // A command that arrived before the wake-up was armed could
-                // not wake us; look once more before blocking. One that
-                // comes later wakes the IDLE wait (see session::Stream).
-                if !self.w.commands.is_empty() || self.w.handle.is_shutting_down() {
-                    self.w.handle.arm_wake(false);
-                    pass = false;
-                    continue;
-                }
-                // IDLE is re-issued every idle_interval: the server's answer
-                // to DONE proves it is still there. The wait ends at its
-                // deadline whatever the server sends meanwhile.
-                let reissue = self.w.account.imap.idle_interval.0;
-                let wait = timeout.min(reissue);
-                let deadline = Instant::now() + wait;
-                control.plan_idle(deadline);
-                let r = s.idle().timeout(wait).keepalive(false).wait_while(|resp| {
-                    !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
-                });
-                self.w.handle.arm_wake(false);
-                let outcome = match r {
-                    Ok(o) => o,
-                    Err(e) => {
-                        control.commands();
-                        return Err(e.into());
-                    }
-                };
-                let timed_out = outcome == imap::extensions::idle::WaitOutcome::TimedOut;
-                if timed_out {
-                    // The crate sent DONE but drops a missing answer; a NOOP
-                    // within the same bound (set when the wait ended) shows
-                    // the server is there.
-                    let r = s.noop();
-                    control.commands();
-                    r?;
-                }
-                control.commands();
-                // Woken only to re-issue: back to IDLE without a pass
-                // (the SELECT on the way still notices missed mail).
-                if timed_out && reissue < timeout {
-                    if Instant::now() >= deadline {
-                        log::debug!("{}: IDLE re-issued", self.name());
-                    }
-                    pass = false;
-                    continue;
-                }
-            } else {
-                match self.w.commands.recv_timeout(timeout) {
-                    Ok(Message::Command(cmd)) => self.queued.push(cmd),
-                    Ok(Message::Refile(r)) => self.refiles.push(r),
-                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                        return Ok(Exit::Shutdown)
-                    }
-                }
-                // Keep the connection alive and learn of new mail, within
-                // a bound of its own.
-                control.answer_within(self.w.account.imap.timeout.0.min(IDLE_EXIT));
-                let r = s.noop();
-                control.commands();
-                r?;
-            }
-            pass = true;
-        }
-    }
-
     /// One pass: corrections, then every watched folder. Returns an exit
     /// when a command asks for one.
-    fn pass(
+    pub(super) fn pass(
         &mut self,
         s: &mut Session,
         caps: &Caps,
@@ -222,7 +81,7 @@ impl Runner {
     /// when the last pass began and is due still could not be taken (its
     /// folder cannot be opened): it waits for the next pass, without
     /// shortening the wait to nothing.
-    fn next_retry(&self) -> Option<Duration> {
+    pub(super) fn next_retry(&self) -> Option<Duration> {
         let at = self.w.store.next_retry_at(self.name()).ok()??;
         if at <= self.last_pass_ms {
             return None;
@@ -246,7 +105,11 @@ impl Runner {
     }
 
     /// Whether `mailbox`, as just selected, holds UIDs past its watermark.
-    fn behind(&self, mailbox: &str, mb: &imap::types::Mailbox) -> Result<bool, ImapError> {
+    pub(super) fn behind(
+        &self,
+        mailbox: &str,
+        mb: &imap::types::Mailbox,
+    ) -> Result<bool, ImapError> {
         let uid_next = mb.uid_next.unwrap_or(1);
         Ok(match self.w.store.folder_state(self.name(), mailbox)? {
             Some((v, last)) if Some(v) == mb.uid_validity => uid_next > last.saturating_add(1),
