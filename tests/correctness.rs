@@ -93,7 +93,12 @@ fn a_store_failure_is_not_a_lost_connection() {
     m.wait_for(Duration::from_secs(20), "the message recorded", || {
         (ok_rows(&m).len() == 1).then_some(())
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The error announced, and a whole pass after it: an outage it had
+    // been taken for would have been announced by then.
+    m.wait_for(Duration::from_secs(10), "the error event", || {
+        (!bodies(&got).is_empty()).then_some(())
+    });
+    m.run_pass("acct");
     let events = bodies(&got);
     let kinds: Vec<&str> = events
         .iter()

@@ -128,7 +128,10 @@ fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_wi
         (a.body["accounts"][0]["state"] == "connected").then_some(())
     });
     // Let at least one IDLE re-issue pass against a live server.
-    std::thread::sleep(Duration::from_secs(3));
+    let reissued = m.log().matches("acct: IDLE re-issued").count();
+    m.wait_for(Duration::from_secs(30), "an IDLE re-issue", || {
+        (m.log().matches("acct: IDLE re-issued").count() > reissued).then_some(())
+    });
     assert_eq!(events(&got, "connection_lost"), 0, "{}", m.log());
 
     d.freeze();

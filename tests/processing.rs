@@ -51,6 +51,30 @@ fn config(
 
 const RULES: &str = "    rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists } ] }\n      - { name: invoices, when: { subject: \"(?i)^invoice\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
 
+/// Waits until the paused account has woken for new mail `n` times in all
+/// and let the pass wait (it logs that it did).
+fn paused_wake(m: &Mailproc, n: usize) {
+    m.wait_for(Duration::from_secs(30), "the paused account awake", || {
+        (m.log()
+            .matches("acct: paused: the pass waits for resume")
+            .count()
+            >= n)
+            .then_some(())
+    });
+}
+
+/// Failed connection attempts of `acct` so far.
+fn connection_errors(m: &Mailproc) -> f64 {
+    m.get("/metrics")
+        .text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("mailproc_errors_total{account=\"acct\",kind=\"connection\"} ")
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 fn total(m: &Mailproc, query: &str) -> u64 {
     m.get(&format!("/api/activity?pageSize=1{query}")).body["total"]
         .as_u64()
@@ -265,8 +289,11 @@ fn pause_resume_process_and_reconnect() {
         json!({ "success": true, "account": "acct", "state": "paused" })
     );
     assert_eq!(state(&m), "paused");
+    let passes = m.passes("acct");
     d.seed("test", "INBOX", &msg_with("p1", "Invoice p1", ""));
-    std::thread::sleep(Duration::from_secs(2));
+    // The account wakes for the new mail and decides not to pass.
+    paused_wake(&m, 1);
+    assert_eq!(m.passes("acct"), passes);
     assert_eq!(processed(&m), 0, "paused accounts do not process");
     // process runs one pass even while paused, and the account stays paused.
     let t = Instant::now();
@@ -278,8 +305,10 @@ fn pause_resume_process_and_reconnect() {
         t.elapsed()
     );
     wait_state(&m, &["paused"], Duration::from_secs(2));
+    let passes = m.passes("acct");
     d.seed("test", "INBOX", &msg_with("p2", "Invoice p2", ""));
-    std::thread::sleep(Duration::from_secs(1));
+    paused_wake(&m, 2);
+    assert_eq!(m.passes("acct"), passes);
     assert_eq!(processed(&m), 1);
     // resume processes what arrived meanwhile.
     let t = Instant::now();
@@ -502,7 +531,9 @@ fn dovecot_restart_disconnects_and_recovers() {
         .text
         .contains("mailproc_account_connected{account=\"acct\"} 0"));
     // Several failed reconnects make one outage, not several.
-    std::thread::sleep(Duration::from_secs(4));
+    m.wait_for(Duration::from_secs(30), "three failed reconnects", || {
+        (connection_errors(&m) >= 3.0).then_some(())
+    });
     d.start_again();
     wait_state(&m, &["connected"], Duration::from_secs(15));
     d.seed(
@@ -987,7 +1018,7 @@ fn backlog_policies_new_only_and_recent() {
         &config(&d, None, RULES, "").replace("backlog: all", "backlog: \"recent:3\""),
     );
     wait_processed(&m, 3, Duration::from_secs(10));
-    std::thread::sleep(Duration::from_millis(500));
+    m.run_pass("acct");
     assert_eq!(processed(&m), 3);
     let rows = m.get("/api/export?format=json").body;
     let mut ids: Vec<&str> = rows
@@ -1038,7 +1069,7 @@ fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
     });
     d.seed("test", "Feed", &msg_with("f4", "Invoice f4", ""));
     wait_processed(&m, 4, Duration::from_secs(5));
-    std::thread::sleep(Duration::from_millis(1500));
+    m.run_pass("acct");
     assert_eq!(processed(&m), 4);
     assert_eq!(total(&m, "&search=f3@mailproc"), 0);
     assert_eq!(total(&m, "&search=f4@mailproc"), 1);

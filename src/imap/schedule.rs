@@ -133,6 +133,8 @@ impl Runner {
                 if let Some(exit) = r? {
                     return Ok(exit);
                 }
+            } else if pass_due {
+                log::debug!("{}: paused: the pass waits for resume", self.name());
             }
             self.w.handle.set_state(if self.w.handle.is_paused() {
                 State::Paused

@@ -299,6 +299,50 @@ impl Mailproc {
         })
     }
 
+    /// An account's passes so far (`mailproc_account_passes_total`, which
+    /// counts a pass as it starts).
+    pub fn passes(&self, account: &str) -> u64 {
+        let line = format!("mailproc_account_passes_total{{account=\"{account}\"}} ");
+        self.get("/metrics")
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0, |v| v as u64)
+    }
+
+    /// Waits until a pass of `account` that started after `before` passes
+    /// has ended: whatever that pass would do is done. To prove that
+    /// nothing happens, this replaces a fixed sleep: it is as long as a
+    /// pass takes, not a guess, and a bug cannot hide behind a sleep too
+    /// short for the pass that shows it.
+    pub fn wait_pass_after(&self, account: &str, before: u64) {
+        self.wait_for(
+            Duration::from_secs(30),
+            &format!("a pass of {account} after pass {before}, ended"),
+            || {
+                let started = self.passes(account) > before;
+                // (A pass shows `processing` from before it is counted
+                // until it ends.)
+                let state = self.get("/api/accounts").body["accounts"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|x| x["name"] == account).cloned())
+                    .map(|a| a["state"].as_str().unwrap_or("").to_string())
+                    .unwrap_or_default();
+                (started && state != "processing").then_some(())
+            },
+        );
+    }
+
+    /// Runs one pass of `account` now (`process`, also while paused) and
+    /// waits until it has ended.
+    pub fn run_pass(&self, account: &str) {
+        let before = self.passes(account);
+        let r = self.post(&format!("/api/accounts/{account}/process"), "");
+        assert!(r.status < 300, "process {account}: {}", r.text);
+        self.wait_pass_after(account, before);
+    }
+
     /// Polls `f` every 50 ms until it returns `Some`, at most `limit`.
     pub fn wait_for<T>(&self, limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         let deadline = Instant::now() + limit;
