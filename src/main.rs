@@ -36,7 +36,9 @@ environment:
 
 signals:
   SIGTERM, SIGINT     stop gracefully (finish the batch in hand), exit 0
-  SIGHUP              logged; changes nothing yet (no reload)
+  SIGHUP              read the configuration file again and apply it when valid
+                      (as PUT /api/config); an invalid file is logged and the
+                      running configuration stays
 
 exit status: 0 success, 1 error (configuration, start-up, command), 2 usage
 ";
