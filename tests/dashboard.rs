@@ -839,6 +839,77 @@ fn train_and_undo_buttons_are_form_posts_with_a_token() {
     assert!(back[0].flags.is_empty(), "\\Flagged taken back: {back:?}");
 }
 
+/// Issue 23: "Move to…" and the List-Id read of "Make a rule" are done by
+/// the account's own thread on its session (no second connection, no
+/// second login); while the account is not connected, a move is refused
+/// at once, with nothing changed.
+#[test]
+fn move_to_and_make_a_rule_use_the_accounts_own_session() {
+    let mut d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Archive");
+    let model = scripted_model();
+    let m = with_user(
+        &account_config(&d, &model, "")
+            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
+    );
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let mut listed = msg("news", "billing@shop.example", "Invoice 7");
+    listed.splice(
+        0..0,
+        b"List-Id: Shop news <news.shop.example>\r\n"
+            .iter()
+            .copied(),
+    );
+    d.seed("test", "INBOX", &listed);
+    m.wait_for(Duration::from_secs(20), "the invoice moved", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    let id = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let logins = || d.log().matches("Login: user=<test>").count();
+    let before = logins();
+    assert_eq!(before, 1, "{}", d.log());
+
+    // "Make a rule": the form starts from the message's List-Id.
+    let page = b.get(&format!("/config/rule?account=acct&entry={id}")).text;
+    assert!(page.contains("news\\.shop\\.example"), "{page}");
+
+    // "Move to…": moved, recorded, and no new login.
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Archive")]),
+        &format!("/activity/{id}"),
+    );
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(page.contains("Moved to Archive from Receipts"), "{page}");
+    let moved: Vec<_> = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.message_id == "<news@mailproc.test>")
+        .collect();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(moved[0].mailbox, "Archive");
+    assert_eq!(logins(), before, "a second login:\n{}", d.log());
+
+    // The server gone: refused at once, nothing moved.
+    d.stop();
+    m.wait_for(Duration::from_secs(20), "the account disconnected", || {
+        let a = &m.get("/api/accounts").body["accounts"][0];
+        (a["connected"] == false).then_some(())
+    });
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Receipts")]),
+        &format!("/activity/{id}"),
+    );
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(
+        page.contains("Not moved: acct: not connected to the IMAP server"),
+        "{page}"
+    );
+}
+
 /// Headless Chromium, as `scripts/test.sh` installs it (Debian `chromium`),
 /// with a fresh profile and no traffic of its own.
 fn chromium(args: &[&str]) -> std::process::Output {

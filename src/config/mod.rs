@@ -27,10 +27,10 @@ mod write;
 
 pub use env::substitute;
 use env::{as_written, substitute_tree};
-pub use policy::{outgoing_problems, unmask};
+pub use policy::{outgoing_urls, unmask};
 pub use redact::{masked_secret, redact_text, redact_url, redacted_json, summary_json};
 pub use schema::*;
-pub use validate::{read_certificate, validate};
+pub use validate::{read_certificate, signing_key, validate};
 pub use write::{backup_path, write_atomically};
 
 use std::fmt;
