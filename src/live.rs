@@ -157,17 +157,35 @@ impl Live {
     /// Validates `raw` (a whole configuration as written, secrets possibly
     /// masked as `GET /api/config` shows them), writes it to the file and
     /// applies it.
-    pub fn replace(&self, mut raw: serde_norway::Value) -> Result<Applied, ChangeError> {
+    ///
+    /// `posted` is the YAML text `raw` was read from, when it came as text
+    /// (the dashboard's editor): it is written as it is when nothing in it
+    /// was unmasked, else with its comments kept. A tree that came as such
+    /// (the API, the rule form) keeps the comments of the file as it is now
+    /// (see `config::keep_comments`).
+    pub fn replace(
+        &self,
+        mut raw: serde_norway::Value,
+        posted: Option<&str>,
+    ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
+        let as_posted = raw.clone();
         crate::config::unmask(&mut raw, &current.raw).map_err(ChangeError::Invalid)?;
         let config = crate::config::from_tree(&raw, &|name| std::env::var(name).ok())?;
         let problems = outgoing_problems(&current.config, &config);
         if !problems.is_empty() {
             return Err(ChangeError::Invalid(problems));
         }
-        let text = serde_norway::to_string(&raw)
-            .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
+        let text = match posted {
+            Some(t) if as_posted == raw => Ok(t.to_string()),
+            Some(t) => crate::config::keep_comments(t, &raw),
+            None => crate::config::keep_comments(
+                &std::fs::read_to_string(&current.path).unwrap_or_default(),
+                &raw,
+            ),
+        }
+        .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
         crate::config::write_atomically(&current.path, &text).map_err(|e| {
             ChangeError::Write(format!("cannot write {}: {e}", current.path.display()))
         })?;

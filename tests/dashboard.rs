@@ -772,6 +772,44 @@ fn the_config_editor_saves_through_the_api_path() {
     assert_eq!(r.status, 403, "{}", r.text);
 }
 
+/// Issue 23: the editor shows the file's comments (secrets still masked),
+/// and saving keeps them, the operator's new ones too.
+#[test]
+fn the_config_editor_shows_and_keeps_comments() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let yaml = format!(
+        "# on the mail host\n{}",
+        account_config(&d, &model, "").replace(
+            "    max_attempts: 1\n",
+            "    # one try, then parked\n    max_attempts: 1\n"
+        )
+    );
+    let m = with_user(&yaml);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let text = textarea(&b.get("/config").text);
+    for want in [
+        "# on the mail host\n",
+        "# one try, then parked\n",
+        "password: '********'",
+    ] {
+        assert!(text.contains(want), "{want:?} not shown:\n{text}");
+    }
+    let edited = text.replace("max_attempts: 1", "max_attempts: 2  # two now");
+    let r = b.submit("/config", &[("yaml", &edited)]);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let written = std::fs::read_to_string(&m.config_path).unwrap();
+    for want in [
+        "# on the mail host\n",
+        "# one try, then parked\n",
+        "max_attempts: 2  # two now",
+        "password: secret",
+    ] {
+        assert!(written.contains(want), "{want:?} not written:\n{written}");
+    }
+}
+
 #[test]
 fn train_and_undo_buttons_are_form_posts_with_a_token() {
     let d = Dovecot::start();

@@ -18,6 +18,7 @@
 //! `schema` holds the typed sections and their defaults; the
 //! action types and their rules live in `crate::actions`.
 
+mod comments;
 mod env;
 mod policy;
 mod redact;
@@ -25,6 +26,7 @@ mod schema;
 mod validate;
 mod write;
 
+pub use comments::keep_comments;
 pub use env::substitute;
 use env::{as_written, substitute_tree};
 pub use policy::{outgoing_urls, unmask};

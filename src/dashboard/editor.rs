@@ -177,9 +177,12 @@ pub fn page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
 /// beside it, problems listed by line above it.
 pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
     let loaded = ctx.config();
+    // The file's text, secrets masked and its comments kept.
     let current = || {
         let redacted = config::redacted_json(&loaded.raw);
-        serde_norway::to_string(&redacted)
+        let file = std::fs::read_to_string(&loaded.path).unwrap_or_default();
+        serde_norway::to_value(&redacted)
+            .and_then(|tree| config::keep_comments(&file, &tree))
             .unwrap_or_else(|_| serde_json::to_string_pretty(&redacted).unwrap_or_default())
     };
     let (text, problems, applied, draft) = match outcome {

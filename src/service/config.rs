@@ -10,7 +10,7 @@ use super::Ctx;
 /// Replaces the configuration with `raw`, a whole tree as `GET
 /// /api/config` shows it (secrets may read `********`).
 pub fn replace(ctx: &Ctx, raw: serde_norway::Value) -> Result<Applied, ChangeError> {
-    ctx.live.replace(raw)
+    ctx.live.replace(raw, None)
 }
 
 /// Replaces the configuration with `text`, YAML as the editor posts it.
@@ -22,5 +22,6 @@ pub fn replace_text(ctx: &Ctx, text: &str) -> Result<Applied, ChangeError> {
         serde_norway::from_str(text)
             .map_err(|e| ChangeError::Invalid(vec![format!("config: {e}")]))?
     };
-    ctx.live.replace(raw)
+    ctx.live
+        .replace(raw, (!text.trim().is_empty()).then_some(text))
 }
