@@ -82,19 +82,22 @@ impl Command {
     }
 }
 
-/// A request to move a message the account recorded, carried out by the
+/// A request about a message the account recorded, carried out by the
 /// account's thread on its own session between passes and answered on
-/// `reply`. Undo is [`RefileTo::Back`]; a "Move to…" correction from the
-/// dashboard will be a `RefileTo::Folder` on the same path.
+/// `reply`: undo ([`RefileTo::Back`]), "Move to…" ([`RefileTo::Folder`])
+/// and reading one header field for "Make a rule" ([`RefileTo::Peek`]).
+/// So no HTTP worker ever opens an IMAP connection or waits on one
+/// without a deadline, and no pass looks at a folder between a move and
+/// its record.
 pub struct Refile {
-    /// The activity entry whose message moves.
+    /// The activity entry whose message it is about.
     pub entry: i64,
     pub to: RefileTo,
     /// The asker waits this long at most: a request still queued then is
     /// dropped unanswered, so nothing happens after the asker was told
     /// that nothing did.
     pub deadline: Instant,
-    pub reply: Sender<Result<crate::imap::Undone, crate::imap::UndoError>>,
+    pub reply: Sender<Result<Refiled, RefileError>>,
 }
 
 /// Where a [`Refile`] puts the message.
@@ -102,6 +105,77 @@ pub struct Refile {
 pub enum RefileTo {
     /// Back to the folder it came from, with the flags it had (undo).
     Back,
+    /// Into `folder`, from where it is now ("Move to…", a correction).
+    Folder { from: Location, folder: String },
+    /// Nowhere: one header field of it is read where it is, with
+    /// `BODY.PEEK` (nothing changes).
+    Peek { at: Location, field: String },
+}
+
+/// What a [`Refile`] did, by its kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refiled {
+    Undone(Undone),
+    Moved(Moved),
+    /// The field's value, `None` when the message or the field is gone.
+    Header(Option<String>),
+}
+
+/// Where a recorded message is now: its folder, and its UID there when
+/// known (else it is found by Message-ID).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub folder: String,
+    pub uid: Option<u32>,
+}
+
+/// Why a [`Refile`] was not done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RefileError {
+    /// The entry cannot be refiled (not a move, already undone, ...): 409.
+    Refused(String),
+    /// The server or the store failed: 502.
+    Failed(String),
+    /// The account could not take the request now (not connected, busy,
+    /// its queue full); nothing was changed: 503.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for RefileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RefileError::Refused(m) | RefileError::Failed(m) | RefileError::Unavailable(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+/// What an undo did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Undone {
+    pub id: i64,
+    /// The activity entry recording the undo.
+    pub undo_id: i64,
+    pub mailbox: String,
+    pub uid: u32,
+    pub from_folder: String,
+    pub flags: Vec<String>,
+    /// Whether the learned classifier took it as a correction.
+    pub correction: bool,
+}
+
+/// What a "Move to…" did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Moved {
+    pub id: i64,
+    pub from_folder: String,
+    pub folder: String,
+    pub uid: u32,
+    /// Whether the learned classifier took it as a correction.
+    pub correction: bool,
 }
 
 /// What travels on an account's channel.
@@ -116,6 +190,11 @@ pub enum Message {
 pub const REFILE_QUEUE_WAIT: Duration = Duration::from_secs(20);
 /// What the IMAP work of a refile may take once started (a few commands).
 pub const REFILE_WORK: Duration = Duration::from_secs(20);
+/// The waits of a [`RefileTo::Peek`]: it only prefills a form, which
+/// starts from the recorded sender when the account is busy, so a page
+/// never hangs on it for long.
+pub const PEEK_QUEUE_WAIT: Duration = Duration::from_secs(5);
+pub const PEEK_WORK: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
@@ -284,17 +363,17 @@ impl Handle {
         })
     }
 
-    /// Asks the account's thread to move the message of activity `entry`
-    /// and waits for its answer, at most [`REFILE_QUEUE_WAIT`] for the
-    /// thread to take it plus [`REFILE_WORK`] for the work.
-    pub fn refile(
-        &self,
-        entry: i64,
-        to: RefileTo,
-    ) -> Result<crate::imap::Undone, crate::imap::UndoError> {
-        use crate::imap::UndoError;
+    /// Asks the account's thread to move (or peek at) the message of
+    /// activity `entry` and waits for its answer, at most
+    /// [`REFILE_QUEUE_WAIT`] for the thread to take it plus [`REFILE_WORK`]
+    /// for the work (a peek: [`PEEK_QUEUE_WAIT`] and [`PEEK_WORK`]).
+    pub fn refile(&self, entry: i64, to: RefileTo) -> Result<Refiled, RefileError> {
+        let (queue_wait, work) = match to {
+            RefileTo::Peek { .. } => (PEEK_QUEUE_WAIT, PEEK_WORK),
+            _ => (REFILE_QUEUE_WAIT, REFILE_WORK),
+        };
         let (reply, answer) = crossbeam_channel::bounded(1);
-        let deadline = Instant::now() + REFILE_QUEUE_WAIT;
+        let deadline = Instant::now() + queue_wait;
         let req = Refile {
             entry,
             to,
@@ -304,31 +383,31 @@ impl Handle {
         match self.tx.try_send(Message::Refile(req)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
-                return Err(UndoError::Unavailable(format!(
+                return Err(RefileError::Unavailable(format!(
                     "{}: the account's command queue is full; try again",
                     self.name
                 )))
             }
             Err(TrySendError::Disconnected(_)) => {
-                return Err(UndoError::Unavailable(format!(
+                return Err(RefileError::Unavailable(format!(
                     "{}: the account is not running",
                     self.name
                 )))
             }
         }
         self.wake(false);
-        match answer.recv_deadline(deadline + REFILE_WORK) {
+        match answer.recv_deadline(deadline + work) {
             Ok(r) => r,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                Err(UndoError::Unavailable(format!(
+                Err(RefileError::Unavailable(format!(
                     "{}: the account did not answer within {}s (busy, or not connected); \
                      see the activity entry for whether it was done",
                     self.name,
-                    (REFILE_QUEUE_WAIT + REFILE_WORK).as_secs()
+                    (queue_wait + work).as_secs()
                 )))
             }
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                Err(UndoError::Unavailable(format!(
+                Err(RefileError::Unavailable(format!(
                     "{}: the account dropped the request (not connected, or it \
                      waited too long); nothing was changed; try again",
                     self.name

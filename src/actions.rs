@@ -6,8 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::AccountConfig;
-
 /// One action, as written in rules, answered by a model, stored and sent in
 /// webhook payloads: `{"type":"move","folder":"Receipts"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -93,22 +91,30 @@ pub fn is_keyword(f: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "$_-.".contains(c))
 }
 
+/// What [`check_action`] asks of an account: its name and allow-lists
+/// (`config::AccountConfig` answers; this module sits below `config`).
+pub trait Permits {
+    fn name(&self) -> &str;
+    fn allows(&self, kind: ActionKind) -> bool;
+    fn allowed_folders(&self) -> &[String];
+}
+
 /// Whether `act` is permitted for account `a`: the single check used for rules
 /// at start-up and for model answers at run time.
-pub fn check_action(a: &AccountConfig, act: &Action) -> Result<(), String> {
+pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
     let kind = act.kind();
     if !a.allows(kind) {
         return Err(format!(
             "action {:?} is not in allowed_actions of account {:?}",
             kind.as_str(),
-            a.name
+            a.name()
         ));
     }
     match act {
-        Action::Move { folder } if !a.folders.allowed.iter().any(|f| f == folder) => {
+        Action::Move { folder } if !a.allowed_folders().iter().any(|f| f == folder) => {
             return Err(format!(
                 "folder {folder:?} is not in folders.allowed of account {:?}",
-                a.name
+                a.name()
             ));
         }
         Action::Flag { flags } => {
@@ -130,7 +136,7 @@ pub fn check_action(a: &AccountConfig, act: &Action) -> Result<(), String> {
                         return Err(format!(
                             "flag {f:?} needs action {:?}, which is not in allowed_actions of account {:?}",
                             needs.as_str(),
-                            a.name
+                            a.name()
                         ));
                     }
                 }

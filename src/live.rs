@@ -157,17 +157,35 @@ impl Live {
     /// Validates `raw` (a whole configuration as written, secrets possibly
     /// masked as `GET /api/config` shows them), writes it to the file and
     /// applies it.
-    pub fn replace(&self, mut raw: serde_norway::Value) -> Result<Applied, ChangeError> {
+    ///
+    /// `posted` is the YAML text `raw` was read from, when it came as text
+    /// (the dashboard's editor): it is written as it is when nothing in it
+    /// was unmasked, else with its comments kept. A tree that came as such
+    /// (the API, the rule form) keeps the comments of the file as it is now
+    /// (see `config::keep_comments`).
+    pub fn replace(
+        &self,
+        mut raw: serde_norway::Value,
+        posted: Option<&str>,
+    ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
+        let as_posted = raw.clone();
         crate::config::unmask(&mut raw, &current.raw).map_err(ChangeError::Invalid)?;
         let config = crate::config::from_tree(&raw, &|name| std::env::var(name).ok())?;
-        let problems = crate::config::outgoing_problems(&current.config, &config);
+        let problems = outgoing_problems(&current.config, &config);
         if !problems.is_empty() {
             return Err(ChangeError::Invalid(problems));
         }
-        let text = serde_norway::to_string(&raw)
-            .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
+        let text = match posted {
+            Some(t) if as_posted == raw => Ok(t.to_string()),
+            Some(t) => crate::config::keep_comments(t, &raw),
+            None => crate::config::keep_comments(
+                &std::fs::read_to_string(&current.path).unwrap_or_default(),
+                &raw,
+            ),
+        }
+        .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
         crate::config::write_atomically(&current.path, &text).map_err(|e| {
             ChangeError::Write(format!("cannot write {}: {e}", current.path.display()))
         })?;
@@ -433,6 +451,51 @@ pub fn restart_required(old: &Config, new: &Config) -> Vec<String> {
     out
 }
 
+/// How long a new outgoing URL's host may take to resolve.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What the validated configuration `new`, sent through the API, may not
+/// do to outgoing requests, against the running `old`: widen
+/// `webhook_settings.allow_private`, or name a provider URL, a provider
+/// proxy or an OAuth2 token or device endpoint (one not in `old` already)
+/// that the SSRF guard refuses. Resolves new host names (each within
+/// [`RESOLVE_TIMEOUT`]).
+fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
+    let mut p = Vec::new();
+    let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
+    for (i, e) in new.webhook_settings.allow_private.iter().enumerate() {
+        if !old
+            .webhook_settings
+            .allow_private
+            .iter()
+            .any(|o| same(o, e))
+        {
+            p.push(format!(
+                "webhook_settings.allow_private[{i}]: {e:?} is not in the file's list; which \
+                 private addresses outgoing requests may reach is widened only in the file"
+            ));
+        }
+    }
+    let known: Vec<&str> = crate::config::outgoing_urls(old)
+        .into_iter()
+        .map(|(_, u)| u)
+        .collect();
+    let allow = crate::webhook::AllowList::new(&old.webhook_settings.allow_private);
+    for (at, url) in crate::config::outgoing_urls(new) {
+        if known.contains(&url) {
+            continue;
+        }
+        if let Err(e) = crate::webhook::vet(url, &allow, RESOLVE_TIMEOUT) {
+            p.push(format!(
+                "{at}: {}; private and local addresses need webhook_settings.allow_private, \
+                 which only the file can set",
+                crate::config::redact_text(&e.to_string())
+            ));
+        }
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,6 +510,30 @@ mod tests {
         assert_eq!(
             restart_required(&old, &new),
             ["server.port", "server.workers", "storage.path"]
+        );
+    }
+
+    #[test]
+    fn allow_private_cannot_grow_and_new_outgoing_urls_are_vetted() {
+        let parse = |t: &str| crate::config::parse(t, &|_| None).unwrap().0;
+        let old = parse(
+            "webhook_settings: { allow_private: [127.0.0.1/32] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m } ] }\n",
+        );
+        // What the file had stays, whatever it points at.
+        assert!(outgoing_problems(&old, &old).is_empty());
+        let new = parse(
+            "webhook_settings: { allow_private: [127.0.0.1/32, 10.0.0.0/8] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m }, { name: q, kind: openai, url: \"http://169.254.169.254/v1\", model: m, proxy: \"http://192.168.1.1:3128\" }, { name: r, kind: openai, url: \"http://127.0.0.1:9/v1\", model: m } ] }\n",
+        );
+        let p = outgoing_problems(&old, &new);
+        let at: Vec<&str> = p.iter().map(|p| p.split(':').next().unwrap()).collect();
+        assert_eq!(
+            at,
+            [
+                "webhook_settings.allow_private[1]",
+                "classifier.providers[1].url",
+                "classifier.providers[1].proxy",
+            ],
+            "{p:#?}"
         );
     }
 }

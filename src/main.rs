@@ -1,12 +1,12 @@
 //! The `mailproc` command: parses the command line, loads the configuration
-//! and hands over to `service::run`. Nothing else happens here.
+//! and hands over to `daemon::run`. Nothing else happens here.
 #![forbid(unsafe_code)]
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use mailproc::{auth, config, logging, oauth, service, store::Store};
+use mailproc::{auth, config, daemon, logging, oauth, store::Store};
 
 const USAGE: &str = "\
 usage: mailproc [--config PATH] [COMMAND]
@@ -36,7 +36,9 @@ environment:
 
 signals:
   SIGTERM, SIGINT     stop gracefully (finish the batch in hand), exit 0
-  SIGHUP              logged; changes nothing yet (no reload)
+  SIGHUP              read the configuration file again and apply it when valid
+                      (as PUT /api/config); an invalid file is logged and the
+                      running configuration stays
 
 exit status: 0 success, 1 error (configuration, start-up, command), 2 usage
 ";
@@ -167,7 +169,7 @@ fn main() -> ExitCode {
         }
         Cmd::Run => {
             let logs = logging::init(loaded.config.log_level.filter());
-            match service::run(loaded, logs) {
+            match daemon::run(loaded, logs) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     log::error!("{e}");
@@ -209,12 +211,13 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
 fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(), String> {
     let store = std::sync::Arc::new(Store::open(&config.storage.path).map_err(|e| e.to_string())?);
     let mut last = String::new();
-    let report = mailproc::learn::train_account(account, &store, &mut |folder, done, total| {
-        if folder != last || done == total {
-            eprintln!("{folder}: {done}/{total}");
-            last = folder.to_string();
-        }
-    })?;
+    let report =
+        mailproc::service::train::train_account(account, &store, &mut |folder, done, total| {
+            if folder != last || done == total {
+                eprintln!("{folder}: {done}/{total}");
+                last = folder.to_string();
+            }
+        })?;
     for (folder, n) in &report.folders {
         println!("{folder}: {n} message(s)");
     }

@@ -24,7 +24,7 @@ pub const ERROR_KINDS: &[&str] = &[
     "gone",
     // The message itself.
     "parse",
-    // Classification (crate::classify::ClassifyError::kind).
+    // Classification (the kinds of `ClassifyError::kind`).
     "classify_timeout",
     "classify_http",
     "classify_transport",

@@ -1,14 +1,14 @@
 //! Signals of `mailproc run`.
 //!
 //! SIGINT and SIGTERM begin the graceful shutdown: ctrlc's handler sends one
-//! message on the shutdown channel and `service::run` does the rest.
+//! message on the shutdown channel and `daemon::run` does the rest.
 //!
 //! SIGHUP must not stop the service: systemd's `ExecReload=` and operators
 //! send it to ask for a reload, and ctrlc's `termination` feature would
 //! treat it exactly like SIGTERM (it installs the same handler for SIGINT,
 //! SIGTERM and SIGHUP). So SIGHUP is blocked in every thread and taken with
 //! `sigwait` by a thread of its own, `signals`, which passes it on to
-//! `service::run` as a reload request.
+//! `daemon::run` as a reload request.
 //! Blocking (not ignoring) keeps the signal for that thread: a blocked
 //! signal never runs a handler, and `sigwait` takes it from the pending set.
 

@@ -435,3 +435,41 @@ fn a_change_does_not_wait_for_the_batch_in_hand() {
     d.seed("test", "INBOX", &msg_with("after1", "After the change", ""));
     wait_in(&m, &d, "test", "after1", "Receipts");
 }
+
+/// Issue 23: writing the configuration keeps the operator's comments
+/// (they used to survive only in `config.yaml.bak`). A `PUT` changes a
+/// value; the comments above and beside the keys are in the new file.
+#[test]
+fn a_put_keeps_the_files_comments() {
+    let d = Dovecot::start();
+    let yaml = format!(
+        "# mailproc on the mail host: edit with care\n{}",
+        base(&account(&d, "one", "test", "(?i)invoice", "Receipts"))
+            .replace(
+                "accounts:\n",
+                "# the accounts, one per mailbox\naccounts:\n",
+            )
+            .replace(
+                "    backlog: all\n",
+                "    # everything already there, once\n    backlog: all  # not new_only\n",
+            )
+    );
+    let m = Mailproc::start_with_env(&yaml, &env());
+    let mut c = current(&m);
+    c["accounts"][0]["poll_interval"] = json!("45s");
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    let written = file(&m);
+    assert!(written.contains("poll_interval: 45s"), "{written}");
+    for comment in [
+        "# mailproc on the mail host: edit with care\n",
+        "# the accounts, one per mailbox\naccounts:",
+        "# everything already there, once\n",
+        "backlog: all  # not new_only",
+    ] {
+        assert!(written.contains(comment), "{comment:?} lost:\n{written}");
+    }
+    // The secrets stay references, and the file reads back as what was put.
+    assert!(written.contains("${PASS_one}"), "{written}");
+    assert_eq!(current(&m)["accounts"][0]["poll_interval"], json!("45s"));
+}

@@ -2,7 +2,8 @@
 
 use super::params::activity_query;
 use super::{Answer, Params};
-use crate::http::{Ctx, Reply, Req};
+use crate::http::{Reply, Req};
+use crate::service::Ctx;
 use crate::store::ActivityQuery;
 
 /// Every matching activity row (filters as `/api/activity`), as CSV or JSON,

@@ -11,7 +11,8 @@ use super::params::{activity_query, int_param, json_body, page_params};
 use super::{Answer, Params};
 use crate::account::{Command, State};
 use crate::actions::ActionKind;
-use crate::http::{Ctx, Reply, Req};
+use crate::http::{Reply, Req};
+use crate::service::{self, Ctx};
 use crate::timestamp::now_ms;
 
 pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
@@ -105,12 +106,7 @@ pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let id: i64 = p[0]
         .parse()
         .map_err(|_| Reply::error(400, format!("id: expected an integer, got {:?}", p[0])))?;
-    let Some(account) = ctx.store.retry_failed(id)? else {
-        return Err(Reply::error(404, format!("no failed email with id {id}")));
-    };
-    if let Some(h) = ctx.account(&account) {
-        let _ = h.send(Command::Process);
-    }
+    let account = service::accounts::retry(ctx, id)?;
     Ok(Reply::ok(
         &json!({ "success": true, "id": id, "account": account, "status": "retrying" }),
     ))
@@ -140,7 +136,7 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     }
     let raw: serde_norway::Value =
         serde_json::from_value(body).map_err(|e| Reply::error(400, format!("body: {e}")))?;
-    change_answer(ctx.live.replace(raw))
+    change_answer(service::config::replace(ctx, raw))
 }
 
 /// The answer to a configuration change, for the API and the dashboard.
@@ -205,10 +201,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
 /// `POST /api/accounts/:name/{pause,resume,reconnect,process}`.
 pub fn command(ctx: &Ctx, _: &Req, p: &Params<'_>, command: Command) -> Answer {
     let name = p[0];
-    let Some(h) = ctx.account(name) else {
-        return Err(Reply::error(404, format!("no account named {name:?}")));
-    };
-    let state = h.send(command).map_err(|msg| Reply::error(503, msg))?;
+    let state = service::accounts::command(ctx, name, command)?;
     log::info!("{name}: {} requested through the API", command.as_str());
     Ok(Reply::ok(
         &json!({ "success": true, "account": name, "state": state.as_str() }),
@@ -278,7 +271,7 @@ pub fn learned(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let mut v = serde_json::to_value(&st).unwrap_or_default();
     v["enabled"] = json!(a.learned.enabled);
     v["minConfidence"] = json!(a.learned.min_confidence);
-    v["training"] = json!(crate::learn::TRAINING.lock().get(name));
+    v["training"] = json!(ctx.training.status(name));
     Ok(Reply::ok(&v))
 }
 
@@ -286,44 +279,12 @@ pub fn learned(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
 /// (202); `GET /api/learned/:name` follows it. 409 while one runs.
 pub fn train(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let name = p[0];
-    let loaded = ctx.config();
-    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
-        return Err(Reply::error(404, format!("no account named {name:?}")));
-    };
-    if !crate::learn::train_in_background(std::sync::Arc::new(a.clone()), ctx.store.clone()) {
-        return Err(Reply::error(
-            409,
-            format!("{name}: training is already running"),
-        ));
-    }
+    service::train::start(ctx, name)?;
     log::info!("{name}: training requested through the API");
     Ok(Reply::json(
         202,
         &json!({ "success": true, "account": name, "state": "running" }),
     ))
-}
-
-/// Undoes the move of activity entry `id`: the account's own thread does
-/// it on its session (see `imap::undo`); this worker waits for the answer
-/// with a deadline. The error is an HTTP status and a message.
-pub fn undo_entry(ctx: &Ctx, id: i64) -> Result<crate::imap::Undone, (u16, String)> {
-    let t = ctx
-        .store
-        .undo_target(id)
-        .map_err(|e| (500, e.to_string()))?
-        .ok_or_else(|| (404, format!("no activity entry with id {id}")))?;
-    let Some(h) = ctx.account(&t.account) else {
-        return Err((
-            409,
-            format!("account {:?} is no longer configured", t.account),
-        ));
-    };
-    h.refile(id, crate::account::RefileTo::Back)
-        .map_err(|e| match e {
-            crate::imap::UndoError::Refused(m) => (409, m),
-            crate::imap::UndoError::Failed(m) => (502, m),
-            crate::imap::UndoError::Unavailable(m) => (503, m),
-        })
 }
 
 /// `POST /api/activity/:id/undo`: puts a moved message back where it was,
@@ -332,93 +293,6 @@ pub fn undo(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let id: i64 = p[0]
         .parse()
         .map_err(|_| Reply::error(400, format!("id: expected an integer, got {:?}", p[0])))?;
-    match undo_entry(ctx, id) {
-        Ok(u) => Ok(Reply::ok(&json!({ "success": true, "undo": u }))),
-        Err((status, m)) => Err(Reply::error(status, m)),
-    }
-}
-
-/// Moves the message of activity entry `id` to `folder` ("Move to…" in the
-/// dashboard; see `imap::move_to`), recorded as a correction. `folder` must
-/// be one the account may move to and not a watched one (mail put there
-/// would be sorted again). The error is an HTTP status and a message.
-pub fn move_entry(ctx: &Ctx, id: i64, folder: &str) -> Result<crate::imap::Moved, (u16, String)> {
-    let e = ctx
-        .store
-        .activity_entry(id)
-        .map_err(|e| (500, e.to_string()))?
-        .ok_or_else(|| (404, format!("no activity entry with id {id}")))?;
-    let t = ctx
-        .store
-        .undo_target(id)
-        .map_err(|e| (500, e.to_string()))?
-        .ok_or_else(|| (404, format!("no activity entry with id {id}")))?;
-    let loaded = ctx.config();
-    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == e.account) else {
-        return Err((
-            409,
-            format!("account {:?} is no longer configured", e.account),
-        ));
-    };
-    if !a.folders.allowed.iter().any(|f| f == folder) || a.folders.watch.iter().any(|f| f == folder)
-    {
-        return Err((
-            400,
-            format!("folder: {folder:?} is not one of the account's folders.allowed (watched folders excepted)"),
-        ));
-    }
-    if !matches!(
-        e.status,
-        crate::store::Status::Ok | crate::store::Status::DryRun | crate::store::Status::Review
-    ) || matches!(e.model.as_str(), "undo" | "correction")
-    {
-        return Err((
-            409,
-            format!("activity {id}: only a decided message can be moved"),
-        ));
-    }
-    let from = location(&e, &t).map_err(|m| (409, format!("activity {id}: {m}")))?;
-    let m = crate::imap::move_to(a, &ctx.store, &t, from, folder).map_err(|e| match e {
-        crate::imap::UndoError::Refused(m) => (409, m),
-        crate::imap::UndoError::Failed(m) => (502, m),
-        crate::imap::UndoError::Unavailable(m) => (503, m),
-    })?;
-    ctx.metrics
-        .corrections
-        .with_label_values(&[a.name.as_str()])
-        .inc();
-    Ok(m)
-}
-
-/// Where the message of an activity entry is now: where a person put it,
-/// back where it came from after an undo, where we moved it, or where it
-/// arrived. `Err` when a person deleted it.
-pub fn location(
-    e: &crate::store::ActivityEntry,
-    t: &crate::store::UndoTarget,
-) -> Result<crate::imap::Location, &'static str> {
-    use crate::imap::Location;
-    Ok(match (&e.corrected_to, &e.undone_at, &e.dest_folder) {
-        (Some(c), _, Some(d)) if !c.is_empty() && c == d => Location {
-            folder: d.clone(),
-            uid: t.dest_uid,
-        },
-        (Some(c), _, _) if !c.is_empty() => Location {
-            folder: c.clone(),
-            uid: None,
-        },
-        (Some(_), _, _) => return Err("the message was deleted"),
-        (None, Some(_), _) => Location {
-            folder: e.mailbox.clone(),
-            uid: None,
-        },
-        (None, None, Some(d)) if e.status == crate::store::Status::Ok => Location {
-            folder: d.clone(),
-            uid: t.dest_uid,
-        },
-        _ => Location {
-            folder: e.mailbox.clone(),
-            uid: Some(e.uid),
-        },
-    })
+    let u = service::refile::undo(ctx, id)?;
+    Ok(Reply::ok(&json!({ "success": true, "undo": u })))
 }

@@ -18,6 +18,7 @@
 //! `schema` holds the typed sections and their defaults; the
 //! action types and their rules live in `crate::actions`.
 
+mod comments;
 mod env;
 mod policy;
 mod redact;
@@ -25,12 +26,13 @@ mod schema;
 mod validate;
 mod write;
 
+pub use comments::keep_comments;
 pub use env::substitute;
 use env::{as_written, substitute_tree};
-pub use policy::{outgoing_problems, unmask};
+pub use policy::{outgoing_urls, unmask};
 pub use redact::{masked_secret, redact_text, redact_url, redacted_json, summary_json};
 pub use schema::*;
-pub use validate::{read_certificate, validate};
+pub use validate::{read_certificate, signing_key, validate};
 pub use write::{backup_path, write_atomically};
 
 use std::fmt;

@@ -34,11 +34,8 @@
 use serde_norway::Value;
 
 use super::env::{pieces, Piece};
-use super::redact::{is_secret_path, is_url_key, masked_secret, redact_text, redact_url};
+use super::redact::{is_secret_path, is_url_key, masked_secret, redact_url};
 use super::{Config, MASK};
-
-/// How long a new outgoing URL's host may take to resolve.
-const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Puts stored secrets back where `new` shows them masked; `old` is the tree
 /// as written in the file now. Returns every problem (see the module).
@@ -340,47 +337,8 @@ fn shown(path: &[String]) -> String {
     out
 }
 
-/// What the validated configuration `new`, sent through the API, may not
-/// do to outgoing requests, against the running `old`: widen
-/// `webhook_settings.allow_private`, or name a provider URL, a provider
-/// proxy or an OAuth2 token or device endpoint (one not in `old` already)
-/// that the SSRF guard refuses. Resolves new host names (each within
-/// [`RESOLVE_TIMEOUT`]).
-pub fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
-    let mut p = Vec::new();
-    let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
-    for (i, e) in new.webhook_settings.allow_private.iter().enumerate() {
-        if !old
-            .webhook_settings
-            .allow_private
-            .iter()
-            .any(|o| same(o, e))
-        {
-            p.push(format!(
-                "webhook_settings.allow_private[{i}]: {e:?} is not in the file's list; which \
-                 private addresses outgoing requests may reach is widened only in the file"
-            ));
-        }
-    }
-    let known: Vec<&str> = outgoing_urls(old).into_iter().map(|(_, u)| u).collect();
-    let allow = crate::webhook::AllowList::new(&old.webhook_settings.allow_private);
-    for (at, url) in outgoing_urls(new) {
-        if known.contains(&url) {
-            continue;
-        }
-        if let Err(e) = crate::webhook::vet(url, &allow, RESOLVE_TIMEOUT) {
-            p.push(format!(
-                "{at}: {}; private and local addresses need webhook_settings.allow_private, \
-                 which only the file can set",
-                redact_text(&e.to_string())
-            ));
-        }
-    }
-    p
-}
-
 /// Every URL of `c` that requests other than webhooks go to, by path.
-fn outgoing_urls(c: &Config) -> Vec<(String, &str)> {
+pub fn outgoing_urls(c: &Config) -> Vec<(String, &str)> {
     let mut out = Vec::new();
     for (i, pr) in c.classifier.providers.iter().enumerate() {
         out.push((format!("classifier.providers[{i}].url"), pr.url.as_str()));
@@ -642,29 +600,5 @@ accounts:
         new["accounts"][0]["imap"]["host"] = "imap.evil.example".into();
         let p = unmask(&mut new, &old).unwrap_err();
         assert!(p[0].contains("imap.host changed"), "{p:?}");
-    }
-
-    #[test]
-    fn allow_private_cannot_grow_and_new_outgoing_urls_are_vetted() {
-        let parse = |t: &str| crate::config::parse(t, &|_| None).unwrap().0;
-        let old = parse(
-            "webhook_settings: { allow_private: [127.0.0.1/32] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m } ] }\n",
-        );
-        // What the file had stays, whatever it points at.
-        assert!(outgoing_problems(&old, &old).is_empty());
-        let new = parse(
-            "webhook_settings: { allow_private: [127.0.0.1/32, 10.0.0.0/8] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m }, { name: q, kind: openai, url: \"http://169.254.169.254/v1\", model: m, proxy: \"http://192.168.1.1:3128\" }, { name: r, kind: openai, url: \"http://127.0.0.1:9/v1\", model: m } ] }\n",
-        );
-        let p = outgoing_problems(&old, &new);
-        let at: Vec<&str> = p.iter().map(|p| p.split(':').next().unwrap()).collect();
-        assert_eq!(
-            at,
-            [
-                "webhook_settings.allow_private[1]",
-                "classifier.providers[1].url",
-                "classifier.providers[1].proxy",
-            ],
-            "{p:#?}"
-        );
     }
 }

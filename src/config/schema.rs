@@ -708,3 +708,17 @@ impl AccountConfig {
         self.allowed_actions.contains(&kind)
     }
 }
+
+impl crate::actions::Permits for AccountConfig {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn allows(&self, kind: ActionKind) -> bool {
+        AccountConfig::allows(self, kind)
+    }
+
+    fn allowed_folders(&self) -> &[String] {
+        &self.folders.allowed
+    }
+}

@@ -400,7 +400,7 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
         if let Some(s) = &h.secret {
             if s.len() < 16 {
                 p.push(format!("{at}[{i}].secret: must be at least 16 characters"));
-            } else if let Err(e) = crate::webhook::signing_key(s) {
+            } else if let Err(e) = signing_key(s) {
                 p.push(format!("{at}[{i}].{e}"));
             }
         }
@@ -467,6 +467,19 @@ fn validate_imap_auth(imap: &ImapConfig, imap_account: &str, at: &str, p: &mut V
                 }
             }
         }
+    }
+}
+
+/// The HMAC key of a webhook entry's `secret` (Standard Webhooks): the
+/// base64-decoded remainder of a
+/// `whsec_` secret, otherwise the secret's own bytes.
+pub fn signing_key(secret: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    match secret.strip_prefix("whsec_") {
+        Some(b64) => base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| format!("secret: a whsec_ secret must be base64 after the prefix: {e}")),
+        None => Ok(secret.as_bytes().to_vec()),
     }
 }
 

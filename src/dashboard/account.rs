@@ -14,7 +14,8 @@ use super::layout::{self, actions_text, badge, notice, time_ms};
 use super::{html, Session};
 use crate::account::Status;
 use crate::config::{self, AccountConfig, Backlog};
-use crate::http::{Ctx, Reply, Req};
+use crate::http::{Reply, Req};
+use crate::service::Ctx;
 use crate::webhook::{TestOutcome, SSRF_MESSAGE};
 
 /// Pause or resume, reconnect and process: one small form each, posting
@@ -401,9 +402,9 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
 /// The learned classifier: its state, the latest training run of this
 /// process, and the Train form (training runs in the background).
 fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
-    use crate::learn::TrainStatus;
+    use crate::service::train::TrainStatus;
     let st = ctx.store.learn_state(&a.name).unwrap_or_default();
-    let run = crate::learn::TRAINING.lock().get(&a.name).cloned();
+    let run = ctx.training.status(&a.name);
     let running = matches!(run, Some(TrainStatus::Running { .. }));
     let flash = s.flash_for(&format!("train:{}", a.name));
     html! {
@@ -428,7 +429,9 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
                     Some(TrainStatus::Failed { error, .. }) => span.err { "failed: " (super::words::error_markup(error)) },
                 } }
             }
-            @if running { p { a href={ (base) "#h-learned" } { "Check again" } } }
+            // While it runs the Train button is off: a notice's focus goes
+            // to the link that follows the run instead.
+            @if running { p { a href={ (base) "#h-learned" } autofocus[flash.is_some()] { "Check again" } } }
             @if let Some(f) = flash { (layout::flash_notice(f)) }
             form.inline method="post" action={ (base) "/train" } {
                 input type="hidden" name="_csrf" value=(s.csrf);
@@ -439,54 +442,24 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
     }
 }
 
-/// How long the Train form's post waits for a short training to finish, so
-/// that its result comes back with the page; a longer one goes on in the
-/// background and the page's status line follows it.
-const TRAIN_WAIT: Duration = Duration::from_secs(5);
-
-/// The Train form's post: starts training, waits a little for it, and
-/// returns to the account page with what came of it.
+/// The Train form's post: starts training on its own thread and returns
+/// to the account page at once; the page's "Training run" line follows it
+/// ("Check again"), so no HTTP worker waits on IMAP.
 pub fn train(ctx: &Ctx, req: &Req, name: &str) -> Reply {
-    use crate::learn::TrainStatus;
-    let loaded = ctx.config();
-    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
-        return super::pages::not_found_bare("There is no account with this name.");
-    };
     let at = format!("train:{name}");
-    if !crate::learn::train_in_background(std::sync::Arc::new(a.clone()), ctx.store.clone()) {
-        let f = Flash::error(at, "Training is already running.");
-        return super::redirect_with(ctx, req, &layout::account_url(name), &f);
-    }
-    log::info!("{name}: training requested from the dashboard");
-    let deadline = std::time::Instant::now() + TRAIN_WAIT;
-    let f = loop {
-        let run = crate::learn::TRAINING.lock().get(name).cloned();
-        match run {
-            Some(TrainStatus::Done { report, .. }) => {
-                let mut text = format!(
-                    "Trained on {} message(s) in {} folder(s).",
-                    layout::thousands(report.examples as u64),
-                    report.folders.len()
-                );
-                for (folder, why) in &report.skipped {
-                    text.push_str(&format!(
-                        " {folder} was skipped: {}",
-                        super::words::said(why)
-                    ));
-                }
-                break Flash::ok(at, text);
-            }
-            Some(TrainStatus::Failed { error, .. }) => {
-                break Flash::error(at, format!("Training failed: {error}"))
-            }
-            _ if std::time::Instant::now() >= deadline => {
-                break Flash::ok(
-                    at,
-                    "Training started; it goes on in the background (see “Training run”).",
-                )
-            }
-            _ => std::thread::sleep(Duration::from_millis(100)),
+    let f = match crate::service::train::start(ctx, name) {
+        Ok(()) => {
+            log::info!("{name}: training requested from the dashboard");
+            Flash::ok(
+                at,
+                "Training started; it goes on in the background (see “Training run”).",
+            )
         }
+        Err(crate::service::Error::NotFound(_)) => {
+            return super::pages::not_found_bare("There is no account with this name.")
+        }
+        Err(crate::service::Error::Conflict(_)) => Flash::error(at, "Training is already running."),
+        Err(e) => Flash::error(at, super::words::said(e.message())),
     };
     super::redirect_with(ctx, req, &layout::account_url(name), &f)
 }

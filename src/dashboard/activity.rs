@@ -10,7 +10,8 @@ use super::pages::{not_found, recent};
 use super::{html, Session};
 use crate::actions::ActionKind;
 use crate::config::AccountConfig;
-use crate::http::{Ctx, Reply, Req};
+use crate::http::{Reply, Req};
+use crate::service::Ctx;
 use crate::store::{self, ActivityEntry, ActivityQuery};
 
 const DAY_MS: i64 = 86_400_000;

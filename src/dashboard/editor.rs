@@ -9,7 +9,8 @@ use super::flash::Flash;
 use super::layout::{self, notice};
 use super::{html, Session};
 use crate::config;
-use crate::http::{Ctx, Reply, Req};
+use crate::http::{Reply, Req};
+use crate::service::Ctx;
 
 /// What the editor shows besides the running configuration.
 pub enum Outcome {
@@ -160,13 +161,28 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
     best
 }
 
+/// `GET /config`: the editor, with the draft this browser left when its
+/// session had ended (handed back once).
+pub fn page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
+    let draft = super::flash::draft::take(ctx, req);
+    let r = config(ctx, s, draft.map(Outcome::Draft));
+    if super::flash::draft::present(req) {
+        r.with_header("Set-Cookie", super::flash::draft::clear(req))
+    } else {
+        r
+    }
+}
+
 /// The editor: the file as YAML (or the text posted), its line numbers
 /// beside it, problems listed by line above it.
 pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
     let loaded = ctx.config();
+    // The file's text, secrets masked and its comments kept.
     let current = || {
         let redacted = config::redacted_json(&loaded.raw);
-        serde_norway::to_string(&redacted)
+        let file = std::fs::read_to_string(&loaded.path).unwrap_or_default();
+        serde_norway::to_value(&redacted)
+            .and_then(|tree| config::keep_comments(&file, &tree))
             .unwrap_or_else(|_| serde_json::to_string_pretty(&redacted).unwrap_or_default())
     };
     let (text, problems, applied, draft) = match outcome {
@@ -379,34 +395,6 @@ impl RuleForm {
     }
 }
 
-/// The List-Id of an entry's message (the id between `<` and `>`), read
-/// from the server where the message is now; `None` when it has none or
-/// it cannot be read (the form then starts from the sender).
-fn list_id_of(
-    ctx: &Ctx,
-    a: &config::AccountConfig,
-    e: &crate::store::ActivityEntry,
-) -> Option<String> {
-    let t = ctx.store.undo_target(e.id).ok().flatten()?;
-    let at = crate::api::handlers::location(e, &t).ok()?;
-    let v = match crate::imap::header_field(a, &ctx.store, &t, &at, "List-Id") {
-        Ok(v) => v?,
-        Err(err) => {
-            log::info!(
-                "{}: the List-Id of activity {} could not be read: {err}",
-                a.name,
-                e.id
-            );
-            return None;
-        }
-    };
-    let id = match (v.rfind('<'), v.rfind('>')) {
-        (Some(i), Some(j)) if i < j => &v[i + 1..j],
-        _ => v.trim(),
-    };
-    (!id.is_empty()).then(|| id.to_string())
-}
-
 /// `s` as a regex matching exactly that text, case-insensitively.
 fn exactly(s: &str) -> String {
     format!("(?i)^{}$", regex::escape(s))
@@ -448,7 +436,7 @@ pub fn rule_page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
                 .take(40)
                 .collect()
         };
-        match list_id_of(ctx, a, &e) {
+        match crate::service::refile::list_id(ctx, &e) {
             // A mailing list is told by its List-Id, whoever posts to it.
             Some(id) => {
                 form.list_id = format!("(?i){}", regex::escape(&id));
@@ -624,7 +612,7 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         (true, _) if f.first => rules.insert(0, f.tree()),
         (true, _) => rules.push(f.tree()),
     }
-    match ctx.live.replace(raw) {
+    match crate::service::config::replace(ctx, raw) {
         Ok(applied) => {
             log::info!(
                 "{}: rule {:?} of {} saved from the dashboard",

@@ -9,13 +9,9 @@
 //! browser holding its random id in a cookie of its own, so a stranger can
 //! neither read it nor plant one in somebody else's editor.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
-
 use crate::auth;
-use crate::http::{Ctx, Req};
+use crate::http::Req;
+use crate::service::Ctx;
 
 const FLASH_COOKIE: &str = "mailproc_flash";
 const DRAFT_COOKIE: &str = "mailproc_draft";
@@ -113,44 +109,34 @@ pub fn clear(req: &Req) -> String {
     cookie(FLASH_COOKIE, "", 0, req.secure)
 }
 
-/// Drafts kept at most: a few operators, each with an edit in flight.
-const DRAFTS_KEPT: usize = 8;
-/// How long a draft waits for its author to log in again.
-const DRAFT_TTL: Duration = Duration::from_secs(30 * 60);
-
-/// Configuration edits posted after their session ended, by random id.
-#[derive(Default)]
-pub struct Drafts {
-    kept: Mutex<HashMap<String, (Instant, String)>>,
+/// `reply` clearing the notice the request carried (the page showed it).
+pub fn cleared(req: &Req, reply: crate::http::Reply) -> crate::http::Reply {
+    if present(req) {
+        reply.with_header("Set-Cookie", clear(req))
+    } else {
+        reply
+    }
 }
 
-impl Drafts {
-    /// Keeps `text` (already bounded by the 1 MiB body limit) and returns
-    /// the `Set-Cookie` value that lets this browser have it back.
-    pub fn keep(&self, req: &Req, text: String) -> String {
-        let id = auth::new_token();
-        let mut kept = self.kept.lock();
-        kept.retain(|_, (at, _)| at.elapsed() < DRAFT_TTL);
-        while kept.len() >= DRAFTS_KEPT {
-            let oldest = kept
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(k) => kept.remove(&k),
-                None => break,
-            };
-        }
-        kept.insert(id.clone(), (Instant::now(), text));
+/// A configuration edit posted after its session ended: kept by the
+/// service (`service::sessions::Drafts`), its id in a cookie of its own.
+pub mod draft {
+    use super::{cookie, DRAFT_COOKIE};
+    use crate::auth;
+    use crate::http::Req;
+    use crate::service::{sessions::DRAFT_TTL, Ctx};
+
+    /// Keeps `text` and returns the `Set-Cookie` value that lets this
+    /// browser have it back.
+    pub fn keep(ctx: &Ctx, req: &Req, text: String) -> String {
+        let id = ctx.drafts.keep(text);
         cookie(DRAFT_COOKIE, &id, DRAFT_TTL.as_secs(), req.secure)
     }
 
     /// The draft this browser left, taken out of the store.
-    pub fn take(&self, req: &Req) -> Option<String> {
+    pub fn take(ctx: &Ctx, req: &Req) -> Option<String> {
         let id = auth::cookie(req.header("Cookie")?, DRAFT_COOKIE)?;
-        let mut kept = self.kept.lock();
-        let (at, text) = kept.remove(id)?;
-        (at.elapsed() < DRAFT_TTL).then_some(text)
+        ctx.drafts.take(id)
     }
 
     /// Whether the request carries a draft cookie (to clear it).

@@ -13,9 +13,9 @@ use super::flash::Flash;
 use super::layout::{self, notice};
 use super::{html, local_path, redirect, Session};
 use crate::account::Command;
-use crate::api::session::same_origin;
 use crate::auth;
-use crate::http::{Ctx, Reply, Req};
+use crate::http::{Reply, Req};
+use crate::service::{self, sessions, Ctx};
 
 pub fn fields(req: &Req) -> BTreeMap<String, String> {
     url::form_urlencoded::parse(&req.body)
@@ -39,7 +39,7 @@ pub fn forbidden(why: &str) -> Reply {
 /// The checks every state-changing post of a logged-in user passes: it
 /// comes from a page of this site and carries this session's CSRF token.
 pub fn check_post(req: &Req, s: &Session) -> Result<(), Reply> {
-    if !same_origin(req, true) {
+    if !req.same_origin(true) {
         return Err(forbidden(
             "Cross-origin request refused: the form must be sent from this site.",
         ));
@@ -104,7 +104,7 @@ fn setup_form(username: &str, error: Option<&str>) -> Markup {
 /// from this site, and not from an address locked out by failed attempts.
 /// Returns the form's fields.
 fn unauthenticated_form(ctx: &Ctx, req: &Req) -> Result<BTreeMap<String, String>, Reply> {
-    if !same_origin(req, false) {
+    if !req.same_origin(false) {
         return Err(forbidden("Cross-origin request refused."));
     }
     if ctx.limiter.blocked(req.client_ip) {
@@ -113,11 +113,27 @@ fn unauthenticated_form(ctx: &Ctx, req: &Req) -> Result<BTreeMap<String, String>
     Ok(fields(req))
 }
 
-pub fn setup_page(_ctx: &Ctx, _req: &Req) -> Reply {
-    html(200, setup_form("", None))
+/// `/setup`: the first-run page and its post while no user exists; once
+/// one does, setup is closed for good.
+pub fn setup(ctx: &Ctx, req: &Req) -> Reply {
+    let get = req.method == "GET" || req.method == "HEAD";
+    let no_user = ctx.store.user_count().unwrap_or(0) == 0;
+    match (get, no_user) {
+        (true, true) => html(200, setup_form("", None)),
+        (false, true) if req.method == "POST" => setup_post(ctx, req),
+        (_, false) => {
+            ctx.setup.close();
+            if get {
+                redirect("/")
+            } else {
+                forbidden("Setup is complete; log in instead.")
+            }
+        }
+        _ => super::method_not_allowed("GET, POST"),
+    }
 }
 
-pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
+fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
     let f = match unauthenticated_form(ctx, req) {
         Ok(f) => f,
         Err(refused) => return refused,
@@ -128,7 +144,7 @@ pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
     let Some(attempt) = ctx.limiter.attempt(req.client_ip, None) else {
         return too_many();
     };
-    if !ctx.dashboard.setup_code_matches(get("code")) {
+    if !ctx.setup.matches(get("code")) {
         log::warn!(
             "dashboard: setup attempt with a wrong or missing code from {}",
             req.client_ip
@@ -156,12 +172,12 @@ pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
         Ok(true) => {}
         // Someone else finished setup first (or `set-password` ran).
         Ok(false) => {
-            ctx.dashboard.close_setup();
+            ctx.setup.close();
             return redirect("/login");
         }
         Err(e) => return super::pages::error_page(&e.to_string()),
     }
-    ctx.dashboard.close_setup();
+    ctx.setup.close();
     log::info!(
         "dashboard: administrator {username:?} created through the setup page from {}",
         req.client_ip
@@ -171,7 +187,7 @@ pub fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
 
 /// Opens a session for `user` and sends the browser on to `to`.
 fn start_session(ctx: &Ctx, req: &Req, user: &str, to: &str) -> Reply {
-    match crate::api::session::open(ctx, user, req.secure) {
+    match sessions::open(ctx, user, req.secure) {
         Ok(cookie) => redirect(to).with_header("Set-Cookie", cookie),
         Err(e) => super::pages::error_page(&e.to_string()),
     }
@@ -201,7 +217,16 @@ fn login_form(username: &str, next: &str, error: Option<&str>, info: Option<&str
     )
 }
 
-pub fn login_page(ctx: &Ctx, req: &Req) -> Reply {
+/// `/login` as a page and as a form post (a JSON post is the API's).
+pub fn login(ctx: &Ctx, req: &Req) -> Reply {
+    match req.method.as_str() {
+        "GET" | "HEAD" => login_page(ctx, req),
+        "POST" => login_post(ctx, req),
+        _ => super::method_not_allowed("GET, POST"),
+    }
+}
+
+fn login_page(ctx: &Ctx, req: &Req) -> Reply {
     let next = req.query("next").and_then(local_path).unwrap_or("/".into());
     if super::session(ctx, req).is_ok() {
         return redirect(&next);
@@ -211,7 +236,7 @@ pub fn login_page(ctx: &Ctx, req: &Req) -> Reply {
     html(200, login_form("", &next, None, info))
 }
 
-pub fn login_post(ctx: &Ctx, req: &Req) -> Reply {
+fn login_post(ctx: &Ctx, req: &Req) -> Reply {
     let f = match unauthenticated_form(ctx, req) {
         Ok(f) => f,
         Err(refused) => return refused,
@@ -221,28 +246,26 @@ pub fn login_post(ctx: &Ctx, req: &Req) -> Reply {
         get("username"),
         local_path(get("next")).unwrap_or("/".into()),
     );
-    // Counted before the (slow) check, so a burst cannot race past it.
-    let Some(attempt) = ctx.limiter.attempt(req.client_ip, Some(user)) else {
-        return too_many();
-    };
-    let hash = ctx.store.password_hash(user).ok().flatten();
-    if !auth::verify_login(get("password"), hash.as_deref()) {
-        log::warn!(
-            "login failed for {} from {}",
-            crate::logging::clean(user),
-            req.client_ip
-        );
-        return html(
+    match sessions::login(
+        ctx,
+        user,
+        get("password"),
+        req.client_ip,
+        req.secure,
+        " (dashboard)",
+    ) {
+        Ok(cookie) => redirect(&next).with_header("Set-Cookie", cookie),
+        Err(sessions::LoginError::TooMany) => too_many(),
+        Err(sessions::LoginError::Wrong) => html(
             401,
             login_form(user, &next, Some("Wrong username or password."), None),
-        );
+        ),
+        Err(sessions::LoginError::Store(e)) => super::pages::error_page(&e.to_string()),
     }
-    ctx.limiter.succeed(attempt);
-    log::info!("{user} logged in from {} (dashboard)", req.client_ip);
-    start_session(ctx, req, user, &next)
 }
 
-pub fn logout_post(ctx: &Ctx, req: &Req) -> Reply {
+/// `/logout` from the dashboard's form (opened as a page, it just goes on).
+pub fn logout(ctx: &Ctx, req: &Req) -> Reply {
     let clear = auth::session_cookie("", 0, req.secure);
     if req.method != "POST" {
         // Opened as a page: nothing to do but go on.
@@ -256,9 +279,7 @@ pub fn logout_post(ctx: &Ctx, req: &Req) -> Reply {
             .header("Cookie")
             .and_then(|c| auth::cookie(c, auth::SESSION_COOKIE))
         {
-            let _ = ctx
-                .store
-                .delete_session(&auth::token_mac(&ctx.session_secret, token));
+            let _ = sessions::logout(ctx, token);
         }
         log::info!("{} logged out", s.user);
     }
@@ -276,13 +297,11 @@ fn back(req: &Req, fallback: &str) -> String {
         .unwrap_or_else(|| fallback.to_string())
 }
 
-pub fn account_command(ctx: &Ctx, req: &Req, name: &str, cmd: &str) -> Reply {
-    let (Some(h), Some(command)) = (ctx.account(name), Command::parse(cmd)) else {
-        return super::pages::not_found_bare("There is no such account or command.");
-    };
+pub fn account_command(ctx: &Ctx, req: &Req, name: &str, command: Command) -> Reply {
+    let cmd = command.as_str();
     let at = format!("acct:{name}");
     let to = back(req, &layout::account_url(name));
-    let f = match h.send(command) {
+    let f = match service::accounts::command(ctx, name, command) {
         Ok(state) => {
             log::info!(
                 "{name}: {cmd} requested from the dashboard (now {})",
@@ -304,7 +323,10 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, cmd: &str) -> Reply {
                 },
             )
         }
-        Err(msg) => Flash::error(at, format!("{cmd} {name} was not done: {msg}")),
+        Err(service::Error::NotFound(_)) => {
+            return super::pages::not_found_bare("There is no such account or command.")
+        }
+        Err(e) => Flash::error(at, format!("{cmd} {name} was not done: {e}")),
     };
     super::redirect_with(ctx, req, &to, &f)
 }
@@ -315,18 +337,15 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     };
     let at = format!("entry:{id}");
     let to = back(req, &format!("/activity/{id}"));
-    let f = match ctx.store.retry_failed(id) {
-        Ok(Some(account)) => {
-            if let Some(h) = ctx.account(&account) {
-                let _ = h.send(Command::Process);
-            }
+    let f = match service::accounts::retry(ctx, id) {
+        Ok(account) => {
             log::info!("{account}: email {id} put back in line from the dashboard");
             Flash::ok(
                 at,
                 "Retry queued: it is tried again now (see “Being retried” until it is done).",
             )
         }
-        Ok(None) => Flash::error(
+        Err(service::Error::NotFound(_)) => Flash::error(
             at,
             "This message is not failed (any more): nothing to retry.",
         ),
@@ -344,7 +363,7 @@ pub fn undo(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     };
     let at = format!("entry:{id}");
     let to = back(req, &format!("/activity/{id}"));
-    let f = match crate::api::handlers::undo_entry(ctx, id) {
+    let f = match service::refile::undo(ctx, id) {
         Ok(u) => {
             log::info!(
                 "activity {id} undone from the dashboard (now UID {} in {})",
@@ -365,7 +384,7 @@ pub fn undo(ctx: &Ctx, req: &Req, id: &str) -> Reply {
                 ),
             )
         }
-        Err((_, m)) => Flash::error(at, format!("Not undone: {m}")),
+        Err(e) => Flash::error(at, format!("Not undone: {e}")),
     };
     super::redirect_with(ctx, req, &to, &f)
 }
@@ -379,7 +398,7 @@ pub fn move_to(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     let at = format!("entry:{id}");
     let to = back(req, &format!("/activity/{id}"));
     let folder = fields(req).remove("folder").unwrap_or_default();
-    let f = match crate::api::handlers::move_entry(ctx, id, &folder) {
+    let f = match service::refile::move_to(ctx, id, &folder) {
         Ok(m) => Flash::ok(
             at,
             format!(
@@ -393,7 +412,7 @@ pub fn move_to(ctx: &Ctx, req: &Req, id: &str) -> Reply {
                 }
             ),
         ),
-        Err((_, m)) => Flash::error(at, format!("Not moved: {m}")),
+        Err(e) => Flash::error(at, format!("Not moved: {e}")),
     };
     super::redirect_with(ctx, req, &to, &f)
 }
@@ -403,24 +422,7 @@ pub fn move_to(ctx: &Ctx, req: &Req, id: &str) -> Reply {
 pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     use super::editor::{config, Outcome};
     let text = fields(req).remove("yaml").unwrap_or_default();
-    let raw: serde_norway::Value = if text.trim().is_empty() {
-        serde_norway::Value::Mapping(Default::default())
-    } else {
-        match serde_norway::from_str(&text) {
-            Ok(v) => v,
-            Err(e) => {
-                return config(
-                    ctx,
-                    s,
-                    Some(Outcome::Refused {
-                        text,
-                        problems: vec![format!("config: {e}")],
-                    }),
-                )
-            }
-        }
-    };
-    match ctx.live.replace(raw) {
+    match service::config::replace_text(ctx, &text) {
         Ok(a) => {
             log::info!("{}: configuration changed from the dashboard", s.user);
             config(

@@ -1,10 +1,11 @@
 //! The dashboard: server-rendered HTML pages for the operator (DESIGN §8).
 //!
-//! [`route`] looks at every request first and answers only the paths it owns
-//! (`/`, `/setup`, `/login` as a page or a form post, `/logout` from a form,
-//! `/activity`, `/accounts`, ..., `/static/*`); `/api/*`, `/health`,
-//! `/metrics` and JSON posts to `/login` and `/logout` go on to `api`. With
-//! `dashboard.enabled: false` it owns nothing, so those pages are 404.
+//! Its paths are rows of the one route table (`routes`), which checks the
+//! access of each with the helpers here (a session, the login redirect,
+//! the expired post, the CSRF check) before calling the page. With
+//! `dashboard.enabled: false` the table has none of them, so those pages
+//! are 404. Anything beyond reading goes through the service layer
+//! (`service`), as the JSON API does.
 //!
 //! Guarantees: every page needs a live session, else it redirects to
 //! `/login?next=<local path>`; while no user exists every page redirects to
@@ -13,103 +14,27 @@
 //! carry the session's CSRF token. Pages work without JavaScript, load no
 //! inline script or style (the CSP says so), and maud escapes every value.
 
-mod account;
-mod activity;
-mod assets;
+pub mod account;
+pub mod activity;
+pub mod assets;
 mod chart;
-mod editor;
-mod flash;
-mod forms;
+pub mod editor;
+pub mod flash;
+pub mod forms;
 mod layout;
-mod pages;
+pub mod pages;
 mod words;
 
 use std::cell::Cell;
-use std::net::SocketAddr;
 
 use maud::Markup;
-use parking_lot::Mutex;
 
 use crate::auth::{self, SESSION_COOKIE};
-use crate::http::{Ctx, Reply, Req};
-use crate::store::Store;
-
-/// What the dashboard keeps between requests.
-pub struct Dashboard {
-    /// The one-time code that lets the first visitor create the first user;
-    /// `None` once a user exists (or when the dashboard is off).
-    setup_code: Mutex<Option<String>>,
-    /// Configuration edits posted after their session ended.
-    drafts: flash::Drafts,
-}
-
-/// Letters and digits that cannot be mistaken for each other when copied
-/// from a log: 32 symbols, 5 bits each.
-const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-
-impl Dashboard {
-    /// Prepares the dashboard at start-up. While no user exists, a fresh
-    /// setup code is logged to standard error, the log an operator reads
-    /// (journald under systemd), under the `STDERR_ONLY` target that keeps
-    /// it out of the ring `/api/logs` serves: an API key with `read:logs`
-    /// (or an open API) must not be able to claim the dashboard.
-    pub fn start(enabled: bool, store: &Store, addr: SocketAddr) -> Dashboard {
-        let mut code = None;
-        if enabled && store.user_count().unwrap_or(0) == 0 {
-            let c = new_setup_code();
-            log::warn!(
-                target: crate::logging::STDERR_ONLY,
-                "dashboard setup code {c} - open http://{addr}/setup to create the \
-                 first user (or run `mailproc set-password USER`)"
-            );
-            log::warn!(
-                "dashboard: no user exists yet; the one-time code for http://{addr}/setup was \
-                 printed to standard error"
-            );
-            code = Some(c);
-        }
-        Dashboard {
-            setup_code: Mutex::new(code),
-            drafts: flash::Drafts::default(),
-        }
-    }
-
-    /// Whether `given` is the setup code (case, spaces and dashes ignored),
-    /// compared in constant time.
-    fn setup_code_matches(&self, given: &str) -> bool {
-        let norm = |s: &str| -> String {
-            s.chars()
-                .filter(|c| !c.is_whitespace() && *c != '-')
-                .map(|c| c.to_ascii_uppercase())
-                .collect()
-        };
-        match &*self.setup_code.lock() {
-            Some(code) => auth::secret_eq(&norm(code), &norm(given)),
-            None => false,
-        }
-    }
-
-    /// Setup is over for good once a user exists.
-    fn close_setup(&self) {
-        *self.setup_code.lock() = None;
-    }
-}
-
-fn new_setup_code() -> String {
-    let bytes = auth::random_bytes::<12>();
-    let chars: Vec<char> = bytes
-        .iter()
-        .map(|b| CODE_ALPHABET[usize::from(b & 31)] as char)
-        .collect();
-    chars
-        .chunks(4)
-        .map(|c| c.iter().collect::<String>())
-        .collect::<Vec<_>>()
-        .join("-")
-}
+use crate::http::{Reply, Req};
+use crate::service::{sessions, Ctx};
 
 /// A logged-in visitor.
-pub(crate) struct Session {
+pub struct Session {
     pub user: String,
     /// The per-session CSRF token every state-changing form carries.
     pub csrf: String,
@@ -135,36 +60,41 @@ impl Session {
     }
 }
 
-enum NoSession {
+pub enum NoSession {
     /// No cookie was sent.
     Absent,
     /// A cookie was sent but names no live session (expired or logged out).
     Ended,
 }
 
-fn session(ctx: &Ctx, req: &Req) -> Result<Session, NoSession> {
+/// The visitor's session, from its cookie.
+pub fn session(ctx: &Ctx, req: &Req) -> Result<Session, NoSession> {
     let token = req
         .header("Cookie")
         .and_then(|c| auth::cookie(c, SESSION_COOKIE))
         .filter(|t| !t.is_empty())
         .ok_or(NoSession::Absent)?;
-    let mac = auth::token_mac(&ctx.session_secret, token);
-    match ctx.store.session_user(&mac) {
-        Ok(Some(user)) => Ok(Session {
+    match sessions::user(ctx, token) {
+        Some(user) => Ok(Session {
             user,
-            csrf: csrf_token(ctx, token),
+            csrf: sessions::csrf_token(ctx, token),
             flash: None,
             flash_shown: Cell::new(false),
             attention: 0,
         }),
-        _ => Err(NoSession::Ended),
+        None => Err(NoSession::Ended),
     }
 }
 
-/// HMAC of the session token under the session secret, in its own domain
-/// (the `csrf:` prefix) so it is never the value the store keeps.
-fn csrf_token(ctx: &Ctx, session_token: &str) -> String {
-    auth::token_mac(&ctx.session_secret, &format!("csrf:{session_token}"))
+/// What a page shown to `s` needs besides its own data: the notice the
+/// form post before it left, and the navigation's badge.
+pub fn prepare(ctx: &Ctx, req: &Req, s: &mut Session) {
+    s.flash = flash::read(ctx, req);
+    s.attention = ctx
+        .store
+        .attention()
+        .map(|m| m.values().map(|a| a.total()).sum())
+        .unwrap_or(0);
 }
 
 /// `next` as a path on this site, or `None`. Only a single leading slash
@@ -232,7 +162,7 @@ fn here(req: &Req) -> String {
 const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
                    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-pub(crate) fn html(status: u16, markup: Markup) -> Reply {
+pub fn html(status: u16, markup: Markup) -> Reply {
     Reply::text(status, "text/html; charset=utf-8", markup.into_string())
         .with_header("Content-Security-Policy", CSP)
         .with_header("X-Frame-Options", "DENY")
@@ -240,13 +170,15 @@ pub(crate) fn html(status: u16, markup: Markup) -> Reply {
 }
 
 /// 303 See Other: after a form post the browser fetches `to` with GET.
-pub(crate) fn redirect(to: &str) -> Reply {
+pub fn redirect(to: &str) -> Reply {
     Reply::text(303, "text/plain; charset=utf-8", format!("See {to}\n"))
         .with_header("Location", to)
         .with_header("Referrer-Policy", "same-origin")
 }
 
-fn login_redirect(req: &Req, why: NoSession) -> Reply {
+/// A page asked for without a live session: to the login page, and from
+/// there back here.
+pub fn login_redirect(req: &Req, why: NoSession) -> Reply {
     let mut q = url::form_urlencoded::Serializer::new(String::new());
     q.append_pair("next", &here(req));
     if matches!(why, NoSession::Ended) {
@@ -259,13 +191,13 @@ fn login_redirect(req: &Req, why: NoSession) -> Reply {
 /// another tab) leads after logging in again: the page it was posted from.
 /// Its `back` field, else the `Referer` of this site, else the page of the
 /// control, each through [`local_path`], the one check of a return path.
-fn return_path(req: &Req, segs: &[&str]) -> String {
+fn return_path(req: &Req) -> String {
     let back = url::form_urlencoded::parse(&req.body)
         .find(|(k, _)| k == "back")
         .and_then(|(_, v)| local_path(&v));
     let referer = || {
         let u = url::Url::parse(req.header("Referer")?).ok()?;
-        if !crate::api::session::same_origin(req, false) {
+        if !req.same_origin(false) {
             return None;
         }
         let mut p = u.path().to_string();
@@ -275,12 +207,13 @@ fn return_path(req: &Req, segs: &[&str]) -> String {
         }
         local_path(&p)
     };
-    back.or_else(referer).unwrap_or_else(|| page_of(segs))
+    back.or_else(referer).unwrap_or_else(|| page_of(&req.path))
 }
 
 /// The page that shows the control a post-only address belongs to.
-fn page_of(segs: &[&str]) -> String {
-    match segs {
+pub fn page_of(path: &str) -> String {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segs.as_slice() {
         ["accounts", name, ..] => layout::account_url(name),
         ["activity", id, ..] => format!("/activity/{}", layout::segment(id)),
         ["config", ..] => "/config".into(),
@@ -291,15 +224,15 @@ fn page_of(segs: &[&str]) -> String {
 /// A form posted without a live session: nothing is done, the browser goes
 /// to the login page and from there back to the page it came from. A
 /// configuration edit from this site is kept for its author (see `flash`).
-fn expired_post(ctx: &Ctx, req: &Req, segs: &[&str], why: NoSession) -> Reply {
-    let mut next = return_path(req, segs);
+pub fn expired_post(ctx: &Ctx, req: &Req, why: NoSession) -> Reply {
+    let mut next = return_path(req);
     let mut draft = None;
-    if segs == ["config"] && is_form(req) && crate::api::session::same_origin(req, false) {
+    if req.path.trim_matches('/') == "config" && req.is_form() && req.same_origin(false) {
         if let Some(text) = url::form_urlencoded::parse(&req.body)
             .find(|(k, _)| k == "yaml")
             .map(|(_, v)| v.into_owned())
         {
-            draft = Some(ctx.dashboard.drafts.keep(req, text));
+            draft = Some(flash::draft::keep(ctx, req, text));
             next = "/config".into();
         }
     }
@@ -316,160 +249,12 @@ fn expired_post(ctx: &Ctx, req: &Req, segs: &[&str], why: NoSession) -> Reply {
 }
 
 /// 303 to `to`, leaving `f` for the page there.
-pub(crate) fn redirect_with(ctx: &Ctx, req: &Req, to: &str, f: &flash::Flash) -> Reply {
+pub fn redirect_with(ctx: &Ctx, req: &Req, to: &str, f: &flash::Flash) -> Reply {
     redirect(to).with_header("Set-Cookie", flash::set(ctx, req, f))
 }
 
-fn is_form(req: &Req) -> bool {
-    req.header("Content-Type")
-        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"))
-}
-
-/// Routes a request the dashboard owns; `None` hands it on to the API.
-pub fn route(ctx: &Ctx, req: &Req) -> Option<(Reply, &'static str)> {
-    let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
-    let m = req.method.as_str();
-    match (m, segs.as_slice()) {
-        (_, ["api", ..] | ["health"] | ["metrics"]) => return None,
-        // JSON logins and logouts are the API's; forms and pages are ours.
-        ("POST", ["login"] | ["logout"]) if !is_form(req) => return None,
-        _ => {}
-    }
-    if !owned(&segs) || !ctx.config().config.dashboard.enabled {
-        return None;
-    }
-    let get = m == "GET" || m == "HEAD";
-    if let (true, ["static", file]) = (get, segs.as_slice()) {
-        return Some((assets::serve(req, file), "/static"));
-    }
-    if let (true, ["favicon.ico"]) = (get, segs.as_slice()) {
-        return Some((assets::serve(req, "favicon.svg"), "/static"));
-    }
-
-    // First run: nothing but the setup page until a user exists.
-    let no_user = ctx.store.user_count().unwrap_or(0) == 0;
-    if let ["setup"] = segs.as_slice() {
-        let reply = match (get, no_user) {
-            (true, true) => forms::setup_page(ctx, req),
-            (false, true) if m == "POST" => forms::setup_post(ctx, req),
-            (_, false) => {
-                ctx.dashboard.close_setup();
-                if get {
-                    redirect("/")
-                } else {
-                    forms::forbidden("Setup is complete; log in instead.")
-                }
-            }
-            _ => method_not_allowed("GET, POST"),
-        };
-        return Some((reply, "/setup"));
-    }
-    if no_user {
-        return Some((redirect("/setup"), "/setup"));
-    }
-
-    if let ["login"] = segs.as_slice() {
-        let reply = match m {
-            "GET" | "HEAD" => forms::login_page(ctx, req),
-            "POST" => forms::login_post(ctx, req),
-            _ => method_not_allowed("GET, POST"),
-        };
-        return Some((reply, "/login"));
-    }
-    if let ["logout"] = segs.as_slice() {
-        return Some((forms::logout_post(ctx, req), "/logout"));
-    }
-
-    let mut s = match session(ctx, req) {
-        Ok(s) => s,
-        Err(why) if get => return Some((login_redirect(req, why), "/login")),
-        Err(why) => return Some((expired_post(ctx, req, &segs, why), "/login")),
-    };
-    if !get {
-        // Every state change: a POST from our own origin with our token.
-        if m != "POST" {
-            return Some((method_not_allowed("GET, POST"), "/dashboard"));
-        }
-        if let Err(r) = forms::check_post(req, &s) {
-            return Some((r, "/dashboard/forbidden"));
-        }
-    }
-    if get {
-        s.flash = flash::read(ctx, req);
-        s.attention = ctx
-            .store
-            .attention()
-            .map(|m| m.values().map(|a| a.total()).sum())
-            .unwrap_or(0);
-    }
-    let (mut reply, label) = match (get, segs.as_slice()) {
-        (true, [""]) => (pages::overview(ctx, &s), "/"),
-        (true, ["activity"]) => (activity::list(ctx, req, &s), "/activity"),
-        (true, ["activity", id]) => (activity::detail(ctx, req, &s, id), "/activity/:id"),
-        (false, ["activity", id, "retry"]) => (forms::retry(ctx, req, id), "/activity/:id/retry"),
-        (false, ["activity", id, "undo"]) => (forms::undo(ctx, req, id), "/activity/:id/undo"),
-        (false, ["activity", id, "move"]) => (forms::move_to(ctx, req, id), "/activity/:id/move"),
-        (true, ["accounts"]) => (account::list(ctx, &s), "/accounts"),
-        (true, ["accounts", name]) => (account::page(ctx, &s, name, None), "/accounts/:name"),
-        (false, ["accounts", name, "test-webhook"]) => (
-            account::test_webhook(ctx, req, &s, name),
-            "/accounts/:name/test-webhook",
-        ),
-        (false, ["accounts", name, "train"]) => {
-            (account::train(ctx, req, name), "/accounts/:name/train")
-        }
-        (false, ["accounts", name, cmd]) => (
-            forms::account_command(ctx, req, name, cmd),
-            "/accounts/:name/:command",
-        ),
-        (true, ["failed"]) => (pages::attention(ctx, &s), "/failed"),
-        (true, ["webhooks"]) => (pages::deliveries(ctx, req, &s), "/webhooks"),
-        (true, ["logs"]) => (pages::logs(ctx, req, &s), "/logs"),
-        (true, ["config"]) => {
-            let draft = ctx.dashboard.drafts.take(req);
-            let mut r = editor::config(ctx, &s, draft.map(editor::Outcome::Draft));
-            if flash::Drafts::present(req) {
-                r = r.with_header("Set-Cookie", flash::Drafts::clear(req));
-            }
-            (r, "/config")
-        }
-        (false, ["config"]) => (forms::save_config(ctx, req, &s), "/config"),
-        (true, ["config", "rule"]) => (editor::rule_page(ctx, req, &s), "/config/rule"),
-        (false, ["config", "rule"]) => (editor::save_rule(ctx, req, &s), "/config/rule"),
-        // A post-only address opened as a page (a bookmark, a `next` from
-        // an old session): the page of its control, never a dead end.
-        (true, ["accounts", _, _] | ["activity", _, _]) => {
-            (redirect(&page_of(&segs)), "/dashboard")
-        }
-        _ => (
-            method_not_allowed(if get { "POST" } else { "GET" }),
-            "/dashboard",
-        ),
-    };
-    if get && flash::present(req) {
-        reply = reply.with_header("Set-Cookie", flash::clear(req));
-    }
-    Some((reply, label))
-}
-
-/// The paths of the dashboard; any other goes on to the API's 404.
-fn owned(segs: &[&str]) -> bool {
-    matches!(
-        segs,
-        [""] | ["setup" | "login" | "logout" | "activity" | "accounts" | "failed"]
-            | ["webhooks" | "logs" | "config" | "favicon.ico"]
-            | ["activity" | "accounts" | "static", _]
-            | ["activity", _, "retry" | "undo" | "move"]
-            | ["config", "rule"]
-            | [
-                "accounts",
-                _,
-                "pause" | "resume" | "reconnect" | "process" | "test-webhook" | "train"
-            ]
-    )
-}
-
-fn method_not_allowed(allow: &'static str) -> Reply {
+/// 405 as a page, with `Allow`.
+pub fn method_not_allowed(allow: &'static str) -> Reply {
     html(
         405,
         layout::bare(
@@ -523,21 +308,5 @@ mod tests {
         }
         assert_eq!(local_path("/a/./b/../c").as_deref(), Some("/a/c"));
         assert_eq!(local_path("/é").as_deref(), Some("/%C3%A9"));
-    }
-
-    #[test]
-    fn setup_codes_are_long_and_forgiving_to_type() {
-        let c = new_setup_code();
-        assert_eq!(c.len(), 14, "{c}");
-        let d = Dashboard {
-            setup_code: Mutex::new(Some(c.clone())),
-            drafts: flash::Drafts::default(),
-        };
-        assert!(d.setup_code_matches(&c));
-        assert!(d.setup_code_matches(&c.to_lowercase().replace('-', " ")));
-        assert!(!d.setup_code_matches("AAAA-AAAA-AAAA"));
-        assert!(!d.setup_code_matches(""));
-        d.close_setup();
-        assert!(!d.setup_code_matches(&c));
     }
 }

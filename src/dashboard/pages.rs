@@ -8,7 +8,8 @@ use maud::{html, Markup};
 use super::account::{controls, last_error, name_and_state};
 use super::layout::{self, notice, thousands, time_iso, time_ms};
 use super::{activity, chart, html, Session};
-use crate::http::{Ctx, Reply, Req};
+use crate::http::{Reply, Req};
+use crate::service::Ctx;
 use crate::store::{self, ActivityEntry, ActivityQuery};
 use crate::timestamp::now_ms;
 

@@ -43,20 +43,17 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
-use crate::account::{Command, Handle, Message, Refile, State};
+use crate::account::{Command, Handle, Message, Refile, RefileError, State};
 use crate::backoff::Backoff;
 use crate::classify::{Pool, Provider, Rules};
 use crate::config::AccountConfig;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::webhook::{Event, Webhooks};
-use undo::UndoError as RefileError;
 
 pub use commands::uid_set;
-pub use move_to::{header_field, move_to, Location, Moved};
 pub use session::Stream;
 pub use train::{fetch_examples, learn_email, learn_query, training_folders, FolderExamples};
-pub use undo::{UndoError, Undone};
 
 /// Messages whose headers are fetched, decided and acted on together: one
 /// FETCH, one journal and one record transaction, one STORE per flag set and

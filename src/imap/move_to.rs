@@ -2,213 +2,251 @@
 //! about into another folder. It is a correction: recorded on the activity
 //! entry (`corrected_to`, where undo finds it from then on), learned by the
 //! learned classifier when it is on, and shown to the model as an example.
-//! Like undo, it runs on a connection of its own, so the account's thread
-//! keeps its session.
+//! Also the header read of "Make a rule from this".
+//!
+//! Like undo, both run on the account's own thread and session, between
+//! passes (an HTTP worker asks through the account's channel, see
+//! [`crate::account::Handle::refile`]): no second connection, no second
+//! login, and no pass looks at the folder between the move and its record.
 
-use std::sync::Arc;
+use super::commands::search_message_id;
+use super::session::{session_fatal, Caps, Folders, Session};
+use super::{ImapError, Runner};
+use crate::account::{Location, Moved, RefileError};
+use crate::store::UndoTarget;
 
-use super::commands::{copy_uids, imap_string, search_message_id};
-use super::session::Caps;
-use super::session::Session;
-
-/// A connection of its own knows nothing of LITERAL+: strings go quoted,
-/// and one that cannot be quoted is refused, never sent broken.
-const QUOTED_ONLY: Caps = Caps {
-    idle: false,
-    mv: true,
-    uidplus: true,
-    literal_max: 0,
-};
-use super::undo::UndoError;
-use crate::config::AccountConfig;
-use crate::store::{Store, UndoTarget};
-
-/// Where the message is now: its folder, and its UID there when known (else
-/// it is found by Message-ID).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Location {
-    pub folder: String,
-    pub uid: Option<u32>,
-}
-
-/// What a move did.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Moved {
-    pub id: i64,
-    pub from_folder: String,
-    pub folder: String,
-    pub uid: u32,
-    /// Whether the learned classifier took it as a correction.
-    pub correction: bool,
-}
-
-/// Moves the message of activity entry `t`, now at `from`, to `to` (a
-/// folder the account may move to; the caller checks).
-pub fn move_to(
-    account: &AccountConfig,
-    store: &Arc<Store>,
-    t: &UndoTarget,
-    from: Location,
-    to: &str,
-) -> Result<Moved, UndoError> {
-    if from.folder == to {
-        return Err(UndoError::Refused(format!(
-            "activity {}: the message is in {to:?} already",
-            t.id
-        )));
-    }
-    let failed =
-        |e: String| UndoError::Failed(format!("{}: moving activity {}: {e}", account.name, t.id));
-    let mut s = super::train::open(account, store).map_err(|e| failed(e.to_string()))?;
-    let r = carry(&mut s, store, t, &from, to).map_err(failed);
-    let _ = s.logout();
-    let (uid, feats) = r?;
-    let correction = match feats {
-        Some(f) if account.learned.enabled => {
-            let rows: Vec<(&str, &[String], i64)> = vec![
-                (from.folder.as_str(), f.as_slice(), -1),
-                (to, f.as_slice(), 1),
-            ];
-            match store.learn_add(&account.name, &rows, 1, true) {
-                Ok(()) => true,
-                Err(e) => {
-                    log::warn!("{}: {e}", account.name);
-                    false
-                }
-            }
-        }
-        _ => false,
-    };
-    log::info!(
-        "{}: activity {} moved by a person from {:?} to {to:?} (UID {uid})",
-        account.name,
-        t.id,
-        from.folder
-    );
-    Ok(Moved {
-        id: t.id,
-        from_folder: from.folder,
-        folder: to.to_string(),
-        uid,
-        correction,
-    })
-}
-
-/// Finds the message, moves it and records where it went. Returns its new
-/// UID and its features (for the classifier).
-fn carry(
-    s: &mut Session,
-    store: &Arc<Store>,
-    t: &UndoTarget,
-    from: &Location,
-    to: &str,
-) -> Result<(u32, Option<Vec<String>>), String> {
-    let mb = s
-        .select(&from.folder)
-        .map_err(|e| format!("SELECT {:?}: {e}", from.folder))?;
-    // A UID is good only under the UIDVALIDITY it was recorded with.
-    let known = from
-        .uid
-        .filter(|_| from.folder != t.mailbox || mb.uid_validity == Some(t.uidvalidity));
-    let uid = match known {
-        Some(u) => u,
-        None if !t.message_id.is_empty() => s
-            .uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .max()
-            .ok_or_else(|| format!("no message {} in {:?}", t.message_id, from.folder))?,
-        None => return Err("its UID is unknown and it has no Message-ID".into()),
-    };
-    let fetched = s
-        .uid_fetch(
-            uid.to_string(),
-            format!(
-                "(UID FLAGS BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{}>)",
-                crate::learn::TEXT_BYTES
-            ),
-        )
-        .map_err(|e| e.to_string())?;
-    let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
-        return Err(format!("UID {uid} is no longer in {:?}", from.folder));
-    };
-    let flags: Vec<String> = f
-        .flags()
-        .iter()
-        .filter(|f| !matches!(f, imap::types::Flag::Recent))
-        .map(|f| f.to_string())
-        .collect();
-    let feats = f
-        .header()
-        .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
-    let lines = s
-        .run_command_and_read_response(format!("UID MOVE {uid} {}", imap_string(to, &QUOTED_ONLY)?))
-        .map_err(|e| format!("moving to {to:?}: {e}"))?;
-    let new_uid = match copy_uids(&lines, &[uid]).get(&uid).copied() {
-        Some(u) => u,
-        None => {
-            s.select(to).map_err(|e| format!("SELECT {to:?}: {e}"))?;
-            s.uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .max()
-                .ok_or_else(|| format!("moved, but not found in {to:?}"))?
-        }
-    };
-    store
-        .record_move_to(t.id, to, new_uid, &flags)
-        .map_err(|e| e.to_string())?;
-    Ok((new_uid, feats))
-}
-
-/// One header field (`List-Id`) of the message of entry `t`, now at `at`,
-/// read on a connection of its own with `BODY.PEEK` (nothing changes):
-/// what "Make a rule from this" prefills beyond the recorded sender.
-pub fn header_field(
-    account: &AccountConfig,
-    store: &Arc<Store>,
-    t: &UndoTarget,
-    at: &Location,
-    field: &str,
-) -> Result<Option<String>, String> {
-    let mut s = super::train::open(account, store).map_err(|e| e.to_string())?;
-    let r = (|| {
-        let mb = s
-            .examine(&at.folder)
-            .map_err(|e| format!("EXAMINE {:?}: {e}", at.folder))?;
-        let known = at
-            .uid
-            .filter(|_| at.folder != t.mailbox || mb.uid_validity == Some(t.uidvalidity));
-        let uid = match known {
-            Some(u) => u,
-            None if !t.message_id.is_empty() => match s
-                .uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .max()
-            {
-                Some(u) => u,
-                None => return Ok(None),
-            },
-            None => return Ok(None),
+impl Runner {
+    /// Moves the message of activity entry `id`, now at `from`, to `to` (a
+    /// folder the account may move to; the service checked). The outer
+    /// error is a broken session; the inner one the answer for the asker.
+    pub(super) fn move_to(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        id: i64,
+        from: &Location,
+        to: &str,
+    ) -> Result<Result<Moved, RefileError>, ImapError> {
+        let t = match self.target(id) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
         };
-        let fetched = s
-            .uid_fetch(
-                uid.to_string(),
-                format!("(UID BODY.PEEK[HEADER.FIELDS ({field})])"),
-            )
-            .map_err(|e| e.to_string())?;
+        if from.folder == to {
+            return Ok(Err(RefileError::Refused(format!(
+                "activity {id}: the message is in {to:?} already"
+            ))));
+        }
+        let (uid, feats) = match self.carry(s, caps, folders, &t, from, to)? {
+            Ok(done) => done,
+            Err(e) => {
+                return Ok(Err(RefileError::Failed(format!(
+                    "{}: moving activity {id}: {e}",
+                    self.name()
+                ))))
+            }
+        };
+        let correction = match feats {
+            Some(f) if self.w.account.learned.enabled => {
+                self.learn(vec![
+                    (from.folder.clone(), f.clone(), -1),
+                    (to.to_string(), f, 1),
+                ]);
+                true
+            }
+            _ => false,
+        };
+        self.w
+            .metrics
+            .corrections
+            .with_label_values(&[self.name()])
+            .inc();
+        log::info!(
+            "{}: activity {id} moved by a person from {:?} to {to:?} (UID {uid})",
+            self.name(),
+            from.folder
+        );
+        Ok(Ok(Moved {
+            id,
+            from_folder: from.folder.clone(),
+            folder: to.to_string(),
+            uid,
+            correction,
+        }))
+    }
+
+    /// One header field (`List-Id`) of the message of entry `id`, now at
+    /// `at`, read with `EXAMINE` and `BODY.PEEK` (nothing changes): what
+    /// "Make a rule from this" prefills beyond the recorded sender.
+    pub(super) fn peek_header(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        id: i64,
+        at: &Location,
+        field: &str,
+    ) -> Result<Result<Option<String>, RefileError>, ImapError> {
+        let t = match self.target(id) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
+        let Some(name) = super::commands::quoted(field) else {
+            return Ok(Err(RefileError::Refused(format!(
+                "header {field:?} cannot be fetched by name"
+            ))));
+        };
+        let failed = |e: String| Ok(Err(RefileError::Failed(format!("{}: {e}", self.name()))));
+        let mb = match s.examine(&at.folder) {
+            Ok(mb) => mb,
+            Err(e) => return failed(format!("EXAMINE {:?}: {}", at.folder, session_fatal(e)?)),
+        };
+        let uid = match self.find(s, caps, &t, at, mb.uid_validity)? {
+            Ok(Some(u)) => u,
+            Ok(None) => return Ok(Ok(None)),
+            Err(e) => return failed(e),
+        };
+        let fetched = match s.uid_fetch(
+            uid.to_string(),
+            format!("(UID BODY.PEEK[HEADER.FIELDS ({name})])"),
+        ) {
+            Ok(f) => f,
+            Err(e) => return failed(session_fatal(e)?),
+        };
         let Some(h) = fetched
             .iter()
             .find(|f| f.uid == Some(uid))
             .and_then(|f| f.header())
         else {
-            return Ok(None);
+            return Ok(Ok(None));
         };
         let e = crate::classify::Email::parse_headers(h).unwrap_or_default();
-        Ok(e.header(field).map(str::to_string))
-    })();
-    let _ = s.logout();
-    r
+        Ok(Ok(e.header(field).map(str::to_string)))
+    }
+
+    /// The entry's record, when it is this account's.
+    fn target(&self, id: i64) -> Result<UndoTarget, RefileError> {
+        match self.w.store.undo_target(id) {
+            Ok(Some(t)) if t.account == self.name() => Ok(t),
+            Ok(Some(_)) => Err(RefileError::Refused(format!(
+                "activity {id}: belongs to another account"
+            ))),
+            Ok(None) => Err(RefileError::Refused(format!("no activity entry {id}"))),
+            Err(e) => Err(RefileError::Failed(e.to_string())),
+        }
+    }
+
+    /// The message's UID in the folder selected at `at` (whose UIDVALIDITY
+    /// is `validity`): the known one, else the newest with its
+    /// Message-ID; `None` when it is not there. The outer error is a
+    /// broken session.
+    fn find(
+        &self,
+        s: &mut Session,
+        caps: &Caps,
+        t: &UndoTarget,
+        at: &Location,
+        validity: Option<u32>,
+    ) -> Result<Result<Option<u32>, String>, ImapError> {
+        // A UID is good only under the UIDVALIDITY it was recorded with.
+        let known = at
+            .uid
+            .filter(|_| at.folder != t.mailbox || validity == Some(t.uidvalidity));
+        if let Some(u) = known {
+            return Ok(Ok(Some(u)));
+        }
+        if t.message_id.is_empty() {
+            return Ok(Err("its UID is unknown and it has no Message-ID".into()));
+        }
+        let query = match search_message_id(&t.message_id, caps) {
+            Ok(q) => q,
+            Err(e) => return Ok(Err(e)),
+        };
+        match s.uid_search(query) {
+            Ok(found) => Ok(Ok(found.into_iter().max())),
+            Err(e) => Ok(Err(session_fatal(e)?)),
+        }
+    }
+
+    /// Finds the message, moves it and records where it went. Returns its
+    /// new UID and its features (for the classifier). The outer error is a
+    /// broken session.
+    #[allow(clippy::type_complexity)]
+    fn carry(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        t: &UndoTarget,
+        from: &Location,
+        to: &str,
+    ) -> Result<Result<(u32, Option<Vec<String>>), String>, ImapError> {
+        macro_rules! answer {
+            ($r:expr, $what:expr) => {
+                match $r {
+                    Ok(v) => v,
+                    Err(e) => return Ok(Err(format!("{}: {}", $what, session_fatal(e)?))),
+                }
+            };
+        }
+        let mb = answer!(s.select(&from.folder), format!("SELECT {:?}", from.folder));
+        let uid = match self.find(s, caps, t, from, mb.uid_validity)? {
+            Ok(Some(u)) => u,
+            Ok(None) => {
+                return Ok(Err(format!(
+                    "no message {} in {:?}",
+                    t.message_id, from.folder
+                )))
+            }
+            Err(e) => return Ok(Err(e)),
+        };
+        let fetched = answer!(
+            s.uid_fetch(
+                uid.to_string(),
+                format!(
+                    "(UID FLAGS BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{}>)",
+                    crate::learn::TEXT_BYTES
+                ),
+            ),
+            "reading it"
+        );
+        let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
+            return Ok(Err(format!("UID {uid} is no longer in {:?}", from.folder)));
+        };
+        let flags: Vec<String> = f
+            .flags()
+            .iter()
+            .filter(|f| !matches!(f, imap::types::Flag::Recent))
+            .map(|f| f.to_string())
+            .collect();
+        let feats = f
+            .header()
+            .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
+        drop(fetched);
+        let mut created = std::collections::HashSet::new();
+        let moved =
+            match self.move_uids(s, caps, folders, &mut created, &[uid], to, &from.folder)? {
+                Ok(m) => m,
+                Err(e) => return Ok(Err(e)),
+            };
+        let new_uid = match moved.get(&uid).copied() {
+            Some(u) => u,
+            // No COPYUID: the newest message with its Message-ID.
+            None => {
+                answer!(s.select(to), format!("SELECT {to:?}"));
+                let query = match search_message_id(&t.message_id, caps) {
+                    Ok(q) => q,
+                    Err(e) => return Ok(Err(format!("moved, but cannot find it: {e}"))),
+                };
+                let found = answer!(s.uid_search(query), "searching by Message-ID");
+                match found.into_iter().max() {
+                    Some(u) => u,
+                    None => return Ok(Err(format!("moved, but not found in {to:?}"))),
+                }
+            }
+        };
+        if let Err(e) = self.w.store.record_move_to(t.id, to, new_uid, &flags) {
+            return Ok(Err(format!("moved as UID {new_uid}, but {e}")));
+        }
+        Ok(Ok((new_uid, feats)))
+    }
 }

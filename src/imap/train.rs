@@ -55,9 +55,9 @@ pub fn learn_email(header: &[u8], text: Option<&[u8]>) -> Email {
         .unwrap_or_default()
 }
 
-/// A session of its own for training or undo (signing in with OAuth2 when
+/// A session of its own for training (signing in with OAuth2 when
 /// the account does).
-pub(super) fn open(account: &AccountConfig, store: &Arc<Store>) -> Result<Session, ImapError> {
+fn open(account: &AccountConfig, store: &Arc<Store>) -> Result<Session, ImapError> {
     let mut tokens = match (&account.imap.auth, &account.imap.oauth2) {
         (ImapAuth::Oauth2, Some(c)) => Some(
             crate::oauth::Tokens::new(&account.name, c, store.clone()).map_err(ImapError::Token)?,

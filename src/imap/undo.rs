@@ -17,45 +17,8 @@ use std::time::Instant;
 use super::commands::{search_message_id, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
-use crate::account::RefileTo;
+use crate::account::{RefileError as UndoError, RefileTo, Refiled, Undone};
 use crate::store::{Status, UndoTarget};
-
-/// Why an undo was not done.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UndoError {
-    /// The entry cannot be undone (not a move, already undone, ...): 409.
-    Refused(String),
-    /// The server or the store failed: 502.
-    Failed(String),
-    /// The account could not take the request now (not connected, busy,
-    /// its queue full); nothing was changed: 503.
-    Unavailable(String),
-}
-
-impl std::fmt::Display for UndoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            UndoError::Refused(m) | UndoError::Failed(m) | UndoError::Unavailable(m) => {
-                f.write_str(m)
-            }
-        }
-    }
-}
-
-/// What an undo did.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Undone {
-    pub id: i64,
-    /// The activity entry recording the undo.
-    pub undo_id: i64,
-    pub mailbox: String,
-    pub uid: u32,
-    pub from_folder: String,
-    pub flags: Vec<String>,
-    /// Whether the learned classifier took it as a correction.
-    pub correction: bool,
-}
 
 impl Runner {
     /// Carries out the refile requests in hand on the session, answering
@@ -78,14 +41,29 @@ impl Runner {
                 );
                 continue;
             }
-            let RefileTo::Back = r.to;
-            match self.undo(s, caps, folders, r.entry) {
+            let done = match &r.to {
+                RefileTo::Back => self
+                    .undo(s, caps, folders, r.entry)
+                    .map(|a| a.map(Refiled::Undone)),
+                RefileTo::Folder { from, folder } => self
+                    .move_to(s, caps, folders, r.entry, from, folder)
+                    .map(|a| a.map(Refiled::Moved)),
+                RefileTo::Peek { at, field } => self
+                    .peek_header(s, caps, r.entry, at, field)
+                    .map(|a| a.map(Refiled::Header)),
+            };
+            match done {
                 Ok(answer) => {
                     let _ = r.reply.send(answer);
                 }
                 Err(e) => {
+                    let what = match r.to {
+                        RefileTo::Back => "undo of",
+                        RefileTo::Folder { .. } => "moving",
+                        RefileTo::Peek { .. } => "reading",
+                    };
                     let _ = r.reply.send(Err(UndoError::Failed(format!(
-                        "{}: undo of activity {}: {e}",
+                        "{}: {what} activity {}: {e}",
                         self.name(),
                         r.entry
                     ))));

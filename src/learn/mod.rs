@@ -18,14 +18,12 @@
 //! share of the message's features the model knows. See docs/quality.md for the measurement.
 
 mod shots;
-mod train;
 
 pub use shots::{Shot, Shots, MAX_SHOTS, SHOTS_PER_MESSAGE};
-pub use train::{train_account, train_in_background, TrainReport, TrainStatus, TRAINING};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::classify::Email;
+use crate::email::Email;
 
 /// How much of a message's text is read, for training and for deciding.
 pub const TEXT_BYTES: usize = 4096;
@@ -78,7 +76,7 @@ pub fn features(e: &Email) -> Vec<String> {
     for w in words(&e.subject) {
         out.insert(format!("s:{w}"));
     }
-    let body = crate::classify::truncate(&e.body, TEXT_BYTES);
+    let body = crate::email::truncate(&e.body, TEXT_BYTES);
     for w in words(body).take(MAX_BODY_TOKENS) {
         out.insert(format!("b:{w}"));
     }

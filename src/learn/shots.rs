@@ -43,8 +43,8 @@ impl Shot {
         }
         Shot {
             class: class.to_string(),
-            sender: crate::classify::truncate(&sender, MAX_TEXT).to_string(),
-            subject: crate::classify::truncate(&words.join(" "), MAX_TEXT).to_string(),
+            sender: crate::email::truncate(&sender, MAX_TEXT).to_string(),
+            subject: crate::email::truncate(&words.join(" "), MAX_TEXT).to_string(),
         }
     }
 
@@ -142,7 +142,7 @@ impl Shots {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::Email;
+    use crate::email::Email;
     use crate::learn::features;
 
     fn feats(from: &str, subject: &str) -> Vec<String> {

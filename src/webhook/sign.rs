@@ -10,16 +10,7 @@ use ureq::http::{HeaderName, HeaderValue};
 
 use super::WebhookError;
 
-/// The HMAC key for an entry's `secret`: the base64-decoded remainder of a
-/// `whsec_` secret, otherwise the secret's own bytes.
-pub fn signing_key(secret: &str) -> Result<Vec<u8>, String> {
-    match secret.strip_prefix("whsec_") {
-        Some(b64) => base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .map_err(|e| format!("secret: a whsec_ secret must be base64 after the prefix: {e}")),
-        None => Ok(secret.as_bytes().to_vec()),
-    }
-}
+pub use crate::config::signing_key;
 
 /// `v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>`.
 pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {

@@ -6,6 +6,7 @@
 pub mod attacks;
 pub mod courier;
 pub mod cyrus;
+pub mod dashboard;
 pub mod dovecot;
 pub mod hooks;
 pub mod imap_client;

@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use crate::classify::Pool;
 use crate::config::Loaded;
-use crate::http::{Ctx, HttpServer};
+use crate::http::HttpServer;
 use crate::live::{ChangeError, Deps, Live};
 use crate::logging::LogRing;
 use crate::metrics::Metrics;
+use crate::service::{sessions, Ctx};
 use crate::store::Store;
 use crate::webhook::Webhooks;
 
@@ -73,14 +74,18 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         session_secret,
         limiter: Default::default(),
         classifier: pool.clone(),
-        dashboard: crate::dashboard::Dashboard::start(config.dashboard.enabled, &store, addr),
+        setup: sessions::Setup::start(config.dashboard.enabled, &store, addr),
+        drafts: Default::default(),
+        training: Default::default(),
     });
+    // The server asks `ctx` for every answer: `routes` implements its
+    // `Site` (the one route table).
     let http = HttpServer::start(
         listener,
         ctx,
+        metrics.clone(),
         workers,
         config.server.max_connections,
-        crate::api::route,
     )
     .map_err(|e| e.to_string())?;
     log::info!(

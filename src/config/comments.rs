@@ -1,0 +1,392 @@
+//! Keeping the operator's comments when the configuration is written
+//! again (`PUT /api/config`, the dashboard's editor and rule form).
+//!
+//! serde_norway reads YAML into values and writes values as YAML: the
+//! comments are lost on the way. No round-trip YAML editor is among the
+//! crates this project uses, so comments are carried over by path instead:
+//! [`keep_comments`] reads the comment lines above each key or list item
+//! of the old text (and a comment at the end of its line), writes the new
+//! tree with serde_norway, and puts each comment back above (or after) the
+//! line of the same path. Block YAML, as operators write it and as
+//! serde_norway writes it, is read line by line; the content of block
+//! scalars (`prompt: |`) and of flow collections spread over lines is
+//! skipped, so a `#` inside them is never taken for a comment.
+//!
+//! Sound by construction: the result is parsed again and must be the very
+//! tree being written, else the plain serialization is written (comments
+//! lost, nothing else). A comment whose key is gone is dropped; list items
+//! are matched by position.
+
+use std::collections::HashMap;
+
+use serde_norway::Value;
+
+/// One line of block YAML, as far as comments care.
+#[derive(Debug, PartialEq)]
+enum Line {
+    /// Empty, or only spaces.
+    Blank,
+    /// A whole-line comment (its text from `#`).
+    Comment(String),
+    /// A key or a list item: its path (`accounts[0].imap.host`), the column
+    /// its line's own text starts at, and the comment at its end.
+    Node {
+        path: String,
+        indent: usize,
+        trailing: Option<String>,
+        /// Whether a comment may follow on its line (not a block scalar's
+        /// header, not an open flow collection).
+        closed: bool,
+    },
+    /// Anything else: block scalar content, a flow collection's next
+    /// line, a document marker.
+    Other,
+}
+
+/// What a stack frame of [`scan`] is: a key, or the n-th item of a list.
+#[derive(Debug, Clone)]
+enum Seg {
+    Key(String),
+    Item(usize),
+}
+
+fn path_of(stack: &[(usize, Seg)]) -> String {
+    let mut out = String::new();
+    for (_, seg) in stack {
+        match seg {
+            Seg::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Seg::Item(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// Where a comment starts in `s` (a `#` after a space, outside quotes).
+fn comment_at(s: &str) -> Option<usize> {
+    let (mut single, mut double, mut prev) = (false, false, ' ');
+    for (i, c) in s.char_indices() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single && prev != '\\' => double = !double,
+            '#' if !single && !double && (i == 0 || prev.is_whitespace()) => return Some(i),
+            _ => {}
+        }
+        prev = c;
+    }
+    None
+}
+
+/// The key of `s` (a line's text after any `- `) when it is `key:` or
+/// `key: value`: plain or quoted, no spaces in a plain one.
+fn key_of(s: &str) -> Option<(String, &str)> {
+    let (key, rest) = if let Some(q) = s.strip_prefix('"') {
+        let end = q.find('"')?;
+        (q[..end].to_string(), &q[end + 1..])
+    } else if let Some(q) = s.strip_prefix('\'') {
+        let end = q.find('\'')?;
+        (q[..end].to_string(), &q[end + 1..])
+    } else {
+        let end = s.find(':')?;
+        let k = s[..end].trim_end();
+        if k.is_empty() || k.contains(' ') || k.starts_with(['{', '[', '&', '*', '!', '|', '>']) {
+            return None;
+        }
+        (k.to_string(), &s[end..])
+    };
+    let rest = rest.trim_start();
+    let value = rest.strip_prefix(':')?;
+    (value.is_empty() || value.starts_with([' ', '\t'])).then_some((key, value.trim()))
+}
+
+/// How far `s` opens flow brackets (`{`, `[`) outside quotes and comments.
+fn open_brackets(s: &str) -> i32 {
+    let s = match comment_at(s) {
+        Some(i) => &s[..i],
+        None => s,
+    };
+    let (mut depth, mut single, mut double) = (0, false, false);
+    for c in s.chars() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '{' | '[' if !single && !double => depth += 1,
+            '}' | ']' if !single && !double => depth -= 1,
+            _ => {}
+        }
+    }
+    depth
+}
+
+/// Reads block YAML line by line.
+fn scan(text: &str) -> Vec<Line> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(usize, Seg)> = Vec::new();
+    // Lines deeper than this belong to a block scalar.
+    let mut block_from: Option<usize> = None;
+    let mut flow_depth = 0;
+    for raw in text.lines() {
+        let body = raw.trim_start();
+        let indent = raw.len() - body.len();
+        if let Some(min) = block_from {
+            if body.is_empty() || indent > min {
+                out.push(Line::Other);
+                continue;
+            }
+            block_from = None;
+        }
+        if flow_depth > 0 {
+            flow_depth += open_brackets(body);
+            out.push(Line::Other);
+            continue;
+        }
+        if body.is_empty() {
+            out.push(Line::Blank);
+            continue;
+        }
+        if body.starts_with('#') {
+            out.push(Line::Comment(body.to_string()));
+            continue;
+        }
+        if body.starts_with("---") || body.starts_with("...") {
+            out.push(Line::Other);
+            continue;
+        }
+        // List items: each `- ` opens one at its column.
+        let mut rest = body;
+        let mut col = indent;
+        let mut is_item = false;
+        while rest == "-" || rest.starts_with("- ") {
+            while stack.last().is_some_and(|(i, _)| *i > col) {
+                stack.pop();
+            }
+            let next = match stack.last() {
+                Some((i, Seg::Item(n))) if *i == col => {
+                    let n = *n + 1;
+                    stack.pop();
+                    n
+                }
+                _ => 0,
+            };
+            stack.push((col, Seg::Item(next)));
+            is_item = true;
+            let after = rest[1..].trim_start();
+            col += rest.len() - after.len();
+            rest = after;
+        }
+        let value = match key_of(rest) {
+            Some((key, value)) => {
+                while stack.last().is_some_and(|(i, _)| *i >= col) {
+                    stack.pop();
+                }
+                stack.push((col, Seg::Key(key)));
+                value
+            }
+            None if is_item => rest,
+            None => {
+                // A line this reader does not follow: its path is unknown.
+                out.push(Line::Other);
+                continue;
+            }
+        };
+        let trailing = comment_at(value).map(|i| value[i..].to_string());
+        let value = match comment_at(value) {
+            Some(i) => value[..i].trim_end(),
+            None => value,
+        };
+        let block = value.starts_with(['|', '>']);
+        if block {
+            block_from = Some(indent);
+        }
+        flow_depth = open_brackets(value).max(0);
+        out.push(Line::Node {
+            path: path_of(&stack),
+            indent,
+            trailing,
+            closed: !block && flow_depth == 0,
+        });
+    }
+    out
+}
+
+/// The comments of `old` by path: the lines above each node, the comment
+/// at its end, and what follows the last node.
+#[derive(Default)]
+struct Comments {
+    above: HashMap<String, Vec<String>>,
+    trailing: HashMap<String, String>,
+    end: Vec<String>,
+}
+
+fn comments(old: &str) -> Comments {
+    let mut c = Comments::default();
+    let mut pending: Vec<String> = Vec::new();
+    for line in scan(old) {
+        match line {
+            Line::Blank => pending.push(String::new()),
+            Line::Comment(t) => pending.push(t),
+            Line::Node { path, trailing, .. } => {
+                if pending.iter().any(|l| !l.is_empty()) {
+                    c.above.entry(path.clone()).or_insert(pending.clone());
+                }
+                pending.clear();
+                if let Some(t) = trailing {
+                    c.trailing.entry(path).or_insert(t);
+                }
+            }
+            Line::Other => pending.clear(),
+        }
+    }
+    if pending.iter().any(|l| !l.is_empty()) {
+        c.end = pending;
+    }
+    c
+}
+
+/// `tree` written as YAML with the comments of `old` kept by path (see
+/// the module's documentation). Never changes what is written: when the
+/// result would not read back as `tree`, it is the plain serialization.
+pub fn keep_comments(old: &str, tree: &Value) -> Result<String, serde_norway::Error> {
+    let plain = serde_norway::to_string(tree)?;
+    let c = comments(old);
+    if c.above.is_empty() && c.trailing.is_empty() && c.end.is_empty() {
+        return Ok(plain);
+    }
+    let mut out = String::with_capacity(plain.len() + old.len() / 4);
+    let mut used: std::collections::HashSet<String> = Default::default();
+    for (raw, line) in plain.lines().zip(scan(&plain)) {
+        let mut text = raw.to_string();
+        if let Line::Node {
+            path,
+            indent,
+            closed,
+            ..
+        } = &line
+        {
+            if used.insert(path.clone()) {
+                for l in c.above.get(path).into_iter().flatten() {
+                    if !l.is_empty() {
+                        out.push_str(&" ".repeat(*indent));
+                        out.push_str(l);
+                    }
+                    out.push('\n');
+                }
+                if let (true, Some(t)) = (*closed, c.trailing.get(path)) {
+                    text.push_str("  ");
+                    text.push_str(t);
+                }
+            }
+        }
+        out.push_str(&text);
+        out.push('\n');
+    }
+    for l in &c.end {
+        out.push_str(l);
+        out.push('\n');
+    }
+    let sound = serde_norway::from_str::<Value>(&out).is_ok_and(|back| back == *tree);
+    Ok(if sound { out } else { plain })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(yaml: &str) -> Value {
+        serde_norway::from_str(yaml).unwrap()
+    }
+
+    const OLD: &str = "\
+# mailproc on the mail host
+# (kept in git)
+
+server:
+  port: 8080   # behind nginx
+  # the token comes from systemd
+  auth_token: ${TOKEN}
+accounts:
+  # the family account
+  - name: home
+    imap: { host: h, username: u, password: \"pw # not a comment\" }
+    prompt: |
+      # not a comment either
+      Sort my mail.
+    folders:
+      watch: [INBOX]   # only the inbox
+  - name: work  # the office
+    rules:
+      # newsletters first
+      - name: lists
+        when: { header: List-Id }
+        actions: [ { type: read } ]
+
+# end of file
+";
+
+    #[test]
+    fn comments_come_back_above_and_after_the_same_paths() {
+        let mut t = tree(OLD);
+        t["server"]["port"] = 9090.into();
+        t["accounts"][1]["rules"][0]["name"] = "lists-renamed".into();
+        let out = keep_comments(OLD, &t).unwrap();
+        assert_eq!(tree(&out), t, "{out}");
+        for want in [
+            "# mailproc on the mail host\n# (kept in git)\n\nserver:",
+            "port: 9090  # behind nginx",
+            "  # the token comes from systemd\n  auth_token: ${TOKEN}",
+            "# the family account\n- name: home",
+            "watch:  # only the inbox",
+            "- name: work  # the office",
+            "# newsletters first\n  - name: lists-renamed",
+            "# end of file\n",
+        ] {
+            assert!(out.contains(want), "{want:?} missing from:\n{out}");
+        }
+        assert!(!out.contains("# not a comment either\n  - "), "{out}");
+        assert_eq!(out.matches("# not a comment either").count(), 1, "{out}");
+    }
+
+    #[test]
+    fn a_gone_key_takes_its_comment_along_and_new_keys_have_none() {
+        let mut t = tree(OLD);
+        t["server"].as_mapping_mut().unwrap().remove("auth_token");
+        t["server"]["workers"] = 2.into();
+        let out = keep_comments(OLD, &t).unwrap();
+        assert_eq!(tree(&out), t, "{out}");
+        assert!(!out.contains("the token comes from systemd"), "{out}");
+        assert!(out.contains("port: 8080  # behind nginx"), "{out}");
+    }
+
+    #[test]
+    fn without_comments_or_when_unsure_it_is_the_plain_serialization() {
+        let t = tree("a: 1\nb: [x, y]\n");
+        assert_eq!(
+            keep_comments("a: 1\n", &t).unwrap(),
+            serde_norway::to_string(&t).unwrap()
+        );
+        // A comment above a key whose new value is a block scalar still
+        // reads back as the same tree.
+        let t = tree("p: \"line one\\nline two\\n\"\n");
+        let out = keep_comments("# the prompt\np: x\n", &t).unwrap();
+        assert_eq!(tree(&out), t, "{out}");
+        assert!(out.starts_with("# the prompt\n"), "{out}");
+    }
+
+    #[test]
+    fn the_reader_follows_paths_through_lists_and_blocks() {
+        let lines = scan("a:\n- x\n- k: 1\n  j: |\n    # c\n  l: 2\nb: { c: [1,\n  2] }  # t\n");
+        let paths: Vec<String> = lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Node { path, .. } => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(paths, ["a", "a[0]", "a[1].k", "a[1].j", "a[1].l", "b"]);
+        assert!(!lines.iter().any(|l| matches!(l, Line::Comment(_))));
+    }
+}

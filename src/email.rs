@@ -1,0 +1,117 @@
+//! A message as the classifier and the learned classifier read it:
+//! [`Email`], parsed once from raw RFC 822 bytes (or its headers alone).
+//! Hostile or broken input never panics; parsing is best-effort.
+
+use mail_parser::MimeHeaders;
+
+/// Longest subject or Message-ID kept of a message, in characters (RFC 5322
+/// lines end at 998).
+pub const MAX_HEADER_CHARS: usize = 998;
+
+/// Parses only the headers an [`Email`] holds decoded; the rest are kept
+/// raw (`headers_raw` reads them from the message by offset). `Received`
+/// chains, dates and MIME parameters, which rules never read, were a tenth
+/// of a rules backlog's parsing.
+static HEADER_PARSER: std::sync::LazyLock<mail_parser::MessageParser> =
+    std::sync::LazyLock::new(|| {
+        use mail_parser::HeaderName;
+        mail_parser::MessageParser::new()
+            .header_address(HeaderName::From)
+            .header_address(HeaderName::To)
+            .header_address(HeaderName::Cc)
+            .header_text(HeaderName::Subject)
+            .header_id(HeaderName::MessageId)
+            .default_header_ignore()
+    });
+
+/// What the classifier needs of a message, parsed once.
+#[derive(Debug, Clone, Default)]
+pub struct Email {
+    pub message_id: String,
+    pub subject: String,
+    pub from: String,
+    pub to: Vec<String>,
+    /// Every header as `(name, raw value)`, in order.
+    pub headers: Vec<(String, String)>,
+    /// Plain text of the body (HTML converted), as much as the parser gave.
+    pub body: String,
+    pub attachments: Vec<String>,
+    pub size: usize,
+}
+
+impl Email {
+    /// Parses raw RFC 822 bytes. Hostile or broken input never panics;
+    /// `None` means there is nothing recognisable as a message at all.
+    pub fn parse(raw: &[u8]) -> Option<Email> {
+        Email::parse_with(raw, true)
+    }
+
+    /// Parses only the header of a message (what `BODY.PEEK[HEADER]`
+    /// returns, or a whole message whose body is then ignored): everything
+    /// rules read, with no body text, no attachments, and no HTML converted.
+    pub fn parse_headers(raw: &[u8]) -> Option<Email> {
+        Email::parse_with(raw, false)
+    }
+
+    fn parse_with(raw: &[u8], body: bool) -> Option<Email> {
+        let msg = if body {
+            mail_parser::MessageParser::default().parse(raw)?
+        } else {
+            HEADER_PARSER.parse_headers(raw)?
+        };
+        if msg.headers().is_empty() {
+            return None;
+        }
+        let addr = |a: Option<&mail_parser::Address<'_>>| -> Vec<String> {
+            a.map(|a| {
+                a.iter()
+                    .filter_map(|x| x.address().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        // Recorded, shown and sent in webhooks: a header of any length a
+        // stranger writes is cut to what a person would read.
+        Some(Email {
+            message_id: msg
+                .message_id()
+                .map(|m| format!("<{}>", truncate(m, MAX_HEADER_CHARS)))
+                .unwrap_or_default(),
+            subject: truncate(msg.subject().unwrap_or("").trim(), MAX_HEADER_CHARS).to_string(),
+            from: addr(msg.from()).into_iter().next().unwrap_or_default(),
+            to: addr(msg.to()).into_iter().chain(addr(msg.cc())).collect(),
+            headers: msg
+                .headers_raw()
+                .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+                .collect(),
+            body: if body {
+                msg.body_text(0).map(|b| b.into_owned()).unwrap_or_default()
+            } else {
+                String::new()
+            },
+            attachments: if body {
+                msg.attachments()
+                    .map(|a| a.attachment_name().unwrap_or("(unnamed)").to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            size: raw.len(),
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The first `max` characters of `s`.
+pub fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}

@@ -1,0 +1,282 @@
+//! The server: a fixed pool of named threads (`http-N`) sharing one
+//! `tiny_http::Server`.
+//!
+//! Each worker loops on `recv()`, turns the request into a [`Req`] (body
+//! read up to 1 MiB), asks the [`Site`] for the answer inside
+//! `catch_unwind` (a panic answers 500 and the worker lives on), counts the
+//! request in metrics and logs failures. There is no middleware stack:
+//! everything that wraps a handler is in [`handle`]. Shutdown calls
+//! `unblock()` once per worker.
+
+use std::io::Read;
+use std::net::{IpAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use tiny_http::{Header, Server};
+
+use super::{forwarded_client, per_address_cap, Reply, Req, Site, LIMITS, MAX_BODY};
+use crate::logging::clean;
+use crate::metrics::Metrics;
+
+pub struct HttpServer {
+    server: Arc<Server>,
+    workers: Vec<JoinHandle<()>>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl HttpServer {
+    pub fn start(
+        listener: TcpListener,
+        site: Arc<dyn Site>,
+        metrics: Arc<Metrics>,
+        workers: usize,
+        max_connections: usize,
+    ) -> std::io::Result<HttpServer> {
+        let limits = tiny_http::Limits {
+            max_connections,
+            max_connections_per_address: per_address_cap(max_connections),
+            ..LIMITS
+        };
+        let server = Arc::new(
+            Server::from_listener_with_limits(listener, None, limits)
+                .map_err(|e| std::io::Error::other(e.to_string()))?,
+        );
+        metrics.watch_connections(server.connection_stats());
+        let stopping = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::with_capacity(workers);
+        for i in 0..workers {
+            let (server, site, metrics, stopping) = (
+                server.clone(),
+                site.clone(),
+                metrics.clone(),
+                stopping.clone(),
+            );
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("http-{i}"))
+                    .spawn(move || worker(&server, &*site, &metrics, &stopping))?,
+            );
+        }
+        Ok(HttpServer {
+            server,
+            workers: handles,
+            stopping,
+        })
+    }
+
+    /// Stops accepting requests and waits for requests in hand to finish.
+    pub fn stop(self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for _ in &self.workers {
+            self.server.unblock();
+        }
+        for w in self.workers {
+            let _ = w.join();
+        }
+    }
+}
+
+fn worker(server: &Server, site: &dyn Site, metrics: &Metrics, stopping: &AtomicBool) {
+    loop {
+        match server.recv() {
+            Ok(request) => handle(site, metrics, request),
+            // `unblock()` makes recv return an error: time to stop.
+            Err(_) if stopping.load(Ordering::SeqCst) => return,
+            // An accept error (say, out of file descriptors) must not cost
+            // the pool a worker; pause briefly so it cannot spin.
+            Err(e) => {
+                log::warn!("http: accepting a connection failed: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn read_request(site: &dyn Site, request: &mut tiny_http::Request) -> Result<Req, Reply> {
+    let peer = request
+        .remote_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
+        .to_canonical();
+    let headers: Vec<(String, String)> = request
+        .headers()
+        .iter()
+        .map(|h| {
+            (
+                h.field.as_str().as_str().to_string(),
+                h.value.as_str().to_string(),
+            )
+        })
+        .collect();
+    let get = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let trusted = &site.trusted_proxies();
+    let from_proxy = trusted.iter().any(|n| n.contains(&peer));
+    let client_ip = if from_proxy {
+        forwarded_client(
+            headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("X-Forwarded-For"))
+                .map(|(_, v)| v.as_str()),
+            trusted,
+            peer,
+        )
+    } else {
+        peer
+    };
+    let secure =
+        from_proxy && get("X-Forwarded-Proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let host = from_proxy
+        .then(|| get("X-Forwarded-Host"))
+        .flatten()
+        .or_else(|| get("Host"));
+    let url = request.url().to_string();
+    let (path, qs) = url.split_once('?').unwrap_or((&url, ""));
+    let query = url::form_urlencoded::parse(qs.as_bytes())
+        .into_owned()
+        .collect();
+    let path = percent_decode(path);
+    let method = request.method().as_str().to_ascii_uppercase();
+    // Refused unread: tiny_http then closes the connection instead of
+    // reading (or allocating) what the client declared.
+    if request.body_length().is_some_and(|n| n > MAX_BODY) {
+        return Err(Reply::error(413, "request body is larger than 1 MiB"));
+    }
+    // Up to MAX_BODY the body is already in memory (see LIMITS; a larger
+    // chunked one was refused by tiny_http); the bound here is a guard.
+    let mut body = Vec::new();
+    if let Err(e) = request
+        .as_reader()
+        .take(MAX_BODY as u64 + 1)
+        .read_to_end(&mut body)
+    {
+        return Err(Reply::error(
+            400,
+            format!("reading the request body failed: {e}"),
+        ));
+    }
+    if body.len() > MAX_BODY {
+        return Err(Reply::error(413, "request body is larger than 1 MiB"));
+    }
+    Ok(Req {
+        method,
+        path,
+        query,
+        headers,
+        body,
+        client_ip,
+        secure,
+        host,
+    })
+}
+
+fn percent_decode(path: &str) -> String {
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// The one wrapper around every handler call.
+/// Calls `route`; a panic in it (a bug) becomes a logged 500 and the
+/// worker lives on.
+fn guarded(what: &str, route: impl FnOnce() -> (Reply, &'static str)) -> (Reply, &'static str) {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(route)).unwrap_or_else(|panic| {
+        let msg = crate::failpoint::panic_message(&*panic);
+        log::error!("http: handler for {what} panicked: {msg}");
+        (Reply::error(500, "internal error"), "panic")
+    })
+}
+
+fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
+    let started = Instant::now();
+    let (reply, route, method, path) = match read_request(site, &mut request) {
+        Ok(req) => {
+            let what = format!("{} {}", clean(&req.method), clean(&req.path));
+            let (reply, route) = guarded(&what, || site.answer(&req));
+            (reply, route, clean(&req.method), clean(&req.path))
+        }
+        Err(reply) => (
+            reply,
+            "invalid",
+            clean(request.method().as_str()),
+            clean(request.url()),
+        ),
+    };
+    metrics
+        .http_requests
+        .with_label_values(&[route, &reply.status.to_string()])
+        .inc();
+    metrics
+        .http_request_duration
+        .with_label_values(&[route])
+        .observe(started.elapsed().as_secs_f64());
+    if reply.status >= 500 {
+        log::error!(
+            "http: {method} {path} -> {} in {:?}",
+            reply.status,
+            started.elapsed()
+        );
+    } else {
+        log::debug!(
+            "http: {method} {path} -> {} in {:?}",
+            reply.status,
+            started.elapsed()
+        );
+    }
+    let (body, length): (Box<dyn Read + Send>, Option<usize>) = match reply.stream {
+        Some(stream) => (stream, None),
+        None => {
+            let n = reply.body.len();
+            (Box::new(std::io::Cursor::new(reply.body)), Some(n))
+        }
+    };
+    let mut response = tiny_http::Response::new(
+        tiny_http::StatusCode(reply.status),
+        Vec::new(),
+        body,
+        length,
+        None,
+    );
+    let mut add = |k: &str, v: &str| {
+        if let Ok(h) = Header::from_bytes(k.as_bytes(), v.as_bytes()) {
+            response.add_header(h);
+        }
+    };
+    add("Content-Type", reply.content_type);
+    add("X-Content-Type-Options", "nosniff");
+    if !reply
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("Cache-Control"))
+    {
+        add("Cache-Control", "no-store");
+    }
+    for (k, v) in &reply.headers {
+        add(k, v);
+    }
+    if let Err(e) = request.respond(response) {
+        log::debug!("http: writing the response failed: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_route_answers_500_json() {
+        let (reply, label) = guarded("GET /x", || panic!("boom"));
+        assert_eq!((reply.status, label), (500, "panic"));
+        assert_eq!(reply.content_type, "application/json");
+        assert_eq!(reply.body, br#"{"error":"internal error"}"#);
+        let (reply, label) = guarded("GET /x", || (Reply::text(200, "text/plain", "ok"), "/x"));
+        assert_eq!((reply.status, label), (200, "/x"));
+    }
+}

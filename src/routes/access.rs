@@ -1,0 +1,105 @@
+//! Who is calling: the bearer credentials or session of an API request,
+//! and the guard of open mode. The dashboard's own session check is in
+//! `dashboard` (it answers with pages, not JSON).
+
+use crate::auth::{self, Principal, SESSION_COOKIE};
+use crate::http::{Reply, Req};
+use crate::service::{sessions, Ctx};
+
+/// Decides who is calling `/api` (DESIGN §5), or the 401/403 to answer.
+pub fn authenticate(ctx: &Ctx, req: &Req) -> Result<Principal, Reply> {
+    let loaded = ctx.config();
+    let config = &loaded.config;
+    if auth::api_is_open(config) {
+        return Ok(Principal::Open);
+    }
+    match auth::bearer(config, req.header("Authorization")) {
+        Err(auth::AuthError::Unauthorized(msg)) => return Err(Reply::error(401, msg)),
+        Ok(Some(p)) => return Ok(p),
+        Ok(None) => {}
+    }
+    let user = req
+        .header("Cookie")
+        .and_then(|c| auth::cookie(c, SESSION_COOKIE))
+        .and_then(|token| sessions::user(ctx, token));
+    if let Some(user) = user {
+        // A cookie rides along on cross-site requests; a state change must
+        // come from our own pages.
+        if req.method != "GET" && req.method != "HEAD" && !req.same_origin(true) {
+            return Err(Reply::error(
+                403,
+                "cross-origin request refused: Origin or Referer must match the Host",
+            ));
+        }
+        return Ok(Principal::Session { user });
+    }
+    Err(Reply::error(
+        401,
+        "authentication required: send 'Authorization: Bearer <token>' or log in",
+    ))
+}
+
+/// Without a token or keys, nothing but the `Host` header tells our own
+/// clients from a web page that rebound its DNS name to 127.0.0.1: only
+/// loopback names and addresses, the bound address and the host of
+/// `server.public_url` are served, and a browser's state change (a request
+/// carrying `Origin`) must come from the same origin. Clients that send no
+/// `Origin` (curl, scripts) are not browsers and pass.
+pub fn open_mode_refusal(ctx: &Ctx, req: &Req) -> Option<Reply> {
+    let loaded = ctx.config();
+    let config = &loaded.config;
+    if !auth::api_is_open(config) {
+        return None;
+    }
+    let host = req.host.as_deref().unwrap_or("");
+    if !host_allowed(host, config) {
+        return Some(Reply::error(
+            403,
+            format!(
+                "Host {host:?} is not served without authentication: use a loopback address, \
+                 set server.public_url, or configure server.auth_token"
+            ),
+        ));
+    }
+    let state_change = !matches!(req.method.as_str(), "GET" | "HEAD");
+    if state_change && req.header("Origin").is_some() && !req.same_origin(true) {
+        return Some(Reply::error(
+            403,
+            "cross-origin request refused: Origin must match the Host",
+        ));
+    }
+    None
+}
+
+/// Whether `host` (a `Host` header: name or address, optional port) names
+/// this service in open mode.
+fn host_allowed(host: &str, config: &crate::config::Config) -> bool {
+    let Ok(u) = url::Url::parse(&format!("http://{host}/")) else {
+        return false;
+    };
+    let name = match u.host() {
+        Some(url::Host::Domain(d)) => d.trim_end_matches('.').to_ascii_lowercase(),
+        Some(url::Host::Ipv4(ip)) => {
+            return ip.is_loopback() || config.server.bind == ip.to_string();
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            return ip.is_loopback()
+                || ip.to_canonical().is_loopback()
+                || config.server.bind.parse() == Ok(std::net::IpAddr::V6(ip));
+        }
+        None => return false,
+    };
+    if name == "localhost" || name.ends_with(".localhost") {
+        return true;
+    }
+    config
+        .server
+        .public_url
+        .as_deref()
+        .and_then(|p| url::Url::parse(p).ok())
+        .and_then(|p| {
+            p.host_str()
+                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        })
+        .is_some_and(|public| public == name)
+}

@@ -1,0 +1,593 @@
+//! The one route table: every path the server answers (the JSON API, the
+//! dashboard's pages and forms, `/health`, `/metrics`, `/login`, static
+//! files), with the method, the access it needs and its handler, as
+//! rouille keeps its routes.
+//!
+//! [`route`] is the one place access is granted. It applies the open-mode
+//! guard, then finds the rows whose pattern fits the path:
+//!
+//! - A dashboard row (any access but [`Access::Anyone`] and
+//!   [`Access::Needs`]) exists only while `dashboard.enabled`; a path a
+//!   page owns is the page's, except a JSON post to `/login` or `/logout`,
+//!   which is the API's. Its checks, in order: a static file is served to
+//!   anyone; while no user exists everything else leads to `/setup`; the
+//!   login and logout forms need no session; every other page needs a
+//!   live session (else it leads to `/login?next=<this page>`), and every
+//!   state change is a `POST` from our own origin carrying the session's
+//!   CSRF token. Errors are HTML pages.
+//! - An API row needs no credentials ([`Access::Anyone`]) or a bearer
+//!   token, API key or session granting its permission
+//!   ([`Access::Needs`], see [`access::authenticate`]). Errors are JSON
+//!   (`{"error": ...}`): 401, 403 naming the permission, 405 with `Allow`,
+//!   404 for any path no row fits.
+//!
+//! Handlers are plain functions: the API's return `Result<Reply, Reply>`
+//! (`api::Answer`), the pages' a `Reply`. Both call the service layer
+//! (`service`) for anything beyond reading.
+
+pub mod access;
+
+use crate::account::Command;
+use crate::api::{export, handlers, session, Answer, Params};
+use crate::dashboard::{self as dash, Session};
+use crate::http::{Reply, Req, Site};
+use crate::service::Ctx;
+
+type ApiFn = fn(&Ctx, &Req, &Params<'_>) -> Answer;
+type PageFn = fn(&Ctx, &Req, &Session, &Params<'_>) -> Reply;
+type OpenFn = fn(&Ctx, &Req, &Params<'_>) -> Reply;
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No credentials (health, metrics, the JSON login and logout).
+    Anyone,
+    /// A bearer token, API key or session granting this permission.
+    Needs(&'static str),
+    /// A dashboard file: anyone, also before the first user exists.
+    Asset,
+    /// The first-run page: it decides itself (it needs the setup code
+    /// while no user exists, and is closed after).
+    Setup,
+    /// The dashboard's login and logout forms: no session needed, once a
+    /// user exists. A JSON post goes on to the API's row.
+    SignIn,
+    /// A page: a live session.
+    Session,
+    /// A form that changes state: a live session, a `POST` from our own
+    /// origin, and the session's CSRF token.
+    Form,
+}
+
+impl Access {
+    /// Whether the row is the dashboard's (absent when it is disabled).
+    fn is_page(self) -> bool {
+        !matches!(self, Access::Anyone | Access::Needs(_))
+    }
+}
+
+enum Handler {
+    Api(ApiFn),
+    /// An API answer, and a fuller one for callers who hold this
+    /// permission too.
+    ApiOr(ApiFn, &'static str, ApiFn),
+    Page(PageFn),
+    Open(OpenFn),
+}
+
+pub struct Route {
+    /// `GET` (for a page also `HEAD`), `POST`, `PUT`, or `*` for a handler
+    /// that answers each method itself.
+    method: &'static str,
+    /// `/api/activity/:id/retry`: `:id` matches one non-empty segment.
+    /// Also the route's label in `mailproc_http_requests_total`.
+    pattern: &'static str,
+    access: Access,
+    handler: Handler,
+}
+
+use Access::{Anyone, Asset, Form, Needs, SignIn};
+use Handler::{Api, ApiOr, Open, Page};
+
+const fn r(method: &'static str, pattern: &'static str, access: Access, handler: Handler) -> Route {
+    Route {
+        method,
+        pattern,
+        access,
+        handler,
+    }
+}
+
+/// Every route, once.
+static ROUTES: &[Route] = &[
+    // ----- open to anyone -----
+    r("GET", "/health", Anyone, Api(handlers::health)),
+    r("GET", "/metrics", Anyone, Api(handlers::metrics)),
+    r("POST", "/login", Anyone, Api(session::login)),
+    r("POST", "/logout", Anyone, Api(session::logout)),
+    // ----- the JSON API -----
+    r(
+        "GET",
+        "/api/stats",
+        Needs("read:stats"),
+        Api(handlers::stats),
+    ),
+    r(
+        "GET",
+        "/api/activity",
+        Needs("read:activity"),
+        Api(handlers::activity),
+    ),
+    r(
+        "POST",
+        "/api/activity/:id/retry",
+        Needs("write:activity"),
+        Api(handlers::retry),
+    ),
+    r(
+        "POST",
+        "/api/activity/:id/undo",
+        Needs("write:activity"),
+        Api(handlers::undo),
+    ),
+    // SPEC §4 names read:stats, the default of every key: it gets the
+    // settings without a host, user name, URL, proxy, header or key; the
+    // whole (masked) configuration needs read:config.
+    r(
+        "GET",
+        "/api/config",
+        Needs("read:stats"),
+        ApiOr(handlers::config_summary, "read:config", handlers::config),
+    ),
+    r(
+        "PUT",
+        "/api/config",
+        Needs("write:config"),
+        Api(handlers::put_config),
+    ),
+    r(
+        "GET",
+        "/api/accounts",
+        Needs("read:accounts"),
+        Api(handlers::accounts),
+    ),
+    r(
+        "POST",
+        "/api/accounts/:name/pause",
+        Needs("write:accounts"),
+        Api(|c, r, p| handlers::command(c, r, p, Command::Pause)),
+    ),
+    r(
+        "POST",
+        "/api/accounts/:name/resume",
+        Needs("write:accounts"),
+        Api(|c, r, p| handlers::command(c, r, p, Command::Resume)),
+    ),
+    r(
+        "POST",
+        "/api/accounts/:name/reconnect",
+        Needs("write:accounts"),
+        Api(|c, r, p| handlers::command(c, r, p, Command::Reconnect)),
+    ),
+    r(
+        "POST",
+        "/api/accounts/:name/process",
+        Needs("write:accounts"),
+        Api(|c, r, p| handlers::command(c, r, p, Command::Process)),
+    ),
+    r(
+        "POST",
+        "/api/accounts/:name/train",
+        Needs("write:accounts"),
+        Api(handlers::train),
+    ),
+    r(
+        "GET",
+        "/api/learned/:name",
+        Needs("read:accounts"),
+        Api(handlers::learned),
+    ),
+    r("GET", "/api/logs", Needs("read:logs"), Api(handlers::logs)),
+    r(
+        "GET",
+        "/api/export",
+        Needs("read:export"),
+        Api(export::export),
+    ),
+    r(
+        "GET",
+        "/api/webhooks/deliveries",
+        Needs("read:activity"),
+        Api(handlers::deliveries),
+    ),
+    r(
+        "POST",
+        "/api/test-webhook",
+        Needs("write:accounts"),
+        Api(handlers::test_webhook),
+    ),
+    // ----- the dashboard -----
+    r(
+        "GET",
+        "/static/:file",
+        Asset,
+        Open(|_, r, p| dash::assets::serve(r, p[0])),
+    ),
+    r(
+        "GET",
+        "/favicon.ico",
+        Asset,
+        Open(|_, r, _| dash::assets::serve(r, "favicon.svg")),
+    ),
+    r(
+        "*",
+        "/setup",
+        Access::Setup,
+        Open(|c, r, _| dash::forms::setup(c, r)),
+    ),
+    r(
+        "*",
+        "/login",
+        SignIn,
+        Open(|c, r, _| dash::forms::login(c, r)),
+    ),
+    r(
+        "*",
+        "/logout",
+        SignIn,
+        Open(|c, r, _| dash::forms::logout(c, r)),
+    ),
+    r(
+        "GET",
+        "/",
+        Access::Session,
+        Page(|c, _, s, _| dash::pages::overview(c, s)),
+    ),
+    r(
+        "GET",
+        "/activity",
+        Access::Session,
+        Page(|c, r, s, _| dash::activity::list(c, r, s)),
+    ),
+    r(
+        "GET",
+        "/activity/:id",
+        Access::Session,
+        Page(|c, r, s, p| dash::activity::detail(c, r, s, p[0])),
+    ),
+    r(
+        "POST",
+        "/activity/:id/retry",
+        Form,
+        Page(|c, r, _, p| dash::forms::retry(c, r, p[0])),
+    ),
+    r(
+        "POST",
+        "/activity/:id/undo",
+        Form,
+        Page(|c, r, _, p| dash::forms::undo(c, r, p[0])),
+    ),
+    r(
+        "POST",
+        "/activity/:id/move",
+        Form,
+        Page(|c, r, _, p| dash::forms::move_to(c, r, p[0])),
+    ),
+    r(
+        "GET",
+        "/accounts",
+        Access::Session,
+        Page(|c, _, s, _| dash::account::list(c, s)),
+    ),
+    r(
+        "GET",
+        "/accounts/:name",
+        Access::Session,
+        Page(|c, _, s, p| dash::account::page(c, s, p[0], None)),
+    ),
+    r(
+        "POST",
+        "/accounts/:name/test-webhook",
+        Form,
+        Page(|c, r, s, p| dash::account::test_webhook(c, r, s, p[0])),
+    ),
+    r(
+        "POST",
+        "/accounts/:name/train",
+        Form,
+        Page(|c, r, _, p| dash::account::train(c, r, p[0])),
+    ),
+    r(
+        "POST",
+        "/accounts/:name/pause",
+        Form,
+        Page(|c, r, _, p| dash::forms::account_command(c, r, p[0], Command::Pause)),
+    ),
+    r(
+        "POST",
+        "/accounts/:name/resume",
+        Form,
+        Page(|c, r, _, p| dash::forms::account_command(c, r, p[0], Command::Resume)),
+    ),
+    r(
+        "POST",
+        "/accounts/:name/reconnect",
+        Form,
+        Page(|c, r, _, p| dash::forms::account_command(c, r, p[0], Command::Reconnect)),
+    ),
+    r(
+        "POST",
+        "/accounts/:name/process",
+        Form,
+        Page(|c, r, _, p| dash::forms::account_command(c, r, p[0], Command::Process)),
+    ),
+    r(
+        "GET",
+        "/failed",
+        Access::Session,
+        Page(|c, _, s, _| dash::pages::attention(c, s)),
+    ),
+    r(
+        "GET",
+        "/webhooks",
+        Access::Session,
+        Page(|c, r, s, _| dash::pages::deliveries(c, r, s)),
+    ),
+    r(
+        "GET",
+        "/logs",
+        Access::Session,
+        Page(|c, r, s, _| dash::pages::logs(c, r, s)),
+    ),
+    r(
+        "GET",
+        "/config",
+        Access::Session,
+        Page(|c, r, s, _| dash::editor::page(c, r, s)),
+    ),
+    r(
+        "POST",
+        "/config",
+        Form,
+        Page(|c, r, s, _| dash::forms::save_config(c, r, s)),
+    ),
+    r(
+        "GET",
+        "/config/rule",
+        Access::Session,
+        Page(|c, r, s, _| dash::editor::rule_page(c, r, s)),
+    ),
+    r(
+        "POST",
+        "/config/rule",
+        Form,
+        Page(|c, r, s, _| dash::editor::save_rule(c, r, s)),
+    ),
+];
+
+/// The `:name` values when `path` fits `pattern`.
+fn matches<'p>(pattern: &str, path: &'p str) -> Option<Vec<&'p str>> {
+    let mut want = pattern.trim_matches('/').split('/');
+    let mut got = path.trim_matches('/').split('/');
+    let mut params = Vec::new();
+    loop {
+        match (want.next(), got.next()) {
+            (None, None) => return Some(params),
+            (Some(w), Some(g)) if w.starts_with(':') && !g.is_empty() => params.push(g),
+            (Some(w), Some(g)) if w == g => {}
+            _ => return None,
+        }
+    }
+}
+
+/// The server's view of the site: the proxies it believes, and the
+/// answer to each request.
+impl Site for Ctx {
+    /// In open mode nothing is believed: a browser on this host is a
+    /// loopback peer, and a page that rebound its DNS name to 127.0.0.1
+    /// could otherwise name an allowed host in `X-Forwarded-Host`.
+    fn trusted_proxies(&self) -> Vec<ipnet::IpNet> {
+        let loaded = self.config();
+        if crate::auth::api_is_open(&loaded.config) {
+            return Vec::new();
+        }
+        loaded.config.server.trusted_proxies.clone()
+    }
+
+    fn answer(&self, req: &Req) -> (Reply, &'static str) {
+        route(self, req)
+    }
+}
+
+/// Routes a request; returns the reply and a low-cardinality route label
+/// for metrics.
+pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
+    if let Some(refused) = access::open_mode_refusal(ctx, req) {
+        return (refused, "refused");
+    }
+    let pages_on = ctx.config().config.dashboard.enabled;
+    let json_post = req.method == "POST" && !req.is_form();
+    let (mut pages, mut apis) = (Vec::new(), Vec::new());
+    for r in ROUTES {
+        let Some(params) = matches(r.pattern, &req.path) else {
+            continue;
+        };
+        if !r.access.is_page() {
+            apis.push((r, params));
+        } else if pages_on && !(json_post && r.access == SignIn) {
+            pages.push((r, params));
+        }
+    }
+    if pages.is_empty() {
+        api_route(ctx, req, &apis)
+    } else {
+        page_route(ctx, req, &pages)
+    }
+}
+
+type Fits<'a, 'p> = [(&'a Route, Vec<&'p str>)];
+
+/// An API request: the row of its method, authenticated when it needs a
+/// permission; JSON errors.
+fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str) {
+    let Some((r, params)) = rows.iter().find(|(r, _)| r.method == req.method) else {
+        if rows.is_empty() {
+            let message = if req.path.starts_with("/api/") {
+                format!("no such route: {}", req.path)
+            } else {
+                format!("not found: {}", req.path)
+            };
+            return (Reply::error(404, message), "unknown");
+        }
+        let mut allowed: Vec<&str> = rows.iter().map(|(r, _)| r.method).collect();
+        allowed.dedup();
+        let reply = Reply::error(
+            405,
+            format!("method {} is not allowed on {}", req.method, req.path),
+        )
+        .with_header("Allow", allowed.join(", "));
+        return (reply, "unknown");
+    };
+    let answer = match (r.access, &r.handler) {
+        (Anyone, Api(f) | ApiOr(f, ..)) => f(ctx, req, params),
+        (Needs(permission), Api(_) | ApiOr(..)) => access::authenticate(ctx, req).and_then(|who| {
+            let f = match r.handler {
+                ApiOr(_, more, fuller) if who.allows(more) => fuller,
+                Api(f) | ApiOr(f, ..) if who.allows(permission) => f,
+                _ => {
+                    return Err(Reply::error(
+                        403,
+                        format!("missing permission {permission}"),
+                    ))
+                }
+            };
+            f(ctx, req, params)
+        }),
+        // The table's test holds every API row to an API handler.
+        _ => Err(Reply::error(500, "internal error")),
+    };
+    (answer.unwrap_or_else(|e| e), r.pattern)
+}
+
+/// A dashboard request: the checks of its access in order, then the
+/// handler; HTML errors.
+fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str) {
+    let get = req.method == "GET" || req.method == "HEAD";
+    let fits = |r: &Route| r.method == "*" || r.method == req.method || (get && r.method == "GET");
+    let pick = rows.iter().find(|(r, _)| fits(r));
+    let open = |r: &Route, params: &[&str]| match r.handler {
+        Open(f) => f(ctx, req, params),
+        _ => dash::forms::forbidden("internal error"),
+    };
+    match pick {
+        Some((r, p)) if matches!(r.access, Asset | Access::Setup) => {
+            return (open(r, p), r.pattern)
+        }
+        _ => {}
+    }
+    // First run: nothing but the setup page until a user exists.
+    if ctx.store.user_count().unwrap_or(0) == 0 {
+        return (dash::redirect("/setup"), "/setup");
+    }
+    if let Some((r, p)) = pick.filter(|(r, _)| r.access == SignIn) {
+        return (open(r, p), r.pattern);
+    }
+    let mut s = match dash::session(ctx, req) {
+        Ok(s) => s,
+        Err(why) if get => return (dash::login_redirect(req, why), "/login"),
+        Err(why) => return (dash::expired_post(ctx, req, why), "/login"),
+    };
+    if !get {
+        // Every state change: a POST from our own origin with our token.
+        if req.method != "POST" {
+            return (dash::method_not_allowed("GET, POST"), "/dashboard");
+        }
+        if let Err(r) = dash::forms::check_post(req, &s) {
+            return (r, "/dashboard/forbidden");
+        }
+    } else {
+        dash::prepare(ctx, req, &mut s);
+    }
+    let (mut reply, label) = match pick {
+        Some((r, p)) => match r.handler {
+            Page(f) => (f(ctx, req, &s, p), r.pattern),
+            _ => (open(r, p), r.pattern),
+        },
+        // A post-only address opened as a page (a bookmark, a `next` from
+        // an old session): the page of its control, never a dead end.
+        None if get && rows.iter().all(|(r, _)| r.access == Form) => {
+            (dash::redirect(&dash::page_of(&req.path)), "/dashboard")
+        }
+        None => (
+            dash::method_not_allowed(if get { "POST" } else { "GET" }),
+            "/dashboard",
+        ),
+    };
+    if get {
+        reply = dash::flash::cleared(req, reply);
+    }
+    (reply, label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_whole_segments() {
+        assert_eq!(matches("/api/stats", "/api/stats"), Some(vec![]));
+        assert_eq!(matches("/api/stats", "/api/stats/"), Some(vec![]));
+        assert_eq!(matches("/api/stats", "/api/statsx"), None);
+        assert_eq!(matches("/api/stats", "/api"), None);
+        assert_eq!(
+            matches("/api/accounts/:name/pause", "/api/accounts/work/pause"),
+            Some(vec!["work"])
+        );
+        assert_eq!(
+            matches("/api/accounts/:name/pause", "/api/accounts//pause"),
+            None
+        );
+        assert_eq!(
+            matches("/api/activity/:id/retry", "/api/activity/7/retry/x"),
+            None
+        );
+        assert_eq!(matches("/", "/"), Some(vec![]));
+        assert_eq!(matches("/", "/activity"), None);
+    }
+
+    #[test]
+    fn every_route_is_written_once_with_the_access_of_its_kind() {
+        let mut seen = std::collections::HashSet::new();
+        for r in ROUTES {
+            assert!(
+                seen.insert((r.method, r.pattern)),
+                "{} {}",
+                r.method,
+                r.pattern
+            );
+            assert!(r.pattern.starts_with('/'), "{}", r.pattern);
+            if r.pattern.starts_with("/api/") {
+                assert!(
+                    matches!(r.access, Needs(_)),
+                    "{} is under /api but needs no permission",
+                    r.pattern
+                );
+            }
+            // The handler's kind fits the access: API handlers answer JSON
+            // rows, page handlers the dashboard's.
+            let fits = match r.handler {
+                Api(_) | ApiOr(..) => !r.access.is_page(),
+                Page(_) => matches!(r.access, Access::Session | Form),
+                Open(_) => matches!(r.access, Asset | Access::Setup | SignIn),
+            };
+            assert!(
+                fits,
+                "{} {}: handler and access disagree",
+                r.method, r.pattern
+            );
+            if r.access == Form {
+                assert_eq!(r.method, "POST", "{}", r.pattern);
+            }
+        }
+    }
+}

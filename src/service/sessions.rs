@@ -1,0 +1,226 @@
+//! Sessions: signing in (the API's `POST /login` and the dashboard's login
+//! form alike), the session a cookie names, signing out, the one-time code
+//! that lets the first visitor create the first user, and configuration
+//! drafts kept for an author whose session ended.
+//!
+//! The store keeps only an HMAC of each session token, keyed by the
+//! session secret, so a copy of the database opens no session. Failed
+//! logins count per client address and per user name in one
+//! [`crate::auth::LoginLimiter`]; the count is taken before the (slow)
+//! password check, so a burst cannot race past it.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::Ctx;
+use crate::auth;
+use crate::logging::clean;
+use crate::store::{Store, StoreError};
+use crate::timestamp::now_ms;
+
+/// Opens a session for `user`: stores the token's HMAC with its expiry and
+/// returns the `Set-Cookie` value. The one place sessions begin (the API's
+/// login, the dashboard's login and setup forms).
+pub fn open(ctx: &Ctx, user: &str, secure: bool) -> Result<String, StoreError> {
+    let ttl = ctx.config().config.dashboard.session_ttl.0;
+    let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    let token = auth::new_token();
+    let mac = auth::token_mac(&ctx.session_secret, &token);
+    ctx.store
+        .create_session(&mac, user, now_ms().saturating_add(ttl_ms))?;
+    Ok(auth::session_cookie(&token, ttl.as_secs(), secure))
+}
+
+/// Why a login was refused.
+#[derive(Debug)]
+pub enum LoginError {
+    /// Too many failed logins from this address or for this user: 429.
+    TooMany,
+    /// Wrong user name or password: 401.
+    Wrong,
+    /// The session could not be stored: 500.
+    Store(StoreError),
+}
+
+/// Checks `user` and `password` for a client at `ip` and opens a session:
+/// the `Set-Cookie` value. `via` says where, for the log (`""` or
+/// `" (dashboard)"`).
+pub fn login(
+    ctx: &Ctx,
+    user: &str,
+    password: &str,
+    ip: IpAddr,
+    secure: bool,
+    via: &str,
+) -> Result<String, LoginError> {
+    if ctx.limiter.blocked(ip) {
+        return Err(LoginError::TooMany);
+    }
+    // Counted before the (slow) check, so a burst cannot race past it.
+    let Some(attempt) = ctx.limiter.attempt(ip, Some(user)) else {
+        return Err(LoginError::TooMany);
+    };
+    let hash = ctx.store.password_hash(user).ok().flatten();
+    if !auth::verify_login(password, hash.as_deref()) {
+        log::warn!("login failed for \"{}\" from {ip}{via}", clean(user));
+        return Err(LoginError::Wrong);
+    }
+    ctx.limiter.succeed(attempt);
+    let cookie = open(ctx, user, secure).map_err(LoginError::Store)?;
+    log::info!("\"{}\" logged in from {ip}{via}", clean(user));
+    Ok(cookie)
+}
+
+/// The user of the session `token` names, if it is live.
+pub fn user(ctx: &Ctx, token: &str) -> Option<String> {
+    let mac = auth::token_mac(&ctx.session_secret, token);
+    ctx.store.session_user(&mac).ok().flatten()
+}
+
+/// Ends the session `token` names.
+pub fn logout(ctx: &Ctx, token: &str) -> Result<(), StoreError> {
+    ctx.store
+        .delete_session(&auth::token_mac(&ctx.session_secret, token))
+}
+
+/// HMAC of the session token under the session secret, in its own domain
+/// (the `csrf:` prefix) so it is never the value the store keeps: the
+/// token every state-changing form of that session carries.
+pub fn csrf_token(ctx: &Ctx, session_token: &str) -> String {
+    auth::token_mac(&ctx.session_secret, &format!("csrf:{session_token}"))
+}
+
+/// Letters and digits that cannot be mistaken for each other when copied
+/// from a log: 32 symbols, 5 bits each.
+const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+/// The one-time code that lets the first visitor create the first user;
+/// `None` once a user exists (or when the dashboard is off).
+#[derive(Default)]
+pub struct Setup {
+    code: Mutex<Option<String>>,
+}
+
+impl Setup {
+    /// Prepares setup at start-up. While no user exists, a fresh code is
+    /// logged to standard error, the log an operator reads (journald under
+    /// systemd), under the `STDERR_ONLY` target that keeps it out of the
+    /// ring `/api/logs` serves: an API key with `read:logs` (or an open
+    /// API) must not be able to claim the dashboard.
+    pub fn start(enabled: bool, store: &Store, addr: SocketAddr) -> Setup {
+        let mut code = None;
+        if enabled && store.user_count().unwrap_or(0) == 0 {
+            let c = new_setup_code();
+            log::warn!(
+                target: crate::logging::STDERR_ONLY,
+                "dashboard setup code {c} - open http://{addr}/setup to create the \
+                 first user (or run `mailproc set-password USER`)"
+            );
+            log::warn!(
+                "dashboard: no user exists yet; the one-time code for http://{addr}/setup was \
+                 printed to standard error"
+            );
+            code = Some(c);
+        }
+        Setup {
+            code: Mutex::new(code),
+        }
+    }
+
+    /// Whether `given` is the setup code (case, spaces and dashes ignored),
+    /// compared in constant time.
+    pub fn matches(&self, given: &str) -> bool {
+        let norm = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !c.is_whitespace() && *c != '-')
+                .map(|c| c.to_ascii_uppercase())
+                .collect()
+        };
+        match &*self.code.lock() {
+            Some(code) => auth::secret_eq(&norm(code), &norm(given)),
+            None => false,
+        }
+    }
+
+    /// Setup is over for good once a user exists.
+    pub fn close(&self) {
+        *self.code.lock() = None;
+    }
+}
+
+fn new_setup_code() -> String {
+    let bytes = auth::random_bytes::<12>();
+    let chars: Vec<char> = bytes
+        .iter()
+        .map(|b| CODE_ALPHABET[usize::from(b & 31)] as char)
+        .collect();
+    chars
+        .chunks(4)
+        .map(|c| c.iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Drafts kept at most: a few operators, each with an edit in flight.
+const DRAFTS_KEPT: usize = 8;
+/// How long a draft waits for its author to log in again.
+pub const DRAFT_TTL: Duration = Duration::from_secs(30 * 60);
+
+/// Configuration edits posted after their session ended, by random id:
+/// bounded in count, size (the 1 MiB body limit) and age, and handed back
+/// only for the id, which only its author's browser holds.
+#[derive(Default)]
+pub struct Drafts {
+    kept: Mutex<HashMap<String, (Instant, String)>>,
+}
+
+impl Drafts {
+    /// Keeps `text` and returns the id that gets it back.
+    pub fn keep(&self, text: String) -> String {
+        let id = auth::new_token();
+        let mut kept = self.kept.lock();
+        kept.retain(|_, (at, _)| at.elapsed() < DRAFT_TTL);
+        while kept.len() >= DRAFTS_KEPT {
+            let oldest = kept
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => kept.remove(&k),
+                None => break,
+            };
+        }
+        kept.insert(id.clone(), (Instant::now(), text));
+        id
+    }
+
+    /// The draft kept under `id`, taken out of the store.
+    pub fn take(&self, id: &str) -> Option<String> {
+        let mut kept = self.kept.lock();
+        kept.retain(|_, (at, _)| at.elapsed() < DRAFT_TTL);
+        kept.remove(id).map(|(_, text)| text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_codes_are_long_and_forgiving_to_type() {
+        let c = new_setup_code();
+        assert_eq!(c.len(), 14, "{c}");
+        let d = Setup {
+            code: Mutex::new(Some(c.clone())),
+        };
+        assert!(d.matches(&c));
+        assert!(d.matches(&c.to_lowercase().replace('-', " ")));
+        assert!(!d.matches("AAAA-AAAA-AAAA"));
+        assert!(!d.matches(""));
+        d.close();
+        assert!(!d.matches(&c));
+    }
+}

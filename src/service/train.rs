@@ -1,0 +1,193 @@
+//! Training an account's classifier from its folders: `mailproc train
+//! ACCOUNT` runs [`train_account`]; the dashboard's Train button and
+//! `POST /api/accounts/:name/train` run it on a named thread of its own
+//! (`train-<account>`, [`Training::start`]) and answer at once: the run's
+//! progress and outcome are read from [`Training::status`], so no HTTP
+//! worker waits on IMAP. Training opens a read-only session of its own
+//! (`EXAMINE`, `BODY.PEEK`) and may take minutes; the account's thread
+//! keeps sorting meanwhile and picks the new classifier up at its next
+//! pass.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::config::AccountConfig;
+use crate::learn::{ClassCounts, Model};
+use crate::store::Store;
+use crate::timestamp::now_ms;
+
+/// What a training run did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TrainReport {
+    /// Messages learned per folder.
+    pub folders: BTreeMap<String, usize>,
+    /// Folders that could not be read, with why.
+    pub skipped: BTreeMap<String, String>,
+    pub examples: usize,
+    pub duration_ms: u64,
+}
+
+/// The latest training run of an account, as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum TrainStatus {
+    Running {
+        started_at: i64,
+        folder: String,
+        done: usize,
+        total: usize,
+    },
+    Done {
+        finished_at: i64,
+        report: TrainReport,
+    },
+    Failed {
+        finished_at: i64,
+        error: String,
+    },
+}
+
+/// The training runs of this process by account: at most one at a time
+/// per account, each on its own thread.
+#[derive(Default)]
+pub struct Training {
+    runs: Arc<Mutex<HashMap<String, TrainStatus>>>,
+}
+
+/// Reads the account's folders (read-only), fits its classifier from
+/// scratch and stores it, replacing the one before; the running account
+/// picks it up at its next pass. `progress(folder, done, total)` is told
+/// of each chunk read.
+pub fn train_account(
+    account: &AccountConfig,
+    store: &Arc<Store>,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<TrainReport, String> {
+    let started = std::time::Instant::now();
+    let read = crate::imap::fetch_examples(account, store, progress)
+        .map_err(|e| format!("account {}: {e}", account.name))?;
+    let mut model = Model::default();
+    let mut report = TrainReport {
+        folders: BTreeMap::new(),
+        skipped: BTreeMap::new(),
+        examples: 0,
+        duration_ms: 0,
+    };
+    for f in read {
+        if let Some(e) = f.error {
+            report.skipped.insert(f.folder, e);
+            continue;
+        }
+        for ex in &f.examples {
+            model.add(&f.folder, ex, 1);
+        }
+        report.examples += f.examples.len();
+        report.folders.insert(f.folder, f.examples.len());
+    }
+    let classes: BTreeMap<String, ClassCounts> = model.classes;
+    store
+        .learn_replace(
+            &account.name,
+            &classes,
+            &model.shots,
+            report.examples as u64,
+        )
+        .map_err(|e| e.to_string())?;
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+impl Training {
+    /// The latest run of `account` in this process, if any.
+    pub fn status(&self, account: &str) -> Option<TrainStatus> {
+        self.runs.lock().get(account).cloned()
+    }
+
+    /// Runs [`train_account`] on a thread of its own (`train-<account>`),
+    /// keeping [`Training::status`] up to date. Returns false (and starts
+    /// nothing) when the account is already training.
+    pub fn start(&self, account: Arc<AccountConfig>, store: Arc<Store>) -> bool {
+        {
+            let mut t = self.runs.lock();
+            if matches!(t.get(&account.name), Some(TrainStatus::Running { .. })) {
+                return false;
+            }
+            t.insert(
+                account.name.clone(),
+                TrainStatus::Running {
+                    started_at: now_ms(),
+                    folder: String::new(),
+                    done: 0,
+                    total: 0,
+                },
+            );
+        }
+        let name = account.name.clone();
+        let runs = self.runs.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("train-{name}"))
+            .spawn(move || {
+                let name = account.name.clone();
+                let started_at = now_ms();
+                let r = train_account(&account, &store, &mut |folder, done, total| {
+                    runs.lock().insert(
+                        name.clone(),
+                        TrainStatus::Running {
+                            started_at,
+                            folder: folder.to_string(),
+                            done,
+                            total,
+                        },
+                    );
+                });
+                let status = match r {
+                    Ok(report) => {
+                        log::info!(
+                            "{name}: trained on {} message(s) of {} folder(s)",
+                            report.examples,
+                            report.folders.len()
+                        );
+                        TrainStatus::Done {
+                            finished_at: now_ms(),
+                            report,
+                        }
+                    }
+                    Err(error) => {
+                        log::warn!("{name}: training failed: {error}");
+                        TrainStatus::Failed {
+                            finished_at: now_ms(),
+                            error,
+                        }
+                    }
+                };
+                runs.lock().insert(name, status);
+            });
+        if let Err(e) = spawned {
+            self.runs.lock().insert(
+                name,
+                TrainStatus::Failed {
+                    finished_at: now_ms(),
+                    error: format!("cannot start a thread: {e}"),
+                },
+            );
+        }
+        true
+    }
+}
+
+/// Starts training account `name` in the background; its progress is read
+/// from [`Training::status`].
+pub fn start(ctx: &super::Ctx, name: &str) -> Result<(), super::Error> {
+    let loaded = ctx.config();
+    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
+        return Err(super::Error::NotFound(format!("no account named {name:?}")));
+    };
+    if !ctx.training.start(Arc::new(a.clone()), ctx.store.clone()) {
+        return Err(super::Error::Conflict(format!(
+            "{name}: training is already running"
+        )));
+    }
+    Ok(())
+}

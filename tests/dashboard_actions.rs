@@ -1,0 +1,238 @@
+//! What the operator changes from the dashboard, end to end: the
+//! configuration editor, training, undo, "Move to…" and "Make a rule from
+//! this" (the real binary, a real Dovecot, form posts made by hand).
+
+mod common;
+
+use std::time::Duration;
+
+use common::dashboard::*;
+use common::dovecot::Dovecot;
+
+#[test]
+fn the_config_editor_saves_through_the_api_path() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let m = with_user(&account_config(&d, &model, ""));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/config");
+    assert_eq!(page.status, 200, "{}", page.text);
+    let text = textarea(&page.text);
+    assert!(text.contains("password: '********'"), "{text}");
+    assert!(!text.contains("secret"), "{text}");
+
+    // A broken edit: the problem is shown next to the text as posted, and
+    // nothing is written.
+    let before = std::fs::read_to_string(&m.config_path).unwrap();
+    let broken = text.replace("(?i)invoice", "(?i)invoice(");
+    let r = b.submit("/config", &[("yaml", &broken)]);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("id=\"config-problems\""), "{}", r.text);
+    assert!(r.text.contains("accounts[0].rules[0]"), "{}", r.text);
+    assert!(textarea(&r.text).contains("(?i)invoice("));
+    let r = b.submit("/config", &[("yaml", "accounts: [")]);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
+
+    // A good one: saved, applied, the secret kept and still hidden.
+    let changed = text.replace("(?i)invoice", "(?i)receipt");
+    let r = b.submit("/config", &[("yaml", &changed)]);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.text.contains("Configuration saved and applied."),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("Accounts restarted: acct"), "{}", r.text);
+    let written = std::fs::read_to_string(&m.config_path).unwrap();
+    assert!(
+        written.contains("(?i)receipt") && written.contains("password: secret"),
+        "{written}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.config_path.with_file_name("config.yaml.bak")).unwrap(),
+        before
+    );
+    assert!(!r.text.contains("secret<") && !textarea(&r.text).contains("secret"));
+
+    // Without the page's token the post is refused.
+    let r = b.post("/config", &[("yaml", &changed)]);
+    assert_eq!(r.status, 403, "{}", r.text);
+}
+
+/// Issue 23: the editor shows the file's comments (secrets still masked),
+/// and saving keeps them, the operator's new ones too.
+#[test]
+fn the_config_editor_shows_and_keeps_comments() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let yaml = format!(
+        "# on the mail host\n{}",
+        account_config(&d, &model, "").replace(
+            "    max_attempts: 1\n",
+            "    # one try, then parked\n    max_attempts: 1\n"
+        )
+    );
+    let m = with_user(&yaml);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let text = textarea(&b.get("/config").text);
+    for want in [
+        "# on the mail host\n",
+        "# one try, then parked\n",
+        "password: '********'",
+    ] {
+        assert!(text.contains(want), "{want:?} not shown:\n{text}");
+    }
+    let edited = text.replace("max_attempts: 1", "max_attempts: 2  # two now");
+    let r = b.submit("/config", &[("yaml", &edited)]);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let written = std::fs::read_to_string(&m.config_path).unwrap();
+    for want in [
+        "# on the mail host\n",
+        "# one try, then parked\n",
+        "max_attempts: 2  # two now",
+        "password: secret",
+    ] {
+        assert!(written.contains(want), "{want:?} not written:\n{written}");
+    }
+}
+
+#[test]
+fn train_and_undo_buttons_are_form_posts_with_a_token() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    for i in 0..3 {
+        d.seed(
+            "test",
+            "Receipts",
+            &msg(
+                &format!("old{i}"),
+                "billing@shop.example",
+                &format!("Invoice {i}"),
+            ),
+        );
+    }
+    let model = scripted_model();
+    let m = with_user(&account_config(
+        &d,
+        &model,
+        "    learned: { enabled: true }\n",
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+
+    let page = b.get("/accounts/acct").text;
+    assert!(page.contains("Learned classifier"), "{page}");
+    assert!(page.contains("action=\"/accounts/acct/train\""), "{page}");
+    let r = b.post("/accounts/acct/train", &[("_csrf", "0000")]);
+    assert_eq!(r.status, 403, "a post without the token trains nothing");
+    assert_redirect(&b.submit("/accounts/acct/train", &[]), "/accounts/acct");
+    m.wait_for(Duration::from_secs(20), "training done", || {
+        let page = b.get("/accounts/acct").text;
+        page.contains("done: 3 message(s) from 2 folder(s)")
+            .then_some(())
+    });
+
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("new", "billing@shop.example", "Invoice 9"),
+    );
+    m.wait_for(Duration::from_secs(20), "the invoice moved", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    let e = &m.get("/api/activity?pageSize=5").body["entries"][0];
+    assert_eq!(e["model"], "rules:invoices", "{e:#}");
+    let id = e["id"].as_i64().unwrap();
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(page.contains("Undo: put back in INBOX"), "{page}");
+    let r = b.post(&format!("/activity/{id}/undo"), &[("_csrf", "0000")]);
+    assert_eq!(r.status, 403, "a post without the token undoes nothing");
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/undo"), &[]),
+        &format!("/activity/{id}"),
+    );
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(page.contains("Undone"), "{page}");
+    let back: Vec<_> = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.message_id == "<new@mailproc.test>")
+        .collect();
+    assert_eq!(back.len(), 1, "{back:?}");
+    assert_eq!(back[0].mailbox, "INBOX");
+    assert!(back[0].flags.is_empty(), "\\Flagged taken back: {back:?}");
+}
+
+/// Issue 23: "Move to…" and the List-Id read of "Make a rule" are done by
+/// the account's own thread on its session (no second connection, no
+/// second login); while the account is not connected, a move is refused
+/// at once, with nothing changed.
+#[test]
+fn move_to_and_make_a_rule_use_the_accounts_own_session() {
+    let mut d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Archive");
+    let model = scripted_model();
+    let m = with_user(
+        &account_config(&d, &model, "")
+            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
+    );
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let mut listed = msg("news", "billing@shop.example", "Invoice 7");
+    listed.splice(
+        0..0,
+        b"List-Id: Shop news <news.shop.example>\r\n"
+            .iter()
+            .copied(),
+    );
+    d.seed("test", "INBOX", &listed);
+    m.wait_for(Duration::from_secs(20), "the invoice moved", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    let id = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let logins = || d.log().matches("Login: user=<test>").count();
+    let before = logins();
+    assert_eq!(before, 1, "{}", d.log());
+
+    // "Make a rule": the form starts from the message's List-Id.
+    let page = b.get(&format!("/config/rule?account=acct&entry={id}")).text;
+    assert!(page.contains("news\\.shop\\.example"), "{page}");
+
+    // "Move to…": moved, recorded, and no new login.
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Archive")]),
+        &format!("/activity/{id}"),
+    );
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(page.contains("Moved to Archive from Receipts"), "{page}");
+    let moved: Vec<_> = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.message_id == "<news@mailproc.test>")
+        .collect();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(moved[0].mailbox, "Archive");
+    assert_eq!(logins(), before, "a second login:\n{}", d.log());
+
+    // The server gone: refused at once, nothing moved.
+    d.stop();
+    m.wait_for(Duration::from_secs(20), "the account disconnected", || {
+        let a = &m.get("/api/accounts").body["accounts"][0];
+        (a["connected"] == false).then_some(())
+    });
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Receipts")]),
+        &format!("/activity/{id}"),
+    );
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(
+        page.contains("Not moved: acct: not connected to the IMAP server"),
+        "{page}"
+    );
+}
