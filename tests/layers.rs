@@ -19,6 +19,8 @@ const TIERS: &[&[&str]] = &[
         "metrics",
         "notify",
         "signals",
+        "backoff",
+        "resolve",
     ],
     // What a message and the configuration are.
     &["learn", "config"],
