@@ -8,18 +8,13 @@ use std::time::Duration;
 
 use super::commands::{search_message_id, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
-use super::state::{Failure, Item, State};
+use super::state::{Failure, Item, Policy, State};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
 use crate::store::{
     EmailMeta, FailedAttempt, Final, Finished, MoveRecord, Outcome, Outcomes, Status, Watermark,
 };
 use crate::webhook::Event;
-
-/// Added to the reasoning of a message whose header fields were too long
-/// to read whole (see `headers`).
-const TRUNCATED_NOTE: &str =
-    " [header fields over 64 KiB: rules read the first 8 KiB of each field]";
 
 /// Where each moved UID went: the folder, and its UID there when the server
 /// said (COPYUID).
@@ -55,35 +50,12 @@ struct Confirmed {
 impl Runner {
     /// What each decided message becomes: acted on, dry run, or review.
     pub(super) fn outcomes(&self, items: &[Item]) -> Vec<Option<Outcome>> {
-        let dry_run = self.w.account.dry_run;
-        let min_conf = self.w.account.minimum_confidence;
-        items
-            .iter()
-            .map(|it| {
-                let d = it.decision()?;
-                let st = if dry_run {
-                    Status::DryRun
-                } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m))
-                    || (d.model == crate::learn::PATH && !self.learned_sure(d))
-                {
-                    Status::Review
-                } else {
-                    Status::Ok
-                };
-                let mut reasoning = d.reasoning.clone();
-                if it.seen.header_truncated {
-                    reasoning.push_str(TRUNCATED_NOTE);
-                }
-                Some(Outcome {
-                    status: st,
-                    actions: d.actions.clone(),
-                    model: d.model.clone(),
-                    reasoning,
-                    confidence: d.confidence,
-                    ..Default::default()
-                })
-            })
-            .collect()
+        let policy = Policy {
+            dry_run: self.w.account.dry_run,
+            minimum_confidence: self.w.account.minimum_confidence,
+            learned_min: self.w.account.learned.min_confidence,
+        };
+        items.iter().map(|it| policy.outcome(it)).collect()
     }
 
     /// Groups what the outcomes need by flag set and by destination.

@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::classify::{Classification, ClassifyError};
-use crate::store::EmailMeta;
+use crate::store::{EmailMeta, Outcome, Status};
 
 /// Messages for the model fetched whole and queued together: bounds memory
 /// (each body is at most `max_message_bytes`) while keeping the classifier
@@ -294,6 +294,56 @@ impl Item {
     /// a message still asked or cancelled (left for the next run).
     pub(super) fn settled(&self) -> bool {
         !matches!(self.state, State::Asked | State::Cancelled)
+    }
+}
+
+/// Added to the reasoning of a message whose header fields were too long
+/// to read whole (see `headers`).
+pub(super) const TRUNCATED_NOTE: &str =
+    " [header fields over 64 KiB: rules read the first 8 KiB of each field]";
+
+/// What a decided message becomes, by the account's settings.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Policy {
+    /// `dry_run`: nothing is acted on, everything recorded as `dry_run`.
+    pub(super) dry_run: bool,
+    /// `minimum_confidence`: a decision below it is left for review.
+    pub(super) minimum_confidence: Option<f64>,
+    /// `learned.min_confidence`: the learned classifier's own decision
+    /// below it (or without a confidence) is left for review.
+    pub(super) learned_min: f64,
+}
+
+impl Policy {
+    /// The outcome of a decided message (`None` for any other state):
+    /// acted on (`ok`), a dry run, or for review.
+    pub(super) fn outcome(&self, it: &Item) -> Option<Outcome> {
+        let d = it.decision()?;
+        let learned_unsure =
+            d.model == crate::learn::PATH && !d.confidence.is_some_and(|c| c >= self.learned_min);
+        let status = if self.dry_run {
+            Status::DryRun
+        } else if self
+            .minimum_confidence
+            .is_some_and(|m| d.confidence.is_some_and(|c| c < m))
+            || learned_unsure
+        {
+            Status::Review
+        } else {
+            Status::Ok
+        };
+        let mut reasoning = d.reasoning.clone();
+        if it.seen.header_truncated {
+            reasoning.push_str(TRUNCATED_NOTE);
+        }
+        Some(Outcome {
+            status,
+            actions: d.actions.clone(),
+            model: d.model.clone(),
+            reasoning,
+            confidence: d.confidence,
+            ..Default::default()
+        })
     }
 }
 
@@ -922,5 +972,71 @@ mod tests {
         assert!(!f.wants_group(), "a whole group unanswered");
         f.answered(0, Ok(c("m")), T, Instant::now());
         assert!(f.wants_group(), "the pool would run dry otherwise");
+    }
+
+    #[test]
+    fn a_decision_becomes_ok_a_dry_run_or_review_and_nothing_else_an_outcome() {
+        let act = Policy {
+            dry_run: false,
+            minimum_confidence: Some(0.7),
+            learned_min: 0.9,
+        };
+        let with = |model: &str, confidence: Option<f64>| {
+            Item::decided(
+                meta(1),
+                Seen::default(),
+                Classification {
+                    confidence,
+                    ..c(model)
+                },
+                T,
+            )
+        };
+        let status = |p: &Policy, it: &Item| p.outcome(it).map(|o| o.status);
+        assert_eq!(status(&act, &with("rules:x", None)), Some(Status::Ok));
+        assert_eq!(status(&act, &with("m", Some(0.8))), Some(Status::Ok));
+        assert_eq!(status(&act, &with("m", Some(0.5))), Some(Status::Review));
+        assert_eq!(
+            status(&act, &with(crate::learn::PATH, Some(0.95))),
+            Some(Status::Ok)
+        );
+        assert_eq!(
+            status(&act, &with(crate::learn::PATH, Some(0.8))),
+            Some(Status::Review),
+            "the learned classifier's own bar"
+        );
+        assert_eq!(
+            status(&act, &with(crate::learn::PATH, None)),
+            Some(Status::Review)
+        );
+        let dry = Policy {
+            dry_run: true,
+            ..act
+        };
+        assert_eq!(status(&dry, &with("m", Some(0.5))), Some(Status::DryRun));
+        // The journal's decision counts like any other.
+        let replay = Item::journalled(meta(2), Seen::default(), c("m"), true);
+        assert_eq!(status(&act, &replay), Some(Status::Ok));
+        // Only a decided message has an outcome.
+        let mut cancelled = asked(3);
+        cancelled.answered(Err(ClassifyError::Cancelled), T);
+        let mut skipped = asked(4);
+        skipped.body_missing();
+        for it in [
+            asked(5),
+            Item::failed(meta(6), Seen::default(), Failure::gone()),
+            cancelled,
+            skipped,
+        ] {
+            assert!(act.outcome(&it).is_none(), "{:?}", it.state);
+        }
+        // A header cut short says so in the record.
+        let mut long = with("rules:x", None);
+        long.seen.header_truncated = true;
+        assert!(act
+            .outcome(&long)
+            .unwrap()
+            .reasoning
+            .ends_with(TRUNCATED_NOTE));
     }
 }
