@@ -23,6 +23,7 @@
 mod batch;
 mod commands;
 mod corrections;
+mod flow;
 mod headers;
 mod learned;
 mod login;

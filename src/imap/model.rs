@@ -1,7 +1,7 @@
 //! The messages of a window left for the model: fetched whole in groups,
 //! their questions handed to the classifier pool as its queue has room,
 //! and their answers acted on and recorded as they arrive (held a moment
-//! to be acted on together, see `state::Flow`) — not when the last answer
+//! to be acted on together, see `flow::Flow`) — not when the last answer
 //! of their group is in. All on the account's thread: waiting for the pool
 //! and for answers is one `select`, so no thread is started per group and
 //! the session stays in use while a slow model thinks.
@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Select};
 
 use super::commands::uid_set;
+use super::flow::Flow;
 use super::session::{Caps, Folders, Session};
-use super::state::{next_group, Flow, Item, Window};
+use super::state::{next_group, Item, Window};
 use super::window::Folder;
 use super::{ImapError, Runner};
 use crate::classify::{Classification, ClassifyError, Email, Job};

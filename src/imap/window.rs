@@ -47,7 +47,7 @@ impl Runner {
     /// in FETCHes of [`HEADER_CHUNK`] (only the fields rules read) and what
     /// the journal or the rules decide is acted on and recorded as one
     /// group. Messages left for the model go to `ask_model`, and its answers
-    /// are acted on and recorded as they arrive (see `state::Flow`).
+    /// are acted on and recorded as they arrive (see `flow::Flow`).
     ///
     /// Returns whether the whole window was handled; `false` when shutdown,
     /// a pause or a command cut it short (the rest stays above the watermark

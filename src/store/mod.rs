@@ -3,6 +3,7 @@
 //! WAL journal, a busy timeout and foreign keys are set on open; the schema is
 //! migrated forward by `PRAGMA user_version`. Every query is one named method
 //! here, each in the room of its noun: `journal` (the processing record),
+//! `retries` (what waits for another try),
 //! `activity` (the log and statistics read from it), `attention` (what
 //! needs a person, who decided, each account's last error), `deliveries`, `users`
 //! (users and sessions), `oauth` (rotated refresh tokens) and `schema` (the migrations). The lock is held
@@ -26,6 +27,7 @@ mod journal;
 mod learn;
 mod oauth;
 mod read;
+mod retries;
 mod schema;
 mod undo;
 mod users;
