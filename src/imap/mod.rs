@@ -20,6 +20,9 @@
 mod batch;
 mod commands;
 mod corrections;
+mod flags;
+mod folders;
+mod generation;
 mod headers;
 mod learned;
 mod login;
@@ -226,6 +229,9 @@ struct Runner {
     /// `learned.enabled`), and the stored generation it was loaded from.
     learner: crate::learn::Model,
     learner_generation: Option<i64>,
+    /// Why the last pass could not read a watched folder (the server's
+    /// words); the account shows `error` while it is set.
+    trouble: Option<String>,
 }
 
 impl Runner {
@@ -242,6 +248,7 @@ impl Runner {
             token_backoff: BACKOFF_MIN,
             learner: crate::learn::Model::default(),
             learner_generation: None,
+            trouble: None,
         }
     }
 

@@ -7,18 +7,8 @@
 
 use std::sync::Arc;
 
-use super::commands::{copy_uids, imap_string, search_message_id};
-use super::session::Caps;
-use super::session::Session;
-
-/// A connection of its own knows nothing of LITERAL+: strings go quoted,
-/// and one that cannot be quoted is refused, never sent broken.
-const QUOTED_ONLY: Caps = Caps {
-    idle: false,
-    mv: true,
-    uidplus: true,
-    literal_max: 0,
-};
+use super::commands::{move_set, search_message_id};
+use super::session::{Caps, Connected, Folders, Session};
 use super::undo::UndoError;
 use crate::config::AccountConfig;
 use crate::store::{Store, UndoTarget};
@@ -60,8 +50,13 @@ pub fn move_to(
     }
     let failed =
         |e: String| UndoError::Failed(format!("{}: moving activity {}: {e}", account.name, t.id));
-    let mut s = super::train::open(account, store).map_err(|e| failed(e.to_string()))?;
-    let r = carry(&mut s, store, t, &from, to).map_err(failed);
+    let Connected {
+        session: mut s,
+        caps,
+        folders,
+        ..
+    } = super::train::open(account, store).map_err(|e| failed(e.to_string()))?;
+    let r = carry(&mut s, &caps, &folders, store, t, &from, to).map_err(failed);
     let _ = s.logout();
     let (uid, feats) = r?;
     let correction = match feats {
@@ -99,14 +94,16 @@ pub fn move_to(
 /// UID and its features (for the classifier).
 fn carry(
     s: &mut Session,
+    caps: &Caps,
+    folders: &Folders,
     store: &Arc<Store>,
     t: &UndoTarget,
     from: &Location,
     to: &str,
 ) -> Result<(u32, Option<Vec<String>>), String> {
-    let mb = s
-        .select(&from.folder)
-        .map_err(|e| format!("SELECT {:?}: {e}", from.folder))?;
+    let mb = folders
+        .select(s, &from.folder)
+        .map_err(|e| format!("SELECT {}: {e}", folders.describe(&from.folder)))?;
     // A UID is good only under the UIDVALIDITY it was recorded with.
     let known = from
         .uid
@@ -114,7 +111,7 @@ fn carry(
     let uid = match known {
         Some(u) => u,
         None if !t.message_id.is_empty() => s
-            .uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
+            .uid_search(search_message_id(&t.message_id, caps)?)
             .map_err(|e| e.to_string())?
             .into_iter()
             .max()
@@ -142,14 +139,16 @@ fn carry(
     let feats = f
         .header()
         .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
-    let lines = s
-        .run_command_and_read_response(format!("UID MOVE {uid} {}", imap_string(to, &QUOTED_ONLY)?))
+    let moved = move_set(s, caps, folders, &[uid], to, &from.folder)
+        .map_err(|e| e.to_string())?
         .map_err(|e| format!("moving to {to:?}: {e}"))?;
-    let new_uid = match copy_uids(&lines, &[uid]).get(&uid).copied() {
+    let new_uid = match moved.get(&uid).copied() {
         Some(u) => u,
         None => {
-            s.select(to).map_err(|e| format!("SELECT {to:?}: {e}"))?;
-            s.uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
+            folders
+                .select(s, to)
+                .map_err(|e| format!("SELECT {}: {e}", folders.describe(to)))?;
+            s.uid_search(search_message_id(&t.message_id, caps)?)
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .max()
@@ -172,18 +171,23 @@ pub fn header_field(
     at: &Location,
     field: &str,
 ) -> Result<Option<String>, String> {
-    let mut s = super::train::open(account, store).map_err(|e| e.to_string())?;
+    let Connected {
+        session: mut s,
+        caps,
+        folders,
+        ..
+    } = super::train::open(account, store).map_err(|e| e.to_string())?;
     let r = (|| {
-        let mb = s
-            .examine(&at.folder)
-            .map_err(|e| format!("EXAMINE {:?}: {e}", at.folder))?;
+        let mb = folders
+            .examine(&mut s, &at.folder)
+            .map_err(|e| format!("EXAMINE {}: {e}", folders.describe(&at.folder)))?;
         let known = at
             .uid
             .filter(|_| at.folder != t.mailbox || mb.uid_validity == Some(t.uidvalidity));
         let uid = match known {
             Some(u) => u,
             None if !t.message_id.is_empty() => match s
-                .uid_search(search_message_id(&t.message_id, &QUOTED_ONLY)?)
+                .uid_search(search_message_id(&t.message_id, &caps)?)
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .max()

@@ -187,7 +187,10 @@ impl Runner {
                 }
             };
         }
-        answer!(s.select(dest), format!("SELECT {dest:?}"));
+        answer!(
+            folders.select(s, dest),
+            format!("SELECT {}", folders.describe(dest))
+        );
         let uid = match t.dest_uid {
             Some(u) => u,
             None => {
@@ -221,7 +224,10 @@ impl Runner {
                 Ok(m) => m,
                 Err(e) => return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox))),
             };
-        let mb = answer!(s.select(&t.mailbox), format!("SELECT {:?}", t.mailbox));
+        let mb = answer!(
+            folders.select(s, &t.mailbox),
+            format!("SELECT {}", folders.describe(&t.mailbox))
+        );
         let uidvalidity = mb.uid_validity.unwrap_or(t.uidvalidity);
         let new_uid = match moved.get(&uid) {
             Some(u) => *u,

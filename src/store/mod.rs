@@ -18,6 +18,7 @@
 mod activity;
 mod attention;
 mod deliveries;
+mod generations;
 mod journal;
 mod learn;
 mod oauth;
@@ -40,6 +41,7 @@ use schema::MIGRATIONS;
 pub use activity::{ActivityEntry, ActivityQuery, Stats};
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
+pub use generations::Earlier;
 pub use journal::{Confirmed, EmailMeta, FailedAttempt, FailureRecord, KnownEmail, Outcome};
 pub use learn::LearnState;
 pub use undo::{MoveRecord, UndoTarget};
