@@ -232,6 +232,9 @@ struct Runner {
     /// Why the last pass could not read a watched folder (the server's
     /// words); the account shows `error` while it is set.
     trouble: Option<String>,
+    /// The junk folder of the session, as the user knows it: the learned
+    /// classifier's class for `spam`.
+    junk: String,
 }
 
 impl Runner {
@@ -249,6 +252,7 @@ impl Runner {
             learner: crate::learn::Model::default(),
             learner_generation: None,
             trouble: None,
+            junk: "Junk".into(),
         }
     }
 

@@ -173,6 +173,7 @@ impl Runner {
             .inc();
         crate::failpoint::hit("account-pass");
         let had_trouble = self.trouble.take().is_some();
+        self.junk.clone_from(&folders.junk);
         self.close_orphaned_retries();
         // Before the watched folders: a message the user moved back into
         // one is then recorded, not sorted away again.
