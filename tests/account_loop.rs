@@ -13,6 +13,7 @@ use common::dovecot::Dovecot;
 use common::mail::msg;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model};
+use common::world::backoff_waits;
 use serde_json::{json, Value};
 
 /// One password account `acct` on `d`; `account` holds the rest of its
@@ -169,25 +170,6 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
     assert_eq!(log.matches("acct: connected to").count(), 1, "{log}");
 }
 
-/// The waits (seconds) the worker logged before reconnecting.
-fn reconnect_waits(log: &str) -> Vec<f64> {
-    log.lines()
-        .filter(|l| l.contains("acct: "))
-        .filter_map(|l| {
-            let at = l
-                .find("reconnecting in ")
-                .map(|i| i + "reconnecting in ".len())
-                .or_else(|| l.find("; retrying in ").map(|i| i + "; retrying in ".len()))?;
-            let d = l[at..].split_whitespace().next()?;
-            if let Some(ms) = d.strip_suffix("ms") {
-                ms.parse::<f64>().ok().map(|v| v / 1000.0)
-            } else {
-                d.strip_suffix('s')?.parse().ok()
-            }
-        })
-        .collect()
-}
-
 /// Item 15, its last part: a server whose sessions break right after the
 /// login (here Dovecot's session processes are killed as they appear) is
 /// retried ever more slowly, not once a second.
@@ -215,13 +197,13 @@ fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
             }
         });
         m.wait_for(Duration::from_secs(60), "a wait of 8 s or more", || {
-            reconnect_waits(&m.log())
+            backoff_waits(&m.log())
                 .iter()
-                .any(|w| *w >= 8.0)
+                .any(|w| *w >= Duration::from_secs(8))
                 .then_some(())
         });
     });
-    let waits = reconnect_waits(&m.log());
+    let waits = backoff_waits(&m.log());
     assert!(waits.len() >= 4, "{waits:?}");
     // And back once the server is well again.
     m.wait_for(Duration::from_secs(30), "connected again", || {

@@ -142,3 +142,19 @@ fn utf8_folder_names_are_accepted() {
         "check-config refused UTF-8 folder names:\n{out}{err}"
     );
 }
+
+/// Issue [15]: the new `folders.junk` is checked like every folder name,
+/// and may not be a watched folder (spam moved there would be sorted again).
+#[test]
+fn a_bad_junk_folder_names_its_key() {
+    refused(
+        &account("    folders: { watch: [INBOX], junk: \"Spam//Old\" }\n"),
+        "accounts[0].folders.junk",
+        "empty level",
+    );
+    refused(
+        &account("    folders: { watch: [INBOX, Spam], junk: Spam }\n"),
+        "accounts[0].folders.junk",
+        "also watched",
+    );
+}

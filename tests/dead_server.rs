@@ -14,29 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::dovecot::Dovecot;
-use common::hooks::{bodies, receiver, Received};
+use common::hooks::{events, receiver};
+use common::mail::msg;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model};
-use serde_json::{json, Value};
-
-fn msg(id: &str, subject: &str) -> Vec<u8> {
-    format!(
-        "From: Shop <shop@example.org>\r\nTo: test@example.test\r\nSubject: {subject}\r\n\
-         Message-ID: <{id}@mailproc.test>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\
-         Content-Type: text/plain\r\n\r\nBody of {subject}.\r\n"
-    )
-    .into_bytes()
-}
-
-fn events(got: &Received, kind: &str) -> usize {
-    bodies(got).iter().filter(|e| e["event"] == kind).count()
-}
-
-/// Rows of the activity log, all statuses.
-fn rows(m: &Mailproc) -> Vec<Value> {
-    let r = m.get("/api/activity?pageSize=100");
-    r.body["entries"].as_array().cloned().unwrap_or_default()
-}
+use common::world::{backoff_waits, each_acted_on_once, rows};
+use serde_json::json;
 
 fn config(d: &Dovecot, hook_port: u16, provider: &str, account_extra: &str) -> String {
     format!(
@@ -48,58 +31,6 @@ fn config(d: &Dovecot, hook_port: u16, provider: &str, account_extra: &str) -> S
          folders: {{ watch: [INBOX], allowed: [Receipts], create: true }}\n    backlog: all\n{account_extra}",
         d.imap_port
     )
-}
-
-/// The waits the log announces between reconnect attempts, in order.
-fn retry_waits(log: &str) -> Vec<Duration> {
-    log.lines()
-        .filter_map(|l| l.split("; retrying in ").nth(1))
-        .filter_map(|w| {
-            let w = w.trim();
-            if let Some(ms) = w.strip_suffix("ms") {
-                ms.parse::<f64>()
-                    .ok()
-                    .map(|v| Duration::from_secs_f64(v / 1000.0))
-            } else {
-                w.strip_suffix('s')?
-                    .parse::<f64>()
-                    .ok()
-                    .map(Duration::from_secs_f64)
-            }
-        })
-        .collect()
-}
-
-/// Every message is in `Receipts` exactly once and has exactly one
-/// activity row; the server holds exactly `n` messages.
-fn each_acted_on_once(d: &Dovecot, m: &Mailproc, n: usize) {
-    let stored = d.messages("test");
-    assert_eq!(stored.len(), n, "{stored:#?}");
-    assert!(
-        stored.iter().all(|x| x.mailbox == "Receipts"),
-        "{stored:#?}"
-    );
-    let mut ids: Vec<String> = stored.iter().map(|x| x.message_id.clone()).collect();
-    ids.sort();
-    ids.dedup();
-    assert_eq!(ids.len(), n, "a message was copied: {stored:#?}");
-    let rows = rows(m);
-    for id in &ids {
-        let mine: Vec<&Value> = rows
-            .iter()
-            .filter(|r| r["messageId"] == id.as_str())
-            .collect();
-        assert_eq!(mine.len(), 1, "{id}: {mine:#?}");
-        assert_eq!(mine[0]["status"], "ok", "{id}: {mine:#?}");
-    }
-    let actions: f64 = m
-        .get("/metrics")
-        .text
-        .lines()
-        .filter(|l| l.starts_with("mailproc_actions_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
-    assert_eq!(actions, n as f64, "each message moved once");
 }
 
 #[test]
@@ -120,7 +51,7 @@ fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_wi
         "    rules: [ { name: orders, when: { subject: Order }, actions: [ { type: move, folder: Receipts } ] } ]\n",
     ));
     m.wait_for(Duration::from_secs(30), "5 messages moved", || {
-        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == 5).then_some(())
+        (rows(&m, 100).iter().filter(|r| r["status"] == "ok").count() == 5).then_some(())
     });
     // Idling: the pass is over and the account waits in IDLE.
     m.wait_for(Duration::from_secs(10), "the account idling", || {
@@ -142,7 +73,7 @@ fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_wi
     let noticed = frozen.elapsed();
     // Reconnects keep failing (the greeting never comes) with growing waits.
     let waits = m.wait_for(Duration::from_secs(60), "three reconnect attempts", || {
-        let w = retry_waits(&m.log());
+        let w = backoff_waits(&m.log());
         (w.len() >= 3).then_some(w)
     });
     eprintln!("noticed after {noticed:?}; reconnect waits {waits:?}");
@@ -168,9 +99,9 @@ fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_wi
         );
     }
     m.wait_for(Duration::from_secs(30), "7 messages moved", || {
-        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == 7).then_some(())
+        (rows(&m, 100).iter().filter(|r| r["status"] == "ok").count() == 7).then_some(())
     });
-    each_acted_on_once(&d, &m, 7);
+    each_acted_on_once(&d.messages("test"), &m, "Receipts", 7);
     assert_eq!(events(&got, "connection_lost"), 1);
     assert!(!m.log().contains("panicked"), "{}", m.log());
 }
@@ -234,9 +165,9 @@ fn a_server_that_stops_answering_mid_batch_is_noticed_and_the_model_is_not_asked
     d.kill_sessions();
     d.thaw();
     m.wait_for(Duration::from_secs(60), "all moved", || {
-        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == n).then_some(())
+        (rows(&m, 100).iter().filter(|r| r["status"] == "ok").count() == n).then_some(())
     });
-    each_acted_on_once(&d, &m, n);
+    each_acted_on_once(&d.messages("test"), &m, "Receipts", n);
     let mut subjects = asked.lock().unwrap().clone();
     subjects.sort();
     let before = subjects.len();
@@ -287,9 +218,9 @@ fn a_session_lost_while_the_model_thinks_costs_no_second_model_call() {
     );
     let m = Mailproc::start(&config(&d, hook, &provider, "    provider: fake\n"));
     m.wait_for(Duration::from_secs(60), "all moved", || {
-        (rows(&m).iter().filter(|r| r["status"] == "ok").count() == n).then_some(())
+        (rows(&m, 100).iter().filter(|r| r["status"] == "ok").count() == n).then_some(())
     });
-    each_acted_on_once(&d, &m, n);
+    each_acted_on_once(&d.messages("test"), &m, "Receipts", n);
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), n, "one model call per message: {asked:?}");
     assert_eq!(events(&got, "connection_lost"), 1, "{}", m.log());

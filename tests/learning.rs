@@ -480,3 +480,42 @@ fn a_model_answering_by_choice_is_shown_the_nearest_examples_and_its_choice_is_a
         )
     );
 }
+
+fn offer(i: usize) -> Vec<u8> {
+    format!(
+        "From: Prize Desk <winner@lotto.example>\r\nTo: test@example.test\r\n\
+         Subject: You have won prize number {i}\r\nMessage-ID: <w{i}@lotto.example>\r\n\
+         Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n\
+         Claim your prize now: send your bank details to collect the jackpot.\r\n"
+    )
+    .into_bytes()
+}
+
+/// Issue [15]: training reads the junk folder the server marks `\Junk`
+/// (SPECIAL-USE) as well, and what the learned classifier puts there is
+/// `spam`, though `Junk` is no move target of the account. Before, the
+/// junk folder was not read, and such mail went to the model.
+#[test]
+fn the_junk_folder_teaches_spam() {
+    let d = sorted_mailbox();
+    d.seed_many("test", "Junk", &(0..8).map(offer).collect::<Vec<_>>());
+    let model = Model::start(2, |_| answer(json!([]), "no idea"));
+    let mut m = Mailproc::prepare(&config(
+        &d,
+        Some(&model),
+        "{ enabled: true, min_confidence: 0.9 }",
+    ));
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    assert!(out.contains("Junk: 8 message(s)"), "{out}");
+    d.seed("test", "INBOX", &offer(100));
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 1);
+    let e = entry(&all, "<w100@lotto.example>");
+    assert_eq!(e["model"], "learned", "{e:#}");
+    assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
+    assert_eq!(model.count(), 0, "the model was not asked");
+    assert_eq!(mailbox_of(&d, "<w100@lotto.example>"), ["Junk"]);
+}

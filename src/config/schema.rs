@@ -539,6 +539,10 @@ pub struct FoldersConfig {
     pub watch: Vec<String>,
     pub allowed: Vec<String>,
     pub create: bool,
+    /// Where `spam` moves mail. Unset: the folder the server marks `\Junk`
+    /// (SPECIAL-USE, RFC 6154), else one named like a junk folder, else
+    /// `Junk`.
+    pub junk: Option<String>,
 }
 
 impl Default for FoldersConfig {
@@ -547,6 +551,7 @@ impl Default for FoldersConfig {
             watch: vec!["INBOX".into()],
             allowed: Vec::new(),
             create: true,
+            junk: None,
         }
     }
 }

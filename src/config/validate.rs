@@ -284,6 +284,15 @@ pub fn validate(c: &Config) -> Vec<String> {
                 }
             }
         }
+        if let Some(j) = &a.folders.junk {
+            if let Some(e) = folder_name_problem(j) {
+                p.push(format!("{at}.folders.junk: {e}"));
+            } else if a.folders.watch.contains(j) {
+                p.push(format!(
+                    "{at}.folders.junk: {j:?} is also watched in folders.watch; spam moved there would be processed again"
+                ));
+            }
+        }
         if a.folders.watch.is_empty() {
             p.push(format!(
                 "{at}.folders.watch: must name at least one mailbox"

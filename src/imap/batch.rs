@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use super::commands::{search_message_id, uid_set};
+use super::flags::Wanted;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::state::{Failure, Item, Policy, State};
 use super::{ImapError, Runner};
@@ -131,6 +132,10 @@ impl Runner {
                 .map(|it| (it.meta.uid, it.meta.message_id.clone()))
                 .collect(),
         };
+        let before: HashMap<u32, Vec<String>> = items
+            .iter()
+            .map(|it| (it.meta.uid, it.seen.flags.clone()))
+            .collect();
         let writer = self.writer.clone();
         let mut finals: HashSet<u32> = HashSet::new();
         let mut confirmed = |c: Confirmed| {
@@ -171,7 +176,16 @@ impl Runner {
                 to: None,
             });
         }
-        let acted = self.act(s, caps, folders, mailbox, plan, &replayed, &mut confirmed);
+        let acted = self.act(
+            s,
+            caps,
+            folders,
+            mailbox,
+            plan,
+            &replayed,
+            &before,
+            &mut confirmed,
+        );
         let written = writer.barrier();
         let (failed, moved) = acted?;
         written?;
@@ -182,10 +196,13 @@ impl Runner {
         })
     }
 
-    /// Carries out the plan: flags first, moves last. `done` is told the
-    /// UIDs whose every command the server has confirmed, as soon as it has.
-    /// Returns the UIDs whose commands the server refused, with why, and
-    /// where the moved ones went; a broken session is an error.
+    /// Carries out the plan: the flags of messages that stay, then the
+    /// moves, the flags of moving messages on their copies (see `flags`).
+    /// `done` is told the UIDs whose every command the server has
+    /// confirmed, as soon as it has. `before` holds each message's flags
+    /// before we acted. Returns the UIDs whose commands the server refused,
+    /// with why, and where the moved ones went; a broken session is an
+    /// error.
     #[allow(clippy::too_many_arguments)]
     fn act(
         &mut self,
@@ -195,22 +212,38 @@ impl Runner {
         mailbox: &str,
         plan: &Plan,
         replayed: &Replayed,
+        before: &HashMap<u32, Vec<String>>,
         done: &mut dyn FnMut(Confirmed),
     ) -> Result<(HashMap<u32, String>, Moved), ImapError> {
         let mut failed: HashMap<u32, String> = HashMap::new();
         let mut moved: Moved = HashMap::new();
+        let moving: HashSet<u32> = plan.moves.values().flatten().copied().collect();
+        let mut wanted: Wanted = HashMap::new();
         for (flags, set) in &plan.flag_sets {
-            if let Err(e) =
-                s.uid_store(uid_set(set), format!("+FLAGS.SILENT ({})", flags.join(" ")))
-            {
+            for u in set.iter().filter(|u| moving.contains(u)) {
+                wanted.entry(*u).or_default().extend(flags.iter().cloned());
+            }
+            // With UIDPLUS a moving message gets its flags on its copy,
+            // after the move; without, before it (and off again if it fails).
+            let now: Vec<u32> = set
+                .iter()
+                .copied()
+                .filter(|u| !caps.uidplus || !moving.contains(u))
+                .collect();
+            if now.is_empty() {
+                continue;
+            }
+            if let Err(e) = s.uid_store(
+                uid_set(&now),
+                format!("+FLAGS.SILENT ({})", flags.join(" ")),
+            ) {
                 let e = session_fatal(e)?;
-                for u in set {
+                for u in &now {
                     failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
                 }
             }
         }
         // Flagged messages that move nowhere are done with their flags.
-        let moving: HashSet<u32> = plan.moves.values().flatten().copied().collect();
         let flagged: BTreeSet<u32> = plan
             .flag_sets
             .values()
@@ -224,6 +257,7 @@ impl Runner {
                 to: None,
             });
         }
+        let at = (mailbox, replayed.uidvalidity);
         let mut created: HashSet<String> = HashSet::new();
         // The largest move first: its records are written while the
         // smaller ones run, so little is left to write after the last.
@@ -238,17 +272,21 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
-            let (set, copied) = self.reconcile(s, caps, mailbox, folder, set, replayed)?;
+            let (set, copied) = self.reconcile(s, caps, folders, mailbox, folder, set, replayed)?;
             if !copied.is_empty() {
                 let uids: Vec<u32> = copied.iter().map(|(u, _)| *u).collect();
                 match self.take_out(s, caps, mailbox, &uids)? {
                     Ok(()) => {
-                        for (u, dest) in &copied {
-                            moved.insert(*u, (folder.clone(), Some(*dest)));
+                        let dest: HashMap<u32, u32> = copied.iter().copied().collect();
+                        if caps.uidplus {
+                            self.flag_copies(s, folders, at, folder, &uids, &dest, &wanted)?;
+                        }
+                        for (u, d) in &copied {
+                            moved.insert(*u, (folder.clone(), Some(*d)));
                         }
                         done(Confirmed {
                             uids,
-                            to: Some((folder.clone(), copied.iter().copied().collect())),
+                            to: Some((folder.clone(), dest)),
                         });
                     }
                     Err(e) => {
@@ -264,6 +302,9 @@ impl Runner {
             // `?`: a broken session ends the batch, decisions journalled.
             match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)? {
                 Ok(dest) => {
+                    if caps.uidplus {
+                        self.flag_copies(s, folders, at, folder, &set, &dest, &wanted)?;
+                    }
                     for u in &set {
                         moved.insert(*u, (folder.clone(), dest.get(u).copied()));
                     }
@@ -273,6 +314,9 @@ impl Runner {
                     })
                 }
                 Err(e) => {
+                    if !caps.uidplus {
+                        self.unflag(s, &set, &wanted, before)?;
+                    }
                     for u in &set {
                         failed.insert(*u, e.clone());
                     }
@@ -296,10 +340,12 @@ impl Runner {
     /// each taken for one original at most: a Message-ID alone proves
     /// nothing (it is not unique), and taking the original out on it alone
     /// would lose a message that was never copied.
+    #[allow(clippy::too_many_arguments)]
     fn reconcile(
         &mut self,
         s: &mut Session,
         caps: &Caps,
+        folders: &Folders,
         mailbox: &str,
         folder: &str,
         set: Vec<u32>,
@@ -334,7 +380,7 @@ impl Runner {
         };
         let originals = stamps(s, &check.iter().map(|(u, _)| *u).collect::<Vec<_>>())?;
         let mut found: Copied = Vec::new();
-        match s.examine(folder) {
+        match folders.examine(s, folder) {
             Ok(_) => {
                 let mut claimed: HashSet<u32> = HashSet::new();
                 for (u, id) in &check {
@@ -372,7 +418,7 @@ impl Runner {
         }
         // A failed EXAMINE leaves no mailbox selected: select it again
         // either way, and only the generation the UIDs belong to.
-        let mb = s.select(mailbox)?;
+        let mb = folders.select(s, mailbox)?;
         if mb.uid_validity != Some(replayed.uidvalidity) {
             return Err(ImapError::Io(std::io::Error::other(format!(
                 "{mailbox:?} changed UIDVALIDITY while its batch was acted on"

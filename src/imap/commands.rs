@@ -7,11 +7,12 @@ use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 
 impl Runner {
-    /// Moves `set` to `folder`. The inner error is the server refusing
-    /// (NO/BAD: those messages failed); the outer one a broken session
-    /// (time-out, reset), which must end the batch with its decisions still
-    /// journalled, not record them as failed attempts that would ask the
-    /// model again.
+    /// Moves `set` to `folder` (a configured name), creating the folder
+    /// first when LIST did not show it and `folders.create` allows. The
+    /// inner error is the server refusing (NO/BAD: those messages failed);
+    /// the outer one a broken session (time-out, reset), which must end the
+    /// batch with its decisions still journalled, not record them as failed
+    /// attempts that would ask the model again.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn move_uids(
         &self,
@@ -23,79 +24,113 @@ impl Runner {
         folder: &str,
         from: &str,
     ) -> Result<Result<HashMap<u32, u32>, String>, ImapError> {
-        if !folders.existing.contains(folder) && !created.contains(folder) {
+        if !folders.exists(folder) && !created.contains(folder) {
             if !self.w.account.folders.create {
                 return Ok(Err(format!(
-                    "folder {folder:?} does not exist and folders.create is false"
+                    "folder {} does not exist and folders.create is false",
+                    folders.describe(folder)
                 )));
             }
-            match s.create(folder) {
-                Ok(()) => log::info!("{}: created folder {folder:?}", self.name()),
-                // Another client may have created it meanwhile; MOVE will tell.
-                Err(e) => log::debug!("{}: CREATE {folder:?}: {e}", self.name()),
+            match folders.create(s, folder) {
+                Ok(()) => log::info!(
+                    "{}: created folder {}",
+                    self.name(),
+                    folders.describe(folder)
+                ),
+                // Another client may have created it meanwhile (MOVE will
+                // tell); else the server's answer is why every move there
+                // fails, and the operator must see it.
+                Err(e) => log::warn!(
+                    "{}: CREATE {} refused: {}",
+                    self.name(),
+                    folders.describe(folder),
+                    session_fatal(e)?
+                ),
             }
             created.insert(folder.to_string());
         }
-        let set_s = uid_set(set);
-        let to = match imap_string(folder, caps) {
-            Ok(to) => to,
-            Err(e) => return Ok(Err(format!("folder {folder:?} {e}"))),
-        };
-        let step = |r: imap::Result<()>, what: String| -> Result<Result<(), String>, ImapError> {
-            match r {
-                Ok(()) => Ok(Ok(())),
-                Err(e) => Ok(Err(format!("{what} failed: {}", session_fatal(e)?))),
-            }
-        };
-        if caps.mv {
-            // RFC 6851: with UIDPLUS the server names the UIDs the messages
-            // got in the destination (COPYUID, untagged), which undo uses.
-            let t = std::time::Instant::now();
-            let r = s.run_command_and_read_response(format!("UID MOVE {set_s} {to}"));
-            log::debug!(
-                "{}: UID MOVE of {} message(s) to {folder:?} took {:?}",
-                self.name(),
-                set.len(),
-                t.elapsed()
-            );
-            return match r {
-                Ok(lines) => Ok(Ok(copy_uids(&lines, set))),
-                Err(e) => Ok(Err(format!(
-                    "moving to {folder:?} failed: {}",
-                    session_fatal(e)?
-                ))),
-            };
-        }
-        if let Err(e) = step(
-            s.run_command_and_check_ok(format!("UID COPY {set_s} {to}")),
-            format!("copying to {folder:?}"),
-        )? {
-            return Ok(Err(e));
-        }
-        if let Err(e) = step(
-            s.uid_store(&set_s, "+FLAGS.SILENT (\\Deleted)").map(|_| ()),
-            format!("marking moved messages in {from:?}"),
-        )? {
-            return Ok(Err(e));
-        }
-        if caps.uidplus {
-            if let Err(e) = step(
-                s.uid_expunge(&set_s).map(|_| ()),
-                format!("expunging moved messages from {from:?}"),
-            )? {
-                return Ok(Err(e));
-            }
-        } else {
+        let t = std::time::Instant::now();
+        let r = move_set(s, caps, folders, set, folder, from)?;
+        log::debug!(
+            "{}: {} of {} message(s) to {folder:?} took {:?}",
+            self.name(),
+            if caps.mv { "UID MOVE" } else { "UID COPY" },
+            set.len(),
+            t.elapsed()
+        );
+        if r.is_ok() && !caps.mv && !caps.uidplus {
             log::warn!(
                 "{}: server lacks MOVE and UIDPLUS: copied to {folder:?} and marked \\Deleted in {from:?}, \
                  but not expunged (a plain EXPUNGE could remove mail the user marked)",
                 self.name()
             );
         }
-        // COPYUID came in the tagged answer, which the client keeps to
-        // itself: undo finds these by Message-ID.
-        Ok(Ok(HashMap::new()))
+        Ok(r)
     }
+}
+
+/// Moves `set` (UIDs of the selected `from`) to `folder`: `UID MOVE` where
+/// the server has MOVE, else `UID COPY`, `\Deleted` and, with UIDPLUS only,
+/// `UID EXPUNGE` of exactly those UIDs. Returns each UID's UID in `folder`
+/// where the server said (COPYUID, RFC 4315); errors as for
+/// [`Runner::move_uids`], naming the folder as the user knows it and as
+/// the server does.
+pub(super) fn move_set(
+    s: &mut Session,
+    caps: &Caps,
+    folders: &Folders,
+    set: &[u32],
+    folder: &str,
+    from: &str,
+) -> Result<Result<HashMap<u32, u32>, String>, ImapError> {
+    let set_s = uid_set(set);
+    let to = match folders.arg(folder) {
+        Ok(to) => to,
+        Err(e) => return Ok(Err(e)),
+    };
+    let named = folders.describe(folder);
+    if caps.mv {
+        // RFC 6851: with UIDPLUS the server names the UIDs the messages
+        // got in the destination (COPYUID, untagged), which undo uses.
+        return match s.run_command_and_read_response(format!("UID MOVE {set_s} {to}")) {
+            Ok(lines) => Ok(Ok(copy_uids(&lines, set))),
+            Err(e) => Ok(Err(format!(
+                "moving to {named} failed: {}",
+                session_fatal(e)?
+            ))),
+        };
+    }
+    let step = |r: imap::Result<()>, what: String| -> Result<Result<(), String>, ImapError> {
+        match r {
+            Ok(()) => Ok(Ok(())),
+            Err(e) => Ok(Err(format!("{what} failed: {}", session_fatal(e)?))),
+        }
+    };
+    // COPYUID comes in the tagged answer here, which `run` returns too.
+    let dest = match s.run(format!("UID COPY {set_s} {to}")) {
+        Ok((lines, _)) => copy_uids(&lines, set),
+        Err(e) => {
+            return Ok(Err(format!(
+                "copying to {named} failed: {}",
+                session_fatal(e)?
+            )))
+        }
+    };
+    if let Err(e) = step(
+        s.uid_store(&set_s, "+FLAGS.SILENT (\\Deleted)").map(|_| ()),
+        format!("marking moved messages in {from:?}"),
+    )? {
+        return Ok(Err(e));
+    }
+    if caps.uidplus {
+        if let Err(e) = step(
+            s.uid_expunge(&set_s).map(|_| ()),
+            format!("expunging moved messages from {from:?}"),
+        )? {
+            return Ok(Err(e));
+        }
+    }
+    Ok(Ok(dest))
 }
 
 /// Source UID → destination UID from the COPYUID response codes among
@@ -125,11 +160,12 @@ pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
     while !lines.is_empty() {
         match imap_proto::parser::parse_response(lines) {
             Ok((rest, resp)) => {
-                if let imap_proto::Response::Data {
-                    code: Some(ResponseCode::CopyUid(_, src, dst)),
-                    ..
-                } = resp
-                {
+                let code = match resp {
+                    imap_proto::Response::Data { code, .. }
+                    | imap_proto::Response::Done { code, .. } => code,
+                    _ => None,
+                };
+                if let Some(ResponseCode::CopyUid(_, src, dst)) = code {
                     let n = size(&src);
                     if n == size(&dst) && n <= sent.len() as u64 {
                         out.extend(
@@ -252,6 +288,9 @@ mod tests {
             idle: true,
             mv: true,
             uidplus: true,
+            namespace: true,
+            special_use: true,
+            utf8: false,
             literal_max,
         }
     }
@@ -290,6 +329,10 @@ mod tests {
         assert!(copy_uids(b"* 2 EXPUNGE\r\n", &[3]).is_empty());
         // Only UIDs we sent map.
         assert_eq!(copy_uids(lines, &[4, 9, 77]).len(), 2);
+        // In the tagged answer to UID COPY (Courier).
+        let tagged =
+            b"* 3 FETCH (FLAGS (\\Seen))\r\nA7 OK [COPYUID 42 5:6 1:2] COPY completed.\r\n";
+        assert_eq!(copy_uids(tagged, &[5, 6]), HashMap::from([(5, 1), (6, 2)]));
     }
 
     /// Issue [14] item 19: a server's range is never expanded beyond the

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::commands::{search_message_id, uid_set};
-use super::session::{session_fatal, Caps, Session};
+use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::timestamp::now_ms;
 
@@ -28,6 +28,7 @@ impl Runner {
         &mut self,
         s: &mut Session,
         caps: &Caps,
+        folders: &Folders,
     ) -> Result<(), ImapError> {
         if !self.w.account.learned.enabled {
             return Ok(());
@@ -40,7 +41,7 @@ impl Runner {
         }
         let mut gone: Vec<(i64, String)> = Vec::new();
         for (folder, list) in &by_folder {
-            if let Err(e) = s.examine(folder) {
+            if let Err(e) = folders.examine(s, folder) {
                 session_fatal(e)?;
                 continue;
             }
@@ -63,7 +64,7 @@ impl Runner {
             let Some(t) = self.w.store.undo_target(id)? else {
                 continue;
             };
-            let found = match self.find_elsewhere(s, caps, &t.message_id, &from)? {
+            let found = match self.find_elsewhere(s, caps, folders, &t.message_id, &from)? {
                 Ok(found) => found,
                 Err(e) => {
                     log::warn!(
@@ -115,6 +116,7 @@ impl Runner {
         &self,
         s: &mut Session,
         caps: &Caps,
+        folders: &Folders,
         message_id: &str,
         not: &str,
     ) -> Result<Result<Option<Found>, String>, ImapError> {
@@ -129,7 +131,7 @@ impl Runner {
             if folder == not {
                 continue;
             }
-            let mb = match s.examine(&folder) {
+            let mb = match folders.examine(s, &folder) {
                 Ok(mb) => mb,
                 Err(e) => {
                     session_fatal(e)?;

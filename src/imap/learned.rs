@@ -66,6 +66,10 @@ impl Runner {
         let a = &self.w.account;
         let actions = if p.class == mailbox {
             Vec::new()
+        } else if p.class == self.junk && a.allows(ActionKind::Spam) {
+            // The junk folder (SPECIAL-USE, or folders.junk) is `spam`,
+            // whatever it is called and whether or not moves may go there.
+            vec![Action::Spam]
         } else if a.allows(ActionKind::Move)
             && !a.folders.watch.contains(&p.class)
             && (a.folders.allowed.is_empty() || a.folders.allowed.contains(&p.class))

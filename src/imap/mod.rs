@@ -23,7 +23,10 @@
 mod batch;
 mod commands;
 mod corrections;
+mod flags;
 mod flow;
+mod folders;
+mod generation;
 mod headers;
 mod learned;
 mod login;
@@ -244,6 +247,12 @@ struct Runner {
     /// The account's journal writer (`journal-<account>`), shared with the
     /// stage that records while acting.
     writer: Arc<writer::Writer>,
+    /// Why the last pass could not read a watched folder (the server's
+    /// words); the account shows `error` while it is set.
+    trouble: Option<String>,
+    /// The junk folder of the session, as the user knows it: the learned
+    /// classifier's class for `spam`.
+    junk: String,
 }
 
 impl Runner {
@@ -261,6 +270,8 @@ impl Runner {
             token_backoff: TOKEN_RETRY,
             learner: crate::learn::Model::default(),
             learner_generation: None,
+            trouble: None,
+            junk: "Junk".into(),
         }
     }
 

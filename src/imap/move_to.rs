@@ -82,6 +82,7 @@ impl Runner {
         &mut self,
         s: &mut Session,
         caps: &Caps,
+        folders: &Folders,
         id: i64,
         at: &Location,
         field: &str,
@@ -96,9 +97,15 @@ impl Runner {
             ))));
         };
         let failed = |e: String| Ok(Err(RefileError::Failed(format!("{}: {e}", self.name()))));
-        let mb = match s.examine(&at.folder) {
+        let mb = match folders.examine(s, &at.folder) {
             Ok(mb) => mb,
-            Err(e) => return failed(format!("EXAMINE {:?}: {}", at.folder, session_fatal(e)?)),
+            Err(e) => {
+                return failed(format!(
+                    "EXAMINE {}: {}",
+                    folders.describe(&at.folder),
+                    session_fatal(e)?
+                ))
+            }
         };
         let uid = match self.find(s, caps, &t, at, mb.uid_validity)? {
             Ok(Some(u)) => u,
@@ -188,7 +195,10 @@ impl Runner {
                 }
             };
         }
-        let mb = answer!(s.select(&from.folder), format!("SELECT {:?}", from.folder));
+        let mb = answer!(
+            folders.select(s, &from.folder),
+            format!("SELECT {}", folders.describe(&from.folder))
+        );
         let uid = match self.find(s, caps, t, from, mb.uid_validity)? {
             Ok(Some(u)) => u,
             Ok(None) => {
@@ -232,7 +242,10 @@ impl Runner {
             Some(u) => u,
             // No COPYUID: the newest message with its Message-ID.
             None => {
-                answer!(s.select(to), format!("SELECT {to:?}"));
+                answer!(
+                    folders.select(s, to),
+                    format!("SELECT {}", folders.describe(to))
+                );
                 let query = match search_message_id(&t.message_id, caps) {
                     Ok(q) => q,
                     Err(e) => return Ok(Err(format!("moved, but cannot find it: {e}"))),

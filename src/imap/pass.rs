@@ -28,10 +28,12 @@ impl Runner {
             .with_label_values(&[self.name()])
             .inc();
         crate::failpoint::hit("account-pass");
+        let had_trouble = self.trouble.take().is_some();
+        self.junk.clone_from(&folders.junk);
         self.close_orphaned_retries();
         // Before the watched folders: a message the user moved back into
         // one is then recorded, not sorted away again.
-        if let Err(e) = self.check_corrections(s, caps) {
+        if let Err(e) = self.check_corrections(s, caps, folders) {
             match e {
                 ImapError::Store(e) => log::warn!("{}: corrections: {e}", self.name()),
                 e => return Err(e),
@@ -40,10 +42,25 @@ impl Runner {
         for mailbox in self.w.account.folders.watch.clone() {
             // An undo asked for meanwhile does not wait for the whole pass.
             self.serve_refiles(s, caps, folders)?;
-            if let Some(exit) = self.process_folder(s, caps, folders, &mailbox)? {
+            let r = match self.process_folder(s, caps, folders, &mailbox) {
+                // A command the server refuses about this folder (NO, BAD)
+                // costs the folder, not the session: the others go on, and
+                // the account shows the server's words until a pass reads
+                // them all.
+                Err(ImapError::Protocol(e @ (imap::Error::No(_) | imap::Error::Bad(_)))) => {
+                    self.folder_trouble(folders, &mailbox, "reading its mail", &e);
+                    None
+                }
+                r => r?,
+            };
+            if let Some(exit) = r {
                 self.index_search();
                 return Ok(Some(exit));
             }
+        }
+        if had_trouble && self.trouble.is_none() {
+            log::info!("{}: every watched folder read again", self.name());
+            self.w.handle.set_error(None);
         }
         self.index_search();
         Ok(None)
@@ -107,15 +124,66 @@ impl Runner {
     /// Whether `mailbox`, as just selected, holds UIDs past its watermark.
     pub(super) fn behind(
         &self,
+        s: &mut Session,
+        folders: &Folders,
         mailbox: &str,
         mb: &imap::types::Mailbox,
     ) -> Result<bool, ImapError> {
-        let uid_next = mb.uid_next.unwrap_or(1);
+        let uid_next = match mb.uid_next {
+            Some(n) => n,
+            None => match self.uid_next(s, folders, mailbox, mb.exists) {
+                Ok(n) => n,
+                // Unknown: a pass settles it.
+                Err(ImapError::Protocol(imap::Error::No(_) | imap::Error::Bad(_))) => {
+                    return Ok(true)
+                }
+                Err(e) => return Err(e),
+            },
+        };
         Ok(match self.w.store.folder_state(self.name(), mailbox)? {
             Some((v, last)) if Some(v) == mb.uid_validity => uid_next > last.saturating_add(1),
             // First sight or a new UIDVALIDITY: a pass settles it.
             _ => true,
         })
+    }
+
+    /// A watched folder could not be opened or read: logged, counted
+    /// (`mailproc_errors_total{kind="folder"}`), and shown with the server's
+    /// words; the account reads `error` after this pass.
+    fn folder_trouble(&mut self, folders: &Folders, mailbox: &str, what: &str, e: &imap::Error) {
+        let msg = format!(
+            "watched folder {}: {what} failed: {e}",
+            folders.describe(mailbox)
+        );
+        log::warn!("{}: {msg}", self.name());
+        self.w.handle.set_error(Some(msg.clone()));
+        self.count_error("folder");
+        self.trouble.get_or_insert(msg);
+    }
+
+    /// The UIDNEXT of the selected `mailbox` when SELECT did not say
+    /// (Courier): STATUS, else the highest UID plus one. Never a guess of
+    /// 1 that would hide every message from the search.
+    fn uid_next(
+        &self,
+        s: &mut Session,
+        folders: &Folders,
+        mailbox: &str,
+        exists: u32,
+    ) -> Result<u32, ImapError> {
+        if let Some(n) = folders.status_uid_next(s, mailbox)? {
+            return Ok(n);
+        }
+        if exists == 0 {
+            return Ok(1);
+        }
+        let top = s
+            .uid_fetch("*", "(UID)")?
+            .iter()
+            .filter_map(|f| f.uid)
+            .max()
+            .unwrap_or(0);
+        Ok(top.saturating_add(1))
     }
 
     /// Processes new (and due) messages of one watched folder.
@@ -126,35 +194,74 @@ impl Runner {
         folders: &Folders,
         mailbox: &str,
     ) -> Result<Option<Exit>, ImapError> {
-        let mb = match s.select(mailbox) {
+        let mb = match folders.select(s, mailbox) {
             Ok(mb) => mb,
             // A watched folder that is missing (deleted, renamed, not yet
             // created) is that folder's problem, not the connection's: the
             // other folders go on and this one is tried again next pass.
             Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
-                let msg = format!("cannot open watched folder {mailbox:?}: {e}");
-                log::warn!("{}: {msg}", self.name());
-                self.w.handle.set_error(Some(msg));
-                self.count_error("folder");
+                self.folder_trouble(folders, mailbox, "opening it", &e);
                 return Ok(None);
             }
             Err(e) => return Err(e.into()),
         };
         let uidvalidity = mb.uid_validity.unwrap_or(0);
-        let uid_next = mb.uid_next.unwrap_or(1);
+        let uid_next = match mb.uid_next {
+            Some(n) => n,
+            None => self.uid_next(s, folders, mailbox, mb.exists)?,
+        };
         let account = self.name().to_string();
         let last = match self.w.store.folder_state(&account, mailbox)? {
             Some((v, last)) if v == uidvalidity => last,
             Some((v, _)) => {
-                let w = uid_next.saturating_sub(1);
-                let closed = self
+                // With records of the old generation, its mail that none of
+                // them handled is taken up (see `generation`); without, the
+                // folder is seen for the first time.
+                let earlier = self
                     .w
                     .store
-                    .reset_watermark(&Watermark::new(&account, mailbox, uidvalidity, w), v)?;
+                    .earlier_generation(&account, mailbox, uidvalidity)?;
+                let (w, closed, taken) = match earlier {
+                    Some(e) => {
+                        let new = self.unhandled_in_new_generation(
+                            s,
+                            mailbox,
+                            uidvalidity,
+                            mb.exists,
+                            &e,
+                        )?;
+                        let w = uid_next.saturating_sub(1);
+                        let closed = self.w.store.adopt_generation(
+                            (&account, mailbox),
+                            v,
+                            uidvalidity,
+                            w,
+                            &new,
+                        )?;
+                        (w, closed, Some(new.len()))
+                    }
+                    None => {
+                        let w = self.initial_watermark(s, mb.exists, uid_next)?;
+                        let closed = self.w.store.reset_watermark(
+                            &Watermark::new(&account, mailbox, uidvalidity, w),
+                            v,
+                        )?;
+                        (w, closed, None)
+                    }
+                };
                 log::warn!(
-                    "{account}: {mailbox}: UIDVALIDITY changed from {v} to {uidvalidity}; \
-                     starting after UID {w} instead of reprocessing the mailbox; \
-                     {closed} unfinished message(s) of the old generation closed as failed"
+                    "{account}: {mailbox}: UIDVALIDITY changed from {v} to {uidvalidity}; {}; \
+                     {closed} unfinished message(s) of the old generation closed as failed",
+                    match taken {
+                        Some(n) => format!(
+                            "{n} message(s) of the new one that nothing handled are processed, \
+                             new mail after UID {w}"
+                        ),
+                        None => format!(
+                            "nothing was handled under the old one: backlog {:?} starts after UID {w}",
+                            self.w.account.backlog
+                        ),
+                    }
                 );
                 w
             }
@@ -201,6 +308,7 @@ impl Runner {
             }
             known.insert(k.uid, k);
         }
+        self.skip_handled_earlier(s, mailbox, uidvalidity, &mut uids, &known)?;
         let uids: Vec<u32> = uids.into_iter().collect();
         for chunk in uids.chunks(WINDOW) {
             let complete =

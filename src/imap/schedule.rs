@@ -138,6 +138,9 @@ impl Runner {
             }
             self.w.handle.set_state(if self.w.handle.is_paused() {
                 State::Paused
+            } else if self.trouble.is_some() {
+                // A watched folder could not be read: not a quiet success.
+                State::Error
             } else {
                 State::Connected
             });
@@ -149,7 +152,7 @@ impl Runner {
             // IDLE needs its folder selected; if it is missing, poll instead.
             let first = &self.w.account.folders.watch[0];
             let selected = if caps.idle {
-                match s.select(first) {
+                match folders.select(s, first) {
                     Ok(mb) => Some(mb),
                     Err(imap::Error::No(_) | imap::Error::Bad(_)) => None,
                     Err(e) => return Err(e.into()),
@@ -161,7 +164,7 @@ impl Runner {
             // SELECT, so IDLE would not announce it: pass again instead of
             // waiting for the next message or the IDLE re-issue.
             if let Some(mb) = &selected {
-                if !self.w.handle.is_paused() && self.behind(first, mb)? {
+                if !self.w.handle.is_paused() && self.behind(s, folders, first, mb)? {
                     pass_due = true;
                     continue;
                 }

@@ -1,7 +1,6 @@
 //! One IMAP connection: the socket (plain or TLS), STARTTLS with our own
 //! trust roots, login (see `login`), capabilities and the folder list.
 
-use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
@@ -254,18 +253,17 @@ pub(super) struct Caps {
     pub(super) idle: bool,
     pub(super) mv: bool,
     pub(super) uidplus: bool,
+    pub(super) namespace: bool,
+    pub(super) special_use: bool,
+    /// `ENABLE UTF8=ACCEPT` succeeded (RFC 6855): folder names go as UTF-8.
+    pub(super) utf8: bool,
     /// The longest literal the server takes without its `+` first:
     /// unlimited with LITERAL+, 4096 bytes with LITERAL- (RFC 7888), none
     /// without either. Strings that cannot be quoted go as such literals.
     pub(super) literal_max: usize,
 }
 
-/// What one connection knows of the server's folders.
-pub(super) struct Folders {
-    pub(super) existing: HashSet<String>,
-    pub(super) junk: String,
-    pub(super) trash: String,
-}
+pub(super) use super::folders::Folders;
 
 /// A signed-in session and what goes with it.
 pub(super) struct Connected {
@@ -346,10 +344,15 @@ pub(super) fn connect(
     let mut session = super::login::login(client, account, tokens)?;
     // Capabilities may change after login (RFC 3501 §6.2.3).
     let caps = session.capabilities()?;
+    let utf8 =
+        super::folders::enable_utf8(&mut session, caps.has_str("UTF8=ACCEPT"), &account.name)?;
     let caps = Caps {
         idle: caps.has_str("IDLE"),
         mv: caps.has_str("MOVE"),
         uidplus: caps.has_str("UIDPLUS"),
+        namespace: caps.has_str("NAMESPACE"),
+        special_use: caps.has_str("SPECIAL-USE"),
+        utf8,
         literal_max: if caps.has_str("LITERAL+") {
             usize::MAX
         } else if caps.has_str("LITERAL-") {
@@ -358,15 +361,16 @@ pub(super) fn connect(
             0
         },
     };
-    let folders = list_folders(&mut session)?;
+    let folders = super::folders::discover(&mut session, &caps, account)?;
     log::info!(
-        "{}: connected to {}:{} (idle={}, move={}, uidplus={})",
+        "{}: connected to {}:{} (idle={}, move={}, uidplus={}, utf8={})",
         account.name,
         c.host,
         c.port(),
         caps.idle,
         caps.mv,
-        caps.uidplus
+        caps.uidplus,
+        caps.utf8
     );
     Ok(Connected {
         session,
@@ -478,34 +482,6 @@ pub(super) fn session_fatal(e: imap::Error) -> Result<String, ImapError> {
         imap::Error::No(_) | imap::Error::Bad(_) => Ok(e.to_string()),
         other => Err(other.into()),
     }
-}
-
-fn list_folders(s: &mut Session) -> Result<Folders, ImapError> {
-    let names = s.list(Some(""), Some("*"))?;
-    let mut f = Folders {
-        existing: HashSet::new(),
-        junk: "Junk".into(),
-        trash: "Trash".into(),
-    };
-    let mut junk = None;
-    let mut trash = None;
-    for n in names.iter() {
-        f.existing.insert(n.name().to_string());
-        for a in n.attributes() {
-            match a {
-                imap_proto::NameAttribute::Junk => junk = Some(n.name().to_string()),
-                imap_proto::NameAttribute::Trash => trash = Some(n.name().to_string()),
-                _ => {}
-            }
-        }
-    }
-    if let Some(j) = junk {
-        f.junk = j;
-    }
-    if let Some(t) = trash {
-        f.trash = t;
-    }
-    Ok(f)
 }
 
 #[cfg(test)]

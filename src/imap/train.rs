@@ -4,7 +4,7 @@
 use super::commands::uid_set;
 use std::sync::Arc;
 
-use super::session::{connect, Session};
+use super::session::{connect, Connected};
 use super::ImapError;
 use crate::classify::Email;
 use crate::config::{AccountConfig, ImapAuth};
@@ -55,16 +55,16 @@ pub fn learn_email(header: &[u8], text: Option<&[u8]>) -> Email {
         .unwrap_or_default()
 }
 
-/// A session of its own for training (signing in with OAuth2 when
-/// the account does).
-fn open(account: &AccountConfig, store: &Arc<Store>) -> Result<Session, ImapError> {
+/// A session of its own for training or "Move to…" (signing in with OAuth2
+/// when the account does), with what the server offers and its folders.
+pub(super) fn open(account: &AccountConfig, store: &Arc<Store>) -> Result<Connected, ImapError> {
     let mut tokens = match (&account.imap.auth, &account.imap.oauth2) {
         (ImapAuth::Oauth2, Some(c)) => Some(
             crate::oauth::Tokens::new(&account.name, c, store.clone()).map_err(ImapError::Token)?,
         ),
         _ => None,
     };
-    Ok(connect(account, tokens.as_mut())?.session)
+    connect(account, tokens.as_mut())
 }
 
 /// Connects and reads the features of every training folder's messages.
@@ -74,10 +74,20 @@ pub fn fetch_examples(
     store: &Arc<Store>,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<Vec<FolderExamples>, ImapError> {
-    let mut s = open(account, store)?;
+    let Connected {
+        session: mut s,
+        folders,
+        ..
+    } = open(account, store)?;
     let mut out = Vec::new();
-    for folder in training_folders(account) {
-        let mb = match s.examine(&folder) {
+    let mut read = training_folders(account);
+    // The junk folder teaches what `spam` is, under the name the server's
+    // SPECIAL-USE gave it (or `folders.junk`), as the account's `spam` finds it.
+    if account.allows(crate::actions::ActionKind::Spam) && !read.contains(&folders.junk) {
+        read.push(folders.junk.clone());
+    }
+    for folder in read {
+        let mb = match folders.examine(&mut s, &folder) {
             Ok(mb) => mb,
             Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
                 out.push(FolderExamples {

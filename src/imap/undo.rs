@@ -49,7 +49,7 @@ impl Runner {
                     .move_to(s, caps, folders, r.entry, from, folder)
                     .map(|a| a.map(Refiled::Moved)),
                 RefileTo::Peek { at, field } => self
-                    .peek_header(s, caps, r.entry, at, field)
+                    .peek_header(s, caps, folders, r.entry, at, field)
                     .map(|a| a.map(Refiled::Header)),
             };
             match done {
@@ -165,7 +165,10 @@ impl Runner {
                 }
             };
         }
-        answer!(s.select(dest), format!("SELECT {dest:?}"));
+        answer!(
+            folders.select(s, dest),
+            format!("SELECT {}", folders.describe(dest))
+        );
         let uid = match t.dest_uid {
             Some(u) => u,
             None => {
@@ -199,7 +202,10 @@ impl Runner {
                 Ok(m) => m,
                 Err(e) => return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox))),
             };
-        let mb = answer!(s.select(&t.mailbox), format!("SELECT {:?}", t.mailbox));
+        let mb = answer!(
+            folders.select(s, &t.mailbox),
+            format!("SELECT {}", folders.describe(&t.mailbox))
+        );
         let uidvalidity = mb.uid_validity.unwrap_or(t.uidvalidity);
         let new_uid = match moved.get(&uid) {
             Some(u) => *u,

@@ -119,6 +119,13 @@ impl ListEntry {
     /// Every `* LIST` (or `* XLIST`) line of a raw answer. Lines that do not
     /// parse are skipped: one odd mailbox must not hide the others.
     pub fn parse_all(raw: &[u8]) -> Vec<ListEntry> {
+        Self::parse_all_with(raw, true)
+    }
+
+    /// [`ListEntry::parse_all`]; names are decoded from modified UTF-7 when
+    /// `mutf7`, and taken as sent otherwise (a server that accepted
+    /// `ENABLE UTF8=ACCEPT` sends UTF-8, where `&` stands for itself).
+    pub fn parse_all_with(raw: &[u8], mutf7: bool) -> Vec<ListEntry> {
         let mut out = Vec::new();
         let mut rest = raw;
         loop {
@@ -130,7 +137,7 @@ impl ListEntry {
                 (a, b) => a.or(b),
             };
             let Some(line) = next else { break };
-            if let Some(e) = Self::parse_one(line) {
+            if let Some(e) = Self::parse_one(line, mutf7) {
                 out.push(e);
             }
             rest = line;
@@ -140,7 +147,7 @@ impl ListEntry {
 
     /// Parses `(attrs) delimiter name` at the start of `line` (up to the
     /// end of that line, or of the literal holding the name).
-    fn parse_one(line: &[u8]) -> Option<ListEntry> {
+    fn parse_one(line: &[u8], mutf7: bool) -> Option<ListEntry> {
         // Only this response: up to the end of the line, unless the name
         // is a literal whose bytes follow on the next line.
         let end = line.iter().position(|&c| c == b'\n').unwrap_or(line.len());
@@ -178,7 +185,11 @@ impl ListEntry {
             Token::Str(s) | Token::Atom(s) => s,
             _ => return None,
         };
-        let name = super::mutf7::decode(&raw_name).unwrap_or(raw_name);
+        let name = if mutf7 {
+            super::mutf7::decode(&raw_name).unwrap_or(raw_name)
+        } else {
+            raw_name
+        };
         Some(ListEntry {
             name,
             delimiter,
@@ -362,5 +373,13 @@ mod tests {
         // An invalid modified UTF-7 name is kept as sent.
         let odd = entries("* LIST () \".\" \"INBOX.&Jjo\"\r\n");
         assert_eq!(odd[0].name, "INBOX.&Jjo");
+        // Under UTF8=ACCEPT names are UTF-8 as sent, `&` included.
+        let utf8 = ListEntry::parse_all_with(
+            "* LIST () \".\" \"INBOX.Re&AOc-us\"\r\n* LIST () \".\" \"INBOX.受信箱\"\r\n"
+                .as_bytes(),
+            false,
+        );
+        assert_eq!(utf8[0].name, "INBOX.Re&AOc-us");
+        assert_eq!(utf8[1].name, "INBOX.受信箱");
     }
 }

@@ -23,6 +23,7 @@
 mod activity;
 mod attention;
 mod deliveries;
+mod generations;
 mod journal;
 mod learn;
 mod oauth;
@@ -46,6 +47,7 @@ use schema::MIGRATIONS;
 pub use activity::{ActivityEntry, ActivityQuery, Stats};
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
+pub use generations::Earlier;
 pub use journal::{
     EmailMeta, FailedAttempt, FailureRecord, Final, Finished, KnownEmail, Outcome, Outcomes,
     Watermark,

@@ -36,6 +36,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -44,9 +45,9 @@ use std::time::{Duration, Instant};
 
 use super::imap_client;
 use super::server::{
-    check_libraries, check_root, find_binary, port_open, process_tree, run, self_signed_cert,
-    stop_tree, two_free_ports, unpacked, user_ids, wait_ports_closed, ImapServer, Kind, StoredMsg,
-    POLL,
+    check_libraries, check_root, find_binary, port_open, ports_owned_by, process_tree, run,
+    self_signed_cert, stop_tree, two_free_ports, unpacked, user_ids, wait_ports_closed, ImapServer,
+    Kind, StoredMsg, POLL,
 };
 
 // Generous: a machine busy with builds slows start-up; this bounds a hang.
@@ -66,6 +67,8 @@ pub struct Courier {
     /// `unshare`, which became the namespace's shell.
     shell: Option<Child>,
     users: Mutex<BTreeMap<String, String>>,
+    /// Capabilities left out of IMAP_CAPABILITY.
+    hidden: Vec<String>,
 }
 
 impl Courier {
@@ -147,6 +150,7 @@ impl Courier {
             root,
             shell: None,
             users: Mutex::new(BTreeMap::new()),
+            hidden: Vec::new(),
         };
         courier.write_user("test", "secret");
         courier.write_user("demo", "demo");
@@ -225,11 +229,16 @@ impl Courier {
         let d = self.dir.path().display();
         let r = self.root.display();
         let (imap, imaps) = (self.imap_port, self.imaps_port);
+        let capability: Vec<&str> = CAPABILITY
+            .split_whitespace()
+            .filter(|c| !self.hidden.iter().any(|h| h.eq_ignore_ascii_case(c)))
+            .collect();
+        let capability = capability.join(" ");
         // Debian's /etc/courier/imapd and imapd-ssl, as the environment
         // imapd reads them from.
         let env = format!(
-            "PATH=/usr/bin:/bin IMAP_CAPABILITY=\"{CAPABILITY}\" \
-             IMAP_CAPABILITY_TLS=\"{CAPABILITY} AUTH=PLAIN\" IMAP_KEYWORDS=1 IMAP_ACL=1 \
+            "PATH=/usr/bin:/bin IMAP_CAPABILITY=\"{capability}\" \
+             IMAP_CAPABILITY_TLS=\"{capability} AUTH=PLAIN\" IMAP_KEYWORDS=1 IMAP_ACL=1 \
              IMAP_IDLE_TIMEOUT=1 IMAP_ENHANCEDIDLE=0 IMAP_MAILBOX_SANITY_CHECK=1 \
              IMAP_TRASHFOLDERNAME=Trash IMAP_EMPTYTRASH=Trash:7 IMAP_MOVE_EXPUNGE_TO_TRASH=0 \
              IMAP_UMASK=022 IMAP_USELOCKS=1 IMAP_DISABLETHREADSORT=0 IMAP_CHECK_ALL_FOLDERS=0 \
@@ -271,6 +280,9 @@ wait
         let shell = Command::new("unshare")
             .args(["--mount", "--propagation", "private", "/bin/sh"])
             .arg(self.dir.path().join("start.sh"))
+            // Apart from the test's group, as Cyrus's master (see cyrus.rs):
+            // no server's group-wide signal reaches another's processes.
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone log handle"))
             .stderr(log)
@@ -293,7 +305,14 @@ wait
                 ));
             }
             if port_open(self.imap_port) && port_open(self.imaps_port) {
-                return Ok(());
+                if ports_owned_by(shell.id(), &[self.imap_port, self.imaps_port]) {
+                    return Ok(());
+                }
+                ImapServer::stop(self);
+                return Err(format!(
+                    "ports {} and {}: another process took one before couriertcpd bound it",
+                    self.imap_port, self.imaps_port
+                ));
             }
             if Instant::now() >= deadline {
                 ImapServer::stop(self);
@@ -362,6 +381,14 @@ impl ImapServer for Courier {
     }
     fn start_again(&mut self) {
         ImapServer::stop(self);
+        if let Err(log) = self.spawn() {
+            panic!("Courier did not start again:\n{log}");
+        }
+    }
+    fn hide_capabilities(&mut self, capabilities: &[&str]) {
+        ImapServer::stop(self);
+        self.hidden = capabilities.iter().map(|c| c.to_string()).collect();
+        self.write_script();
         if let Err(log) = self.spawn() {
             panic!("Courier did not start again:\n{log}");
         }

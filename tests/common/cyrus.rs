@@ -24,6 +24,14 @@
 //!   those attributes in lower case (`\junk`).
 //! * `imapidlepoll: 1`: IDLE looks for changes every second. Cyrus's default
 //!   is 60 s without its `idled` daemon, which Debian does not start.
+//! * Master runs in a process group of its own: it stops with
+//!   `kill(0, SIGTERM)`, which in the test's group would end the imapd
+//!   processes of every other server running as `mail`. (So Ctrl-C on
+//!   `cargo test` does not reach it; `Drop` stops it.)
+//! * A port taken by another process between choosing it and master's bind
+//!   (master then runs without that service) is noticed: the listening
+//!   sockets must be master's ([`ports_owned_by`]), else new ports are
+//!   tried.
 //! * Mail access runs as Debian's `mail` user (`cyrus_user: mail`; the
 //!   `cyrus` user only exists where the package is installed), so the tests
 //!   need root. Cyrus logs to syslog only; [`log`](Cyrus::log) is master's
@@ -36,6 +44,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -44,9 +53,9 @@ use std::time::{Duration, Instant};
 
 use super::imap_client;
 use super::server::{
-    check_libraries, check_root, find_binary, port_open, process_tree, run, self_signed_cert,
-    stop_tree, two_free_ports, unpacked, user_ids, wait_ports_closed, ImapServer, Kind, StoredMsg,
-    POLL,
+    check_libraries, check_root, find_binary, port_open, ports_owned_by, process_tree, run,
+    self_signed_cert, stop_tree, two_free_ports, unpacked, user_ids, wait_ports_closed, ImapServer,
+    Kind, StoredMsg, POLL,
 };
 
 // Generous: a machine busy with builds slows start-up; this bounds a hang.
@@ -62,6 +71,8 @@ pub struct Cyrus {
     master: Option<Child>,
     /// Users and passwords, to log in as each for seeding and listing.
     users: Mutex<BTreeMap<String, String>>,
+    /// Capabilities not announced (`suppress_capabilities`).
+    suppressed: Vec<String>,
 }
 
 impl Cyrus {
@@ -111,6 +122,7 @@ impl Cyrus {
             root,
             master: None,
             users: Mutex::new(BTreeMap::new()),
+            suppressed: Vec::new(),
         };
         cyrus.set_password("test", "secret");
         cyrus.set_password("demo", "demo");
@@ -165,7 +177,15 @@ impl Cyrus {
             "saslpasswd2 {user}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        self.chown_all();
+        // Only the database: a running server's files come and go under
+        // the directory (chown -R would race with them).
+        let (uid, gid) = user_ids("mail");
+        run(
+            Command::new("chown")
+                .arg(format!("{uid}:{gid}"))
+                .arg(&sasldb),
+            "chown sasldb2",
+        );
         self.users
             .lock()
             .unwrap()
@@ -227,6 +247,14 @@ xlist-trash: Trash
 imapidlepoll: 1
 "#
         );
+        let imapd = if self.suppressed.is_empty() {
+            imapd
+        } else {
+            format!(
+                "{imapd}suppress_capabilities: {}\n",
+                self.suppressed.join(" ")
+            )
+        };
         fs::write(self.dir.path().join("imapd.conf"), imapd).expect("write imapd.conf");
         let (imap, imaps) = (self.imap_port, self.imaps_port);
         let conf = format!(
@@ -279,6 +307,10 @@ EVENTS {{
                 &script,
             ])
             .env("LD_LIBRARY_PATH", "/usr/lib/x86_64-linux-gnu")
+            // Master ends with kill(0, SIGTERM): its whole process group.
+            // In the test's group that is every process running as `mail`,
+            // the imapd of any other Cyrus or Courier the tests run.
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone log handle"))
             .stderr(log)
@@ -297,7 +329,16 @@ EVENTS {{
                 return Err(format!("Cyrus master exited with {status}\n{}", new_log()));
             }
             if port_open(self.imap_port) && port_open(self.imaps_port) {
-                return Ok(());
+                // Master keeps running without a service whose port was
+                // taken meanwhile: make sure both are its own.
+                if ports_owned_by(master.id(), &[self.imap_port, self.imaps_port]) {
+                    return Ok(());
+                }
+                ImapServer::stop(self);
+                return Err(format!(
+                    "ports {} and {}: another process took one before Cyrus's master bound it",
+                    self.imap_port, self.imaps_port
+                ));
             }
             if Instant::now() >= deadline {
                 ImapServer::stop(self);
@@ -367,6 +408,14 @@ impl ImapServer for Cyrus {
     }
     fn start_again(&mut self) {
         ImapServer::stop(self);
+        if let Err(log) = self.spawn() {
+            panic!("Cyrus did not start again:\n{log}");
+        }
+    }
+    fn hide_capabilities(&mut self, capabilities: &[&str]) {
+        ImapServer::stop(self);
+        self.suppressed = capabilities.iter().map(|c| c.to_string()).collect();
+        self.write_config();
         if let Err(log) = self.spawn() {
             panic!("Cyrus did not start again:\n{log}");
         }

@@ -39,6 +39,11 @@ pub fn bodies(got: &Received) -> Vec<Value> {
     got.lock().unwrap().iter().map(|(b, _)| b.clone()).collect()
 }
 
+/// How many of the bodies a receiver got are events of `kind`.
+pub fn events(got: &Received, kind: &str) -> usize {
+    bodies(got).iter().filter(|e| e["event"] == kind).count()
+}
+
 /// A receiver that answers at once.
 pub fn receiver() -> (u16, Received) {
     receiver_with_delay(Duration::ZERO)

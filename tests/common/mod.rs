@@ -18,3 +18,23 @@ pub mod server;
 pub mod token;
 pub mod wait;
 pub mod webdriver;
+pub mod world;
+
+/// Generates `mod dovecot`, `mod cyrus` and `mod courier`, each with one
+/// `#[test]` per scenario: the function of that name in the test file,
+/// taking the [`server::Kind`] to run on. A scenario written once runs on
+/// all three servers (`cargo test cyrus::` runs one server's).
+#[macro_export]
+macro_rules! on_every_server {
+    ($($scenario:ident),* $(,)?) => {
+        mod dovecot {
+            $( #[test] fn $scenario() { super::$scenario($crate::common::server::Kind::Dovecot) } )*
+        }
+        mod cyrus {
+            $( #[test] fn $scenario() { super::$scenario($crate::common::server::Kind::Cyrus) } )*
+        }
+        mod courier {
+            $( #[test] fn $scenario() { super::$scenario($crate::common::server::Kind::Courier) } )*
+        }
+    };
+}

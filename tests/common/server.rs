@@ -31,6 +31,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,7 @@ impl Kind {
 
 /// A running test server; see the module documentation. Users `test`
 /// (password `secret`) and `demo` (`demo`) exist from the start.
-pub trait ImapServer {
+pub trait ImapServer: Send + Sync {
     fn kind(&self) -> Kind;
     /// Plain IMAP; STARTTLS is offered.
     fn imap_port(&self) -> u16;
@@ -87,6 +88,11 @@ pub trait ImapServer {
     fn stop(&mut self);
     /// Starts the stopped server again: same ports, users and mail.
     fn start_again(&mut self);
+    /// Restarts the server without announcing `capabilities` (`MOVE`,
+    /// `UIDPLUS`) after login, as a server lacking them would: Dovecot's
+    /// `imap_capability`, Cyrus's `suppress_capabilities`, Courier's
+    /// `IMAP_CAPABILITY`. Same ports, users and mail.
+    fn hide_capabilities(&mut self, capabilities: &[&str]);
     /// What the server logged so far (for failure messages).
     fn log(&self) -> String;
 }
@@ -134,9 +140,101 @@ impl ImapServer for super::dovecot::Dovecot {
     fn start_again(&mut self) {
         super::dovecot::Dovecot::start_again(self)
     }
+    fn hide_capabilities(&mut self, capabilities: &[&str]) {
+        let kept: Vec<&str> = DOVECOT_CAPABILITY
+            .split_whitespace()
+            .filter(|c| !capabilities.iter().any(|h| h.eq_ignore_ascii_case(c)))
+            .collect();
+        self.set_capability(&kept.join(" "));
+    }
     fn log(&self) -> String {
         super::dovecot::Dovecot::log(self)
     }
+}
+
+/// What Dovecot 2.3 announces after login (tests/servers.rs records it).
+const DOVECOT_CAPABILITY: &str = "IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE SORT \
+    SORT=DISPLAY THREAD=REFERENCES THREAD=REFS THREAD=ORDEREDSUBJECT MULTIAPPEND URL-PARTIAL \
+    CATENATE UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED I18NLEVEL=1 CONDSTORE QRESYNC \
+    ESEARCH ESORT SEARCHRES WITHIN CONTEXT=SEARCH LIST-STATUS BINARY MOVE SNIPPET=FUZZY \
+    PREVIEW=FUZZY PREVIEW STATUS=SIZE SAVEDATE LITERAL+ NOTIFY SPECIAL-USE";
+
+/// A running server of any kind.
+pub type Server = Box<dyn ImapServer>;
+
+/// Servers shared by the tests of one test binary, one per kind: started
+/// by the first test that asks, stopped (by `Drop`, by pid) when the last
+/// test holding it is done. Tests sharing one keep apart by each using a
+/// user of its own ([`fresh_user`]).
+pub fn shared(kind: Kind) -> Arc<Server> {
+    static SHARED: Mutex<Vec<(Kind, Weak<Server>)>> = Mutex::new(Vec::new());
+    let mut all = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = all
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return s;
+    }
+    let s = Arc::new(start(kind));
+    all.retain(|(k, _)| *k != kind);
+    all.push((kind, Arc::downgrade(&s)));
+    s
+}
+
+/// A user of its own (`<prefix>-<n>`, password `<name>-pw`) on `s`, so
+/// tests sharing a server see only their own mail.
+pub fn fresh_user(s: &dyn ImapServer, prefix: &str) -> (String, String) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Adding users appends to one file per server (passwd-file, userdb,
+    // sasldb): one at a time.
+    static ADDING: Mutex<()> = Mutex::new(());
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let _one = ADDING.lock().unwrap_or_else(|e| e.into_inner());
+    let user = format!("{prefix}{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    let password = format!("{user}-pw");
+    s.add_user(&user, &password);
+    (user, password)
+}
+
+/// Whether the sockets listening on `ports` belong to `root` or a process
+/// it started: another process may take a port between [`two_free_ports`]
+/// and the server's bind, and a server that then runs without it (Cyrus's
+/// master does) would have the tests talk to a stranger.
+pub fn ports_owned_by(root: u32, ports: &[u16]) -> bool {
+    let mut inodes: Vec<String> = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+            if f.len() < 10 || f[3] != "0A" {
+                continue;
+            }
+            let port = f[1]
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if port.is_some_and(|p| ports.contains(&p)) {
+                inodes.push(format!("socket:[{}]", f[9]));
+            }
+        }
+    }
+    if inodes.len() < ports.len() {
+        return false;
+    }
+    let held: std::collections::HashSet<String> = process_tree(root)
+        .into_iter()
+        .flat_map(|pid| {
+            fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter_map(|fd| fs::read_link(fd.path()).ok())
+        .map(|t| t.to_string_lossy().into_owned())
+        .collect();
+    inodes.iter().all(|i| held.contains(i))
 }
 
 /// A loopback port that was free a moment ago.

@@ -1,0 +1,338 @@
+//! The folders of one connection, and the one way a folder name reaches
+//! the server.
+//!
+//! Everything above this module speaks of folders as the configuration
+//! names them (`Lists`, `Reçus`, `INBOX`): rules, the model's answers, the
+//! store, the activity log and the dashboard. Here those names meet the
+//! server's:
+//!
+//! * the personal namespace (RFC 2342) puts them under its prefix with its
+//!   separator (`Lists` is `INBOX.Lists` on Cyrus and Courier), see
+//!   [`crate::mailbox::FolderNames`];
+//! * on the wire a name is modified UTF-7 (RFC 3501 §5.1.3, `Reçus` is
+//!   `Re&AOc-us`), or UTF-8 once the server accepted `ENABLE UTF8=ACCEPT`
+//!   (RFC 6855), always as a quoted string;
+//! * the junk and trash folders are the ones the server marks `\Junk` and
+//!   `\Trash` (RFC 6154) whatever they are called, unless the
+//!   configuration names the junk folder (`folders.junk`).
+//!
+//! SELECT, EXAMINE, CREATE and STATUS of a folder go through [`Folders`]
+//! only (a unit test keeps every other module from calling the crate's
+//! own, which would send the configured name as it is).
+
+use std::collections::HashSet;
+
+use super::session::{session_fatal, Caps, Session};
+use super::ImapError;
+use crate::config::AccountConfig;
+use crate::mailbox::{find_special_use, mutf7, FolderNames, ListEntry, Namespaces, SpecialUse};
+
+/// What one connection knows of the server's folders.
+pub(crate) struct Folders {
+    /// Server names (UTF-8) that LIST returned.
+    existing: HashSet<String>,
+    /// Where `spam` goes, as the user knows it (`Junk` for Cyrus's
+    /// `INBOX.Junk`).
+    pub(super) junk: String,
+    /// Where `trash` goes, as the user knows it.
+    pub(super) trash: String,
+    names: FolderNames,
+    /// `ENABLE UTF8=ACCEPT` succeeded: names go as UTF-8, not modified UTF-7.
+    utf8: bool,
+}
+
+impl Folders {
+    /// Folders as a server without NAMESPACE, LIST attributes or UTF-8
+    /// would have them (tests, and the start of [`discover`]).
+    #[cfg(test)]
+    pub(super) fn plain(names: FolderNames, utf8: bool) -> Folders {
+        Folders {
+            existing: HashSet::new(),
+            junk: "Junk".into(),
+            trash: "Trash".into(),
+            names,
+            utf8,
+        }
+    }
+
+    /// The server's name (UTF-8) for a configured one.
+    pub(super) fn server(&self, name: &str) -> String {
+        self.names.to_server(name)
+    }
+
+    /// A configured name for messages: `"Lists"`, or `"Lists" (INBOX.Lists
+    /// on the server)` where the two differ.
+    pub(super) fn describe(&self, name: &str) -> String {
+        let server = self.server(name);
+        if server == name {
+            format!("{name:?}")
+        } else {
+            format!("{name:?} ({server} on the server)")
+        }
+    }
+
+    /// The name as it goes on the wire, before quoting.
+    fn wire(&self, name: &str) -> String {
+        let server = self.server(name);
+        if self.utf8 {
+            server
+        } else {
+            mutf7::encode(&server)
+        }
+    }
+
+    /// The name as a command argument: a quoted string. Folder names with
+    /// CR, LF or NUL are refused (the configuration refuses them; one from
+    /// a server's LIST is never sent back broken).
+    pub(super) fn arg(&self, name: &str) -> Result<String, String> {
+        if name.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
+            return Err(format!(
+                "folder {name:?} holds a line break or NUL, which no IMAP name can carry"
+            ));
+        }
+        let w = self.wire(name);
+        Ok(format!(
+            "\"{}\"",
+            w.replace('\\', "\\\\").replace('"', "\\\"")
+        ))
+    }
+
+    /// Whether LIST showed the folder.
+    pub(super) fn exists(&self, name: &str) -> bool {
+        self.existing.contains(&self.server(name))
+    }
+
+    pub(super) fn select(&self, s: &mut Session, name: &str) -> imap::Result<imap::types::Mailbox> {
+        s.select(self.wire(name))
+    }
+
+    pub(super) fn examine(
+        &self,
+        s: &mut Session,
+        name: &str,
+    ) -> imap::Result<imap::types::Mailbox> {
+        s.examine(self.wire(name))
+    }
+
+    pub(super) fn create(&self, s: &mut Session, name: &str) -> imap::Result<()> {
+        s.create(self.wire(name))
+    }
+
+    /// `STATUS name (UIDNEXT)`, read from the raw answer: the crate's
+    /// parser takes no 8-bit name, which a UTF8=ACCEPT server echoes.
+    /// `None` when the server answered without UIDNEXT.
+    pub(super) fn status_uid_next(&self, s: &mut Session, name: &str) -> imap::Result<Option<u32>> {
+        // A name that cannot be sent (the configuration refuses those)
+        // leaves UIDNEXT to the caller's other means.
+        let Ok(arg) = self.arg(name) else {
+            return Ok(None);
+        };
+        let raw = s.run_command_and_read_response(format!("STATUS {arg} (UIDNEXT)"))?;
+        Ok(status_item(&raw, "UIDNEXT"))
+    }
+}
+
+/// The number after `item` in the last parenthesised list of the
+/// `* STATUS` line of `raw`.
+fn status_item(raw: &[u8], item: &str) -> Option<u32> {
+    let text = String::from_utf8_lossy(raw);
+    let line = text.lines().find(|l| {
+        l.get(..9)
+            .is_some_and(|h| h.eq_ignore_ascii_case("* STATUS "))
+    })?;
+    let list = &line[line.rfind('(')? + 1..];
+    let list = &list[..list.find(')')?];
+    let mut words = list.split_ascii_whitespace();
+    while let Some(w) = words.next() {
+        let v = words.next()?;
+        if w.eq_ignore_ascii_case(item) {
+            return v.parse().ok();
+        }
+    }
+    None
+}
+
+/// Turns UTF-8 on where the server offers it (RFC 6855): names then go
+/// and come as UTF-8. Returns whether it is on. A refusal is not an
+/// error: names go as modified UTF-7 then.
+pub(super) fn enable_utf8(
+    s: &mut Session,
+    offered: bool,
+    account: &str,
+) -> Result<bool, ImapError> {
+    if !offered {
+        return Ok(false);
+    }
+    match s.run_command_and_read_response("ENABLE UTF8=ACCEPT") {
+        Ok(raw) => {
+            let text = String::from_utf8_lossy(&raw).to_ascii_uppercase();
+            Ok(text
+                .lines()
+                .any(|l| l.starts_with("* ENABLED") && l.contains("UTF8=ACCEPT")))
+        }
+        Err(e) => {
+            let e = session_fatal(e)?;
+            log::info!("{account}: ENABLE UTF8=ACCEPT refused ({e}); names go as modified UTF-7");
+            Ok(false)
+        }
+    }
+}
+
+/// Reads the server's namespace and folder list: how configured names map
+/// to its own, which folders exist, and its junk and trash folders.
+pub(super) fn discover(
+    s: &mut Session,
+    caps: &Caps,
+    account: &AccountConfig,
+) -> Result<Folders, ImapError> {
+    let namespaces = if caps.namespace {
+        match s.run_command_and_read_response("NAMESPACE") {
+            Ok(raw) => match Namespaces::parse(&raw) {
+                Ok(ns) => Some(ns),
+                Err(e) => {
+                    log::warn!("{}: {e}; folder names are used as written", account.name);
+                    None
+                }
+            },
+            Err(e) => {
+                let e = session_fatal(e)?;
+                log::warn!("{}: NAMESPACE refused: {e}", account.name);
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let entries = list(s, caps)?;
+    // `LIST "" "*"` lists INBOX with the separator; RFC 3501 also allows
+    // asking with `LIST "" ""`, which every server here answers the same.
+    let delimiter = entries.iter().find_map(|e| e.delimiter);
+    let names = FolderNames::resolve(namespaces.as_ref(), delimiter);
+    let found = |use_: SpecialUse| find_special_use(use_, &entries, None).map(|(n, _)| n);
+    let junk = match account.folders.junk.as_deref() {
+        Some(j) => j.to_string(),
+        None => found(SpecialUse::Junk)
+            .map(|n| names.to_display(n))
+            .unwrap_or_else(|| "Junk".into()),
+    };
+    let trash = found(SpecialUse::Trash)
+        .map(|n| names.to_display(n))
+        .unwrap_or_else(|| "Trash".into());
+    log::info!(
+        "{}: folders: personal namespace {:?} separator {:?}, {} folder(s), junk {:?}, trash {:?}, names as {}",
+        account.name,
+        names.prefix(),
+        names.delimiter().map(String::from).unwrap_or_default(),
+        entries.len(),
+        names.to_server(&junk),
+        names.to_server(&trash),
+        if caps.utf8 { "UTF-8" } else { "modified UTF-7" }
+    );
+    Ok(Folders {
+        existing: entries.into_iter().map(|e| e.name).collect(),
+        junk,
+        trash,
+        names,
+        utf8: caps.utf8,
+    })
+}
+
+/// Every folder, with its special-use attributes where the server marks
+/// them: `RETURN (SPECIAL-USE)` where offered (Cyrus marks them only
+/// then), plain LIST elsewhere (Courier refuses the extended form).
+fn list(s: &mut Session, caps: &Caps) -> Result<Vec<ListEntry>, ImapError> {
+    if caps.special_use {
+        match s.run_command_and_read_response("LIST \"\" \"*\" RETURN (SPECIAL-USE)") {
+            Ok(raw) => return Ok(ListEntry::parse_all_with(&raw, !caps.utf8)),
+            Err(e) => {
+                session_fatal(e)?;
+            }
+        }
+    }
+    let raw = s.run_command_and_read_response("LIST \"\" \"*\"")?;
+    Ok(ListEntry::parse_all_with(&raw, !caps.utf8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_resolved_then_encoded_then_quoted() {
+        let cyrus = Folders::plain(FolderNames::new("INBOX.", Some('.')), false);
+        assert_eq!(cyrus.arg("Lists").unwrap(), "\"INBOX.Lists\"");
+        assert_eq!(cyrus.arg("Reçus").unwrap(), "\"INBOX.Re&AOc-us\"");
+        assert_eq!(cyrus.arg("受信箱").unwrap(), "\"INBOX.&U9dP4Xux-\"");
+        assert_eq!(cyrus.arg("R&D").unwrap(), "\"INBOX.R&-D\"");
+        assert_eq!(cyrus.arg("INBOX").unwrap(), "\"INBOX\"");
+        assert_eq!(cyrus.arg("a\"b\\c").unwrap(), "\"INBOX.a\\\"b\\\\c\"");
+        assert!(cyrus.arg("a\r\nb").is_err());
+        assert_eq!(
+            cyrus.describe("Lists"),
+            "\"Lists\" (INBOX.Lists on the server)"
+        );
+        // UTF-8 accepted: the name goes as it is, still quoted.
+        let courier = Folders::plain(FolderNames::new("INBOX.", Some('.')), true);
+        assert_eq!(courier.arg("Reçus").unwrap(), "\"INBOX.Reçus\"");
+        assert_eq!(courier.arg("R&D").unwrap(), "\"INBOX.R&D\"");
+        let dovecot = Folders::plain(FolderNames::new("", Some('.')), false);
+        assert_eq!(dovecot.arg("Archive/2024").unwrap(), "\"Archive.2024\"");
+        assert_eq!(dovecot.describe("Lists"), "\"Lists\"");
+    }
+
+    /// The vendored parser (vendor/imap-proto/PATCHES.md) takes what the
+    /// crate's did not: the NAMESPACE answer, and UTF-8 names.
+    #[test]
+    fn the_response_parser_takes_namespace_and_utf8_names() {
+        let parse = imap_proto::parser::parse_response;
+        assert!(parse(b"* NAMESPACE ((\"INBOX.\" \".\")) NIL ((\"#shared.\" \".\"))\r\n").is_ok());
+        assert!(parse("* LIST (\\HasNoChildren) \".\" \"INBOX.受信箱\"\r\n".as_bytes()).is_ok());
+        assert!(parse("* STATUS \"INBOX.Reçus\" (UIDNEXT 3)\r\n".as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn status_answers_are_read_whatever_the_name() {
+        let raw = b"* STATUS \"INBOX.Re\xc3\xa7us (UIDNEXT 9)\" (MESSAGES 3 UIDNEXT 17)\r\n";
+        assert_eq!(status_item(raw, "UIDNEXT"), Some(17));
+        assert_eq!(status_item(raw, "MESSAGES"), Some(3));
+        assert_eq!(
+            status_item(b"* STATUS INBOX (MESSAGES 3)\r\n", "UIDNEXT"),
+            None
+        );
+        assert_eq!(status_item(b"* OK nothing\r\n", "UIDNEXT"), None);
+        assert_eq!(
+            status_item(b"* status x (uidnext 4)\r\n", "UIDNEXT"),
+            Some(4)
+        );
+    }
+
+    /// Every SELECT, EXAMINE, CREATE and STATUS of a folder goes through
+    /// [`Folders`]: a direct call sends the configured name unresolved and
+    /// unencoded (`Reçus` as raw UTF-8, `Lists` outside Cyrus's namespace).
+    #[test]
+    fn no_module_sends_a_folder_name_past_this_one() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/imap");
+        let mut found = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == "folders.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                for call in [
+                    "s.select(",
+                    "s.examine(",
+                    "s.create(",
+                    "s.status(",
+                    "s.list(",
+                ] {
+                    if line.contains(call) && !line.contains("folders.") {
+                        found.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(found.is_empty(), "direct folder commands: {found:#?}");
+    }
+}

@@ -1,0 +1,185 @@
+//! A folder's UIDVALIDITY changed (it was deleted and made again, or the
+//! server rebuilt it): its UIDs name other messages, and the records of the
+//! old generation say nothing about them by UID. What the new generation
+//! holds at that moment is sorted out once:
+//!
+//! * a message whose Message-ID a record of an earlier generation of the
+//!   folder carries (anything but a failure that never got to a decision)
+//!   was handled already: it is left alone, never acted on twice;
+//! * a message older (INTERNALDATE) than the first record of the folder was
+//!   there before mailproc handled anything in it, and the `backlog`
+//!   setting left it alone then: so it stays (a rebuilt folder keeps its
+//!   mail's dates);
+//! * a message without a Message-ID cannot be matched: it is taken only
+//!   when it arrived after the last record of the old generation;
+//! * every other message is new: it is processed.
+//!
+//! The new ones become due retries in the same transaction that moves the
+//! watermark past the whole generation (`Store::adopt_generation`), so a
+//! crash at any point loses none and doubles none. Mail arriving later is
+//! above the watermark and processed as always, but for a message whose
+//! Message-ID an earlier generation's record carries (a folder restored
+//! from a backup after mailproc saw it empty): that one is left alone too,
+//! for as long as such records are kept (`storage.activity_retention`).
+//! Without records of the old generation nothing was handled there: the
+//! folder is seen for the first time, under the `backlog` setting.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use super::commands::uid_set;
+use super::session::Session;
+use super::{ImapError, Runner};
+use crate::store::{Earlier, EmailMeta, KnownEmail};
+
+/// UIDs read per FETCH while sorting a generation out.
+const CHUNK: usize = 1000;
+/// INTERNALDATE has whole seconds, and the server's clock is not ours:
+/// dates this close to a record's time count as after it.
+const CLOCK_SLACK_MS: i64 = 2000;
+
+impl Runner {
+    /// The messages of the selected `mailbox` (new `uidvalidity`, `exists`
+    /// messages) that no record of an `earlier` generation handled or
+    /// meant to leave alone (see the module documentation).
+    pub(super) fn unhandled_in_new_generation(
+        &self,
+        s: &mut Session,
+        mailbox: &str,
+        uidvalidity: u32,
+        exists: u32,
+        earlier: &Earlier,
+    ) -> Result<Vec<EmailMeta>, ImapError> {
+        if exists == 0 {
+            return Ok(Vec::new());
+        }
+        let mut uids: Vec<u32> = s.uid_search("ALL")?.into_iter().collect();
+        uids.sort_unstable();
+        // UID, its Message-ID, subject and sender, INTERNALDATE (epoch ms).
+        let mut seen: Vec<(EmailMeta, Option<i64>)> = Vec::with_capacity(uids.len());
+        for chunk in uids.chunks(CHUNK) {
+            let fetched = s.uid_fetch(
+                uid_set(chunk),
+                "(UID INTERNALDATE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT FROM)])",
+            )?;
+            for f in fetched.iter() {
+                let Some(uid) = f.uid else { continue };
+                let e = f
+                    .header()
+                    .and_then(crate::classify::Email::parse_headers)
+                    .unwrap_or_default();
+                let at = f.internal_date().map(|d| d.timestamp_millis());
+                seen.push((
+                    EmailMeta {
+                        account: self.name().to_string(),
+                        mailbox: mailbox.to_string(),
+                        uidvalidity,
+                        uid,
+                        message_id: e.message_id,
+                        subject: e.subject,
+                        from: e.from,
+                    },
+                    at,
+                ));
+            }
+        }
+        let ids: Vec<&str> = seen
+            .iter()
+            .map(|(m, _)| m.message_id.as_str())
+            .filter(|id| !id.is_empty())
+            .collect();
+        let handled: HashSet<String> =
+            self.w
+                .store
+                .handled_earlier(self.name(), mailbox, uidvalidity, &ids)?;
+        let total = seen.len();
+        let new: Vec<EmailMeta> = seen
+            .into_iter()
+            .filter(|(m, at)| {
+                let before_first = at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
+                let unmatched_old = m.message_id.is_empty()
+                    && at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS);
+                let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);
+                log::debug!(
+                    "{}: {mailbox}: UID {} {:?} dated {at:?}: {}",
+                    self.name(),
+                    m.uid,
+                    m.message_id,
+                    if take { "new" } else { "left alone" }
+                );
+                take
+            })
+            .map(|(m, _)| m)
+            .collect();
+        log::info!(
+            "{}: {mailbox}: UIDVALIDITY {uidvalidity}: {} of {total} message(s) are new and will \
+             be processed; the others were handled under an earlier UIDVALIDITY (same \
+             Message-ID) or were there before anything was handled in this folder",
+            self.name(),
+            new.len()
+        );
+        Ok(new)
+    }
+
+    /// Takes out of `uids` (new to the folder, not known by any record of
+    /// this generation) the messages whose Message-ID a record of an
+    /// earlier generation of `mailbox` carries. Returns how many.
+    pub(super) fn skip_handled_earlier(
+        &self,
+        s: &mut Session,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &mut BTreeSet<u32>,
+        known: &HashMap<u32, KnownEmail>,
+    ) -> Result<usize, ImapError> {
+        let new: Vec<u32> = uids
+            .iter()
+            .copied()
+            .filter(|u| !known.contains_key(u))
+            .collect();
+        if new.is_empty()
+            || !self
+                .w
+                .store
+                .has_earlier_generation(self.name(), mailbox, uidvalidity)?
+        {
+            return Ok(0);
+        }
+        let mut ids: HashMap<u32, String> = HashMap::with_capacity(new.len());
+        for chunk in new.chunks(CHUNK) {
+            let fetched = s.uid_fetch(
+                uid_set(chunk),
+                "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])",
+            )?;
+            for f in fetched.iter() {
+                let (Some(uid), Some(h)) = (f.uid, f.header()) else {
+                    continue;
+                };
+                if let Some(e) = crate::classify::Email::parse_headers(h) {
+                    if !e.message_id.is_empty() {
+                        ids.insert(uid, e.message_id);
+                    }
+                }
+            }
+        }
+        let list: Vec<&str> = ids.values().map(String::as_str).collect();
+        let handled = self
+            .w
+            .store
+            .handled_earlier(self.name(), mailbox, uidvalidity, &list)?;
+        let mut skipped = 0;
+        for (uid, id) in &ids {
+            if handled.contains(id) {
+                uids.remove(uid);
+                skipped += 1;
+            }
+        }
+        if skipped > 0 {
+            log::info!(
+                "{}: {mailbox}: {skipped} message(s) were handled under an earlier UIDVALIDITY \
+                 (same Message-ID): left alone",
+                self.name()
+            );
+        }
+        Ok(skipped)
+    }
+}

@@ -1,0 +1,243 @@
+//! What the records of a folder's earlier generations (earlier UIDVALIDITY
+//! values) say: whether there are any, when they were made, and which
+//! Message-IDs they already handled; and the change to a new generation
+//! whose unhandled mail is taken up as due retries (see `imap::generation`).
+
+use std::collections::HashSet;
+
+use rusqlite::params;
+
+use super::{in_op, EmailMeta, Result, Store};
+use crate::timestamp::now_ms;
+
+/// The records of a folder under other UIDVALIDITY values than its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Earlier {
+    /// When the first of them was made (epoch ms): mail older than that was
+    /// in the folder before mailproc handled anything there.
+    pub first_at: i64,
+    /// When the last of them was made (epoch ms).
+    pub last_at: i64,
+}
+
+/// Message-IDs asked about per query (SQLite's default limit of bound
+/// parameters is 32,766; this keeps each statement small).
+const IDS_PER_QUERY: usize = 500;
+
+impl Store {
+    /// The records of `mailbox` under another UIDVALIDITY than
+    /// `uidvalidity`, if any. Cheap when there are none (two index look-ups),
+    /// which is every pass of a folder whose UIDVALIDITY never changed.
+    pub fn earlier_generation(
+        &self,
+        account: &str,
+        mailbox: &str,
+        uidvalidity: u32,
+    ) -> Result<Option<Earlier>> {
+        if !self.has_earlier_generation(account, mailbox, uidvalidity)? {
+            return Ok(None);
+        }
+        in_op("earlier_generation", || {
+            let conn = self.conn.lock();
+            let (first, last): (Option<i64>, Option<i64>) = conn.query_row(
+                "SELECT min(processed_at), max(processed_at) FROM emails
+                 WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3",
+                params![account, mailbox, uidvalidity],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            Ok(first
+                .zip(last)
+                .map(|(first_at, last_at)| Earlier { first_at, last_at }))
+        })
+    }
+
+    /// Whether `mailbox` has records under another UIDVALIDITY than
+    /// `uidvalidity`: two steps along the (account, mailbox, uidvalidity,
+    /// uid) index, so cheap enough for every pass.
+    pub fn has_earlier_generation(
+        &self,
+        account: &str,
+        mailbox: &str,
+        uidvalidity: u32,
+    ) -> Result<bool> {
+        in_op("has_earlier_generation", || {
+            let conn = self.conn.lock();
+            // min() and max() alone each take one step along the index.
+            let (lo, hi): (Option<u32>, Option<u32>) = conn.query_row(
+                "SELECT (SELECT min(uidvalidity) FROM emails WHERE account = ?1 AND mailbox = ?2),
+                        (SELECT max(uidvalidity) FROM emails WHERE account = ?1 AND mailbox = ?2)",
+                params![account, mailbox],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let other = |v: Option<u32>| v.is_some_and(|v| v != uidvalidity);
+            Ok(other(lo) || other(hi))
+        })
+    }
+
+    /// Which of `message_ids` a record of `mailbox` under another
+    /// UIDVALIDITY than `uidvalidity` already handled: every record but a
+    /// failure that never got as far as a decision (nothing was done then).
+    pub fn handled_earlier(
+        &self,
+        account: &str,
+        mailbox: &str,
+        uidvalidity: u32,
+        message_ids: &[&str],
+    ) -> Result<HashSet<String>> {
+        in_op("handled_earlier", || {
+            let conn = self.conn.lock();
+            let mut out = HashSet::new();
+            for chunk in message_ids.chunks(IDS_PER_QUERY) {
+                let marks = vec!["?"; chunk.len()].join(", ");
+                let mut st = conn.prepare(&format!(
+                    "SELECT message_id FROM emails
+                     WHERE account = ? AND mailbox = ? AND uidvalidity != ?
+                       AND NOT (status = 'failed' AND actions = '[]')
+                       AND message_id IN ({marks})"
+                ))?;
+                let mut args: Vec<&dyn rusqlite::ToSql> = vec![&account, &mailbox, &uidvalidity];
+                args.extend(chunk.iter().map(|id| id as &dyn rusqlite::ToSql));
+                let rows = st.query_map(args.as_slice(), |r| r.get::<_, String>(0))?;
+                for id in rows {
+                    out.insert(id?);
+                }
+            }
+            Ok(out)
+        })
+    }
+}
+
+impl Store {
+    /// A folder's UIDVALIDITY changed from `old` to `uidvalidity`, and
+    /// records of the old generation exist. In one transaction, as
+    /// `restart_folder` does: rows of other generations still `pending` or
+    /// `retrying` are closed as `failed` (their UIDs name other messages
+    /// now), and the watermark moves to `last_uid` of the new generation;
+    /// and `adopt` (messages of the new generation below it that no record
+    /// handled) become rows `retrying`, due now, which the next look at the
+    /// folder processes as it does any due retry. Returns how many rows
+    /// were closed.
+    pub fn adopt_generation(
+        &self,
+        (account, mailbox): (&str, &str),
+        old: u32,
+        uidvalidity: u32,
+        last_uid: u32,
+        adopt: &[EmailMeta],
+    ) -> Result<usize> {
+        in_op("adopt_generation", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            let closed = tx.execute(
+                "UPDATE emails SET status = 'failed', next_attempt_at = NULL,
+                     error = ?4 || coalesce(' (after: ' || error || ')', '')
+                 WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
+                   AND status IN ('pending', 'retrying')",
+                params![
+                    account,
+                    mailbox,
+                    uidvalidity,
+                    format!(
+                        "the folder's UIDVALIDITY changed from {old} to {uidvalidity} \
+                         before this message was finished; its UID no longer names it"
+                    )
+                ],
+            )?;
+            let now = now_ms();
+            {
+                let mut st = tx.prepare_cached(
+                    "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject,
+                        sender, processed_at, status, attempts, next_attempt_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'retrying', 0, ?8)
+                     ON CONFLICT (account, mailbox, uidvalidity, uid) DO NOTHING",
+                )?;
+                for m in adopt {
+                    st.execute(params![
+                        m.account,
+                        m.mailbox,
+                        m.uidvalidity,
+                        m.uid,
+                        m.message_id,
+                        m.subject,
+                        m.from,
+                        now
+                    ])?;
+                }
+            }
+            tx.execute(
+                "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
+                     last_uid = excluded.last_uid",
+                params![account, mailbox, uidvalidity, last_uid],
+            )?;
+            tx.commit()?;
+            Ok(closed)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{EmailMeta, Outcome, Status};
+
+    fn meta(uidvalidity: u32, uid: u32, id: &str) -> EmailMeta {
+        EmailMeta {
+            account: "a".into(),
+            mailbox: "Work".into(),
+            uidvalidity,
+            uid,
+            message_id: id.into(),
+            subject: String::new(),
+            from: String::new(),
+        }
+    }
+
+    #[test]
+    fn earlier_generations_and_what_they_handled() {
+        let s = Store::open_in_memory().unwrap();
+        assert_eq!(s.earlier_generation("a", "Work", 7).unwrap(), None);
+        let ok = Outcome {
+            status: Status::Ok,
+            ..Default::default()
+        };
+        crate::store::tests::record_final(
+            &s,
+            &[(meta(7, 1, "<a@x>"), ok.clone()), (meta(7, 2, "<b@x>"), ok)],
+            None,
+        );
+        // Its own generation is not an earlier one.
+        assert_eq!(s.earlier_generation("a", "Work", 7).unwrap(), None);
+        assert_eq!(s.earlier_generation("a", "Other", 9).unwrap(), None);
+        let e = s.earlier_generation("a", "Work", 9).unwrap().unwrap();
+        assert!(e.first_at <= e.last_at && e.first_at > 0, "{e:?}");
+        let handled = s
+            .handled_earlier("a", "Work", 9, &["<a@x>", "<c@x>"])
+            .unwrap();
+        assert_eq!(handled, HashSet::from(["<a@x>".to_string()]));
+        assert!(s
+            .handled_earlier("a", "Work", 7, &["<a@x>"])
+            .unwrap()
+            .is_empty());
+        let many: Vec<String> = (0..1200).map(|i| format!("<{i}@x>")).collect();
+        let mut ids: Vec<&str> = many.iter().map(String::as_str).collect();
+        ids.push("<b@x>");
+        assert_eq!(s.handled_earlier("a", "Work", 9, &ids).unwrap().len(), 1);
+
+        // The change: the new generation's unhandled message becomes a due
+        // retry below the watermark; the folder moves on.
+        let closed = s
+            .adopt_generation(("a", "Work"), 7, 9, 40, &[meta(9, 3, "<c@x>")])
+            .unwrap();
+        assert_eq!(closed, 0);
+        assert_eq!(s.folder_state("a", "Work").unwrap(), Some((9, 40)));
+        let known = s.known_emails("a", "Work", 9, 40).unwrap();
+        assert_eq!(known.len(), 1);
+        assert_eq!((known[0].uid, known[0].status), (3, Status::Retrying));
+        assert!(known[0].next_attempt_at.is_some_and(|t| t <= now_ms()));
+        // Again (a pass that did not get further): nothing doubles.
+        s.adopt_generation(("a", "Work"), 7, 9, 40, &[meta(9, 3, "<c@x>")])
+            .unwrap();
+        assert_eq!(s.known_emails("a", "Work", 9, 40).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,652 @@
+//! Issue [15], part B: processing on Dovecot 2.3, Cyrus 3.6 and
+//! Courier-IMAP 5.0 alike. Each scenario below is written once, for any
+//! server (tests/common/world.rs), and run on all three by
+//! `on_every_server!` (tests/common/mod.rs): `dovecot::backlog_and_live_mail`,
+//! `cyrus::backlog_and_live_mail`, `courier::backlog_and_live_mail`...
+//!
+//! The scenarios of one kind share one running server (each with a user of
+//! its own); those that must restart a server with other capabilities
+//! start their own. Every wait waits on progress, never on a clock.
+//!
+//! Cyrus keeps folders under `INBOX.` and refuses `CREATE Lists`; Courier
+//! has no MOVE, no SPECIAL-USE, and no UIDNEXT in SELECT; neither was
+//! sorted by mailproc before these (see each scenario for what failed).
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::mail::{encoded_word, msg_with};
+use common::mailproc::Mailproc;
+use common::model::{answer, Model};
+use common::server::{self, Kind};
+use common::world::{self, config, has, ok_rows, row_of, rows, state, Mailbox};
+use serde_json::{json, Value};
+
+on_every_server!(
+    backlog_and_live_mail,
+    a_restart_processes_nothing_twice,
+    without_move_and_without_uidplus,
+    undo_puts_the_message_back,
+    folders_in_any_script_by_rule_and_by_model,
+    an_unreadable_watched_folder_is_an_error_with_the_servers_words,
+    a_failed_move_leaves_no_flags_behind,
+    spam_goes_to_the_servers_junk_folder_unless_configured,
+    a_thousand_real_messages_sorted_by_four_rules,
+);
+
+/// How long a wait may see no progress at all before it fails.
+const STALL: Duration = Duration::from_secs(60);
+
+const RULES: &str = "    rules:\n      \
+    - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists } ] }\n      \
+    - { name: invoices, when: { subject: \"(?i)^invoice\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
+
+/// The account of most scenarios: INBOX watched, rules first, the model
+/// for the rest; backlog processed.
+fn account(mb: &Mailbox, model: bool, extra: &str) -> String {
+    mb.account(
+        "acct",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Lists, Newsletters], create: true }}\n    \
+             backlog: all\n    poll_interval: 5s\n    retry_delay: 1s\n{}{RULES}{extra}",
+            if model { "    provider: fake\n" } else { "" }
+        ),
+    )
+}
+
+/// The scripted model: newsletters are moved and read, greetings get a
+/// keyword, anything else is left alone.
+fn sorter() -> Model {
+    Model::start(8, |r| {
+        let s = r.subject();
+        if s.starts_with("Newsletter") {
+            answer(
+                json!([{ "type": "move", "folder": "Newsletters" }, { "type": "read" }]),
+                "a newsletter",
+            )
+        } else if s.starts_with("Hello") {
+            answer(
+                json!([{ "type": "flag", "flags": ["$Important"] }]),
+                "personal",
+            )
+        } else {
+            answer(json!([]), "nothing to do")
+        }
+    })
+}
+
+/// Message `i` of the mixed backlog: every fourth a list message (rule:
+/// Lists), an invoice (rule: \Flagged), a newsletter (model: Newsletters,
+/// read) or a greeting (model: $Important).
+fn mixed(i: usize) -> Vec<u8> {
+    match i % 4 {
+        0 => msg_with(
+            &format!("m{i}"),
+            &format!("Digest {i}"),
+            "List-Id: <dev.lists.example.org>\r\n",
+        ),
+        1 => msg_with(&format!("m{i}"), &format!("Invoice {i}"), ""),
+        2 => msg_with(&format!("m{i}"), &format!("Newsletter {i}"), ""),
+        _ => msg_with(&format!("m{i}"), &format!("Hello {i}"), ""),
+    }
+}
+
+/// Every message of `range` exists exactly once, in the folder and with
+/// the flags the rules and the model chose, `\Seen` only where `read`
+/// was; nothing is left `\Deleted`.
+fn assert_sorted(mb: &Mailbox, range: std::ops::Range<usize>) {
+    let at = mb.where_is();
+    let name = mb.kind().name();
+    for i in range {
+        let id = format!("<m{i}@mailproc.test>");
+        let copies = at.get(&id).unwrap_or_else(|| panic!("{name}: {id} lost"));
+        assert_eq!(
+            copies.len(),
+            1,
+            "{name}: {id} exists {} times: {copies:?}",
+            copies.len()
+        );
+        let m = &copies[0];
+        let (folder, flag, seen) = match i % 4 {
+            0 => ("Lists", None, false),
+            1 => ("INBOX", Some("\\Flagged"), false),
+            2 => ("Newsletters", None, true),
+            _ => ("INBOX", Some("$Important"), false),
+        };
+        assert_eq!(m.mailbox, mb.folder(folder), "{name}: {id}");
+        if let Some(f) = flag {
+            assert!(has(&m.flags, f), "{name}: {id} lacks {f}: {:?}", m.flags);
+        }
+        assert_eq!(
+            has(&m.flags, "\\Seen"),
+            seen,
+            "{name}: {id} \\Seen: {:?}",
+            m.flags
+        );
+        assert!(!has(&m.flags, "\\Deleted"), "{name}: {id} left \\Deleted");
+    }
+}
+
+fn wait_ok(m: &Mailproc, n: u64) {
+    m.wait_count(STALL, &format!("{n} recorded ok"), n, || ok_rows(m));
+}
+
+/// A backlog sorted by rules and model, then new mail one message at a
+/// time (IDLE on all three). Before: Courier's SELECT has no UIDNEXT, so
+/// nothing was ever searched (0 processed, account "connected"); Cyrus
+/// refused `CREATE Lists` and every move failed.
+fn backlog_and_live_mail(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "backlog");
+    mb.seed("INBOX", &(0..40).map(mixed).collect::<Vec<_>>());
+    let model = sorter();
+    let m = Mailproc::start(&config(&account(&mb, true, ""), Some(&model)));
+    wait_ok(&m, 40);
+    assert_sorted(&mb, 0..40);
+    assert_eq!(model.count(), 20, "no model call for a rule's message");
+    for i in 40..44 {
+        mb.seed("INBOX", &[mixed(i)]);
+        wait_ok(&m, i as u64 + 1);
+    }
+    assert_sorted(&mb, 0..44);
+    m.wait_for(STALL, "the account connected", || {
+        (state(&m, "acct") == "connected").then_some(())
+    });
+    let stats = m.get("/api/stats").body;
+    assert_eq!(stats["by_action"]["move"], 22, "{stats}");
+}
+
+/// Killed and started again, mailproc acts on nothing twice and asks the
+/// model about nothing twice; mail that came meanwhile is sorted.
+fn a_restart_processes_nothing_twice(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "restart");
+    mb.seed("INBOX", &(0..12).map(mixed).collect::<Vec<_>>());
+    let model = sorter();
+    let mut m = Mailproc::start(&config(&account(&mb, true, ""), Some(&model)));
+    wait_ok(&m, 12);
+    m.restart();
+    mb.seed("INBOX", &(12..20).map(mixed).collect::<Vec<_>>());
+    wait_ok(&m, 20);
+    assert_sorted(&mb, 0..20);
+    assert_eq!(model.count(), 10, "each model message asked about once");
+    let all = rows(&m, 1000);
+    assert_eq!(all.len(), 20, "one record per message: {all:#?}");
+}
+
+/// With MOVE hidden (Courier has none), a move is COPY, `\Deleted` and
+/// `UID EXPUNGE` of exactly those UIDs: nothing stays `\Deleted`. With
+/// UIDPLUS hidden too, nothing is expunged: the originals stay marked, and
+/// a message the user marked `\Deleted` survives.
+fn without_move_and_without_uidplus(kind: Kind) {
+    let mut s = server::start(kind);
+    if kind != Kind::Courier {
+        s.hide_capabilities(&["MOVE"]);
+    }
+    let (user, password) = server::fresh_user(&*s, "nomove");
+    let list = |i: usize| {
+        msg_with(
+            &format!("l{i}"),
+            &format!("Digest {i}"),
+            "List-Id: <dev.lists.example.org>\r\n",
+        )
+    };
+    let mb = Mailbox {
+        server: &*s,
+        user: user.clone(),
+        password: password.clone(),
+    };
+    mb.seed("INBOX", &(0..6).map(list).collect::<Vec<_>>());
+    mb.seed("INBOX", &[msg_with("p0", "Plain", "")]);
+    let cfg = config(&account(&mb, false, ""), None);
+    let name = kind.name();
+    let m = Mailproc::start(&cfg);
+    wait_ok(&m, 7);
+    assert!(
+        m.log().contains("move=false, uidplus=true"),
+        "{name}: {}",
+        m.log()
+    );
+    let msgs = mb.messages();
+    assert_eq!(msgs.len(), 7, "{name}: {msgs:#?}");
+    for x in &msgs {
+        assert!(!has(&x.flags, "\\Deleted"), "{name}: left \\Deleted: {x:?}");
+        let want = if x.message_id.starts_with("<l") {
+            "Lists"
+        } else {
+            "INBOX"
+        };
+        assert_eq!(x.mailbox, mb.folder(want), "{name}: {x:?}");
+    }
+    drop(mb);
+
+    s.hide_capabilities(&["MOVE", "UIDPLUS"]);
+    let mb = Mailbox {
+        server: &*s,
+        user,
+        password,
+    };
+    mb.append_flagged(
+        "INBOX",
+        "\\Deleted",
+        &msg_with("mine", "Marked by the user", ""),
+    );
+    mb.seed("INBOX", &(6..9).map(list).collect::<Vec<_>>());
+    wait_ok(&m, 11);
+    assert!(
+        m.log().contains("move=false, uidplus=false"),
+        "{name}: {}",
+        m.log()
+    );
+    let at = mb.where_is();
+    let mine = &at["<mine@mailproc.test>"];
+    assert_eq!(
+        mine.len(),
+        1,
+        "{name}: the user's \\Deleted message survives"
+    );
+    for i in 6..9 {
+        let id = format!("<l{i}@mailproc.test>");
+        let mut places: Vec<(String, bool)> = at[&id]
+            .iter()
+            .map(|x| (x.mailbox.clone(), has(&x.flags, "\\Deleted")))
+            .collect();
+        places.sort();
+        let mut want = vec![(mb.folder("Lists"), false), ("INBOX".to_string(), true)];
+        want.sort();
+        assert_eq!(
+            places, want,
+            "{name}: {id}: copied, the original marked, not expunged"
+        );
+    }
+}
+
+/// Undo puts a moved message back where it was with the flags it had,
+/// from a folder under the server's namespace.
+fn undo_puts_the_message_back(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "undo");
+    mb.append_flagged(
+        "INBOX",
+        "\\Flagged",
+        &msg_with("u1", "Digest", "List-Id: <dev.lists.example.org>\r\n"),
+    );
+    let m = Mailproc::start(&config(&account(&mb, false, ""), None));
+    wait_ok(&m, 1);
+    assert_eq!(mb.messages()[0].mailbox, mb.folder("Lists"));
+    let id = row_of(&m, "u1").unwrap()["id"].as_i64().unwrap();
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 200, "{}: {}", kind.name(), r.text);
+    let back = mb.messages();
+    assert_eq!(back.len(), 1, "{back:?}");
+    assert_eq!(back[0].mailbox, "INBOX", "{back:?}");
+    assert_eq!(back[0].flags, vec!["\\Flagged".to_string()], "{back:?}");
+    assert_eq!(r.body["undo"]["fromFolder"], "Lists", "{}", r.text);
+}
+
+/// `Reçus` and `受信箱` as move targets, one by a rule and one by the
+/// model, in modified UTF-7 (Dovecot, Cyrus) or UTF-8 (Courier, which
+/// offers UTF8=ACCEPT) on the wire, under the server's namespace; the
+/// activity log and the dashboard show the names as written; undo brings
+/// one back. Before, such names were sent as raw 8-bit bytes.
+fn folders_in_any_script_by_rule_and_by_model(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "script");
+    let model = Model::start(4, |r| {
+        if r.subject().contains("受注") {
+            answer(json!([{ "type": "move", "folder": "受信箱" }]), "an order")
+        } else {
+            answer(json!([]), "nothing")
+        }
+    });
+    let acct = mb.account(
+        "acct",
+        "    folders: { watch: [INBOX], allowed: [\"Reçus\", \"受信箱\"], create: true }\n    \
+         backlog: all\n    provider: fake\n    \
+         rules:\n      - { name: factures, when: { subject: \"^Facture\" }, actions: [ { type: move, folder: \"Reçus\" } ] }\n",
+    );
+    mb.seed(
+        "INBOX",
+        &[
+            msg_with("fr", "Facture 12", ""),
+            msg_with("ja", &encoded_word("受注 34"), ""),
+        ],
+    );
+    let m = Mailproc::start(&config(&acct, Some(&model)));
+    wait_ok(&m, 2);
+    let name = kind.name();
+    let at = mb.where_is();
+    assert_eq!(
+        at["<fr@mailproc.test>"][0].mailbox,
+        mb.folder("Reçus"),
+        "{name}"
+    );
+    assert_eq!(
+        at["<ja@mailproc.test>"][0].mailbox,
+        mb.folder("受信箱"),
+        "{name}"
+    );
+    assert_eq!(model.count(), 1);
+    let ja = row_of(&m, "ja").unwrap();
+    assert_eq!(
+        ja["actions"],
+        json!([{ "type": "move", "folder": "受信箱" }])
+    );
+    assert_eq!(ja["subject"], "受注 34");
+    let cookie = world::dashboard_login(&m);
+    let html = world::page(&m, &cookie, "/activity");
+    for folder in ["Reçus", "受信箱"] {
+        assert!(
+            html.contains(folder),
+            "{name}: {folder} not on /activity:\n{html}"
+        );
+    }
+    let id = ja["id"].as_i64().unwrap();
+    let detail = world::page(&m, &cookie, &format!("/activity/{id}"));
+    assert!(detail.contains("受信箱"), "{name}: {detail}");
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 200, "{name}: {}", r.text);
+    let at = mb.where_is();
+    assert_eq!(at["<ja@mailproc.test>"][0].mailbox, "INBOX", "{name}");
+}
+
+/// A watched folder that cannot be opened puts the account in state
+/// `error` with the server's words in /health, /api/accounts and the
+/// dashboard, counted in `mailproc_errors_total{kind="folder"}`; the other
+/// folder is still processed. Before, the account read `connected`.
+fn an_unreadable_watched_folder_is_an_error_with_the_servers_words(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "missing");
+    let acct = mb.account(
+        "acct",
+        &format!(
+            "    folders: {{ watch: [INBOX, Missing], allowed: [Lists], create: true }}\n    \
+             backlog: all\n    poll_interval: 2s\n{RULES}"
+        ),
+    );
+    mb.seed(
+        "INBOX",
+        &[msg_with(
+            "l1",
+            "Digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        )],
+    );
+    let m = Mailproc::start(&config(&acct, None));
+    wait_ok(&m, 1);
+    m.wait_for(STALL, "state error", || {
+        (state(&m, "acct") == "error").then_some(())
+    });
+    let name = kind.name();
+    let accounts = m.get("/api/accounts").body;
+    let error = accounts["accounts"][0]["lastError"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        error.contains("watched folder \"Missing\"") && error.contains("opening it failed"),
+        "{name}: {accounts}"
+    );
+    // The server's own words follow (they differ per server).
+    let words = error.rsplit("failed: ").next().unwrap_or("");
+    assert!(words.len() > 3, "{name}: {error}");
+    assert!(
+        world::metric(
+            &m,
+            "mailproc_errors_total{account=\"acct\",kind=\"folder\"}"
+        ) >= 1.0,
+        "{name}"
+    );
+    let cookie = world::dashboard_login(&m);
+    let html = world::page(&m, &cookie, "/accounts");
+    let shown = words.replace('"', "&quot;");
+    assert!(
+        html.contains(&shown) || html.contains(words),
+        "{name}: {words} not in:\n{html}"
+    );
+    assert_eq!(
+        mb.where_is()["<l1@mailproc.test>"][0].mailbox,
+        mb.folder("Lists")
+    );
+    assert!(!m.log().contains("connection lost"), "{name}: {}", m.log());
+}
+
+/// A move that fails leaves the message where it was without the flags
+/// its rule would set: `move` + `read` into a folder that may not be
+/// created. Before, `\Seen` was set first and stayed.
+fn a_failed_move_leaves_no_flags_behind(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "noflags");
+    let acct = mb.account(
+        "acct",
+        "    folders: { watch: [INBOX], allowed: [Nowhere], create: false }\n    \
+         backlog: all\n    max_attempts: 1\n    \
+         rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Nowhere }, { type: read }, { type: flag, flags: [\"$Sorted\"] } ] }\n",
+    );
+    mb.seed(
+        "INBOX",
+        &[msg_with(
+            "n1",
+            "Digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        )],
+    );
+    let m = Mailproc::start(&config(&acct, None));
+    let row = m.wait_for(STALL, "the failure recorded", || {
+        row_of(&m, "n1").filter(|r| r["status"] == "failed")
+    });
+    let error = row["error"].as_str().unwrap_or_default();
+    assert!(error.contains("\"Nowhere\""), "{error}");
+    let msgs = mb.messages();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0].mailbox, "INBOX");
+    assert!(
+        msgs[0].flags.is_empty(),
+        "{}: flags left behind: {:?}",
+        kind.name(),
+        msgs[0].flags
+    );
+}
+
+/// `spam` moves to the folder the server marks `\Junk` (Dovecot `Junk`,
+/// Cyrus `INBOX.Junk`; Courier marks none: `Junk` is made under its
+/// namespace), shown as `Junk`; `folders.junk` wins where configured.
+fn spam_goes_to_the_servers_junk_folder_unless_configured(kind: Kind) {
+    let s = server::shared(kind);
+    let a = Mailbox::new(&**s, "junka");
+    let b = Mailbox::new(&**s, "junkb");
+    let model = Model::start(4, |_| answer(json!([{ "type": "spam" }]), "spam"));
+    let accounts = format!(
+        "{}{}",
+        a.account("a", "    backlog: all\n    provider: fake\n"),
+        b.account(
+            "b",
+            "    backlog: all\n    provider: fake\n    folders: { watch: [INBOX], junk: Quarantaine }\n"
+        )
+    );
+    a.seed("INBOX", &[msg_with("s1", "Win big", "")]);
+    b.seed("INBOX", &[msg_with("s2", "Win bigger", "")]);
+    let m = Mailproc::start(&config(&accounts, Some(&model)));
+    wait_ok(&m, 2);
+    let name = kind.name();
+    assert_eq!(a.messages()[0].mailbox, a.folder("Junk"), "{name}");
+    assert_eq!(b.messages()[0].mailbox, b.folder("Quarantaine"), "{name}");
+    let s1 = row_of(&m, "s1").unwrap();
+    assert_eq!(s1["actions"], json!([{ "type": "spam" }]));
+    let id = s1["id"].as_i64().unwrap();
+    let cookie = world::dashboard_login(&m);
+    let detail = world::page(&m, &cookie, &format!("/activity/{id}"));
+    assert!(
+        detail.contains("Junk") && !detail.contains("INBOX.Junk"),
+        "{name}: the user's name, not the server's:\n{detail}"
+    );
+}
+
+/// The measure of issue [15]: 1,000 real messages (SpamAssassin corpus,
+/// each with a Message-ID of its own) sorted by four rules; every message
+/// exactly once, where its recorded rule says; nothing left `\Deleted`
+/// (all three offer UIDPLUS); new mail handled while idling; a restart
+/// acts on nothing twice. Prints a row of the README's table.
+fn a_thousand_real_messages_sorted_by_four_rules(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "thousand");
+    let corpus =
+        common::mail::corpus_unique(&[("easy-ham-1", 500), ("hard-ham-1", 200), ("spam-2", 300)]);
+    let n = corpus.len();
+    mb.seed(
+        "INBOX",
+        &corpus.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(),
+    );
+    let acct = mb.account(
+        "acct",
+        "    folders: { watch: [INBOX], allowed: [Lists, Bulk], create: true }\n    \
+         backlog: all\n    poll_interval: 5s\n    \
+         allowed_actions: [move, flag, read, spam]\n    \
+         rules:\n      \
+         - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists } ] }\n      \
+         - { name: bulk, when: { header: Precedence, value: \"(?i)^\\\\s*(bulk|junk)\" }, actions: [ { type: move, folder: Bulk }, { type: read } ] }\n      \
+         - { name: money, when: { subject: \"(?i)(money|free|cash|\\\\$[0-9]|mortgage)\" }, actions: [ { type: spam } ] }\n      \
+         - { name: shop, when: { subject: \"(?i)(order|invoice|receipt|offer)\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
+    );
+    let started = Instant::now();
+    let mut m = Mailproc::start(&config(&acct, None));
+    m.wait_count(STALL, "the corpus recorded", n as u64, || ok_rows(&m));
+    let took = started.elapsed();
+    let name = kind.name();
+
+    // Where each message went, by its record.
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    let mut decided: HashMap<String, (String, String)> = HashMap::new();
+    {
+        let mut st = db
+            .prepare("SELECT message_id, status, actions, model FROM emails")
+            .unwrap();
+        let it = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })
+            .unwrap();
+        for row in it {
+            let (id, status, actions, model) = row.unwrap();
+            assert_eq!(status, "ok", "{name}: {id}: {actions} {model}");
+            assert!(
+                decided.insert(id.clone(), (actions, model)).is_none(),
+                "{name}: {id} recorded twice"
+            );
+        }
+    }
+    let at = mb.where_is();
+    let (mut sorted, mut duplicates, mut deleted, mut lists_by_header) = (0, 0, 0, 0);
+    for (id, raw) in &corpus {
+        let copies = at.get(id).map(Vec::as_slice).unwrap_or(&[]);
+        if copies.len() != 1 {
+            duplicates += copies.len().saturating_sub(1);
+        }
+        assert!(!copies.is_empty(), "{name}: {id} lost");
+        deleted += copies.iter().filter(|c| has(&c.flags, "\\Deleted")).count();
+        let (actions, model) = decided
+            .get(id)
+            .unwrap_or_else(|| panic!("{name}: no record of {id}"));
+        let acts: Vec<Value> = serde_json::from_str(actions).unwrap();
+        let kinds: Vec<&str> = acts.iter().filter_map(|a| a["type"].as_str()).collect();
+        let folder = acts
+            .iter()
+            .find_map(|a| a["folder"].as_str())
+            .map(str::to_string)
+            .or_else(|| kinds.contains(&"spam").then(|| "Junk".to_string()))
+            .unwrap_or_else(|| "INBOX".to_string());
+        let c = &copies[0];
+        assert_eq!(
+            c.mailbox,
+            mb.folder(&folder),
+            "{name}: {id} ({model}, {actions})"
+        );
+        assert_eq!(
+            has(&c.flags, "\\Seen"),
+            kinds.contains(&"read"),
+            "{name}: {id} {:?}",
+            c.flags
+        );
+        assert_eq!(
+            has(&c.flags, "\\Flagged"),
+            kinds.contains(&"flag"),
+            "{name}: {id} {:?}",
+            c.flags
+        );
+        if folder != "INBOX" {
+            sorted += 1;
+        }
+        // Independent of mailproc's parser: every message with a List-Id
+        // line is the first rule's.
+        let head = String::from_utf8_lossy(raw);
+        let head = head.split("\r\n\r\n").next().unwrap_or("");
+        if head
+            .lines()
+            .any(|l| l.to_ascii_lowercase().starts_with("list-id:"))
+        {
+            lists_by_header += 1;
+            assert_eq!(model, "rules:lists", "{name}: {id}");
+        }
+    }
+    assert_eq!(duplicates, 0, "{name}");
+    assert_eq!(
+        deleted, 0,
+        "{name}: nothing left \\Deleted where UIDPLUS is offered"
+    );
+    assert!(
+        lists_by_header > 100 && sorted > 400,
+        "{name}: {lists_by_header} lists, {sorted} sorted"
+    );
+    let per_rule = |r: &str| decided.values().filter(|(_, m)| m == r).count();
+    for r in ["rules:lists", "rules:bulk", "rules:money", "rules:shop"] {
+        assert!(per_rule(r) > 0, "{name}: rule {r} matched nothing");
+    }
+
+    // New mail while idling, then a restart that acts on nothing twice.
+    let mut latency = Duration::ZERO;
+    for i in 0..3 {
+        let t = Instant::now();
+        mb.seed(
+            "INBOX",
+            &[msg_with(
+                &format!("live{i}"),
+                "Digest",
+                "List-Id: <x.example.org>\r\n",
+            )],
+        );
+        m.wait_count(STALL, "new mail recorded", (n + i + 1) as u64, || {
+            ok_rows(&m)
+        });
+        latency = latency.max(t.elapsed());
+    }
+    m.restart();
+    mb.seed(
+        "INBOX",
+        &[msg_with("after", "Digest", "List-Id: <x.example.org>\r\n")],
+    );
+    m.wait_count(STALL, "mail after the restart", (n + 4) as u64, || {
+        ok_rows(&m)
+    });
+    let twice: i64 = db
+        .query_row(
+            "SELECT count(*) FROM (SELECT message_id FROM emails GROUP BY message_id HAVING count(*) > 1)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(twice, 0, "{name}: a message recorded twice");
+    assert_eq!(mb.messages().len(), n + 4, "{name}: nothing lost or copied");
+    let secs = took.as_secs_f64();
+    eprintln!(
+        "| {name} | {n} | {sorted} | {secs:.1} | {:.0} | {duplicates} | {deleted} | {:.1} |",
+        n as f64 / secs,
+        latency.as_secs_f64()
+    );
+}

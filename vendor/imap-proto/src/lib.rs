@@ -1,0 +1,6 @@
+pub mod builders;
+pub mod parser;
+pub mod types;
+
+pub use parser::ParseResult;
+pub use types::*;
