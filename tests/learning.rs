@@ -480,3 +480,80 @@ fn a_model_answering_by_choice_is_shown_the_nearest_examples_and_its_choice_is_a
         )
     );
 }
+
+fn pills(i: usize, list: bool) -> Vec<u8> {
+    format!(
+        "From: Cheap Meds <deals{i}@pills.example>\r\nTo: test@example.test\r\n\
+         Subject: Cheap pills online, no prescription {i}\r\nMessage-ID: <s{i}@pills.example>\r\n\
+         {}Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n\
+         Cheap pills, no prescription needed. Order now and save.\r\n",
+        if list {
+            "List-Id: Irish Linux Users <ilug.linux.ie>\r\n"
+        } else {
+            ""
+        }
+    )
+    .into_bytes()
+}
+
+/// Where spam that came through a mailing list ends up, with the account's
+/// `learned:` settings `learned`: a rule files List-Id mail into `Lists`,
+/// and the classifier learned spam from `Junk` and list mail from `Lists`.
+fn spam_through_a_list(learned: &str) -> (Vec<String>, Vec<String>, Value) {
+    let d = Dovecot::start();
+    for f in ["Lists", "Junk"] {
+        d.create_mailbox("test", f);
+    }
+    d.seed_many(
+        "test",
+        "Junk",
+        &(0..8).map(|i| pills(i, false)).collect::<Vec<_>>(),
+    );
+    d.seed_many("test", "Lists", &(0..8).map(newsletter).collect::<Vec<_>>());
+    let mut m = Mailproc::prepare(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Lists, Junk], create: false }}\n    \
+         backlog: all\n    poll_interval: 1s\n    retry_delay: 1s\n    learned: {learned}\n    \
+         rules:\n      - {{ name: mailing-lists, when: {{ header: List-Id }}, actions: [ {{ type: move, folder: Lists }} ] }}\n",
+        d.imap_port
+    ));
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    d.seed("test", "INBOX", &pills(100, true));
+    d.seed("test", "INBOX", &newsletter(100));
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 2);
+    // The list's own mail stays the rule's either way.
+    let news = entry(&all, "<n100@letters.example>");
+    assert_eq!(news["model"], "rules:mailing-lists", "{news:#}");
+    assert_eq!(mailbox_of(&d, "<n100@letters.example>"), ["Lists"]);
+    let spam = entry(&all, "<s100@pills.example>").clone();
+    (
+        mailbox_of(&d, "<s100@pills.example>"),
+        mailbox_of(&d, "<n100@letters.example>"),
+        spam,
+    )
+}
+
+#[test]
+fn a_sure_spam_verdict_of_the_classifier_comes_before_a_filing_rule_with_spam_first() {
+    // Without spam_first the rule files the spam with the list's mail.
+    let (spam, _, e) = spam_through_a_list("{ enabled: true, min_confidence: 0.9 }");
+    assert_eq!(spam, ["Lists"], "{e:#}");
+    assert_eq!(e["model"], "rules:mailing-lists", "{e:#}");
+    // With it, the classifier's sure verdict wins.
+    let (spam, news, e) =
+        spam_through_a_list("{ enabled: true, min_confidence: 0.9, spam_first: 0.9 }");
+    assert_eq!(spam, ["Junk"], "{e:#}");
+    assert_eq!(news, ["Lists"]);
+    assert_eq!(e["model"], "learned", "{e:#}");
+    assert!(e["confidence"].as_f64().unwrap() >= 0.9, "{e:#}");
+    assert_eq!(
+        e["actions"],
+        json!([{ "type": "move", "folder": "Junk" }]),
+        "{e:#}"
+    );
+}

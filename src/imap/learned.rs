@@ -100,6 +100,29 @@ impl Runner {
         }
     }
 
+    /// Whether the classifier's decision `guess` goes before the rule's:
+    /// with `learned.spam_first`, a verdict at least that sure that the
+    /// message belongs in the junk folder beats a rule that would file it
+    /// into another folder. A rule that says spam, or only flags or marks,
+    /// keeps its place.
+    pub(super) fn spam_first(
+        &self,
+        guess: Option<&Classification>,
+        rule: &Classification,
+        junk: &str,
+    ) -> bool {
+        let (Some(t), Some(g)) = (self.w.account.learned.spam_first, guess) else {
+            return false;
+        };
+        let to_junk = |a: &Action| matches!(a, Action::Move { folder } if folder == junk);
+        let files = rule
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Move { .. }) && !to_junk(a))
+            && !rule.actions.contains(&Action::Spam);
+        files && g.confidence.is_some_and(|c| c >= t) && g.actions.iter().any(to_junk)
+    }
+
     /// Whether a learned decision is sure enough to act on.
     pub(super) fn learned_sure(&self, c: &Classification) -> bool {
         c.confidence

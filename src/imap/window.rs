@@ -86,7 +86,7 @@ impl Runner {
         known: &mut HashMap<u32, KnownEmail>,
     ) -> Result<bool, ImapError> {
         let t = Instant::now();
-        let (ready, to_model) = self.triage(s, mailbox, uidvalidity, uids, known)?;
+        let (ready, to_model) = self.triage(s, &folders.junk, mailbox, uidvalidity, uids, known)?;
         log::debug!(
             "{}: {mailbox}: window of {} UID(s): headers fetched and decided in {:?}, {} for the model",
             self.name(),
@@ -225,6 +225,7 @@ impl Runner {
     fn triage(
         &mut self,
         s: &mut Session,
+        junk: &str,
         mailbox: &str,
         uidvalidity: u32,
         uids: &[u32],
@@ -235,7 +236,8 @@ impl Runner {
         if uids.len() <= HEADER_CHUNK {
             // One FETCH (new mail, mostly): nothing to overlap.
             let heads = self.fetch_heads(s, &query, uids)?;
-            let (mut ready, to_model) = self.decide(mailbox, uidvalidity, uids, &heads, known);
+            let (mut ready, to_model) =
+                self.decide(junk, mailbox, uidvalidity, uids, &heads, known);
             self.journal(&mut ready)?;
             return Ok((ready, to_model));
         }
@@ -246,7 +248,8 @@ impl Runner {
                 let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
                 let mut to_model: Vec<Item> = Vec::new();
                 for (chunk, fetched) in rx {
-                    let (mut r, m) = this.decide(mailbox, uidvalidity, chunk, &fetched, known);
+                    let (mut r, m) =
+                        this.decide(junk, mailbox, uidvalidity, chunk, &fetched, known);
                     drop(fetched);
                     this.journal(&mut r)?;
                     ready.extend(r);
@@ -283,8 +286,10 @@ impl Runner {
     }
 
     /// Decides the messages of one FETCH of headers (see [`Runner::triage`]).
+    #[allow(clippy::too_many_arguments)]
     fn decide(
         &self,
+        junk: &str,
         mailbox: &str,
         uidvalidity: u32,
         uids: &[u32],
@@ -350,7 +355,18 @@ impl Runner {
                         .features
                         .as_ref()
                         .and_then(|f| self.learned(mailbox, f));
-                    if let Some(c) = self.w.rules.classify(&email) {
+                    // A filing rule gives way to the classifier's sure
+                    // spam verdict (`learned.spam_first`).
+                    let rule = self.w.rules.classify(&email).map(|c| {
+                        match guess
+                            .as_ref()
+                            .filter(|g| self.spam_first(Some(g), &c, junk))
+                        {
+                            Some(g) => g.clone(),
+                            None => c,
+                        }
+                    });
+                    if let Some(c) = rule {
                         item.decision = Some(c);
                         item.duration = started.elapsed();
                     } else if let Some(c) = guess.clone().filter(|c| self.learned_sure(c)) {
