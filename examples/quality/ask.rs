@@ -145,7 +145,6 @@ pub fn ask(
 ) -> Vec<Answer> {
     static CACHE: std::sync::LazyLock<std::sync::Mutex<Cache>> =
         std::sync::LazyLock::new(|| std::sync::Mutex::new(Cache::open()));
-    let key = format!("{set}|{}", v.key());
     let started = Instant::now();
     let mut out = Vec::with_capacity(msgs.len());
     for (i, m) in msgs.iter().enumerate() {

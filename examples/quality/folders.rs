@@ -112,6 +112,11 @@ pub fn run(s: &Setup, data: &str, limit: usize) {
             })
             .count();
         let took: Duration = a.iter().map(|x| x.took).sum();
-        println!("| model: {} | {} | {} |", v.name, pct(ok, n), per_msg(took, n));
+        println!(
+            "| model: {} | {} | {} |",
+            v.name,
+            pct(ok, n),
+            per_msg(took, n)
+        );
     }
 }

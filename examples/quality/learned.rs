@@ -272,7 +272,6 @@ fn compare_lr(train: &[&Msg], test: &[Msg], set: &str) {
     );
 }
 
-
 /// Feature sets tried beside the shipped one (`learn::features`): what
 /// SpamAssassin's Bayes also reads. Measured on the validation split; none
 /// is shipped (none did better there).
@@ -307,11 +306,16 @@ fn words(s: &str) -> impl Iterator<Item = &str> {
 
 fn base_domain(d: &str) -> String {
     let parts: Vec<&str> = d.trim_end_matches('.').split('.').collect();
-    parts[parts.len().saturating_sub(2)..].join(".").to_lowercase()
+    parts[parts.len().saturating_sub(2)..]
+        .join(".")
+        .to_lowercase()
 }
 
 fn domain_of(v: &str) -> Option<String> {
-    let (_, d) = v.trim().trim_matches(|c| c == '<' || c == '>').rsplit_once('@')?;
+    let (_, d) = v
+        .trim()
+        .trim_matches(|c| c == '<' || c == '>')
+        .rsplit_once('@')?;
     let d = d.trim_matches(|c: char| !c.is_alphanumeric());
     (!d.is_empty()).then(|| base_domain(d))
 }
@@ -331,7 +335,11 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
                     out.insert(format!("fn:{}", w.to_lowercase()));
                 }
             }
-            for (h, p) in [("Return-Path", "rp"), ("Reply-To", "rt"), ("Message-ID", "mid")] {
+            for (h, p) in [
+                ("Return-Path", "rp"),
+                ("Reply-To", "rt"),
+                ("Message-ID", "mid"),
+            ] {
                 if let Some(d) = e.header(h).and_then(domain_of) {
                     out.insert(format!("{p}:{d}"));
                 }
@@ -367,7 +375,10 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
         }
         Extra::Case => {
             for (p, s, max) in [("S", e.subject.as_str(), 60), ("B", text, 100)] {
-                for w in words(s).filter(|w| w.chars().any(char::is_uppercase)).take(max) {
+                for w in words(s)
+                    .filter(|w| w.chars().any(char::is_uppercase))
+                    .take(max)
+                {
                     out.insert(format!("{p}:{w}"));
                 }
             }
@@ -412,13 +423,22 @@ fn predictions(m: &Model, msgs: &[Msg], fx: &dyn Fn(&Email) -> Vec<String>) -> V
 fn row(p: &[(String, f64)], msgs: &[Msg]) -> String {
     let n = msgs.len();
     let right = (0..n).filter(|&i| p[i].0 == msgs[i].class).count();
-    let fa = |d: &[usize]| d.iter().filter(|&&i| p[i].0 == "Junk" && msgs[i].class != "Junk").count();
+    let fa = |d: &[usize]| {
+        d.iter()
+            .filter(|&&i| p[i].0 == "Junk" && msgs[i].class != "Junk")
+            .count()
+    };
     let all: Vec<usize> = (0..n).collect();
     let mut cells = vec![format!("{} ({} ham in Junk)", pct(right, n), fa(&all))];
     for th in THRESHOLDS {
         let d: Vec<usize> = (0..n).filter(|&i| p[i].1 >= th).collect();
         let ok = d.iter().filter(|&&i| p[i].0 == msgs[i].class).count();
-        cells.push(format!("{} of {n}, {}, {}", d.len(), pct(ok, d.len()), fa(&d)));
+        cells.push(format!(
+            "{} of {n}, {}, {}",
+            d.len(),
+            pct(ok, d.len()),
+            fa(&d)
+        ));
     }
     cells.join(" | ")
 }
@@ -426,7 +446,9 @@ fn row(p: &[(String, f64)], msgs: &[Msg]) -> String {
 fn header() {
     println!(
         "| | always its best class | {} |",
-        THRESHOLDS.map(|t| format!("≥ {t}: decided, right, ham in Junk")).join(" | ")
+        THRESHOLDS
+            .map(|t| format!("≥ {t}: decided, right, ham in Junk"))
+            .join(" | ")
     );
     println!("|---|---|{}", "---|".repeat(THRESHOLDS.len()));
 }
@@ -479,5 +501,8 @@ pub fn run(data: &str) {
         stest.len()
     );
     header();
-    println!("| generated | {} |", row(&predictions(&sm, &stest, &|e| features(e)), &stest));
+    println!(
+        "| generated | {} |",
+        row(&predictions(&sm, &stest, &|e| features(e)), &stest)
+    );
 }

@@ -161,7 +161,11 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     let models: Vec<Variant> = ["smol", "gemma"]
         .iter()
         .filter_map(|name| {
-            let served = config.classifier.providers.iter().find(|p| p.name == *name)?;
+            let served = config
+                .classifier
+                .providers
+                .iter()
+                .find(|p| p.name == *name)?;
             let mut c = demo_provider.config.clone();
             c.url = served.url.clone();
             c.model = served.model.clone();

@@ -48,7 +48,6 @@ pub fn class_of(c: &Classification) -> String {
     class
 }
 
-
 /// Accuracy, spam caught, ham called spam, spam precision of a set of
 /// spam/ham calls.
 pub struct SpamScore {
@@ -132,4 +131,3 @@ pub fn acted(a: &Answer, min: Option<f64>) -> Option<&Classification> {
         .as_ref()
         .filter(|c| !min.is_some_and(|m| c.confidence.is_some_and(|x| x < m)))
 }
-

@@ -55,9 +55,10 @@ pub struct Tiers {
 /// A rule files a message: it moves it to a folder other than Junk and
 /// does not call it spam (see `Runner::spam_first`).
 fn files(c: &Classification) -> bool {
-    c.actions.iter().any(
-        |a| matches!(a, Action::Move { folder } if !folder.eq_ignore_ascii_case("junk")),
-    ) && class_of(c) != "Junk"
+    c.actions
+        .iter()
+        .any(|a| matches!(a, Action::Move { folder } if !folder.eq_ignore_ascii_case("junk")))
+        && class_of(c) != "Junk"
 }
 
 impl Tiers {
@@ -326,7 +327,10 @@ pub fn test(s: &Setup, split: &SpamSplit, sa_dir: &str) -> Model {
         SpamScore::of(test, |i| tiers.rules[i]
             .as_ref()
             .is_some_and(|c| class_of(c) == "Junk"))
-        .row("mailproc: rules alone (the demo's)", &per_msg(rules_time, n))
+        .row(
+            "mailproc: rules alone (the demo's)",
+            &per_msg(rules_time, n)
+        )
     );
     println!(
         "{}",
@@ -381,7 +385,10 @@ pub fn test(s: &Setup, split: &SpamSplit, sa_dir: &str) -> Model {
     println!("|---|---|---|---|");
     let mut left = n;
     for (name, b) in [
-        ("rules (and the classifier's sure spam before filing rules)", By::Rule),
+        (
+            "rules (and the classifier's sure spam before filing rules)",
+            By::Rule,
+        ),
         ("learned", By::Learned),
         ("model", By::Model),
         ("review (no action: kept)", By::Review),
@@ -413,7 +420,11 @@ pub fn test(s: &Setup, split: &SpamSplit, sa_dir: &str) -> Model {
         t.score(test, p).0
     };
     let sc = without(&s.rules);
-    println!("| the demo's | {} | {} |", pct(sc.right, sc.n), sc.false_alarm);
+    println!(
+        "| the demo's | {} | {} |",
+        pct(sc.right, sc.n),
+        sc.false_alarm
+    );
     for r in &s.account.rules {
         let rest: Vec<_> = s
             .account
@@ -494,5 +505,9 @@ fn precision_table(test: &[Msg], v: &Variant, a: &[Answer]) {
         );
     }
     let failed = a.iter().filter(|x| x.decision.is_none()).count();
-    println!("\n{}: {} answers valid, {failed} failed.", v.name, n - failed);
+    println!(
+        "\n{}: {} answers valid, {failed} failed.",
+        v.name,
+        n - failed
+    );
 }
