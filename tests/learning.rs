@@ -497,10 +497,21 @@ fn pills(i: usize, list: bool) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Where spam that came through a mailing list ends up, with the account's
-/// `learned:` settings `learned`: a rule files List-Id mail into `Lists`,
-/// and the classifier learned spam from `Junk` and list mail from `Lists`.
-fn spam_through_a_list(learned: &str) -> (Vec<String>, Vec<String>, Value) {
+/// A message half spam, half list mail, from a stranger: the classifier
+/// calls it spam, but not surely.
+fn unsure_spam() -> Vec<u8> {
+    b"From: Someone <x@elsewhere.example>\r\nTo: test@example.test\r\n\
+      Subject: Cheap pills online, no prescription\r\nMessage-ID: <unsure@elsewhere.example>\r\n\
+      Date: Sat, 21 Nov 2026 10:00:00 +0000\r\n\r\nTop stories this week\r\n"
+        .to_vec()
+}
+
+/// What happens to spam with the account's `learned:` settings `learned`
+/// (no model): a rule files List-Id mail into `Lists`, and the classifier
+/// learned spam from `Junk` and list mail from `Lists`. Returns the entries
+/// of spam that came through a list and of the unsure spam, and the
+/// folders they ended in.
+fn spam_with(learned: &str) -> [(Value, Vec<String>); 2] {
     let d = Dovecot::start();
     for f in ["Lists", "Junk"] {
         d.create_mailbox("test", f);
@@ -523,32 +534,33 @@ fn spam_through_a_list(learned: &str) -> (Vec<String>, Vec<String>, Value) {
     assert_eq!(code, 0, "train failed:\n{out}\n{err}");
     d.seed("test", "INBOX", &pills(100, true));
     d.seed("test", "INBOX", &newsletter(100));
+    d.seed("test", "INBOX", &unsure_spam());
     m.spawn(&[]);
     m.wait_ready();
-    let all = wait_entries(&m, 2);
+    let all = wait_entries(&m, 3);
     // The list's own mail stays the rule's either way.
     let news = entry(&all, "<n100@letters.example>");
     assert_eq!(news["model"], "rules:mailing-lists", "{news:#}");
     assert_eq!(mailbox_of(&d, "<n100@letters.example>"), ["Lists"]);
-    let spam = entry(&all, "<s100@pills.example>").clone();
-    (
-        mailbox_of(&d, "<s100@pills.example>"),
-        mailbox_of(&d, "<n100@letters.example>"),
-        spam,
-    )
+    ["<s100@pills.example>", "<unsure@elsewhere.example>"]
+        .map(|id| (entry(&all, id).clone(), mailbox_of(&d, id)))
 }
 
 #[test]
-fn a_sure_spam_verdict_of_the_classifier_comes_before_a_filing_rule_with_spam_first() {
-    // Without spam_first the rule files the spam with the list's mail.
-    let (spam, _, e) = spam_through_a_list("{ enabled: true, min_confidence: 0.9 }");
-    assert_eq!(spam, ["Lists"], "{e:#}");
+fn spam_confidence_puts_sure_spam_before_filing_rules_and_leaves_unsure_spam() {
+    // Without it the rule files the spam with the list's mail, and the
+    // unsure spam goes to Junk at min_confidence.
+    let [(e, listed), (u, unsure)] = spam_with("{ enabled: true, min_confidence: 0.5 }");
+    assert_eq!(listed, ["Lists"], "{e:#}");
     assert_eq!(e["model"], "rules:mailing-lists", "{e:#}");
-    // With it, the classifier's sure verdict wins.
-    let (spam, news, e) =
-        spam_through_a_list("{ enabled: true, min_confidence: 0.9, spam_first: 0.9 }");
-    assert_eq!(spam, ["Junk"], "{e:#}");
-    assert_eq!(news, ["Lists"]);
+    assert_eq!(unsure, ["Junk"], "{u:#}");
+    let c = u["confidence"].as_f64().unwrap();
+    assert!((0.5..0.9).contains(&c), "{u:#}");
+    // With it, the sure verdict wins over the rule; the unsure one is
+    // left for review (no model here), though above min_confidence.
+    let [(e, listed), (u, unsure)] =
+        spam_with("{ enabled: true, min_confidence: 0.5, spam_confidence: 0.9 }");
+    assert_eq!(listed, ["Junk"], "{e:#}");
     assert_eq!(e["model"], "learned", "{e:#}");
     assert!(e["confidence"].as_f64().unwrap() >= 0.9, "{e:#}");
     assert_eq!(
@@ -556,4 +568,7 @@ fn a_sure_spam_verdict_of_the_classifier_comes_before_a_filing_rule_with_spam_fi
         json!([{ "type": "move", "folder": "Junk" }]),
         "{e:#}"
     );
+    assert_eq!(unsure, ["INBOX"], "{u:#}");
+    assert_eq!(u["status"], "review", "{u:#}");
+    assert_eq!(u["model"], "learned", "{u:#}");
 }

@@ -62,7 +62,7 @@ impl Setup {
     /// The hybrid as the demo's account sets it.
     pub fn policy(&self) -> spam::Policy {
         spam::Policy {
-            spam_first: self.account.learned.spam_first,
+            spam: self.account.learned.spam_confidence,
             learned: self.account.learned.min_confidence,
             minimum: self.account.minimum_confidence,
         }
@@ -193,14 +193,12 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     folders::run(&s, data, folder_limit);
 }
 
+/// A served model's provider (by name), its settings changed by a closure.
+type ProviderOf<'a> = &'a dyn Fn(&str, &dyn Fn(&mut ProviderConfig)) -> Option<Arc<Provider>>;
+
 /// Ways of asking the models, on the first held-out messages, no rules,
 /// no `minimum_confidence`.
-fn variants(
-    s: &Setup,
-    provider: &dyn Fn(&str, &dyn Fn(&mut ProviderConfig)) -> Option<Arc<Provider>>,
-    learned: &Model,
-    sub: &[Msg],
-) {
+fn variants(s: &Setup, provider: ProviderOf<'_>, learned: &Model, sub: &[Msg]) {
     let mut variants = Vec::new();
     for name in ["smol", "gemma"] {
         let base = |f: &dyn Fn(&mut ProviderConfig)| provider(name, f);

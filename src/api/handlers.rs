@@ -278,7 +278,7 @@ pub fn learned(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let mut v = serde_json::to_value(&st).unwrap_or_default();
     v["enabled"] = json!(a.learned.enabled);
     v["minConfidence"] = json!(a.learned.min_confidence);
-    v["spamFirst"] = json!(a.learned.spam_first);
+    v["spamConfidence"] = json!(a.learned.spam_confidence);
     v["training"] = json!(crate::learn::TRAINING.lock().get(name));
     Ok(Reply::ok(&v))
 }

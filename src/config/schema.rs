@@ -663,12 +663,14 @@ pub struct LearnedConfig {
     /// The classifier decides only at or above this confidence; below, the
     /// model does (or, with no model, the message is recorded for review).
     pub min_confidence: f64,
-    /// When set, the classifier's verdict that a message belongs in the
-    /// junk folder, at or above this confidence, comes before a rule that
-    /// would file it into another folder (spam that came through a mailing
-    /// list is not the list's mail). Rules that say spam, or only flag or
-    /// mark, keep their place. Off by default.
-    pub spam_first: Option<f64>,
+    /// When set, the confidence the classifier's verdict that a message
+    /// belongs in the junk folder needs instead of `min_confidence` (below
+    /// it the model decides, or the message is recorded for review); at
+    /// it, the verdict also comes before a rule that would file the message
+    /// into another folder (spam that came through a mailing list is not
+    /// the list's mail). Rules that say spam, or only flag or mark, keep
+    /// their place. Off by default.
+    pub spam_confidence: Option<f64>,
 }
 
 impl Default for LearnedConfig {
@@ -676,7 +678,7 @@ impl Default for LearnedConfig {
         LearnedConfig {
             enabled: false,
             min_confidence: DEFAULT_LEARNED_MIN_CONFIDENCE,
-            spam_first: None,
+            spam_confidence: None,
         }
     }
 }

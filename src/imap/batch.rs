@@ -126,7 +126,7 @@ impl Item {
 
 impl Runner {
     /// What each decided message becomes: acted on, dry run, or review.
-    pub(super) fn outcomes(&self, items: &[Item]) -> Vec<Option<Outcome>> {
+    pub(super) fn outcomes(&self, items: &[Item], junk: &str) -> Vec<Option<Outcome>> {
         let dry_run = self.w.account.dry_run;
         let min_conf = self.w.account.minimum_confidence;
         items
@@ -136,7 +136,7 @@ impl Runner {
                 let st = if dry_run {
                     Status::DryRun
                 } else if min_conf.is_some_and(|m| d.confidence.is_some_and(|c| c < m))
-                    || (d.model == crate::learn::PATH && !self.learned_sure(d))
+                    || (d.model == crate::learn::PATH && !self.learned_sure(d, junk))
                 {
                     Status::Review
                 } else {

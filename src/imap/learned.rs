@@ -101,17 +101,17 @@ impl Runner {
     }
 
     /// Whether the classifier's decision `guess` goes before the rule's:
-    /// with `learned.spam_first`, a verdict at least that sure that the
-    /// message belongs in the junk folder beats a rule that would file it
-    /// into another folder. A rule that says spam, or only flags or marks,
-    /// keeps its place.
+    /// with `learned.spam_confidence`, a verdict at least that sure that
+    /// the message belongs in the junk folder beats a rule that would file
+    /// it into another folder. A rule that says spam, or only flags or
+    /// marks, keeps its place.
     pub(super) fn spam_first(
         &self,
         guess: Option<&Classification>,
         rule: &Classification,
         junk: &str,
     ) -> bool {
-        let (Some(t), Some(g)) = (self.w.account.learned.spam_first, guess) else {
+        let (Some(t), Some(g)) = (self.w.account.learned.spam_confidence, guess) else {
             return false;
         };
         let to_junk = |a: &Action| matches!(a, Action::Move { folder } if folder == junk);
@@ -123,10 +123,20 @@ impl Runner {
         files && g.confidence.is_some_and(|c| c >= t) && g.actions.iter().any(to_junk)
     }
 
-    /// Whether a learned decision is sure enough to act on.
-    pub(super) fn learned_sure(&self, c: &Classification) -> bool {
-        c.confidence
-            .is_some_and(|p| p >= self.w.account.learned.min_confidence)
+    /// Whether a learned decision is sure enough to act on: at least
+    /// `learned.min_confidence`, and for a move to the junk folder
+    /// `learned.spam_confidence` when set.
+    pub(super) fn learned_sure(&self, c: &Classification, junk: &str) -> bool {
+        let l = &self.w.account.learned;
+        let to_junk = c
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Move { folder } if folder == junk));
+        let min = match l.spam_confidence {
+            Some(t) if to_junk => t,
+            _ => l.min_confidence,
+        };
+        c.confidence.is_some_and(|p| p >= min)
     }
 
     /// What a recorded group teaches: each message decided by a rule, or

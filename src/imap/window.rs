@@ -165,8 +165,8 @@ impl Runner {
         let t = Instant::now();
         // (What `triage` decided is journalled already; the model's answers
         // are journalled here.)
-        self.journal(&mut items)?;
-        let outcomes = self.outcomes(&items);
+        self.journal(&mut items, &folders.junk)?;
+        let outcomes = self.outcomes(&items, &folders.junk);
         // Decisions journalled, nothing done on the server yet.
         crate::failpoint::hit("before-act");
         let journalled = t.elapsed();
@@ -238,7 +238,7 @@ impl Runner {
             let heads = self.fetch_heads(s, &query, uids)?;
             let (mut ready, to_model) =
                 self.decide(junk, mailbox, uidvalidity, uids, &heads, known);
-            self.journal(&mut ready)?;
+            self.journal(&mut ready, junk)?;
             return Ok((ready, to_model));
         }
         let this = &*self;
@@ -251,7 +251,7 @@ impl Runner {
                     let (mut r, m) =
                         this.decide(junk, mailbox, uidvalidity, chunk, &fetched, known);
                     drop(fetched);
-                    this.journal(&mut r)?;
+                    this.journal(&mut r, junk)?;
                     ready.extend(r);
                     to_model.extend(m);
                 }
@@ -356,7 +356,7 @@ impl Runner {
                         .as_ref()
                         .and_then(|f| self.learned(mailbox, f));
                     // A filing rule gives way to the classifier's sure
-                    // spam verdict (`learned.spam_first`).
+                    // spam verdict (`learned.spam_confidence`).
                     let rule = self.w.rules.classify(&email).map(|c| {
                         match guess
                             .as_ref()
@@ -369,7 +369,7 @@ impl Runner {
                     if let Some(c) = rule {
                         item.decision = Some(c);
                         item.duration = started.elapsed();
-                    } else if let Some(c) = guess.clone().filter(|c| self.learned_sure(c)) {
+                    } else if let Some(c) = guess.clone().filter(|c| self.learned_sure(c, junk)) {
                         item.decision = Some(c);
                         item.duration = started.elapsed();
                     } else if self.w.provider.is_some() {
@@ -398,8 +398,8 @@ impl Runner {
     /// Journals the decided messages of `items` that this run will act on
     /// (not a dry run, not for review, not already journalled), noting each
     /// one's row for its final record.
-    fn journal(&self, items: &mut [Item]) -> Result<(), crate::store::StoreError> {
-        let outcomes = self.outcomes(items);
+    fn journal(&self, items: &mut [Item], junk: &str) -> Result<(), crate::store::StoreError> {
+        let outcomes = self.outcomes(items, junk);
         let (at, journal): (Vec<usize>, Vec<(EmailMeta, Outcome)>) = items
             .iter()
             .zip(outcomes)
