@@ -547,7 +547,7 @@ fn spam_with(learned: &str) -> [(Value, Vec<String>); 2] {
 }
 
 #[test]
-fn spam_confidence_puts_sure_spam_before_filing_rules_and_leaves_unsure_spam() {
+fn spam_first_puts_sure_spam_before_filing_rules_and_spam_confidence_leaves_unsure_spam() {
     // Without it the rule files the spam with the list's mail, and the
     // unsure spam goes to Junk at min_confidence.
     let [(e, listed), (u, unsure)] = spam_with("{ enabled: true, min_confidence: 0.5 }");
@@ -556,10 +556,10 @@ fn spam_confidence_puts_sure_spam_before_filing_rules_and_leaves_unsure_spam() {
     assert_eq!(unsure, ["Junk"], "{u:#}");
     let c = u["confidence"].as_f64().unwrap();
     assert!((0.5..0.9).contains(&c), "{u:#}");
-    // With it, the sure verdict wins over the rule; the unsure one is
+    // With them, the sure verdict wins over the rule; the unsure one is
     // left for review (no model here), though above min_confidence.
     let [(e, listed), (u, unsure)] =
-        spam_with("{ enabled: true, min_confidence: 0.5, spam_confidence: 0.9 }");
+        spam_with("{ enabled: true, min_confidence: 0.5, spam_confidence: 0.9, spam_first: 0.9 }");
     assert_eq!(listed, ["Junk"], "{e:#}");
     assert_eq!(e["model"], "learned", "{e:#}");
     assert!(e["confidence"].as_f64().unwrap() >= 0.9, "{e:#}");

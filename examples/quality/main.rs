@@ -62,6 +62,7 @@ impl Setup {
     /// The hybrid as the demo's account sets it.
     pub fn policy(&self) -> spam::Policy {
         spam::Policy {
+            first: self.account.learned.spam_first,
             spam: self.account.learned.spam_confidence,
             learned: self.account.learned.min_confidence,
             minimum: self.account.minimum_confidence,

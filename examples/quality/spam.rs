@@ -13,10 +13,11 @@ use crate::corpus::{Msg, SpamSplit};
 use crate::score::{acted, class_of, pct, per_msg, read_sa, train, SpamScore};
 use crate::Setup;
 
-/// How the hybrid is set: `learned.spam_confidence`,
+/// How the hybrid is set: `learned.spam_first`, `learned.spam_confidence`,
 /// `learned.min_confidence` and the account's `minimum_confidence`.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub struct Policy {
+    pub first: Option<f64>,
     pub spam: Option<f64>,
     pub learned: f64,
     pub minimum: Option<f64>,
@@ -26,7 +27,8 @@ impl Policy {
     fn show(&self) -> String {
         let o = |v: Option<f64>| v.map_or("off".into(), |v| v.to_string());
         format!(
-            "learned.spam_confidence {}, learned.min_confidence {}, minimum_confidence {}",
+            "learned.spam_first {}, learned.spam_confidence {}, learned.min_confidence {}, minimum_confidence {}",
+            o(self.first),
             o(self.spam),
             self.learned,
             self.minimum.map_or("none".into(), |v| v.to_string())
@@ -64,13 +66,13 @@ fn files(c: &Classification) -> bool {
 impl Tiers {
     /// What the service does with message `i` under `p` (as
     /// `Runner::decide`): a filing rule gives way to a spam verdict of the
-    /// classifier at `spam_confidence`; else the rule; else the classifier
+    /// classifier at `spam_first`; else the rule; else the classifier
     /// when sure (spam at `spam_confidence` when set); else the model when
     /// sure; else review (kept).
     pub fn hybrid(&self, i: usize, p: Policy) -> (By, String) {
         let g = &self.guess[i];
         if let Some(c) = &self.rules[i] {
-            if p.spam.is_some_and(|t| g.0 == "Junk" && g.1 >= t) && files(c) {
+            if p.first.is_some_and(|t| g.0 == "Junk" && g.1 >= t) && files(c) {
                 return (By::Learned, "Junk".into());
             }
             return (By::Rule, class_of(c));
@@ -193,10 +195,11 @@ pub fn validate(s: &Setup, split: &SpamSplit, model_subset: usize) -> Policy {
         );
     }
     let mut best: Option<(Policy, usize, usize, usize)> = None;
-    for &spam in &SPAM {
+    for (&first, &spam) in SPAM.iter().flat_map(|f| SPAM.iter().map(move |c| (f, c))) {
         for &learned in &LEARNED {
             for &minimum in &MINIMUM {
                 let p = Policy {
+                    first,
                     spam,
                     learned,
                     minimum,
@@ -211,10 +214,11 @@ pub fn validate(s: &Setup, split: &SpamSplit, model_subset: usize) -> Policy {
     }
     let (chosen, ..) = best.expect("a policy");
     println!(
-        "\nThe hybrid on the validation split (accuracy, ham to Junk, model calls), minimum_confidence {}:\n",
+        "\nThe hybrid on the validation split (accuracy, ham to Junk, model calls), spam_first {}, minimum_confidence {}:\n",
+        chosen.first.map_or("off".into(), |v| v.to_string()),
         chosen.minimum.map_or("none".into(), |v| v.to_string())
     );
-    grid(&tiers, val, chosen.minimum);
+    grid(&tiers, val, chosen);
     println!("\n**Chosen on validation**: {}.", chosen.show());
     rules_tables(s, val, &tiers, chosen);
     let shipped = s.policy();
@@ -229,7 +233,9 @@ pub fn validate(s: &Setup, split: &SpamSplit, model_subset: usize) -> Policy {
     chosen
 }
 
-fn grid(tiers: &Tiers, msgs: &[Msg], minimum: Option<f64>) {
+/// Rows `learned.min_confidence`, columns `learned.spam_confidence`, the
+/// rest as `at`; then `spam_first` alone.
+fn grid(tiers: &Tiers, msgs: &[Msg], at: Policy) {
     let o = |v: Option<f64>| v.map_or("off".into(), |v: f64| v.to_string());
     println!(
         "| learned.min_confidence | {} |",
@@ -248,7 +254,7 @@ fn grid(tiers: &Tiers, msgs: &[Msg], minimum: Option<f64>) {
                     Policy {
                         spam,
                         learned,
-                        minimum,
+                        ..at
                     },
                 );
                 format!("{}, {}, {calls}", pct(sc.right, sc.n), sc.false_alarm)
@@ -256,6 +262,22 @@ fn grid(tiers: &Tiers, msgs: &[Msg], minimum: Option<f64>) {
             .collect();
         println!("| {learned} | {} |", cells.join(" | "));
     }
+    let firsts: Vec<String> = SPAM
+        .iter()
+        .map(|&first| {
+            let (sc, calls) = tiers.score(msgs, Policy { first, ..at });
+            format!(
+                "{}: {}, {}, {calls}",
+                first.map_or("off".into(), |v| v.to_string()),
+                pct(sc.right, sc.n),
+                sc.false_alarm
+            )
+        })
+        .collect();
+    println!(
+        "\nBy learned.spam_first, the rest as chosen: {}.",
+        firsts.join("; ")
+    );
 }
 
 /// The held-out messages: every tier, trained on the whole training split.
@@ -409,14 +431,15 @@ pub fn test(s: &Setup, split: &SpamSplit, sa_dir: &str) -> Model {
         .filter(|&i| hybrid[i].0 == By::Learned && tiers.rules[i].is_some())
         .count();
     println!(
-        "\nOf the learned decisions, {spam_first_took} were spam verdicts taken before a filing rule (`spam_confidence`)."
+        "\nOf the learned decisions, {spam_first_took} were spam verdicts taken before a filing rule (`spam_first`)."
     );
     rules_tables(s, test, &tiers, p);
     println!(
-        "\nThe same grid as on validation, on the held-out messages (for the record: not what was chosen on), minimum_confidence {}:\n",
+        "\nThe same grid as on validation, on the held-out messages (for the record: not what was chosen on), spam_first {}, minimum_confidence {}:\n",
+        p.first.map_or("off".into(), |v| v.to_string()),
         p.minimum.map_or("none".into(), |v| v.to_string())
     );
-    grid(&tiers, test, p.minimum);
+    grid(&tiers, test, p);
     for (v, a) in &answers {
         precision_table(test, v, a);
     }

@@ -279,6 +279,7 @@ pub fn learned(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     v["enabled"] = json!(a.learned.enabled);
     v["minConfidence"] = json!(a.learned.min_confidence);
     v["spamConfidence"] = json!(a.learned.spam_confidence);
+    v["spamFirst"] = json!(a.learned.spam_first);
     v["training"] = json!(crate::learn::TRAINING.lock().get(name));
     Ok(Reply::ok(&v))
 }

@@ -665,12 +665,14 @@ pub struct LearnedConfig {
     pub min_confidence: f64,
     /// When set, the confidence the classifier's verdict that a message
     /// belongs in the junk folder needs instead of `min_confidence` (below
-    /// it the model decides, or the message is recorded for review); at
-    /// it, the verdict also comes before a rule that would file the message
-    /// into another folder (spam that came through a mailing list is not
-    /// the list's mail). Rules that say spam, or only flag or mark, keep
-    /// their place. Off by default.
+    /// it the model decides, or the message is recorded for review).
     pub spam_confidence: Option<f64>,
+    /// When set, the classifier's verdict that a message belongs in the
+    /// junk folder, at or above this confidence, comes before a rule that
+    /// would file it into another folder (spam that came through a mailing
+    /// list is not the list's mail). Rules that say spam, or only flag or
+    /// mark, keep their place. Off by default.
+    pub spam_first: Option<f64>,
 }
 
 impl Default for LearnedConfig {
@@ -679,6 +681,7 @@ impl Default for LearnedConfig {
             enabled: false,
             min_confidence: DEFAULT_LEARNED_MIN_CONFIDENCE,
             spam_confidence: None,
+            spam_first: None,
         }
     }
 }

@@ -330,6 +330,12 @@ pub fn validate(c: &Config) -> Vec<String> {
                 "{at}.learned.spam_confidence: must be between 0 and 1"
             ));
         }
+        if a.learned
+            .spam_first
+            .is_some_and(|t| !(0.0..=1.0).contains(&t))
+        {
+            p.push(format!("{at}.learned.spam_first: must be between 0 and 1"));
+        }
         if let Some(mc) = a.minimum_confidence {
             if !(0.0..=1.0).contains(&mc) {
                 p.push(format!("{at}.minimum_confidence: must be between 0 and 1"));

@@ -101,9 +101,9 @@ impl Runner {
     }
 
     /// Whether the classifier's decision `guess` goes before the rule's:
-    /// with `learned.spam_confidence`, a verdict at least that sure that
-    /// the message belongs in the junk folder beats a rule that would file
-    /// it into another folder. A rule that says spam, or only flags or
+    /// with `learned.spam_first`, a verdict at least that sure that the
+    /// message belongs in the junk folder beats a rule that would file it
+    /// into another folder. A rule that says spam, or only flags or
     /// marks, keeps its place.
     pub(super) fn spam_first(
         &self,
@@ -111,7 +111,7 @@ impl Runner {
         rule: &Classification,
         junk: &str,
     ) -> bool {
-        let (Some(t), Some(g)) = (self.w.account.learned.spam_confidence, guess) else {
+        let (Some(t), Some(g)) = (self.w.account.learned.spam_first, guess) else {
             return false;
         };
         let to_junk = |a: &Action| matches!(a, Action::Move { folder } if folder == junk);

@@ -356,7 +356,7 @@ impl Runner {
                         .as_ref()
                         .and_then(|f| self.learned(mailbox, f));
                     // A filing rule gives way to the classifier's sure
-                    // spam verdict (`learned.spam_confidence`).
+                    // spam verdict (`learned.spam_first`).
                     let rule = self.w.rules.classify(&email).map(|c| {
                         match guess
                             .as_ref()
