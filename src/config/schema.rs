@@ -628,6 +628,12 @@ pub struct AccountConfig {
     pub provider: Option<String>,
     #[serde(default = "default_allowed_actions")]
     pub allowed_actions: Vec<ActionKind>,
+    /// The actions the model may take, of `allowed_actions` (default: all
+    /// of them); rules and the learned classifier keep `allowed_actions`.
+    /// Without `spam` the model cannot move mail to a folder named Junk
+    /// either.
+    #[serde(default)]
+    pub model_actions: Option<Vec<ActionKind>>,
     #[serde(default)]
     pub dry_run: bool,
     #[serde(default)]
@@ -718,5 +724,18 @@ fn default_max_message_bytes() -> usize {
 impl AccountConfig {
     pub fn allows(&self, kind: ActionKind) -> bool {
         self.allowed_actions.contains(&kind)
+    }
+
+    /// The account as the model may act on it: `allowed_actions` cut to
+    /// `model_actions`, and without `spam` no folder named Junk; `None`
+    /// when `model_actions` is not set (the account as it is).
+    pub fn for_model(&self) -> Option<AccountConfig> {
+        let only = self.model_actions.as_ref()?;
+        let mut a = self.clone();
+        a.allowed_actions.retain(|k| only.contains(k));
+        if !a.allows(ActionKind::Spam) {
+            a.folders.allowed.retain(|f| !f.eq_ignore_ascii_case("junk"));
+        }
+        Some(a)
     }
 }

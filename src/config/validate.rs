@@ -311,6 +311,14 @@ pub fn validate(c: &Config) -> Vec<String> {
                 ));
             }
         }
+        for k in a.model_actions.iter().flatten() {
+            if !a.allows(*k) {
+                p.push(format!(
+                    "{at}.model_actions: {:?} is not in allowed_actions",
+                    k.as_str()
+                ));
+            }
+        }
         if a.max_attempts == 0 {
             p.push(format!("{at}.max_attempts: must be at least 1"));
         }

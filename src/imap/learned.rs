@@ -217,7 +217,11 @@ impl Runner {
     /// words of the subject (no punctuation, cut short) are quoted: they
     /// are written by strangers and go into the instructions.
     pub(super) fn prompt_account(&self) -> Arc<AccountConfig> {
-        let a = &self.w.account;
+        // What the model may do (`model_actions`).
+        let a = &match self.w.account.for_model() {
+            Some(m) => Arc::new(m),
+            None => self.w.account.clone(),
+        };
         if !a.learned.enabled {
             return a.clone();
         }
