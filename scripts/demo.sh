@@ -307,14 +307,15 @@ EOF
     cat <<'EOF' # quality.sh: the account's learned settings
     learned: { enabled: true, min_confidence: 0.9, spam_confidence: 0.99 }
 EOF
-    # The model acts only when it is sure (below, the message is left for
-    # review): unasked, its spam calls were not 95 % right
-    # (docs/quality.md). Answering by choice it can only move a message,
-    # call it spam or keep it, never mark it read or flag it (the rules
-    # below still do).
+    # The model files or keeps mail, and acts only when it is sure (below,
+    # the message is left for review). It may not call spam nor mark read
+    # (model_actions): its spam calls never measured 95 % precise, at any
+    # confidence (docs/quality.md); the rules and the learned classifier
+    # still do.
     if [[ -n "$LLM_URL" ]]; then
         cat <<'EOF' # quality.sh: the account's model settings
     provider: llm
+    model_actions: [move, noop]
     minimum_confidence: 0.9
 EOF
     fi

@@ -27,7 +27,8 @@ pub fn run(s: &Setup, data: &str, limit: usize) {
         })
         .collect();
     let refs: Vec<&Msg> = ftest.iter().collect();
-    let demo = ask(&s.demo, &account, &learned, &refs, "folders");
+    let demo_account = account.for_model().unwrap_or_else(|| account.clone());
+    let demo = ask(&s.demo, &demo_account, &learned, &refs, "folders");
     let mut classes: Vec<&str> = corpus::FOLDERS.to_vec();
     classes.retain(|c| ftest.iter().any(|m| m.class == *c));
     println!(

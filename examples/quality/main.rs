@@ -51,6 +51,8 @@ const VALIDATION_MODEL_SUBSET: usize = 100;
 /// demo asks its own.
 pub struct Setup {
     pub account: AccountConfig,
+    /// The account as its model may act on it (`model_actions`).
+    pub model_account: AccountConfig,
     pub rules: Rules,
     /// The account's provider, as the demo ships it.
     pub demo: Variant,
@@ -180,6 +182,7 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
         .collect();
     let s = Setup {
         rules: Rules::new(&account.rules).unwrap(),
+        model_account: account.for_model().unwrap_or_else(|| account.clone()),
         account,
         demo,
         models,
