@@ -106,7 +106,8 @@ impl Tiers {
 
 pub const SPAM: [Option<f64>; 4] = [None, Some(0.99), Some(0.95), Some(0.9)];
 pub const LEARNED: [f64; 6] = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95];
-pub const MINIMUM: [Option<f64>; 3] = [None, Some(0.7), Some(0.9)];
+/// The most cautious first: of equally good policies the first found wins.
+pub const MINIMUM: [Option<f64>; 3] = [Some(0.9), Some(0.7), None];
 
 fn guesses(model: &Model, msgs: &[Msg]) -> (Vec<(String, f64)>, Duration) {
     let t = Instant::now();
