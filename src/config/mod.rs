@@ -321,7 +321,11 @@ mod tests {
             "accounts[0].learned.spam_first: must be between 0 and 1",
             "accounts[0].learned.spam_confidence: must be between 0 and 1",
         ] {
-            assert!(e.problems.iter().any(|p| p == want), "{want}: {:#?}", e.problems);
+            assert!(
+                e.problems.iter().any(|p| p == want),
+                "{want}: {:#?}",
+                e.problems
+            );
         }
         let c = parse_str(
             "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
@@ -334,9 +338,14 @@ mod tests {
         assert!(!m.allows(ActionKind::Read) && m.allows(ActionKind::Move));
         assert_eq!(m.folders.allowed, ["Receipts"], "no Junk without spam");
         assert_eq!(a.folders.allowed, ["Receipts", "Junk"]);
-        let c = parse_str("accounts:\n  - { name: a, imap: { host: x, username: u, password: p } }\n")
-            .unwrap();
-        assert_eq!(c.accounts[0].for_model(), None, "unset: the account as it is");
+        let c =
+            parse_str("accounts:\n  - { name: a, imap: { host: x, username: u, password: p } }\n")
+                .unwrap();
+        assert_eq!(
+            c.accounts[0].for_model(),
+            None,
+            "unset: the account as it is"
+        );
     }
 
     #[test]

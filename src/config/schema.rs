@@ -734,7 +734,9 @@ impl AccountConfig {
         let mut a = self.clone();
         a.allowed_actions.retain(|k| only.contains(k));
         if !a.allows(ActionKind::Spam) {
-            a.folders.allowed.retain(|f| !f.eq_ignore_ascii_case("junk"));
+            a.folders
+                .allowed
+                .retain(|f| !f.eq_ignore_ascii_case("junk"));
         }
         Some(a)
     }
