@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Measures classification quality on held-out splits of the SpamAssassin
-# corpus (examples/quality/): Debian's SpamAssassin (rules alone, and rules
+# corpus (examples/quality/, the one driver; tests/common/corpus.rs, the
+# one reader of the corpus): Debian's SpamAssassin (rules alone, and rules
 # with Bayes trained by sa-learn on the same training split) beside every
-# mailproc tier (the demo's rules, the learned classifier, the model as the
-# demo ships it, and the hybrid), the model variants, and the foldering
-# split. The numbers in docs/quality.md come from this script.
+# mailproc tier (the demo's rules, the learned classifier, each model as
+# the demo asks its own, and the hybrid as the demo ships it, its
+# thresholds chosen on a validation split carved from the training split),
+# the model variants, and the foldering split. The numbers in
+# docs/quality.md come from this script.
 #
 #   scripts/quality.sh [SUBSET [FOLDER_LIMIT]]
+#   scripts/quality.sh learned     the learned classifier alone: no model,
+#                                  no SpamAssassin (a few seconds)
 #       SUBSET         held-out messages each model variant that is not
 #                      shipped is asked (default 30; the shipped one is
 #                      asked all 500)
@@ -24,6 +29,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LEARNED_ONLY=0
+if [[ "${1:-}" == learned ]]; then LEARNED_ONLY=1; shift; fi
 SUBSET=${1:-30}
 FOLDER_LIMIT=${2:-100}
 NICE=${QUALITY_NICE:-19}
@@ -32,6 +39,22 @@ die() { printf 'quality: error: %s\n' "$*" >&2; exit 1; }
 
 # shellcheck source=lib/setup.sh
 source "$ROOT/scripts/lib/setup.sh"
+build() {
+    if [[ -n "${QUALITY_BIN:-}" ]]; then
+        BIN=$QUALITY_BIN
+        [[ -x "$BIN" ]] || die "QUALITY_BIN=$BIN is not an executable"
+    else
+        say "building examples/quality"
+        (cd "$ROOT" && cargo_locked build --release --locked --quiet --example quality)
+        BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/quality"
+        [[ -x "$BIN" ]] || die "no $BIN after the build"
+    fi
+}
+if ((LEARNED_ONLY)); then
+    DATA=$("$ROOT/scripts/fetch-corpus.sh")
+    build
+    exec nice -n "$NICE" "$BIN" learned "$DATA"
+fi
 setup_have spamassassin || setup_want spamassassin "the anchor: SpamAssassin on the same mail"
 setup_have sa-learn || setup_want spamassassin "the anchor: SpamAssassin on the same mail"
 setup_install quality || die "install spamassassin (apt-get install spamassassin)"
@@ -39,15 +62,7 @@ perl -MMail::SpamAssassin -e 1 2>/dev/null \
     || die "perl cannot load Mail::SpamAssassin (apt-get install spamassassin)"
 
 DATA=$("$ROOT/scripts/fetch-corpus.sh")
-if [[ -n "${QUALITY_BIN:-}" ]]; then
-    BIN=$QUALITY_BIN
-    [[ -x "$BIN" ]] || die "QUALITY_BIN=$BIN is not an executable"
-else
-    say "building examples/quality"
-    (cd "$ROOT" && cargo_locked build --release --locked --quiet --example quality)
-    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/quality"
-    [[ -x "$BIN" ]] || die "no $BIN after the build"
-fi
+build
 for m in smollm2 gemma3; do
     LOCAL_MODEL=$m "$ROOT/scripts/local-model.sh" build >/dev/null
 done
@@ -141,6 +156,8 @@ RULES=$(sed -n '/^    rules:$/,/^EOF$/p' "$ROOT/scripts/demo.sh" | sed '$d')
 [[ -n "$RULES" ]] || die "could not find the rules in scripts/demo.sh"
 ACCOUNT=$(sed -n "/# quality.sh: the account's model settings\$/,/^EOF\$/p" "$ROOT/scripts/demo.sh" | sed '1d;$d')
 [[ -n "$ACCOUNT" ]] || die "could not find the account's model settings in scripts/demo.sh"
+LEARNED=$(sed -n "/# quality.sh: the account's learned settings\$/,/^EOF\$/p" "$ROOT/scripts/demo.sh" | sed '1d;$d')
+[[ -n "$LEARNED" ]] || die "could not find the account's learned settings in scripts/demo.sh"
 LLM=$(sed -n '/# quality.sh: the local provider$/,/^EOF$/p' "$ROOT/scripts/demo.sh" | sed '1d;$d')
 [[ -n "$LLM" ]] || die "could not find the local provider's settings in scripts/demo.sh"
 DEMO_MODEL=$(sed -n 's/^DEMO_LOCAL_MODEL=\([a-z0-9]*\).*/\1/p' "$ROOT/scripts/demo.sh")
@@ -164,6 +181,7 @@ accounts:
   - name: demo
     imap: { host: 127.0.0.1, username: demo, password: demo }
     folders: { watch: [INBOX], allowed: [Lists, Bulk, Junk, Receipts], create: true }
+$LEARNED
 $ACCOUNT
 $RULES
 EOF

@@ -6,6 +6,9 @@
 //! After a deliberate change, `MAILPROC_BLESS=1 cargo test --test golden`
 //! rewrites the `.json` files; read the diff before committing it.
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 use std::path::{Path, PathBuf};
 
 use mailproc::classify::Email;
@@ -89,24 +92,7 @@ fn every_fixture_reads_as_its_golden_file() {
 /// mail-parser's `full_encoding` they read as Japanese.
 #[test]
 fn japanese_ham_of_the_spamassassin_corpus_decodes() {
-    let out = std::process::Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/fetch-corpus.sh"
-        ))
-        .output()
-        .expect("bash");
-    assert!(
-        out.status.success(),
-        "scripts/fetch-corpus.sh failed (it needs npm: apt-get install npm):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let data = PathBuf::from(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap_or_default(),
-    );
+    let data = PathBuf::from(corpus::data());
     let cases = [
         (
             "hard-ham-1/00039.b2b936a8501444b213f61f9ff193b480.txt",
@@ -120,11 +106,7 @@ fn japanese_ham_of_the_spamassassin_corpus_decodes() {
         ),
     ];
     for (file, subject, first_line) in cases {
-        let raw = std::fs::read(data.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let raw = match raw.iter().position(|&b| b == b'\n') {
-            Some(nl) if raw.starts_with(b"From ") => raw[nl + 1..].to_vec(),
-            _ => raw,
-        };
+        let raw = corpus::raw(&data.join(file));
         let got = summary(&raw);
         assert_eq!(got["subject"], subject, "{file}: {got}");
         assert_eq!(got["firstBodyLine"], first_line, "{file}: {got}");

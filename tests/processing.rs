@@ -771,36 +771,10 @@ fn varied_real_world_shapes_are_all_accounted_for() {
 
 #[test]
 fn spamassassin_corpus_runs_through_rules_and_model() {
-    let out = std::process::Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/fetch-corpus.sh"
-        ))
-        .output()
-        .expect("bash");
-    assert!(
-        out.status.success(),
-        "scripts/fetch-corpus.sh failed (it needs npm: apt-get install npm):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let data = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let data = common::corpus::data();
     let mut raws = Vec::new();
     for (group, n) in [("easy-ham-1", 120), ("hard-ham-1", 60), ("spam-2", 120)] {
-        let mut files: Vec<_> = std::fs::read_dir(format!("{data}/{group}"))
-            .unwrap_or_else(|e| panic!("{data}/{group}: {e}"))
-            .map(|e| e.unwrap().path())
-            // The corpus package holds each message as `.txt` beside a
-            // `.json` of its metadata: only the messages are mail.
-            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-            .collect();
-        files.sort();
-        assert!(files.len() >= n, "{data}/{group}: {} messages", files.len());
-        raws.extend(files.iter().take(n).map(|p| std::fs::read(p).unwrap()));
+        raws.extend(common::corpus::pick(&data, group, 0, n));
     }
     let n = raws.len() as u64;
     let d = Dovecot::start();

@@ -271,6 +271,8 @@ pub fn learned(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let mut v = serde_json::to_value(&st).unwrap_or_default();
     v["enabled"] = json!(a.learned.enabled);
     v["minConfidence"] = json!(a.learned.min_confidence);
+    v["spamConfidence"] = json!(a.learned.spam_confidence);
+    v["spamFirst"] = json!(a.learned.spam_first);
     v["training"] = json!(ctx.training.status(name));
     Ok(Reply::ok(&v))
 }

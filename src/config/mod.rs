@@ -294,7 +294,7 @@ pub fn parse_net(s: &str) -> Option<IpNet> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actions::Action;
+    use crate::actions::{Action, ActionKind};
     use std::time::Duration;
 
     fn env(name: &str) -> Option<String> {
@@ -308,6 +308,46 @@ mod tests {
 
     fn parse_str(s: &str) -> Result<Config, ConfigError> {
         parse(s, &env).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn model_actions_are_some_of_the_allowed_ones_and_the_model_sees_only_them() {
+        let e = parse_str(
+            "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             allowed_actions: [move], model_actions: [move, spam], \
+             learned: { spam_first: 2, spam_confidence: -1 } }\n",
+        )
+        .unwrap_err();
+        for want in [
+            "accounts[0].model_actions: \"spam\" is not in allowed_actions",
+            "accounts[0].learned.spam_first: must be between 0 and 1",
+            "accounts[0].learned.spam_confidence: must be between 0 and 1",
+        ] {
+            assert!(
+                e.problems.iter().any(|p| p == want),
+                "{want}: {:#?}",
+                e.problems
+            );
+        }
+        let c = parse_str(
+            "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Receipts, Junk] }, model_actions: [move, noop] }\n",
+        )
+        .unwrap();
+        let a = &c.accounts[0];
+        let m = a.for_model().unwrap();
+        assert!(a.allows(ActionKind::Spam) && !m.allows(ActionKind::Spam));
+        assert!(!m.allows(ActionKind::Read) && m.allows(ActionKind::Move));
+        assert_eq!(m.folders.allowed, ["Receipts"], "no Junk without spam");
+        assert_eq!(a.folders.allowed, ["Receipts", "Junk"]);
+        let c =
+            parse_str("accounts:\n  - { name: a, imap: { host: x, username: u, password: p } }\n")
+                .unwrap();
+        assert_eq!(
+            c.accounts[0].for_model(),
+            None,
+            "unset: the account as it is"
+        );
     }
 
     #[test]

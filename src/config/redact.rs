@@ -267,6 +267,7 @@ const SUMMARY_PATHS: &[&[&str]] = &[
     &["accounts", "*", "poll_interval"],
     &["accounts", "*", "provider"],
     &["accounts", "*", "allowed_actions"],
+    &["accounts", "*", "model_actions"],
     &["accounts", "*", "dry_run"],
     &["accounts", "*", "max_attempts"],
     &["accounts", "*", "retry_delay"],

@@ -633,6 +633,12 @@ pub struct AccountConfig {
     pub provider: Option<String>,
     #[serde(default = "default_allowed_actions")]
     pub allowed_actions: Vec<ActionKind>,
+    /// The actions the model may take, of `allowed_actions` (default: all
+    /// of them); rules and the learned classifier keep `allowed_actions`.
+    /// Without `spam` the model cannot move mail to a folder named Junk
+    /// either.
+    #[serde(default)]
+    pub model_actions: Option<Vec<ActionKind>>,
     #[serde(default)]
     pub dry_run: bool,
     #[serde(default)]
@@ -668,6 +674,16 @@ pub struct LearnedConfig {
     /// The classifier decides only at or above this confidence; below, the
     /// model does (or, with no model, the message is recorded for review).
     pub min_confidence: f64,
+    /// When set, the confidence the classifier's verdict that a message
+    /// belongs in the junk folder needs instead of `min_confidence` (below
+    /// it the model decides, or the message is recorded for review).
+    pub spam_confidence: Option<f64>,
+    /// When set, the classifier's verdict that a message belongs in the
+    /// junk folder, at or above this confidence, comes before a rule that
+    /// would file it into another folder (spam that came through a mailing
+    /// list is not the list's mail). Rules that say spam, or only flag or
+    /// mark, keep their place. Off by default.
+    pub spam_first: Option<f64>,
 }
 
 impl Default for LearnedConfig {
@@ -675,6 +691,8 @@ impl Default for LearnedConfig {
         LearnedConfig {
             enabled: false,
             min_confidence: DEFAULT_LEARNED_MIN_CONFIDENCE,
+            spam_confidence: None,
+            spam_first: None,
         }
     }
 }
@@ -711,6 +729,21 @@ fn default_max_message_bytes() -> usize {
 impl AccountConfig {
     pub fn allows(&self, kind: ActionKind) -> bool {
         self.allowed_actions.contains(&kind)
+    }
+
+    /// The account as the model may act on it: `allowed_actions` cut to
+    /// `model_actions`, and without `spam` no folder named Junk; `None`
+    /// when `model_actions` is not set (the account as it is).
+    pub fn for_model(&self) -> Option<AccountConfig> {
+        let only = self.model_actions.as_ref()?;
+        let mut a = self.clone();
+        a.allowed_actions.retain(|k| only.contains(k));
+        if !a.allows(ActionKind::Spam) {
+            a.folders
+                .allowed
+                .retain(|f| !f.eq_ignore_ascii_case("junk"));
+        }
+        Some(a)
     }
 }
 

@@ -320,6 +320,14 @@ pub fn validate(c: &Config) -> Vec<String> {
                 ));
             }
         }
+        for k in a.model_actions.iter().flatten() {
+            if !a.allows(*k) {
+                p.push(format!(
+                    "{at}.model_actions: {:?} is not in allowed_actions",
+                    k.as_str()
+                ));
+            }
+        }
         if a.max_attempts == 0 {
             p.push(format!("{at}.max_attempts: must be at least 1"));
         }
@@ -330,6 +338,20 @@ pub fn validate(c: &Config) -> Vec<String> {
             p.push(format!(
                 "{at}.learned.min_confidence: must be between 0 and 1"
             ));
+        }
+        if a.learned
+            .spam_confidence
+            .is_some_and(|t| !(0.0..=1.0).contains(&t))
+        {
+            p.push(format!(
+                "{at}.learned.spam_confidence: must be between 0 and 1"
+            ));
+        }
+        if a.learned
+            .spam_first
+            .is_some_and(|t| !(0.0..=1.0).contains(&t))
+        {
+            p.push(format!("{at}.learned.spam_first: must be between 0 and 1"));
         }
         if let Some(mc) = a.minimum_confidence {
             if !(0.0..=1.0).contains(&mc) {

@@ -413,6 +413,12 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
             dl.details {
                 dt { "Routing" } dd { @if a.learned.enabled {
                     "on: decides at or above " (format!("{:.0} %", a.learned.min_confidence * 100.0)) " confidence"
+                    @if let Some(t) = a.learned.spam_confidence {
+                        "; spam at or above " (format!("{:.0} %", t * 100.0))
+                    }
+                    @if let Some(t) = a.learned.spam_first {
+                        "; spam at or above " (format!("{:.0} %", t * 100.0)) " before filing rules"
+                    }
                 } @else { span.muted { "off (learned.enabled: false)" } } }
                 dt { "Trained" } dd { @match st.trained_at {
                     Some(t) => { (time_ms(t)) ", " (st.trained_examples) " message(s)" }

@@ -55,6 +55,8 @@ impl Runner {
             dry_run: self.w.account.dry_run,
             minimum_confidence: self.w.account.minimum_confidence,
             learned_min: self.w.account.learned.min_confidence,
+            spam_confidence: self.w.account.learned.spam_confidence,
+            junk: &self.junk,
         };
         items.iter().map(|it| policy.outcome(it)).collect()
     }

@@ -104,10 +104,47 @@ impl Runner {
         }
     }
 
-    /// Whether a learned decision is sure enough to act on.
-    pub(super) fn learned_sure(&self, c: &Classification) -> bool {
-        c.confidence
-            .is_some_and(|p| p >= self.w.account.learned.min_confidence)
+    /// Whether the classifier's decision `guess` goes before the rule's:
+    /// with `learned.spam_first`, a verdict at least that sure that the
+    /// message belongs in the junk folder beats a rule that would file it
+    /// into another folder. A rule that says spam, or only flags or
+    /// marks, keeps its place.
+    pub(super) fn spam_first(
+        &self,
+        guess: Option<&Classification>,
+        rule: &Classification,
+        junk: &str,
+    ) -> bool {
+        let (Some(t), Some(g)) = (self.w.account.learned.spam_first, guess) else {
+            return false;
+        };
+        // The junk folder is `spam` to the classifier (see `learned`), or a
+        // move there where spam is not allowed.
+        let to_junk = |a: &Action| {
+            matches!(a, Action::Move { folder } if folder == junk) || *a == Action::Spam
+        };
+        let files = rule
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Move { .. }) && !to_junk(a))
+            && !rule.actions.contains(&Action::Spam);
+        files && g.confidence.is_some_and(|c| c >= t) && g.actions.iter().any(to_junk)
+    }
+
+    /// Whether a learned decision is sure enough to act on: at least
+    /// `learned.min_confidence`, and for a move to the junk folder
+    /// `learned.spam_confidence` when set.
+    pub(super) fn learned_sure(&self, c: &Classification, junk: &str) -> bool {
+        let l = &self.w.account.learned;
+        let to_junk = c
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Move { folder } if folder == junk) || *a == Action::Spam);
+        let min = match l.spam_confidence {
+            Some(t) if to_junk => t,
+            _ => l.min_confidence,
+        };
+        c.confidence.is_some_and(|p| p >= min)
     }
 
     /// What a recorded group teaches: each message decided by a rule, or
@@ -188,7 +225,11 @@ impl Runner {
     /// words of the subject (no punctuation, cut short) are quoted: they
     /// are written by strangers and go into the instructions.
     pub(super) fn prompt_account(&self) -> Arc<AccountConfig> {
-        let a = &self.w.account;
+        // What the model may do (`model_actions`).
+        let a = &match self.w.account.for_model() {
+            Some(m) => Arc::new(m),
+            None => self.w.account.clone(),
+        };
         if !a.learned.enabled {
             return a.clone();
         }

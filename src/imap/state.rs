@@ -295,7 +295,7 @@ pub(super) const TRUNCATED_NOTE: &str =
 
 /// What a decided message becomes, by the account's settings.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Policy {
+pub(super) struct Policy<'a> {
     /// `dry_run`: nothing is acted on, everything recorded as `dry_run`.
     pub(super) dry_run: bool,
     /// `minimum_confidence`: a decision below it is left for review.
@@ -303,15 +303,28 @@ pub(super) struct Policy {
     /// `learned.min_confidence`: the learned classifier's own decision
     /// below it (or without a confidence) is left for review.
     pub(super) learned_min: f64,
+    /// `learned.spam_confidence`: what the learned classifier's move to
+    /// the junk folder needs instead of `learned_min`, when set.
+    pub(super) spam_confidence: Option<f64>,
+    /// The junk folder, as the user knows it.
+    pub(super) junk: &'a str,
 }
 
-impl Policy {
+impl Policy<'_> {
     /// The outcome of a decided message (`None` for any other state):
     /// acted on (`ok`), a dry run, or for review.
     pub(super) fn outcome(&self, it: &Item) -> Option<Outcome> {
         let d = it.decision()?;
+        let to_junk = d.actions.iter().any(|a| match a {
+            crate::actions::Action::Move { folder } => folder == self.junk,
+            a => *a == crate::actions::Action::Spam,
+        });
+        let min = match self.spam_confidence {
+            Some(t) if to_junk => t,
+            _ => self.learned_min,
+        };
         let learned_unsure =
-            d.model == crate::learn::PATH && !d.confidence.is_some_and(|c| c >= self.learned_min);
+            d.model == crate::learn::PATH && !d.confidence.is_some_and(|c| c >= min);
         let status = if self.dry_run {
             Status::DryRun
         } else if self
@@ -703,6 +716,8 @@ mod tests {
             dry_run: false,
             minimum_confidence: Some(0.7),
             learned_min: 0.9,
+            spam_confidence: None,
+            junk: "Junk",
         };
         let with = |model: &str, confidence: Option<f64>| {
             Item::decided(

@@ -247,9 +247,22 @@ impl Runner {
                         .features
                         .as_ref()
                         .and_then(|f| self.learned(mailbox, f));
-                    let decision = if let Some(c) = self.w.rules.classify(&email) {
+                    // A filing rule gives way to the classifier's sure
+                    // spam verdict (`learned.spam_first`).
+                    let rule = self.w.rules.classify(&email).map(|c| {
+                        match guess
+                            .as_ref()
+                            .filter(|g| self.spam_first(Some(g), &c, &self.junk))
+                        {
+                            Some(g) => g.clone(),
+                            None => c,
+                        }
+                    });
+                    let decision = if let Some(c) = rule {
                         c
-                    } else if let Some(c) = guess.clone().filter(|c| self.learned_sure(c)) {
+                    } else if let Some(c) =
+                        guess.clone().filter(|c| self.learned_sure(c, &self.junk))
+                    {
                         c
                     } else if self.w.provider.is_some() {
                         to_model.push(Item::asked(meta, seen));

@@ -4,7 +4,7 @@
 //! mailproc with equivalent rules; both must leave the same folders.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,40 +18,8 @@ pub const FOLDERS: [&str; 4] = ["Lists", "Freemail", "Newsletters", "Offers"];
 /// The first `n` messages of the corpus, in path order (easy-ham-1 first),
 /// without their mbox `From ` line.
 pub fn corpus(n: usize) -> Vec<Vec<u8>> {
-    let dir = std::env::var("MAILPROC_CORPUS").unwrap_or_else(|_| {
-        panic!("MAILPROC_CORPUS is not set: run scripts/bench.sh (it runs scripts/fetch-corpus.sh)")
-    });
-    let mut paths: Vec<PathBuf> = Vec::new();
-    let mut groups: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading corpus {dir}: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    groups.sort();
-    for g in groups {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&g)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-            .collect();
-        v.sort();
-        paths.extend(v);
-    }
-    assert!(
-        paths.len() >= n,
-        "corpus has {} messages, {n} wanted",
-        paths.len()
-    );
-    paths[..n]
-        .iter()
-        .map(|p| {
-            let raw = std::fs::read(p).unwrap();
-            match raw.starts_with(b"From ") {
-                true => raw[raw.iter().position(|&b| b == b'\n').unwrap() + 1..].to_vec(),
-                false => raw,
-            }
-        })
-        .collect()
+    use crate::common::corpus;
+    corpus::first(&corpus::data(), n)
 }
 
 /// Delivers `raws` to `user`'s INBOX as a delivery agent would: one IMAP

