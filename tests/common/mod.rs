@@ -9,6 +9,7 @@ pub mod cyrus;
 pub mod dovecot;
 pub mod hooks;
 pub mod imap_client;
+pub mod lmtp;
 pub mod local_model;
 pub mod mail;
 pub mod mailproc;
