@@ -647,8 +647,34 @@ fn answer_unavailable(r: Refile, why: &str) {
     let _ = r.reply.send(Err(RefileError::Unavailable(why.to_string())));
 }
 
-/// Up to a quarter more, so many accounts do not reconnect in lockstep.
+/// Up to three quarters more, so many accounts do not reconnect in
+/// lockstep: after a server restart drops 1,000 sessions, their first
+/// retries come over three quarters of a second, not a quarter
+/// (`scripts/bench.sh scale`). Less than double, so each wait of a growing
+/// back-off is still longer than the one before.
 fn jitter(d: Duration) -> Duration {
-    let r = crate::auth::random_bytes::<1>()[0] as u32;
-    d + d * r / 1024
+    spread(d, crate::auth::random_bytes::<1>()[0])
+}
+
+/// `d` plus `r`/256 of three quarters of it.
+fn spread(d: Duration, r: u8) -> Duration {
+    d + d * 3 * u32::from(r) / 1024
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue [19]: 1,000 accounts that lost their sessions at once must
+    /// not retry within a quarter of a second of each other.
+    #[test]
+    fn retries_spread_over_three_quarters_of_the_wait_and_still_grow() {
+        let d = Duration::from_secs(1);
+        assert_eq!(spread(d, 0), d);
+        let widest = spread(d, 255);
+        assert!(widest >= Duration::from_millis(1745), "{widest:?}");
+        // The next wait of the doubling back-off is longer whatever the draw.
+        assert!(spread(d * 2, 0) > widest);
+        assert!(spread(BACKOFF_MAX, 255) < BACKOFF_MAX * 2);
+    }
 }
