@@ -55,4 +55,12 @@ if wants rules || named scale; then
     export MAILPROC_CORPUS
 fi
 export MAILPROC_BENCH_OUT=${MAILPROC_BENCH_OUT:-$PWD/docs/benchmarks.md}
-exec cargo test --release --locked --test bench -- "$@"
+# Built under the shared cargo lock (MAILPROC_CARGO_LOCK, see
+# scripts/lib/setup.sh), run without it: a run of many minutes must not
+# keep other checkouts on the machine from building.
+# shellcheck source=lib/setup.sh
+source scripts/lib/setup.sh
+bin=$(cargo_locked test --release --locked --test bench --no-run --message-format=json |
+    grep '"name":"bench"' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1) || true
+[[ -n "$bin" && -x "$bin" ]] || { echo "bench: building the benchmarks failed" >&2; exit 1; }
+exec "$bin" "$@"
