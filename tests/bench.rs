@@ -5,13 +5,19 @@
 //! this machine with the real binary, a real Dovecot and a real SQLite file;
 //! nothing here asserts a time.
 
+#[path = "bench/accounts.rs"]
+mod accounts;
 mod common;
+#[path = "bench/corpus.rs"]
+mod corpus;
 #[path = "bench/footprint.rs"]
 mod footprint;
 #[path = "bench/hostile.rs"]
 mod hostile;
 #[path = "bench/http.rs"]
 mod http;
+#[path = "bench/imapfilter.rs"]
+mod imapfilter;
 #[path = "bench/latency.rs"]
 mod latency;
 #[path = "bench/sidebyside.rs"]
@@ -78,6 +84,27 @@ pub fn env_usize(key: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// The environment mailproc.service gives the process (its
+/// `Environment=` lines), so the scale figures are the shipped service's.
+pub fn service_env() -> Vec<(String, String)> {
+    let unit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/mailproc.service"))
+        .expect("read mailproc.service");
+    unit.lines()
+        .filter_map(|l| l.strip_prefix("Environment="))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The one-minute load average now: the machine may be shared, and each
+/// measurement says how busy it was when it began.
+pub fn load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
 }
 
 pub fn processed(m: &Mailproc) -> u64 {
@@ -308,12 +335,46 @@ fn main() {
     if want("hostile") {
         hostile::run(&mut hostile_rows);
     }
+    // Scale on one host: asked for by name only (it takes about 15
+    // minutes).
+    let mut scale_rows = Vec::new();
+    if which.iter().any(|w| w == "scale") {
+        accounts::run(&mut scale_rows);
+        sidebyside::sizes(&mut scale_rows);
+    }
     let table = markdown(&rows);
-    print!("{table}");
-    let hostile_section =
-        (!hostile_rows.is_empty()).then(|| hostile_section(&markdown(&hostile_rows)));
-    if let Some(h) = &hostile_section {
-        print!("{h}");
+    if !rows.is_empty() {
+        print!("{table}");
+    }
+    let hostile_section = (!hostile_rows.is_empty()).then(|| {
+        section(
+            &HOSTILE,
+            &format!(
+                "## Hostile clients\n\n\
+                 Measured {} on {}; release binary, default settings (4 HTTP workers, \
+                 256 connections, 64 per address). Every attack comes from 127.0.0.1, as \
+                 the probe does.\n\n{}",
+                date(),
+                machine(),
+                markdown(&hostile_rows)
+            ),
+        )
+    });
+    let scale_section = (!scale_rows.is_empty()).then(|| {
+        section(
+            &SCALE,
+            &format!(
+                "## Scale on one host\n\n\
+                 Measured {} on {} (each row gives the load when it began); release binary. \
+                 `scripts/bench.sh scale` (`tests/bench/accounts.rs`, `tests/bench/sidebyside.rs`).\n\n{}\n{SCALE_TEXT}",
+                date(),
+                machine(),
+                markdown(&scale_rows)
+            ),
+        )
+    });
+    for s in hostile_section.iter().chain(&scale_section) {
+        print!("{s}");
     }
     let path = std::env::var("MAILPROC_BENCH_OUT")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench.md").into());
@@ -322,12 +383,32 @@ fn main() {
     } else {
         which.join(" ")
     };
-    // `hostile` alone replaces its own section of an existing report and
+    // A part run alone replaces its own section of an existing report and
     // leaves every other figure as it was measured.
-    let existing = std::fs::read_to_string(&path).ok();
-    let text = match (&hostile_section, existing, rows.is_empty()) {
-        (Some(h), Some(old), true) => splice_hostile(&old, h),
-        _ => report(&table, &ran, hostile_section.as_deref().unwrap_or("")),
+    let old = std::fs::read_to_string(&path).ok();
+    let text = match old {
+        Some(mut text) if rows.is_empty() => {
+            for (marks, new) in [(&SCALE, &scale_section), (&HOSTILE, &hostile_section)] {
+                if let Some(new) = new {
+                    text = splice(&text, marks, new);
+                }
+            }
+            text
+        }
+        old => {
+            // Sections not measured this time are kept as they were.
+            let kept = |marks: &Marks, new: &Option<String>| {
+                new.clone()
+                    .or_else(|| old.as_deref().and_then(|o| extract(o, marks)))
+                    .unwrap_or_default()
+            };
+            let sections = format!(
+                "{}{}",
+                kept(&SCALE, &scale_section),
+                kept(&HOSTILE, &hostile_section)
+            );
+            report(&table, &ran, &sections)
+        }
     };
     std::fs::write(&path, text).unwrap();
     eprintln!("written to {path}");
@@ -345,28 +426,67 @@ fn markdown(rows: &[Row]) -> String {
     table
 }
 
-const HOSTILE_START: &str = "<!-- hostile: written by `scripts/bench.sh hostile` -->";
-const HOSTILE_END: &str = "<!-- /hostile -->";
-
-fn hostile_section(table: &str) -> String {
-    let date = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    format!(
-        "{HOSTILE_START}\n## Hostile clients\n\n\
-         Measured {date} on {}; release binary, default settings (4 HTTP workers, \
-         256 connections, 64 per address). Every attack comes from 127.0.0.1, as \
-         the probe does.\n\n{table}\n{HOSTILE_END}\n",
-        machine()
-    )
+/// The comments that open and close a section of the report written by
+/// one part alone.
+struct Marks {
+    start: &'static str,
+    end: &'static str,
 }
 
-/// `old` with its hostile section replaced by `section` (or inserted
-/// before "How to reproduce").
-fn splice_hostile(old: &str, section: &str) -> String {
-    if let (Some(a), Some(b)) = (old.find(HOSTILE_START), old.find(HOSTILE_END)) {
-        let b = b + HOSTILE_END.len() + usize::from(old[b + HOSTILE_END.len()..].starts_with('\n'));
-        return format!("{}{section}{}", &old[..a], &old[b..]);
+const HOSTILE: Marks = Marks {
+    start: "<!-- hostile: written by `scripts/bench.sh hostile` -->",
+    end: "<!-- /hostile -->",
+};
+const SCALE: Marks = Marks {
+    start: "<!-- scale: written by `scripts/bench.sh scale` -->",
+    end: "<!-- /scale -->",
+};
+
+/// What the scale section's rows do (kept with the figures: the section
+/// is rewritten alone).
+const SCALE_TEXT: &str = "\
+- **Accounts.** One Dovecot with raised limits (`default_client_limit = 5000`, \
+`default_process_limit = 1000`, login processes in high-performance mode (`service_count = 0`), 25 sessions \
+per `imap` process), one user per account; mailproc with one account each, `backlog: all`, one rule that \
+flags every message. Start: spawn to every account's first pass after its login (its state's time in \
+`/api/accounts`). Idle: 5 s after, VmRSS, threads and open files of the process, then its CPU over a minute \
+(`/proc/PID/stat`) beside Dovecot's. Restart: one message delivered to every account by LMTP, then Dovecot's \
+sessions dropped (`doveadm kick`, SIGTERM) and Dovecot started again; each account's reconnect is timed from \
+the drop, and every message must end with one final row. New mail: messages at a fixed rate over one LMTP \
+connection (as an MTA hands mail to Dovecot), consecutive ones to accounts far apart, each timed from the \
+server's `250` to its row turning final (the server confirmed the flag; the database file polled every \
+2 ms); ten more users with a bare IDLE client each get a copy of every tenth message in the same \
+transaction: Dovecot's own delay, which mailproc's share excludes.
+- **Cost against size.** The rules backlog of the main table at 5,000, 20,000 and 100,000 messages in one \
+folder: past the corpus's 6,046 messages it starts again, each copy under a Message-ID of its own. Every \
+user's copy is imported from one maildir by `doveadm import`, two at a time. The first size runs three \
+rounds with every imapfilter form and the bare client; the others one round with the bare client, the \
+fastest form there and the form that expunges once. mailproc runs with mailproc.service's `Environment=`.
+";
+
+fn date() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn section(marks: &Marks, body: &str) -> String {
+    format!("{}\n{body}\n{}\n", marks.start, marks.end)
+}
+
+/// The section between `marks` in `old`, marks and final newline included.
+fn extract(old: &str, marks: &Marks) -> Option<String> {
+    let a = old.find(marks.start)?;
+    let b = old[a..].find(marks.end)? + a + marks.end.len();
+    let b = b + usize::from(old[b..].starts_with('\n'));
+    Some(old[a..b].to_string())
+}
+
+/// `old` with its section between `marks` replaced by `section` (or
+/// inserted before "How to reproduce").
+fn splice(old: &str, marks: &Marks, section: &str) -> String {
+    if let Some(was) = extract(old, marks) {
+        return old.replacen(&was, section, 1);
     }
     match old.find("## How to reproduce") {
         Some(i) => format!("{}{section}\n{}", &old[..i], &old[i..]),
@@ -406,10 +526,8 @@ fn machine() -> String {
     format!("{cores} cores, {model}{mem}; Linux; Dovecot {dovecot}{load}")
 }
 
-fn report(table: &str, ran: &str, hostile: &str) -> String {
-    let date = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
+fn report(table: &str, ran: &str, sections: &str) -> String {
+    let date = date();
     format!(
         "# Benchmarks\n\n\
          Written by `scripts/bench.sh` ({ran}); every figure is measured, none is edited by hand.\n\n\
@@ -417,7 +535,7 @@ fn report(table: &str, ran: &str, hostile: &str) -> String {
          - Machine: {}\n\
          - Build: release (`cargo test --release --test bench`), real Dovecot on loopback, real binary, real SQLite file.\n\n\
          {table}\n\
-         {hostile}\
+         {sections}\
          ## How to reproduce\n\n\
          ```sh\n\
          scripts/bench.sh                 # everything (installs dovecot-imapd, imapfilter, wrk, npm if missing)\n\
@@ -425,16 +543,22 @@ fn report(table: &str, ran: &str, hostile: &str) -> String {
          MAILPROC_BENCH_N=1000 scripts/bench.sh rules   # a smaller backlog while iterating\n\
          MAILPROC_BENCH_PERF=/tmp/perf.data scripts/bench.sh rules   # with a system-wide perf record of mailproc's run\n\
          scripts/bench.sh hostile         # only the hostile clients (rewrites their section alone)\n\
+         scripts/bench.sh scale           # 1,000 accounts and the 5,000/20,000/100,000 backlogs (rewrites their section alone; about 15 min)\n\
          ```\n\n\
          What each measurement does:\n\n\
          - **Rules backlog, side by side.** The first 5,000 messages of the SpamAssassin public corpus \
-         (the one `scripts/demo.sh` uses, fetched by `scripts/fetch-corpus.sh`), in path order, are delivered by IMAP APPEND \
-         into two users of one Dovecot. imapfilter sorts one with its idiomatic server-side searches \
-         (`contain_field('List-Id', '')`, `contain_from` of two freemail domains, of two newsletter senders, \
-         `contain_subject` of \"free\" or \"money\", each followed by `move_messages`); mailproc sorts the other with the \
-         same four rules in the same order (`tests/bench/sidebyside.rs` holds both). Both times include start-up; \
-         mailproc's ends when the last activity row is committed (every message is recorded, the ones left in INBOX too). \
-         The per-folder counts of both users must be identical.\n\
+         (the one `scripts/demo.sh` uses, fetched by `scripts/fetch-corpus.sh`), in path order, are written once as a \
+         maildir and delivered by `doveadm import` (indexed and filed under `new/`, as a delivery agent stores mail) into \
+         several users of one Dovecot. imapfilter sorts one user in each of four forms (`tests/bench/imapfilter.rs`: \
+         its idiomatic `contain_field`, `contain_from` and `contain_subject` searches joined with `+`; one `send_query` \
+         per folder with the ORs on the server; the same with one expunge at the end; every query first, then the \
+         moves), and is compared in its fastest; mailproc sorts another with the same four rules in the same order \
+         (`tests/bench/sidebyside.rs`); a bare IMAP client (one connection: SELECT, FETCHes of 1,000 headers, one \
+         `UID MOVE` per folder, nothing recorded) sorts a third, the floor any one-connection client meets on this \
+         server. All times include start-up; mailproc's ends when the last activity row is committed (every message \
+         is recorded, the ones left in INBOX too; seen through `/metrics`, which touches no database). CPU is user \
+         and system time from `/proc`: mailproc's process, and Dovecot's whole process tree with the processes it \
+         reaped. The per-folder counts of every user must be identical.\n\
          - **Model backlog.** 1,000 messages, no rule matches, a scripted OpenAI-compatible model that answers after 200 ms; \
          ideal throughput is concurrency ÷ 0.2 s.\n\
          - **New mail.** 200 single deliveries by `doveadm save` while mailproc idles; a bare IDLE client on the same \

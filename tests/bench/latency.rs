@@ -18,11 +18,11 @@ use crate::{msg, pct, row, Row};
 /// It re-issues IDLE only after an EXISTS: Dovecot checks the mailbox when
 /// IDLE starts, so a periodic re-issue would catch deliveries early and
 /// understate the floor.
-fn idle_client(port: u16, tx: mpsc::Sender<Instant>) {
+pub fn idle_client(port: u16, user: &str, password: &str, tx: mpsc::Sender<Instant>) {
     let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut c = imap::Client::new(tcp);
     c.read_greeting().unwrap();
-    let mut s = c.login("demo", "demo").map_err(|(e, _)| e).unwrap();
+    let mut s = c.login(user, password).map_err(|(e, _)| e).unwrap();
     s.select("INBOX").unwrap();
     loop {
         let mut seen = None;
@@ -94,7 +94,7 @@ pub fn run(rows: &mut Vec<Row>) {
     let (idle_tx, idle_rx) = mpsc::channel();
     let port = d.imap_port;
     // Left to end with the process (it blocks in IDLE).
-    std::thread::spawn(move || idle_client(port, idle_tx));
+    std::thread::spawn(move || idle_client(port, "demo", "demo", idle_tx));
     std::thread::sleep(Duration::from_millis(500));
     let db = rusqlite::Connection::open(m.db_path()).unwrap();
     let count = |db: &rusqlite::Connection| -> i64 {

@@ -26,6 +26,16 @@
 //!   [`seed`](Dovecot::seed), [`seed_many`](Dovecot::seed_many) (one
 //!   `doveadm import` for many messages: ~0.1 s for 300, against ~25 ms per
 //!   message with `seed`), [`messages`](Dovecot::messages).
+//! * Many users at once: [`add_users`](Dovecot::add_users) (one write,
+//!   one wait). Many messages fast: [`mail::write_maildir`] once, then
+//!   [`import_maildir`](Dovecot::import_maildir) into each user (one
+//!   `doveadm import` per 10,000 messages, about 4,000 a second).
+//! * [`Dovecot::start_with`] appends settings to the configuration (the
+//!   benchmarks raise process and connection limits with it) and can add
+//!   an LMTP listener on `lmtp_port` (`dovecot-lmtpd`), where mail is
+//!   delivered as an MTA hands it over (see `super::lmtp`).
+//! * [`cpu_seconds`](Dovecot::cpu_seconds): the CPU time the whole server
+//!   has used, ended processes included.
 //! * [`stop`](Dovecot::stop) sends SIGTERM to the master (Dovecot 2.3 takes
 //!   about 1 s to shut down) and waits until the ports refuse connections;
 //!   [`start_again`](Dovecot::start_again) restarts it on the same directory
@@ -54,8 +64,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::server::{
-    check_root, find_binary, port_open, process_tree, run, self_signed_cert, signal,
-    strip_mbox_from, two_free_ports, POLL,
+    check_root, find_binary, free_port, port_open, process_tree, run, self_signed_cert, signal,
+    two_free_ports, POLL,
 };
 
 // Generous: Dovecot starts in ~30 ms on a quiet machine, but a machine
@@ -65,6 +75,9 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Fresh ports are tried this often when another process grabbed one between
 /// `free_port` and Dovecot's bind.
 const START_ATTEMPTS: usize = 5;
+/// Linux reports CPU times in /proc in units of USER_HZ, 100 a second on
+/// every architecture (`getconf CLK_TCK`).
+const CLOCK_TICKS: f64 = 100.0;
 
 /// A running (or stopped) private Dovecot; see the module documentation.
 pub struct Dovecot {
@@ -81,6 +94,10 @@ pub struct Dovecot {
     oauth2: Option<Vec<String>>,
     /// `imap_capability`, when set with [`Dovecot::set_capability`].
     capability: Option<String>,
+    /// The LMTP listener's port, 0 for none ([`Dovecot::start_with`]).
+    pub lmtp_port: u16,
+    /// Settings appended to the configuration ([`Dovecot::start_with`]).
+    extra: String,
 }
 
 /// One message as `doveadm fetch` sees it.
@@ -112,84 +129,30 @@ fn check_version(dovecot: &Path) {
     );
 }
 
-/// A mailbox whose Maildir++ directory is simply `.NAME` (no modified UTF-7).
-fn plain_mailbox_name(mailbox: &str) -> bool {
-    !mailbox.is_empty()
-        && mailbox
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | '_' | '-'))
-        && !mailbox.starts_with('.')
-        && !mailbox.ends_with('.')
-        && !mailbox.contains("..")
-}
-
-/// Parse `doveadm fetch 'mailbox uid flags hdr.message-id'` in its default
-/// (pager) format: records separated by a form-feed line, one `name: value`
-/// line per field, except that the last field may run over several lines
-/// (folded headers, one line per repeated header).
-fn parse_fetch(out: &str) -> Vec<StoredMsg> {
-    let mut msgs = Vec::new();
-    for record in out.split('\u{c}') {
-        let record = record.trim_start_matches(['\r', '\n']);
-        if record.trim().is_empty() {
-            continue;
-        }
-        let Some((head, message_id)) = record.split_once("hdr.message-id:") else {
-            panic!("doveadm fetch: no hdr.message-id in record {record:?}");
-        };
-        let field = |name: &str| -> &str {
-            head.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(str::trim)
-                .unwrap_or_else(|| panic!("doveadm fetch: no {name} in record {record:?}"))
-        };
-        let mailbox = head
-            .lines()
-            .find_map(|l| l.strip_prefix("mailbox: "))
-            .unwrap_or_else(|| panic!("doveadm fetch: no mailbox in record {record:?}"))
-            .to_string();
-        let uid = field("uid:")
-            .parse()
-            .unwrap_or_else(|_| panic!("doveadm fetch: bad uid in record {record:?}"));
-        let flags = field("flags:")
-            .split_whitespace()
-            .filter(|f| !f.eq_ignore_ascii_case("\\Recent"))
-            .map(str::to_string)
-            .collect();
-        msgs.push(StoredMsg {
-            mailbox,
-            uid,
-            flags,
-            message_id: first_header_value(message_id),
-        });
-    }
-    msgs.sort_by(|a, b| (&a.mailbox, a.uid).cmp(&(&b.mailbox, b.uid)));
-    msgs
-}
-
-/// doveadm prints repeated headers one per line and keeps folding: a line
-/// starting with white space continues the current value, any other line
-/// starts the next header. Returns the first value, whitespace collapsed.
-fn first_header_value(value: &str) -> String {
-    let mut lines = value.lines();
-    let mut first = lines.next().unwrap_or("").to_string();
-    for line in lines {
-        if line.starts_with([' ', '\t']) {
-            first.push(' ');
-            first.push_str(line);
-        } else {
-            break;
-        }
-    }
-    first.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+pub mod mail;
 
 impl Dovecot {
     /// Start a fresh server with users `test`/`secret` and `demo`/`demo`.
     /// Panics with "dovecot not found: apt-get install dovecot-imapd" when
     /// Dovecot is not installed.
     pub fn start() -> Dovecot {
-        Self::start_inner(None)
+        Self::start_inner(None, "", false)
+    }
+
+    /// A server whose configuration ends with `extra` (Dovecot 2.3
+    /// settings; a block named again, such as `service imap { ... }`, adds
+    /// to or overrides the one before), and with `lmtp` an LMTP listener on
+    /// [`Dovecot::lmtp_port`] (needs `dovecot-lmtpd`): `RCPT TO:<user>`
+    /// delivers to that passwd-file user's INBOX, as a mail server's MTA
+    /// hands mail over. For benchmarks that raise Dovecot's limits.
+    pub fn start_with(extra: &str, lmtp: bool) -> Dovecot {
+        let lmtp_bin = Path::new("/usr/lib/dovecot/lmtp");
+        assert!(
+            !lmtp || lmtp_bin.exists(),
+            "{} not found: apt-get install dovecot-lmtpd",
+            lmtp_bin.display()
+        );
+        Self::start_inner(None, extra, lmtp)
     }
 
     /// A server that also takes OAuth2 access tokens: JWTs signed HS256
@@ -198,13 +161,14 @@ impl Dovecot {
     pub fn start_oauth2(mechanisms: &[&str], key: &[u8]) -> Dovecot {
         use base64::Engine as _;
         let keys = base64::engine::general_purpose::STANDARD.encode(key);
-        Self::start_inner(Some((
-            mechanisms.iter().map(|m| m.to_string()).collect(),
-            keys,
-        )))
+        Self::start_inner(
+            Some((mechanisms.iter().map(|m| m.to_string()).collect(), keys)),
+            "",
+            false,
+        )
     }
 
-    fn start_inner(oauth2: Option<(Vec<String>, String)>) -> Dovecot {
+    fn start_inner(oauth2: Option<(Vec<String>, String)>, extra: &str, lmtp: bool) -> Dovecot {
         let dovecot_bin = find_binary("dovecot")
             .unwrap_or_else(|| panic!("dovecot not found: apt-get install dovecot-imapd"));
         let doveadm_bin = find_binary("doveadm")
@@ -278,11 +242,16 @@ impl Dovecot {
             master: None,
             oauth2: oauth2.map(|(m, _)| m),
             capability: None,
+            lmtp_port: 0,
+            extra: extra.to_string(),
         };
         for attempt in 1..=START_ATTEMPTS {
             let (imap, imaps) = two_free_ports();
             dovecot.imap_port = imap;
             dovecot.imaps_port = imaps;
+            if lmtp {
+                dovecot.lmtp_port = free_port();
+            }
             dovecot.write_config();
             match dovecot.spawn() {
                 Ok(()) => return dovecot,
@@ -349,159 +318,13 @@ impl Dovecot {
         // Login processes hold the listening sockets too; they leave right
         // after the master, normally before we get here.
         let deadline = Instant::now() + STOP_TIMEOUT;
-        while (port_open(self.imap_port) || port_open(self.imaps_port)) && Instant::now() < deadline
+        while (port_open(self.imap_port)
+            || port_open(self.imaps_port)
+            || (self.lmtp_port != 0 && port_open(self.lmtp_port)))
+            && Instant::now() < deadline
         {
             thread::sleep(POLL);
         }
-    }
-
-    /// Add a passwd-file user and wait until Dovecot knows it. Dovecot
-    /// rereads a changed passwd-file at most once per second, so this can
-    /// take up to a second.
-    pub fn add_user(&self, user: &str, password: &str) {
-        for (what, s) in [("user", user), ("password", password)] {
-            assert!(
-                !s.is_empty() && !s.contains([':', '\n', '\r']),
-                "add_user: {what} {s:?} must be non-empty without ':' or line breaks"
-            );
-        }
-        let mut users = OpenOptions::new()
-            .append(true)
-            .open(self.dir.path().join("users"))
-            .expect("open users file");
-        writeln!(users, "{user}:{{PLAIN}}{password}::::::").expect("append to users file");
-        drop(users);
-        // A userdb lookup makes the auth process check the file again.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.doveadm(&["user", user], None).status.success() {
-            assert!(
-                Instant::now() < deadline,
-                "add_user: Dovecot did not pick up user {user} within 30 s"
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Create a mailbox; an existing one is fine.
-    pub fn create_mailbox(&self, user: &str, mailbox: &str) {
-        let out = self.doveadm(&["mailbox", "create", "-u", user, mailbox], None);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() && !stderr.contains("already exists") {
-            panic!(
-                "doveadm mailbox create -u {user} {mailbox}: {}\n{stderr}",
-                out.status
-            );
-        }
-    }
-
-    /// Deletes a mailbox and its mail; created again it gets a new UIDVALIDITY.
-    pub fn delete_mailbox(&self, user: &str, mailbox: &str) {
-        let out = self.doveadm(&["mailbox", "delete", "-u", user, mailbox], None);
-        assert!(
-            out.status.success(),
-            "doveadm mailbox delete -u {user} {mailbox}: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// Store one raw message (a leading mbox `From ` line is dropped),
-    /// creating the mailbox when it is missing.
-    pub fn seed(&self, user: &str, mailbox: &str, raw: &[u8]) {
-        let raw = strip_mbox_from(raw);
-        let save = ["save", "-u", user, "-m", mailbox];
-        let mut out = self.doveadm(&save, Some(raw));
-        if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("doesn't exist") {
-            self.create_mailbox(user, mailbox);
-            out = self.doveadm(&save, Some(raw));
-        }
-        if !out.status.success() {
-            panic!(
-                "doveadm save -u {user} -m {mailbox}: {}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-
-    /// Store many messages in this order, each as its own message (UIDs
-    /// ascending in slice order). One `doveadm import` from a scratch maildir:
-    /// no mbox "From " escaping issues, ~0.1 s for 300 messages. Mailbox names
-    /// outside `[A-Za-z0-9 ._-]` fall back to one `seed` per message.
-    pub fn seed_many(&self, user: &str, mailbox: &str, raws: &[Vec<u8>]) {
-        if raws.is_empty() {
-            return;
-        }
-        if !plain_mailbox_name(mailbox) {
-            for raw in raws {
-                self.seed(user, mailbox, raw);
-            }
-            return;
-        }
-        let src = tempfile::Builder::new()
-            .prefix("import-")
-            .tempdir_in(self.dir.path())
-            .expect("create import maildir");
-        let inbox = mailbox.eq_ignore_ascii_case("INBOX");
-        let folder = if inbox {
-            src.path().to_path_buf()
-        } else {
-            src.path().join(format!(".{mailbox}"))
-        };
-        for sub in ["cur", "new", "tmp"] {
-            fs::create_dir_all(folder.join(sub)).expect("create import maildir");
-        }
-        for (i, raw) in raws.iter().enumerate() {
-            // Dovecot assigns UIDs to new maildir files in file-name order.
-            let file = folder.join("cur").join(format!("{:010}.seed:2,", i + 1));
-            fs::write(&file, strip_mbox_from(raw)).expect("write import message");
-        }
-        // doveadm works as the `dovecot` user and writes index files into the
-        // source maildir.
-        run(
-            Command::new("chown")
-                .arg("-R")
-                .arg("dovecot:dovecot")
-                .arg(src.path()),
-            "chown import maildir",
-        );
-        let location = format!("maildir:{}", src.path().display());
-        let target = if inbox { "INBOX" } else { mailbox };
-        let out = self.doveadm(
-            &[
-                "import", "-u", user, &location, "", "mailbox", target, "all",
-            ],
-            None,
-        );
-        if !out.status.success() {
-            panic!(
-                "doveadm import -u {user} into {mailbox}: {}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-
-    /// Every message of every mailbox of `user`, sorted by mailbox and UID.
-    pub fn messages(&self, user: &str) -> Vec<StoredMsg> {
-        let out = self.doveadm(
-            &[
-                "fetch",
-                "-u",
-                user,
-                "mailbox uid flags hdr.message-id",
-                "all",
-            ],
-            None,
-        );
-        if !out.status.success() {
-            panic!(
-                "doveadm fetch -u {user}: {}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        parse_fetch(&String::from_utf8_lossy(&out.stdout))
     }
 
     /// Dovecot's log so far (for failure messages).
@@ -515,10 +338,45 @@ impl Dovecot {
     }
 
     /// The master and every process it started (login, imap, auth...).
-    fn process_tree(&self) -> Vec<u32> {
+    pub fn process_tree(&self) -> Vec<u32> {
         self.master
             .as_ref()
             .map_or_else(Vec::new, |m| process_tree(m.id()))
+    }
+
+    /// CPU time (user and system, seconds) the server has used since it
+    /// started: the master and every process it runs now, and the ones
+    /// that ended (the master reaped them: its children's time). For
+    /// benchmarks: the difference over a run is what that run cost it.
+    pub fn cpu_seconds(&self) -> f64 {
+        let Some(master) = &self.master else {
+            return 0.0;
+        };
+        let master = master.id();
+        self.process_tree()
+            .into_iter()
+            .map(|pid| {
+                let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let fields: Vec<u64> = stat
+                    .rfind(')')
+                    .map(|i| &stat[i + 1..])
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .map(|f| f.parse().unwrap_or(0))
+                    .collect();
+                // After `(comm)`: state is 0, utime 11, stime 12, cutime 13,
+                // cstime 14 (proc(5), fields 3, 14-17). Only the master
+                // reaps Dovecot's processes.
+                let own = fields.get(11).unwrap_or(&0) + fields.get(12).unwrap_or(&0);
+                let reaped = if pid == master {
+                    fields.get(13).unwrap_or(&0) + fields.get(14).unwrap_or(&0)
+                } else {
+                    0
+                };
+                own + reaped
+            })
+            .sum::<u64>() as f64
+            / CLOCK_TICKS
     }
 
     fn signal_tree(&self, sig: &str) {
@@ -595,7 +453,7 @@ impl Dovecot {
         };
         let conf = format!(
             r#"# Written by tests/common/dovecot.rs (Dovecot 2.3 syntax).
-protocols = imap
+protocols = imap{protocols}
 listen = 127.0.0.1
 base_dir = {dir}/run
 state_dir = {dir}/state
@@ -654,7 +512,17 @@ protocol imap {{
   mail_max_userip_connections = 200
   imap_idle_notify_interval = 30 secs
 {capability}}}
-"#,
+{lmtp}{extra}"#,
+            protocols = if self.lmtp_port != 0 { " lmtp" } else { "" },
+            lmtp = if self.lmtp_port == 0 {
+                String::new()
+            } else {
+                format!(
+                    "\nservice lmtp {{\n  inet_listener lmtp {{\n    address = 127.0.0.1\n    port = {}\n  }}\n}}\n",
+                    self.lmtp_port
+                )
+            },
+            extra = self.extra,
             capability = self
                 .capability
                 .as_ref()
@@ -707,7 +575,10 @@ protocol imap {{
                 self.master = None;
                 return Err(format!("dovecot exited with {status}\n{}", new_log()));
             }
-            if port_open(self.imap_port) && port_open(self.imaps_port) {
+            if port_open(self.imap_port)
+                && port_open(self.imaps_port)
+                && (self.lmtp_port == 0 || port_open(self.lmtp_port))
+            {
                 return Ok(());
             }
             if Instant::now() >= deadline {

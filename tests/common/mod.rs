@@ -11,6 +11,7 @@ pub mod dashboard;
 pub mod dovecot;
 pub mod hooks;
 pub mod imap_client;
+pub mod lmtp;
 pub mod local_model;
 pub mod mail;
 pub mod mailproc;
