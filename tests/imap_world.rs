@@ -32,6 +32,7 @@ on_every_server!(
     folders_in_any_script_by_rule_and_by_model,
     an_unreadable_watched_folder_is_an_error_with_the_servers_words,
     a_failed_move_leaves_no_flags_behind,
+    a_refused_create_is_a_warning_with_the_servers_answer,
     spam_goes_to_the_servers_junk_folder_unless_configured,
     a_thousand_real_messages_sorted_by_four_rules,
 );
@@ -448,6 +449,54 @@ fn a_failed_move_leaves_no_flags_behind(kind: Kind) {
         kind.name(),
         msgs[0].flags
     );
+}
+
+/// A folder the server will not create is a warning in the log with the
+/// server's answer, and the failed move names the folder as configured and
+/// as sent. Before, the refusal was logged at debug level only and the move
+/// said "Mailbox does not exist" of a name the user never wrote.
+fn a_refused_create_is_a_warning_with_the_servers_answer(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "refused");
+    // 200 characters, which modified UTF-7 makes 536 bytes: longer than
+    // any of the three takes for a name (a Maildir++ directory, a Cyrus
+    // mailbox name).
+    let long = "受".repeat(200);
+    let acct = mb.account(
+        "acct",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [\"{long}\"], create: true }}\n    \
+             backlog: all\n    max_attempts: 1\n    \
+             rules:\n      - {{ name: lists, when: {{ header: List-Id }}, actions: [ {{ type: move, folder: \"{long}\" }} ] }}\n"
+        ),
+    );
+    mb.seed(
+        "INBOX",
+        &[msg_with(
+            "c1",
+            "Digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        )],
+    );
+    let m = Mailproc::start(&config(&acct, None));
+    let row = m.wait_for(STALL, "the failure recorded", || {
+        row_of(&m, "c1").filter(|r| r["status"] == "failed")
+    });
+    let name = kind.name();
+    let error = row["error"].as_str().unwrap_or_default();
+    assert!(error.contains(&format!("\"{long}\"")), "{name}: {error}");
+    if !s.prefix().is_empty() {
+        assert!(error.contains(&mb.folder(&long)), "{name}: {error}");
+    }
+    let log = m.log();
+    let warning = log
+        .lines()
+        .find(|l| l.contains("[WARN]") && l.contains("CREATE") && l.contains("refused"))
+        .unwrap_or_else(|| panic!("{name}: no warning of the refused CREATE:\n{log}"));
+    // The server's answer follows the name.
+    let answer = warning.rsplit("refused: ").next().unwrap_or("");
+    assert!(answer.len() > 3, "{name}: {warning}");
+    assert_eq!(mb.messages()[0].mailbox, "INBOX", "{name}");
 }
 
 /// `spam` moves to the folder the server marks `\Junk` (Dovecot `Junk`,

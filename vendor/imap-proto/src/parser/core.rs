@@ -170,8 +170,22 @@ pub fn nil(i: &[u8]) -> IResult<&[u8], &[u8]> {
 // ----- text -----
 
 // text = 1*TEXT-CHAR
+//
+// mailproc patch: the human-readable text of a response may hold 8-bit
+// bytes. Dovecot echoes a mailbox name in UTF-8 in its answer
+// (`NO [TRYCREATE] Mailbox doesn't exist: 受信箱`), and RFC 9051 allows
+// UTF-8 there. Refusing it made the `imap` crate take the answer for a
+// closed connection, so one move to such a folder broke the session on
+// every try. Every byte but CR, LF and NUL is taken; the text is what is
+// UTF-8 of it, cut before the first byte that is not.
 pub fn text(i: &[u8]) -> IResult<&[u8], &str> {
-    map_res(take_while(is_text_char), from_utf8)(i)
+    map(
+        take_while(|c| is_text_char(c) || c >= 0x80),
+        |bytes: &[u8]| match from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+        },
+    )(i)
 }
 
 // TEXT-CHAR = <any CHAR except CR and LF>

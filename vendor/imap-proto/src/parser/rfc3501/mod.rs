@@ -757,6 +757,24 @@ mod tests {
         }
         // Not UTF-8: still refused.
         assert!(crate::parser::parse_response(b"* LIST () \".\" \"a\xff\"\r\n").is_err());
+        // A response's text may hold UTF-8 (Dovecot echoes the name), and
+        // bytes that are not UTF-8 cut the text, not the session.
+        match crate::parser::parse_response(
+            "a1 NO [TRYCREATE] Mailbox doesn't exist: 受信箱 (0.001 secs).\r\n".as_bytes(),
+        ) {
+            Ok((rest, Response::Done { status: Status::No, information: Some(text), .. })) => {
+                assert!(rest.is_empty());
+                assert_eq!(text, "Mailbox doesn't exist: 受信箱 (0.001 secs).");
+            }
+            rsp => panic!("unexpected response {rsp:?}"),
+        }
+        match crate::parser::parse_response(b"a2 NO no such folder: R\xe9\xe7us\r\n") {
+            Ok((rest, Response::Done { status: Status::No, information: Some(text), .. })) => {
+                assert!(rest.is_empty());
+                assert_eq!(text, "no such folder: R");
+            }
+            rsp => panic!("unexpected response {rsp:?}"),
+        }
     }
 
     #[test]
