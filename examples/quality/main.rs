@@ -26,6 +26,7 @@
 //! answer that failed, or is below `minimum_confidence`, takes no action.
 
 mod ask;
+mod combine;
 #[path = "../../tests/common/corpus.rs"]
 mod corpus;
 mod folders;

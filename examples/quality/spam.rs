@@ -115,7 +115,7 @@ fn guesses(model: &Model, msgs: &[Msg]) -> (Vec<(String, f64)>, Duration) {
         .iter()
         .map(|m| {
             model
-                .predict(&features(&m.email))
+                .predict_junk(&features(&m.email), "Junk")
                 .map_or(("INBOX".into(), 0.0), |p| (p.class, p.confidence))
         })
         .collect();
