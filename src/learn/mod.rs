@@ -473,4 +473,79 @@ mod tests {
         let odds = (one_vote / (1.0 - one_vote)).powf(EVIDENCE_CAP);
         assert!((p.confidence - odds / (1.0 + odds)).abs() < 1e-9, "{p:?}");
     }
+
+    #[test]
+    fn the_junk_folder_is_decided_by_chi_squared_where_it_is_sure() {
+        // Junk, INBOX and Lists, 20 messages each. Ten words are in every
+        // junk message and half the inbox's (twice as likely in junk: too
+        // weak for the chi-squared combining); "meeting" is only in the
+        // inbox, "viagra" only in junk.
+        let weak = [
+            "b:cheap", "b:click", "b:deal", "b:free", "b:now", "b:offer", "b:only", "b:save",
+            "b:today", "b:win",
+        ];
+        let mut m = Model::default();
+        for i in 0..20 {
+            let mut junk: Vec<String> = weak.iter().map(|w| w.to_string()).collect();
+            junk.extend(["b:viagra".to_string(), format!("b:j{i}")]);
+            let mut inbox = vec!["b:meeting".to_string(), format!("b:i{i}")];
+            if i < 10 {
+                inbox.extend(weak.iter().map(|w| w.to_string()));
+            }
+            let lists = vec!["b:digest".to_string(), format!("b:l{i}")];
+            for (c, mut f) in [("Junk", junk), ("INBOX", inbox), ("Lists", lists)] {
+                f.sort();
+                m.add(c, &f, 1);
+            }
+        }
+        // Many weak words and one strong word of the inbox: naive Bayes
+        // adds the weak votes up and says junk; the chi-squared indicator
+        // hears only the strong word: the inbox, as sure as it is.
+        let mut feats: Vec<String> = weak.iter().map(|w| w.to_string()).collect();
+        feats.push("b:meeting".into());
+        feats.sort();
+        assert_eq!(m.predict(&feats).unwrap().class, "Junk");
+        let chi = m.indicator(&feats, "Junk").unwrap();
+        assert!(chi < 0.5 - UNSURE, "{chi}");
+        let p = m.predict_junk(&feats, "Junk").unwrap();
+        assert_eq!(p.class, "INBOX", "{p:?}");
+        // The rest of the probability goes to the other folders as naive
+        // Bayes weighs them: the inbox (Lists holds none of the words).
+        assert!((p.confidence - (1.0 - chi)).abs() < 1e-6, "{p:?} {chi}");
+        // A strong junk word: junk, as sure as the indicator.
+        let spam = vec!["b:viagra".to_string()];
+        let p = m.predict_junk(&spam, "Junk").unwrap();
+        assert_eq!(p.class, "Junk");
+        assert_eq!(p.confidence, m.indicator(&spam, "Junk").unwrap());
+        // Only weak words: the indicator is unsure, naive Bayes decides.
+        let only_weak: Vec<String> = weak.iter().map(|w| w.to_string()).collect();
+        assert_eq!(m.indicator(&only_weak, "Junk"), Some(0.5));
+        assert_eq!(m.predict_junk(&only_weak, "Junk"), m.predict(&only_weak));
+        // Without a junk folder it is naive Bayes.
+        assert_eq!(m.predict_junk(&feats, "Spam"), m.predict(&feats));
+    }
+
+    #[test]
+    fn header_tokens_as_spamassassin_reads_them() {
+        let raw =
+            "From: \"Cheap Meds\" <x@mail.pills.example.com>\r\nTo: a@b.example, c@d.example\r\n\
+                   Return-Path: <bounce@bulk.example.net>\r\nReply-To: orders@pills.example.org\r\n\
+                   Message-ID: <123@mx.sender.example>\r\nX-Mailer: Mass Mailer 5.0\r\n\
+                   Content-Type: text/html; charset=us-ascii\r\nSubject: hi\r\n\r\nbody\r\n";
+        let f = features(&Email::parse(raw.as_bytes()).unwrap());
+        for want in [
+            "fn:cheap",
+            "fn:meds",
+            "rp:example.net",
+            "rt:example.org",
+            "mid:sender.example",
+            "xm:mass",
+            "xm:mailer",
+            "ct:text",
+            "ct:html",
+            "to:2",
+        ] {
+            assert!(f.iter().any(|x| x == want), "{want} missing from {f:?}");
+        }
+    }
 }
