@@ -505,7 +505,7 @@ pub fn combinings(split: &corpus::SpamSplit, rules: Option<&mailproc::classify::
                 })
                 .collect(),
         ),
-        ("naive Bayes alone (before)".into(), nb.clone()),
+        ("naive Bayes alone (the same features)".into(), nb.clone()),
         ("chi-squared, SpamAssassin's constants".into(), sa.clone()),
         ("chi-squared, x 0.5".into(), ch(Combine { x: 0.5, ..SA })),
         (
@@ -554,7 +554,8 @@ pub fn combinings(split: &corpus::SpamSplit, rules: Option<&mailproc::classify::
         ),
     ];
     const CUTS: [f64; 6] = [0.5, 0.7, 0.8, 0.9, 0.95, 0.99];
-    println!("\nWays of combining on the validation split: accuracy, ham in Junk, spam caught; alone (spam at the cutoff), then after the demo's rules (spam_first at the cutoff):\n");
+    println!("## Ways of combining, on the validation split\n");
+    println!("Accuracy, ham in Junk, spam caught; alone (spam at the cutoff), then after the demo's rules (spam_first at the cutoff):\n");
     println!(
         "| combining | {} |",
         CUTS.map(|c| format!("alone ≥ {c}")).join(" | ")
@@ -689,17 +690,12 @@ pub fn combinings(split: &corpus::SpamSplit, rules: Option<&mailproc::classify::
     }
 }
 
-pub fn run(data: &str) {
+/// The learned classifier alone; with the demo's `rules`, first the ways
+/// of combining tried, after them.
+pub fn run(data: &str, rules: Option<&mailproc::classify::Rules>) {
     let split = corpus::spam_split(data);
-    if let Ok(c) = std::env::var("QUALITY_CONFIG") {
-        let text = std::fs::read_to_string(&c).expect("config");
-        let (config, _) = mailproc::config::parse(&text, &|k| std::env::var(k).ok())
-            .unwrap_or_else(|e| panic!("{c}: {e}"));
-        let rules = mailproc::classify::Rules::new(&config.accounts[0].rules).unwrap();
-        combinings(&split, Some(&rules));
-        if std::env::var_os("QUALITY_ONLY").is_some() {
-            return;
-        }
+    if rules.is_some() {
+        combinings(&split, rules);
     }
     println!("## The learned classifier alone\n");
     println!(
