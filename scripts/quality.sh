@@ -10,8 +10,9 @@
 # docs/quality.md come from this script.
 #
 #   scripts/quality.sh [SUBSET [FOLDER_LIMIT]]
-#   scripts/quality.sh learned     the learned classifier alone: no model,
-#                                  no SpamAssassin (a few seconds)
+#   scripts/quality.sh learned     the learned classifier alone, and after
+#                                  the demo's rules: no model, no
+#                                  SpamAssassin (a few seconds)
 #       SUBSET         held-out messages each model variant that is not
 #                      shipped is asked (default 30; the shipped one is
 #                      asked all 500)
@@ -50,10 +51,24 @@ build() {
         [[ -x "$BIN" ]] || die "no $BIN after the build"
     fi
 }
+# The demo's rules, word for word (scripts/demo.sh), so every tier is what
+# the demo runs.
+RULES=$(sed -n '/^    rules:$/,/^EOF$/p' "$ROOT/scripts/demo.sh" | sed '$d')
+[[ -n "$RULES" ]] || die "could not find the rules in scripts/demo.sh"
 if ((LEARNED_ONLY)); then
     DATA=$("$ROOT/scripts/fetch-corpus.sh")
     build
-    exec nice -n "$NICE" "$BIN" learned "$DATA"
+    CONFIG=$(mktemp /tmp/mailproc-quality-config.XXXXXX)
+    trap 'rm -f "$CONFIG"' EXIT
+    cat >"$CONFIG" <<EOF
+accounts:
+  - name: demo
+    imap: { host: 127.0.0.1, username: demo, password: demo }
+    folders: { watch: [INBOX], allowed: [Lists, Bulk, Junk, Receipts], create: true }
+$RULES
+EOF
+    nice -n "$NICE" "$BIN" learned "$DATA" "$CONFIG"
+    exit
 fi
 setup_have spamassassin || setup_want spamassassin "the anchor: SpamAssassin on the same mail"
 setup_have sa-learn || setup_want spamassassin "the anchor: SpamAssassin on the same mail"
@@ -150,10 +165,7 @@ serve smol smollm2
 serve gemma gemma3
 
 # The demo's account and provider settings, as scripts/demo.sh writes them
-# (its provider is "llm": the local model it serves), and its rules word
-# for word, so every tier is what the demo runs.
-RULES=$(sed -n '/^    rules:$/,/^EOF$/p' "$ROOT/scripts/demo.sh" | sed '$d')
-[[ -n "$RULES" ]] || die "could not find the rules in scripts/demo.sh"
+# (its provider is "llm": the local model it serves), and its rules (above).
 ACCOUNT=$(sed -n "/# quality.sh: the account's model settings\$/,/^EOF\$/p" "$ROOT/scripts/demo.sh" | sed '1d;$d')
 [[ -n "$ACCOUNT" ]] || die "could not find the account's model settings in scripts/demo.sh"
 LEARNED=$(sed -n "/# quality.sh: the account's learned settings\$/,/^EOF\$/p" "$ROOT/scripts/demo.sh" | sed '1d;$d')

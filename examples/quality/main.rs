@@ -9,10 +9,11 @@
 //!       writes OUT_DIR/test.txt (the spam split's held-out files, in
 //!       order) and OUT_DIR/train-spam.txt, train-ham.txt (its training
 //!       files), for SpamAssassin
-//!   quality learned DATA_DIR
+//!   quality learned DATA_DIR [CONFIG]
 //!       the learned classifier alone (no model, no SpamAssassin): feature
 //!       sets and thresholds on the validation split, the held-out split,
-//!       and a generated multi-folder mailbox
+//!       and a generated multi-folder mailbox; with CONFIG (the demo's
+//!       rules), first the ways of combining tried, after those rules
 //!   quality measure CONFIG DATA_DIR SA_DIR SUBSET FOLDER_LIMIT
 //!       everything: the learned classifier as above; the hybrid's
 //!       thresholds chosen on the validation split; every tier and
@@ -26,6 +27,7 @@
 //! answer that failed, or is below `minimum_confidence`, takes no action.
 
 mod ask;
+mod combine;
 #[path = "../../tests/common/corpus.rs"]
 mod corpus;
 mod folders;
@@ -102,7 +104,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("lists") if args.len() == 4 => lists(&args[2], &args[3]),
-        Some("learned") if args.len() == 3 => learned::run(&args[2]),
+        Some("learned") if args.len() == 3 => learned::run(&args[2], None),
+        Some("learned") if args.len() == 4 => {
+            let (config, _) = read_config(&args[3]);
+            let rules = Rules::new(&config.accounts[0].rules).expect("the rules");
+            learned::run(&args[2], Some(&rules))
+        }
         Some("measure") if args.len() == 7 => measure(
             &args[2],
             &args[3],
@@ -112,7 +119,7 @@ fn main() {
         ),
         _ => {
             eprintln!(
-                "usage: quality lists DATA_DIR OUT_DIR\n       quality learned DATA_DIR\n       \
+                "usage: quality lists DATA_DIR OUT_DIR\n       quality learned DATA_DIR [CONFIG]\n       \
                  quality measure CONFIG DATA_DIR SA_DIR SUBSET FOLDER_LIMIT"
             );
             std::process::exit(2);
@@ -120,10 +127,15 @@ fn main() {
     }
 }
 
+/// The config at `path` (the script writes it), and its warnings.
+fn read_config(path: &str) -> (mailproc::config::Config, serde_norway::Value) {
+    let text = std::fs::read_to_string(path).expect("config");
+    mailproc::config::parse(&text, &|k| std::env::var(k).ok())
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: usize) {
-    let text = std::fs::read_to_string(config).expect("config");
-    let (config, _) = mailproc::config::parse(&text, &|k| std::env::var(k).ok())
-        .unwrap_or_else(|e| panic!("{config}: {e}"));
+    let (config, _) = read_config(config);
     let account = config.accounts[0].clone();
     let metrics = Arc::new(mailproc::metrics::Metrics::new());
     let provider = |name: &str, f: &dyn Fn(&mut ProviderConfig)| -> Option<Arc<Provider>> {
@@ -188,7 +200,7 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
         models,
     };
 
-    learned::run(data);
+    learned::run(data, Some(&s.rules));
     let split = corpus::spam_split(data);
     spam::validate(&s, &split, VALIDATION_MODEL_SUBSET);
     let learned = spam::test(&s, &split, sa_dir);

@@ -62,7 +62,7 @@ impl Runner {
     /// confidence; `None` when it cannot decide (too little learned) or
     /// its folder is not one this account may move to.
     pub(super) fn learned(&self, mailbox: &str, feats: &[String]) -> Option<Classification> {
-        let p = self.learner.predict(feats)?;
+        let p = self.learner.predict_junk(feats, &self.junk)?;
         let a = &self.w.account;
         let actions = if p.class == mailbox {
             Vec::new()
