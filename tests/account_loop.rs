@@ -613,3 +613,86 @@ fn each_answer_of_the_model_is_recorded_as_it_arrives() {
     });
     assert_eq!(model.count(), 3, "each asked once");
 }
+
+/// Relays one connection at a time from a loopback port to `to`, keeping
+/// what the client sent. Returns the port and the client's bytes so far.
+fn tap(to: u16) -> (u16, Arc<std::sync::Mutex<Vec<u8>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = sent.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
+                return;
+            };
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let back = std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
+            let mut buf = [0u8; 8192];
+            loop {
+                match client.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        keep.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if server.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = server.shutdown(std::net::Shutdown::Both);
+            let _ = back.join();
+        }
+    });
+    (port, sent)
+}
+
+/// A backlog's headers come in FETCHes of 512 UIDs, pipelined: the next FETCH
+/// goes out before the chunk just read is decided, so the server reads the
+/// next headers while mailproc parses and decides these. The process is
+/// stopped as it starts deciding the first chunk (failpoint `decide`): the
+/// server has already been asked for the second. Before, the second FETCH
+/// was sent only after the first chunk was decided.
+#[test]
+fn the_next_fetch_of_headers_goes_out_before_a_chunk_is_decided() {
+    let d = Dovecot::start();
+    let raws: Vec<Vec<u8>> = (0..1500)
+        .map(|i| msg(&format!("p{i}"), &format!("Pipelined {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &raws);
+    let (port, sent) = tap(d.imap_port);
+    let yaml = config(
+        &d,
+        "",
+        "    rules:\n      - { name: all, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
+    )
+    .replace(&format!("port: {}, security", d.imap_port), &format!("port: {port}, security"));
+    let mut m = Mailproc::prepare(&yaml);
+    m.spawn(&[("MAILPROC_FAILPOINTS", "decide=abort")]);
+    let st = m.wait_exit(Duration::from_secs(60));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    assert!(
+        m.log().contains("failpoint decide: aborting"),
+        "{}",
+        m.log()
+    );
+    // The relay reads what the client sent up to its end.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let fetches = loop {
+        let text = String::from_utf8_lossy(&sent.lock().unwrap()).to_string();
+        let fetches: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains("UID FETCH") && l.contains("HEADER.FIELDS"))
+            .map(str::to_string)
+            .collect();
+        if fetches.len() >= 2 || Instant::now() > deadline {
+            break fetches;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(fetches.len(), 2, "{fetches:?}\n{}", m.log());
+    assert!(fetches[0].contains("UID FETCH 1:512 "), "{fetches:?}");
+    assert!(fetches[1].contains("UID FETCH 513:1024 "), "{fetches:?}");
+}
