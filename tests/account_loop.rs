@@ -696,3 +696,35 @@ fn the_next_fetch_of_headers_goes_out_before_a_chunk_is_decided() {
     assert!(fetches[0].contains("UID FETCH 1:512 "), "{fetches:?}");
     assert!(fetches[1].contains("UID FETCH 513:1024 "), "{fetches:?}");
 }
+
+/// A large backlog goes out in few MOVEs: a MOVE costs a Dovecot folder
+/// more the more messages it holds, and windows of 5,000 made 80 of them
+/// on a 100,000-message folder. 6,000 messages for one folder are now one
+/// window and one `UID MOVE`; before, two (5,000 and 1,000).
+#[test]
+fn a_backlog_past_5000_messages_moves_in_one_uid_move_per_folder() {
+    let d = Dovecot::start();
+    let raws: Vec<Vec<u8>> = (0..6000)
+        .map(|i| msg(&format!("w{i}"), &format!("Window {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &raws);
+    d.create_mailbox("test", "Sorted");
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        "    folders: { allowed: [Sorted] }\n    rules:\n      \
+         - { name: all, when: { subject: \"Window\" }, actions: [ { type: move, folder: Sorted } ] }\n",
+    ));
+    // Recorded after their MOVE, whose log line comes first.
+    m.wait_for(Duration::from_secs(300), "6,000 messages recorded", || {
+        (m.get("/api/stats").body["total_processed"] == 6000).then_some(())
+    });
+    assert_eq!(d.mailbox_counts("test").get("Sorted"), Some(&6000));
+    let log = m.log();
+    let moves: Vec<&str> = log.lines().filter(|l| l.contains("UID MOVE of ")).collect();
+    assert_eq!(moves.len(), 1, "{moves:#?}");
+    assert!(
+        moves[0].contains("UID MOVE of 6000 message(s)"),
+        "{moves:#?}"
+    );
+}
