@@ -613,3 +613,118 @@ fn each_answer_of_the_model_is_recorded_as_it_arrives() {
     });
     assert_eq!(model.count(), 3, "each asked once");
 }
+
+/// Relays one connection at a time from a loopback port to `to`, keeping
+/// what the client sent. Returns the port and the client's bytes so far.
+fn tap(to: u16) -> (u16, Arc<std::sync::Mutex<Vec<u8>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = sent.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
+                return;
+            };
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let back = std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
+            let mut buf = [0u8; 8192];
+            loop {
+                match client.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        keep.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if server.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = server.shutdown(std::net::Shutdown::Both);
+            let _ = back.join();
+        }
+    });
+    (port, sent)
+}
+
+/// A backlog's headers come in FETCHes of 512 UIDs, pipelined: the next FETCH
+/// goes out before the chunk just read is decided, so the server reads the
+/// next headers while mailproc parses and decides these. The process is
+/// stopped as it starts deciding the first chunk (failpoint `decide`): the
+/// server has already been asked for the second. Before, the second FETCH
+/// was sent only after the first chunk was decided.
+#[test]
+fn the_next_fetch_of_headers_goes_out_before_a_chunk_is_decided() {
+    let d = Dovecot::start();
+    let raws: Vec<Vec<u8>> = (0..1500)
+        .map(|i| msg(&format!("p{i}"), &format!("Pipelined {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &raws);
+    let (port, sent) = tap(d.imap_port);
+    let yaml = config(
+        &d,
+        "",
+        "    rules:\n      - { name: all, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
+    )
+    .replace(&format!("port: {}, security", d.imap_port), &format!("port: {port}, security"));
+    let mut m = Mailproc::prepare(&yaml);
+    m.spawn(&[("MAILPROC_FAILPOINTS", "decide=abort")]);
+    let st = m.wait_exit(Duration::from_secs(60));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    assert!(
+        m.log().contains("failpoint decide: aborting"),
+        "{}",
+        m.log()
+    );
+    // The relay reads what the client sent up to its end.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let fetches = loop {
+        let text = String::from_utf8_lossy(&sent.lock().unwrap()).to_string();
+        let fetches: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains("UID FETCH") && l.contains("HEADER.FIELDS"))
+            .map(str::to_string)
+            .collect();
+        if fetches.len() >= 2 || Instant::now() > deadline {
+            break fetches;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(fetches.len(), 2, "{fetches:?}\n{}", m.log());
+    assert!(fetches[0].contains("UID FETCH 1:512 "), "{fetches:?}");
+    assert!(fetches[1].contains("UID FETCH 513:1024 "), "{fetches:?}");
+}
+
+/// A large backlog goes out in few MOVEs: a MOVE costs a Dovecot folder
+/// more the more messages it holds, and windows of 5,000 made 80 of them
+/// on a 100,000-message folder. 6,000 messages for one folder are now one
+/// window and one `UID MOVE`; before, two (5,000 and 1,000).
+#[test]
+fn a_backlog_past_5000_messages_moves_in_one_uid_move_per_folder() {
+    let d = Dovecot::start();
+    let raws: Vec<Vec<u8>> = (0..6000)
+        .map(|i| msg(&format!("w{i}"), &format!("Window {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &raws);
+    d.create_mailbox("test", "Sorted");
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        "    folders: { allowed: [Sorted] }\n    rules:\n      \
+         - { name: all, when: { subject: \"Window\" }, actions: [ { type: move, folder: Sorted } ] }\n",
+    ));
+    // Recorded after their MOVE, whose log line comes first.
+    m.wait_for(Duration::from_secs(300), "6,000 messages recorded", || {
+        (m.get("/api/stats").body["total_processed"] == 6000).then_some(())
+    });
+    assert_eq!(d.mailbox_counts("test").get("Sorted"), Some(&6000));
+    let log = m.log();
+    let moves: Vec<&str> = log.lines().filter(|l| l.contains("UID MOVE of ")).collect();
+    assert_eq!(moves.len(), 1, "{moves:#?}");
+    assert!(
+        moves[0].contains("UID MOVE of 6000 message(s)"),
+        "{moves:#?}"
+    );
+}

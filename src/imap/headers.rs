@@ -95,15 +95,23 @@ impl Runner {
         }
     }
 
-    /// Fetches the headers of `uids`, and reads those that fill
-    /// [`HEADER_CAP`] again field by field.
-    pub(super) fn fetch_heads(
+    /// Sends the FETCH of the headers of `uids` (non-empty) without
+    /// waiting for its answer: the server prepares it while the caller
+    /// decides the chunk before. [`Runner::read_heads`] reads it; no other
+    /// command may go out in between.
+    pub(super) fn send_heads(
         &self,
         s: &mut Session,
         q: &HeaderQuery,
         uids: &[u32],
-    ) -> imap::Result<Heads> {
-        let fetched = s.uid_fetch(uid_set(uids), &q.items)?;
+    ) -> imap::Result<()> {
+        s.run_command(format!("UID FETCH {} {}", uid_set(uids), q.items))
+    }
+
+    /// Reads the answer to [`Runner::send_heads`], and reads the headers
+    /// that fill [`HEADER_CAP`] again field by field.
+    pub(super) fn read_heads(&self, s: &mut Session, q: &HeaderQuery) -> imap::Result<Heads> {
+        let fetched = s.read_fetches()?;
         let long_uids: Vec<u32> = fetched
             .iter()
             .filter(|f| f.header().is_some_and(|h| h.len() >= HEADER_CAP))

@@ -153,10 +153,12 @@ impl Runner {
     /// classifier, or nothing at all when no model is configured. Returns
     /// those, journalled, and the messages left for the model (asked).
     ///
-    /// The headers come in FETCHes of [`HEADER_CHUNK`] UIDs; each chunk's
-    /// decisions go to the journal writer and are written while the server
-    /// answers the next FETCH. (A broken session leaves the chunks decided
-    /// before it journalled, as after a crash.)
+    /// The headers come in FETCHes of [`HEADER_CHUNK`] UIDs, pipelined: the
+    /// next chunk's FETCH is sent before this chunk is decided, so the
+    /// server reads the next headers while we parse and decide these, and
+    /// each chunk's decisions go to the journal writer and are written
+    /// meanwhile too. One FETCH is unanswered at a time. (A broken session
+    /// leaves the chunks decided before it journalled, as after a crash.)
     fn triage(
         &mut self,
         s: &mut Session,
@@ -169,8 +171,17 @@ impl Runner {
         let query = self.header_query();
         let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
         let mut to_model: Vec<Item> = Vec::new();
-        for chunk in uids.chunks(HEADER_CHUNK) {
-            let heads = self.fetch_heads(s, &query, chunk)?;
+        let chunks: Vec<&[u32]> = uids.chunks(HEADER_CHUNK).collect();
+        if let Some(first) = chunks.first() {
+            self.send_heads(s, &query, first)?;
+        }
+        for (i, chunk) in chunks.iter().enumerate() {
+            // (Reading a long header again field by field happens here,
+            // before the next FETCH goes out.)
+            let heads = self.read_heads(s, &query)?;
+            if let Some(next) = chunks.get(i + 1) {
+                self.send_heads(s, &query, next)?;
+            }
             let (mut r, m) = self.decide(mailbox, uidvalidity, chunk, &heads, known);
             drop(heads);
             self.journal(&mut r);
@@ -189,6 +200,7 @@ impl Runner {
         fetched: &Heads,
         known: &mut HashMap<u32, KnownEmail>,
     ) -> (Vec<Item>, Vec<Item>) {
+        crate::failpoint::hit("decide");
         let learned = self.w.account.learned.enabled;
         // UID → (header, first part of the text, flags, size, whether the
         // header was read field by field).

@@ -17,7 +17,9 @@ use crate::{msg, pct, row, Row};
 /// A bare IDLE client: sends the instant of each EXISTS it is told of.
 /// It re-issues IDLE only after an EXISTS: Dovecot checks the mailbox when
 /// IDLE starts, so a periodic re-issue would catch deliveries early and
-/// understate the floor.
+/// understate the floor. It ends when its session does (the server
+/// stopped): retrying IDLE on a lost connection would spin a core for the
+/// rest of the run and slow every measurement after it.
 pub fn idle_client(port: u16, user: &str, password: &str, tx: mpsc::Sender<Instant>) {
     let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut c = imap::Client::new(tcp);
@@ -26,7 +28,7 @@ pub fn idle_client(port: u16, user: &str, password: &str, tx: mpsc::Sender<Insta
     s.select("INBOX").unwrap();
     loop {
         let mut seen = None;
-        let _ = s
+        let waited = s
             .idle()
             .timeout(Duration::from_secs(600))
             .keepalive(false)
@@ -42,6 +44,9 @@ pub fn idle_client(port: u16, user: &str, password: &str, tx: mpsc::Sender<Insta
             if tx.send(t).is_err() {
                 return;
             }
+        }
+        if waited.is_err() {
+            return;
         }
     }
 }

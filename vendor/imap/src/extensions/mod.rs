@@ -1,0 +1,5 @@
+//! Implementations of various IMAP extensions.
+pub mod idle;
+pub mod list_status;
+pub mod metadata;
+pub mod sort;
