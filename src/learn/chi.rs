@@ -7,15 +7,30 @@
 
 use super::Model;
 
-/// Robinson's strength `s`: how many messages' worth of `X` a feature's
-/// probability is pulled towards.
-const S: f64 = 0.160;
-/// Robinson's assumed probability of a feature seen in no message.
-const X: f64 = 0.538;
-/// A feature closer than this to 0.5 does not vote.
-const MIN_STRENGTH: f64 = 0.346;
-/// At most this many features vote, the strongest.
-const TOP: usize = 150;
+/// How the features' votes are combined. The service uses
+/// [`Combine::SPAMASSASSIN`]; `examples/quality` measures others.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Combine {
+    /// Robinson's strength `s`: how many messages' worth of `x` a
+    /// feature's probability is pulled towards.
+    pub s: f64,
+    /// Robinson's assumed probability of a feature seen in no message.
+    pub x: f64,
+    /// A feature closer than this to 0.5 does not vote.
+    pub min_strength: f64,
+    /// At most this many features vote, the strongest.
+    pub top: usize,
+}
+
+impl Combine {
+    /// SpamAssassin's `Bayes::CombineChi` constants.
+    pub const SPAMASSASSIN: Combine = Combine {
+        s: 0.160,
+        x: 0.538,
+        min_strength: 0.346,
+        top: 150,
+    };
+}
 /// Within this of 0.5 the indicator is unsure: naive Bayes decides.
 pub const UNSURE: f64 = 0.1;
 
@@ -37,6 +52,11 @@ impl Model {
     /// than to any other, 0 to 1 (0.5: no evidence either way). `None`
     /// when `class` or every other class has no messages.
     pub fn indicator(&self, feats: &[String], class: &str) -> Option<f64> {
+        self.indicator_by(feats, class, Combine::SPAMASSASSIN)
+    }
+
+    /// [`Model::indicator`] with other constants.
+    pub fn indicator_by(&self, feats: &[String], class: &str, c: Combine) -> Option<f64> {
         let me = self.classes.get(class).filter(|k| k.docs > 0)?;
         let others: Vec<_> = self
             .classes
@@ -68,8 +88,8 @@ impl Model {
                 .map(|(k, h)| *h as f64 / k.docs as f64)
                 .sum::<f64>()
                 / others.len() as f64;
-            let p = (S * X + n * ra / (ra + rb)) / (S + n);
-            if (p - 0.5).abs() >= MIN_STRENGTH {
+            let p = (c.s * c.x + n * ra / (ra + rb)) / (c.s + n);
+            if (p - 0.5).abs() >= c.min_strength {
                 ps.push(p);
             }
         }
@@ -78,7 +98,7 @@ impl Model {
         }
         // The strongest first; of equal ones the feature order.
         ps.sort_by(|a, b| (b - 0.5).abs().total_cmp(&(a - 0.5).abs()));
-        ps.truncate(TOP);
+        ps.truncate(c.top);
         let n = ps.len();
         let ln_not: f64 = ps
             .iter()

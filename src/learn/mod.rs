@@ -28,7 +28,7 @@
 mod chi;
 mod shots;
 
-pub use chi::UNSURE;
+pub use chi::{Combine, UNSURE};
 pub use shots::{Shot, Shots, MAX_SHOTS, SHOTS_PER_MESSAGE};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
