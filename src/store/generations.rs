@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use rusqlite::params;
 
-use super::{in_op, EmailMeta, Result, Store};
+use super::{in_op, EmailMeta, Result, Store, Watermark};
 use crate::timestamp::now_ms;
 
 /// The records of a folder under other UIDVALIDITY values than its own.
@@ -110,7 +110,7 @@ impl Store {
 impl Store {
     /// A folder's UIDVALIDITY changed from `old` to `uidvalidity`, and
     /// records of the old generation exist. In one transaction, as
-    /// `restart_folder` does: rows of other generations still `pending` or
+    /// [`Store::reset_watermark`] does: rows of other generations still `pending` or
     /// `retrying` are closed as `failed` (their UIDs name other messages
     /// now), and the watermark moves to `last_uid` of the new generation;
     /// and `adopt` (messages of the new generation below it that no record
@@ -128,20 +128,10 @@ impl Store {
         in_op("adopt_generation", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
-            let closed = tx.execute(
-                "UPDATE emails SET status = 'failed', next_attempt_at = NULL,
-                     error = ?4 || coalesce(' (after: ' || error || ')', '')
-                 WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
-                   AND status IN ('pending', 'retrying')",
-                params![
-                    account,
-                    mailbox,
-                    uidvalidity,
-                    format!(
-                        "the folder's UIDVALIDITY changed from {old} to {uidvalidity} \
-                         before this message was finished; its UID no longer names it"
-                    )
-                ],
+            let closed = super::journal::reset_in(
+                &tx,
+                &Watermark::new(account, mailbox, uidvalidity, last_uid),
+                old,
             )?;
             let now = now_ms();
             {
@@ -164,12 +154,6 @@ impl Store {
                     ])?;
                 }
             }
-            tx.execute(
-                "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
-                     last_uid = excluded.last_uid",
-                params![account, mailbox, uidvalidity, last_uid],
-            )?;
             tx.commit()?;
             Ok(closed)
         })

@@ -549,28 +549,7 @@ impl Store {
         in_op("reset_watermark", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
-            let closed = tx.execute(
-                "UPDATE emails SET status = 'failed', next_attempt_at = NULL,
-                     error = ?4 || coalesce(' (after: ' || error || ')', '')
-                 WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
-                   AND status IN ('pending', 'retrying')",
-                params![
-                    w.account,
-                    w.mailbox,
-                    w.uidvalidity,
-                    format!(
-                        "the folder's UIDVALIDITY changed from {old_uidvalidity} to {} \
-                         before this message was finished; its UID no longer names it",
-                        w.uidvalidity
-                    )
-                ],
-            )?;
-            tx.execute(
-                "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
-                     last_uid = excluded.last_uid",
-                params![w.account, w.mailbox, w.uidvalidity, w.last_uid],
-            )?;
+            let closed = reset_in(&tx, w, old_uidvalidity)?;
             tx.commit()?;
             Ok(closed)
         })
@@ -618,6 +597,41 @@ impl Store {
             Ok(last)
         })
     }
+}
+
+/// The writes of a UIDVALIDITY change, inside the caller's transaction
+/// ([`Store::reset_watermark`], [`Store::adopt_generation`]): rows of other
+/// generations still `pending` or `retrying` are closed as `failed`, naming
+/// the change, and the watermark is set to `w`. Returns how many rows were
+/// closed.
+pub(super) fn reset_in(
+    tx: &rusqlite::Transaction,
+    w: &Watermark,
+    old_uidvalidity: u32,
+) -> rusqlite::Result<usize> {
+    let closed = tx.execute(
+        "UPDATE emails SET status = 'failed', next_attempt_at = NULL,
+             error = ?4 || coalesce(' (after: ' || error || ')', '')
+         WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
+           AND status IN ('pending', 'retrying')",
+        params![
+            w.account,
+            w.mailbox,
+            w.uidvalidity,
+            format!(
+                "the folder's UIDVALIDITY changed from {old_uidvalidity} to {} \
+                 before this message was finished; its UID no longer names it",
+                w.uidvalidity
+            )
+        ],
+    )?;
+    tx.execute(
+        "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (account, mailbox) DO UPDATE SET uidvalidity = excluded.uidvalidity,
+             last_uid = excluded.last_uid",
+        params![w.account, w.mailbox, w.uidvalidity, w.last_uid],
+    )?;
+    Ok(closed)
 }
 
 #[cfg(test)]
