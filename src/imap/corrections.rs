@@ -96,14 +96,7 @@ impl Runner {
                 "{}: activity {id}: the user moved the message from {from:?} to {to:?}; learned as a correction",
                 self.name()
             );
-            self.w
-                .metrics
-                .corrections
-                .with_label_values(&[self.name()])
-                .inc();
-            if let Some(f) = feats {
-                self.learn(vec![(from.clone(), f.clone(), -1), (to, f, 1)]);
-            }
+            self.corrected(feats, &from, &to);
         }
         Ok(())
     }

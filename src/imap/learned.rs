@@ -219,6 +219,28 @@ impl Runner {
         }
     }
 
+    /// A person moved a message from folder `from` to `to` (Move to…, an
+    /// undo): counted in `mailproc_corrections_total`, and with
+    /// `learned.enabled` and its features known, learned as a correction
+    /// (taken from `from`, given to `to`). Returns whether it was learned.
+    pub(super) fn corrected(&mut self, feats: Option<Vec<String>>, from: &str, to: &str) -> bool {
+        self.w
+            .metrics
+            .corrections
+            .with_label_values(&[self.name()])
+            .inc();
+        match feats {
+            Some(f) if self.w.account.learned.enabled => {
+                self.learn(vec![
+                    (from.to_string(), f.clone(), -1),
+                    (to.to_string(), f, 1),
+                ]);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The account as the model sees it: with `learned.enabled`, the
     /// latest corrections of the account (up to [`FEW_SHOT`]) are added to
     /// its instructions as examples. Only the sender's address and the

@@ -46,21 +46,7 @@ impl Runner {
                 ))))
             }
         };
-        let correction = match feats {
-            Some(f) if self.w.account.learned.enabled => {
-                self.learn(vec![
-                    (from.folder.clone(), f.clone(), -1),
-                    (to.to_string(), f, 1),
-                ]);
-                true
-            }
-            _ => false,
-        };
-        self.w
-            .metrics
-            .corrections
-            .with_label_values(&[self.name()])
-            .inc();
+        let correction = self.corrected(feats, &from.folder, to);
         log::info!(
             "{}: activity {id} moved by a person from {:?} to {to:?} (UID {uid})",
             self.name(),

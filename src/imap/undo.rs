@@ -113,21 +113,7 @@ impl Runner {
                 ))))
             }
         };
-        let correction = match feats {
-            Some(f) if self.w.account.learned.enabled => {
-                self.learn(vec![
-                    (dest.clone(), f.clone(), -1),
-                    (t.mailbox.clone(), f, 1),
-                ]);
-                true
-            }
-            _ => false,
-        };
-        self.w
-            .metrics
-            .corrections
-            .with_label_values(&[self.name()])
-            .inc();
+        let correction = self.corrected(feats, &dest, &t.mailbox);
         log::info!(
             "{}: activity {id} undone: back from {dest:?} to {:?} as UID {uid}",
             self.name(),
