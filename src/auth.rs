@@ -160,21 +160,47 @@ static ARGON2_MEMORY: Mutex<Vec<Block>> = Mutex::new(Vec::new());
 const MAX_ARGON2_KIB: u32 = 256 << 10;
 
 /// How long a verification waits for the block before giving up (and
-/// answering as for a wrong password): a flood of logins must not hold the
-/// HTTP workers for longer.
+/// answering [`Busy`]): a flood of logins must not hold the HTTP workers
+/// for longer.
 const ARGON2_WAIT: Duration = Duration::from_secs(10);
 
-pub fn verify_password(password: &str, hash: &str) -> bool {
-    match verify_in_shared_memory(password, hash) {
-        Ok(ok) => ok,
-        Err(e) => {
+/// A password that could not be checked: other logins held the verifier
+/// for [`ARGON2_WAIT`]. Neither right nor wrong: the client is told to try
+/// again (503), not that its password is wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Busy;
+
+/// Whether `password` is the one `hash` was made from; a hash that cannot
+/// be read (written by hand, another scheme) never matches.
+pub fn verify_password(password: &str, hash: &str) -> Result<bool, Busy> {
+    verify_waiting(password, hash, ARGON2_WAIT)
+}
+
+fn verify_waiting(password: &str, hash: &str, wait: Duration) -> Result<bool, Busy> {
+    match verify_in_shared_memory(password, hash, wait) {
+        Ok(ok) => Ok(ok),
+        Err(Unchecked::Busy) => Err(Busy),
+        Err(Unchecked::Hash(e)) => {
             log::warn!("auth: password not verified: {e}");
-            false
+            Ok(false)
         }
     }
 }
 
-fn verify_in_shared_memory(password: &str, hash: &str) -> Result<bool, String> {
+/// Why a password was not checked.
+enum Unchecked {
+    Busy,
+    /// The stored hash cannot be used.
+    Hash(String),
+}
+
+impl From<String> for Unchecked {
+    fn from(e: String) -> Unchecked {
+        Unchecked::Hash(e)
+    }
+}
+
+fn verify_in_shared_memory(password: &str, hash: &str, wait: Duration) -> Result<bool, Unchecked> {
     let parsed = PasswordHash::new(hash).map_err(|e| format!("stored hash: {e}"))?;
     let algorithm = Algorithm::try_from(parsed.algorithm).map_err(|e| e.to_string())?;
     let version = parsed
@@ -185,10 +211,15 @@ fn verify_in_shared_memory(password: &str, hash: &str) -> Result<bool, String> {
         .unwrap_or_default();
     let params = Params::try_from(&parsed).map_err(|e| e.to_string())?;
     if params.m_cost() > MAX_ARGON2_KIB {
-        return Err(format!("stored hash asks for {} KiB", params.m_cost()));
+        return Err(Unchecked::Hash(format!(
+            "stored hash asks for {} KiB",
+            params.m_cost()
+        )));
     }
     let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
-        return Err("stored hash lacks its salt or output".into());
+        return Err(Unchecked::Hash(
+            "stored hash lacks its salt or output".into(),
+        ));
     };
     let mut salt_bytes = [0u8; 64];
     let salt = salt
@@ -196,9 +227,7 @@ fn verify_in_shared_memory(password: &str, hash: &str) -> Result<bool, String> {
         .map_err(|e| format!("stored salt: {e}"))?;
     let mut out = vec![0u8; expected.len()];
     let argon2 = Argon2::new(algorithm, version, params.clone());
-    let mut memory = ARGON2_MEMORY
-        .try_lock_for(ARGON2_WAIT)
-        .ok_or("too many logins at once")?;
+    let mut memory = ARGON2_MEMORY.try_lock_for(wait).ok_or(Unchecked::Busy)?;
     if memory.len() < params.block_count() {
         memory.resize(params.block_count(), Block::default());
     }
@@ -209,7 +238,7 @@ fn verify_in_shared_memory(password: &str, hash: &str) -> Result<bool, String> {
             &mut out,
             &mut memory[..params.block_count()],
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Unchecked::Hash(e.to_string()))?;
     drop(memory);
     Ok(out.ct_eq(expected.as_bytes()).into())
 }
@@ -239,14 +268,12 @@ pub fn token_mac(secret: &[u8], token: &str) -> String {
 
 /// Checks a login: `hash` is the stored hash of the user, `None` when the
 /// user is unknown. An unknown user is verified against a fixed hash too, so
-/// the time taken does not reveal which user names exist.
-pub fn verify_login(password: &str, hash: Option<&str>) -> bool {
+/// the time taken does not reveal which user names exist (nor does
+/// [`Busy`]: it comes the same way for both).
+pub fn verify_login(password: &str, hash: Option<&str>) -> Result<bool, Busy> {
     match hash {
         Some(h) => verify_password(password, h),
-        None => {
-            let _ = verify_password(password, DUMMY_HASH);
-            false
-        }
+        None => verify_password(password, DUMMY_HASH).map(|_| false),
     }
 }
 
@@ -376,6 +403,18 @@ impl LoginLimiter {
         Some(Attempt { ip, user, id })
     }
 
+    /// The attempt could not be checked ([`Busy`]): it still counts for
+    /// its address (a flood stays a flood), not for the username, so
+    /// logins that were never checked cannot lock a user out.
+    pub fn unchecked(&self, attempt: Attempt) {
+        let mut s = self.state.lock();
+        if let Some(u) = &attempt.user {
+            if let Some(q) = s.by_user.get_mut(u) {
+                q.retain(|(_, id)| *id != attempt.id);
+            }
+        }
+    }
+
     /// The attempt was right: it does not count, nor do the address's
     /// earlier failures. The username's failures from elsewhere stay.
     pub fn succeed(&self, attempt: Attempt) {
@@ -454,8 +493,8 @@ mod tests {
     fn passwords_and_macs() {
         let h = hash_password("correct horse").unwrap();
         assert!(h.starts_with("$argon2id$"));
-        assert!(verify_password("correct horse", &h));
-        assert!(!verify_password("wrong", &h));
+        assert_eq!(verify_password("correct horse", &h), Ok(true));
+        assert_eq!(verify_password("wrong", &h), Ok(false));
         assert_ne!(token_mac(b"a", "t"), token_mac(b"b", "t"));
         assert_eq!(new_token().len(), 43);
     }
@@ -515,13 +554,56 @@ mod tests {
         .hash_password(b"pw", &salt)
         .unwrap()
         .to_string();
-        assert!(verify_password("pw", &small));
-        assert!(!verify_password("px", &small));
-        assert!(!verify_password(
-            "pw",
-            "$argon2id$v=19$m=999999999,t=1,p=1$c2FsdHNhbHQ$aGFzaA"
-        ));
-        assert!(!verify_password("pw", "not a hash"));
+        assert_eq!(verify_password("pw", &small), Ok(true));
+        assert_eq!(verify_password("px", &small), Ok(false));
+        assert_eq!(
+            verify_password(
+                "pw",
+                "$argon2id$v=19$m=999999999,t=1,p=1$c2FsdHNhbHQ$aGFzaA"
+            ),
+            Ok(false)
+        );
+        assert_eq!(verify_password("pw", "not a hash"), Ok(false));
+    }
+
+    #[test]
+    fn a_password_not_checked_in_time_is_busy_not_wrong() {
+        let salt = SaltString::encode_b64(b"0123456789abcdef").unwrap();
+        let small = Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(1024, 1, 1, Some(24)).unwrap(),
+        )
+        .hash_password(b"pw", &salt)
+        .unwrap()
+        .to_string();
+        // Another login holds the one verifier for longer than the wait.
+        let held = ARGON2_MEMORY.lock();
+        let wait = Duration::from_millis(50);
+        assert_eq!(verify_waiting("pw", &small, wait), Err(Busy));
+        assert_eq!(verify_waiting("px", &small, wait), Err(Busy));
+        drop(held);
+        assert_eq!(verify_waiting("pw", &small, wait), Ok(true));
+    }
+
+    #[test]
+    fn an_unchecked_attempt_counts_for_its_address_not_its_user() {
+        let l = LoginLimiter::default();
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        for i in 0..USER_FAILURES {
+            let from: IpAddr = format!("198.51.100.{}", i % 200).parse().unwrap();
+            let a = l.attempt(from, Some("alice")).unwrap();
+            l.unchecked(a);
+        }
+        // None of them locked alice out...
+        assert!(l.attempt(ip, Some("alice")).is_some());
+        // ...but each still counted for the address it came from.
+        let flood: IpAddr = "203.0.113.9".parse().unwrap();
+        for _ in 0..LOGIN_FAILURES {
+            let a = l.attempt(flood, Some("bob")).unwrap();
+            l.unchecked(a);
+        }
+        assert!(l.blocked(flood));
     }
 
     #[test]

@@ -58,6 +58,13 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         Ok(cookie) => cookie,
         Err(LoginError::TooMany) => return Err(too_many_logins()),
         Err(LoginError::Wrong) => return Err(Reply::error(401, "invalid username or password")),
+        Err(LoginError::Busy) => {
+            return Err(Reply::error(
+                503,
+                "too many logins are being checked: try again in a few seconds",
+            )
+            .with_header("Retry-After", sessions::LOGIN_RETRY))
+        }
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let ttl = ctx.config().config.dashboard.session_ttl.0;

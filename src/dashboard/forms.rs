@@ -260,6 +260,16 @@ fn login_post(ctx: &Ctx, req: &Req) -> Reply {
             401,
             login_form(user, &next, Some("Wrong username or password."), None),
         ),
+        Err(sessions::LoginError::Busy) => html(
+            503,
+            login_form(
+                user,
+                &next,
+                Some("Too many logins are being checked right now. Try again in a few seconds."),
+                None,
+            ),
+        )
+        .with_header("Retry-After", sessions::LOGIN_RETRY),
         Err(sessions::LoginError::Store(e)) => super::pages::error_page(&e.to_string()),
     }
 }

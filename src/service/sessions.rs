@@ -41,9 +41,15 @@ pub enum LoginError {
     TooMany,
     /// Wrong user name or password: 401.
     Wrong,
+    /// The password could not be checked in time (other logins held the
+    /// verifier): 503, try again.
+    Busy,
     /// The session could not be stored: 500.
     Store(StoreError),
 }
+
+/// The `Retry-After` (seconds) of a login answered [`LoginError::Busy`].
+pub const LOGIN_RETRY: &str = "5";
 
 /// Checks `user` and `password` for a client at `ip` and opens a session:
 /// the `Set-Cookie` value. `via` says where, for the log (`""` or
@@ -64,9 +70,20 @@ pub fn login(
         return Err(LoginError::TooMany);
     };
     let hash = ctx.store.password_hash(user).ok().flatten();
-    if !auth::verify_login(password, hash.as_deref()) {
-        log::warn!("login failed for \"{}\" from {ip}{via}", clean(user));
-        return Err(LoginError::Wrong);
+    match auth::verify_login(password, hash.as_deref()) {
+        Ok(true) => {}
+        Ok(false) => {
+            log::warn!("login failed for \"{}\" from {ip}{via}", clean(user));
+            return Err(LoginError::Wrong);
+        }
+        Err(auth::Busy) => {
+            log::warn!(
+                "login for \"{}\" from {ip}{via} not checked: other logins held the verifier",
+                clean(user)
+            );
+            ctx.limiter.unchecked(attempt);
+            return Err(LoginError::Busy);
+        }
     }
     ctx.limiter.succeed(attempt);
     let cookie = open(ctx, user, secure).map_err(LoginError::Store)?;
