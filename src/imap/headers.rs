@@ -44,28 +44,30 @@ pub(super) struct Heads {
     pub(super) long: HashMap<u32, Vec<u8>>,
 }
 
+/// The header fields a window fetches: those rules read, and with the
+/// learned classifier every field its features read
+/// ([`crate::learn::HEADER_FIELDS`]: the sender's display name, the
+/// recipients' count, Return-Path, Reply-To, the mailer, the MIME fields
+/// that decode the text), so it decides on the features it was trained on.
+pub(super) fn fields_for(rules: &crate::classify::Rules, learned: bool) -> Vec<String> {
+    let mut names = rules.header_fields();
+    if learned {
+        for f in crate::learn::HEADER_FIELDS {
+            if !names.iter().any(|x| x.eq_ignore_ascii_case(f)) {
+                names.push(f.into());
+            }
+        }
+    }
+    names
+}
+
 impl Runner {
     /// The FETCH items of a window's headers: only the fields rules read,
     /// and with the learned classifier the start of the text; the size,
     /// which bounds the groups sent to the model.
     pub(super) fn header_query(&self) -> HeaderQuery {
         let learned = self.w.account.learned.enabled;
-        let mut names = self.w.rules.header_fields();
-        // The learned classifier reads the first part of the text, which
-        // needs the MIME headers to be decoded (and its features read the
-        // mailing list).
-        if learned {
-            for f in [
-                "List-Id",
-                "Content-Type",
-                "Content-Transfer-Encoding",
-                "MIME-Version",
-            ] {
-                if !names.iter().any(|x| x.eq_ignore_ascii_case(f)) {
-                    names.push(f.into());
-                }
-            }
-        }
+        let names = fields_for(&self.w.rules, learned);
         // A field name no message can have (line breaks, 8-bit) is left
         // out; a FETCH cannot carry it anyway.
         let fields: Vec<String> = names
@@ -189,5 +191,68 @@ mod tests {
         assert_eq!(whole_lines(b"To: aaaaaaaaaa", 10), b"");
         assert_eq!(whole_lines(b"", 10), b"");
         const { assert!(HEADER_CHUNK * HEADER_CAP <= CHUNK_BYTES) };
+    }
+
+    /// The header lines of `raw` whose field is one of `names`, with
+    /// their folded lines, and the blank line: what a server answers to
+    /// `BODY.PEEK[HEADER.FIELDS (...)]`.
+    fn only_fields(raw: &str, names: &[String]) -> String {
+        let mut out = String::new();
+        let mut keep = false;
+        for line in raw.split("\r\n") {
+            if line.is_empty() {
+                break;
+            }
+            if !line.starts_with([' ', '\t']) {
+                let name = line.split(':').next().unwrap_or("");
+                keep = names.iter().any(|n| n.eq_ignore_ascii_case(name));
+            }
+            if keep {
+                out.push_str(line);
+                out.push_str("\r\n");
+            }
+        }
+        out.push_str("\r\n");
+        out
+    }
+
+    #[test]
+    fn the_classifier_decides_on_the_fields_it_learned_from() {
+        let header = "Return-Path: <bounce-42@mailer.shop.example>\r\n\
+            Received: from mx.shop.example (mx.shop.example [192.0.2.1])\r\n\
+            \tby mail.example.org with ESMTP id 1234\r\n\
+            From: \"Shop News\" <news@shop.example>\r\n\
+            To: alice@example.org,\r\n bob@example.org\r\n\
+            Cc: carol@example.org\r\n\
+            Reply-To: offers@shop-replies.example\r\n\
+            Subject: This week's deals\r\n\
+            Message-ID: <abc.123@mta.shop.example>\r\n\
+            Date: Mon, 2 Sep 2002 10:00:00 +0100\r\n\
+            X-Mailer: Bulk Sender 3.1\r\n\
+            List-Id: Shop deals <deals.shop.example>\r\n\
+            MIME-Version: 1.0\r\n\
+            Content-Type: text/plain; charset=utf-8\r\n\
+            Content-Transfer-Encoding: quoted-printable\r\n\
+            X-Spam-Level: ***\r\n\
+            \r\n";
+        let text = b"Caf=C3=A9 deals this week: save on everything=21\r\n";
+        let whole =
+            crate::learn::features(&super::super::learn_email(header.as_bytes(), Some(text)));
+        let rules = crate::classify::Rules::new(&[]).unwrap();
+        let fetched = only_fields(header, &fields_for(&rules, true));
+        let from_fields =
+            crate::learn::features(&super::super::learn_email(fetched.as_bytes(), Some(text)));
+        assert_eq!(from_fields, whole, "fetched: {fetched}");
+        for f in [
+            "to:3",
+            "rp:shop.example",
+            "rt:shop-replies.example",
+            "xm:bulk",
+            "b:café",
+        ] {
+            assert!(whole.iter().any(|x| x == f), "{f} missing from {whole:?}");
+        }
+        // Without the classifier only what rules read is fetched.
+        assert_eq!(fields_for(&rules, false), ["From", "Subject", "Message-ID"]);
     }
 }

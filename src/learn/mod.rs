@@ -69,6 +69,27 @@ pub fn path_of(model: &str) -> &'static str {
     }
 }
 
+/// Every header field [`features`] reads, and what decoding the text
+/// needs (its MIME fields). A message fetched with only these fields and
+/// the first [`TEXT_BYTES`] of its text gives the same features as the
+/// whole message's header with that text: the classifier decides on what
+/// it learned from (training fetches whole headers).
+pub const HEADER_FIELDS: [&str; 13] = [
+    "From",
+    "To",
+    "Cc",
+    "Subject",
+    "Message-ID",
+    "List-Id",
+    "Return-Path",
+    "Reply-To",
+    "X-Mailer",
+    "User-Agent",
+    "Content-Type",
+    "Content-Transfer-Encoding",
+    "MIME-Version",
+];
+
 /// The distinct features of a message, prefixed by their kind (`from:`,
 /// `dom:`, `list:`, `s:` subject word, `b:` body word).
 pub fn features(e: &Email) -> Vec<String> {
