@@ -84,7 +84,7 @@ impl Runner {
             })
             .collect();
         let text = if learned {
-            format!(" BODY.PEEK[TEXT]<0.{}>", crate::learn::TEXT_BYTES)
+            format!(" BODY.PEEK[TEXT]<0.{}>", crate::learn::FETCH_TEXT_BYTES)
         } else {
             String::new()
         };

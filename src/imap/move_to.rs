@@ -200,7 +200,7 @@ impl Runner {
                 uid.to_string(),
                 format!(
                     "(UID FLAGS BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{}>)",
-                    crate::learn::TEXT_BYTES
+                    crate::learn::FETCH_TEXT_BYTES
                 ),
             ),
             "reading it"

@@ -36,11 +36,11 @@ pub fn training_folders(account: &AccountConfig) -> Vec<String> {
 }
 
 /// The part of a message training and deciding read: the header and the
-/// first `learn::TEXT_BYTES` of the text.
+/// first `learn::FETCH_TEXT_BYTES` of the text.
 pub fn learn_query() -> String {
     format!(
         "(UID BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{}>)",
-        crate::learn::TEXT_BYTES
+        crate::learn::FETCH_TEXT_BYTES
     )
 }
 
