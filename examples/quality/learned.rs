@@ -363,8 +363,18 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
         }
         Extra::Headers => {
             const USED: &[&str] = &[
-                "from", "to", "cc", "subject", "date", "message-id", "received",
-                "return-path", "reply-to", "x-mailer", "user-agent", "content-type",
+                "from",
+                "to",
+                "cc",
+                "subject",
+                "date",
+                "message-id",
+                "received",
+                "return-path",
+                "reply-to",
+                "x-mailer",
+                "user-agent",
+                "content-type",
             ];
             for (k, v) in &e.headers {
                 let k = k.to_ascii_lowercase();
@@ -421,7 +431,12 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
                 let caps = letters.iter().filter(|c| c.is_uppercase()).count();
                 out.insert(format!("x:subj-caps:{}", caps * 4 / letters.len()));
             }
-            for (mark, name) in [('!', "bang"), ('$', "dollar"), ('%', "percent"), ('?', "ask")] {
+            for (mark, name) in [
+                ('!', "bang"),
+                ('$', "dollar"),
+                ('%', "percent"),
+                ('?', "ask"),
+            ] {
                 if subj.contains(mark) {
                     out.insert(format!("x:subj-{name}"));
                 }
@@ -434,7 +449,8 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
             if let Some(last) = subj.rsplit(|c: char| c.is_whitespace() || c == '-').next() {
                 let n = last.chars().count();
                 let vowels = last.chars().filter(|c| "aeiouAEIOU".contains(*c)).count();
-                if n >= 4 && last.chars().all(|c| c.is_ascii_alphanumeric())
+                if n >= 4
+                    && last.chars().all(|c| c.is_ascii_alphanumeric())
                     && (last.chars().any(|c| c.is_ascii_digit()) || vowels * 5 < n)
                 {
                     out.insert("x:subj-tail".into());
@@ -457,7 +473,9 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
                     out.insert("x:mid-none".into());
                 }
                 Some(m) => {
-                    let md = m.rsplit_once('@').map(|(_, d)| d.trim_end_matches('>').to_lowercase());
+                    let md = m
+                        .rsplit_once('@')
+                        .map(|(_, d)| d.trim_end_matches('>').to_lowercase());
                     let fd = from.rsplit_once('@').map(|(_, d)| d.to_string());
                     if let (Some(md), Some(fd)) = (md, fd) {
                         if base_domain(&md) != base_domain(&fd) {
@@ -481,7 +499,11 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
                 let v = v.to_lowercase();
                 let family = if !v.contains("charset=") {
                     "none"
-                } else if v.contains("us-ascii") || v.contains("iso-8859-1") || v.contains("utf-8") || v.contains("windows-1252") {
+                } else if v.contains("us-ascii")
+                    || v.contains("iso-8859-1")
+                    || v.contains("utf-8")
+                    || v.contains("windows-1252")
+                {
                     "western"
                 } else {
                     "other"
@@ -905,7 +927,10 @@ pub fn run(data: &str, rules: Option<&mailproc::classify::Rules>) {
         ("+ link hosts", Extra::Urls),
         ("+ words with capitals as written", Extra::Case),
         ("+ CJK character pairs and charset", Extra::Cjk),
-        ("+ every other header's name and first words", Extra::Headers),
+        (
+            "+ every other header's name and first words",
+            Extra::Headers,
+        ),
         ("+ the words of the whole text", Extra::Body),
         ("+ neighbouring word pairs", Extra::Pairs),
         ("+ link words (host and path)", Extra::Links),
@@ -950,4 +975,3 @@ pub fn run(data: &str, rules: Option<&mailproc::classify::Rules>) {
         row(&predictions(&sm, &stest, &|e| features(e)), &stest)
     );
 }
-
