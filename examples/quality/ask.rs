@@ -151,7 +151,7 @@ pub fn ask(
         let shots = if v.shots {
             learned
                 .shots
-                .nearest(&features(&m.email), SHOTS_PER_MESSAGE)
+                .nearest(&features(&m.fetched), SHOTS_PER_MESSAGE)
         } else {
             Vec::new()
         };

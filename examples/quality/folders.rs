@@ -22,7 +22,7 @@ pub fn run(s: &Setup, data: &str, limit: usize) {
         .iter()
         .map(|m| {
             learned
-                .predict(&features(&m.email))
+                .predict(&features(&m.fetched))
                 .map_or(("INBOX".into(), 0.0), |p| (p.class, p.confidence))
         })
         .collect();

@@ -152,6 +152,7 @@ pub fn synthetic(n: usize) -> (Vec<Msg>, Vec<Msg>) {
         all.push(Msg {
             path: format!("synthetic/{i}").into(),
             email: Email::parse(raw.as_bytes()).unwrap(),
+            fetched: corpus::as_fetched(raw.as_bytes()),
             class: class.to_string(),
         });
     }
@@ -210,7 +211,7 @@ impl HashedLr {
         let data: Vec<(Vec<usize>, usize)> = train
             .iter()
             .map(|s| {
-                let x = features(&s.email).iter().map(|f| bucket(f)).collect();
+                let x = features(&s.fetched).iter().map(|f| bucket(f)).collect();
                 (x, m.classes.iter().position(|c| *c == s.class).unwrap())
             })
             .collect();
@@ -236,7 +237,7 @@ impl HashedLr {
     }
 
     fn predict(&self, s: &Msg) -> (String, f32) {
-        let x: Vec<usize> = features(&s.email).iter().map(|f| bucket(f)).collect();
+        let x: Vec<usize> = features(&s.fetched).iter().map(|f| bucket(f)).collect();
         let p = self.scores(&x);
         let (i, c) = p
             .iter()
@@ -335,14 +336,16 @@ fn cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xff00..=0xffef)
 }
 
-fn with_extra(e: &Email, x: Extra) -> Vec<String> {
+/// The shipped features of `m` as the service reads it, with `x`'s.
+fn with_extra(m: &Msg, x: Extra) -> Vec<String> {
     if let Extra::Both(xs) = x {
         let mut out: BTreeSet<String> = BTreeSet::new();
         for x in xs {
-            out.extend(with_extra(e, *x));
+            out.extend(with_extra(m, *x));
         }
         return out.into_iter().collect();
     }
+    let e = &m.fetched;
     let mut out: BTreeSet<String> = features(e).into_iter().collect();
     let text = mailproc::classify::truncate(&e.body, mailproc::learn::TEXT_BYTES);
     match x {
@@ -396,7 +399,9 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
             }
         }
         Extra::Body => {
-            for w in words(&e.body).take(2000) {
+            // The whole message's text: what the service would read
+            // fetching all of it.
+            for w in words(&m.email.body).take(2000) {
                 let w: String = w
                     .chars()
                     .map(|c| if c.is_ascii_digit() { '0' } else { c })
@@ -595,10 +600,10 @@ fn with_extra(e: &Email, x: Extra) -> Vec<String> {
 const THRESHOLDS: [f64; 7] = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99];
 
 /// The classifier's (class, confidence) for each message.
-fn predictions(m: &Model, msgs: &[Msg], fx: &dyn Fn(&Email) -> Vec<String>) -> Vec<(String, f64)> {
+fn predictions(m: &Model, msgs: &[Msg], fx: &dyn Fn(&Msg) -> Vec<String>) -> Vec<(String, f64)> {
     msgs.iter()
         .map(|s| {
-            m.predict_junk(&fx(&s.email), "Junk")
+            m.predict_junk(&fx(s), "Junk")
                 .map_or(("INBOX".into(), 0.0), |p| (p.class, p.confidence))
         })
         .collect()
@@ -647,7 +652,7 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
     use crate::score::class_of;
     let val = &split.validation;
     let (m, _) = train(&split.fit);
-    let feats: Vec<Vec<String>> = val.iter().map(|s| features(&s.email)).collect();
+    let feats: Vec<Vec<String>> = val.iter().map(|s| features(&s.fetched)).collect();
     let nb: Vec<f64> = feats
         .iter()
         .map(|f| {
@@ -815,7 +820,7 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
                 false,
             ),
         ] {
-            let fx = |e: &Email| with_extra(e, x);
+            let fx = |m: &Msg| with_extra(m, x);
             let mut mx = Model::default();
             let (learn, msgs, rules): (Vec<&Msg>, &[Msg], _) = if held_out {
                 (split.train().collect(), &split.test, &test_rules)
@@ -823,9 +828,9 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
                 (split.fit.iter().collect(), val, &rules)
             };
             for s in learn {
-                mx.add(&s.class, &fx(&s.email), 1);
+                mx.add(&s.class, &fx(s), 1);
             }
-            let fs: Vec<Vec<String>> = msgs.iter().map(|s| fx(&s.email)).collect();
+            let fs: Vec<Vec<String>> = msgs.iter().map(|s| fx(s)).collect();
             let nbx: Vec<f64> = fs
                 .iter()
                 .map(|f| {
@@ -936,10 +941,10 @@ pub fn run(data: &str, rules: Option<&mailproc::classify::Rules>) {
         ("+ link words (host and path)", Extra::Links),
         ("+ the message's shape (synthetic tokens)", Extra::Shape),
     ] {
-        let fx = |e: &Email| with_extra(e, x);
+        let fx = |m: &Msg| with_extra(m, x);
         let mut m = Model::default();
         for s in &split.fit {
-            m.add(&s.class, &fx(&s.email), 1);
+            m.add(&s.class, &fx(s), 1);
         }
         println!(
             "| {name} | {} |",
@@ -949,9 +954,9 @@ pub fn run(data: &str, rules: Option<&mailproc::classify::Rules>) {
     let t = Instant::now();
     let (m, fit) = train(split.train());
     let _ = t;
-    let test_p = predictions(&m, &split.test, &|e| features(e));
+    let test_p = predictions(&m, &split.test, &|m| features(&m.fetched));
     let t = Instant::now();
-    let _ = predictions(&m, &split.test, &|e| features(e));
+    let _ = predictions(&m, &split.test, &|m| features(&m.fetched));
     let per = t.elapsed() / split.test.len() as u32;
     println!(
         "\nThe shipped classifier on the {} held-out messages, trained on all {} (fitted in {fit:.1?}, {per:?} a message):\n",
@@ -972,6 +977,6 @@ pub fn run(data: &str, rules: Option<&mailproc::classify::Rules>) {
     header();
     println!(
         "| generated | {} |",
-        row(&predictions(&sm, &stest, &|e| features(e)), &stest)
+        row(&predictions(&sm, &stest, &|m| features(&m.fetched)), &stest)
     );
 }

@@ -119,7 +119,7 @@ pub fn train<'a>(msgs: impl IntoIterator<Item = &'a Msg>) -> (Model, Duration) {
     let t = Instant::now();
     let mut m = Model::default();
     for s in msgs {
-        m.add(&s.class, &features(&s.email), 1);
+        m.add(&s.class, &features(&s.fetched), 1);
     }
     (m, t.elapsed())
 }

@@ -125,7 +125,7 @@ fn guesses(model: &Model, msgs: &[Msg]) -> (Vec<(String, f64)>, Duration) {
         .iter()
         .map(|m| {
             model
-                .predict_junk(&features(&m.email), "Junk")
+                .predict_junk(&features(&m.fetched), "Junk")
                 .map_or(("INBOX".into(), 0.0), |p| (p.class, p.confidence))
         })
         .collect();
