@@ -305,7 +305,7 @@ EOF
     # the validation split (docs/quality.md; scripts/quality.sh reads
     # these lines and says when validation would choose others).
     cat <<'EOF' # quality.sh: the account's learned settings
-    learned: { enabled: true, min_confidence: 0.5, spam_first: 0.7, spam_confidence: 0.7 }
+    learned: { enabled: true, min_confidence: 0.5, spam_first: 0.7, spam_confidence: 0.8 }
 EOF
     # The model files or keeps mail, and acts only when it is sure (below,
     # the message is left for review). It may not call spam nor mark read
