@@ -830,7 +830,7 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
             for s in learn {
                 mx.add(&s.class, &fx(s), 1);
             }
-            let fs: Vec<Vec<String>> = msgs.iter().map(|s| fx(s)).collect();
+            let fs: Vec<Vec<String>> = msgs.iter().map(fx).collect();
             let nbx: Vec<f64> = fs
                 .iter()
                 .map(|f| {
