@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -727,4 +727,73 @@ fn a_backlog_past_5000_messages_moves_in_one_uid_move_per_folder() {
         moves[0].contains("UID MOVE of 6000 message(s)"),
         "{moves:#?}"
     );
+}
+
+/// The peak resident memory of process `pid` (VmHWM), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb * 1024
+}
+
+/// A server that never ends its greeting (one line, without end): the
+/// read stops at the response cap (128 MiB, vendor/imap/PATCHES.md patch
+/// 2), the account says why and reconnects with its back-off, instead of
+/// buffering until the host runs out of memory.
+#[test]
+fn a_server_that_never_ends_a_line_costs_bounded_memory() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let (stop2, sent2) = (stop.clone(), sent.clone());
+    std::thread::spawn(move || {
+        let chunk = vec![b'A'; 1 << 20];
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let _ = client.write_all(b"* OK ");
+            while !stop2.load(Ordering::SeqCst) {
+                if client.write_all(&chunk).is_err() {
+                    break;
+                }
+                sent2.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+            }
+            if stop2.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    });
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let _stop = Stop(stop);
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, username: test, password: secret }}\n    \
+         backlog: all\n    poll_interval: 1h\n    folders: {{ watch: [INBOX] }}\n"
+    ));
+    let cut = "the server's response passed 128 MiB without ending";
+    // Two greetings cut at the cap: the first session was dropped and the
+    // account tried again, rather than reading the first one for ever.
+    m.wait_for(
+        Duration::from_secs(120),
+        "two greetings cut at 128 MiB",
+        || (m.log().matches(cut).count() >= 2).then_some(()),
+    );
+    assert!(
+        sent.load(Ordering::SeqCst) >= 256 << 20,
+        "{} bytes sent",
+        sent.load(Ordering::SeqCst)
+    );
+    let peak = peak_rss(m.pid());
+    assert!(peak < 260 << 20, "peak RSS {} MiB", peak >> 20);
+    assert_ne!(state(&m), "connected");
 }

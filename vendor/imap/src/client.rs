@@ -156,6 +156,12 @@ pub struct Client<T: Read + Write> {
     conn: Connection<T>,
 }
 
+/// mailproc patch: the most one response may hold before the read stops
+/// with an error (128 MiB: mailproc's largest answers, a window's FETCH of
+/// header fields and 16 KB of text or a model group's bodies, are at most
+/// about 40 MiB; a `UID SEARCH ALL` of a million messages about 7 MiB).
+pub const MAX_RESPONSE_BYTES: usize = 128 << 20;
+
 /// The underlying primitives type. Both `Client`(unauthenticated) and `Session`(after successful
 /// login) use a `Connection` internally for the TCP stream primitives.
 #[derive(Debug)]
@@ -1649,8 +1655,29 @@ impl<T: Read + Write> Connection<T> {
     }
 
     pub(crate) fn readline(&mut self, into: &mut Vec<u8>) -> Result<usize> {
-        use std::io::BufRead;
-        let read = self.stream.read_until(LF, into)?;
+        use std::io::{BufRead, Read};
+        // mailproc patch: `into` holds a whole response (its lines and
+        // literals, or one line read alone); past MAX_RESPONSE_BYTES the
+        // server is broken or hostile (a line never ended, a literal never
+        // finished, untagged answers without end) and the read stops
+        // instead of buffering without bound.
+        let too_long = || {
+            Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "the server's response passed {} MiB without ending",
+                    MAX_RESPONSE_BYTES >> 20
+                ),
+            ))
+        };
+        let room = MAX_RESPONSE_BYTES.saturating_sub(into.len()) as u64;
+        if room == 0 {
+            return Err(too_long());
+        }
+        let read = (&mut self.stream).take(room).read_until(LF, into)?;
+        if into.len() >= MAX_RESPONSE_BYTES && into.last() != Some(&LF) {
+            return Err(too_long());
+        }
         if read == 0 {
             return Err(Error::ConnectionLost);
         }
