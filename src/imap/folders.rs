@@ -72,7 +72,7 @@ impl Folders {
     }
 
     /// The name as it goes on the wire, before quoting.
-    fn wire(&self, name: &str) -> String {
+    pub(super) fn wire(&self, name: &str) -> String {
         let server = self.server(name);
         if self.utf8 {
             server

@@ -1,8 +1,11 @@
 //! The account worker: one named thread (`imap-<account>`) per account that
 //! owns its IMAP session from connect to logout, and beside it the
-//! account's journal writer (`journal-<account>`, see `writer`). No other
-//! thread is started for an account's work: the model is asked through the
-//! shared classifier pool, its answers awaited with a `select` (`model`).
+//! account's journal writer (`journal-<account>`, see `writer`). For the
+//! pass over a large backlog of one folder a third, `read-<account>`, reads
+//! every other FETCH of headers on a second session and ends with that
+//! folder's pass (see `reader`). No other thread is started for an
+//! account's work: the model is asked through the shared classifier pool,
+//! its answers awaited with a `select` (`model`).
 //!
 //! Guarantees this thread gives:
 //! - A message is never deleted: moves use `UID MOVE`, or else `UID COPY`,
@@ -33,6 +36,7 @@ mod login;
 mod model;
 mod move_to;
 mod pass;
+mod reader;
 mod schedule;
 mod session;
 mod state;
