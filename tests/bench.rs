@@ -459,7 +459,8 @@ server's `250` to its row turning final (the server confirmed the flag; the data
 transaction: Dovecot's own delay, which mailproc's share excludes.
 - **Cost against size.** The rules backlog of the main table at 5,000, 20,000 and 100,000 messages in one \
 folder: past the corpus's 6,046 messages it starts again, each copy under a Message-ID of its own. Every \
-user's copy is imported from one maildir by `doveadm import`, two at a time. The first size runs three \
+user's copy is imported from one maildir by `doveadm import` just before its client runs, and removed \
+after it (the disk then holds two copies at most). The first size runs three \
 rounds with every imapfilter form and the bare client; the others one round with the bare client, the \
 fastest form there and the form that expunges once. mailproc runs with mailproc.service's `Environment=`.
 ";
@@ -549,7 +550,7 @@ fn report(table: &str, ran: &str, sections: &str) -> String {
          - **Rules backlog, side by side.** The first 5,000 messages of the SpamAssassin public corpus \
          (the one `scripts/demo.sh` uses, fetched by `scripts/fetch-corpus.sh`), in path order, are written once as a \
          maildir and delivered by `doveadm import` (indexed and filed under `new/`, as a delivery agent stores mail) into \
-         several users of one Dovecot. imapfilter sorts one user in each of four forms (`tests/bench/imapfilter.rs`: \
+         several users of one Dovecot, each user's copy just before its client runs (removed after it). imapfilter sorts one user in each of four forms (`tests/bench/imapfilter.rs`: \
          its idiomatic `contain_field`, `contain_from` and `contain_subject` searches joined with `+`; one `send_query` \
          per folder with the ORs on the server; the same with one expunge at the end; every query first, then the \
          moves), and is compared in its fastest; mailproc sorts another with the same four rules in the same order \
