@@ -154,16 +154,15 @@ impl Runner {
                     dest_uid: dest.get(u).copied(),
                     flags: items[i].seen.flags.clone(),
                 });
-                let meta = items[i].meta.clone();
                 if items[i].journalled_now() && o.status == Status::Ok {
                     out.finished.push(Finished {
-                        meta,
+                        meta: items[i].meta.key(),
                         actions: o.actions.clone(),
                         moved,
                     });
                 } else {
                     out.finals.push(Final {
-                        meta,
+                        meta: items[i].meta.clone(),
                         outcome: o.clone(),
                         moved,
                     });
