@@ -483,7 +483,7 @@ impl Runner {
     ) -> Result<(), ImapError> {
         // Every finished message (by its index in `items`), announced
         // below; only those not made final during the actions are written
-        // here. (Indexes, not copies: a window holds up to 25,000.)
+        // here. (Indexes, not copies: a window holds up to 20,000.)
         let mut finals: Vec<(usize, Outcome)> = Vec::new();
         for (i, (it, o)) in items.iter().zip(outcomes).enumerate() {
             let Some(o) = o else { continue };

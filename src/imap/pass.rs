@@ -384,7 +384,7 @@ impl Runner {
         Reader::start(
             self.w.account.clone(),
             reader::Plan {
-                wire: folders.wire(mailbox),
+                folder: folders.resolved(mailbox),
                 uidvalidity,
                 utf8: caps.utf8,
                 query: self.header_query(),

@@ -39,6 +39,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
+use super::folders::Resolved;
 use super::headers::{read_heads, send_heads, HeaderQuery, Heads};
 use super::session::Session;
 use crate::config::AccountConfig;
@@ -69,8 +70,8 @@ pub(super) struct Reader {
 
 /// What the reader thread is to read.
 pub(super) struct Plan {
-    /// The folder as sent on the wire (see `Folders::wire`).
-    pub(super) wire: String,
+    /// The folder, as the account's session names it.
+    pub(super) folder: Resolved,
     pub(super) uidvalidity: u32,
     pub(super) utf8: bool,
     pub(super) query: HeaderQuery,
@@ -165,7 +166,7 @@ fn read(
     if stop.load(Ordering::SeqCst) {
         return;
     }
-    match s.examine(&plan.wire) {
+    match plan.folder.examine(&mut s) {
         Ok(mb) if mb.uid_validity == Some(plan.uidvalidity) => {}
         Ok(mb) => {
             let _ = tx.send(Err(format!(

@@ -28,7 +28,7 @@ pub struct EmailMeta {
 impl EmailMeta {
     /// The row's key alone (account, mailbox, UIDVALIDITY, UID), without
     /// the message's names: enough for [`Finished`], which finds its row
-    /// by it (a window makes up to 25,000 of them at once).
+    /// by it (a window makes up to 20,000 of them at once).
     pub fn key(&self) -> EmailMeta {
         EmailMeta {
             account: self.account.clone(),

@@ -576,8 +576,8 @@ pub fn sizes(rows: &mut Vec<Row>) {
             peer: String::new(),
             note: "VmHWM once the pass (search indexing included) is over, the process run with \
                    mailproc.service's environment (MALLOC_ARENA_MAX=2: glibc's arena per thread keeps \
-                   what each window freed); a pass holds one window of up to 25,000 messages (about \
-                   2 KB each while handled) at a time, so past 25,000 only the folder's list of UIDs \
+                   what each window freed); a pass holds one window of up to 20,000 messages (about \
+                   2 KB each while handled) at a time, so past 20,000 only the folder's list of UIDs \
                    (4 bytes each) grows with it"
                 .into(),
         });
