@@ -154,16 +154,15 @@ impl Runner {
                     dest_uid: dest.get(u).copied(),
                     flags: items[i].seen.flags.clone(),
                 });
-                let meta = items[i].meta.clone();
                 if items[i].journalled_now() && o.status == Status::Ok {
                     out.finished.push(Finished {
-                        meta,
+                        meta: items[i].meta.key(),
                         actions: o.actions.clone(),
                         moved,
                     });
                 } else {
                     out.finals.push(Final {
-                        meta,
+                        meta: items[i].meta.clone(),
                         outcome: o.clone(),
                         moved,
                     });
@@ -482,33 +481,34 @@ impl Runner {
         moved: &Moved,
         (mailbox, uidvalidity, high): (&str, u32, u32),
     ) -> Result<(), ImapError> {
-        // Every finished message, announced below; only those not made
-        // final during the actions are written here.
-        let mut finals: Vec<(EmailMeta, Outcome)> = Vec::new();
-        let mut done: Vec<usize> = Vec::new();
+        // Every finished message (by its index in `items`), announced
+        // below; only those not made final during the actions are written
+        // here. (Indexes, not copies: a window holds up to 20,000.)
+        let mut finals: Vec<(usize, Outcome)> = Vec::new();
         for (i, (it, o)) in items.iter().zip(outcomes).enumerate() {
             let Some(o) = o else { continue };
             if failed.contains_key(&it.meta.uid) {
                 continue;
             }
-            finals.push((it.meta.clone(), o));
-            done.push(i);
+            finals.push((i, o));
         }
         let rest: Vec<Final> = finals
             .iter()
-            .zip(&done)
-            .filter(|((m, _), _)| !early.contains(&m.uid))
-            .map(|((m, o), i)| Final {
-                meta: m.clone(),
-                outcome: o.clone(),
-                moved: moved
-                    .get(&m.uid)
-                    .map(|(folder, dest)| crate::store::MoveRecord {
-                        uid: m.uid,
-                        dest_folder: folder.clone(),
-                        dest_uid: *dest,
-                        flags: items[*i].seen.flags.clone(),
-                    }),
+            .filter(|(i, _)| !early.contains(&items[*i].meta.uid))
+            .map(|(i, o)| {
+                let m = &items[*i].meta;
+                Final {
+                    meta: m.clone(),
+                    outcome: o.clone(),
+                    moved: moved
+                        .get(&m.uid)
+                        .map(|(folder, dest)| crate::store::MoveRecord {
+                            uid: m.uid,
+                            dest_folder: folder.clone(),
+                            dest_uid: *dest,
+                            flags: items[*i].seen.flags.clone(),
+                        }),
+                }
             })
             .collect();
         let delay = self.w.account.retry_delay.0;
@@ -541,8 +541,8 @@ impl Runner {
         })?;
         crate::failpoint::hit("after-batch-commit");
 
-        for ((meta, o), i) in finals.iter().zip(&done) {
-            self.announce_processed(meta, o, items[*i].took());
+        for (i, o) in &finals {
+            self.announce_processed(&items[*i].meta, o, items[*i].took());
         }
         if !finals.is_empty() {
             self.w.handle.mark_processed();

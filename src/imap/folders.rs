@@ -102,6 +102,12 @@ impl Folders {
         self.existing.contains(&self.server(name))
     }
 
+    /// `name` resolved and encoded for another session of the account
+    /// (see `reader`), which has no `Folders` of its own.
+    pub(super) fn resolved(&self, name: &str) -> Resolved {
+        Resolved(self.wire(name))
+    }
+
     pub(super) fn select(&self, s: &mut Session, name: &str) -> imap::Result<imap::types::Mailbox> {
         s.select(self.wire(name))
     }
@@ -155,6 +161,18 @@ fn status_item(raw: &[u8], item: &str) -> Option<u32> {
 /// Turns UTF-8 on where the server offers it (RFC 6855): names then go
 /// and come as UTF-8. Returns whether it is on. A refusal is not an
 /// error: names go as modified UTF-7 then.
+/// A folder name as [`Folders`] sends it (resolved in the namespace,
+/// encoded as the session agreed), for a session without `Folders`.
+#[derive(Clone, Debug)]
+pub(super) struct Resolved(String);
+
+impl Resolved {
+    /// `EXAMINE` of the folder (read-only).
+    pub(super) fn examine(&self, s: &mut Session) -> imap::Result<imap::types::Mailbox> {
+        s.examine(&self.0)
+    }
+}
+
 pub(super) fn enable_utf8(
     s: &mut Session,
     offered: bool,

@@ -32,6 +32,7 @@ pub(super) const HEADER_CHUNK: usize = if CHUNK_BYTES / HEADER_CAP < 1000 {
 
 /// The FETCH items of a window's headers, and the fields asked for (as
 /// sent), for reading a long header field by field.
+#[derive(Clone)]
 pub(super) struct HeaderQuery {
     pub(super) items: String,
     fields: Vec<String>,
@@ -96,60 +97,55 @@ impl Runner {
             fields,
         }
     }
+}
 
-    /// Sends the FETCH of the headers of `uids` (non-empty) without
-    /// waiting for its answer: the server prepares it while the caller
-    /// decides the chunk before. [`Runner::read_heads`] reads it; no other
-    /// command may go out in between.
-    pub(super) fn send_heads(
-        &self,
-        s: &mut Session,
-        q: &HeaderQuery,
-        uids: &[u32],
-    ) -> imap::Result<()> {
-        s.run_command(format!("UID FETCH {} {}", uid_set(uids), q.items))
+/// Sends the FETCH of the headers of `uids` (non-empty) without
+/// waiting for its answer: the server prepares it while the caller
+/// decides the chunk before. [`read_heads`] reads it; no other
+/// command may go out in between.
+pub(super) fn send_heads(s: &mut Session, q: &HeaderQuery, uids: &[u32]) -> imap::Result<()> {
+    s.run_command(format!("UID FETCH {} {}", uid_set(uids), q.items))
+}
+
+/// Reads the answer to [`send_heads`], and reads the headers
+/// that fill [`HEADER_CAP`] again field by field.
+pub(super) fn read_heads(s: &mut Session, q: &HeaderQuery, account: &str) -> imap::Result<Heads> {
+    let fetched = s.read_fetches()?;
+    let long_uids: Vec<u32> = fetched
+        .iter()
+        .filter(|f| f.header().is_some_and(|h| h.len() >= HEADER_CAP))
+        .filter_map(|f| f.uid)
+        .collect();
+    let mut long: HashMap<u32, Vec<u8>> = HashMap::new();
+    if long_uids.is_empty() {
+        return Ok(Heads { fetched, long });
     }
-
-    /// Reads the answer to [`Runner::send_heads`], and reads the headers
-    /// that fill [`HEADER_CAP`] again field by field.
-    pub(super) fn read_heads(&self, s: &mut Session, q: &HeaderQuery) -> imap::Result<Heads> {
-        let fetched = s.read_fetches()?;
-        let long_uids: Vec<u32> = fetched
-            .iter()
-            .filter(|f| f.header().is_some_and(|h| h.len() >= HEADER_CAP))
-            .filter_map(|f| f.uid)
-            .collect();
-        let mut long: HashMap<u32, Vec<u8>> = HashMap::new();
-        if long_uids.is_empty() {
-            return Ok(Heads { fetched, long });
-        }
-        log::warn!(
-            "{}: {} message(s) with header fields over {} KiB (UIDs {}): read field by field, \
-             {} KiB of each",
-            self.name(),
-            long_uids.len(),
-            HEADER_CAP / 1024,
+    log::warn!(
+        "{}: {} message(s) with header fields over {} KiB (UIDs {}): read field by field, \
+         {} KiB of each",
+        account,
+        long_uids.len(),
+        HEADER_CAP / 1024,
+        uid_set(&long_uids),
+        FIELD_CAP / 1024
+    );
+    for field in &q.fields {
+        let one = s.uid_fetch(
             uid_set(&long_uids),
-            FIELD_CAP / 1024
-        );
-        for field in &q.fields {
-            let one = s.uid_fetch(
-                uid_set(&long_uids),
-                format!("(UID BODY.PEEK[HEADER.FIELDS ({field})]<0.{FIELD_CAP}>)"),
-            )?;
-            for f in one.iter() {
-                if let (Some(uid), Some(h)) = (f.uid, f.header()) {
-                    long.entry(uid)
-                        .or_default()
-                        .extend_from_slice(whole_lines(h, FIELD_CAP));
-                }
+            format!("(UID BODY.PEEK[HEADER.FIELDS ({field})]<0.{FIELD_CAP}>)"),
+        )?;
+        for f in one.iter() {
+            if let (Some(uid), Some(h)) = (f.uid, f.header()) {
+                long.entry(uid)
+                    .or_default()
+                    .extend_from_slice(whole_lines(h, FIELD_CAP));
             }
         }
-        for h in long.values_mut() {
-            h.extend_from_slice(b"\r\n");
-        }
-        Ok(Heads { fetched, long })
     }
+    for h in long.values_mut() {
+        h.extend_from_slice(b"\r\n");
+    }
+    Ok(Heads { fetched, long })
 }
 
 /// `h` without a trailing blank line, and when it filled `cap` (cut

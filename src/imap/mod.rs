@@ -1,8 +1,11 @@
 //! The account worker: one named thread (`imap-<account>`) per account that
 //! owns its IMAP session from connect to logout, and beside it the
-//! account's journal writer (`journal-<account>`, see `writer`). No other
-//! thread is started for an account's work: the model is asked through the
-//! shared classifier pool, its answers awaited with a `select` (`model`).
+//! account's journal writer (`journal-<account>`, see `writer`). For the
+//! pass over a large backlog of one folder a third, `read-<account>`, reads
+//! every other FETCH of headers on a second session and ends with that
+//! folder's pass (see `reader`). No other thread is started for an
+//! account's work: the model is asked through the shared classifier pool,
+//! its answers awaited with a `select` (`model`).
 //!
 //! Guarantees this thread gives:
 //! - A message is never deleted: moves use `UID MOVE`, or else `UID COPY`,
@@ -33,6 +36,7 @@ mod login;
 mod model;
 mod move_to;
 mod pass;
+mod reader;
 mod schedule;
 mod session;
 mod state;
@@ -62,14 +66,16 @@ pub use train::{fetch_examples, learn_email, learn_query, training_folders, Fold
 /// Messages whose headers are fetched, decided and acted on together: one
 /// STORE per flag set and one MOVE per folder for the lot. A MOVE costs the
 /// server about the same whatever the number of UIDs, but more the larger
-/// the folder (7–13 ms on a 5,000-message Dovecot folder, about 150 ms on a
+/// the folder (7–13 ms on a 5,000-message Dovecot folder, 150–600 ms on a
 /// 100,000-message one, where windows of 5,000 spent more of Dovecot's time
 /// on their 80 MOVEs than on everything else): fewer, larger windows sort
 /// a large backlog faster. A window keeps about 2 KB a message while it is
-/// handled (headers are read and dropped 512 at a time): peak RSS 25.7 MB
-/// at 5,000, 55.3 MB at 20,000, 68.3 MB with a 100,000-message backlog.
-/// Measured with `scripts/bench.sh scale`.
-const WINDOW: usize = 25_000;
+/// handled (headers are read and dropped 512 at a time), which bounds the
+/// memory: windows of 25,000 peaked at 66 MB with a 100,000-message
+/// backlog, over the 64 MB the benchmarks hold it to; windows of 20,000
+/// peak as the 20,000-message backlog does (53 MB), for one more MOVE per
+/// folder at 100,000. Measured with `scripts/bench.sh scale`.
+const WINDOW: usize = 20_000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest wait between passes while idling (`imap.idle_interval`, default
 /// 60 s, re-issues IDLE more often than this without a pass).

@@ -4,6 +4,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
+use super::headers::HEADER_CHUNK;
+use super::reader::{self, Reader, TWO_SESSIONS_MIN};
 use super::session::{Caps, Folders, Session};
 use super::{Exit, ImapError, Runner, WINDOW};
 use crate::account::State;
@@ -310,9 +312,18 @@ impl Runner {
         }
         self.skip_handled_earlier(s, mailbox, uidvalidity, &mut uids, &known)?;
         let uids: Vec<u32> = uids.into_iter().collect();
+        let mut reader = self.second_session(caps, folders, mailbox, uidvalidity, &uids);
         for chunk in uids.chunks(WINDOW) {
-            let complete =
-                self.process_window(s, caps, folders, mailbox, uidvalidity, chunk, &mut known)?;
+            let complete = self.process_window(
+                s,
+                caps,
+                folders,
+                mailbox,
+                uidvalidity,
+                chunk,
+                &mut known,
+                &mut reader,
+            )?;
             if self.w.handle.is_shutting_down() {
                 return Ok(Some(Exit::Shutdown));
             }
@@ -339,6 +350,47 @@ impl Runner {
             uid_next.saturating_sub(1),
         ))?;
         Ok(None)
+    }
+
+    /// For a pass over at least [`TWO_SESSIONS_MIN`] UIDs of `mailbox`, a
+    /// second session that reads their headers (see `reader`), opened for
+    /// this folder's pass and closed after it; `None` below that, with
+    /// OAuth2 (its tokens belong to the first session), or without a
+    /// thread.
+    fn second_session(
+        &self,
+        caps: &Caps,
+        folders: &Folders,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+    ) -> Option<Reader> {
+        if uids.len() < TWO_SESSIONS_MIN
+            || self.w.account.imap.auth != crate::config::ImapAuth::Password
+        {
+            return None;
+        }
+        log::info!(
+            "{}: {mailbox}: {} UID(s) to read: their headers on two sessions",
+            self.name(),
+            uids.len()
+        );
+        // The odd chunks of each window (see `triage`).
+        let chunks = uids
+            .chunks(WINDOW)
+            .flat_map(|w| w.chunks(HEADER_CHUNK).skip(1).step_by(2))
+            .map(<[u32]>::to_vec)
+            .collect();
+        Reader::start(
+            self.w.account.clone(),
+            reader::Plan {
+                folder: folders.resolved(mailbox),
+                uidvalidity,
+                utf8: caps.utf8,
+                query: self.header_query(),
+                chunks,
+            },
+        )
     }
 
     fn initial_watermark(

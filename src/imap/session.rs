@@ -276,11 +276,10 @@ pub(super) struct Connected {
     pub(super) wake: Wake,
 }
 
-/// Connects, logs in and reads what the server offers.
-pub(super) fn connect(
-    account: &AccountConfig,
-    tokens: Option<&mut crate::oauth::Tokens>,
-) -> Result<Connected, ImapError> {
+/// Opens the socket (TLS or STARTTLS as configured) and reads the
+/// greeting: a client ready to sign in, the deadlines of its reads and its
+/// wake-up.
+fn dial(account: &AccountConfig) -> Result<(imap::Client<Stream>, Arc<Control>, Wake), ImapError> {
     let c = &account.imap;
     let timeout = c.timeout.0;
     let tcp = open(&c.host, c.port())?;
@@ -341,6 +340,16 @@ pub(super) fn connect(
             imap::Client::new(stream(Inner::Tls(Box::new(s))))
         }
     };
+    Ok((client, control, wake))
+}
+
+/// Connects, logs in and reads what the server offers.
+pub(super) fn connect(
+    account: &AccountConfig,
+    tokens: Option<&mut crate::oauth::Tokens>,
+) -> Result<Connected, ImapError> {
+    let c = &account.imap;
+    let (client, control, wake) = dial(account)?;
     let mut session = super::login::login(client, account, tokens)?;
     // Capabilities may change after login (RFC 3501 §6.2.3).
     let caps = session.capabilities()?;
@@ -379,6 +388,32 @@ pub(super) fn connect(
         folders,
         wake,
     })
+}
+
+/// A second session of the account for a large backlog's pass (see
+/// `reader`): the same socket, TLS and login as [`connect`], with
+/// `ENABLE UTF8=ACCEPT` when the first session has it (folder names then
+/// go the same way on both), and nothing else: the first session's
+/// capabilities and folders hold for it. Password logins only; with
+/// OAuth2 the account's tokens belong to the first session. Returns the
+/// session and its socket, which ends it at once when shut down.
+pub(super) fn connect_second(
+    account: &AccountConfig,
+    utf8: bool,
+) -> Result<(Session, TcpStream), ImapError> {
+    if account.imap.auth != crate::config::ImapAuth::Password {
+        return Err(ImapError::Login(
+            "a second session signs in with a password only".into(),
+        ));
+    }
+    let (client, _control, wake) = dial(account)?;
+    let mut session = super::login::login(client, account, None)?;
+    if utf8 && !super::folders::enable_utf8(&mut session, true, &account.name)? {
+        return Err(ImapError::Login(
+            "the second session could not enable UTF8=ACCEPT".into(),
+        ));
+    }
+    Ok((session, wake.sock))
 }
 
 /// Connects to each address of `host` in turn, IPv6 first (in resolver

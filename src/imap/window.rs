@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::headers::{Heads, HEADER_CHUNK};
+use super::headers::{read_heads, send_heads, Heads, HEADER_CHUNK};
+use super::reader::Reader;
 use super::session::{Caps, Folders, Session};
 use super::state::{Failure, Item, Seen, Stop, Window};
 use super::{ImapError, Runner};
@@ -46,8 +47,9 @@ impl Runner {
     /// Handles one window of a folder's UIDs. The headers of the window come
     /// in FETCHes of [`HEADER_CHUNK`] (only the fields rules read) and what
     /// the journal or the rules decide is acted on and recorded as one
-    /// group. Messages left for the model go to `ask_model`, and its answers
-    /// are acted on and recorded as they arrive (see `flow::Flow`).
+    /// group. With a second session (`reader`), it reads every other FETCH.
+    /// Messages left for the model go to `ask_model`, and its answers are
+    /// acted on and recorded as they arrive (see `flow::Flow`).
     ///
     /// Returns whether the whole window was handled; `false` when shutdown,
     /// a pause or a command cut it short (the rest stays above the watermark
@@ -62,9 +64,10 @@ impl Runner {
         uidvalidity: u32,
         uids: &[u32],
         known: &mut HashMap<u32, KnownEmail>,
+        reader: &mut Option<Reader>,
     ) -> Result<bool, ImapError> {
         let t = Instant::now();
-        let (ready, to_model) = self.triage(s, mailbox, uidvalidity, uids, known)?;
+        let (ready, to_model) = self.triage(s, mailbox, uidvalidity, uids, known, reader)?;
         log::debug!(
             "{}: {mailbox}: window of {} UID(s): headers fetched and decided in {:?}, {} for the model",
             self.name(),
@@ -159,6 +162,12 @@ impl Runner {
     /// each chunk's decisions go to the journal writer and are written
     /// meanwhile too. One FETCH is unanswered at a time. (A broken session
     /// leaves the chunks decided before it journalled, as after a crash.)
+    ///
+    /// With a second session (`reader`), that session reads the odd chunks
+    /// and this one the even ones, each pipelined: the server works on two
+    /// FETCHes at once, in two processes. The chunks are decided in order.
+    /// When the second session ends early, this one reads the chunk it did
+    /// not deliver and the rest.
     fn triage(
         &mut self,
         s: &mut Session,
@@ -166,22 +175,61 @@ impl Runner {
         uidvalidity: u32,
         uids: &[u32],
         known: &mut HashMap<u32, KnownEmail>,
+        reader: &mut Option<Reader>,
     ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
         self.refresh_learner();
         let query = self.header_query();
         let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
         let mut to_model: Vec<Item> = Vec::new();
         let chunks: Vec<&[u32]> = uids.chunks(HEADER_CHUNK).collect();
-        if let Some(first) = chunks.first() {
-            self.send_heads(s, &query, first)?;
-        }
+        // Whether the FETCH of this session's next chunk went out already,
+        // and a chunk's answer read ahead of its turn.
+        let mut sent = false;
+        let mut stash: Option<Heads> = None;
         for (i, chunk) in chunks.iter().enumerate() {
-            // (Reading a long header again field by field happens here,
-            // before the next FETCH goes out.)
-            let heads = self.read_heads(s, &query)?;
-            if let Some(next) = chunks.get(i + 1) {
-                self.send_heads(s, &query, next)?;
-            }
+            // With a second session, it reads the odd chunks.
+            let mine = reader.is_none() || i % 2 == 0;
+            let heads = if !mine {
+                match reader.as_mut().map(Reader::next) {
+                    Some(Ok(h)) => h,
+                    other => {
+                        if let Some(Err(e)) = other {
+                            log::info!(
+                                "{}: {}: {e}; reading on with one session",
+                                self.name(),
+                                mailbox
+                            );
+                        }
+                        *reader = None;
+                        if sent {
+                            // The next chunk's answer, read before this one's.
+                            stash = Some(read_heads(s, &query, self.name())?);
+                            sent = false;
+                        }
+                        send_heads(s, &query, chunk)?;
+                        read_heads(s, &query, self.name())?
+                    }
+                }
+            } else {
+                let h = match stash.take() {
+                    Some(h) => h,
+                    None => {
+                        if !sent {
+                            send_heads(s, &query, chunk)?;
+                        }
+                        // (Reading a long header again field by field
+                        // happens here, before the next FETCH goes out.)
+                        read_heads(s, &query, self.name())?
+                    }
+                };
+                sent = false;
+                let step = if reader.is_some() { 2 } else { 1 };
+                if let Some(next) = chunks.get(i + step) {
+                    send_heads(s, &query, next)?;
+                    sent = true;
+                }
+                h
+            };
             let (mut r, m) = self.decide(mailbox, uidvalidity, chunk, &heads, known);
             drop(heads);
             self.journal(&mut r);

@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 use crate::store::{Cause, EmailMeta, Outcome, Outcomes, Store, StoreError};
 
 /// Writes waiting for the thread. A window sends one per FETCH of headers
-/// (49 in a 25,000-UID window) and one per confirmed command of a group
+/// (40 in a 20,000-UID window) and one per confirmed command of a group
 /// (a flag set, a destination folder), then waits at a barrier: the queue
 /// only has to let the account thread run that far ahead, and a full
 /// queue makes it wait for the store instead of piling up rows in memory.

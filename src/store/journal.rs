@@ -26,6 +26,19 @@ pub struct EmailMeta {
 }
 
 impl EmailMeta {
+    /// The row's key alone (account, mailbox, UIDVALIDITY, UID), without
+    /// the message's names: enough for [`Finished`], which finds its row
+    /// by it (a window makes up to 20,000 of them at once).
+    pub fn key(&self) -> EmailMeta {
+        EmailMeta {
+            account: self.account.clone(),
+            mailbox: self.mailbox.clone(),
+            uidvalidity: self.uidvalidity,
+            uid: self.uid,
+            ..Default::default()
+        }
+    }
+
     /// The message's columns (`account` to `sender`, `?1` to `?7` of every
     /// statement that writes its row), then `rest`.
     fn row<'a>(&'a self, rest: &[&'a dyn ToSql]) -> Vec<&'a dyn ToSql> {
@@ -93,6 +106,8 @@ impl Default for Outcome {
 /// decision.
 #[derive(Debug, Clone)]
 pub struct Finished {
+    /// Its row's key; the message's names are not read (see
+    /// [`EmailMeta::key`]).
     pub meta: EmailMeta,
     /// Its actions, as journalled.
     pub actions: Vec<Action>,

@@ -67,25 +67,6 @@ fn with_message_id(raw: &[u8], id: &str) -> Vec<u8> {
     [line.as_bytes(), raw].concat()
 }
 
-/// Delivers the same `n` messages to the INBOX of every one of `users`:
-/// written once as a maildir under `scratch`, imported into two users at a
-/// time (one `doveadm import` each, one per core). Returns the seconds it
-/// took.
-pub fn deliver(d: &Dovecot, scratch: &Path, users: &[&str]) -> f64 {
-    let t = std::time::Instant::now();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(user) = users.get(i) else { break };
-                d.import_maildir(user, "INBOX", scratch);
-            });
-        }
-    });
-    t.elapsed().as_secs_f64()
-}
-
 /// A maildir holding the first `n` messages of the cycled corpus.
 pub fn scratch_maildir(corpus: &[Vec<u8>], n: usize) -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
