@@ -325,6 +325,14 @@ fn words(s: &str) -> impl Iterator<Item = &str> {
         .filter(|w| (2..=30).contains(&w.chars().count()))
 }
 
+/// A word as the shipped features write it: lower case, digits as `0`.
+fn folded(w: &str) -> String {
+    w.chars()
+        .map(|c| if c.is_ascii_digit() { '0' } else { c })
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
 fn base_domain(d: &str) -> String {
     let parts: Vec<&str> = d.trim_end_matches('.').split('.').collect();
     parts[parts.len().saturating_sub(2)..]
@@ -389,12 +397,7 @@ fn with_extra(m: &Msg, x: Extra) -> Vec<String> {
                     continue;
                 }
                 for w in words(v).take(3) {
-                    let w: String = w
-                        .chars()
-                        .map(|c| if c.is_ascii_digit() { '0' } else { c })
-                        .flat_map(char::to_lowercase)
-                        .collect();
-                    out.insert(format!("h:{k}:{w}"));
+                    out.insert(format!("h:{k}:{}", folded(w)));
                 }
             }
         }
@@ -402,23 +405,12 @@ fn with_extra(m: &Msg, x: Extra) -> Vec<String> {
             // The whole message's text: what the service would read
             // fetching all of it.
             for w in words(&m.email.body).take(2000) {
-                let w: String = w
-                    .chars()
-                    .map(|c| if c.is_ascii_digit() { '0' } else { c })
-                    .flat_map(char::to_lowercase)
-                    .collect();
-                out.insert(format!("b:{w}"));
+                out.insert(format!("b:{}", folded(w)));
             }
         }
         Extra::Pairs => {
-            let low = |w: &str| -> String {
-                w.chars()
-                    .map(|c| if c.is_ascii_digit() { '0' } else { c })
-                    .flat_map(char::to_lowercase)
-                    .collect()
-            };
             for (p, st, max) in [("sp", e.subject.as_str(), 40), ("bp", text, 300)] {
-                let ws: Vec<String> = words(st).take(max).map(low).collect();
+                let ws: Vec<String> = words(st).take(max).map(folded).collect();
                 for i in 0..ws.len() {
                     if i + 1 < ws.len() {
                         out.insert(format!("{p}:{} {}", ws[i], ws[i + 1]));
