@@ -55,6 +55,16 @@ fn wait_entry(m: &Mailproc, message_id: &str) -> Value {
     )
 }
 
+/// Sets its flag when the test ends, also by a failed assertion: stops
+/// what a test's helper thread keeps doing.
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 fn state(m: &Mailproc) -> String {
     m.get("/api/accounts").body["accounts"][0]["state"]
         .as_str()
@@ -180,13 +190,6 @@ fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
     m.wait_for(Duration::from_secs(15), "connected", || {
         (state(&m) == "connected").then_some(())
     });
-    /// Stops the killing when the test ends, also by a failed assertion.
-    struct Stop<'a>(&'a AtomicBool);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let _stop = Stop(&stop);
@@ -768,13 +771,7 @@ fn a_server_that_never_ends_a_line_costs_bounded_memory() {
             }
         }
     });
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
-    let _stop = Stop(stop);
+    let _stop = Stop(&stop);
     let m = Mailproc::start(&format!(
         "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
          accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, username: test, password: secret }}\n    \
