@@ -21,7 +21,7 @@ use common::mail::{encoded_word, msg_with};
 use common::mailproc::Mailproc;
 use common::model::{answer, Model};
 use common::server::{self, Kind};
-use common::world::{self, config, has, ok_rows, row_of, rows, state, Mailbox};
+use common::world::{self, config, has, ok_rows, only_copy, row_of, rows, state, Mailbox};
 use serde_json::{json, Value};
 
 on_every_server!(
@@ -102,14 +102,7 @@ fn assert_sorted(mb: &Mailbox, range: std::ops::Range<usize>) {
     let name = mb.kind().name();
     for i in range {
         let id = format!("<m{i}@mailproc.test>");
-        let copies = at.get(&id).unwrap_or_else(|| panic!("{name}: {id} lost"));
-        assert_eq!(
-            copies.len(),
-            1,
-            "{name}: {id} exists {} times: {copies:?}",
-            copies.len()
-        );
-        let m = &copies[0];
+        let m = only_copy(&at, &id, name);
         let (folder, flag, seen) = match i % 4 {
             0 => ("Lists", None, false),
             1 => ("INBOX", Some("\\Flagged"), false),

@@ -16,7 +16,7 @@ use common::dovecot::Dovecot;
 use common::mail::msg_with;
 use common::mailproc::Mailproc;
 use common::server::{self, Kind};
-use common::world::{config, has, ok_rows, state, Mailbox};
+use common::world::{config, has, ok_rows, only_copy, state, Mailbox};
 
 on_every_server!(a_large_backlog_is_read_on_two_sessions_and_sorted_once);
 
@@ -59,14 +59,7 @@ fn assert_sorted_once(mb: &Mailbox, m: &Mailproc) {
     let name = mb.kind().name();
     for i in 0..N {
         let id = format!("<t{i}@mailproc.test>");
-        let copies = at.get(&id).unwrap_or_else(|| panic!("{name}: {id} lost"));
-        assert_eq!(
-            copies.len(),
-            1,
-            "{name}: {id} exists {} times",
-            copies.len()
-        );
-        let c = &copies[0];
+        let c = only_copy(&at, &id, name);
         let folder = if i % 3 == 0 { "Lists" } else { "INBOX" };
         assert_eq!(c.mailbox, mb.folder(folder), "{name}: {id}");
         assert_eq!(

@@ -601,6 +601,17 @@ fn predictions(m: &Model, msgs: &[Msg], fx: &dyn Fn(&Msg) -> Vec<String>) -> Vec
         .collect()
 }
 
+/// How likely a prediction says the junk folder is (0.5: no prediction).
+fn junk_share(p: Option<mailproc::learn::Prediction>) -> f64 {
+    p.map_or(0.5, |p| {
+        if p.class == "Junk" {
+            p.confidence
+        } else {
+            1.0 - p.confidence
+        }
+    })
+}
+
 /// Accuracy always answering, and decided / right / ham in Junk at each
 /// threshold.
 fn row(p: &[(String, f64)], msgs: &[Msg]) -> String {
@@ -645,18 +656,7 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
     let val = &split.validation;
     let (m, _) = train(&split.fit);
     let feats: Vec<Vec<String>> = val.iter().map(|s| features(&s.fetched)).collect();
-    let nb: Vec<f64> = feats
-        .iter()
-        .map(|f| {
-            m.predict(f).map_or(0.5, |p| {
-                if p.class == "Junk" {
-                    p.confidence
-                } else {
-                    1.0 - p.confidence
-                }
-            })
-        })
-        .collect();
+    let nb: Vec<f64> = feats.iter().map(|f| junk_share(m.predict(f))).collect();
     let ch = |c: Combine| -> Vec<f64> {
         feats
             .iter()
@@ -680,15 +680,7 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
             "shipped: chi-squared where it is sure, else naive Bayes".into(),
             feats
                 .iter()
-                .map(|f| {
-                    m.predict_junk(f, "Junk").map_or(0.5, |p| {
-                        if p.class == "Junk" {
-                            p.confidence
-                        } else {
-                            1.0 - p.confidence
-                        }
-                    })
-                })
+                .map(|f| junk_share(m.predict_junk(f, "Junk")))
                 .collect(),
         ),
         ("naive Bayes alone (the same features)".into(), nb.clone()),
@@ -825,15 +817,7 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
             let fs: Vec<Vec<String>> = msgs.iter().map(fx).collect();
             let nbx: Vec<f64> = fs
                 .iter()
-                .map(|f| {
-                    mx.predict(f).map_or(0.5, |p| {
-                        if p.class == "Junk" {
-                            p.confidence
-                        } else {
-                            1.0 - p.confidence
-                        }
-                    })
-                })
+                .map(|f| junk_share(mx.predict(f)))
                 .collect();
             for (cname, c) in [
                 ("SpamAssassin's constants", SA),

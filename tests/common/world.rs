@@ -217,6 +217,23 @@ pub fn metric(m: &Mailproc, series: &str) -> f64 {
 }
 
 /// Whether `flags` holds `f` (case aside).
+/// The one copy of message `id` in `at` (a mailbox's `where_is`): fails
+/// when it is lost or exists more than once.
+pub fn only_copy<'a>(
+    at: &'a HashMap<String, Vec<StoredMsg>>,
+    id: &str,
+    server: &str,
+) -> &'a StoredMsg {
+    let copies = at.get(id).unwrap_or_else(|| panic!("{server}: {id} lost"));
+    assert_eq!(
+        copies.len(),
+        1,
+        "{server}: {id} exists {} times: {copies:?}",
+        copies.len()
+    );
+    &copies[0]
+}
+
 pub fn has(flags: &[String], f: &str) -> bool {
     flags.iter().any(|x| x.eq_ignore_ascii_case(f))
 }
