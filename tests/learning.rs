@@ -224,6 +224,38 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     );
 }
 
+/// A receipt whose `Cc:` holds about a megabyte of addresses (broken or
+/// hostile mail).
+fn receipt_with_a_megabyte_cc(i: usize) -> Vec<u8> {
+    let line = "\r\n    someone-to-copy@list.example,";
+    let cc = format!(
+        "Cc: first@list.example,{}last@list.example\r\n",
+        line.repeat(1 << 15)
+    );
+    let raw = receipt(i);
+    let at = raw.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+    [&raw[..at], cc.as_bytes(), &raw[at..]].concat()
+}
+
+/// Training reads a folder whose messages have megabyte headers (150 MB in
+/// all, past the 128 MiB an IMAP answer may take) like any other: each
+/// message costs at most its fields' 64 KB and 16 KB of text. It failed
+/// before, when training fetched whole headers 500 at a time.
+#[test]
+fn training_reads_a_folder_of_megabyte_headers() {
+    let d = sorted_mailbox();
+    let padded: Vec<Vec<u8>> = (100..250).map(receipt_with_a_megabyte_cc).collect();
+    assert!(padded.iter().all(|m| m.len() > 1 << 20));
+    d.seed_many("test", "Receipts", &padded);
+    let m = Mailproc::prepare(&config(&d, None, "{ enabled: true }"));
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    assert!(
+        out.contains("trained acct on 166 message(s)"),
+        "{out}\n{err}"
+    );
+}
+
 #[test]
 fn unsure_without_a_model_is_recorded_for_review() {
     let d = sorted_mailbox();

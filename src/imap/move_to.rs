@@ -198,10 +198,7 @@ impl Runner {
         let fetched = answer!(
             s.uid_fetch(
                 uid.to_string(),
-                format!(
-                    "(UID FLAGS BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{}>)",
-                    crate::learn::FETCH_TEXT_BYTES
-                ),
+                format!("(UID FLAGS {})", super::train::learn_items()),
             ),
             "reading it"
         );

@@ -35,11 +35,24 @@ pub fn training_folders(account: &AccountConfig) -> Vec<String> {
     v
 }
 
-/// The part of a message training and deciding read: the header and the
-/// first `learn::FETCH_TEXT_BYTES` of the text.
+/// The part of a message training (and an undo or a correction) reads:
+/// the header fields the features read ([`crate::learn::HEADER_FIELDS`],
+/// as a window fetches them for deciding), at most
+/// [`super::headers::HEADER_CAP`] bytes of them, and the first
+/// `learn::FETCH_TEXT_BYTES` of the text. So a message costs at most
+/// 80 KB however long its header (a folder of megabyte headers is learned
+/// from, not a FETCH cut at the response budget), and training sees the
+/// same fields deciding does.
 pub fn learn_query() -> String {
+    format!("(UID {})", learn_items())
+}
+
+/// The FETCH items of [`learn_query`], without the UID.
+pub(super) fn learn_items() -> String {
     format!(
-        "(UID BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{}>)",
+        "BODY.PEEK[HEADER.FIELDS ({})]<0.{}> BODY.PEEK[TEXT]<0.{}>",
+        crate::learn::HEADER_FIELDS.join(" "),
+        super::headers::HEADER_CAP,
         crate::learn::FETCH_TEXT_BYTES
     )
 }
