@@ -335,6 +335,54 @@ fn test_endpoint_posts_with_headers_and_reports_the_status() {
     }
 }
 
+/// One webhook test at a time: a test waiting on a target that never
+/// answers holds one HTTP worker, and further tests are turned away (429
+/// with Retry-After) instead of holding the others; the service answers
+/// meanwhile, and a test after the first ended runs. Before, each test
+/// held a worker for the whole time-out: four at once stopped the API.
+#[test]
+fn a_test_waiting_on_a_silent_target_holds_one_worker_not_all() {
+    let mut silent = Receiver::start("127.0.0.1:0", Answer::Hang);
+    let ok = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let m = Mailproc::start(
+        &service_yaml(r#"["127.0.0.1/32"]"#).replace("timeout: 5s", "timeout: 120s"),
+    );
+    let slow = silent.url("/slow");
+    let first = std::thread::scope(|sc| {
+        let waiting = sc.spawn(|| test_webhook(&m, json!({ "url": slow })));
+        silent.wait_for_hits(1, Duration::from_secs(60));
+        for _ in 0..8 {
+            let r = test_webhook(&m, json!({"url": ok.url("/")}));
+            assert_eq!(r.status, 429, "{}", r.text);
+            assert_eq!(r.header("Retry-After"), Some("5"), "{:?}", r.headers);
+            let error = r.body["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("another webhook test is running"),
+                "{}",
+                r.text
+            );
+        }
+        assert_eq!(ok.count(), 0, "a turned-away test sent nothing");
+        assert_eq!(m.get("/health").status, 200);
+        silent.release();
+        waiting.join().expect("the first test's client")
+    });
+    assert_eq!(
+        first.body,
+        json!({"success": true, "statusCode": 200}),
+        "{}",
+        first.text
+    );
+    let r = test_webhook(&m, json!({"url": ok.url("/")}));
+    assert_eq!(
+        r.body,
+        json!({"success": true, "statusCode": 200}),
+        "{}",
+        r.text
+    );
+    assert_eq!(ok.count(), 1);
+}
+
 #[test]
 fn test_endpoint_refuses_every_spelling_of_a_local_address() {
     let v4 = Receiver::start("127.0.0.1:0", Answer::Status(200));

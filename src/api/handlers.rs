@@ -255,6 +255,11 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
             TestOutcome::Failed(e) => {
                 Reply::ok(&json!({ "success": false, "statusCode": 0, "error": e }))
             }
+            TestOutcome::Busy => Reply::error(
+                429,
+                "another webhook test is running (one at a time): try again when it ends",
+            )
+            .with_header("Retry-After", crate::webhook::TEST_RETRY),
         },
     )
 }

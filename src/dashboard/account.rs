@@ -384,6 +384,12 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
             ),
             TestOutcome::Refused => (400, false, SSRF_MESSAGE.to_string()),
             TestOutcome::BadUrl(e) => (400, false, format!("URL: {e}")),
+            TestOutcome::Busy => (
+                429,
+                false,
+                "Another webhook test is running (one at a time): try again in a few seconds."
+                    .to_string(),
+            ),
             TestOutcome::Failed(e) => (
                 200,
                 false,

@@ -42,7 +42,7 @@ mod ssrf;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -140,7 +140,20 @@ pub enum TestOutcome {
     Status(u16),
     /// No status came back (connection refused, timeout, TLS error).
     Failed(String),
+    /// Another test is in flight ([`TESTS_AT_ONCE`]); nothing was sent.
+    Busy,
 }
+
+/// Webhook tests in flight at once. A test runs on the HTTP worker that
+/// asked for it and may wait the whole `webhook_settings.timeout` on a
+/// target that never answers: one at a time keeps the other workers
+/// (the API, the dashboard, `/health`) answering whatever targets are
+/// tested.
+pub const TESTS_AT_ONCE: usize = 1;
+
+/// How long a caller turned away by [`TestOutcome::Busy`] is told to wait
+/// (`Retry-After`, seconds).
+pub const TEST_RETRY: &str = "5";
 
 /// An event as a producer reports it; [`Webhooks::emit`] turns it into the
 /// payload of SPEC §2 (plus `dry_run`, `review` and `confidence` where they
@@ -394,6 +407,8 @@ pub struct Webhooks {
     done: Receiver<()>,
     unlogged_drops: AtomicU64,
     last_drop_warn_ms: AtomicI64,
+    /// Tests in flight ([`TESTS_AT_ONCE`]).
+    tests: AtomicUsize,
 }
 
 impl Webhooks {
@@ -419,6 +434,7 @@ impl Webhooks {
             done: done_rx,
             unlogged_drops: AtomicU64::new(0),
             last_drop_warn_ms: AtomicI64::new(i64::MIN / 2),
+            tests: AtomicUsize::new(0),
         });
         let h = std::thread::Builder::new()
             .name("webhooks".into())
@@ -528,6 +544,17 @@ impl Webhooks {
         url: &str,
         headers: &BTreeMap<String, String>,
     ) -> TestOutcome {
+        /// Counts a test out when it ends, however it ends.
+        struct Running<'a>(&'a AtomicUsize);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _running = Running(&self.tests);
+        if self.tests.fetch_add(1, Ordering::SeqCst) >= TESTS_AT_ONCE {
+            return TestOutcome::Busy;
+        }
         let settings = &config.webhook_settings;
         let started = Instant::now();
         let body = serde_json::json!({
