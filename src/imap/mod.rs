@@ -31,6 +31,7 @@ mod flow;
 mod folders;
 mod generation;
 mod headers;
+mod held;
 mod learned;
 mod login;
 mod model;
@@ -76,6 +77,12 @@ pub use train::{fetch_examples, learn_email, learn_query, training_folders, Fold
 /// peak as the 20,000-message backlog does (53 MB), for one more MOVE per
 /// folder at 100,000. Measured with `scripts/bench.sh scale`.
 const WINDOW: usize = 20_000;
+
+/// [`WINDOW`], or in a debug build the failpoint `window=N` (tests make
+/// a pass of several windows out of a few hundred messages).
+fn window() -> usize {
+    crate::failpoint::number("window").unwrap_or(WINDOW)
+}
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest wait between passes while idling (`imap.idle_interval`, default
 /// 60 s, re-issues IDLE more often than this without a pass).
@@ -263,6 +270,11 @@ struct Runner {
     /// The junk folder of the session, as the user knows it: the learned
     /// classifier's class for `spam`.
     junk: String,
+    /// The moves held in a pass of more than one window (see `held`).
+    held: Option<held::Held>,
+    /// Rows of such a pass sent to the writer without waiting, to be
+    /// announced once durable (see `held`).
+    behind: Vec<(crate::store::EmailMeta, crate::store::Outcome, Duration)>,
 }
 
 impl Runner {
@@ -282,6 +294,8 @@ impl Runner {
             learner_generation: None,
             trouble: None,
             junk: "Junk".into(),
+            held: None,
+            behind: Vec::new(),
         }
     }
 
