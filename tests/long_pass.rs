@@ -19,7 +19,7 @@ use common::dovecot::Dovecot;
 use common::mail::msg_with;
 use common::mailproc::Mailproc;
 use common::server::{self, Kind};
-use common::world::{config, has, ok_rows, only_copy, Mailbox};
+use common::world::{config, has, metric, ok_rows, only_copy, Mailbox};
 
 on_every_server!(a_pass_of_several_windows_moves_once_per_folder);
 
@@ -153,6 +153,11 @@ fn a_pass_of_several_windows_moves_once_per_folder(kind: Kind) {
         "{name}: one move per destination:\n{log}"
     );
     assert_sorted_once(&mb, &m);
+    // Each announced once (webhooks and metrics go together), held or
+    // recorded behind alike; the pass is over.
+    m.wait_pass_after("acct", 0);
+    let processed = metric(&m, "mailproc_emails_processed_total{account=\"acct\"}");
+    assert_eq!(processed, N as f64, "{name}: messages announced");
 }
 
 /// The commands Dovecot received from all sessions of the user (its

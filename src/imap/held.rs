@@ -78,6 +78,9 @@ pub(super) struct Held {
     flags: Vec<Vec<String>>,
     flag_index: HashMap<Vec<String>, u32>,
     msgs: Vec<Msg>,
+    /// Messages recorded behind (see [`Runner::record_behind`]), to be
+    /// announced once durable: UID and how long deciding took (µs).
+    behind: Vec<(u32, u32)>,
 }
 
 impl Held {
@@ -89,6 +92,7 @@ impl Held {
             flags: Vec::new(),
             flag_index: HashMap::new(),
             msgs: Vec::new(),
+            behind: Vec::new(),
         }
     }
 
@@ -171,33 +175,33 @@ impl Runner {
         held
     }
 
-    /// In a pass that holds its moves, a group with nothing left to do on
-    /// the server once its moves are held (`plan` empty, nothing failed:
-    /// messages left alone, dry runs) is recorded behind: its rows and then
-    /// the watermark go to the journal writer, in that order, and the
-    /// window goes on to its next headers while they are written. They are
+    /// Whether a group of a pass that holds its moves has nothing left to
+    /// do on the server once its moves are held (`plan` empty, nothing
+    /// failed: messages left alone, dry runs): see
+    /// [`Runner::record_behind`].
+    pub(super) fn may_record_behind(&self, plan: &Plan, items: &[Item]) -> bool {
+        self.held.is_some()
+            && plan.flag_sets.is_empty()
+            && plan.moves.is_empty()
+            && items.iter().all(|it| it.failure().is_none())
+    }
+
+    /// Records such a group behind: its rows and then the watermark go to
+    /// the journal writer, in one write (one transaction), and the window
+    /// goes on to its next headers while they are written. They are
     /// announced once a later barrier has them durable
-    /// ([`Runner::announce_behind`]). A crash before they are written
-    /// leaves those messages above the watermark without a row: the next
-    /// pass decides them again, and nothing was done to them. Returns
-    /// whether it did; otherwise the group is acted on and recorded as
-    /// always.
+    /// ([`Runner::announce_behind`]), read back from the store. A crash
+    /// before they are written leaves those messages above the watermark
+    /// without a row: the next pass decides them again, and nothing was
+    /// done to them.
     pub(super) fn record_behind(
         &mut self,
-        plan: &Plan,
-        items: &[Item],
-        outcomes: &[Option<Outcome>],
+        items: Vec<Item>,
+        outcomes: Vec<Option<Outcome>>,
         w: &mut Window,
         f: Folder<'_>,
-    ) -> bool {
-        if self.held.is_none()
-            || !plan.flag_sets.is_empty()
-            || !plan.moves.is_empty()
-            || items.iter().any(|it| it.failure().is_some())
-        {
-            return false;
-        }
-        w.settle(items);
+    ) {
+        w.settle(&items);
         let mut out = Outcomes {
             watermark: Some(Watermark::new(
                 self.name(),
@@ -207,34 +211,72 @@ impl Runner {
             )),
             ..Default::default()
         };
-        for (it, o) in items.iter().zip(outcomes) {
+        let Some(h) = self.held.as_mut() else { return };
+        for (it, o) in items.into_iter().zip(outcomes) {
             let Some(o) = o else { continue };
+            h.behind.push((
+                it.meta.uid,
+                u32::try_from(it.took().as_micros()).unwrap_or(u32::MAX),
+            ));
             if it.journalled_now() && o.status == Status::Ok {
                 out.finished.push(Finished {
                     meta: it.meta.key(),
-                    actions: o.actions.clone(),
+                    actions: o.actions,
                     moved: None,
                 });
             } else {
-                out.finals.push(Final::new(it.meta.clone(), o.clone()));
+                out.finals.push(Final::new(it.meta, o));
             }
-            self.behind.push((it.meta.clone(), o.clone(), it.took()));
         }
         self.writer.outcomes(out);
-        true
     }
 
-    /// Announces the rows recorded behind, once a barrier of the writer
-    /// returned: they are durable.
-    pub(super) fn announce_behind(&mut self) {
-        let behind = std::mem::take(&mut self.behind);
-        if behind.is_empty() {
-            return;
+    /// Announces the rows recorded behind, read back from the store; only
+    /// once a barrier of the writer returned without error (they are
+    /// durable).
+    pub(super) fn announce_behind(&mut self) -> Result<(), ImapError> {
+        let Some(h) = self.held.as_mut() else {
+            return Ok(());
+        };
+        if h.behind.is_empty() {
+            return Ok(());
         }
-        for (meta, o, took) in &behind {
-            self.announce_processed(meta, o, *took);
+        let mut behind = std::mem::take(&mut h.behind);
+        let (mailbox, uidvalidity) = (h.mailbox.clone(), h.uidvalidity);
+        behind.sort_unstable();
+        let uids: Vec<u32> = behind.iter().map(|(u, _)| *u).collect();
+        self.announce_recorded(&mailbox, uidvalidity, &uids, |u| {
+            behind
+                .binary_search_by_key(&u, |(x, _)| *x)
+                .map_or(0, |i| behind[i].1)
+        })
+    }
+
+    /// Announces (webhooks, metrics) the rows of `uids` of `mailbox` at
+    /// `uidvalidity`, read back from the store, `took` giving how long
+    /// deciding each took (µs).
+    fn announce_recorded(
+        &mut self,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+        took: impl Fn(u32) -> u32,
+    ) -> Result<(), ImapError> {
+        let account = self.name().to_string();
+        for part in uids.chunks(ANNOUNCE_PER_READ) {
+            let rows = self
+                .w
+                .store
+                .recorded(&account, mailbox, uidvalidity, part)?;
+            for (meta, o) in rows {
+                let t = Duration::from_micros(u64::from(took(meta.uid)));
+                self.announce_processed(&meta, &o, t);
+            }
         }
-        self.w.handle.mark_processed();
+        if !uids.is_empty() {
+            self.w.handle.mark_processed();
+        }
+        Ok(())
     }
 
     /// Whether the pass holds as many messages as it may.
@@ -261,7 +303,12 @@ impl Runner {
         if h.msgs.is_empty() {
             return Ok(());
         }
-        let fresh = Held::new(&h.mailbox, h.uidvalidity);
+        // The pass holds on from nothing (what is behind stays).
+        let behind = std::mem::take(&mut h.behind);
+        let fresh = Held {
+            behind,
+            ..Held::new(&h.mailbox, h.uidvalidity)
+        };
         let mut h = std::mem::replace(h, fresh);
         let t = Instant::now();
         let mut msgs = std::mem::take(&mut h.msgs);
@@ -325,7 +372,7 @@ impl Runner {
         let written = self.writer.barrier();
         let (failed, _) = acted?;
         written?;
-        self.announce_behind();
+        self.announce_behind()?;
         let delay = self.w.account.retry_delay.0;
         let failures: Vec<(FailedAttempt, &'static str)> = failed
             .into_iter()
@@ -347,19 +394,9 @@ impl Runner {
         })?;
         self.report_failures(&h.mailbox, &failures, &recorded);
         finished.sort_unstable();
-        for part in finished.chunks(ANNOUNCE_PER_READ) {
-            let rows = self
-                .w
-                .store
-                .recorded(&account, &h.mailbox, h.uidvalidity, part)?;
-            for (meta, o) in rows {
-                let took = find(meta.uid).map_or(0, |m| m.took_us);
-                self.announce_processed(&meta, &o, Duration::from_micros(u64::from(took)));
-            }
-        }
-        if !finished.is_empty() {
-            self.w.handle.mark_processed();
-        }
+        self.announce_recorded(&h.mailbox, h.uidvalidity, &finished, |u| {
+            find(u).map_or(0, |m| m.took_us)
+        })?;
         log::debug!(
             "{}: {}: {} held message(s) moved ({} destination(s)), {} failed, in {:?}",
             self.name(),

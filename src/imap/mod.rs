@@ -272,9 +272,6 @@ struct Runner {
     junk: String,
     /// The moves held in a pass of more than one window (see `held`).
     held: Option<held::Held>,
-    /// Rows of such a pass sent to the writer without waiting, to be
-    /// announced once durable (see `held`).
-    behind: Vec<(crate::store::EmailMeta, crate::store::Outcome, Duration)>,
 }
 
 impl Runner {
@@ -295,7 +292,6 @@ impl Runner {
             trouble: None,
             junk: "Junk".into(),
             held: None,
-            behind: Vec::new(),
         }
     }
 

@@ -333,21 +333,15 @@ impl Runner {
             // Left `pending` for the next pass.
             Err(_) => Ok(()),
         };
+        // Rows recorded behind (see `held`) are announced once durable;
+        // after a failed write they are not (the next pass decides them).
+        let announced = match self.held.is_some().then(|| self.writer.barrier()) {
+            None => Ok(()),
+            Some(Ok(())) => self.announce_behind(),
+            Some(Err(e)) => Err(e.into()),
+        };
         self.held = None;
-        // Rows recorded behind (see `held`), announced once durable; after
-        // a failed write they are not, and the next pass decides them.
-        if !self.behind.is_empty() {
-            match self.writer.barrier() {
-                Ok(()) => self.announce_behind(),
-                Err(e) => {
-                    self.behind.clear();
-                    if ended.is_ok() && released.is_ok() {
-                        return Err(e.into());
-                    }
-                }
-            }
-        }
-        let (ended, ()) = (ended?, released?);
+        let (ended, (), ()) = (ended?, released?, announced?);
         if let Some(end) = ended {
             return Ok(end);
         }

@@ -122,7 +122,7 @@ impl Runner {
         self.journal(&mut items);
         self.writer.barrier()?;
         // Rows a group before sent behind are durable now.
-        self.announce_behind();
+        self.announce_behind()?;
         let mut outcomes = self.outcomes(&items);
         // Decisions journalled, nothing done on the server yet.
         crate::failpoint::hit("before-act");
@@ -138,16 +138,16 @@ impl Runner {
             }
         }
         let plan = self.plan(&items, &outcomes, folders);
-        if hold && self.record_behind(&plan, &items, &outcomes, w, f) {
+        if hold && self.may_record_behind(&plan, &items) {
             let examples = self.examples(&items, &outcomes, &HashMap::new(), folders, f.mailbox);
             self.learn(examples);
+            let n = items.len();
+            self.record_behind(items, outcomes, w, f);
             log::debug!(
-                "{}: {}: group of {}: journalled in {journalled:?}, {} left alone and recorded behind; \
+                "{}: {}: group of {n}: journalled in {journalled:?}, recorded behind; \
                  {} message(s) held to move at the pass's end",
                 self.name(),
                 f.mailbox,
-                items.len(),
-                items.len(),
                 self.held.as_ref().map_or(0, |h| h.len())
             );
             return Ok(());
