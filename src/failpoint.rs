@@ -13,7 +13,8 @@
 //! - `error`, `error-once`: [`fails`] answers true (always, or the first
 //!   time), for code that turns that into its own error;
 //! - a number `N`: [`number`] answers it, for a size a test shrinks (the
-//!   window of a pass, `window=N`; the moves a pass holds, `held=N`).
+//!   window of a pass, `window=N`; the moves a pass holds, `held=N`; the
+//!   bytes of a UID set in one command, `set_max=N`).
 
 #[cfg(debug_assertions)]
 type Point = (String, String, std::sync::atomic::AtomicBool);

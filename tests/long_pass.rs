@@ -276,3 +276,38 @@ fn a_kill_while_moves_are_held_loses_and_repeats_nothing() {
     assert_sorted_once(&mb, &m);
     assert_eq!(pending(&db), 0);
 }
+
+/// A set of UIDs too long for one command line (Dovecot refuses one past
+/// 64 KiB; a fragmented set of a long pass's held moves takes about 7
+/// bytes a UID) goes in several commands, each with its own record: with
+/// the bound at 200 bytes (failpoint `set_max=200`), every `UID MOVE`
+/// Dovecot received names at most 200 bytes of UIDs, and every message is
+/// still sorted once. Before: one MOVE per folder, with a set of about
+/// 700 bytes.
+#[test]
+fn a_long_uid_set_goes_in_pieces() {
+    let d = Dovecot::start_with("protocol imap {\n  rawlog_dir = %h/rawlog\n}\n", false);
+    let mb = Mailbox::new(&d, "pieces");
+    mb.seed("INBOX", &(0..N).map(message).collect::<Vec<_>>());
+    let dir = dovecot_with_rawlog(&d, &mb.user);
+    let mut m = start(&mb, "set_max=200");
+    wait_all_ok(&m);
+    assert_sorted_once(&mb, &m);
+    m.terminate();
+    let moves: Vec<String> = received(&dir)
+        .into_iter()
+        .filter(|c| c.to_ascii_uppercase().contains(" UID MOVE "))
+        .collect();
+    // 200 list and 200 offer UIDs, every third of 600: about 700 bytes
+    // each, in pieces of at most 200. (A rawlog line is `<time> <tag> UID
+    // MOVE <set> <folder>`.)
+    assert!(moves.len() >= 8, "{} UID MOVE(s): {moves:#?}", moves.len());
+    for c in &moves {
+        let set = c.split_whitespace().nth(4).unwrap_or("");
+        assert!(
+            !set.is_empty() && set.len() <= 200,
+            "{} bytes: {c}",
+            set.len()
+        );
+    }
+}

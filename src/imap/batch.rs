@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
-use super::commands::{search_message_id, uid_set};
+use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
 use super::flags::Wanted;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::state::{Failure, Item, Policy, State};
@@ -242,16 +242,16 @@ impl Runner {
                 .copied()
                 .filter(|u| !caps.uidplus || !moving.contains(u))
                 .collect();
-            if now.is_empty() {
-                continue;
-            }
-            if let Err(e) = s.uid_store(
-                uid_set(&now),
-                format!("+FLAGS.SILENT ({})", flags.join(" ")),
-            ) {
-                let e = session_fatal(e)?;
-                for u in &now {
-                    failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
+            // (A large fragmented set goes in several commands.)
+            for now in uid_pieces(&now, set_max()) {
+                if let Err(e) = s.uid_store(
+                    uid_set(&now),
+                    format!("+FLAGS.SILENT ({})", flags.join(" ")),
+                ) {
+                    let e = session_fatal(e)?;
+                    for u in &now {
+                        failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
+                    }
                 }
             }
         }
@@ -273,12 +273,20 @@ impl Runner {
         let mut created: HashSet<String> = HashSet::new();
         // The largest move first: its records are written while the
         // smaller ones run, so little is left to write after the last.
-        let mut moves: Vec<_> = plan.moves.iter().collect();
+        // (A large fragmented set goes in several commands, see `SET_MAX`.)
+        let mut moves: Vec<(&String, Vec<u32>)> = plan
+            .moves
+            .iter()
+            .flat_map(|(folder, set)| {
+                uid_pieces(set, set_max())
+                    .into_iter()
+                    .map(move |piece| (folder, piece))
+            })
+            .collect();
         moves.sort_by_key(|(_, set)| std::cmp::Reverse(set.len()));
         for (folder, set) in moves {
             let set: Vec<u32> = set
-                .iter()
-                .copied()
+                .into_iter()
                 .filter(|u| !failed.contains_key(u))
                 .collect();
             if set.is_empty() {

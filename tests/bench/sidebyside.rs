@@ -604,7 +604,8 @@ pub fn sizes(rows: &mut Vec<Row>) {
                    mailproc.service's environment (MALLOC_ARENA_MAX=2: glibc's arena per thread keeps \
                    what each window freed); a pass holds one window of up to 20,000 messages (about \
                    2 KB each while handled) at a time, so past 20,000 only the folder's list of UIDs \
-                   (4 bytes each) grows with it"
+                   (4 bytes each) and the moves held to the pass's end (16 bytes each, 100,000 at most) \
+                   grow with it"
                 .into(),
         });
     }
