@@ -500,13 +500,13 @@ pub fn run(rows: &mut Vec<Row>) {
     let n = crate::env_usize("MAILPROC_BENCH_N", 5000);
     let k = crate::env_usize("MAILPROC_BENCH_ROUNDS", 3).max(1);
     let corpus = corpus::corpus();
-    let forms: Vec<usize> = (0..imapfilter::FORMS.len()).collect();
-    rows.extend(measure(&corpus, n, k, &forms, true).rows);
+    rows.extend(measure(&corpus, n, k, &first_forms(), true).rows);
 }
 
-/// The imapfilter forms the first size compares with: all of them, or
-/// those `MAILPROC_BENCH_FORMS` lists by index (`2`: one query per folder,
-/// one expunge), to shorten a run while measuring mailproc alone.
+/// The imapfilter forms the `rules` part and the first size of `scale`
+/// compare with: all of them, or those `MAILPROC_BENCH_FORMS` lists by
+/// index (`2`: one query per folder, one expunge), to shorten a run while
+/// measuring mailproc.
 fn first_forms() -> Vec<usize> {
     let all = 0..imapfilter::FORMS.len();
     match std::env::var("MAILPROC_BENCH_FORMS") {
