@@ -16,8 +16,10 @@
 //! - At-least-once, never twice per arrival: the decision for a batch is
 //!   journalled (`pending`) before any command changes a message, and the
 //!   final record and the folder watermark are written in one transaction
-//!   after the server confirmed the actions. After a crash, pending rows are
-//!   finished with the journalled decision (the model is not asked again).
+//!   after the server confirmed the actions (the moves a long pass holds to
+//!   its end are journalled when the watermark passes them, see `held`).
+//!   After a crash, pending rows are finished with the journalled decision
+//!   (the model is not asked again).
 //! - A failing message never stops the account: it is recorded, retried with
 //!   backoff up to `max_attempts`, then parked as failed.
 //! - Commands (pause, resume, reconnect, process, shutdown) take effect within
