@@ -13,7 +13,9 @@
 #        backlog; for scale, MAILPROC_BENCH_ACCOUNTS (1000, 0 skips),
 #        MAILPROC_BENCH_IDLE_S (60), MAILPROC_BENCH_MAIL_S (300),
 #        MAILPROC_BENCH_RATE (10) and MAILPROC_BENCH_SIZES
-#        (5000,20000,100000; empty skips) shrink it.
+#        (5000,20000,100000; empty skips) shrink it. MAILPROC_BENCH_FORMS
+#        (e.g. 2) limits the imapfilter forms of `rules` and scale's first size,
+#        MAILPROC_BENCH_LOG=FILE keeps mailproc's debug log (FILE.<size>).
 # Writes docs/benchmarks.md (MAILPROC_BENCH_OUT to write elsewhere); a part
 # run alone rewrites its own section (hostile, scale) or the main table,
 # and keeps the rest.

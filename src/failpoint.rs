@@ -11,7 +11,10 @@
 //! - `pause:MS`: every hit logs `failpoint NAME: pausing MS ms` and sleeps
 //!   that long (a window for a test to act in);
 //! - `error`, `error-once`: [`fails`] answers true (always, or the first
-//!   time), for code that turns that into its own error.
+//!   time), for code that turns that into its own error;
+//! - a number `N`: [`number`] answers it, for a size a test shrinks (the
+//!   window of a pass, `window=N`; the moves a pass holds, `held=N`; the
+//!   bytes of a UID set in one command, `set_max=N`).
 
 #[cfg(debug_assertions)]
 type Point = (String, String, std::sync::atomic::AtomicBool);
@@ -81,6 +84,22 @@ pub fn hit(_name: &str) {}
 #[inline(always)]
 pub fn fails(_name: &str) -> bool {
     false
+}
+
+/// The positive number failpoint `name` is set to, if any.
+#[cfg(debug_assertions)]
+pub fn number(name: &str) -> Option<usize> {
+    points()
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .and_then(|(_, action, _)| action.parse().ok())
+        .filter(|n| *n > 0)
+}
+
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn number(_name: &str) -> Option<usize> {
+    None
 }
 
 /// The message of a caught panic.

@@ -6,14 +6,15 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
-use super::commands::{search_message_id, uid_set};
+use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
 use super::flags::Wanted;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::state::{Failure, Item, Policy, State};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
 use crate::store::{
-    EmailMeta, FailedAttempt, Final, Finished, MoveRecord, Outcome, Outcomes, Status, Watermark,
+    EmailMeta, FailedAttempt, FailureRecord, Final, Finished, MoveRecord, Outcome, Outcomes,
+    Status, Watermark,
 };
 use crate::webhook::Event;
 
@@ -26,6 +27,16 @@ pub(super) type Moved = HashMap<u32, (String, Option<u32>)>;
 pub(super) struct Replayed {
     uidvalidity: u32,
     ids: HashMap<u32, String>,
+}
+
+impl Replayed {
+    /// None carried out again, in the generation `uidvalidity`.
+    pub(super) fn none(uidvalidity: u32) -> Replayed {
+        Replayed {
+            uidvalidity,
+            ids: HashMap::new(),
+        }
+    }
 }
 
 /// Source UID and UID in the destination of messages an earlier run copied.
@@ -43,9 +54,9 @@ pub(super) struct Acted {
 
 /// UIDs whose every command the server has confirmed, and the folder they
 /// moved to (with their UIDs there, when the server said) if they moved.
-struct Confirmed {
-    uids: Vec<u32>,
-    to: Option<(String, HashMap<u32, u32>)>,
+pub(super) struct Confirmed {
+    pub(super) uids: Vec<u32>,
+    pub(super) to: Option<(String, HashMap<u32, u32>)>,
 }
 
 impl Runner {
@@ -205,7 +216,7 @@ impl Runner {
     /// with why, and where the moved ones went; a broken session is an
     /// error.
     #[allow(clippy::too_many_arguments)]
-    fn act(
+    pub(super) fn act(
         &mut self,
         s: &mut Session,
         caps: &Caps,
@@ -231,16 +242,16 @@ impl Runner {
                 .copied()
                 .filter(|u| !caps.uidplus || !moving.contains(u))
                 .collect();
-            if now.is_empty() {
-                continue;
-            }
-            if let Err(e) = s.uid_store(
-                uid_set(&now),
-                format!("+FLAGS.SILENT ({})", flags.join(" ")),
-            ) {
-                let e = session_fatal(e)?;
-                for u in &now {
-                    failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
+            // (A large fragmented set goes in several commands.)
+            for now in uid_pieces(&now, set_max()) {
+                if let Err(e) = s.uid_store(
+                    uid_set(&now),
+                    format!("+FLAGS.SILENT ({})", flags.join(" ")),
+                ) {
+                    let e = session_fatal(e)?;
+                    for u in &now {
+                        failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
+                    }
                 }
             }
         }
@@ -262,12 +273,20 @@ impl Runner {
         let mut created: HashSet<String> = HashSet::new();
         // The largest move first: its records are written while the
         // smaller ones run, so little is left to write after the last.
-        let mut moves: Vec<_> = plan.moves.iter().collect();
+        // (A large fragmented set goes in several commands, see `SET_MAX`.)
+        let mut moves: Vec<(&String, Vec<u32>)> = plan
+            .moves
+            .iter()
+            .flat_map(|(folder, set)| {
+                uid_pieces(set, set_max())
+                    .into_iter()
+                    .map(move |piece| (folder, piece))
+            })
+            .collect();
         moves.sort_by_key(|(_, set)| std::cmp::Reverse(set.len()));
         for (folder, set) in moves {
             let set: Vec<u32> = set
-                .iter()
-                .copied()
+                .into_iter()
                 .filter(|u| !failed.contains_key(u))
                 .collect();
             if set.is_empty() {
@@ -547,7 +566,29 @@ impl Runner {
         if !finals.is_empty() {
             self.w.handle.mark_processed();
         }
-        for ((f, kind), r) in failures.iter().zip(&recorded) {
+        self.report_failures(mailbox, &failures, &recorded);
+        let cancelled = items
+            .iter()
+            .filter(|it| it.state == State::Cancelled)
+            .count();
+        if cancelled > 0 {
+            log::info!(
+                "{}: {mailbox}: shutting down; {cancelled} message(s) left for the next start",
+                self.name()
+            );
+        }
+        Ok(())
+    }
+
+    /// Counts, logs and announces (`error` webhook) recorded failed
+    /// attempts, with what became of each (`recorded`, in order).
+    pub(super) fn report_failures(
+        &self,
+        mailbox: &str,
+        failures: &[(FailedAttempt, &'static str)],
+        recorded: &[FailureRecord],
+    ) {
+        for ((f, kind), r) in failures.iter().zip(recorded) {
             let (m, n, st) = (&f.meta, r.attempts, r.status);
             self.count_error(kind);
             log::warn!(
@@ -565,21 +606,10 @@ impl Runner {
                 ),
             });
         }
-        let cancelled = items
-            .iter()
-            .filter(|it| it.state == State::Cancelled)
-            .count();
-        if cancelled > 0 {
-            log::info!(
-                "{}: {mailbox}: shutting down; {cancelled} message(s) left for the next start",
-                self.name()
-            );
-        }
-        Ok(())
     }
 
     /// Metrics and webhooks of one recorded message.
-    fn announce_processed(&self, meta: &EmailMeta, o: &Outcome, took: Duration) {
+    pub(super) fn announce_processed(&self, meta: &EmailMeta, o: &Outcome, took: Duration) {
         self.w
             .metrics
             .emails_processed

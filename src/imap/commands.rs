@@ -193,6 +193,68 @@ pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
     out
 }
 
+/// The longest UID set one command carries, in bytes: Dovecot refuses a
+/// command line past its `imap_max_line_length` (64 KiB by default) with
+/// "Too long argument". A fragmented set (every other message of a
+/// folder) takes about 7 bytes a UID, so a large one goes in several
+/// commands; the sets of a 100,000-message backlog's moves held to the
+/// end of its pass took 3 to 34 KB each (the benchmark's corpus). Below
+/// RFC 7162's advice of about 8 KB a line, the same moves took 12
+/// commands instead of 4, each rewriting Dovecot's index of the folder.
+pub(super) const SET_MAX: usize = 48 * 1024;
+
+/// [`SET_MAX`], or in a debug build the failpoint `set_max=N` (tests cut
+/// a few hundred UIDs into pieces).
+pub(super) fn set_max() -> usize {
+    crate::failpoint::number("set_max").unwrap_or(SET_MAX)
+}
+
+/// `uids` sorted, deduplicated and cut into pieces whose [`uid_set`] is at
+/// most `max` bytes (a single UID is never cut), in order.
+pub(super) fn uid_pieces(uids: &[u32], max: usize) -> Vec<Vec<u32>> {
+    let mut v = uids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut pieces: Vec<Vec<u32>> = Vec::new();
+    let mut piece: Vec<u32> = Vec::new();
+    // Bytes of `piece`'s set, and where its last range began.
+    let mut len = 0usize;
+    let mut run_start = 0u32;
+    for u in v {
+        let digits = |x: u32| x.to_string().len();
+        let extends = piece.last().is_some_and(|l| *l + 1 == u);
+        // A run grows `a:b` to `a:c`; anything else adds `,c`.
+        let grown = if extends {
+            let last = *piece.last().unwrap_or(&u);
+            let before = if last == run_start {
+                0
+            } else {
+                1 + digits(last)
+            };
+            len - before + 1 + digits(u)
+        } else if piece.is_empty() {
+            digits(u)
+        } else {
+            len + 1 + digits(u)
+        };
+        if grown > max && !piece.is_empty() {
+            pieces.push(std::mem::take(&mut piece));
+            len = digits(u);
+            run_start = u;
+        } else {
+            if !extends {
+                run_start = u;
+            }
+            len = grown;
+        }
+        piece.push(u);
+    }
+    if !piece.is_empty() {
+        pieces.push(piece);
+    }
+    pieces
+}
+
 /// `1:3,5,7:9` from sorted or unsorted UIDs.
 pub fn uid_set(uids: &[u32]) -> String {
     let mut v = uids.to_vec();
@@ -275,6 +337,44 @@ pub(super) fn search_message_id(id: &str, caps: &Caps) -> Result<String, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uid_pieces_keep_each_set_within_the_bound_and_lose_nothing() {
+        // Every other UID: no runs at all.
+        let sparse: Vec<u32> = (0..40_000u32).map(|i| 100_001 + 2 * i).collect();
+        // Runs of three, apart.
+        let runs: Vec<u32> = (0..30_000u32).map(|i| 10 * (i / 3) + i % 3 + 1).collect();
+        for uids in [
+            sparse,
+            runs,
+            (1..=50_000).collect::<Vec<u32>>(),
+            vec![7],
+            vec![],
+        ] {
+            for max in [1, 12, 100, SET_MAX] {
+                let pieces = uid_pieces(&uids, max);
+                for p in &pieces {
+                    let set = uid_set(p);
+                    assert!(
+                        set.len() <= max || p.len() == 1,
+                        "{} bytes over {max}",
+                        set.len()
+                    );
+                }
+                let back: Vec<u32> = pieces.concat();
+                assert_eq!(back, uids, "max {max}");
+            }
+        }
+        // A run is one piece however long; a sparse set is cut near the
+        // bound, not far below it.
+        assert_eq!(uid_pieces(&(1..=50_000).collect::<Vec<_>>(), 20).len(), 1);
+        let sparse: Vec<u32> = (0..40_000u32).map(|i| 100_001 + 2 * i).collect();
+        let pieces = uid_pieces(&sparse, SET_MAX);
+        assert!(uid_set(&pieces[0]).len() > SET_MAX - 8);
+        assert_eq!(pieces.len(), (40_000usize * 7).div_ceil(SET_MAX));
+        // Out of order and repeated UIDs come out sorted, once.
+        assert_eq!(uid_pieces(&[5, 3, 5, 4, 9], 100), [vec![3, 4, 5, 9]]);
+    }
 
     #[test]
     fn uid_sets_compress_runs() {

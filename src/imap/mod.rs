@@ -16,8 +16,10 @@
 //! - At-least-once, never twice per arrival: the decision for a batch is
 //!   journalled (`pending`) before any command changes a message, and the
 //!   final record and the folder watermark are written in one transaction
-//!   after the server confirmed the actions. After a crash, pending rows are
-//!   finished with the journalled decision (the model is not asked again).
+//!   after the server confirmed the actions (the moves a long pass holds to
+//!   its end are journalled when the watermark passes them, see `held`).
+//!   After a crash, pending rows are finished with the journalled decision
+//!   (the model is not asked again).
 //! - A failing message never stops the account: it is recorded, retried with
 //!   backoff up to `max_attempts`, then parked as failed.
 //! - Commands (pause, resume, reconnect, process, shutdown) take effect within
@@ -31,6 +33,7 @@ mod flow;
 mod folders;
 mod generation;
 mod headers;
+mod held;
 mod learned;
 mod login;
 mod model;
@@ -76,6 +79,12 @@ pub use train::{fetch_examples, learn_email, learn_query, training_folders, Fold
 /// peak as the 20,000-message backlog does (53 MB), for one more MOVE per
 /// folder at 100,000. Measured with `scripts/bench.sh scale`.
 const WINDOW: usize = 20_000;
+
+/// [`WINDOW`], or in a debug build the failpoint `window=N` (tests make
+/// a pass of several windows out of a few hundred messages).
+fn window() -> usize {
+    crate::failpoint::number("window").unwrap_or(WINDOW)
+}
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest wait between passes while idling (`imap.idle_interval`, default
 /// 60 s, re-issues IDLE more often than this without a pass).
@@ -263,6 +272,8 @@ struct Runner {
     /// The junk folder of the session, as the user knows it: the learned
     /// classifier's class for `spam`.
     junk: String,
+    /// The moves held in a pass of more than one window (see `held`).
+    held: Option<held::Held>,
 }
 
 impl Runner {
@@ -282,6 +293,7 @@ impl Runner {
             learner_generation: None,
             trouble: None,
             junk: "Junk".into(),
+            held: None,
         }
     }
 

@@ -88,7 +88,7 @@ impl Runner {
             }
             if flow.due(Instant::now()) {
                 let items = flow.take_ready();
-                self.finish(s, caps, folders, f, w, items)?;
+                self.finish(s, caps, folders, f, w, items, false)?;
                 talked = Instant::now();
                 continue;
             }

@@ -5,9 +5,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use super::headers::HEADER_CHUNK;
+use super::held::Held;
 use super::reader::{self, Reader, TWO_SESSIONS_MIN};
 use super::session::{Caps, Folders, Session};
-use super::{Exit, ImapError, Runner, WINDOW};
+use super::{window, Exit, ImapError, Runner};
 use crate::account::State;
 use crate::config::Backlog;
 use crate::store::{KnownEmail, Status, Watermark};
@@ -313,31 +314,36 @@ impl Runner {
         self.skip_handled_earlier(s, mailbox, uidvalidity, &mut uids, &known)?;
         let uids: Vec<u32> = uids.into_iter().collect();
         let mut reader = self.second_session(caps, folders, mailbox, uidvalidity, &uids);
-        for chunk in uids.chunks(WINDOW) {
-            let complete = self.process_window(
-                s,
-                caps,
-                folders,
-                mailbox,
-                uidvalidity,
-                chunk,
-                &mut known,
-                &mut reader,
-            )?;
-            if self.w.handle.is_shutting_down() {
-                return Ok(Some(Exit::Shutdown));
-            }
-            if self.paused_now() {
-                return Ok(None);
-            }
-            if let Some(exit) = self.take_commands() {
-                return Ok(Some(exit));
-            }
-            if !complete {
-                // Cut short by a command: the rest waits above the
-                // watermark for the next pass.
-                return Ok(None);
-            }
+        // More than one window: their moves are held and made at the end
+        // (see `held`).
+        self.held = (uids.len() > window()).then(|| Held::new(mailbox, uidvalidity));
+        let ended = self.windows(
+            s,
+            caps,
+            folders,
+            (mailbox, uidvalidity),
+            &uids,
+            &mut known,
+            &mut reader,
+        );
+        // The second session only reads: it is closed before the moves.
+        drop(reader);
+        let released = match ended {
+            Ok(_) => self.release_held(s, caps, folders),
+            // Left `pending` for the next pass.
+            Err(_) => Ok(()),
+        };
+        // Rows recorded behind (see `held`) are announced once durable;
+        // after a failed write they are not (the next pass decides them).
+        let announced = match self.held.is_some().then(|| self.writer.barrier()) {
+            None => Ok(()),
+            Some(Ok(())) => self.announce_behind(),
+            Some(Err(e)) => Err(e.into()),
+        };
+        self.held = None;
+        let (ended, (), ()) = (ended?, released?, announced?);
+        if let Some(end) = ended {
+            return Ok(end);
         }
         // Everything below the UIDNEXT of the SELECT was searched and
         // handled; UIDs missing from the search were expunged meanwhile.
@@ -349,6 +355,44 @@ impl Runner {
             uidvalidity,
             uid_next.saturating_sub(1),
         ))?;
+        Ok(None)
+    }
+
+    /// The windows of a folder's pass, in order. Returns how the pass ends
+    /// when it ends before its last window (shutdown, a pause, a command:
+    /// the rest waits above the watermark for the next pass), `None` when
+    /// every window was handled.
+    #[allow(clippy::too_many_arguments)]
+    fn windows(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        (mailbox, uidvalidity): (&str, u32),
+        uids: &[u32],
+        known: &mut HashMap<u32, KnownEmail>,
+        reader: &mut Option<Reader>,
+    ) -> Result<Option<Option<Exit>>, ImapError> {
+        for chunk in uids.chunks(window()) {
+            let complete =
+                self.process_window(s, caps, folders, mailbox, uidvalidity, chunk, known, reader)?;
+            if self.w.handle.is_shutting_down() {
+                return Ok(Some(Some(Exit::Shutdown)));
+            }
+            if self.paused_now() {
+                return Ok(Some(None));
+            }
+            if let Some(exit) = self.take_commands() {
+                return Ok(Some(Some(exit)));
+            }
+            if !complete {
+                // Cut short by a command.
+                return Ok(Some(None));
+            }
+            if self.held_full() {
+                self.release_held(s, caps, folders)?;
+            }
+        }
         Ok(None)
     }
 
@@ -377,7 +421,7 @@ impl Runner {
         );
         // The odd chunks of each window (see `triage`).
         let chunks = uids
-            .chunks(WINDOW)
+            .chunks(window())
             .flat_map(|w| w.chunks(HEADER_CHUNK).skip(1).step_by(2))
             .map(<[u32]>::to_vec)
             .collect();

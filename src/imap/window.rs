@@ -80,7 +80,7 @@ impl Runner {
             uidvalidity,
         };
         let mut w = Window::new(uids, ready.iter().chain(&to_model).map(|it| it.meta.uid));
-        self.finish(s, caps, folders, f, &mut w, ready)?;
+        self.finish(s, caps, folders, f, &mut w, ready, true)?;
         let complete =
             to_model.is_empty() || self.ask_model(s, caps, folders, f, &mut w, to_model)?;
         Ok(complete && w.is_done())
@@ -98,7 +98,10 @@ impl Runner {
 
     /// Journals, acts on and records one decided group of a window: the
     /// decisions are durable before the first command, and the watermark
-    /// is written after every row of the group.
+    /// is written after every row of the group. With `hold`, in a pass
+    /// that holds its moves (see `held`), the group's moves are held for
+    /// the pass's end instead, journalled.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn finish(
         &mut self,
         s: &mut Session,
@@ -107,6 +110,7 @@ impl Runner {
         f: Folder<'_>,
         w: &mut Window,
         items: Vec<Item>,
+        hold: bool,
     ) -> Result<(), ImapError> {
         if items.is_empty() {
             return Ok(());
@@ -117,11 +121,37 @@ impl Runner {
         // are journalled here.)
         self.journal(&mut items);
         self.writer.barrier()?;
-        let outcomes = self.outcomes(&items);
+        // Rows a group before sent behind are durable now.
+        self.announce_behind()?;
+        let mut outcomes = self.outcomes(&items);
         // Decisions journalled, nothing done on the server yet.
         crate::failpoint::hit("before-act");
         let journalled = t.elapsed();
+        if hold {
+            // Held: journalled, so settled; learned from now.
+            let held = self.hold(&mut items, &mut outcomes);
+            if !held.is_empty() {
+                w.settle(&held);
+                let o = self.outcomes(&held);
+                let examples = self.examples(&held, &o, &HashMap::new(), folders, f.mailbox);
+                self.learn(examples);
+            }
+        }
         let plan = self.plan(&items, &outcomes, folders);
+        if hold && self.may_record_behind(&plan, &items) {
+            let examples = self.examples(&items, &outcomes, &HashMap::new(), folders, f.mailbox);
+            self.learn(examples);
+            let n = items.len();
+            self.record_behind(items, outcomes, w, f);
+            log::debug!(
+                "{}: {}: group of {n}: journalled in {journalled:?}, recorded behind; \
+                 {} message(s) held to move at the pass's end",
+                self.name(),
+                f.mailbox,
+                self.held.as_ref().map_or(0, |h| h.len())
+            );
+            return Ok(());
+        }
         let super::batch::Acted {
             failed,
             finals: early,
@@ -142,11 +172,15 @@ impl Runner {
         )?;
         self.learn(examples);
         log::debug!(
-            "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}",
+            "{}: {}: group of {}: journalled in {journalled:?}, acted by {acted:?}, recorded by {:?}{}",
             self.name(),
             f.mailbox,
             items.len(),
-            t.elapsed()
+            t.elapsed(),
+            match &self.held {
+                Some(h) if hold => format!("; {} message(s) held to move at the pass's end", h.len()),
+                _ => String::new(),
+            }
         );
         Ok(())
     }

@@ -28,6 +28,7 @@ mod journal;
 mod learn;
 mod oauth;
 mod read;
+mod recorded;
 mod retries;
 mod schema;
 mod undo;

@@ -124,6 +124,11 @@ fn mailproc_run(d: &Dovecot, user: &str, password: &str, n: usize) -> Ours {
         let log = format!("{}.mailproc.log", perf_out.as_deref().unwrap_or_default());
         std::fs::write(log, m.log()).ok();
     }
+    // MAILPROC_BENCH_LOG=FILE: mailproc's debug log of the run (one line
+    // per window, per MOVE and per group), without a profile.
+    if let Ok(log) = std::env::var("MAILPROC_BENCH_LOG") {
+        std::fs::write(format!("{log}.{n}"), m.log()).ok();
+    }
     // The pass ends with indexing the records for search: the peak is
     // read once the account waits for mail again.
     m.wait_for(Duration::from_secs(300), "the pass to end", || {
@@ -343,11 +348,12 @@ pub fn measure(corpus: &[Vec<u8>], n: usize, rounds: usize, forms: &[usize], bar
         .map(|i| {
             let r = round(scratch.path(), n, forms, bare, i % 2 == 0);
             eprintln!(
-                "side by side: {n}: round {}: delivered to {} users in {:.1} s; mailproc {:.3} s; {}{}",
+                "side by side: {n}: round {}: delivered to {} users in {:.1} s; mailproc {:.3} s (peak RSS {:.1} MB); {}{}",
                 i + 1,
                 forms.len() + 1 + usize::from(bare),
                 r.deliver_s,
                 r.ours.secs,
+                r.ours.peak_kib as f64 / 1024.0,
                 r.peers
                     .iter()
                     .map(|(f, p)| format!("imapfilter {f} {:.3} s", p.secs))
@@ -494,8 +500,31 @@ pub fn run(rows: &mut Vec<Row>) {
     let n = crate::env_usize("MAILPROC_BENCH_N", 5000);
     let k = crate::env_usize("MAILPROC_BENCH_ROUNDS", 3).max(1);
     let corpus = corpus::corpus();
-    let forms: Vec<usize> = (0..imapfilter::FORMS.len()).collect();
-    rows.extend(measure(&corpus, n, k, &forms, true).rows);
+    rows.extend(measure(&corpus, n, k, &first_forms(), true).rows);
+}
+
+/// The imapfilter forms the `rules` part and the first size of `scale`
+/// compare with: all of them, or those `MAILPROC_BENCH_FORMS` lists by
+/// index (`2`: one query per folder, one expunge), to shorten a run while
+/// measuring mailproc.
+fn first_forms() -> Vec<usize> {
+    let all = 0..imapfilter::FORMS.len();
+    match std::env::var("MAILPROC_BENCH_FORMS") {
+        Ok(v) => {
+            let forms: Vec<usize> = v
+                .split(',')
+                .filter_map(|f| f.trim().parse().ok())
+                .filter(|f| all.contains(f))
+                .collect();
+            assert!(
+                !forms.is_empty(),
+                "MAILPROC_BENCH_FORMS={v:?} names no form (0 to {})",
+                all.end - 1
+            );
+            forms
+        }
+        Err(_) => all.collect(),
+    }
 }
 
 /// imapfilter's form that expunges once, at the end.
@@ -519,10 +548,7 @@ pub fn sizes(rows: &mut Vec<Row>) {
     let mut measured: Vec<Size> = Vec::new();
     for &n in &sizes {
         let mut size = match measured.first() {
-            None => {
-                let forms: Vec<usize> = (0..imapfilter::FORMS.len()).collect();
-                measure(&corpus, n, k, &forms, true)
-            }
+            None => measure(&corpus, n, k, &first_forms(), true),
             // The fastest form there, and the one that expunges once (it
             // pays Dovecot's cost per expunging command, which grows with
             // the folder, once).
@@ -578,7 +604,8 @@ pub fn sizes(rows: &mut Vec<Row>) {
                    mailproc.service's environment (MALLOC_ARENA_MAX=2: glibc's arena per thread keeps \
                    what each window freed); a pass holds one window of up to 20,000 messages (about \
                    2 KB each while handled) at a time, so past 20,000 only the folder's list of UIDs \
-                   (4 bytes each) grows with it"
+                   (4 bytes each) and the moves held to the pass's end (16 bytes each, 100,000 at most) \
+                   grow with it"
                 .into(),
         });
     }
