@@ -277,6 +277,48 @@ fn a_kill_while_moves_are_held_loses_and_repeats_nothing() {
     assert_eq!(pending(&db), 0);
 }
 
+/// A held move the server refuses (its folder is missing and may not be
+/// created) is recorded as a failed attempt and reported with the
+/// message's Message-ID and subject, which its journalled row holds (the
+/// pass keeps only UIDs); the other folder's moves are made. Before, the
+/// log and the `error` webhook named only the UID: `UID 2 ()`, subject "".
+#[test]
+fn a_held_move_the_server_refuses_is_reported_by_its_names() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "heldrefused");
+    mb.seed("INBOX", &(0..N).map(message).collect::<Vec<_>>());
+    mb.create("Lists");
+    let account = account(&mb).replace("create: true", "create: false");
+    let mut m = Mailproc::prepare(&config(&account, None));
+    m.spawn(&[("MAILPROC_FAILPOINTS", WINDOW)]);
+    m.wait_ready();
+    m.wait_for(STALL, "the held moves made", || {
+        m.log().contains("held message(s) moved").then_some(())
+    });
+    let log = m.log();
+    // Message 1 is an offer (to Offers, which is missing).
+    let line = log
+        .lines()
+        .find(|l| l.contains("INBOX UID ") && l.contains("attempt 1"))
+        .unwrap_or_else(|| panic!("no failed attempt logged:\n{log}"));
+    let uid: u32 = line
+        .split("INBOX UID ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|u| u.parse().ok())
+        .unwrap_or_else(|| panic!("no UID in {line:?}"));
+    // Seeded in order: UID u is message u - 1.
+    let id = format!("<w{}@mailproc.test>", uid - 1);
+    assert!(line.contains(&format!("UID {uid} ({id}): ")), "{line}");
+    assert!(line.contains("Offers"), "{line}");
+    let at = mb.where_is();
+    assert_eq!(only_copy(&at, &id, "dovecot").mailbox, "INBOX");
+    assert_eq!(
+        only_copy(&at, "<w0@mailproc.test>", "dovecot").mailbox,
+        "Lists"
+    );
+}
+
 /// A set of UIDs too long for one command line (Dovecot refuses one past
 /// 64 KiB; a fragmented set of a long pass's held moves takes about 7
 /// bytes a UID) goes in several commands, each with its own record: with

@@ -374,12 +374,23 @@ impl Runner {
         written?;
         self.announce_behind()?;
         let delay = self.w.account.retry_delay.0;
+        // A failure is reported (log, `error` webhook) with the message's
+        // names, which its journalled row holds: the pass kept only UIDs.
+        let mut names: HashMap<u32, EmailMeta> = HashMap::new();
+        let failed_uids: Vec<u32> = failed.keys().copied().collect();
+        for part in failed_uids.chunks(ANNOUNCE_PER_READ) {
+            let rows = self
+                .w
+                .store
+                .recorded(&account, &h.mailbox, h.uidvalidity, part)?;
+            names.extend(rows.into_iter().map(|(meta, _)| (meta.uid, meta)));
+        }
         let failures: Vec<(FailedAttempt, &'static str)> = failed
             .into_iter()
             .map(|(u, error)| {
                 (
                     FailedAttempt {
-                        meta: h.key(&account, u),
+                        meta: names.remove(&u).unwrap_or_else(|| h.key(&account, u)),
                         error,
                         max_attempts: self.w.account.max_attempts,
                         retry_delay_ms: i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
