@@ -426,6 +426,77 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
     );
 }
 
+/// A week of moves to one folder whose UIDs make a set longer than a
+/// command line (Dovecot refuses one past 64 KiB, "Too long argument") is
+/// looked for in pieces: the user's correction is still found. Before,
+/// one `UID SEARCH` carried the whole set and the folder's corrections
+/// were never checked.
+#[test]
+fn corrections_are_found_among_a_week_of_moves_too_many_for_one_command() {
+    let d = sorted_mailbox();
+    let yaml = config(&d, None, "{ enabled: true }").replace(
+        "    rules:\n",
+        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    // 7,500 earlier moves to Receipts at UIDs 10000001, 10000003, ...
+    // (gone since): their set alone is 67 KB.
+    {
+        let conn = rusqlite::Connection::open(m.db_path()).unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let tx = conn.unchecked_transaction().unwrap();
+        for i in 0..7_500u32 {
+            tx.execute(
+                "INSERT INTO emails (account, mailbox, uidvalidity, uid, processed_at, status, \
+                 dest_folder, dest_uid) VALUES ('acct', 'Old', 1, ?1, ?2, 'ok', 'Receipts', ?3)",
+                rusqlite::params![i + 1, now, 10_000_001 + 2 * i],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    d.seed("test", "INBOX", &receipt(400));
+    m.spawn(&[]);
+    m.wait_ready();
+    common::wait::until_done(
+        Duration::from_secs(60),
+        "the receipt moved and recorded",
+        || {
+            let e = m.get("/api/activity?search=r400").body["entries"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let done = e
+                .iter()
+                .any(|x| x["messageId"] == "<r400@shop.example>" && x["status"] == "ok");
+            (u64::from(done), done.then_some(()))
+        },
+        || m.log(),
+    );
+    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Receipts"]);
+
+    user_moves(&d, "<r400@shop.example>", "Receipts", "Newsletters");
+    d.seed("test", "INBOX", &personal("p2", "Dinner"));
+    common::wait::until_done(
+        Duration::from_secs(60),
+        "the correction found",
+        || {
+            let n = m.get("/api/learned/acct").body["corrections"]
+                .as_u64()
+                .unwrap_or(0);
+            (n, (n >= 1).then_some(()))
+        },
+        || m.log(),
+    );
+    assert_eq!(m.get("/api/learned/acct").body["corrections"], 1);
+    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Newsletters"]);
+}
+
 #[test]
 fn a_model_answering_by_choice_is_shown_the_nearest_examples_and_its_choice_is_acted_on() {
     let d = sorted_mailbox();

@@ -3,9 +3,9 @@
 //! found is learned (the learned classifier unlearns the folder we chose and
 //! learns the user's) and shown to the model as an example.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
-use super::commands::{search_message_id, uid_set};
+use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::timestamp::now_ms;
@@ -46,14 +46,23 @@ impl Runner {
                 continue;
             }
             let uids: Vec<u32> = list.iter().map(|(_, u)| *u).collect();
-            let present = match s.uid_search(format!("UID {}", uid_set(&uids))) {
-                Ok(p) => p,
-                Err(e) => {
-                    let e = session_fatal(e)?;
-                    log::warn!("{}: corrections: {folder:?}: {e}", self.name());
-                    continue;
+            // A week of moves to one folder can name many UIDs: the set
+            // goes in pieces a command line holds, as moves do.
+            let mut present = HashSet::new();
+            let mut refused = None;
+            for piece in uid_pieces(&uids, set_max()) {
+                match s.uid_search(format!("UID {}", uid_set(&piece))) {
+                    Ok(p) => present.extend(p),
+                    Err(e) => {
+                        refused = Some(session_fatal(e)?);
+                        break;
+                    }
                 }
-            };
+            }
+            if let Some(e) = refused {
+                log::warn!("{}: corrections: {folder:?}: {e}", self.name());
+                continue;
+            }
             for (id, uid) in list {
                 if !present.contains(uid) {
                     gone.push((*id, folder.clone()));
