@@ -353,3 +353,60 @@ fn a_long_uid_set_goes_in_pieces() {
         );
     }
 }
+
+/// A held move the server refuses takes back what the classifier learned
+/// of its message when it was held: the retry that moves it once the
+/// folder exists teaches it once. Before, it was learned twice (held, then
+/// retried): the 200 offers counted 400 in the Offers class.
+#[test]
+fn a_refused_held_move_is_learned_once_when_its_retry_moves_it() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "heldlearned");
+    mb.seed("INBOX", &(0..N).map(message).collect::<Vec<_>>());
+    mb.create("Lists");
+    let account = account(&mb)
+        .replace("create: true", "create: false")
+        .replace(
+            "    backlog: all\n",
+            "    backlog: all\n    retry_delay: 2s\n    max_attempts: 20\n    \
+             learned: { enabled: true }\n",
+        );
+    let mut m = Mailproc::prepare(&config(&account, None));
+    m.spawn(&[("MAILPROC_FAILPOINTS", WINDOW)]);
+    m.wait_ready();
+    m.wait_for(STALL, "the held moves made, the offers' refused", || {
+        m.log()
+            .contains("400 held message(s) moved (2 destination(s)), 200 failed")
+            .then_some(())
+    });
+    // The folder appears; the account sees it once it connects again.
+    mb.create("Offers");
+    assert_eq!(m.post("/api/accounts/acct/reconnect", "").status, 200);
+    m.wait_count(STALL, &format!("{N} recorded ok"), N as u64, || ok_rows(&m));
+    let at = mb.where_is();
+    assert_eq!(
+        only_copy(&at, "<w1@mailproc.test>", "dovecot").mailbox,
+        "Offers"
+    );
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    let docs = |class: &str| -> i64 {
+        db.query_row(
+            "SELECT coalesce(sum(docs), 0) FROM learn_classes WHERE account = 'acct' AND class = ?1",
+            [class],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let learned: i64 = db
+        .query_row(
+            "SELECT learned_examples FROM learn_state WHERE account = 'acct'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        (docs("Offers"), docs("Lists"), docs("INBOX"), learned),
+        (200, 200, 200, N as i64),
+        "messages learned per class (Offers, Lists, INBOX), and in all"
+    );
+}

@@ -23,7 +23,11 @@
 //!   group, as before.
 //! - A held message keeps 16 bytes here (its UID and indexes into the
 //!   distinct action lists and flag sets), not its record: the journal
-//!   holds its names and decision, read back to announce it.
+//!   holds its names and decision, read back to announce it. A learned
+//!   account keeps 4 more for each one the classifier learned when it was
+//!   held; a move the server then refuses takes that example back (its
+//!   features fetched again), so the retry that moves it later teaches it
+//!   once, and one given up teaches nothing.
 //! - Every way a pass ends but an error (its end, shutdown, a pause, a
 //!   command, an undo waiting) releases what is held first.
 
@@ -57,6 +61,10 @@ const FINISHED_PER_WRITE: usize = 10_000;
 /// Rows read back per query to announce them.
 const ANNOUNCE_PER_READ: usize = 1_000;
 
+/// Messages whose features are fetched again per FETCH, to take back what
+/// was learned of them (at most 80 KB each, see `train::learn_query`).
+const UNLEARN_PER_FETCH: usize = 500;
+
 /// One held message.
 #[derive(Debug, Clone, Copy)]
 struct Msg {
@@ -81,6 +89,8 @@ pub(super) struct Held {
     /// Messages recorded behind (see [`Runner::record_behind`]), to be
     /// announced once durable: UID and how long deciding took (µs).
     behind: Vec<(u32, u32)>,
+    /// Held messages the classifier learned, by UID.
+    learned: Vec<u32>,
 }
 
 impl Held {
@@ -93,6 +103,7 @@ impl Held {
             flag_index: HashMap::new(),
             msgs: Vec::new(),
             behind: Vec::new(),
+            learned: Vec::new(),
         }
     }
 
@@ -173,6 +184,51 @@ impl Runner {
         *items = kept;
         *outcomes = kept_outcomes;
         held
+    }
+
+    /// Notes held messages (`uids`) the classifier learned as they were
+    /// held, to take back if their move fails.
+    pub(super) fn held_learned(&mut self, uids: &[u32]) {
+        if let Some(h) = self.held.as_mut() {
+            h.learned.extend_from_slice(uids);
+        }
+    }
+
+    /// Takes back what the classifier learned of held messages whose move
+    /// failed (`class`: UID → the class it was learned under): their
+    /// features fetched again from `mailbox`, where they still are, and
+    /// learned with -1.
+    fn unlearn_failed(
+        &mut self,
+        s: &mut Session,
+        mailbox: &str,
+        class: HashMap<u32, String>,
+    ) -> Result<(), ImapError> {
+        if class.is_empty() {
+            return Ok(());
+        }
+        let mut uids: Vec<u32> = class.keys().copied().collect();
+        uids.sort_unstable();
+        let mut examples = Vec::with_capacity(uids.len());
+        for part in uids.chunks(UNLEARN_PER_FETCH) {
+            let fetched = s.uid_fetch(super::uid_set(part), super::train::learn_query())?;
+            for f in fetched.iter() {
+                let (Some(uid), Some(head)) = (f.uid, f.header()) else {
+                    continue;
+                };
+                if let Some(c) = class.get(&uid) {
+                    let feats = crate::learn::features(&super::learn_email(head, f.text()));
+                    examples.push((c.clone(), feats, -1));
+                }
+            }
+        }
+        log::debug!(
+            "{}: {mailbox}: {} example(s) of refused held moves taken back",
+            self.name(),
+            examples.len()
+        );
+        self.unlearn(examples);
+        Ok(())
     }
 
     /// Whether a group of a pass that holds its moves has nothing left to
@@ -404,6 +460,20 @@ impl Runner {
             ..Default::default()
         })?;
         self.report_failures(&h.mailbox, &failures, &recorded);
+        // What was learned of them when they were held is taken back: the
+        // retry that moves one learns it again, once.
+        h.learned.sort_unstable();
+        let unlearn: HashMap<u32, String> = failed_uids
+            .iter()
+            .filter(|u| h.learned.binary_search(u).is_ok())
+            .filter_map(|&u| {
+                let m = find(u)?;
+                let c =
+                    super::learned::class_of(&h.actions[m.actions as usize], folders, &h.mailbox)?;
+                Some((u, c))
+            })
+            .collect();
+        self.unlearn_failed(s, &h.mailbox, unlearn)?;
         finished.sort_unstable();
         self.announce_recorded(&h.mailbox, h.uidvalidity, &finished, |u| {
             find(u).map_or(0, |m| m.took_us)

@@ -160,46 +160,57 @@ impl Runner {
         folders: &Folders,
         mailbox: &str,
     ) -> Vec<Example> {
+        items
+            .iter()
+            .zip(outcomes)
+            .filter(|(it, _)| !failed.contains_key(&it.meta.uid))
+            .filter_map(|(it, o)| self.example(it, o.as_ref()?, folders, mailbox))
+            .collect()
+    }
+
+    /// What one acted-on message teaches (see [`Runner::examples`]), if
+    /// anything.
+    pub(super) fn example(
+        &self,
+        it: &Item,
+        o: &Outcome,
+        folders: &Folders,
+        mailbox: &str,
+    ) -> Option<Example> {
         if !self.w.account.learned.enabled {
-            return Vec::new();
+            return None;
         }
+        let f = it.seen.features.as_ref()?;
         let min = self.w.account.learned.min_confidence;
-        let mut out = Vec::new();
-        for (it, o) in items.iter().zip(outcomes) {
-            let (Some(o), Some(f)) = (o, &it.seen.features) else {
-                continue;
-            };
-            if o.status != Status::Ok
-                || it.is_replay()
-                || failed.contains_key(&it.meta.uid)
-                || o.model == PATH
-                || o.model == "none"
-                || o.confidence.is_some_and(|c| c < min)
-            {
-                continue;
-            }
-            let mut class = Some(mailbox.to_string());
-            for a in &o.actions {
-                match a {
-                    Action::Move { folder } => class = Some(folder.clone()),
-                    Action::Spam => class = Some(folders.junk.clone()),
-                    Action::Trash => class = None,
-                    _ => {}
-                }
-            }
-            if let Some(class) = class {
-                out.push((class, f.clone(), 1));
-            }
+        if o.status != Status::Ok
+            || it.is_replay()
+            || o.model == PATH
+            || o.model == "none"
+            || o.confidence.is_some_and(|c| c < min)
+        {
+            return None;
         }
-        out
+        Some((class_of(&o.actions, folders, mailbox)?, f.clone(), 1))
     }
 
     /// Learns examples: in the classifier in hand and in the store.
     pub(super) fn learn(&mut self, examples: Vec<Example>) {
+        let corrections = examples.iter().filter(|e| e.2 < 0).count() as i64;
+        self.add_examples(examples, corrections);
+    }
+
+    /// Takes back examples learned too early (a held message whose move
+    /// the server then refused, see `held`): `examples` as they were
+    /// learned, with -1. Not corrections: no one moved anything.
+    pub(super) fn unlearn(&mut self, examples: Vec<Example>) {
+        debug_assert!(examples.iter().all(|e| e.2 < 0));
+        self.add_examples(examples, 0);
+    }
+
+    fn add_examples(&mut self, examples: Vec<Example>, corrections: i64) {
         if examples.is_empty() {
             return;
         }
-        let corrections = examples.iter().filter(|e| e.2 < 0).count() as i64;
         let rows: Vec<(&str, &[String], i64)> = examples
             .iter()
             .map(|(c, f, s)| (c.as_str(), f.as_slice(), *s))
@@ -290,4 +301,20 @@ impl Runner {
         ));
         Arc::new(c)
     }
+}
+
+/// The class a message acted on with `actions` ends in, its folder: the
+/// last move's, the junk folder for `spam`, `mailbox` when nothing moves
+/// it; none when it goes to the trash.
+pub(super) fn class_of(actions: &[Action], folders: &Folders, mailbox: &str) -> Option<String> {
+    let mut class = Some(mailbox.to_string());
+    for a in actions {
+        match a {
+            Action::Move { folder } => class = Some(folder.clone()),
+            Action::Spam => class = Some(folders.junk.clone()),
+            Action::Trash => class = None,
+            _ => {}
+        }
+    }
+    class
 }

@@ -133,7 +133,18 @@ impl Runner {
             if !held.is_empty() {
                 w.settle(&held);
                 let o = self.outcomes(&held);
-                let examples = self.examples(&held, &o, &HashMap::new(), folders, f.mailbox);
+                let mut examples = Vec::new();
+                let mut learned = Vec::new();
+                for (it, o) in held.iter().zip(&o) {
+                    if let Some(e) = o
+                        .as_ref()
+                        .and_then(|o| self.example(it, o, folders, f.mailbox))
+                    {
+                        examples.push(e);
+                        learned.push(it.meta.uid);
+                    }
+                }
+                self.held_learned(&learned);
                 self.learn(examples);
             }
         }

@@ -164,7 +164,9 @@ impl Store {
 
     /// Adds examples learned while processing (`sign` -1 takes one back, as
     /// a correction does with the folder that was wrong). `corrections`
-    /// counts how many of them are corrections; `reload` bumps the
+    /// counts how many of the -1 examples are corrections (each paired
+    /// with a +1, one message learned); the other -1 examples take back a
+    /// message learned before (one fewer learned); `reload` bumps the
     /// generation, so the account (which did not learn them itself)
     /// reloads its classifier.
     pub fn learn_add(
@@ -211,9 +213,7 @@ impl Store {
                     for t in feats.iter() {
                         tk.execute(params![account, class, t, sign])?;
                     }
-                    if *sign > 0 {
-                        learned += 1;
-                    }
+                    learned += sign.signum();
                 }
                 tx.execute(
                     "DELETE FROM learn_tokens WHERE account = ?1 AND n <= 0",
@@ -228,10 +228,10 @@ impl Store {
             }
             tx.execute(
                 "INSERT INTO learn_state (account, generation, learned_examples, corrections)
-                 VALUES (?1, 0, ?2, ?3)
+                 VALUES (?1, 0, max(?2, 0), ?3)
                  ON CONFLICT (account) DO UPDATE SET generation = generation + ?4,
-                     learned_examples = learned_examples + ?2, corrections = corrections + ?3",
-                params![account, learned, corrections, reload as i64],
+                     learned_examples = max(learned_examples + ?2, 0), corrections = corrections + ?3",
+                params![account, learned + corrections, corrections, reload as i64],
             )?;
             tx.commit()?;
             Ok(())
