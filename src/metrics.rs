@@ -36,6 +36,16 @@ pub const ERROR_KINDS: &[&str] = &[
     "panic",
 ];
 
+/// Every `path` of `mailproc_decisions_total` (`learn::path_of`).
+pub const DECISION_PATHS: &[&str] = &["rule", "learned", "model", "none"];
+
+/// Every `outcome` of `mailproc_webhook_deliveries_total`, each exported
+/// at 0 for every event from the start.
+pub const WEBHOOK_OUTCOMES: &[&str] = &["success", "http_error", "failed", "refused"];
+
+/// Every `kind` of `mailproc_llm_tokens_total`.
+pub const TOKEN_KINDS: &[&str] = &["prompt", "completion"];
+
 /// Classification takes microseconds by rule and seconds by model: buckets
 /// from 10 µs to a minute.
 const CLASSIFICATION_BUCKETS: &[f64] = &[
@@ -191,6 +201,12 @@ impl Metrics {
                 .registry
                 .register(Box::new(ProcessMetrics { pc, started }));
         }
+        for event in crate::config::EventKind::ALL {
+            for outcome in WEBHOOK_OUTCOMES {
+                m.webhook_deliveries
+                    .with_label_values(&[event.as_str(), outcome]);
+            }
+        }
         m
     }
 
@@ -228,9 +244,25 @@ impl Metrics {
     pub fn init_account(&self, account: &str) {
         self.emails_processed.with_label_values(&[account]);
         self.passes.with_label_values(&[account]);
+        self.model_calls_saved.with_label_values(&[account]);
+        self.corrections.with_label_values(&[account]);
+        for path in DECISION_PATHS {
+            self.decisions.with_label_values(&[account, path]);
+        }
+        for kind in crate::actions::ActionKind::ALL {
+            self.actions.with_label_values(&[account, kind.as_str()]);
+        }
         self.account_connected.with_label_values(&[account]).set(0);
         for kind in ERROR_KINDS {
             self.errors.with_label_values(&[account, kind]);
+        }
+    }
+
+    /// Makes a configured provider's token series visible from the start,
+    /// at zero (a provider may not report usage until its first answer).
+    pub fn init_provider(&self, provider: &str) {
+        for kind in TOKEN_KINDS {
+            self.llm_tokens.with_label_values(&[provider, kind]);
         }
     }
 

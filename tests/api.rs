@@ -185,6 +185,45 @@ fn health_and_metrics_need_no_auth() {
     assert!(cpu > 0.0 && cpu.fract() != 0.0, "cpu seconds {cpu}");
 }
 
+/// Every metric the README's "Metrics" section names is exported from the
+/// start, before anything happened: a dashboard or an alert on one must
+/// find it. Before, `mailproc_llm_tokens_total` appeared only after a
+/// provider's first answer and `mailproc_model_calls_saved_total` and
+/// `mailproc_corrections_total` after their first count.
+#[test]
+fn every_metric_the_readme_names_is_exported_from_the_start() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("\n## Metrics\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Metrics section");
+    let mut names: Vec<&str> = section
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("mailproc_") && !w.ends_with('_'))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    assert!(names.len() >= 15, "{names:?}");
+    let m = start_secured();
+    let text = m.get("/metrics").text;
+    let missing: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !text.contains(&format!("\n# TYPE {n} ")))
+        .collect();
+    assert!(missing.is_empty(), "not exported: {missing:?}\n{text}");
+    for series in [
+        "mailproc_llm_tokens_total{kind=\"prompt\",provider=\"llm\"} 0",
+        "mailproc_model_calls_saved_total{account=\"personal\"} 0",
+        "mailproc_corrections_total{account=\"work\"} 0",
+        "mailproc_decisions_total{account=\"personal\",path=\"learned\"} 0",
+    ] {
+        assert!(text.contains(series), "missing {series} in\n{text}");
+    }
+}
+
 #[test]
 fn metrics_pass_promtool() {
     let promtool = which("promtool").expect("promtool not found: apt-get install prometheus");

@@ -45,6 +45,7 @@ impl Provider {
             config.timeout.0.min(Duration::from_secs(10)),
         )
         .map_err(|e| format!("provider {}: {e}", config.name))?;
+        metrics.init_provider(&config.name);
         Ok(Provider {
             config,
             agent,

@@ -343,6 +343,14 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    pub const ALL: [EventKind; 5] = [
+        EventKind::EmailProcessed,
+        EventKind::ActionTaken,
+        EventKind::Error,
+        EventKind::ConnectionLost,
+        EventKind::ConnectionRestored,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::EmailProcessed => "email_processed",
