@@ -171,9 +171,20 @@ impl Live {
         let mut fleet = self.fleet.lock();
         let current = self.config();
         let as_posted = raw.clone();
-        crate::config::unmask(&mut raw, &current.raw).map_err(ChangeError::Invalid)?;
-        let config = crate::config::from_tree(&raw, &|name| std::env::var(name).ok())?;
-        let problems = outgoing_problems(&current.config, &config);
+        // Every problem at once: a masked secret that cannot be kept does
+        // not hide a wrong value elsewhere.
+        let mut problems = crate::config::unmask(&mut raw, &current.raw)
+            .err()
+            .unwrap_or_default();
+        let config = match crate::config::from_tree(&raw, &|name| std::env::var(name).ok()) {
+            Ok(c) => c,
+            Err(e) => {
+                problems.extend(e.problems);
+                return Err(ChangeError::Invalid(problems));
+            }
+        };
+        problems.extend(outgoing_problems(&current.config, &config));
+        problems.extend(auth_problems(&current.config, &config));
         if !problems.is_empty() {
             return Err(ChangeError::Invalid(problems));
         }
@@ -203,6 +214,15 @@ impl Live {
     pub fn reload(&self) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let loaded = crate::config::load(&self.config().path)?;
+        if crate::auth::api_is_open(&loaded.config)
+            && !crate::auth::api_is_open(&self.config().config)
+        {
+            log::warn!(
+                "NO API AUTHENTICATION: the file reloaded sets neither server.auth_token nor \
+                 dashboard.api_keys, so anyone who reaches the port can read and change \
+                 everything. Use this for development only."
+            );
+        }
         Ok(self.apply(&mut fleet, loaded))
     }
 
@@ -460,6 +480,23 @@ const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// proxy or an OAuth2 token or device endpoint (one not in `old` already)
 /// that the SSRF guard refuses. Resolves new host names (each within
 /// [`RESOLVE_TIMEOUT`]).
+/// A change through the API or the dashboard may not leave the API without
+/// authentication when it has some: it came from someone signed in, and
+/// would open every endpoint to anyone who reaches the port. Running open
+/// (development only) is chosen in the file.
+fn auth_problems(old: &Config, new: &Config) -> Vec<String> {
+    if crate::auth::api_is_open(new) && !crate::auth::api_is_open(old) {
+        vec![
+            "server.auth_token: neither server.auth_token nor dashboard.api_keys would be \
+              left, which opens the API to anyone who reaches it; a change through the API \
+              keeps one of them (running without authentication is chosen in the file)"
+                .to_string(),
+        ]
+    } else {
+        Vec::new()
+    }
+}
+
 fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
     let mut p = Vec::new();
     let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());

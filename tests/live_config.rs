@@ -153,6 +153,64 @@ fn invalid_configurations_change_nothing() {
         .is_some());
 }
 
+/// The problems of a change found by an outside audit: a secret that
+/// cannot follow a changed port hid every wrong value beside it (only
+/// `accounts[0].imap.password` was listed), and `{}` was accepted: it
+/// stopped every account and left the API open to anyone, with no
+/// warning. Now every problem is listed, and a change that would remove
+/// every credential is refused; nothing is written either way.
+#[test]
+fn a_change_lists_every_problem_and_cannot_open_the_api() {
+    let (_d, m) = start();
+    let before = file(&m);
+    let problems = |r: &common::mailproc::Resp| -> Vec<String> {
+        assert_eq!(r.status, 400, "{}", r.text);
+        r.body["problems"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no problems in {}", r.text))
+            .iter()
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect()
+    };
+
+    let mut c = current(&m);
+    c["server"]["port"] = json!("xyz");
+    c["accounts"][0]["imap"]["port"] = json!("abc");
+    let p = problems(&put(&m, &c.to_string()));
+    for path in [
+        "server.port",
+        "accounts[0].imap.port",
+        "accounts[0].imap.password",
+    ] {
+        assert!(
+            p.iter().any(|x| x.starts_with(&format!("{path}:"))),
+            "{path} not listed: {p:?}"
+        );
+    }
+
+    let p = problems(&put(&m, "{}"));
+    assert!(
+        p.iter()
+            .any(|x| x.starts_with("server.auth_token:") && x.contains("anyone")),
+        "{p:?}"
+    );
+    // The running configuration with its token and keys taken out.
+    let mut c = current(&m);
+    c["server"].as_object_mut().unwrap().remove("auth_token");
+    c["dashboard"].as_object_mut().unwrap().remove("api_keys");
+    let p = problems(&put(&m, &c.to_string()));
+    assert!(
+        p.iter().any(|x| x.starts_with("server.auth_token:")),
+        "{p:?}"
+    );
+
+    assert_eq!(file(&m), before);
+    assert_eq!(m.get("/api/stats").status, 401, "the API stays closed");
+    assert!(get(&m, "/health").body["accounts"]["one"]
+        .as_str()
+        .is_some());
+}
+
 #[test]
 fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
     let (d, m) = start();
