@@ -217,6 +217,20 @@ fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
     let before = file(&m);
     d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
     wait_in(&m, &d, "test", "inv1", "Receipts");
+    let one = |field: &str| {
+        let r = get(&m, "/api/accounts");
+        r.body["accounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == "one")
+            .map(|a| a[field].clone())
+            .unwrap_or_else(|| panic!("no account one in {}", r.text))
+    };
+    let processed = m.wait_for(Duration::from_secs(30), "one's lastProcessedAt", || {
+        Some(one("lastProcessedAt")).filter(|v| v.is_string())
+    });
+    let since = one("since");
 
     // Add account `two`, change `one`'s rule, add an API key: one PUT, from
     // what GET gave (masks and ${NAME} references as they were).
@@ -254,6 +268,18 @@ fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
     assert_eq!(r.body["restartRequired"], json!([]));
     assert_eq!(r.body["started"], json!(["two"]));
     assert_eq!(r.body["restarted"], json!(["one"]));
+    // A restarted account still tells when it last processed mail (the
+    // README: "kept across restarts"), from its record: the commit, a few
+    // milliseconds before the live mark. Before, the API said null.
+    m.wait_for(Duration::from_secs(30), "one connected again", || {
+        (one("since") != since && one("state") == "connected").then_some(())
+    });
+    let after = one("lastProcessedAt");
+    let (after, processed) = (after.as_str(), processed.as_str().unwrap());
+    assert!(
+        after.is_some_and(|a| a <= processed),
+        "{after:?} after the restart, {processed} before"
+    );
 
     // The file: the new version, no secret where a reference or a literal
     // stood; the old one kept beside it.

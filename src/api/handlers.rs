@@ -171,6 +171,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
         .iter()
         .map(|a| {
             let st = ctx.account(&a.name).map(|h| h.status());
+            let (processed, _) = service::accounts::history(ctx, &a.name, st.as_ref());
             json!({
                 "name": a.name,
                 "state": st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"),
@@ -178,7 +179,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
                 "paused": st.as_ref().is_some_and(|s| s.paused),
                 "lastError": st.as_ref().and_then(|s| s.last_error.clone()),
                 "since": st.as_ref().map(|s| crate::timestamp::iso_ms(s.since)),
-                "lastProcessedAt": st.as_ref().and_then(|s| s.last_processed_at).map(crate::timestamp::iso_ms),
+                "lastProcessedAt": processed.map(crate::timestamp::iso_ms),
                 "failed": failed.get(&a.name).copied().unwrap_or(0),
                 "host": a.imap.host,
                 "port": a.imap.port(),

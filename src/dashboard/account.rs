@@ -120,7 +120,7 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
                     tbody {
                         @for a in &loaded.config.accounts {
                             @let st = ctx.account(&a.name).map(|h| h.status());
-                            @let (_, error) = super::pages::account_history(ctx, &a.name, st.as_ref());
+                            @let (_, error) = crate::service::accounts::history(ctx, &a.name, st.as_ref());
                             tr {
                                 (name_and_state(&a.name, st.as_ref()))
                                 td data-label="Server" { (a.imap.host) ":" (a.imap.port()) }
@@ -281,7 +281,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
         return super::pages::not_found(s, "There is no account with this name.");
     };
     let st = ctx.account(name).map(|h| h.status());
-    let (processed, error) = super::pages::account_history(ctx, name, st.as_ref());
+    let (processed, error) = crate::service::accounts::history(ctx, name, st.as_ref());
     let base = layout::account_url(name);
     let hooks = written_webhooks(ctx, name);
     let body = html! {

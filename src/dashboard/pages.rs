@@ -87,25 +87,6 @@ fn attention_tiles(a: &store::Attention) -> Markup {
     }
 }
 
-/// An account's last processed mail and last error as a table's cells:
-/// the live values, else what the store kept from before a restart.
-pub(super) fn account_history(
-    ctx: &Ctx,
-    name: &str,
-    st: Option<&crate::account::Status>,
-) -> (Option<i64>, Option<(Option<i64>, String)>) {
-    let note = ctx.store.account_note(name).unwrap_or_default();
-    let processed = match (st.and_then(|s| s.last_processed_at), note.last_processed_at) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
-    let error = match st.and_then(|s| s.last_error.clone()) {
-        Some(e) => Some((None, e)),
-        None => note.last_error.map(|(at, e)| (Some(at), e)),
-    };
-    (processed, error)
-}
-
 pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
     let now = now_ms();
     let processed = |since: Option<i64>| {
@@ -171,7 +152,7 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
                     tbody {
                         @for a in &loaded.config.accounts {
                             @let st = ctx.account(&a.name).map(|h| h.status());
-                            @let (processed, error) = account_history(ctx, &a.name, st.as_ref());
+                            @let (processed, error) = crate::service::accounts::history(ctx, &a.name, st.as_ref());
                             tr {
                                 (name_and_state(&a.name, st.as_ref()))
                                 td.nowrap data-label="Last processed" { @match processed {

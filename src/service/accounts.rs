@@ -1,5 +1,6 @@
 //! The account controls (pause, resume, reconnect, process) and retrying a
-//! failed message: a command on the account's channel, never a wait.
+//! failed message: a command on the account's channel, never a wait; and
+//! what an account last did, kept across restarts.
 
 use super::{Ctx, Error};
 use crate::account::{Command, State};
@@ -24,4 +25,24 @@ pub fn retry(ctx: &Ctx, id: i64) -> Result<String, Error> {
         let _ = h.send(Command::Process);
     }
     Ok(account)
+}
+
+/// An account's last processed mail and last error, for the dashboard's
+/// tables and `GET /api/accounts`: the live values, else what the store
+/// kept from before a restart (of the service or of the account).
+pub fn history(
+    ctx: &Ctx,
+    name: &str,
+    st: Option<&crate::account::Status>,
+) -> (Option<i64>, Option<(Option<i64>, String)>) {
+    let note = ctx.store.account_note(name).unwrap_or_default();
+    let processed = match (st.and_then(|s| s.last_processed_at), note.last_processed_at) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let error = match st.and_then(|s| s.last_error.clone()) {
+        Some(e) => Some((None, e)),
+        None => note.last_error.map(|(at, e)| (Some(at), e)),
+    };
+    (processed, error)
 }
