@@ -106,12 +106,16 @@ pub fn bearer(config: &Config, header: Option<&str>) -> Result<Option<Principal>
     let Some(value) = header else {
         return Ok(None);
     };
-    let Some(token) = value.strip_prefix("Bearer ") else {
-        return Err(AuthError::Unauthorized(
-            "the Authorization header must read 'Bearer <token>'",
-        ));
+    // The scheme is case-insensitive (RFC 9110 §11.1), the token follows
+    // after one or more spaces.
+    let token = match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("Bearer") => token.trim(),
+        _ => {
+            return Err(AuthError::Unauthorized(
+                "the Authorization header must read 'Bearer <token>'",
+            ))
+        }
     };
-    let token = token.trim();
     // Every candidate is compared, so timing does not reveal which matched.
     let mut found = None;
     if let Some(t) = &config.server.auth_token {
@@ -483,7 +487,19 @@ mod tests {
             bearer(&c, Some("Bearer key-0123456789abcdef")),
             Ok(Some(Principal::ApiKey { .. }))
         ));
+        // The scheme in any case (RFC 9110 §11.1), after any spaces.
+        for form in [
+            "bearer server-token-0123456789",
+            "BEARER  server-token-0123456789",
+        ] {
+            assert_eq!(
+                bearer(&c, Some(form)),
+                Ok(Some(Principal::ServerToken)),
+                "{form}"
+            );
+        }
         assert!(bearer(&c, Some("key-0123456789abcdef")).is_err());
+        assert!(bearer(&c, Some("Bearerkey-0123456789abcdef")).is_err());
         assert!(bearer(&c, Some("Basic key-0123456789abcdef")).is_err());
         assert!(bearer(&c, Some("Bearer nope")).is_err());
         assert!(bearer(&c, Some("Bearer ")).is_err());
