@@ -522,13 +522,21 @@ fn bad_credentials_get_401_with_bearer_challenge() {
         vec![("Authorization", "Basic c3RhdHM6eA==")], // another scheme
         vec![("Authorization", "Bearer wrong-key-0123456789")], // unknown key
         vec![("Authorization", "Bearer short")], // short key
-        vec![("Authorization", "bearer stats-key-0123456789")], // wrong case of the prefix
+        vec![("Authorization", "Bearerstats-key-0123456789")], // no space after the scheme
     ] {
         let r = m.request("GET", "/api/stats", &headers, None);
         assert_eq!(r.status, 401, "{headers:?}");
         assert_eq!(r.header("www-authenticate"), Some("Bearer"));
         assert!(r.body["error"].is_string());
     }
+    // The scheme is case-insensitive (RFC 9110 §11.1).
+    let r = m.request(
+        "GET",
+        "/api/stats",
+        &[("Authorization", "bearer stats-key-0123456789")],
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
 }
 
 #[test]

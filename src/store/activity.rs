@@ -440,7 +440,7 @@ impl Store {
     /// Number of parked failures per account, for `/api/accounts`.
     pub fn failed_counts(&self) -> Result<std::collections::BTreeMap<String, u64>> {
         in_op("failed_counts", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT account, COUNT(*) FROM emails WHERE status = 'failed' GROUP BY account",
             )?;

@@ -52,7 +52,7 @@ impl Store {
 
     pub fn deliveries(&self, limit: u32, offset: u64) -> Result<(Vec<Delivery>, u64)> {
         in_op("deliveries", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let total: u64 =
                 conn.query_row("SELECT COUNT(*) FROM webhook_deliveries", [], |r| r.get(0))?;
             let mut st = conn.prepare_cached(

@@ -54,7 +54,7 @@ impl Store {
     /// The stored counts of an account's classifier, by class.
     pub fn learn_counts(&self, account: &str) -> Result<BTreeMap<String, ClassCounts>> {
         in_op("learn_counts", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let mut out: BTreeMap<String, ClassCounts> = BTreeMap::new();
             let mut st =
                 conn.prepare("SELECT class, docs, total FROM learn_classes WHERE account = ?1")?;
@@ -93,7 +93,7 @@ impl Store {
     /// The stored examples of an account, oldest first.
     pub fn learn_shots(&self, account: &str) -> Result<Shots> {
         in_op("learn_shots", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let mut st = conn.prepare(
                 "SELECT class, sender, subject FROM learn_shots WHERE account = ?1 ORDER BY id",
             )?;

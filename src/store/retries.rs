@@ -58,7 +58,7 @@ impl Store {
     /// When the next retry of an account falls due, if any is waiting.
     pub fn next_retry_at(&self, account: &str) -> Result<Option<i64>> {
         in_op("next_retry_at", || {
-            Ok(self.conn.lock().query_row(
+            Ok(self.reader().query_row(
                 "SELECT min(next_attempt_at) FROM emails WHERE status = 'retrying' AND account = ?1",
                 [account],
                 |r| r.get(0),

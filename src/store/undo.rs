@@ -114,7 +114,7 @@ impl Store {
     /// whose destination UID is known: `(id, dest_folder, dest_uid)`.
     pub fn moves_to_check(&self, account: &str, since_ms: i64) -> Result<Vec<(i64, String, u32)>> {
         in_op("moves_to_check", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let mut st = conn.prepare(
                 "SELECT id, dest_folder, dest_uid FROM emails
                  WHERE account = ?1 AND processed_at >= ?2 AND dest_uid IS NOT NULL
@@ -180,7 +180,7 @@ impl Store {
         n: u32,
     ) -> Result<Vec<(String, String, String)>> {
         in_op("latest_corrections", || {
-            let conn = self.conn.lock();
+            let conn = self.reader();
             let mut st = conn.prepare(
                 "SELECT sender, subject, CASE WHEN undone_at IS NOT NULL THEN mailbox ELSE corrected_to END
                  FROM emails
