@@ -553,42 +553,6 @@ fn open_mode_without_token_or_keys() {
 }
 
 #[test]
-fn error_statuses() {
-    let mut m = Mailproc::prepare(&secured_config());
-    m.spawn(&[("HOOK_ENV", "x"), ("WORK_PASS", "y")]);
-    m.wait_ready();
-    let r = m.get_with("/api/nothing-here", TOKEN);
-    assert_eq!((r.status, r.body["error"].is_string()), (404, true));
-    let r = m.get("/no/such/page");
-    assert_eq!(r.status, 404);
-    let r = m.request(
-        "DELETE",
-        "/api/stats",
-        &[("Authorization", &format!("Bearer {TOKEN}"))],
-        None,
-    );
-    assert_eq!(r.status, 405);
-    assert_eq!(r.header("allow"), Some("GET"));
-    let big = "x".repeat((1 << 20) + 10);
-    let r = m.post_with("/api/test-webhook", TOKEN, &big);
-    assert_eq!(r.status, 413);
-    assert!(r.body["error"].is_string());
-    let r = m.post_with("/api/test-webhook", TOKEN, "{\"headers\": {}}");
-    assert_eq!(r.status, 400);
-    assert!(
-        r.body["error"].as_str().unwrap().contains("url"),
-        "{}",
-        r.text
-    );
-    let r = m.post_with("/api/test-webhook", TOKEN, "{not json");
-    assert_eq!(r.status, 400);
-    // (A panicking handler's 500 is the unit test of `http::guarded`.)
-    for _ in 0..8 {
-        assert_eq!(m.get("/health").status, 200);
-    }
-}
-
-#[test]
 fn port_in_use_ends_start_up() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
@@ -777,36 +741,6 @@ fn login_sessions_logout_and_limits() {
 }
 
 #[test]
-fn login_field_errors_and_form_posts() {
-    let m = start_secured();
-    let (code, out, err) = m.run_cli(&["set-password", "ops"], "long enough pw\n");
-    assert_eq!(code, 0, "{out}{err}");
-    let r = m.post("/login", r#"{"username":"ops"}"#);
-    assert_eq!(r.status, 400);
-    assert!(
-        r.body["error"].as_str().unwrap().contains("password"),
-        "{}",
-        r.text
-    );
-    // A form post is the dashboard's login: a session and a redirect.
-    let r = m.request(
-        "POST",
-        "/login",
-        &[("Content-Type", "application/x-www-form-urlencoded")],
-        Some("username=ops&password=long+enough+pw"),
-    );
-    assert_eq!(r.status, 303, "{}", r.text);
-    assert_eq!(r.header("location"), Some("/"));
-    assert!(r
-        .header("set-cookie")
-        .unwrap()
-        .starts_with("mailproc_session="));
-    let (code, _, err) = m.run_cli(&["set-password", "ops"], "short\n");
-    assert_ne!(code, 0);
-    assert!(err.contains("at least 8"), "{err}");
-}
-
-#[test]
 fn logs_and_export() {
     let m = start_seeded();
     let r = m.get_with("/api/logs?limit=50", TOKEN);
@@ -850,4 +784,61 @@ fn failed_email_can_be_retried() {
     );
     let v: Value = m.get_with("/api/activity?status=retrying", TOKEN).body;
     assert_eq!(v["total"], 1);
+}
+
+/// Audit: `limit=0` gave one line, `account=nosuch` zeros and `period=`
+/// everything. `limit` is 1-2000, an unknown account is 404 (one removed
+/// from the configuration but with history still has its stats), and an
+/// empty `period` is not one of day, week, month, all.
+#[test]
+fn logs_limit_stats_account_and_period_are_checked() {
+    let mut m = Mailproc::prepare(&secured_config());
+    seed_history(&m);
+    Store::open(&m.db_path())
+        .unwrap()
+        .insert_history(
+            &meta("retired", 9, "From an account since removed"),
+            &outcome(vec![Action::Read]),
+            now_ms() - 40 * 86_400_000,
+        )
+        .unwrap();
+    m.spawn(&[("HOOK_ENV", "x"), ("WORK_PASS", "y")]);
+    m.wait_ready();
+
+    for limit in ["0", "2001", "abc", "-1", "1.5"] {
+        let r = m.get_with(&format!("/api/logs?limit={limit}"), TOKEN);
+        assert_eq!(r.status, 400, "limit={limit}: {}", r.text);
+        let e = r.body["error"].as_str().unwrap_or_default();
+        assert!(e.starts_with("limit:"), "limit={limit}: {}", r.text);
+    }
+    for (limit, most) in [("1", 1), ("2000", 2000)] {
+        let r = m.get_with(&format!("/api/logs?limit={limit}&level=trace"), TOKEN);
+        assert_eq!(r.status, 200, "limit={limit}: {}", r.text);
+        let n = r.body["lines"].as_array().unwrap().len();
+        assert!((1..=most).contains(&n), "limit={limit}: {n} lines");
+    }
+
+    let r = m.get_with("/api/stats?account=nosuch", STATS_KEY);
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(
+        r.body,
+        serde_json::json!({"error": "unknown account nosuch"})
+    );
+    let r = m.get_with("/api/stats?account=nosuch&period=day", STATS_KEY);
+    assert_eq!(r.status, 404, "{}", r.text);
+    // Known by its history alone, also for a period it has nothing in.
+    let r = m.get_with("/api/stats?account=retired", STATS_KEY);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["total_processed"], 1, "{}", r.text);
+    let r = m.get_with("/api/stats?account=retired&period=day", STATS_KEY);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["total_processed"], 0, "{}", r.text);
+    // Configured, whatever its history.
+    let r = m.get_with("/api/stats?account=work&period=day", STATS_KEY);
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let r = m.get_with("/api/stats?period=", STATS_KEY);
+    assert_eq!(r.status, 400, "{}", r.text);
+    let e = r.body["error"].as_str().unwrap_or_default();
+    assert!(e.starts_with("period:"), "{}", r.text);
 }

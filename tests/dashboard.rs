@@ -445,6 +445,21 @@ fn controls_are_form_posts_with_a_token() {
         "{}",
         r.text
     );
+    // A header that cannot be sent is the form's mistake: 400 saying so,
+    // nothing sent (port 9 would refuse the connection: a 200 "no answer").
+    let r = b.submit(
+        "/accounts/acct/test-webhook",
+        &[
+            ("url", "http://127.0.0.1:9/hook"),
+            ("headers", "Bad Name: v"),
+        ],
+    );
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.text.contains("Bad Name") && r.text.contains("is not a valid header name"),
+        "{}",
+        r.text
+    );
     let receiver = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let port = receiver.server_addr().to_ip().unwrap().port();
     let t = std::thread::spawn(move || {

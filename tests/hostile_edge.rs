@@ -531,3 +531,55 @@ fn every_attack_at_once_leaves_health_answering_and_the_process_alive() {
     });
     assert!(!m.log().contains("panicked"), "{}", tail(&m.log()));
 }
+
+/// Audit: the refusals the connection itself answers (bad framing, a head
+/// too large) had empty bodies where every other error is JSON. Each says
+/// what was wrong in `{"error": ...}`, with the same status and the same
+/// close (the request pipelined behind it is never read).
+#[test]
+fn framing_refusals_answer_json_naming_the_problem() {
+    let m = Mailproc::start(PLAIN);
+    let post = |extra: &str, body: &str| {
+        format!(
+            "POST /api/test-webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{extra}\r\n{body}GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        )
+    };
+    let big = format!("X-Big: {}\r\n", "a".repeat(100_000));
+    for (request, want, says) in [
+        (post("Content-Length: abc\r\n", ""), 400, "Content-Length"),
+        (post(&big, ""), 431, "64 KiB"),
+        (
+            post(
+                "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+                "0\r\n\r\n",
+            ),
+            400,
+            "Transfer-Encoding",
+        ),
+        (
+            post("Transfer-Encoding: gzip, chunked\r\n", "0\r\n\r\n"),
+            501,
+            "Transfer-Encoding",
+        ),
+        (
+            post("Transfer-Encoding: chunked\r\n", "zz\r\n{}\r\n0\r\n\r\n"),
+            400,
+            "chunked",
+        ),
+    ] {
+        let text = raw(m.port, request.as_bytes(), PATIENCE);
+        let what = &text[..text.len().min(300)];
+        assert_eq!(statuses(&text), vec![want], "{what}");
+        let (head, body) = text.split_once("\r\n\r\n").expect(what);
+        let has = |line: &str| head.lines().any(|l| l.eq_ignore_ascii_case(line));
+        assert!(has("Connection: close"), "{what}");
+        assert!(has("Content-Type: application/json"), "{what}");
+        assert!(
+            has(&format!("Content-Length: {}", body.len())),
+            "the body is all that follows, no second answer: {what}"
+        );
+        let v: serde_json::Value = serde_json::from_str(body).expect(what);
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(error.contains(says), "{want}: {error:?}");
+    }
+}

@@ -66,7 +66,7 @@ pub fn stats(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         "day" => Some(now_ms() - DAY_MS),
         "week" => Some(now_ms() - 7 * DAY_MS),
         "month" => Some(now_ms() - 30 * DAY_MS),
-        "all" | "" => None,
+        "all" => None,
         other => {
             return Err(Reply::error(
                 400,
@@ -75,6 +75,16 @@ pub fn stats(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         }
     };
     let account = req.query("account").filter(|a| !a.is_empty());
+    // An account removed from the configuration keeps its history's stats;
+    // a name known to neither is a mistake worth saying.
+    if let Some(name) = account {
+        if ctx.account(name).is_none()
+            && !ctx.config().config.accounts.iter().any(|a| a.name == name)
+            && !ctx.store.has_account_history(name)?
+        {
+            return Err(Reply::error(404, format!("unknown account {name}")));
+        }
+    }
     let mut s = ctx.store.stats(since, account)?;
     // Every configured account and the common action types are present even
     // at zero, so dashboards and scripts need no special case.
@@ -209,8 +219,19 @@ pub fn command(ctx: &Ctx, _: &Req, p: &Params<'_>, command: Command) -> Answer {
     ))
 }
 
+/// Most lines `GET /api/logs` returns at once (`limit`).
+const MAX_LOG_LINES: i64 = 2000;
+
 pub fn logs(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
-    let limit = int_param(req, "limit")?.unwrap_or(200).clamp(1, 2000) as usize;
+    let limit = match int_param(req, "limit")?.unwrap_or(200) {
+        n @ 1..=MAX_LOG_LINES => n as usize,
+        _ => {
+            return Err(Reply::error(
+                400,
+                format!("limit: must be between 1 and {MAX_LOG_LINES}"),
+            ))
+        }
+    };
     let level = req
         .query("level")
         .unwrap_or("info")
@@ -250,6 +271,9 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
                 &json!({ "success": false, "error": crate::webhook::SSRF_MESSAGE }),
             ),
             TestOutcome::BadUrl(e) => Reply::error(400, format!("url: {e}")),
+            TestOutcome::BadHeader(e) => {
+                Reply::error(400, format!("headers.{:?}: {}", e.name, e.problem))
+            }
             TestOutcome::Status(code) => {
                 Reply::ok(&json!({ "success": (200..300).contains(&code), "statusCode": code }))
             }

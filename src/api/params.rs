@@ -102,22 +102,98 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
     })
 }
 
-/// Parses a JSON body; the 400 names the field serde complained about.
+/// Parses a JSON body; the 400 names the field serde complained about, or
+/// `body` when no field is known (an empty body, JSON cut short, a syntax
+/// error before any key was read). This is the one place a JSON body's
+/// error is worded, for every endpoint that takes one.
 pub fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> {
     if req.body.is_empty() {
         return Err(Reply::error(400, "body: expected a JSON object"));
     }
     let de = &mut serde_json::Deserializer::from_slice(&req.body);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
+        let path = known_path(e.path());
         let inner = e.into_inner();
-        Reply::error(
-            400,
-            if path == "." {
-                format!("body: {inner}")
-            } else {
-                format!("{path}: {inner}")
-            },
-        )
+        Reply::error(400, format!("{path}: {inner}"))
     })
+}
+
+/// The part of serde's path that names something: the segments before the
+/// first it could not name (`?`, say a key cut off mid-string), or `body`
+/// when there are none (`body[0]` for an element of a top-level array).
+fn known_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Unknown => break,
+            // A top-level array's element: `body[0]`.
+            Segment::Seq { .. } if out.is_empty() => out.push_str("body"),
+            Segment::Seq { .. } => {}
+            _ if !out.is_empty() => out.push('.'),
+            _ => {}
+        }
+        out.push_str(&segment.to_string());
+    }
+    if out.is_empty() {
+        "body".into()
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(body: &str) -> String {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Login {
+            username: String,
+            tags: Vec<u32>,
+        }
+        let req = Req {
+            method: "POST".into(),
+            path: "/login".into(),
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+            client_ip: [127, 0, 0, 1].into(),
+            secure: false,
+            host: None,
+        };
+        let reply = json_body::<Login>(&req).unwrap_err();
+        assert_eq!(reply.status, 400);
+        let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        v["error"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn json_errors_name_the_body_or_the_field_never_a_question_mark() {
+        for (body, starts) in [
+            (r#"{"us"#, "body: EOF while parsing"),
+            ("{", "body: EOF while parsing"),
+            ("{not json", "body: key must be a string"),
+            ("[1", "body[0]: invalid type"),
+            ("", "body: expected a JSON object"),
+            (
+                r#"{"username": "ab"#,
+                "username: EOF while parsing a string",
+            ),
+            (r#"{"username": 5}"#, "username: invalid type"),
+            (
+                r#"{"username": "a", "tags": [1, "x"]}"#,
+                "tags[1]: invalid type",
+            ),
+            (
+                r#"{"username": "a", "tags": [1, 2"#,
+                "tags: EOF while parsing a list",
+            ),
+        ] {
+            let e = error_of(body);
+            assert!(e.starts_with(starts), "{body:?}: {e}");
+            assert!(!e.contains('?'), "{body:?}: {e}");
+        }
+    }
 }

@@ -384,6 +384,11 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
             ),
             TestOutcome::Refused => (400, false, SSRF_MESSAGE.to_string()),
             TestOutcome::BadUrl(e) => (400, false, format!("URL: {e}")),
+            TestOutcome::BadHeader(e) => (
+                400,
+                false,
+                format!("Headers: {:?} is {}", e.name, e.problem),
+            ),
             TestOutcome::Busy => (
                 429,
                 false,

@@ -129,7 +129,7 @@ pub fn setup(ctx: &Ctx, req: &Req) -> Reply {
                 forbidden("Setup is complete; log in instead.")
             }
         }
-        _ => super::method_not_allowed("GET, POST"),
+        _ => super::method_not_allowed("GET, HEAD, POST"),
     }
 }
 
@@ -222,7 +222,7 @@ pub fn login(ctx: &Ctx, req: &Req) -> Reply {
     match req.method.as_str() {
         "GET" | "HEAD" => login_page(ctx, req),
         "POST" => login_post(ctx, req),
-        _ => super::method_not_allowed("GET, POST"),
+        _ => super::method_not_allowed("GET, HEAD, POST"),
     }
 }
 

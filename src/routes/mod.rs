@@ -21,6 +21,9 @@
 //!   (`{"error": ...}`): 401, 403 naming the permission, 405 with `Allow`,
 //!   404 for any path no row fits.
 //!
+//! Every `GET` row answers `HEAD` as well (RFC 9110 §9.1), with the same
+//! status and headers; tiny_http leaves out the body of a `HEAD` answer.
+//!
 //! Handlers are plain functions: the API's return `Result<Reply, Reply>`
 //! (`api::Answer`), the pages' a `Reply`. Both call the service layer
 //! (`service`) for anything beyond reading.
@@ -76,7 +79,7 @@ enum Handler {
 }
 
 pub struct Route {
-    /// `GET` (for a page also `HEAD`), `POST`, `PUT`, or `*` for a handler
+    /// `GET` (which answers `HEAD` too), `POST`, `PUT`, or `*` for a handler
     /// that answers each method itself.
     method: &'static str,
     /// `/api/activity/:id/retry`: `:id` matches one non-empty segment.
@@ -430,7 +433,10 @@ type Fits<'a, 'p> = [(&'a Route, Vec<&'p str>)];
 /// An API request: the row of its method, authenticated when it needs a
 /// permission; JSON errors.
 fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str) {
-    let Some((r, params)) = rows.iter().find(|(r, _)| r.method == req.method) else {
+    // HEAD is GET without the body (RFC 9110 §9.3.2): the handler answers as
+    // for GET and tiny_http writes the head alone, `Content-Length` and all.
+    let fits = |r: &Route| r.method == req.method || (req.method == "HEAD" && r.method == "GET");
+    let Some((r, params)) = rows.iter().find(|(r, _)| fits(r)) else {
         if rows.is_empty() {
             let message = if req.path.starts_with("/api/") {
                 format!("no such route: {}", req.path)
@@ -439,7 +445,13 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
             };
             return (Reply::error(404, message), "unknown");
         }
-        let mut allowed: Vec<&str> = rows.iter().map(|(r, _)| r.method).collect();
+        let mut allowed: Vec<&str> = Vec::new();
+        for (r, _) in rows {
+            allowed.push(r.method);
+            if r.method == "GET" {
+                allowed.push("HEAD");
+            }
+        }
         allowed.dedup();
         let reply = Reply::error(
             405,
@@ -500,7 +512,7 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
     if !get {
         // Every state change: a POST from our own origin with our token.
         if req.method != "POST" {
-            return (dash::method_not_allowed("GET, POST"), "/dashboard");
+            return (dash::method_not_allowed("GET, HEAD, POST"), "/dashboard");
         }
         if let Err(r) = dash::forms::check_post(req, &s) {
             return (r, "/dashboard/forbidden");
@@ -519,7 +531,7 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
             (dash::redirect(&dash::page_of(&req.path)), "/dashboard")
         }
         None => (
-            dash::method_not_allowed(if get { "POST" } else { "GET" }),
+            dash::method_not_allowed(if get { "POST" } else { "GET, HEAD" }),
             "/dashboard",
         ),
     };

@@ -437,6 +437,19 @@ impl Store {
         })
     }
 
+    /// Whether any message or daily count was ever recorded for `account`
+    /// (it may since have left the configuration, or its rows aged out).
+    pub fn has_account_history(&self, account: &str) -> Result<bool> {
+        in_op("has_account_history", || {
+            let conn = self.reader();
+            let mut st = conn.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM emails WHERE account = ?1)
+                     OR EXISTS (SELECT 1 FROM stats_daily WHERE account = ?1)",
+            )?;
+            Ok(st.query_row(params![account], |r| r.get(0))?)
+        })
+    }
+
     /// Number of parked failures per account, for `/api/accounts`.
     pub fn failed_counts(&self) -> Result<std::collections::BTreeMap<String, u64>> {
         in_op("failed_counts", || {

@@ -57,7 +57,7 @@ use crate::metrics::Metrics;
 use crate::store::Store;
 
 use client::Client;
-pub use sign::{request_headers, sign, signing_key};
+pub use sign::{check_headers, header, request_headers, sign, signing_key, BadHeader};
 pub use ssrf::{blocked_reason, check_addrs, parse_url, vet, vet_with, AllowList, Lookup, Vetted};
 
 /// The refusal text of SPEC §7, word for word.
@@ -136,6 +136,9 @@ pub enum TestOutcome {
     Refused,
     /// The URL does not parse or is not http(s).
     BadUrl(String),
+    /// A header cannot be sent (its name is not a token, its value holds
+    /// CR, LF or another control character); nothing was sent.
+    BadHeader(BadHeader),
     /// The target answered with this status.
     Status(u16),
     /// No status came back (connection refused, timeout, TLS error).
@@ -550,6 +553,11 @@ impl Webhooks {
             fn drop(&mut self) {
                 self.0.fetch_sub(1, Ordering::SeqCst);
             }
+        }
+        // Malformed input, answered 400 before anything is sent or logged,
+        // even while another test runs.
+        if let Err(e) = check_headers(headers) {
+            return TestOutcome::BadHeader(e);
         }
         let _running = Running(&self.tests);
         if self.tests.fetch_add(1, Ordering::SeqCst) >= TESTS_AT_ONCE {

@@ -35,6 +35,39 @@ fn message_id() -> String {
     )
 }
 
+/// A header a caller or the configuration gave that cannot be sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadHeader {
+    pub name: String,
+    pub problem: &'static str,
+}
+
+impl std::fmt::Display for BadHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "header {:?}: {}", self.name, self.problem)
+    }
+}
+
+/// One header as it goes on the wire, or why it cannot: a name must be an
+/// RFC 9110 token, a value visible ASCII, spaces and tabs (no CR, LF or
+/// other control character, which could end the line and forge another).
+pub fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), BadHeader> {
+    let bad = |problem| BadHeader {
+        name: name.to_string(),
+        problem,
+    };
+    let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("not a valid header name"))?;
+    let v = HeaderValue::from_str(value).map_err(|_| {
+        bad("not a valid header value (visible ASCII only: no CR, LF or other control character)")
+    })?;
+    Ok((n, v))
+}
+
+/// The first of `headers` that cannot be sent, checked before anything is.
+pub fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), BadHeader> {
+    headers.iter().try_for_each(|(k, v)| header(k, v).map(drop))
+}
+
 /// The headers of one request: the configured (or caller's) headers, then
 /// `Content-Type` and `User-Agent` unless those name them (in any case),
 /// then the signature headers when `secret` is set (they replace any
@@ -46,11 +79,7 @@ pub fn request_headers(
 ) -> Result<Vec<(HeaderName, HeaderValue)>, WebhookError> {
     let mut out = Vec::with_capacity(custom.len() + 5);
     for (name, value) in custom {
-        let n = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| WebhookError::Request(format!("header {name:?}: invalid name")))?;
-        let v = HeaderValue::from_str(value)
-            .map_err(|_| WebhookError::Request(format!("header {name}: invalid value")))?;
-        out.push((n, v));
+        out.push(header(name, value).map_err(|e| WebhookError::Request(e.to_string()))?);
     }
     let has = |out: &[(HeaderName, HeaderValue)], n: &HeaderName| out.iter().any(|(k, _)| k == n);
     if !has(&out, &ureq::http::header::CONTENT_TYPE) {
@@ -164,5 +193,16 @@ mod tests {
             request_headers(&bad, None, b""),
             Err(WebhookError::Request(_))
         ));
+        assert_eq!(check_headers(&bad).unwrap_err().name, "X-Bad");
+        for (name, value) in [
+            ("Bad Name", "v"),
+            ("", "v"),
+            ("X-A", "a\r\nX-B: b"),
+            ("X-A", "\0"),
+        ] {
+            let e = header(name, value).unwrap_err();
+            assert_eq!(e.name, name);
+        }
+        assert!(header("X-Ok", "tab\tand spaces").is_ok());
     }
 }

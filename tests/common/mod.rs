@@ -16,6 +16,7 @@ pub mod local_model;
 pub mod mail;
 pub mod mailproc;
 pub mod model;
+pub mod receiver;
 pub mod server;
 pub mod token;
 pub mod wait;

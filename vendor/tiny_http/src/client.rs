@@ -62,15 +62,16 @@ enum ReadError {
     /// mailproc patch: a request head `httparse` refuses, a bare CR or LF,
     /// a field that is not ASCII: `400`.
     BadHead,
-    /// mailproc patch: request line and headers beyond `Limits::max_header_bytes`
-    /// (or more than [`MAX_HEADERS`] fields).
+    /// mailproc patch: request line and headers beyond `Limits::max_header_bytes`.
     HeaderTooLarge,
+    /// mailproc patch: more than [`MAX_HEADERS`] fields: `431` too.
+    TooManyFields,
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
     /// mailproc patch: the request's framing or body is refused with this
-    /// status (400, 413, 501); what follows cannot be trusted to be a
-    /// request, so the connection closes.
-    Refused(u16),
+    /// status (400, 413, 501) and reason; what follows cannot be trusted to
+    /// be a request, so the connection closes.
+    Refused(u16, String),
     ReadIoError(IoError),
 }
 
@@ -135,16 +136,20 @@ impl ClientConnection {
         }
     }
 
-    /// Answers `status` with `Connection: close`, shuts the write side and
-    /// closes after a bounded linger: what follows on the socket is not a
-    /// request to read (mailproc patch).
-    fn refuse(&mut self, status: u16) -> Option<Request> {
+    /// Answers `status` with `Connection: close` and a JSON body
+    /// `{"error": why}` (as every error of the application), shuts the
+    /// write side and closes after a bounded linger: what follows on the
+    /// socket is not a request to read (mailproc patch).
+    fn refuse(&mut self, status: u16, why: &str) -> Option<Request> {
         let mut writer = self.sink.next().unwrap();
+        let body = format!("{{\"error\":{}}}", json_string(why));
         // Written by hand: `Response` drops a `Connection` header.
         write!(
             writer,
-            "HTTP/1.1 {status} {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-            crate::StatusCode(status).default_reason_phrase()
+            "HTTP/1.1 {status} {}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             X-Content-Type-Options: nosniff\r\nContent-Length: {}\r\n\r\n{body}",
+            crate::StatusCode(status).default_reason_phrase(),
+            body.len()
         )
         .and_then(|_| writer.flush())
         .ok();
@@ -236,11 +241,27 @@ impl ClientConnection {
                 request::RequestCreationError::ExpectationFailed => {
                     ReadError::ExpectationFailed(version)
                 }
-                request::RequestCreationError::BadContentLength => ReadError::Refused(400),
-                request::RequestCreationError::BadFraming => ReadError::Refused(400),
-                request::RequestCreationError::UnsupportedCoding => ReadError::Refused(501),
-                request::RequestCreationError::BodyTooLarge => ReadError::Refused(413),
-                request::RequestCreationError::BadChunk => ReadError::Refused(400),
+                request::RequestCreationError::BadContentLength => ReadError::Refused(
+                    400,
+                    "Content-Length: expected one decimal number of bytes".into(),
+                ),
+                request::RequestCreationError::BadFraming(why) => {
+                    ReadError::Refused(400, why.into())
+                }
+                request::RequestCreationError::UnsupportedCoding => ReadError::Refused(
+                    501,
+                    "Transfer-Encoding: no coding but chunked is supported".into(),
+                ),
+                request::RequestCreationError::BodyTooLarge => ReadError::Refused(
+                    413,
+                    format!(
+                        "request body is larger than {}",
+                        bytes(self.limits.buffer_body_up_to)
+                    ),
+                ),
+                request::RequestCreationError::BadChunk => {
+                    ReadError::Refused(400, "request body: not valid chunked coding".into())
+                }
             }
         })?;
 
@@ -298,9 +319,21 @@ impl Iterator for ClientConnection {
         let rq = match result {
             // The rest of the head or body is still unread: answered,
             // then closed (mailproc patch).
-            Err(ReadError::HeaderTooLarge) => return self.refuse(431),
-            Err(ReadError::BadHead) => return self.refuse(400),
-            Err(ReadError::Refused(status)) => return self.refuse(status),
+            Err(ReadError::HeaderTooLarge) => {
+                let why = format!(
+                    "request head is larger than {}",
+                    bytes(self.limits.max_header_bytes)
+                );
+                return self.refuse(431, &why);
+            }
+            Err(ReadError::TooManyFields) => {
+                let why = format!("request head has more than {MAX_HEADERS} header fields");
+                return self.refuse(431, &why);
+            }
+            Err(ReadError::BadHead) => {
+                return self.refuse(400, "malformed request head (see RFC 9112)")
+            }
+            Err(ReadError::Refused(status, why)) => return self.refuse(status, &why),
 
             // An idle keep-alive connection just closes: a 408 there
             // could meet a request the client sent at that moment.
@@ -361,6 +394,32 @@ impl Iterator for ClientConnection {
     }
 }
 
+/// `n` bytes as a person reads a limit: `64 KiB`, `1 MiB`, `1000 bytes`.
+fn bytes(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// `s` as a JSON string, quotes included (tiny_http has no JSON library;
+/// the reasons are ours, but escaped all the same).
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Parses a request head with `httparse` (mailproc patch: the release's
 /// hand-written parser took any version string it knew, split fields at the
 /// first colon and trimmed what it found).
@@ -376,7 +435,7 @@ fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>),
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(ReadError::BadHead),
-        Err(httparse::Error::TooManyHeaders) => return Err(ReadError::HeaderTooLarge),
+        Err(httparse::Error::TooManyHeaders) => return Err(ReadError::TooManyFields),
         Err(_) => return Err(ReadError::BadHead),
     }
     let (Some(method), Some(path), Some(minor)) = (req.method, req.path, req.version) else {
@@ -394,7 +453,15 @@ fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>),
 
 #[cfg(test)]
 mod test {
-    use super::{parse_head, ReadError};
+    use super::{bytes, json_string, parse_head, ReadError};
+
+    #[test]
+    fn refusal_bodies_are_json() {
+        assert_eq!(bytes(64 << 10), "64 KiB");
+        assert_eq!(bytes(1 << 20), "1 MiB");
+        assert_eq!(bytes(1000), "1000 bytes");
+        assert_eq!(json_string("a\"b\\c\r\n"), r#""a\"b\\c\u000d\u000a""#);
+    }
 
     #[test]
     fn heads_are_parsed_by_httparse() {

@@ -142,8 +142,9 @@ pub enum RequestCreationError {
     /// `Content-Length`, in an HTTP/1.0 request, or without `chunked` as its
     /// final and only chunked coding. The release decoded any value as
     /// chunked and ignored `Content-Length`, so a proxy that framed by it
-    /// forwarded a smuggled request.
-    BadFraming,
+    /// forwarded a smuggled request. Carries which of these it was, for the
+    /// body of the `400`.
+    BadFraming(&'static str),
 
     /// mailproc patch: a transfer coding other than `chunked` before it
     /// (`gzip, chunked`): `501`, nothing else is decoded.
@@ -201,12 +202,20 @@ where
     let has_content_length = headers.iter().any(|h| h.field.equiv("Content-Length"));
     let chunked = if codings.is_empty() {
         false
-    } else if has_content_length || version < HTTPVersion(1, 1) {
-        return Err(RequestCreationError::BadFraming);
+    } else if has_content_length {
+        return Err(RequestCreationError::BadFraming(
+            "Transfer-Encoding: not allowed together with Content-Length",
+        ));
+    } else if version < HTTPVersion(1, 1) {
+        return Err(RequestCreationError::BadFraming(
+            "Transfer-Encoding: not allowed in HTTP/1.0",
+        ));
     } else {
         let (last, before) = codings.split_last().expect("not empty");
         if last != "chunked" || before.iter().any(|c| c.is_empty() || c == "chunked") {
-            return Err(RequestCreationError::BadFraming);
+            return Err(RequestCreationError::BadFraming(
+                "Transfer-Encoding: the codings must end in one chunked",
+            ));
         }
         if !before.is_empty() {
             return Err(RequestCreationError::UnsupportedCoding);

@@ -1,0 +1,281 @@
+//! The API's HTTP surface through the real binary, whatever the resource:
+//! error statuses, JSON and form body errors, `HEAD` on every `GET` route
+//! and the `Allow` of a 405.
+
+mod common;
+
+use std::time::Duration;
+
+use common::mailproc::Mailproc;
+
+const TOKEN: &str = "surface-token-0123456789";
+
+fn start() -> Mailproc {
+    Mailproc::start(&format!(
+        "server: {{ port: {{PORT}}, auth_token: {TOKEN}, workers: 2 }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n"
+    ))
+}
+
+#[test]
+fn error_statuses() {
+    let m = start();
+    let r = m.get_with("/api/nothing-here", TOKEN);
+    assert_eq!((r.status, r.body["error"].is_string()), (404, true));
+    let r = m.get("/no/such/page");
+    assert_eq!(r.status, 404);
+    let r = m.request(
+        "DELETE",
+        "/api/stats",
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+        None,
+    );
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
+    let big = "x".repeat((1 << 20) + 10);
+    let r = m.post_with("/api/test-webhook", TOKEN, &big);
+    assert_eq!(r.status, 413);
+    assert!(r.body["error"].is_string());
+    let r = m.post_with("/api/test-webhook", TOKEN, "{\"headers\": {}}");
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["error"].as_str().unwrap().contains("url"),
+        "{}",
+        r.text
+    );
+    let r = m.post_with("/api/test-webhook", TOKEN, "{not json");
+    assert_eq!(r.status, 400);
+    // (A panicking handler's 500 is the unit test of `http::guarded`.)
+    for _ in 0..8 {
+        assert_eq!(m.get("/health").status, 200);
+    }
+}
+
+#[test]
+fn login_field_errors_and_form_posts() {
+    let m = start();
+    let (code, out, err) = m.run_cli(&["set-password", "ops"], "long enough pw\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let r = m.post("/login", r#"{"username":"ops"}"#);
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["error"].as_str().unwrap().contains("password"),
+        "{}",
+        r.text
+    );
+    // A form post is the dashboard's login: a session and a redirect.
+    let r = m.request(
+        "POST",
+        "/login",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        Some("username=ops&password=long+enough+pw"),
+    );
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(r.header("location"), Some("/"));
+    assert!(r
+        .header("set-cookie")
+        .unwrap()
+        .starts_with("mailproc_session="));
+    let (code, _, err) = m.run_cli(&["set-password", "ops"], "short\n");
+    assert_ne!(code, 0);
+    assert!(err.contains("at least 8"), "{err}");
+}
+
+/// Audit: `{"us` cut short answered `?: EOF while parsing a string`; every
+/// JSON body error names `body`, or the field when one is known.
+#[test]
+fn json_body_errors_name_the_body_or_the_field() {
+    let m = start();
+    for (path, body, starts) in [
+        ("/login", r#"{"us"#, "body: EOF while parsing a string"),
+        ("/login", "{", "body: EOF while parsing an object"),
+        ("/login", "{not json", "body: key must be a string"),
+        (
+            "/login",
+            r#"{"username": "a"#,
+            "username: EOF while parsing a string",
+        ),
+        (
+            "/api/test-webhook",
+            r#"{"ur"#,
+            "body: EOF while parsing a string",
+        ),
+        ("/api/test-webhook", r#"{"url": 5}"#, "url: invalid type"),
+        (
+            "/api/test-webhook",
+            r#"{"url": "http://127.0.0.1:9/", "headers": {"X"#,
+            "headers: EOF",
+        ),
+    ] {
+        let r = m.post_with(path, TOKEN, body);
+        assert_eq!(r.status, 400, "{path} {body:?}: {}", r.text);
+        let e = r.body["error"].as_str().unwrap_or_default();
+        assert!(e.starts_with(starts), "{path} {body:?}: {}", r.text);
+        assert!(!e.contains("?:"), "{path} {body:?}: {}", r.text);
+    }
+}
+
+/// One response read off a kept-alive connection: status, headers, body
+/// (`Content-Length` bytes, chunked decoded, or none after `HEAD`).
+struct Raw {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn read_line(s: &mut std::io::BufReader<std::net::TcpStream>) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    s.read_line(&mut line).expect("reading a response line");
+    assert!(line.ends_with("\r\n"), "a line cut short: {line:?}");
+    line.trim_end().to_string()
+}
+
+fn read_response(s: &mut std::io::BufReader<std::net::TcpStream>, head: bool) -> Raw {
+    use std::io::Read;
+    let status_line = read_line(s);
+    let status = status_line
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|r| r.get(..3))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("not a status line: {status_line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let line = read_line(s);
+        if line.is_empty() {
+            break;
+        }
+        let (k, v) = line.split_once(':').expect("a header line");
+        headers.push((k.to_string(), v.trim().to_string()));
+    }
+    let mut r = Raw {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    if head {
+        return r;
+    }
+    if let Some(n) = r.header("content-length") {
+        let mut body = vec![0; n.parse().unwrap()];
+        s.read_exact(&mut body).unwrap();
+        r.body = body;
+    } else if r.header("transfer-encoding") == Some("chunked") {
+        loop {
+            let size = usize::from_str_radix(&read_line(s), 16).unwrap();
+            let mut chunk = vec![0; size + 2];
+            s.read_exact(&mut chunk).unwrap();
+            r.body.extend_from_slice(&chunk[..size]);
+            if size == 0 {
+                break;
+            }
+        }
+    }
+    r
+}
+
+/// Audit: `HEAD /health` was 405 `Allow: GET`. Every GET route answers
+/// HEAD with the status and headers of GET and no body, and the kept-alive
+/// connection goes on with the next request framed right.
+#[test]
+fn head_answers_every_get_route_with_its_head_alone() {
+    use std::io::Write;
+    let m = start();
+    let (code, out, err) = m.run_cli(&["set-password", "ops"], "long enough pw\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let conn = std::net::TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut w = conn.try_clone().unwrap();
+    let mut r = std::io::BufReader::new(conn);
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let mut ask = |method: &str, path: &str, extra: &str| -> Raw {
+        write!(
+            w,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n"
+        )
+        .unwrap();
+        read_response(&mut r, method == "HEAD")
+    };
+    for (path, extra, status, content_type) in [
+        ("/api/stats", auth.as_str(), 200, "application/json"),
+        (
+            "/api/activity?pageSize=2",
+            auth.as_str(),
+            200,
+            "application/json",
+        ),
+        ("/api/stats", "", 401, "application/json"),
+        ("/static/style.css", "", 200, "text/css"),
+        ("/login", "", 200, "text/html"),
+        ("/", "", 303, ""),
+    ] {
+        let head = ask("HEAD", path, extra);
+        let get = ask("GET", path, extra);
+        assert_eq!(head.status, status, "HEAD {path}");
+        assert_eq!(get.status, status, "GET {path}");
+        for name in [
+            "content-type",
+            "content-length",
+            "allow",
+            "location",
+            "www-authenticate",
+        ] {
+            assert_eq!(head.header(name), get.header(name), "HEAD {path}: {name}");
+        }
+        assert!(
+            head.header("content-type")
+                .unwrap_or("")
+                .starts_with(content_type),
+            "HEAD {path}: {:?}",
+            head.headers
+        );
+        if status == 200 {
+            assert_eq!(
+                head.header("content-length"),
+                Some(get.body.len().to_string().as_str()),
+                "HEAD {path}"
+            );
+        }
+    }
+    // Bodies whose length changes between two requests: the head alone,
+    // and the connection still frames the next request right.
+    for path in ["/health", "/metrics", "/api/accounts", "/api/logs?limit=5"] {
+        let head = ask("HEAD", path, &auth);
+        assert_eq!(head.status, 200, "HEAD {path}");
+        assert!(head.header("content-length").is_some(), "HEAD {path}");
+        let get = ask("GET", path, &auth);
+        assert_eq!(get.status, 200, "GET {path}");
+        assert!(!get.body.is_empty(), "GET {path}");
+    }
+    // A streamed (chunked) answer: its head, no chunk, not even the last.
+    let head = ask("HEAD", "/api/export?format=csv", &auth);
+    assert_eq!(head.status, 200);
+    assert!(head.header("content-type").unwrap().starts_with("text/csv"));
+    let get = ask("GET", "/api/export?format=csv", &auth);
+    assert_eq!(get.status, 200);
+    assert!(
+        String::from_utf8_lossy(&get.body).starts_with("id,"),
+        "{:?}",
+        get.body
+    );
+    let last = ask("GET", "/health", "Connection: close\r\n");
+    assert_eq!(last.status, 200);
+
+    // 405s list HEAD wherever GET is allowed.
+    let r = m.request("DELETE", "/health", &[], None);
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, HEAD")));
+    let r = m.request("PUT", "/login", &[], None);
+    assert_eq!(
+        (r.status, r.header("allow")),
+        (405, Some("GET, HEAD, POST"))
+    );
+}
