@@ -11,7 +11,8 @@
 //! - `pause:MS`: every hit logs `failpoint NAME: pausing MS ms` and sleeps
 //!   that long (a window for a test to act in);
 //! - `error`, `error-once`: [`fails`] answers true (always, or the first
-//!   time), for code that turns that into its own error;
+//!   time), for code that turns that into its own error (`dns=error`, which
+//!   every test sets: no name lookup but of an address or `localhost`);
 //! - a number `N`: [`number`] answers it, for a size a test shrinks (the
 //!   window of a pass, `window=N`; the moves a pass holds, `held=N`; the
 //!   bytes of a UID set in one command, `set_max=N`).

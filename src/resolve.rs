@@ -99,7 +99,25 @@ fn serve(rx: &Receiver<Request>, lookup: &LookupFn) {
     }
 }
 
-fn system_lookup(host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+/// The system's resolver: every name lookup of the process goes through
+/// here (the `dns` thread's and an IMAP connection's). In a debug build
+/// the failpoint `dns=error` refuses every name but an address and
+/// `localhost`, which need no DNS server: the tests set it, so no test
+/// sends a query to the machine's resolver (whose address is outside
+/// loopback).
+pub fn system_lookup(host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+    let local = host.parse::<IpAddr>().is_ok()
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok()
+        || host.eq_ignore_ascii_case("localhost");
+    if !local && crate::failpoint::fails("dns") {
+        return Err(std::io::Error::other(format!(
+            "{host}: name lookups are off (failpoint dns=error)"
+        )));
+    }
     Ok((host, port).to_socket_addrs()?.collect())
 }
 

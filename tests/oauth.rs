@@ -340,6 +340,7 @@ fn the_device_flow_helper_gets_a_refresh_token_that_signs_in() {
         .arg(&m.config_path)
         .args(["oauth", "acct"])
         .env_remove("REFRESH_TOKEN")
+        .env("MAILPROC_FAILPOINTS", common::mailproc::NO_DNS)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

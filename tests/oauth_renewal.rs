@@ -387,6 +387,7 @@ fn the_device_flow_keeps_polling_through_an_unavailable_endpoint() {
         .arg(&m.config_path)
         .args(["oauth", "acct"])
         .env_remove("REFRESH_TOKEN")
+        .env("MAILPROC_FAILPOINTS", common::mailproc::NO_DNS)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -2,7 +2,7 @@
 //! trust roots, login (see `login`), capabilities and the folder list.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -420,10 +420,8 @@ pub(super) fn connect_second(
 /// order within a family), until one answers; the error names every
 /// address tried.
 fn open(host: &str, port: u16) -> Result<TcpStream, ImapError> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| ImapError::Connect(format!("{host}:{port}: {e}")))?
-        .collect();
+    let addrs: Vec<SocketAddr> = crate::resolve::system_lookup(host, port)
+        .map_err(|e| ImapError::Connect(format!("{host}:{port}: {e}")))?;
     if addrs.is_empty() {
         return Err(ImapError::Connect(format!("{host}: no address")));
     }

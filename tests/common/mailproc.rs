@@ -22,6 +22,12 @@ pub struct Mailproc {
     env: Vec<(String, String)>,
 }
 
+/// The failpoint every mailproc a test starts gets: no name lookup but of
+/// an address or `localhost` (`resolve::system_lookup`). The machine's DNS
+/// server is outside loopback, where no test may send anything; names like
+/// `hooks.example.com` in test configurations fail at once instead.
+pub const NO_DNS: &str = "dns=error";
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mailproc")
 }
@@ -121,7 +127,23 @@ impl Mailproc {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
+        cmd.env("MAILPROC_FAILPOINTS", self.failpoints());
         self.child = Some(cmd.spawn().expect("start mailproc"));
+    }
+
+    /// The test's failpoints, and [`NO_DNS`] always.
+    fn failpoints(&self) -> String {
+        let given = self
+            .env
+            .iter()
+            .find(|(k, _)| k == "MAILPROC_FAILPOINTS")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default();
+        if given.is_empty() {
+            NO_DNS.to_string()
+        } else {
+            format!("{given},{NO_DNS}")
+        }
     }
 
     /// Runs the binary to completion with `args` (for check-config etc.).
@@ -131,7 +153,8 @@ impl Mailproc {
                 .arg("--config")
                 .arg(&self.config_path)
                 .args(args)
-                .envs(self.env.iter().map(|(k, v)| (k, v))),
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
+                .env("MAILPROC_FAILPOINTS", self.failpoints()),
             stdin.as_bytes(),
         );
         (
