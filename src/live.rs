@@ -340,7 +340,10 @@ impl Live {
         if paused {
             let _ = handle.send(Command::Pause);
         }
-        self.deps.metrics.init_account(&a.name);
+        self.deps.metrics.init_account(
+            &a.name,
+            &crate::actions::ActionKind::ALL.map(|k| k.as_str()),
+        );
         let provider_config = a
             .provider
             .as_ref()

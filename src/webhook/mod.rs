@@ -422,6 +422,7 @@ impl Webhooks {
     ) -> std::io::Result<(Arc<Webhooks>, JoinHandle<()>)> {
         let (tx, rx) = crossbeam_channel::bounded::<Queued>(QUEUE_SIZE);
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        metrics.init_webhooks(&crate::config::EventKind::ALL.map(|e| e.as_str()));
         let shared = Arc::new(Shared {
             store,
             metrics,
