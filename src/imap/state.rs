@@ -298,7 +298,8 @@ pub(super) const TRUNCATED_NOTE: &str =
 pub(super) struct Policy<'a> {
     /// `dry_run`: nothing is acted on, everything recorded as `dry_run`.
     pub(super) dry_run: bool,
-    /// `minimum_confidence`: a decision below it is left for review.
+    /// `minimum_confidence`: a model's answer below it is left for review
+    /// (the learned classifier has its own bar, `learned_min`).
     pub(super) minimum_confidence: Option<f64>,
     /// `learned.min_confidence`: the learned classifier's own decision
     /// below it (or without a confidence) is left for review.
@@ -323,15 +324,15 @@ impl Policy<'_> {
             Some(t) if to_junk => t,
             _ => self.learned_min,
         };
-        let learned_unsure =
-            d.model == crate::learn::PATH && !d.confidence.is_some_and(|c| c >= min);
+        let unsure = if d.model == crate::learn::PATH {
+            !d.confidence.is_some_and(|c| c >= min)
+        } else {
+            self.minimum_confidence
+                .is_some_and(|m| d.confidence.is_some_and(|c| c < m))
+        };
         let status = if self.dry_run {
             Status::DryRun
-        } else if self
-            .minimum_confidence
-            .is_some_and(|m| d.confidence.is_some_and(|c| c < m))
-            || learned_unsure
-        {
+        } else if unsure {
             Status::Review
         } else {
             Status::Ok
@@ -747,6 +748,20 @@ mod tests {
             status(&act, &with(crate::learn::PATH, None)),
             Some(Status::Review)
         );
+        // `minimum_confidence` is the model's bar, not the classifier's: a
+        // learned verdict over its own bar is acted on below it (the demo's
+        // 0.5 and 0.9 left such verdicts for review).
+        let demo = Policy {
+            minimum_confidence: Some(0.9),
+            learned_min: 0.5,
+            spam_confidence: Some(0.8),
+            ..act
+        };
+        assert_eq!(
+            status(&demo, &with(crate::learn::PATH, Some(0.6))),
+            Some(Status::Ok)
+        );
+        assert_eq!(status(&demo, &with("m", Some(0.6))), Some(Status::Review));
         let dry = Policy {
             dry_run: true,
             ..act
