@@ -279,3 +279,27 @@ fn head_answers_every_get_route_with_its_head_alone() {
         (405, Some("GET, HEAD, POST"))
     );
 }
+
+/// `/health` says `"database":"error"` and 503 when the database file no
+/// longer reads (here overwritten with zeros under the running service).
+/// Before, it answered 200 `"healthy"`, `"database":"ok"`, from a
+/// `SELECT 1` that touched no file, while `/api/stats` failed with "file
+/// is not a database".
+#[test]
+fn health_reports_a_database_that_no_longer_reads() {
+    let m = start();
+    let h = m.get("/health");
+    assert_eq!((h.status, h.body["database"].as_str()), (200, Some("ok")));
+    for suffix in ["", "-wal", "-shm"] {
+        let path = format!("{}{suffix}", m.db_path().display());
+        if let Ok(meta) = std::fs::metadata(&path) {
+            std::fs::write(&path, vec![0u8; meta.len() as usize]).unwrap();
+        }
+    }
+    let stats = m.get_with("/api/stats", TOKEN);
+    assert_eq!(stats.status, 500, "{}", stats.text);
+    let h = m.get("/health");
+    assert_eq!(h.status, 503, "{}", h.text);
+    assert_eq!(h.body["database"], "error", "{}", h.text);
+    assert_eq!(h.body["status"], "unhealthy", "{}", h.text);
+}
