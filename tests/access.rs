@@ -308,8 +308,8 @@ fn a_rebound_page_in_chromium_cannot_read_the_configuration() {
     );
     let server = std::thread::scope(|s| {
         let browser = s.spawn(|| {
-            chromium(&[
-                "--host-resolver-rules=MAP rebind.test 127.0.0.1",
+            common::chromium::run(&[
+                "--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
                 "--no-proxy-server",
                 "--dump-dom",
                 &format!("http://rebind.test:{port}/"),
@@ -357,33 +357,4 @@ fn a_rebound_page_in_chromium_cannot_read_the_configuration() {
     );
     assert!(!dom.contains("private-user"), "{dom}");
     assert!(m.log().contains("GET /api/config -> 403"), "{}", m.log());
-}
-
-/// Headless Chromium, as `scripts/test.sh` installs it (Debian `chromium`),
-/// with a fresh profile and no traffic of its own.
-fn chromium(args: &[&str]) -> std::process::Output {
-    let bin = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|b| {
-            std::process::Command::new("sh")
-                .args(["-c", &format!("command -v {b}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .unwrap_or_else(|| panic!("chromium not found: apt-get install chromium"));
-    let profile = tempfile::tempdir().unwrap();
-    std::process::Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("chromium not runnable ({e}): apt-get install chromium"))
 }

@@ -539,36 +539,6 @@ fn disabled_dashboard_is_not_served() {
     assert_eq!(r.status, 200, "{}", r.text);
 }
 
-/// The text of the page's first `<textarea>`, unescaped.
-/// Headless Chromium, as `scripts/test.sh` installs it (Debian `chromium`),
-/// with a fresh profile and no traffic of its own.
-fn chromium(args: &[&str]) -> std::process::Output {
-    let bin = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|b| {
-            std::process::Command::new("sh")
-                .args(["-c", &format!("command -v {b}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .unwrap_or_else(|| panic!("chromium not found: apt-get install chromium"));
-    let profile = tempfile::tempdir().unwrap();
-    std::process::Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("chromium not runnable ({e}): apt-get install chromium"))
-}
-
 /// Width and height of a PNG, from its IHDR chunk.
 fn png_size(png: &[u8]) -> (u32, u32) {
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
@@ -581,7 +551,7 @@ fn the_sign_in_page_renders_in_a_browser() {
     let m = with_user(PLAIN);
     let url = format!("http://127.0.0.1:{}/login", m.port);
     // The DOM as the browser built it: the form a person fills in.
-    let out = chromium(&["--dump-dom", &url]);
+    let out = common::chromium::run(&["--dump-dom", &url]);
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -601,7 +571,7 @@ fn the_sign_in_page_renders_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     for (w, h) in [(1440u32, 900u32), (375, 812)] {
         let png = dir.path().join(format!("login-{w}.png"));
-        let out = chromium(&[
+        let out = common::chromium::run(&[
             &format!("--screenshot={}", png.display()),
             &format!("--window-size={w},{h}"),
             &url,

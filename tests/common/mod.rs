@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod attacks;
+pub mod chromium;
 pub mod corpus;
 pub mod courier;
 pub mod cyrus;

@@ -5,7 +5,6 @@
 //! the session (and with it Chromium) has been ended.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,17 +31,7 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-fn which(names: &[&str]) -> Option<PathBuf> {
-    for n in names {
-        for dir in ["/usr/bin", "/usr/local/bin", "/usr/lib/chromium"] {
-            let p = Path::new(dir).join(n);
-            if p.exists() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
+use super::chromium::which;
 
 impl Browser {
     /// Starts chromedriver on a free loopback port and opens a session.
@@ -92,13 +81,9 @@ impl Browser {
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": chromium.to_str().unwrap(),
-                "args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync",
-                    "--disable-dev-shm-usage",
-                    format!("--user-data-dir={}", b._profile.path().display()),
-                ]
+                "args": super::chromium::ARGS.iter().map(|a| a.to_string())
+                    .chain([format!("--user-data-dir={}", b._profile.path().display())])
+                    .collect::<Vec<_>>()
             }
         }}});
         let v = b.call("POST", "/session", Some(caps));
