@@ -10,21 +10,27 @@ use maud::{html, Markup};
 pub fn plain(raw: &str) -> Option<String> {
     let l = raw.to_ascii_lowercase();
     let has = |s: &str| l.contains(s);
-    let text: &str = if has("doesn't exist")
+    // Errors reach the dashboard from the mail server, the model provider
+    // and webhook targets alike, and the text does not always say which:
+    // what only a mail server says is said as the mail server's (a missing
+    // folder names a mailbox or folder; a model's "the model `x` does not
+    // exist" is not one), the rest as a server's.
+    let text: &str = if (has("doesn't exist")
         || has("does not exist")
         || has("nonexistent")
-        || has("no such mailbox")
+        || has("no such mailbox"))
+        && (has("mailbox") || has("folder"))
     {
         "This folder does not exist on the mail server. Create it there, or remove it from \
              the account's folders."
     } else if has("authenticationfailed") || has("authentication failed") || has("login failed") {
         "The mail server refused the username or password."
     } else if has("connection refused") {
-        "The mail server refused the connection: check its host and port."
+        "The server refused the connection: check its host and port."
     } else if has("timed out") || has("timeout") || has("deadline") {
         "The server did not answer in time."
     } else if has("certificate") || has("handshake") {
-        "The server's TLS certificate was not accepted: check `imap.ca_file` or the host name."
+        "The server's TLS certificate was not accepted: check its `ca_file` or the host name."
     } else if has("dns") || has("lookup") || has("resolve") || has("name or service not known") {
         "The server's name could not be found: check the host name."
     } else if has("no longer in") || has("not found in") || has("no message") {
@@ -80,6 +86,21 @@ mod tests {
                 .contains("username or password")
         );
         assert_eq!(said("something new"), "something new");
+        // A model provider's words are not said as the mail server's.
+        let model = said(
+            "llm: HTTP 404: The model `gpt-9` does not exist or you do not have access to it.",
+        );
+        assert!(
+            !model.contains("mail server") && !model.contains("folder"),
+            "{model}"
+        );
+        let refused = said("dead: io: Connection refused");
+        assert!(!refused.contains("mail server"), "{refused}");
+        assert!(refused.contains("check its host and port"), "{refused}");
+        assert!(
+            said("folder \"Offers\" does not exist and folders.create is false")
+                .contains("This folder does not exist")
+        );
         let m = error_markup("No Response: Mailbox doesn't exist: X").into_string();
         assert!(m.contains("<details"), "{m}");
         assert!(m.contains("Mailbox doesn&#39;t exist") || m.contains("Mailbox doesn't exist"));

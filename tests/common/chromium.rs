@@ -29,7 +29,8 @@ pub const ARGS: &[&str] = &[
 /// its rule first: `--host-resolver-rules=MAP name 127.0.0.1, MAP * ~NOTFOUND,
 /// EXCLUDE localhost`
 /// (the last `--host-resolver-rules` given wins).
-pub const RESOLVER_RULES: &str = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1";
+pub const RESOLVER_RULES: &str =
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1";
 
 /// The Chromium binary; a missing one fails the test and names its package.
 pub fn binary() -> PathBuf {
