@@ -303,3 +303,39 @@ fn health_reports_a_database_that_no_longer_reads() {
     assert_eq!(h.body["database"], "error", "{}", h.text);
     assert_eq!(h.body["status"], "unhealthy", "{}", h.text);
 }
+
+/// A browser at an address that is no page gets a page saying so (404,
+/// HTML), not the API's JSON, which a person was shown before; a client
+/// that does not ask for HTML, and anything under /api/, still gets JSON.
+#[test]
+fn an_unknown_page_is_a_page_for_a_browser() {
+    let m = start();
+    let html = [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
+    let r = m.request("GET", "/nonexistent-page", &html, None);
+    assert_eq!(r.status, 404);
+    assert!(
+        r.header("content-type")
+            .is_some_and(|t| t.starts_with("text/html")),
+        "{:?}",
+        r.header("content-type")
+    );
+    assert!(
+        r.text.contains("There is no page at /nonexistent-page."),
+        "{}",
+        r.text
+    );
+    let r = m.request("GET", "/nonexistent-page", &[], None);
+    assert_eq!(
+        (r.status, r.body["error"].is_string()),
+        (404, true),
+        "{}",
+        r.text
+    );
+    let r = m.request("GET", "/api/nothing-here", &html, None);
+    assert_eq!(
+        (r.status, r.body["error"].is_string()),
+        (404, true),
+        "{}",
+        r.text
+    );
+}

@@ -421,11 +421,29 @@ pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
             pages.push((r, params));
         }
     }
+    if pages.is_empty() && apis.is_empty() && pages_on && wants_a_page(req) {
+        // A person's browser at an address that is no page: a page saying
+        // so, not the API's JSON.
+        return (
+            crate::dashboard::pages::not_found_bare(&format!("There is no page at {}.", req.path)),
+            "unknown",
+        );
+    }
     if pages.is_empty() {
         api_route(ctx, req, &apis)
     } else {
         page_route(ctx, req, &pages)
     }
+}
+
+/// A browser's request for a page: a `GET` outside `/api/` that accepts
+/// HTML.
+fn wants_a_page(req: &Req) -> bool {
+    matches!(req.method.as_str(), "GET" | "HEAD")
+        && !req.path.starts_with("/api/")
+        && req
+            .header("Accept")
+            .is_some_and(|a| a.contains("text/html"))
 }
 
 type Fits<'a, 'p> = [(&'a Route, Vec<&'p str>)];
