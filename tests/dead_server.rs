@@ -175,8 +175,9 @@ fn a_server_that_stops_answering_mid_batch_is_noticed_and_the_model_is_not_asked
     assert_eq!(
         before,
         subjects.len(),
-        "the model was asked twice about a journalled message: {:?}",
-        asked.lock().unwrap()
+        "the model was asked twice about a journalled message: {:?}\n{}",
+        asked.lock().unwrap(),
+        m.log()
     );
     assert_eq!(events(&got, "connection_lost"), 1);
     assert!(events(&got, "connection_restored") >= 1);
