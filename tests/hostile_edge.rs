@@ -566,6 +566,11 @@ fn framing_refusals_answer_json_naming_the_problem() {
             400,
             "chunked",
         ),
+        (
+            post("Content-Length: 2\r\nExpect: 200-ok\r\n", "{}"),
+            417,
+            "Expect",
+        ),
     ] {
         let text = raw(m.port, request.as_bytes(), PATIENCE);
         let what = &text[..text.len().min(300)];

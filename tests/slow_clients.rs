@@ -193,6 +193,12 @@ fn two_thousand_half_requests_cost_bounded_threads_and_memory_and_health_answers
     let mut got = String::new();
     let _ = last.read_to_string(&mut got);
     assert!(got.starts_with("HTTP/1.1 408"), "half request got {got:?}");
+    // With a JSON body saying why, as every refusal (it had none).
+    assert!(
+        got.contains("application/json")
+            && got.ends_with(r#"{"error":"the request did not arrive in time"}"#),
+        "half request got {got:?}"
+    );
     let metrics = m.get("/metrics").text;
     let timed_out = metric(
         &metrics,

@@ -343,21 +343,14 @@ impl Iterator for ClientConnection {
                 return None
             }
 
+            // A request begun and not finished in time (mailproc patch: with
+            // a JSON body saying so, as every refusal).
             Err(ReadError::ReadIoError(ref err)) if err.kind() == ErrorKind::TimedOut => {
-                // request timeout
-                let writer = self.sink.next().unwrap();
-                let response = Response::new_empty(StatusCode(408));
-                response
-                    .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
-                    .ok();
-                return None; // closing the connection
+                return self.refuse(408, "the request did not arrive in time");
             }
 
-            Err(ReadError::ExpectationFailed(ver)) => {
-                let writer = self.sink.next().unwrap();
-                let response = Response::new_empty(StatusCode(417));
-                response.raw_print(writer, ver, &[], true, None).ok();
-                return None; // TODO: should be recoverable, but needs handling in case of body
+            Err(ReadError::ExpectationFailed(_)) => {
+                return self.refuse(417, "Expect: only 100-continue is supported");
             }
 
             Err(ReadError::ReadIoError(_)) => return None,

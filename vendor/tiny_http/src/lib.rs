@@ -576,8 +576,14 @@ fn refuse(sock: Connection) {
     use std::io::Write;
     let mut sock = sock;
     if sock.set_nonblocking(true).is_ok() {
+        const BODY: &str = r#"{"error":"too many connections: try again in a second"}"#;
         let _ = sock.write(
-            b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\nRetry-After: 1\r\n\r\n",
+            format!(
+                "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{BODY}",
+                BODY.len()
+            )
+            .as_bytes(),
         );
     }
     let _ = sock.shutdown(Shutdown::Both);
@@ -613,5 +619,28 @@ impl Drop for Server {
                 let _ = std::fs::remove_file(path);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+
+    /// mailproc patch: the 503 at the connection cap is a whole response
+    /// with a JSON body, as every refusal of the service.
+    #[test]
+    fn the_503_at_the_cap_is_json() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        super::refuse(server.into());
+        let mut got = String::new();
+        client.read_to_string(&mut got).unwrap();
+        let (head, body) = got.split_once("\r\n\r\n").expect("a head and a body");
+        assert!(head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{head}");
+        assert!(head.contains("\r\nContent-Type: application/json\r\n"), "{head}");
+        assert!(head.contains(&format!("\r\nContent-Length: {}", body.len())), "{head}");
+        assert_eq!(body, r#"{"error":"too many connections: try again in a second"}"#);
     }
 }
