@@ -460,6 +460,14 @@ fn controls_are_form_posts_with_a_token() {
         "{}",
         r.text
     );
+    // The headers come back as typed, to be corrected (they came back
+    // empty).
+    assert!(
+        r.text
+            .contains("name=\"headers\" rows=\"2\">Bad Name: v</textarea>"),
+        "{}",
+        r.text
+    );
     let receiver = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let port = receiver.server_addr().to_ip().unwrap().port();
     let t = std::thread::spawn(move || {

@@ -271,6 +271,9 @@ fn webhooks(hooks: &[serde_json::Value]) -> Markup {
 /// The Test Webhook form and, after a test, what came back.
 pub struct TestResult {
     url: String,
+    /// The headers as typed, given back with the answer so a correction
+    /// does not mean typing them again.
+    headers: String,
     ok: bool,
     text: String,
 }
@@ -327,7 +330,9 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
                 input #hook-url name="url" type="url" required placeholder="https://hooks.example.com/mail"
                     value=(test.as_ref().map(|t| t.url.as_str()).unwrap_or(""));
                 label for="hook-headers" { "Headers " span.hint { "(optional, one “Name: value” per line)" } }
-                textarea #hook-headers name="headers" rows="2" {}
+                textarea #hook-headers name="headers" rows="2" {
+                    (test.as_ref().map(|t| t.headers.as_str()).unwrap_or(""))
+                }
                 // The result right above the button, which has the focus:
                 // the browser scrolls both into view.
                 @if let Some(t) = &test {
@@ -405,7 +410,18 @@ pub fn test_webhook(ctx: &Ctx, req: &Req, s: &Session, name: &str) -> Reply {
             ),
         }
     };
-    let mut reply = page(ctx, s, name, Some(TestResult { url, ok, text }));
+    let headers = f.get("headers").cloned().unwrap_or_default();
+    let mut reply = page(
+        ctx,
+        s,
+        name,
+        Some(TestResult {
+            url,
+            headers,
+            ok,
+            text,
+        }),
+    );
     reply.status = status;
     reply
 }
