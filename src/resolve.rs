@@ -106,12 +106,11 @@ fn serve(rx: &Receiver<Request>, lookup: &LookupFn) {
 /// sends a query to the machine's resolver (whose address is outside
 /// loopback).
 pub fn system_lookup(host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
-    let local = host.parse::<IpAddr>().is_ok()
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok()
+    let local = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok()
         || host.eq_ignore_ascii_case("localhost");
     if !local && crate::failpoint::fails("dns") {
         return Err(std::io::Error::other(format!(

@@ -209,9 +209,13 @@ impl Runner {
         }
         let mut uids: Vec<u32> = class.keys().copied().collect();
         uids.sort_unstable();
-        let mut examples = Vec::with_capacity(uids.len());
+        // A FETCH's worth at a time, taken back before the next: what is
+        // held in memory stays one chunk's features, however many failed
+        // (a missing folder fails every message held for it).
+        let mut taken = 0;
         for part in uids.chunks(UNLEARN_PER_FETCH) {
             let fetched = s.uid_fetch(super::uid_set(part), super::train::learn_query())?;
+            let mut examples = Vec::with_capacity(part.len());
             for f in fetched.iter() {
                 let (Some(uid), Some(head)) = (f.uid, f.header()) else {
                     continue;
@@ -221,13 +225,13 @@ impl Runner {
                     examples.push((c.clone(), feats, -1));
                 }
             }
+            taken += examples.len();
+            self.unlearn(examples);
         }
         log::debug!(
-            "{}: {mailbox}: {} example(s) of refused held moves taken back",
-            self.name(),
-            examples.len()
+            "{}: {mailbox}: {taken} example(s) of refused held moves taken back",
+            self.name()
         );
-        self.unlearn(examples);
         Ok(())
     }
 
