@@ -25,7 +25,7 @@
 # (one slot, two threads each, one of them busy at a time). SpamAssassin
 # runs with local tests only: no network, no DNS. Everything runs at
 # nice 19 (QUALITY_NICE): the machine is shared.
-# About 22 minutes on the shared 2-core machine after the one-time builds
+# About 30 minutes on an idle 2-core machine after the one-time builds
 # with no answer cached (docs/quality.md, "Where the time goes").
 set -euo pipefail
 
@@ -126,16 +126,21 @@ while (my $path = <STDIN>) {
     $msg->finish;
 }
 EOF
-say "SpamAssassin $(spamassassin -V | head -n 1 | awk '{print $3}'), rules alone: $(wc -l <"$DIR/test.txt") messages"
+# The rules-alone check and sa-learn are one Perl process each: they run
+# side by side on the two cores (about 45 s of a run that must stay under
+# 30 minutes); the check's time per message is its own either way.
+say "SpamAssassin $(spamassassin -V | head -n 1 | awk '{print $3}'), rules alone: $(wc -l <"$DIR/test.txt") messages, beside sa-learn"
 t=$SECONDS
-nice -n "$NICE" perl "$DIR/sa-check.pl" <"$DIR/test.txt" >"$DIR/rules.tsv"
-say "  $((SECONDS - t)) s"
+nice -n "$NICE" perl "$DIR/sa-check.pl" <"$DIR/test.txt" >"$DIR/rules.tsv" &
+rules_pid=$!
+PIDS+=("$rules_pid")
 say "sa-learn: $(wc -l <"$DIR/train-spam.txt") spam and $(wc -l <"$DIR/train-ham.txt") ham"
-t=$SECONDS
 mkdir "$DIR/bayes"
 nice -n "$NICE" sa-learn -L --dbpath "$DIR/bayes" --spam -f "$DIR/train-spam.txt" >&2
 nice -n "$NICE" sa-learn -L --dbpath "$DIR/bayes" --ham -f "$DIR/train-ham.txt" >&2
 say "  trained in $((SECONDS - t)) s"
+wait "$rules_pid" || die "SpamAssassin's rules-alone check failed"
+say "  rules alone and sa-learn: $((SECONDS - t)) s"
 t=$SECONDS
 nice -n "$NICE" perl "$DIR/sa-check.pl" "$DIR/bayes" <"$DIR/test.txt" >"$DIR/bayes.tsv"
 say "SpamAssassin with Bayes: $((SECONDS - t)) s"
