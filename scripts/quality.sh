@@ -127,7 +127,7 @@ while (my $path = <STDIN>) {
 }
 EOF
 # The rules-alone check and sa-learn are one Perl process each: they run
-# side by side on the two cores (about 45 s of a run that must stay under
+# side by side on the two cores (about 25 s of a run that must stay under
 # 30 minutes); the check's time per message is its own either way.
 say "SpamAssassin $(spamassassin -V | head -n 1 | awk '{print $3}'), rules alone: $(wc -l <"$DIR/test.txt") messages, beside sa-learn"
 t=$SECONDS
