@@ -25,8 +25,9 @@
 # (one slot, two threads each, one of them busy at a time). SpamAssassin
 # runs with local tests only: no network, no DNS. Everything runs at
 # nice 19 (QUALITY_NICE): the machine is shared.
-# About 30 minutes on an idle 2-core machine after the one-time builds
-# with no answer cached (docs/quality.md, "Where the time goes").
+# A little over 30 minutes (1,827 and 1,839 s measured) on an idle 2-core
+# machine after the one-time builds with no answer cached (docs/quality.md,
+# "Where the time goes").
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -127,8 +128,8 @@ while (my $path = <STDIN>) {
 }
 EOF
 # The rules-alone check and sa-learn are one Perl process each: they run
-# side by side on the two cores (about 25 s of a run that must stay under
-# 30 minutes); the check's time per message is its own either way.
+# side by side on the two cores (27 s measured, of a run meant to stay
+# under 30 minutes); the check's time per message is its own either way.
 say "SpamAssassin $(spamassassin -V | head -n 1 | awk '{print $3}'), rules alone: $(wc -l <"$DIR/test.txt") messages, beside sa-learn"
 t=$SECONDS
 nice -n "$NICE" perl "$DIR/sa-check.pl" <"$DIR/test.txt" >"$DIR/rules.tsv" &

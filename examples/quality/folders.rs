@@ -1,11 +1,12 @@
 //! The folder split: real list mail sorted into six folders, each tier
 //! alone and the chain without the demo's rules.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use mailproc::learn::features;
 
-use crate::ask::ask;
+use crate::ask::{ask, Answer};
 use crate::corpus::{self, Msg};
 use crate::score::{acted, class_of, pct, per_msg, train};
 use crate::Setup;
@@ -29,11 +30,11 @@ pub fn run(s: &Setup, data: &str, limit: usize) {
     let refs: Vec<&Msg> = ftest.iter().collect();
     // The hybrid asks its model only about what the classifier leaves (at
     // the demo's 0.5 that is nothing here): asking all of them cost 90 s
-    // of a run that must stay under 30 minutes, for answers no figure read.
+    // of a run meant to stay under 30 minutes, for answers no figure read.
     let to_model: Vec<usize> = (0..n).filter(|&i| guess[i].1 < th).collect();
     let demo_account = account.for_model().unwrap_or_else(|| account.clone());
     let asked: Vec<&Msg> = to_model.iter().map(|&i| &ftest[i]).collect();
-    let demo: std::collections::HashMap<usize, crate::ask::Answer> = to_model
+    let demo: HashMap<usize, Answer> = to_model
         .iter()
         .copied()
         .zip(ask(&s.demo, &demo_account, &learned, &asked, "folders"))
