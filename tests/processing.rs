@@ -766,7 +766,7 @@ fn varied_real_world_shapes_are_all_accounted_for() {
     );
     assert_eq!(d.messages("test").len(), raws.len());
     // The service is still fine afterwards.
-    assert_eq!(state(&m), "connected");
+    wait_state(&m, &["connected"], Duration::from_secs(30));
 }
 
 #[test]
