@@ -426,6 +426,50 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
     );
 }
 
+/// The corrections check reads a folder whole (EXAMINE, then a search of
+/// the week's moves) only when its counts changed since it last did: a
+/// pass with nothing moved in or out costs one STATUS of the folder. A
+/// move out of it afterwards is still found.
+#[test]
+fn an_unchanged_folder_is_not_read_again_and_a_later_move_out_is_still_found() {
+    let d = sorted_mailbox();
+    let yaml = config(&d, None, "{ enabled: true }").replace(
+        "    rules:\n",
+        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    d.seed("test", "INBOX", &receipt(400));
+    m.spawn(&[]);
+    m.wait_ready();
+    wait_entries(&m, 1);
+    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Receipts"]);
+    let unchanged =
+        "corrections: \"Receipts\" unchanged since it was last read (1 move(s) to check)";
+    // The first pass after the move reads Receipts whole (its counts are
+    // new); the next finds them unchanged.
+    d.seed("test", "INBOX", &personal("p2", "Dinner"));
+    wait_entries(&m, 2);
+    assert!(!m.log().contains(unchanged), "{}", m.log());
+    d.seed("test", "INBOX", &personal("p3", "Lunch"));
+    wait_entries(&m, 3);
+    assert_eq!(m.log().matches(unchanged).count(), 1, "{}", m.log());
+    assert_eq!(m.get("/api/learned/acct").body["corrections"], 0);
+
+    user_moves(&d, "<r400@shop.example>", "Receipts", "Newsletters");
+    d.seed("test", "INBOX", &personal("p4", "Tea"));
+    wait_entries(&m, 4);
+    assert_eq!(
+        m.get("/api/learned/acct").body["corrections"],
+        1,
+        "{}",
+        m.log()
+    );
+    assert_eq!(m.log().matches(unchanged).count(), 1, "{}", m.log());
+    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Newsletters"]);
+}
+
 /// A week of moves to one folder whose UIDs make a set longer than a
 /// command line (Dovecot refuses one past 64 KiB, "Too long argument") is
 /// looked for in pieces: the user's correction is still found. Before,

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
+use super::folders::Counts;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::timestamp::now_ms;
@@ -39,8 +40,23 @@ impl Runner {
         for (id, folder, uid) in moves {
             by_folder.entry(folder).or_default().push((id, uid));
         }
+        // A folder whose counts are what they were when it was last read
+        // whole has had no message arrive or leave since: nothing of ours
+        // left it, and one STATUS saves an EXAMINE and the week's searches.
+        self.corrections_read
+            .retain(|f, _| by_folder.contains_key(f));
         let mut gone: Vec<(i64, String)> = Vec::new();
         for (folder, list) in &by_folder {
+            let counts = self.counts_unless_watched(s, folders, folder)?;
+            if counts.is_some() && self.corrections_read.get(folder) == counts.as_ref() {
+                log::debug!(
+                    "{}: corrections: {folder:?} unchanged since it was last read ({} move(s) to check)",
+                    self.name(),
+                    list.len()
+                );
+                continue;
+            }
+            self.corrections_read.remove(folder);
             if let Err(e) = folders.examine(s, folder) {
                 session_fatal(e)?;
                 continue;
@@ -67,6 +83,9 @@ impl Runner {
                 if !present.contains(uid) {
                     gone.push((*id, folder.clone()));
                 }
+            }
+            if let Some(c) = counts {
+                self.corrections_read.insert(folder.clone(), c);
             }
         }
         for (id, from) in gone {
@@ -108,6 +127,27 @@ impl Runner {
             self.corrected(feats, &from, &to);
         }
         Ok(())
+    }
+
+    /// The folder's counts (`STATUS`), or `None`: for a watched folder
+    /// (the session may have it selected, where RFC 3501 leaves STATUS
+    /// unreliable), a name that cannot be sent, or a refusal.
+    fn counts_unless_watched(
+        &self,
+        s: &mut Session,
+        folders: &Folders,
+        folder: &str,
+    ) -> Result<Option<Counts>, ImapError> {
+        if self.w.account.folders.watch.iter().any(|w| w == folder) {
+            return Ok(None);
+        }
+        match folders.status_counts(s, folder) {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                session_fatal(e)?;
+                Ok(None)
+            }
+        }
     }
 
     /// The folder (of those training reads) now holding `message_id`, its

@@ -138,6 +138,35 @@ impl Folders {
     }
 }
 
+/// A folder's `MESSAGES`, `UIDNEXT` and `UIDVALIDITY`: the same exactly
+/// while no message has arrived in it or left it.
+pub(super) type Counts = (u32, u32, u32);
+
+impl Folders {
+    /// `STATUS name (MESSAGES UIDNEXT UIDVALIDITY)`, read as
+    /// [`Folders::status_uid_next`] reads it. `None` when the name cannot
+    /// be sent or the server left an item out.
+    pub(super) fn status_counts(
+        &self,
+        s: &mut Session,
+        name: &str,
+    ) -> imap::Result<Option<Counts>> {
+        let Ok(arg) = self.arg(name) else {
+            return Ok(None);
+        };
+        let raw = s.run_command_and_read_response(format!(
+            "STATUS {arg} (MESSAGES UIDNEXT UIDVALIDITY)"
+        ))?;
+        Ok((|| {
+            Some((
+                status_item(&raw, "MESSAGES")?,
+                status_item(&raw, "UIDNEXT")?,
+                status_item(&raw, "UIDVALIDITY")?,
+            ))
+        })())
+    }
+}
+
 /// The number after `item` in the last parenthesised list of the
 /// `* STATUS` line of `raw`.
 fn status_item(raw: &[u8], item: &str) -> Option<u32> {

@@ -48,6 +48,7 @@ mod undo;
 mod window;
 mod writer;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -274,6 +275,9 @@ struct Runner {
     junk: String,
     /// The moves held in a pass of more than one window (see `held`).
     held: Option<held::Held>,
+    /// Each folder the corrections check read whole, with its counts as
+    /// they were just before (see `corrections`).
+    corrections_read: HashMap<String, folders::Counts>,
 }
 
 impl Runner {
@@ -294,6 +298,7 @@ impl Runner {
             trouble: None,
             junk: "Junk".into(),
             held: None,
+            corrections_read: HashMap::new(),
         }
     }
 
