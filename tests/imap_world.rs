@@ -17,6 +17,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use common::imap_client::mailbox_arg;
 use common::mail::{encoded_word, msg_with};
 use common::mailproc::Mailproc;
 use common::model::{answer, Model};
@@ -35,6 +36,7 @@ on_every_server!(
     a_refused_create_is_a_warning_with_the_servers_answer,
     spam_goes_to_the_servers_junk_folder_unless_configured,
     a_thousand_real_messages_sorted_by_four_rules,
+    a_user_move_out_of_a_folder_found_unchanged_is_a_correction,
 );
 
 /// How long a wait may see no progress at all before it fails.
@@ -278,6 +280,77 @@ fn undo_puts_the_message_back(kind: Kind) {
     assert_eq!(back[0].mailbox, "INBOX", "{back:?}");
     assert_eq!(back[0].flags, vec!["\\Flagged".to_string()], "{back:?}");
     assert_eq!(r.body["undo"]["fromFolder"], "Lists", "{}", r.text);
+}
+
+/// The corrections check reads a folder mailproc moved to only when its
+/// STATUS counts changed: on every server a pass after one that read it
+/// finds it unchanged, and a move out of it by the user (COPY, then
+/// `\Deleted` and EXPUNGE, as any client can) changes them and is found.
+fn a_user_move_out_of_a_folder_found_unchanged_is_a_correction(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "corr");
+    mb.create("Newsletters");
+    mb.seed(
+        "INBOX",
+        &[msg_with(
+            "c0",
+            "Digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        )],
+    );
+    let m = Mailproc::start(&config(
+        &account(&mb, false, "    learned: { enabled: true }\n"),
+        None,
+    ));
+    wait_ok(&m, 1);
+    let name = kind.name();
+    let unchanged = |m: &Mailproc| {
+        m.log()
+            .lines()
+            .filter(|l| l.contains("corrections: \"Lists\" unchanged since it was last read"))
+            .count()
+    };
+    // The pass after the move reads Lists whole; the next finds it unchanged.
+    mb.seed("INBOX", &[msg_with("c1", "Invoice 1", "")]);
+    wait_ok(&m, 2);
+    assert_eq!(unchanged(&m), 0, "{name}:\n{}", m.log());
+    mb.seed("INBOX", &[msg_with("c2", "Invoice 2", "")]);
+    wait_ok(&m, 3);
+    assert_eq!(unchanged(&m), 1, "{name}:\n{}", m.log());
+
+    let mut c = mb.imap();
+    let lists = mailbox_arg(&mb.folder("Lists"));
+    let ok = |c: &mut common::imap_client::ImapClient, cmd: &str| {
+        let a = c
+            .command(cmd)
+            .unwrap_or_else(|e| panic!("{name}: {cmd}: {e}"));
+        assert!(a.ok(), "{name}: {cmd}: {} {}", a.status, a.text);
+        a
+    };
+    ok(&mut c, &format!("SELECT {lists}"));
+    let found = ok(
+        &mut c,
+        "UID SEARCH HEADER Message-ID \"<c0@mailproc.test>\"",
+    )
+    .text_of_untagged();
+    let uid: u32 = found
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .next()
+        .unwrap_or_else(|| panic!("{name}: c0 not in Lists: {found}"));
+    ok(
+        &mut c,
+        &format!("UID COPY {uid} {}", mailbox_arg(&mb.folder("Newsletters"))),
+    );
+    ok(&mut c, &format!("UID STORE {uid} +FLAGS (\\Deleted)"));
+    ok(&mut c, "EXPUNGE");
+    c.logout();
+
+    mb.seed("INBOX", &[msg_with("c3", "Invoice 3", "")]);
+    wait_ok(&m, 4);
+    let learned = m.get("/api/learned/acct").body;
+    assert_eq!(learned["corrections"], 1, "{name}: {learned}\n{}", m.log());
+    assert_eq!(unchanged(&m), 1, "{name}:\n{}", m.log());
 }
 
 /// `Reçus` and `受信箱` as move targets, one by a rule and one by the
