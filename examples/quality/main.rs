@@ -14,6 +14,9 @@
 //!       sets and thresholds on the validation split, the held-out split,
 //!       and a generated multi-folder mailbox; with CONFIG (the demo's
 //!       rules), first the ways of combining tried, after those rules
+//!   quality linear DATA_DIR CONFIG
+//!       a linear model beside the learned classifier (`linear.rs`),
+//!       after CONFIG's rules: measured, not shipped
 //!   quality measure CONFIG DATA_DIR SA_DIR SUBSET FOLDER_LIMIT
 //!       everything: the learned classifier as above; the hybrid's
 //!       thresholds chosen on the validation split; every tier and
@@ -32,6 +35,7 @@ mod combine;
 mod corpus;
 mod folders;
 mod learned;
+mod linear;
 mod score;
 mod spam;
 
@@ -110,6 +114,11 @@ fn main() {
             let rules = Rules::new(&config.accounts[0].rules).expect("the rules");
             learned::run(&args[2], Some(&rules))
         }
+        Some("linear") if args.len() == 4 => {
+            let (config, _) = read_config(&args[3]);
+            let rules = Rules::new(&config.accounts[0].rules).expect("the rules");
+            linear::run(&args[2], &rules)
+        }
         Some("measure") if args.len() == 7 => measure(
             &args[2],
             &args[3],
@@ -120,6 +129,7 @@ fn main() {
         _ => {
             eprintln!(
                 "usage: quality lists DATA_DIR OUT_DIR\n       quality learned DATA_DIR [CONFIG]\n       \
+                 quality linear DATA_DIR CONFIG\n       \
                  quality measure CONFIG DATA_DIR SA_DIR SUBSET FOLDER_LIMIT"
             );
             std::process::exit(2);
