@@ -67,9 +67,12 @@ impl Store {
     /// Adds the rows written since the last call to the search index, in
     /// one statement (the trigram index costs far less fed in bulk than row
     /// by row), then checkpoints the log (see `wal_autocheckpoint` in
-    /// `Store::init`). Returns how many were added.
+    /// `Store::init`) on a connection of its own, the writer's lock
+    /// released: a PASSIVE checkpoint lets writers go on, and one already
+    /// running (another account's) stands for this one. Returns how many
+    /// rows were added.
     pub fn index_search(&self) -> Result<usize> {
-        in_op("index_search", || {
+        let n = in_op("index_search", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let n = tx.execute(
@@ -80,11 +83,17 @@ impl Store {
             )?;
             tx.execute("DELETE FROM fts_queue", [])?;
             tx.commit()?;
-            if n > 0 {
-                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
-            }
             Ok(n)
-        })
+        })?;
+        if n > 0 {
+            if let Some(conn) = self.checkpointer.as_ref().and_then(|c| c.try_lock()) {
+                in_op("checkpoint", || {
+                    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                        .map_err(Into::into)
+                })?;
+            }
+        }
+        Ok(n)
     }
 
     /// One page of the activity log, newest first, and the number of matches.

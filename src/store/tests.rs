@@ -439,6 +439,35 @@ fn search_index_is_fed_in_bulk_and_stays_consistent() {
     assert_eq!(found("nvoice"), 1); // "Invoice 1 late", stamped now
 }
 
+/// `index_search` checkpoints the log (on its own connection): the rows
+/// are then in the database file itself, not only in the `-wal` beside it
+/// (SQLite's own checkpoint waits for 10,000 pages of log).
+#[test]
+fn indexing_a_pass_checkpoints_the_log_into_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db.sqlite");
+    let s = Store::open(&p).unwrap();
+    let rows_in_file_alone = || {
+        let copy = dir.path().join("copy.sqlite");
+        std::fs::copy(&p, &copy).unwrap();
+        let c = rusqlite::Connection::open(&copy).unwrap();
+        // Before any checkpoint not even the schema is in the file.
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM emails", [], |r| r.get(0))
+            .unwrap_or(0);
+        drop(c);
+        std::fs::remove_file(&copy).unwrap();
+        n
+    };
+    for uid in 1..=5 {
+        s.insert_history(&meta(uid), &ok(vec![]), 1_000 * i64::from(uid))
+            .unwrap();
+    }
+    assert_eq!(rows_in_file_alone(), 0, "written to the log only");
+    assert_eq!(s.index_search().unwrap(), 5);
+    assert_eq!(rows_in_file_alone(), 5);
+}
+
 #[test]
 fn a_common_search_term_walks_the_time_index_with_the_same_answer() {
     let s = Store::open_in_memory().unwrap();

@@ -197,7 +197,17 @@ pub fn run(rows: &mut Vec<Row>) {
     // Start: spawn to every account connected.
     let start_load = load();
     let mut m = Mailproc::prepare(&yaml(&d, n));
-    let env = crate::service_env();
+    let mut env = crate::service_env();
+    // MAILPROC_BENCH_LOG=FILE: mailproc's debug log of the run goes to
+    // FILE.accounts, and the slowest deliveries are listed beside it.
+    let keep_log = std::env::var("MAILPROC_BENCH_LOG").ok();
+    if keep_log.is_some() && std::env::var("MAILPROC_BENCH_LOG_LEVEL").is_ok() {
+        env.retain(|(k, _)| k != "MAILPROC_LOG");
+        env.push((
+            "MAILPROC_LOG".into(),
+            std::env::var("MAILPROC_BENCH_LOG_LEVEL").unwrap(),
+        ));
+    }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let spawned_ms = now_ms();
     m.spawn(&env);
@@ -361,6 +371,7 @@ pub fn run(rows: &mut Vec<Row>) {
     let total = rate * mail_s;
     let mut lmtp = Lmtp::connect(d.lmtp_port);
     let mut delivered: Vec<Instant> = Vec::with_capacity(total);
+    let mut delivered_ms: Vec<i64> = Vec::with_capacity(total);
     let began = Instant::now();
     for k in 0..total {
         let due = began + Duration::from_secs_f64(k as f64 / rate as f64);
@@ -377,6 +388,7 @@ pub fn run(rows: &mut Vec<Row>) {
         }
         lmtp.deliver(&to, &message(&format!("live-{k}"), &format!("Live {k}")));
         delivered.push(Instant::now());
+        delivered_ms.push(now_ms());
     }
     let sent_s = began.elapsed().as_secs_f64();
     // Every message recorded (or a generous limit).
@@ -416,6 +428,25 @@ pub fn run(rows: &mut Vec<Row>) {
         if let Some(done) = seen.get(&k) {
             share.push(ms(*done, delivered[k]) - f);
         }
+    }
+    if let Some(log) = &keep_log {
+        let mut slow: Vec<(f64, usize)> = seen
+            .iter()
+            .map(|(k, at)| (ms(*at, delivered[*k]), *k))
+            .collect();
+        slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut out = m.log();
+        out.push_str(
+            "\n--- the 30 slowest deliveries: ms, message, account, delivered at (epoch ms) ---\n",
+        );
+        for (lat, k) in slow.iter().take(30) {
+            out.push_str(&format!(
+                "{lat:.0} live-{k} u{} {}\n",
+                (k * 7919) % n,
+                delivered_ms[*k]
+            ));
+        }
+        std::fs::write(format!("{log}.accounts"), out).ok();
     }
     let tallied = tally(&m);
     let show = |v: &[f64]| {
