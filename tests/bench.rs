@@ -544,7 +544,7 @@ fn report(table: &str, ran: &str, sections: &str) -> String {
          MAILPROC_BENCH_N=1000 scripts/bench.sh rules   # a smaller backlog while iterating\n\
          MAILPROC_BENCH_PERF=/tmp/perf.data scripts/bench.sh rules   # with a system-wide perf record of mailproc's run\n\
          MAILPROC_BENCH_ACCOUNTS=0 MAILPROC_BENCH_SIZES=100000 MAILPROC_BENCH_FORMS=2 MAILPROC_BENCH_LOG=/tmp/run MAILPROC_BENCH_OUT=/tmp/b.md scripts/bench.sh scale   # one backlog size, mailproc's debug log kept\n\
-         MAILPROC_BENCH_SIZES= MAILPROC_BENCH_IDLE_S=5 MAILPROC_BENCH_MAIL_S=60 MAILPROC_BENCH_LOG=/tmp/run MAILPROC_BENCH_OUT=/tmp/b.md scripts/bench.sh scale   # the accounts part, short; mailproc's log and the 30 slowest deliveries in /tmp/run.accounts (MAILPROC_BENCH_LOG_LEVEL=debug for more)\n\
+         MAILPROC_BENCH_SIZES= MAILPROC_BENCH_IDLE_S=5 MAILPROC_BENCH_MAIL_S=60 MAILPROC_BENCH_LOG=/tmp/run MAILPROC_BENCH_OUT=/tmp/b.md scripts/bench.sh scale   # the accounts part, short; mailproc's debug log and the 30 slowest deliveries in /tmp/run.accounts\n\
          scripts/bench.sh hostile         # only the hostile clients (rewrites their section alone)\n\
          scripts/bench.sh scale           # 1,000 accounts and the 5,000/20,000/100,000 backlogs (rewrites their section alone; about 15 min)\n\
          ```\n\n\
