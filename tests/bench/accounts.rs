@@ -410,7 +410,7 @@ pub fn run(rows: &mut Vec<Row>) {
         exists[j].push(at);
     }
     let (mut floor, mut share) = (Vec::new(), Vec::new());
-    let mut next = vec![0usize; SAMPLE];
+    let mut next = [0usize; SAMPLE];
     for k in (0..total).step_by(10) {
         let j = (k / 10) % SAMPLE;
         let Some(at) = exists[j].get(next[j]) else {

@@ -4,10 +4,7 @@
 //! into each user by `doveadm import` (as a delivery agent stores mail:
 //! indexed, under `new/`).
 
-use std::path::{Path, PathBuf};
-
 use crate::common::dovecot::mail::write_maildir;
-use crate::common::dovecot::Dovecot;
 
 /// Every message of the corpus, in path order (easy-ham-1 first), without
 /// its mbox `From ` line (the one reader, `common::corpus`).
