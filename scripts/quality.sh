@@ -36,8 +36,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LEARNED_ONLY=0
-if [[ "${1:-}" == learned || "${1:-}" == linear ]]; then LEARNED_ONLY=$1; shift; fi
+# `learned` or `linear`: that measurement alone (no model, no SpamAssassin).
+ONLY=
+if [[ "${1:-}" == learned || "${1:-}" == linear ]]; then ONLY=$1; shift; fi
 SUBSET=${1:-30}
 FOLDER_LIMIT=${2:-100}
 NICE=${QUALITY_NICE:-19}
@@ -61,7 +62,7 @@ build() {
 # the demo runs.
 RULES=$(sed -n '/^    rules:$/,/^EOF$/p' "$ROOT/scripts/demo.sh" | sed '$d')
 [[ -n "$RULES" ]] || die "could not find the rules in scripts/demo.sh"
-if [[ "$LEARNED_ONLY" != 0 ]]; then
+if [[ -n "$ONLY" ]]; then
     DATA=$("$ROOT/scripts/fetch-corpus.sh")
     build
     CONFIG=$(mktemp /tmp/mailproc-quality-config.XXXXXX)
@@ -73,7 +74,7 @@ accounts:
     folders: { watch: [INBOX], allowed: [Lists, Bulk, Junk, Receipts], create: true }
 $RULES
 EOF
-    nice -n "$NICE" "$BIN" "$LEARNED_ONLY" "$DATA" "$CONFIG"
+    nice -n "$NICE" "$BIN" "$ONLY" "$DATA" "$CONFIG"
     exit
 fi
 setup_have spamassassin || setup_want spamassassin "the anchor: SpamAssassin on the same mail"
