@@ -362,6 +362,19 @@ fn undo_puts_a_moved_message_back_with_its_flags_and_counts_a_correction() {
 }
 
 /// What the user does by hand in a mail client: moves a message.
+/// The account with a rule that files receipts in Receipts (learned on),
+/// trained on the sorted folders (`mailproc train`), not started yet.
+fn trained_shop(d: &Dovecot, model: Option<&Model>) -> Mailproc {
+    let yaml = config(d, model, "{ enabled: true }").replace(
+        "    rules:\n",
+        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
+    );
+    let m = Mailproc::prepare(&yaml);
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    m
+}
+
 fn user_moves(d: &Dovecot, message_id: &str, from: &str, to: &str) {
     let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
     let mut c = imap::Client::new(tcp);
@@ -386,13 +399,7 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
         seen.lock().unwrap().push(r.system.clone());
         answer(json!([]), "a friend writes")
     });
-    let yaml = config(&d, Some(&model), "{ enabled: true }").replace(
-        "    rules:\n",
-        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
-    );
-    let mut m = Mailproc::prepare(&yaml);
-    let (code, out, err) = m.run_cli(&["train", "acct"], "");
-    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    let mut m = trained_shop(&d, Some(&model));
     d.seed("test", "INBOX", &receipt(400));
     m.spawn(&[]);
     m.wait_ready();
@@ -433,13 +440,7 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
 #[test]
 fn an_unchanged_folder_is_not_read_again_and_a_later_move_out_is_still_found() {
     let d = sorted_mailbox();
-    let yaml = config(&d, None, "{ enabled: true }").replace(
-        "    rules:\n",
-        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
-    );
-    let mut m = Mailproc::prepare(&yaml);
-    let (code, out, err) = m.run_cli(&["train", "acct"], "");
-    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    let mut m = trained_shop(&d, None);
     d.seed("test", "INBOX", &receipt(400));
     m.spawn(&[]);
     m.wait_ready();
@@ -478,13 +479,7 @@ fn an_unchanged_folder_is_not_read_again_and_a_later_move_out_is_still_found() {
 #[test]
 fn corrections_are_found_among_a_week_of_moves_too_many_for_one_command() {
     let d = sorted_mailbox();
-    let yaml = config(&d, None, "{ enabled: true }").replace(
-        "    rules:\n",
-        "    rules:\n      - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
-    );
-    let mut m = Mailproc::prepare(&yaml);
-    let (code, out, err) = m.run_cli(&["train", "acct"], "");
-    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    let mut m = trained_shop(&d, None);
     // 7,500 earlier moves to Receipts at UIDs 10000001, 10000003, ...
     // (gone since): their set alone is 67 KB.
     {
