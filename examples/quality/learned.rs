@@ -602,7 +602,7 @@ fn predictions(m: &Model, msgs: &[Msg], fx: &dyn Fn(&Msg) -> Vec<String>) -> Vec
 }
 
 /// How likely a prediction says the junk folder is (0.5: no prediction).
-fn junk_share(p: Option<mailproc::learn::Prediction>) -> f64 {
+pub fn junk_share(p: Option<mailproc::learn::Prediction>) -> f64 {
     p.map_or(0.5, |p| {
         if p.class == "Junk" {
             p.confidence
@@ -652,7 +652,7 @@ fn header() {
 /// the demo's rules (`rules`, with `spam_first` at the same cutoff).
 pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classify::Rules>) {
     use crate::combine::{chi, sender_counts, Combine, SA};
-    use crate::score::class_of;
+    use crate::score::{class_of, files};
     let val = &split.validation;
     let (m, _) = train(&split.fit);
     let feats: Vec<Vec<String>> = val.iter().map(|s| features(&s.fetched)).collect();
@@ -669,12 +669,6 @@ pub fn combinings(split: &corpus::SpamSplit, rules_in: Option<&mailproc::classif
         .map(|s| rules_in.and_then(|r| r.classify(&s.email)))
         .collect();
     let kept: Vec<(u64, u64)> = feats.iter().map(|f| sender_counts(&m, f, "Junk")).collect();
-    let files = |c: &mailproc::classify::Classification| {
-        c.actions
-            .iter()
-            .any(|a| matches!(a, mailproc::actions::Action::Move { folder } if folder != "Junk"))
-            && class_of(c) != "Junk"
-    };
     let variants: Vec<(String, Vec<f64>)> = vec![
         (
             "shipped: chi-squared where it is sure, else naive Bayes".into(),

@@ -11,7 +11,7 @@ use mailproc::classify::{Classification, Rules};
 use mailproc::learn::{features, Model};
 
 use crate::corpus::{self, Msg};
-use crate::score::{class_of, pct, train, SpamScore};
+use crate::score::{class_of, files, pct, train, SpamScore};
 
 const BITS: u32 = 20;
 const BUCKETS: usize = 1 << BITS;
@@ -166,21 +166,7 @@ impl Lr {
 }
 
 fn junk_share(m: &Model, msg: &Msg) -> f64 {
-    m.predict_junk(&features(&msg.fetched), "Junk")
-        .map_or(0.5, |p| {
-            if p.class == "Junk" {
-                p.confidence
-            } else {
-                1.0 - p.confidence
-            }
-        })
-}
-
-fn files(c: &Classification) -> bool {
-    c.actions
-        .iter()
-        .any(|a| matches!(a, mailproc::actions::Action::Move { folder } if folder != "Junk"))
-        && class_of(c) != "Junk"
+    crate::learned::junk_share(m.predict_junk(&features(&msg.fetched), "Junk"))
 }
 
 /// Spam calls of the hybrid at one threshold: a rule's spam, a filing

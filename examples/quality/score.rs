@@ -30,6 +30,16 @@ pub fn per_msg(d: Duration, n: usize) -> String {
     }
 }
 
+/// Whether a rule's decision files the message in a folder other than
+/// Junk: the hybrid lets a sure junk verdict go before such a rule
+/// (`learned.spam_first`).
+pub fn files(c: &Classification) -> bool {
+    c.actions
+        .iter()
+        .any(|a| matches!(a, Action::Move { folder } if folder != "Junk"))
+        && class_of(c) != "Junk"
+}
+
 /// The folder a decision puts a message in: `Junk` for spam, the folder
 /// moved to, else `INBOX` (kept).
 pub fn class_of(c: &Classification) -> String {
