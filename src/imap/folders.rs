@@ -128,13 +128,33 @@ impl Folders {
     /// parser takes no 8-bit name, which a UTF8=ACCEPT server echoes.
     /// `None` when the server answered without UIDNEXT.
     pub(super) fn status_uid_next(&self, s: &mut Session, name: &str) -> imap::Result<Option<u32>> {
-        // A name that cannot be sent (the configuration refuses those)
-        // leaves UIDNEXT to the caller's other means.
+        Ok(self
+            .status(s, name, "UIDNEXT")?
+            .and_then(|raw| status_item(&raw, "UIDNEXT")))
+    }
+
+    /// `STATUS name (MESSAGES UIDNEXT UIDVALIDITY)`, read as
+    /// [`Folders::status_uid_next`] reads it. `None` when the server left
+    /// an item out.
+    pub(super) fn status_counts(
+        &self,
+        s: &mut Session,
+        name: &str,
+    ) -> imap::Result<Option<Counts>> {
+        Ok(self
+            .status(s, name, "MESSAGES UIDNEXT UIDVALIDITY")?
+            .and_then(|raw| counts_of(&raw)))
+    }
+
+    /// The raw answer to `STATUS name (items)`; `None` for a name that
+    /// cannot be sent (the configuration refuses those), which leaves the
+    /// numbers to the caller's other means.
+    fn status(&self, s: &mut Session, name: &str, items: &str) -> imap::Result<Option<Vec<u8>>> {
         let Ok(arg) = self.arg(name) else {
             return Ok(None);
         };
-        let raw = s.run_command_and_read_response(format!("STATUS {arg} (UIDNEXT)"))?;
-        Ok(status_item(&raw, "UIDNEXT"))
+        s.run_command_and_read_response(format!("STATUS {arg} ({items})"))
+            .map(Some)
     }
 }
 
@@ -142,29 +162,13 @@ impl Folders {
 /// while no message has arrived in it or left it.
 pub(super) type Counts = (u32, u32, u32);
 
-impl Folders {
-    /// `STATUS name (MESSAGES UIDNEXT UIDVALIDITY)`, read as
-    /// [`Folders::status_uid_next`] reads it. `None` when the name cannot
-    /// be sent or the server left an item out.
-    pub(super) fn status_counts(
-        &self,
-        s: &mut Session,
-        name: &str,
-    ) -> imap::Result<Option<Counts>> {
-        let Ok(arg) = self.arg(name) else {
-            return Ok(None);
-        };
-        let raw = s.run_command_and_read_response(format!(
-            "STATUS {arg} (MESSAGES UIDNEXT UIDVALIDITY)"
-        ))?;
-        Ok((|| {
-            Some((
-                status_item(&raw, "MESSAGES")?,
-                status_item(&raw, "UIDNEXT")?,
-                status_item(&raw, "UIDVALIDITY")?,
-            ))
-        })())
-    }
+/// The three counts of a `STATUS` answer, or `None` when one is missing.
+fn counts_of(raw: &[u8]) -> Option<Counts> {
+    Some((
+        status_item(raw, "MESSAGES")?,
+        status_item(raw, "UIDNEXT")?,
+        status_item(raw, "UIDVALIDITY")?,
+    ))
 }
 
 /// The number after `item` in the last parenthesised list of the
@@ -335,6 +339,34 @@ mod tests {
         assert!(parse(b"* NAMESPACE ((\"INBOX.\" \".\")) NIL ((\"#shared.\" \".\"))\r\n").is_ok());
         assert!(parse("* LIST (\\HasNoChildren) \".\" \"INBOX.受信箱\"\r\n".as_bytes()).is_ok());
         assert!(parse("* STATUS \"INBOX.Reçus\" (UIDNEXT 3)\r\n".as_bytes()).is_ok());
+    }
+
+    /// The corrections check skips a folder only on all three counts: an
+    /// answer missing one, or with one past 32 bits or not a number, gives
+    /// none (the folder is then read whole).
+    #[test]
+    fn counts_need_all_three_numbers() {
+        assert_eq!(
+            counts_of(b"* STATUS \"Lists\" (MESSAGES 3 UIDNEXT 17 UIDVALIDITY 99)\r\nA1 OK\r\n"),
+            Some((3, 17, 99))
+        );
+        assert_eq!(
+            counts_of(b"* STATUS Lists (UIDVALIDITY 99 MESSAGES 3 UIDNEXT 17)\r\n"),
+            Some((3, 17, 99))
+        );
+        assert_eq!(
+            counts_of(b"* STATUS Lists (MESSAGES 3 UIDNEXT 17)\r\n"),
+            None
+        );
+        assert_eq!(
+            counts_of(b"* STATUS Lists (MESSAGES 3 UIDNEXT 17 UIDVALIDITY 4294967296)\r\n"),
+            None
+        );
+        assert_eq!(
+            counts_of(b"* STATUS Lists (MESSAGES x UIDNEXT 17 UIDVALIDITY 9)\r\n"),
+            None
+        );
+        assert_eq!(counts_of(b"A1 NO [NONEXISTENT] no such folder\r\n"), None);
     }
 
     #[test]
