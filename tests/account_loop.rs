@@ -13,6 +13,7 @@ use common::dovecot::Dovecot;
 use common::mail::msg;
 use common::mailproc::Mailproc;
 use common::model::{answer, Model};
+use common::relay::{tap, Breaker};
 use common::world::backoff_waits;
 use serde_json::{json, Value};
 
@@ -181,33 +182,37 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
 }
 
 /// Item 15, its last part: a server whose sessions break right after the
-/// login (here Dovecot's session processes are killed once they have taken
-/// the login) is retried ever more slowly, not once a second.
+/// login (here a relay in front of Dovecot cuts each session when it first
+/// opens a mailbox, after the account reached "connected") is retried ever
+/// more slowly, not once a second.
 #[test]
 fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
     let d = Dovecot::start();
-    let m = Mailproc::start(&config(&d, "", "    folders: { watch: [INBOX] }\n"));
+    let relay = Breaker::start(d.imap_port);
+    let yaml = config(&d, "", "    folders: { watch: [INBOX] }\n").replace(
+        &format!("port: {}, security", d.imap_port),
+        &format!("port: {}, security", relay.port),
+    );
+    let m = Mailproc::start(&yaml);
     m.wait_for(Duration::from_secs(15), "connected", || {
         (state(&m) == "connected").then_some(())
     });
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let _stop = Stop(&stop);
-        scope.spawn(|| {
-            while !stop.load(Ordering::SeqCst) {
-                d.kill_logged_in_sessions();
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        m.wait_for(Duration::from_secs(60), "a wait of 8 s or more", || {
-            backoff_waits(&m.log())
-                .iter()
-                .any(|w| *w >= Duration::from_secs(8))
-                .then_some(())
-        });
+    relay.break_sessions();
+    m.wait_for(Duration::from_secs(60), "a wait of 8 s or more", || {
+        backoff_waits(&m.log())
+            .iter()
+            .any(|w| *w >= Duration::from_secs(8))
+            .then_some(())
     });
+    relay.heal();
     let waits = backoff_waits(&m.log());
     assert!(waits.len() >= 4, "{waits:?}");
+    // Each of those sessions logged in and was connected before it broke.
+    let log = m.log();
+    assert!(
+        log.matches("connection restored").count() >= waits.len() - 1,
+        "{waits:?}\n{log}"
+    );
     // And back once the server is well again: the next try comes after
     // the last wait logged (under 20 s, the back-off's next step).
     let deadline = Instant::now() + Duration::from_secs(45);
@@ -623,41 +628,6 @@ fn each_answer_of_the_model_is_recorded_as_it_arrives() {
         processed(&m)
     });
     assert_eq!(model.count(), 3, "each asked once");
-}
-
-/// Relays one connection at a time from a loopback port to `to`, keeping
-/// what the client sent. Returns the port and the client's bytes so far.
-fn tap(to: u16) -> (u16, Arc<std::sync::Mutex<Vec<u8>>>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let keep = sent.clone();
-    std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(mut client) = client else { return };
-            let Ok(mut server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
-                return;
-            };
-            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            let back = std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
-            let mut buf = [0u8; 8192];
-            loop {
-                match client.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        keep.lock().unwrap().extend_from_slice(&buf[..n]);
-                        if server.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-            let _ = server.shutdown(std::net::Shutdown::Both);
-            let _ = back.join();
-        }
-    });
-    (port, sent)
 }
 
 /// A backlog's headers come in FETCHes of 512 UIDs, pipelined: the next FETCH

@@ -396,21 +396,6 @@ impl Dovecot {
         self.kill_imap_where(|_| true);
     }
 
-    /// SIGKILL only the `imap` processes that have taken a login (their pid
-    /// is in a `Login: ... mpid=N` line of the log). An `imap` process
-    /// killed while it still starts up makes Dovecot's master throttle the
-    /// whole service, 2 s doubling to 60 s and never reset while nothing
-    /// exits cleanly: the server then stays down after the killing stops.
-    pub fn kill_logged_in_sessions(&self) {
-        let log = self.log();
-        let logged_in: Vec<&str> = log
-            .split("mpid=")
-            .skip(1)
-            .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-            .collect();
-        self.kill_imap_where(|pid| logged_in.contains(&pid.to_string().as_str()));
-    }
-
     fn kill_imap_where(&self, pick: impl Fn(u32) -> bool) {
         for pid in self.process_tree() {
             let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();

@@ -18,6 +18,7 @@ pub mod mail;
 pub mod mailproc;
 pub mod model;
 pub mod receiver;
+pub mod relay;
 pub mod server;
 pub mod token;
 pub mod wait;
