@@ -28,6 +28,14 @@ fn config(d: &Dovecot, top: &str, account: &str) -> String {
     )
 }
 
+/// `yaml` (from [`config`]) with the account reaching `d` through a relay
+/// on `port` instead.
+fn through(yaml: &str, d: &Dovecot, port: u16) -> String {
+    let direct = format!("port: {}, security", d.imap_port);
+    assert!(yaml.contains(&direct), "{yaml}");
+    yaml.replace(&direct, &format!("port: {port}, security"))
+}
+
 fn provider(m: &Model) -> String {
     format!(
         "classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 5s, max_retries: 1 }}\n",
@@ -189,9 +197,10 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
 fn sessions_that_break_right_after_login_are_retried_ever_more_slowly() {
     let d = Dovecot::start();
     let relay = Breaker::start(d.imap_port);
-    let yaml = config(&d, "", "    folders: { watch: [INBOX] }\n").replace(
-        &format!("port: {}, security", d.imap_port),
-        &format!("port: {}, security", relay.port),
+    let yaml = through(
+        &config(&d, "", "    folders: { watch: [INBOX] }\n"),
+        &d,
+        relay.port,
     );
     let m = Mailproc::start(&yaml);
     m.wait_for(Duration::from_secs(15), "connected", || {
@@ -644,12 +653,15 @@ fn the_next_fetch_of_headers_goes_out_before_a_chunk_is_decided() {
         .collect();
     d.seed_many("test", "INBOX", &raws);
     let (port, sent) = tap(d.imap_port);
-    let yaml = config(
+    let yaml = through(
+        &config(
+            &d,
+            "",
+            "    rules:\n      - { name: all, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
+        ),
         &d,
-        "",
-        "    rules:\n      - { name: all, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
-    )
-    .replace(&format!("port: {}, security", d.imap_port), &format!("port: {port}, security"));
+        port,
+    );
     let mut m = Mailproc::prepare(&yaml);
     m.spawn(&[("MAILPROC_FAILPOINTS", "decide=abort")]);
     let st = m.wait_exit(Duration::from_secs(60));
