@@ -62,7 +62,7 @@ export MAILPROC_BENCH_OUT=${MAILPROC_BENCH_OUT:-$PWD/docs/benchmarks.md}
 # keep other checkouts on the machine from building.
 # shellcheck source=lib/setup.sh
 source scripts/lib/setup.sh
-bin=$(cargo_locked test --release --locked --test bench --no-run --message-format=json |
+bin=$(cargo_locked bench --locked --bench bench --no-run --message-format=json |
     grep '"name":"bench"' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1) || true
 [[ -n "$bin" && -x "$bin" ]] || { echo "bench: building the benchmarks failed" >&2; exit 1; }
 exec "$bin" "$@"

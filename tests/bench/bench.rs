@@ -1,28 +1,21 @@
 //! Benchmarks (not tests): `scripts/bench.sh` runs this with
-//! `cargo test --release --test bench`; `cargo test` skips it (`test = false`
-//! in Cargo.toml). It prints a Markdown table and writes it to the path in
-//! `MAILPROC_BENCH_OUT` (default `target/bench.md`). Figures are measured on
-//! this machine with the real binary, a real Dovecot and a real SQLite file;
-//! nothing here asserts a time.
+//! `cargo bench --bench bench` (the release profile); `cargo test` skips it
+//! (a `[[bench]]` target in Cargo.toml). It prints a Markdown table and
+//! writes it to the path in `MAILPROC_BENCH_OUT` (default
+//! `target/bench.md`). Figures are measured on this machine with the real
+//! binary, a real Dovecot and a real SQLite file; nothing here asserts a
+//! time.
 
-#[path = "bench/accounts.rs"]
 mod accounts;
+#[path = "../common/mod.rs"]
 mod common;
-#[path = "bench/corpus.rs"]
 mod corpus;
-#[path = "bench/footprint.rs"]
 mod footprint;
-#[path = "bench/hostile.rs"]
 mod hostile;
-#[path = "bench/http.rs"]
 mod http;
-#[path = "bench/imapfilter.rs"]
 mod imapfilter;
-#[path = "bench/latency.rs"]
 mod latency;
-#[path = "bench/sidebyside.rs"]
 mod sidebyside;
-#[path = "bench/threads.rs"]
 mod threads;
 
 use std::time::{Duration, Instant};
@@ -534,7 +527,7 @@ fn report(table: &str, ran: &str, sections: &str) -> String {
          Written by `scripts/bench.sh` ({ran}); every figure is measured, none is edited by hand.\n\n\
          - Date: {date}\n\
          - Machine: {}\n\
-         - Build: release (`cargo test --release --test bench`), real Dovecot on loopback, real binary, real SQLite file.\n\n\
+         - Build: release (`cargo bench --bench bench`), real Dovecot on loopback, real binary, real SQLite file.\n\n\
          {table}\n\
          {sections}\
          ## How to reproduce\n\n\
