@@ -18,6 +18,11 @@
 #                                  n-grams) alone and averaged with the
 #                                  classifier, after the demo's rules;
 #                                  measured, not shipped (about 20 s)
+#   scripts/quality.sh shape       the message's shape as a second judge
+#                                  beside the classifier, chosen on three
+#                                  validation splits against SpamAssassin
+#                                  with Bayes on each; measured, not
+#                                  shipped (about 4 minutes)
 #       SUBSET         held-out messages each model variant that is not
 #                      shipped is asked (default 20; the shipped one is
 #                      asked all 500)
@@ -38,7 +43,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # `learned` or `linear`: that measurement alone (no model, no SpamAssassin).
 ONLY=
-if [[ "${1:-}" == learned || "${1:-}" == linear ]]; then ONLY=$1; shift; fi
+if [[ "${1:-}" =~ ^(learned|linear|shape)$ ]]; then ONLY=$1; shift; fi
 SUBSET=${1:-20}
 FOLDER_LIMIT=${2:-100}
 NICE=${QUALITY_NICE:-19}
@@ -62,18 +67,22 @@ build() {
 # the demo runs.
 RULES=$(sed -n '/^    rules:$/,/^EOF$/p' "$ROOT/scripts/demo.sh" | sed '$d')
 [[ -n "$RULES" ]] || die "could not find the rules in scripts/demo.sh"
-if [[ -n "$ONLY" ]]; then
-    DATA=$("$ROOT/scripts/fetch-corpus.sh")
-    build
-    CONFIG=$(mktemp /tmp/mailproc-quality-config.XXXXXX)
-    trap 'rm -f "$CONFIG"' EXIT
-    cat >"$CONFIG" <<EOF
+# The demo's account with its rules, for the modes without models.
+rules_config() {
+    cat <<EOF
 accounts:
   - name: demo
     imap: { host: 127.0.0.1, username: demo, password: demo }
     folders: { watch: [INBOX], allowed: [Lists, Bulk, Junk, Receipts], create: true }
 $RULES
 EOF
+}
+if [[ "$ONLY" == learned || "$ONLY" == linear ]]; then
+    DATA=$("$ROOT/scripts/fetch-corpus.sh")
+    build
+    CONFIG=$(mktemp /tmp/mailproc-quality-config.XXXXXX)
+    trap 'rm -f "$CONFIG"' EXIT
+    rules_config >"$CONFIG"
     nice -n "$NICE" "$BIN" "$ONLY" "$DATA" "$CONFIG"
     exit
 fi
@@ -85,9 +94,11 @@ perl -MMail::SpamAssassin -e 1 2>/dev/null \
 
 DATA=$("$ROOT/scripts/fetch-corpus.sh")
 build
-for m in smollm2 gemma3; do
-    LOCAL_MODEL=$m "$ROOT/scripts/local-model.sh" build >/dev/null
-done
+if [[ "$ONLY" != shape ]]; then
+    for m in smollm2 gemma3; do
+        LOCAL_MODEL=$m "$ROOT/scripts/local-model.sh" build >/dev/null
+    done
+fi
 
 DIR=$(mktemp -d /tmp/mailproc-quality.XXXXXX)
 PIDS=()
@@ -111,8 +122,6 @@ reaped() {
 }
 started=$SECONDS
 
-# ---- SpamAssassin ------------------------------------------------------------
-"$BIN" lists "$DATA" "$DIR"
 # One process scans every message (the rules are compiled once), as spamd
 # would; the time per message is the check alone.
 cat >"$DIR/sa-check.pl" <<'EOF'
@@ -142,6 +151,59 @@ while (my $path = <STDIN>) {
     $msg->finish;
 }
 EOF
+# sa_learn DB SPAM HAM: Bayes trained by sa-learn on the files listed.
+sa_learn() {
+    mkdir "$1"
+    nice -n "$NICE" sa-learn -L --dbpath "$1" --spam -f "$2" >&2
+    nice -n "$NICE" sa-learn -L --dbpath "$1" --ham -f "$3" >&2
+    # The expiry SpamAssassin would run at its first check (the training
+    # leaves ~306,000 tokens, past bayes_expiry_max_db_size), run here once
+    # and before any check, so the checks (auto-expire off) read one
+    # database that no check changes: the same scores, message for message,
+    # as one check that expires on its first message (compared by hand).
+    nice -n "$NICE" sa-learn --dbpath "$1" --force-expire >&2
+}
+# sa_bayes DB LIST OUT: the check with Bayes of the files listed, one Perl
+# process per half of them, one per core; nothing is learned or expired
+# while checking.
+sa_bayes() {
+    local h p status halves=()
+    split -n l/2 -d "$2" "$2.half."
+    for h in "$2".half.??; do
+        nice -n "$NICE" perl "$DIR/sa-check.pl" "$1" <"$h" >"$h.tsv" &
+        halves+=($!)
+        PIDS+=($!)
+    done
+    for p in "${halves[@]}"; do
+        status=0
+        wait "$p" || status=$?
+        reaped "$p"
+        ((status == 0)) || die "SpamAssassin's check with Bayes failed"
+    done
+    cat "$2".half.??.tsv >"$3"
+    [[ $(wc -l <"$3") == $(wc -l <"$2") ]] \
+        || die "SpamAssassin's check with Bayes answered $(wc -l <"$3") of $(wc -l <"$2") messages"
+}
+
+# ---- the message's shape (`shape`) -------------------------------------------
+# SpamAssassin with Bayes on each of three validation splits, trained on
+# the training split without it, then the driver.
+if [[ "$ONLY" == shape ]]; then
+    rules_config >"$DIR/config.yaml"
+    for f in 0 1 2; do
+        "$BIN" lists "$DATA" "$DIR" "$f"
+        t=$SECONDS
+        sa_learn "$DIR/bayes-val$f" "$DIR/val$f-train-spam.txt" "$DIR/val$f-train-ham.txt"
+        sa_bayes "$DIR/bayes-val$f" "$DIR/val$f.txt" "$DIR/val$f.tsv"
+        say "SpamAssassin with Bayes on validation split $f: $((SECONDS - t)) s"
+    done
+    nice -n "$NICE" "$BIN" shape "$DATA" "$DIR/config.yaml" "$DIR"
+    say "done in $((SECONDS - started)) s"
+    exit
+fi
+
+# ---- SpamAssassin ------------------------------------------------------------
+"$BIN" lists "$DATA" "$DIR"
 # The rules-alone check and sa-learn are one Perl process each: they run
 # side by side on the two cores (27 s measured, of a run meant to stay
 # under 30 minutes); the check's time per message is its own either way.
@@ -151,40 +213,15 @@ nice -n "$NICE" perl "$DIR/sa-check.pl" <"$DIR/test.txt" >"$DIR/rules.tsv" &
 rules_pid=$!
 PIDS+=("$rules_pid")
 say "sa-learn: $(wc -l <"$DIR/train-spam.txt") spam and $(wc -l <"$DIR/train-ham.txt") ham"
-mkdir "$DIR/bayes"
-nice -n "$NICE" sa-learn -L --dbpath "$DIR/bayes" --spam -f "$DIR/train-spam.txt" >&2
-nice -n "$NICE" sa-learn -L --dbpath "$DIR/bayes" --ham -f "$DIR/train-ham.txt" >&2
-# The expiry SpamAssassin would run at its first check (the training
-# leaves ~306,000 tokens, past bayes_expiry_max_db_size), run here once
-# and before any check, so the checks below (auto-expire off) read one
-# database that no check changes: the same scores, message for message,
-# as one check that expires on its first message (compared by hand).
-nice -n "$NICE" sa-learn --dbpath "$DIR/bayes" --force-expire >&2
+sa_learn "$DIR/bayes" "$DIR/train-spam.txt" "$DIR/train-ham.txt"
 say "  trained in $((SECONDS - t)) s"
 status=0
 wait "$rules_pid" || status=$?
 reaped "$rules_pid"
 ((status == 0)) || die "SpamAssassin's rules-alone check failed"
 say "  rules alone and sa-learn: $((SECONDS - t)) s"
-# The check with Bayes: one Perl process per half of the messages, one per
-# core; nothing is learned or expired while checking.
 t=$SECONDS
-split -n l/2 -d "$DIR/test.txt" "$DIR/test-half."
-halves=()
-for h in "$DIR"/test-half.*; do
-    nice -n "$NICE" perl "$DIR/sa-check.pl" "$DIR/bayes" <"$h" >"$h.tsv" &
-    halves+=($!)
-    PIDS+=($!)
-done
-for p in "${halves[@]}"; do
-    status=0
-    wait "$p" || status=$?
-    reaped "$p"
-    ((status == 0)) || die "SpamAssassin's check with Bayes failed"
-done
-cat "$DIR"/test-half.*.tsv >"$DIR/bayes.tsv"
-[[ $(wc -l <"$DIR/bayes.tsv") == $(wc -l <"$DIR/test.txt") ]] \
-    || die "SpamAssassin's check with Bayes answered $(wc -l <"$DIR/bayes.tsv") of $(wc -l <"$DIR/test.txt") messages"
+sa_bayes "$DIR/bayes" "$DIR/test.txt" "$DIR/bayes.tsv"
 say "SpamAssassin with Bayes: $((SECONDS - t)) s"
 
 # ---- the models --------------------------------------------------------------

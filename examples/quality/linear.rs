@@ -104,55 +104,8 @@ impl Lr {
                 )
             })
             .collect();
-        let mut lr = Lr {
-            w: vec![0.0; BUCKETS],
-            bias: 0.0,
-            idf: None,
-        };
-        let mut scale = 1.0f32;
-        let mut order: Vec<usize> = (0..data.len()).collect();
-        let mut seed: u64 = 42;
-        let mut t = 0f32;
-        for _ in 0..epochs {
-            for i in (1..order.len()).rev() {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                order.swap(i, (seed % (i as u64 + 1)) as usize);
-            }
-            for &i in &order {
-                let (x, y) = &data[i];
-                let eta = 1.0 / (lambda * (t + 1000.0));
-                t += 1.0;
-                let z: f32 = x.iter().map(|(j, v)| lr.w[*j] * v).sum::<f32>() * scale + lr.bias;
-                let g = if hinge {
-                    let yy = 2.0 * y - 1.0;
-                    if yy * z < 1.0 {
-                        yy
-                    } else {
-                        0.0
-                    }
-                } else {
-                    y - 1.0 / (1.0 + (-z).exp())
-                };
-                scale *= 1.0 - eta * lambda;
-                if scale < 1e-6 {
-                    for w in &mut lr.w {
-                        *w *= scale;
-                    }
-                    scale = 1.0;
-                }
-                for (j, v) in x {
-                    lr.w[*j] += eta * g * v / scale;
-                }
-                lr.bias += eta * g * 0.1;
-            }
-        }
-        for w in &mut lr.w {
-            *w *= scale;
-        }
-        lr.idf = idf;
-        lr
+        let (w, bias) = sgd(&data, BUCKETS, epochs, lambda, hinge);
+        Lr { w, bias, idf }
     }
 
     fn junk(&self, m: &Msg) -> f64 {
@@ -163,6 +116,62 @@ impl Lr {
             + self.bias;
         1.0 / (1.0 + f64::from(-z).exp())
     }
+}
+
+/// Binary logistic regression (or, `hinge`, a linear SVM) by SGD over
+/// sparse rows `(features, 1.0 for Junk)`: a decaying rate, L2 by lazy
+/// scaling of the weights, a seeded shuffle each epoch. Weights and bias.
+pub fn sgd(
+    data: &[(Vec<(usize, f32)>, f32)],
+    buckets: usize,
+    epochs: usize,
+    lambda: f32,
+    hinge: bool,
+) -> (Vec<f32>, f32) {
+    let (mut w, mut bias) = (vec![0.0f32; buckets], 0.0f32);
+    let mut scale = 1.0f32;
+    let mut order: Vec<usize> = (0..data.len()).collect();
+    let mut seed: u64 = 42;
+    let mut t = 0f32;
+    for _ in 0..epochs {
+        for i in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            let (x, y) = &data[i];
+            let eta = 1.0 / (lambda * (t + 1000.0));
+            t += 1.0;
+            let z: f32 = x.iter().map(|(j, v)| w[*j] * v).sum::<f32>() * scale + bias;
+            let g = if hinge {
+                let yy = 2.0 * y - 1.0;
+                if yy * z < 1.0 {
+                    yy
+                } else {
+                    0.0
+                }
+            } else {
+                y - 1.0 / (1.0 + (-z).exp())
+            };
+            scale *= 1.0 - eta * lambda;
+            if scale < 1e-6 {
+                for x in &mut w {
+                    *x *= scale;
+                }
+                scale = 1.0;
+            }
+            for (j, v) in x {
+                w[*j] += eta * g * v / scale;
+            }
+            bias += eta * g * 0.1;
+        }
+    }
+    for x in &mut w {
+        *x *= scale;
+    }
+    (w, bias)
 }
 
 fn junk_share(m: &Model, msg: &Msg) -> f64 {

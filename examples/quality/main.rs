@@ -9,6 +9,11 @@
 //!       writes OUT_DIR/test.txt (the spam split's held-out files, in
 //!       order) and OUT_DIR/train-spam.txt, train-ham.txt (its training
 //!       files), for SpamAssassin
+//!   quality lists DATA_DIR OUT_DIR FOLD
+//!       the same for validation split FOLD (0 just before the held-out
+//!       files, 1 before it, ...): OUT_DIR/val{FOLD}.txt, its files, and
+//!       val{FOLD}-train-spam.txt, val{FOLD}-train-ham.txt, the training
+//!       split without them
 //!   quality learned DATA_DIR [CONFIG]
 //!       the learned classifier alone (no model, no SpamAssassin): feature
 //!       sets and thresholds on the validation split, the held-out split,
@@ -17,6 +22,10 @@
 //!   quality linear DATA_DIR CONFIG
 //!       a linear model beside the learned classifier (`linear.rs`),
 //!       after CONFIG's rules: measured, not shipped
+//!   quality shape DATA_DIR CONFIG SA_DIR
+//!       the message's shape as a second judge (`shape.rs`), chosen on
+//!       three validation splits against SpamAssassin there (SA_DIR holds
+//!       val0.tsv, val1.tsv, val2.tsv): measured, not shipped
 //!   quality measure CONFIG DATA_DIR SA_DIR SUBSET FOLDER_LIMIT
 //!       everything: the learned classifier as above; the hybrid's
 //!       thresholds chosen on the validation split; every tier and
@@ -37,6 +46,7 @@ mod folders;
 mod learned;
 mod linear;
 mod score;
+mod shape;
 mod spam;
 
 use std::sync::Arc;
@@ -78,9 +88,16 @@ impl Setup {
     }
 }
 
-fn lists(data: &str, out: &str) {
-    let split = corpus::spam_split(data);
-    let (train, test): (Vec<&Msg>, _) = (split.train().collect(), &split.test);
+fn lists(data: &str, out: &str, fold: Option<usize>) {
+    let split = corpus::spam_split_at(data, fold.unwrap_or(0));
+    let (train, test, prefix): (Vec<&Msg>, _, _) = match fold {
+        None => (split.train().collect(), &split.test, String::new()),
+        Some(f) => (
+            split.fit.iter().collect(),
+            &split.validation,
+            format!("val{f}-"),
+        ),
+    };
     let write = |name: &str, v: Vec<&Msg>| {
         let text: String = v
             .iter()
@@ -88,18 +105,27 @@ fn lists(data: &str, out: &str) {
             .collect();
         std::fs::write(format!("{out}/{name}"), text).unwrap();
     };
-    write("test.txt", test.iter().collect());
+    let checked = match fold {
+        None => "test.txt".to_string(),
+        Some(f) => format!("val{f}.txt"),
+    };
+    write(&checked, test.iter().collect());
     write(
-        "train-spam.txt",
+        &format!("{prefix}train-spam.txt"),
         train.iter().copied().filter(|m| m.spam()).collect(),
     );
     write(
-        "train-ham.txt",
+        &format!("{prefix}train-ham.txt"),
         train.iter().copied().filter(|m| !m.spam()).collect(),
     );
     eprintln!(
-        "quality: {} held out, {} to train on",
+        "quality: {} {}, {} to train on",
         test.len(),
+        if fold.is_some() {
+            "to validate"
+        } else {
+            "held out"
+        },
         train.len()
     );
 }
@@ -107,7 +133,10 @@ fn lists(data: &str, out: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
-        Some("lists") if args.len() == 4 => lists(&args[2], &args[3]),
+        Some("lists") if args.len() == 4 => lists(&args[2], &args[3], None),
+        Some("lists") if args.len() == 5 => {
+            lists(&args[2], &args[3], Some(args[4].parse().expect("FOLD")))
+        }
         Some("learned") if args.len() == 3 => learned::run(&args[2], None),
         Some("learned") if args.len() == 4 => {
             let (config, _) = read_config(&args[3]);
@@ -119,6 +148,11 @@ fn main() {
             let rules = Rules::new(&config.accounts[0].rules).expect("the rules");
             linear::run(&args[2], &rules)
         }
+        Some("shape") if args.len() == 5 => {
+            let (config, _) = read_config(&args[3]);
+            let rules = Rules::new(&config.accounts[0].rules).expect("the rules");
+            shape::run(&args[2], &rules, &args[4])
+        }
         Some("measure") if args.len() == 7 => measure(
             &args[2],
             &args[3],
@@ -128,8 +162,8 @@ fn main() {
         ),
         _ => {
             eprintln!(
-                "usage: quality lists DATA_DIR OUT_DIR\n       quality learned DATA_DIR [CONFIG]\n       \
-                 quality linear DATA_DIR CONFIG\n       \
+                "usage: quality lists DATA_DIR OUT_DIR [FOLD]\n       quality learned DATA_DIR [CONFIG]\n       \
+                 quality linear DATA_DIR CONFIG\n       quality shape DATA_DIR CONFIG SA_DIR\n       \
                  quality measure CONFIG DATA_DIR SA_DIR SUBSET FOLDER_LIMIT"
             );
             std::process::exit(2);

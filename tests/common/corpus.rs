@@ -190,11 +190,20 @@ const HELD: [(&str, usize, &str); 5] = [
 ];
 
 pub fn spam_split(data: &str) -> SpamSplit {
+    spam_split_at(data, 0)
+}
+
+/// The spam split with the `fold`-th validation split: fold 0 is the one
+/// just before the held-out files, fold 1 the one before it, and so on
+/// (each of the same shape); `fit` is every other file but the held-out
+/// ones.
+pub fn spam_split_at(data: &str, fold: usize) -> SpamSplit {
     let (mut fit, mut validation, mut test) = (Vec::new(), Vec::new(), Vec::new());
     for (group, held, class) in HELD {
         let files = files(data, group);
         let test_from = files.len() - held;
-        let validation_from = test_from - held;
+        let validation_from = test_from - held * (fold + 1);
+        let validation_to = test_from - held * fold;
         for (i, p) in files.into_iter().enumerate() {
             let raw = raw(&p);
             let Some(email) = Email::parse(&raw) else {
@@ -208,7 +217,7 @@ pub fn spam_split(data: &str) -> SpamSplit {
             };
             if i >= test_from {
                 test.push(m);
-            } else if i >= validation_from {
+            } else if (validation_from..validation_to).contains(&i) {
                 validation.push(m);
             } else {
                 fit.push(m);
