@@ -41,7 +41,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# `learned` or `linear`: that measurement alone (no model, no SpamAssassin).
+# `learned`, `linear` or `shape`: that measurement alone (no model; only
+# `shape` runs SpamAssassin).
 ONLY=
 if [[ "${1:-}" =~ ^(learned|linear|shape)$ ]]; then ONLY=$1; shift; fi
 SUBSET=${1:-20}

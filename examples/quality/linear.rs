@@ -8,10 +8,10 @@
 //! applies them.
 
 use mailproc::classify::{Classification, Rules};
-use mailproc::learn::{features, Model};
+use mailproc::learn::features;
 
 use crate::corpus::{self, Msg};
-use crate::score::{class_of, files, pct, train, SpamScore};
+use crate::score::{class_of, files, junk, pct, train, SpamScore};
 
 const BITS: u32 = 20;
 const BUCKETS: usize = 1 << BITS;
@@ -174,10 +174,6 @@ pub fn sgd(
     (w, bias)
 }
 
-fn junk_share(m: &Model, msg: &Msg) -> f64 {
-    crate::learned::junk_share(m.predict_junk(&features(&msg.fetched), "Junk"))
-}
-
 /// Spam calls of the hybrid at one threshold: a rule's spam, a filing
 /// rule given way to a junk score at `t`, else the score at `t`.
 fn score(
@@ -210,12 +206,8 @@ pub fn run(data: &str, rules: &Rules) {
         .iter()
         .map(|m| rules.classify(&m.email))
         .collect();
-    let shipped_v: Vec<f64> = split
-        .validation
-        .iter()
-        .map(|m| junk_share(&mv, m))
-        .collect();
-    let shipped_t: Vec<f64> = split.test.iter().map(|m| junk_share(&mt, m)).collect();
+    let shipped_v: Vec<f64> = split.validation.iter().map(|m| junk(&mv, m)).collect();
+    let shipped_t: Vec<f64> = split.test.iter().map(|m| junk(&mt, m)).collect();
     println!("## A linear model beside the classifier (measured, not shipped)\n");
     println!(
         "Thresholds chosen on validation (fit on {}), held out measured once at them (fit on {}); accuracy, ham in Junk, spam caught. SpamAssassin with Bayes: 95.6%, 5, 233.\n",

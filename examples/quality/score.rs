@@ -125,6 +125,11 @@ pub fn read_sa(path: &str) -> HashMap<String, (bool, f64)> {
         .collect()
 }
 
+/// The classifier's probability that `m` belongs in Junk.
+pub fn junk(model: &Model, m: &Msg) -> f64 {
+    crate::learned::junk_share(model.predict_junk(&features(&m.fetched), "Junk"))
+}
+
 pub fn train<'a>(msgs: impl IntoIterator<Item = &'a Msg>) -> (Model, Duration) {
     let t = Instant::now();
     let mut m = Model::default();

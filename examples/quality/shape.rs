@@ -18,12 +18,12 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use mailproc::classify::{Classification, Rules};
-use mailproc::learn::{features, Model};
+use mailproc::learn::Model;
 use regex::Regex;
 
 use crate::corpus::{self, Msg};
 use crate::linear::sgd;
-use crate::score::{class_of, files, pct, train};
+use crate::score::{class_of, files, junk, pct, read_sa, train, SpamScore};
 
 const BITS: u32 = 18;
 const BUCKETS: usize = 1 << BITS;
@@ -429,19 +429,6 @@ fn choose(folds: &[Vec<Seen>], settings: &[Setting], most_ham: usize) -> Option<
         .map(|(_, s)| s)
 }
 
-/// SpamAssassin's verdicts by path, from a check's output (path, score,
-/// 1 when spam, time).
-fn spamassassin(path: &str) -> HashMap<String, bool> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read SpamAssassin's results {path}: {e}"));
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            (f.len() >= 3).then(|| (f[0].to_string(), f[2] == "1"))
-        })
-        .collect()
-}
-
 fn cell(r: (usize, usize, usize), n: usize, caught: bool) -> String {
     if caught {
         format!("{}, {}, {}", pct(r.0, n), r.1, r.2)
@@ -458,67 +445,58 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str) {
     for m in splits[0].train().chain(&splits[0].test) {
         toks.insert(m.path.clone(), tokens(m));
     }
-    // SpamAssassin on each validation split.
-    let mut sa = Vec::new();
-    for (f, split) in splits.iter().enumerate() {
-        let verdicts = spamassassin(&format!("{sa_dir}/val{f}.tsv"));
-        let (mut right, mut ham, mut caught) = (0, 0, 0);
-        for m in &split.validation {
-            let junk = *verdicts
-                .get(&m.path.display().to_string())
-                .unwrap_or_else(|| panic!("SpamAssassin did not check {}", m.path.display()));
-            right += usize::from(junk == m.spam());
-            ham += usize::from(junk && !m.spam());
-            caught += usize::from(junk && m.spam());
-        }
-        sa.push((right, ham, caught));
-    }
-    let sa_ham: usize = sa.iter().map(|r| r.1).sum();
+    // SpamAssassin with Bayes on each validation split.
+    let sa: Vec<SpamScore> = splits
+        .iter()
+        .enumerate()
+        .map(|(f, split)| {
+            let verdicts = read_sa(&format!("{sa_dir}/val{f}.tsv"));
+            let v = &split.validation;
+            SpamScore::of(v, |i| {
+                verdicts
+                    .get(&v[i].path.display().to_string())
+                    .unwrap_or_else(|| panic!("SpamAssassin did not check {}", v[i].path.display()))
+                    .0
+            })
+        })
+        .collect();
+    let sa_ham: usize = sa.iter().map(|r| r.false_alarm).sum();
     let n_val: usize = splits.iter().map(|s| s.validation.len()).sum();
     let n_test = splits[0].test.len();
-    // The classifier's verdicts: each fold's fitted without it, the
-    // held-out split's on all the training split.
-    let classify = |model: &Model, m: &Msg| {
-        crate::learned::junk_share(model.predict_junk(&features(&m.fetched), "Junk"))
-    };
-    let mut val_base = Vec::new();
-    for split in &splits {
-        let (model, _) = train(&split.fit);
-        let fit: Vec<&Msg> = split.fit.iter().collect();
-        val_base.push((model, fit));
-    }
-    let (test_model, _) = train(splits[0].train());
-    let test_fit: Vec<&Msg> = splits[0].train().collect();
-    let seen = |msgs: &[Msg], model: &Model, shape: &[f64]| -> Vec<Seen> {
+    // What the rules and the classifier say of each message, once: each
+    // validation split's classifier fitted without it, the held-out
+    // split's on all the training split. The shape model's probability
+    // is filled in per form (0.5, no evidence, until then).
+    let seen = |msgs: &[Msg], model: &Model| -> Vec<Seen> {
         msgs.iter()
-            .zip(shape)
-            .map(|(m, &q)| Seen {
+            .map(|m| Seen {
                 spam: m.spam(),
                 rule: rule_of(rules.classify(&m.email).as_ref()),
-                classifier: classify(model, m),
-                shape: q,
+                classifier: junk(model, m),
+                shape: 0.5,
             })
             .collect()
     };
+    let with_shape = |base: &[Seen], shape: Vec<f64>| -> Vec<Seen> {
+        base.iter()
+            .zip(shape)
+            .map(|(b, q)| Seen { shape: q, ..*b })
+            .collect()
+    };
+    let val_fits: Vec<Vec<&Msg>> = splits.iter().map(|s| s.fit.iter().collect()).collect();
+    let val_seen: Vec<Vec<Seen>> = splits
+        .iter()
+        .map(|s| seen(&s.validation, &train(&s.fit).0))
+        .collect();
+    let test_fit: Vec<&Msg> = splits[0].train().collect();
+    let test_seen = seen(&splits[0].test, &train(splits[0].train()).0);
     println!("### The message's shape as a second judge (measured, not shipped)\n");
     println!(
         "Chosen on {FOLDS} validation splits ({n_val} messages, each fitted without itself): the most right setting sending no more ham to Junk than SpamAssassin with Bayes there ({sa_ham}: {}); the held-out split ({n_test}) measured once at it. Right, ham in Junk (and spam caught).\n",
-        sa.iter().map(|r| r.1.to_string()).collect::<Vec<_>>().join(", ")
+        sa.iter().map(|r| r.false_alarm.to_string()).collect::<Vec<_>>().join(", ")
     );
     println!("| second judge | {FOLDS} validation splits: right, ham in Junk | each split | held out: right, ham in Junk, spam caught | the setting (weight, cut-offs on the summed log-odds: no rule, a filing rule) |");
     println!("|---|---|---|---|---|");
-    let none = vec![0.5; n_test];
-    let val_none: Vec<Vec<Seen>> = splits
-        .iter()
-        .zip(&val_base)
-        .map(|(s, (model, _))| seen(&s.validation, model, &vec![0.5; s.validation.len()]))
-        .collect();
-    let test_none = seen(&splits[0].test, &test_model, &none);
-    let shipped = Setting {
-        weight: 0.0,
-        cut: logit(0.8),
-        filed_cut: logit(0.7),
-    };
     let line = |name: &str, folds: &[Vec<Seen>], test: &[Seen], s: Setting| {
         let pooled = judge(&folds.concat(), s);
         let each: Vec<String> = folds
@@ -535,17 +513,22 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str) {
             s.filed_cut
         );
     };
+    let shipped = Setting {
+        weight: 0.0,
+        cut: logit(0.8),
+        filed_cut: logit(0.7),
+    };
     line(
         "none (the shipped thresholds: spam_confidence 0.8, spam_first 0.7)",
-        &val_none,
-        &test_none,
+        &val_seen,
+        &test_seen,
         shipped,
     );
-    match choose(&val_none, &grid(&[0.0]), sa_ham) {
+    match choose(&val_seen, &grid(&[0.0]), sa_ham) {
         Some(s) => line(
             "none (the classifier's cut-offs chosen the same way)",
-            &val_none,
-            &test_none,
+            &val_seen,
+            &test_seen,
             s,
         ),
         None => println!("| none (cut-offs chosen the same way) | no setting qualifies | | | |"),
@@ -554,19 +537,13 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str) {
     for form in &FORMS {
         let folds: Vec<Vec<Seen>> = splits
             .iter()
-            .zip(&val_base)
-            .map(|(s, (model, fit))| {
-                seen(
-                    &s.validation,
-                    model,
-                    &shape_scores(form, fit, &s.validation, &toks),
-                )
-            })
+            .zip(&val_fits)
+            .zip(&val_seen)
+            .map(|((s, fit), base)| with_shape(base, shape_scores(form, fit, &s.validation, &toks)))
             .collect();
-        let test = seen(
-            &splits[0].test,
-            &test_model,
-            &shape_scores(form, &test_fit, &splits[0].test, &toks),
+        let test = with_shape(
+            &test_seen,
+            shape_scores(form, &test_fit, &splits[0].test, &toks),
         );
         match choose(&folds, &grid(&weights), sa_ham) {
             Some(s) => line(form.name, &folds, &test, s),
@@ -575,12 +552,11 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str) {
     }
     let each: Vec<String> = sa
         .iter()
-        .zip(&splits)
-        .map(|(r, s)| cell(*r, s.validation.len(), false))
+        .map(|r| cell((r.right, r.false_alarm, r.caught), r.n, false))
         .collect();
-    let pooled = sa
-        .iter()
-        .fold((0, 0, 0), |a, r| (a.0 + r.0, a.1 + r.1, a.2 + r.2));
+    let pooled = sa.iter().fold((0, 0, 0), |a, r| {
+        (a.0 + r.right, a.1 + r.false_alarm, a.2 + r.caught)
+    });
     println!(
         "| SpamAssassin, rules + Bayes | {} | {} | the main table | its default threshold |",
         cell(pooled, n_val, false),

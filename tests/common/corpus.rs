@@ -165,8 +165,9 @@ pub fn interleave(v: Vec<Msg>) -> Vec<Msg> {
 pub struct SpamSplit {
     /// Training minus validation: what a threshold is chosen with.
     pub fit: Vec<Msg>,
-    /// The files just before the held-out ones, of the same shape (250
-    /// spam, 250 ham), interleaved.
+    /// Files of the same shape as the held-out ones (250 spam, 250 ham),
+    /// interleaved: those just before them, or an earlier block
+    /// ([`spam_split_at`]).
     pub validation: Vec<Msg>,
     /// The 500 held-out messages, interleaved.
     pub test: Vec<Msg>,
