@@ -198,6 +198,7 @@ fn pages_show_processed_mail_escaped() {
     let d = Dovecot::start();
     let model = scripted_model();
     let m = with_user(&account_config(&d, &model, ""));
+    wait_connected(&m);
     d.seed(
         "test",
         "INBOX",
@@ -617,6 +618,7 @@ fn trouble_survives_a_restart_and_undecided_mail_is_found() {
         }
     });
     let mut m = with_user(&account_config(&d, &model, ""));
+    wait_connected(&m);
     d.seed(
         "test",
         "INBOX",

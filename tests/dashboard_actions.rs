@@ -190,6 +190,7 @@ fn move_to_and_make_a_rule_use_the_accounts_own_session() {
             .iter()
             .copied(),
     );
+    wait_connected(&m);
     d.seed("test", "INBOX", &listed);
     m.wait_for(Duration::from_secs(20), "the invoice moved", || {
         (total(&m, "") >= 1).then_some(())

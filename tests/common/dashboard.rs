@@ -2,6 +2,8 @@
 //! `Origin`, form posts with the page's CSRF token), a user to log in as,
 //! and the account they watch (rules first, a scripted model for the rest).
 
+use std::time::Duration;
+
 use super::dovecot::Dovecot;
 use super::mailproc::{Mailproc, Resp};
 use super::model::{answer, Model, Reply};
@@ -151,6 +153,16 @@ pub fn with_user(yaml: &str) -> Mailproc {
     let (code, out, err) = m.run_cli(&["set-password", "admin"], &format!("{PASSWORD}\n"));
     assert_eq!(code, 0, "{out}{err}");
     m
+}
+
+/// Waits for the account's first pass to end (state `connected`, set
+/// after it): with the default `backlog: new_only`, mail delivered before
+/// the first sight of INBOX is backlog and left alone, so a test that
+/// delivers mail right after the start races that first sight.
+pub fn wait_connected(m: &Mailproc) {
+    m.wait_for(Duration::from_secs(10), "the account connected", || {
+        (m.get("/health").body["accounts"]["acct"] == "connected").then_some(())
+    });
 }
 
 pub fn msg(id: &str, from: &str, subject: &str) -> Vec<u8> {
