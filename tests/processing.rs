@@ -800,8 +800,11 @@ fn spamassassin_corpus_runs_through_rules_and_model() {
         "most real mail classifies: {}",
         m.get("/api/stats").text
     );
-    let v: Value = m.get("/health").body;
-    assert_eq!(v["accounts"]["acct"], "connected");
+    // Every record is written before the pass ends (the search index and
+    // the checkpoint follow): wait for the state, not read it once.
+    m.wait_for(Duration::from_secs(30), "the account connected", || {
+        (m.get("/health").body["accounts"]["acct"] == "connected").then_some(())
+    });
 }
 
 #[test]
