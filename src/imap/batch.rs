@@ -4,6 +4,7 @@
 //! transaction with the folder watermark, and everything announced.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
@@ -13,8 +14,8 @@ use super::state::{Failure, Item, Policy, State};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
 use crate::store::{
-    EmailMeta, FailedAttempt, FailureRecord, Final, Finished, MoveRecord, Outcome, Outcomes,
-    Status, Watermark,
+    EmailMeta, FailedAttempt, FailureRecord, Final, Finished, FinishedMove, MoveRecord, Outcome,
+    Outcomes, Status, Watermark,
 };
 use crate::webhook::Event;
 
@@ -156,26 +157,34 @@ impl Runner {
             // others (left alone, dry run, review, an earlier run's
             // journal) are written whole.
             let mut out = Outcomes::default();
+            let dest_folder: Option<Arc<str>> = c.to.as_ref().map(|(f, _)| f.as_str().into());
             for u in &c.uids {
                 let i = index[u];
                 let Some(o) = &outcomes[i] else { continue };
-                let moved = c.to.as_ref().map(|(folder, dest)| MoveRecord {
-                    uid: *u,
-                    dest_folder: folder.clone(),
-                    dest_uid: dest.get(u).copied(),
-                    flags: items[i].seen.flags.clone(),
-                });
-                if items[i].journalled_now() && o.status == Status::Ok {
-                    out.finished.push(Finished {
-                        meta: items[i].meta.key(),
-                        actions: o.actions.clone(),
-                        moved,
-                    });
+                let dest_uid = c.to.as_ref().and_then(|(_, dest)| dest.get(u).copied());
+                let it = &items[i];
+                if it.journalled_now() && o.status == Status::Ok {
+                    let row = Finished {
+                        uid: *u,
+                        actions: o.actions.as_slice().into(),
+                        moved: dest_folder.as_ref().map(|f| FinishedMove {
+                            dest_folder: f.clone(),
+                            dest_uid,
+                            flags: it.seen.flags.as_slice().into(),
+                        }),
+                    };
+                    let m = &it.meta;
+                    out.finish(&m.account, &m.mailbox, m.uidvalidity, row);
                 } else {
                     out.finals.push(Final {
-                        meta: items[i].meta.clone(),
+                        meta: it.meta.clone(),
                         outcome: o.clone(),
-                        moved,
+                        moved: c.to.as_ref().map(|(folder, _)| MoveRecord {
+                            uid: *u,
+                            dest_folder: folder.clone(),
+                            dest_uid,
+                            flags: it.seen.flags.clone(),
+                        }),
                     });
                 }
             }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rusqlite::{params, OptionalExtension, ToSql};
 
+use super::finished::{finish_journalled, Finished, FinishedIn};
 use super::{
     actions_json, in_op, parse_actions, Cause, MoveRecord, Result, Status, Store, StoreError,
 };
@@ -26,19 +27,6 @@ pub struct EmailMeta {
 }
 
 impl EmailMeta {
-    /// The row's key alone (account, mailbox, UIDVALIDITY, UID), without
-    /// the message's names: enough for [`Finished`], which finds its row
-    /// by it (a window makes up to 20,000 of them at once).
-    pub fn key(&self) -> EmailMeta {
-        EmailMeta {
-            account: self.account.clone(),
-            mailbox: self.mailbox.clone(),
-            uidvalidity: self.uidvalidity,
-            uid: self.uid,
-            ..Default::default()
-        }
-    }
-
     /// The message's columns (`account` to `sender`, `?1` to `?7` of every
     /// statement that writes its row), then `rest`.
     fn row<'a>(&'a self, rest: &[&'a dyn ToSql]) -> Vec<&'a dyn ToSql> {
@@ -100,21 +88,6 @@ impl Default for Outcome {
     }
 }
 
-/// A message whose decision this run journalled (see
-/// [`Store::record_decisions`]) and whose commands the server has now
-/// confirmed: its row is made final as journalled, keeping the time of the
-/// decision.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    /// Its row's key; the message's names are not read (see
-    /// [`EmailMeta::key`]).
-    pub meta: EmailMeta,
-    /// Its actions, as journalled.
-    pub actions: Vec<Action>,
-    /// Where it was moved, for undo (its `uid` is unused here).
-    pub moved: Option<MoveRecord>,
-}
-
 /// An outcome written whole: not journalled (left alone, a dry run, for
 /// review), or journalled by an earlier run.
 #[derive(Debug, Clone)]
@@ -161,7 +134,9 @@ impl Watermark {
 /// What [`Store::record_outcomes`] writes, all in one transaction.
 #[derive(Debug, Clone, Default)]
 pub struct Outcomes {
-    pub finished: Vec<Finished>,
+    /// Journalled rows made final as journalled, by folder (see
+    /// [`Outcomes::finish`]).
+    pub finished: Vec<FinishedIn>,
     pub finals: Vec<Final>,
     /// Failed attempts: each waits for a retry, or is parked as `failed`
     /// at its limit.
@@ -172,8 +147,26 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
+    /// Adds a message of `account`'s `mailbox` (generation `uidvalidity`)
+    /// made final as journalled.
+    pub fn finish(&mut self, account: &str, mailbox: &str, uidvalidity: u32, row: Finished) {
+        match self.finished.last_mut() {
+            Some(f)
+                if f.uidvalidity == uidvalidity && f.mailbox == mailbox && f.account == account =>
+            {
+                f.rows.push(row)
+            }
+            _ => self.finished.push(FinishedIn {
+                account: account.to_string(),
+                mailbox: mailbox.to_string(),
+                uidvalidity,
+                rows: vec![row],
+            }),
+        }
+    }
+
     fn is_empty(&self) -> bool {
-        self.finished.is_empty()
+        self.finished.iter().all(|f| f.rows.is_empty())
             && self.finals.is_empty()
             && self.failures.is_empty()
             && self.watermark.is_none()
@@ -233,7 +226,7 @@ fn insert_actions(
 }
 
 /// An action's `type`, `folder` and `flags` (JSON) columns in `actions`.
-fn action_columns(a: &Action) -> (&'static str, Option<&str>, Option<String>) {
+pub(super) fn action_columns(a: &Action) -> (&'static str, Option<&str>, Option<String>) {
     match a {
         Action::Move { folder } => (a.kind().as_str(), Some(folder.as_str()), None),
         Action::Flag { flags } => (a.kind().as_str(), None, serde_json::to_string(flags).ok()),
@@ -295,78 +288,6 @@ fn advance_in(conn: &rusqlite::Connection, w: &Watermark) -> rusqlite::Result<bo
         )?
         .execute(params![w.account, w.mailbox, w.uidvalidity, w.last_uid])?;
     Ok(changed > 0)
-}
-
-/// Makes journalled rows final as journalled (see [`Finished`]): status
-/// `ok`, their actions counted, where a move took each. Set-based: the
-/// rows are found by their key, then three statements do the lot.
-fn finish_journalled(tx: &rusqlite::Transaction<'_>, rows: &[Finished]) -> Result<()> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut find = tx.prepare_cached(
-        "SELECT id FROM emails WHERE account = ?1 AND mailbox = ?2 AND uidvalidity = ?3 AND uid = ?4",
-    )?;
-    // [id, dest folder, dest UID, flags before, [[type, folder, flags], ...]]
-    let mut json = Vec::with_capacity(rows.len());
-    for r in rows {
-        let m = &r.meta;
-        let Some(id) = find
-            .query_row(params![m.account, m.mailbox, m.uidvalidity, m.uid], |r| {
-                r.get::<_, i64>(0)
-            })
-            .optional()?
-        else {
-            // Not journalled after all: nothing to finish (a bug upstream,
-            // logged rather than failing the whole record).
-            log::warn!(
-                "{}: {} UID {}: finished without a journal row",
-                m.account,
-                m.mailbox,
-                m.uid
-            );
-            continue;
-        };
-        let (folder, uid, flags) = match &r.moved {
-            Some(mv) => (
-                Some(mv.dest_folder.as_str()),
-                mv.dest_uid,
-                Some(serde_json::json!(mv.flags)),
-            ),
-            None => (None, None, None),
-        };
-        let actions: Vec<serde_json::Value> = r
-            .actions
-            .iter()
-            .map(|a| {
-                let (kind, folder, flags) = action_columns(a);
-                serde_json::json!([kind, folder, flags])
-            })
-            .collect();
-        json.push(serde_json::json!([id, folder, uid, flags, actions]));
-    }
-    let json = serde_json::Value::Array(json).to_string();
-    tx.prepare_cached(
-        "UPDATE emails SET status = 'ok', error = NULL, attempts = attempts + 1,
-            next_attempt_at = NULL,
-            dest_folder = coalesce(j.value ->> 1, dest_folder),
-            dest_uid = CASE WHEN j.value ->> 1 IS NULL THEN dest_uid ELSE j.value ->> 2 END,
-            orig_flags = CASE WHEN j.value ->> 1 IS NULL THEN orig_flags ELSE j.value -> 3 END,
-            undone_at = CASE WHEN j.value ->> 1 IS NULL THEN undone_at ELSE NULL END
-         FROM json_each(?1) j WHERE emails.id = j.value ->> 0",
-    )?
-    .execute([&json])?;
-    tx.prepare_cached(
-        "DELETE FROM actions WHERE email_id IN (SELECT value ->> 0 FROM json_each(?1))",
-    )?
-    .execute([&json])?;
-    tx.prepare_cached(
-        "INSERT INTO actions (email_id, account, processed_at, type, folder, flags)
-         SELECT e.id, e.account, e.processed_at, a.value ->> 0, a.value ->> 1, a.value ->> 2
-         FROM json_each(?1) j JOIN emails e ON e.id = j.value ->> 0, json_each(j.value -> 4) a",
-    )?
-    .execute([&json])?;
-    Ok(())
 }
 
 /// Writes outcomes whole (see [`Final`]), each with its action rows and,

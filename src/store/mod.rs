@@ -23,6 +23,7 @@
 mod activity;
 mod attention;
 mod deliveries;
+mod finished;
 mod generations;
 mod journal;
 mod learn;
@@ -48,10 +49,10 @@ use schema::MIGRATIONS;
 pub use activity::{ActivityEntry, ActivityQuery, Stats};
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
+pub use finished::{Finished, FinishedIn, FinishedMove};
 pub use generations::Earlier;
 pub use journal::{
-    EmailMeta, FailedAttempt, FailureRecord, Final, Finished, KnownEmail, Outcome, Outcomes,
-    Watermark,
+    EmailMeta, FailedAttempt, FailureRecord, Final, KnownEmail, Outcome, Outcomes, Watermark,
 };
 pub use learn::LearnState;
 pub use undo::{MoveRecord, UndoTarget};

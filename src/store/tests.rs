@@ -176,22 +176,28 @@ fn confirmed_rows_are_recorded_as_the_row_by_row_path_records_them() {
         Store::open_in_memory().unwrap(),
     );
     let ids = fast.record_decisions(&journal).unwrap();
-    fast.record_outcomes(&Outcomes {
-        finished: vec![
-            Finished {
-                meta: meta(5),
-                actions: actions.clone(),
-                moved: Some(moved.clone()),
-            },
-            Finished {
-                meta: meta(6),
-                actions: vec![Action::Read],
-                moved: None,
-            },
-        ],
-        ..Default::default()
-    })
-    .unwrap();
+    let mut finished = Outcomes::default();
+    for row in [
+        Finished {
+            uid: 5,
+            actions: actions.as_slice().into(),
+            moved: Some(FinishedMove {
+                dest_folder: moved.dest_folder.as_str().into(),
+                dest_uid: moved.dest_uid,
+                flags: moved.flags.as_slice().into(),
+            }),
+        },
+        Finished {
+            uid: 6,
+            actions: vec![Action::Read].into(),
+            moved: None,
+        },
+    ] {
+        let m = meta(row.uid);
+        finished.finish(&m.account, &m.mailbox, m.uidvalidity, row);
+    }
+    assert_eq!(finished.finished.len(), 1, "one folder, one set");
+    fast.record_outcomes(&finished).unwrap();
     slow.record_decisions(&journal).unwrap();
     slow.record_outcomes(&Outcomes {
         finals: vec![
@@ -565,4 +571,38 @@ fn prune_keeps_pending_work() {
     record_failure(&s, &meta(2), "x", 5, 0);
     assert_eq!(s.prune(Duration::from_secs(1)).unwrap(), 1);
     assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 1);
+}
+
+#[test]
+fn finished_rows_of_two_folders_and_one_never_journalled_are_written_together() {
+    let s = Store::open_in_memory().unwrap();
+    let other = EmailMeta {
+        mailbox: "Archive".into(),
+        ..meta(5)
+    };
+    s.record_decisions(&[
+        (meta(5), ok(vec![Action::Read])),
+        (other.clone(), ok(vec![Action::Read])),
+    ])
+    .unwrap();
+    let mut out = Outcomes::default();
+    for (m, uid) in [(meta(5), 5), (meta(9), 9), (other, 5)] {
+        let row = Finished {
+            uid,
+            actions: vec![Action::Read].into(),
+            moved: None,
+        };
+        out.finish(&m.account, &m.mailbox, m.uidvalidity, row);
+    }
+    assert_eq!(out.finished.len(), 2, "a set for each folder");
+    s.record_outcomes(&out).unwrap();
+    for mailbox in ["INBOX", "Archive"] {
+        let known = s.known_emails("a", mailbox, 7, 0).unwrap();
+        assert_eq!(known.len(), 1, "{mailbox}: {known:?}");
+        assert_eq!(
+            (known[0].uid, known[0].status, known[0].attempts),
+            (5, Status::Ok, 1)
+        );
+    }
+    assert_eq!(s.stats(None, None).unwrap().by_action["read"], 2);
 }
