@@ -109,6 +109,8 @@ pub(super) fn finish_journalled(tx: &rusqlite::Transaction<'_>, sets: &[Finished
 /// written straight to text: each distinct action list, folder and flag
 /// set is encoded once, however many rows share it.
 fn rows_json(rows: &[Finished]) -> String {
+    // Keyed by the shared allocation's address: `rows` borrows every one
+    // of them, so an address names one content for the whole call.
     let mut actions: HashMap<*const Action, String> = HashMap::new();
     let mut texts: HashMap<*const u8, String> = HashMap::new();
     let mut flags: HashMap<*const String, String> = HashMap::new();
