@@ -54,24 +54,25 @@ pub struct FinishedIn {
 /// join), then three statements do the lot by id. A message without a
 /// journalled row (a bug upstream) is logged rather than failing the
 /// whole record.
+/// The rows' JSON (`?4`) with each UID replaced by its row's id, and how
+/// many were found. `CROSS JOIN` keeps the array the outer loop: left to
+/// choose, SQLite drove from the folder's rows (the index's first three
+/// columns) and scanned the whole array for each, quadratic in a backlog.
+const IDS_FOR_UIDS: &str = "SELECT json_group_array(json_set(j.value, '$[0]', e.id)), count(*)
+     FROM json_each(?4) j CROSS JOIN emails e
+        ON e.account = ?1 AND e.mailbox = ?2 AND e.uidvalidity = ?3 AND e.uid = j.value ->> 0";
+
 pub(super) fn finish_journalled(tx: &rusqlite::Transaction<'_>, sets: &[FinishedIn]) -> Result<()> {
     for set in sets.iter().filter(|s| !s.rows.is_empty()) {
-        let (json, found): (String, usize) = tx
-            .prepare_cached(
-                "SELECT json_group_array(json_set(j.value, '$[0]', e.id)), count(*)
-                 FROM json_each(?4) j CROSS JOIN emails e
-                    ON e.account = ?1 AND e.mailbox = ?2 AND e.uidvalidity = ?3
-                    AND e.uid = j.value ->> 0",
-            )?
-            .query_row(
-                rusqlite::params![
-                    set.account,
-                    set.mailbox,
-                    set.uidvalidity,
-                    rows_json(&set.rows)
-                ],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
+        let (json, found): (String, usize) = tx.prepare_cached(IDS_FOR_UIDS)?.query_row(
+            rusqlite::params![
+                set.account,
+                set.mailbox,
+                set.uidvalidity,
+                rows_json(&set.rows)
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         if found < set.rows.len() {
             log::warn!(
                 "{}: {}: {} message(s) finished without a journal row",
@@ -164,6 +165,25 @@ fn json_text<T: serde::Serialize + ?Sized>(v: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uids_are_looked_up_one_by_one_in_the_key_index() {
+        let store = crate::store::Store::open_in_memory().unwrap();
+        let conn = store.conn.lock();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {IDS_FOR_UIDS}"))
+            .unwrap()
+            .query_map(rusqlite::params!["a", "INBOX", 7, "[]"], |r| r.get(3))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert!(plan[0].starts_with("SCAN j"), "{plan:?}");
+        assert!(
+            plan[1].starts_with("SEARCH e USING")
+                && plan[1].contains("account=? AND mailbox=? AND uidvalidity=? AND uid=?"),
+            "{plan:?}"
+        );
+    }
 
     #[test]
     fn a_finished_message_waits_in_64_bytes() {
