@@ -47,13 +47,6 @@ pub struct FinishedIn {
     pub rows: Vec<Finished>,
 }
 
-/// Makes journalled rows final as journalled: status `ok`, their actions
-/// counted, where a move took each. Set-based: each folder's rows go to
-/// SQLite as one JSON array; one statement puts each row's id in place of
-/// its UID (the UIDs looked up in the key's index, the array driving the
-/// join), then three statements do the lot by id. A message without a
-/// journalled row (a bug upstream) is logged rather than failing the
-/// whole record.
 /// The rows' JSON (`?4`) with each UID replaced by its row's id, and how
 /// many were found. `CROSS JOIN` keeps the array the outer loop: left to
 /// choose, SQLite drove from the folder's rows (the index's first three
@@ -62,6 +55,13 @@ const IDS_FOR_UIDS: &str = "SELECT json_group_array(json_set(j.value, '$[0]', e.
      FROM json_each(?4) j CROSS JOIN emails e
         ON e.account = ?1 AND e.mailbox = ?2 AND e.uidvalidity = ?3 AND e.uid = j.value ->> 0";
 
+/// Makes journalled rows final as journalled: status `ok`, their actions
+/// counted, where a move took each. Set-based: each folder's rows go to
+/// SQLite as one JSON array; one statement puts each row's id in place of
+/// its UID (the UIDs looked up in the key's index, the array driving the
+/// join), then three statements do the lot by id. A message without a
+/// journalled row (a bug upstream) is logged rather than failing the
+/// whole record.
 pub(super) fn finish_journalled(tx: &rusqlite::Transaction<'_>, sets: &[FinishedIn]) -> Result<()> {
     for set in sets.iter().filter(|s| !s.rows.is_empty()) {
         let (json, found): (String, usize) = tx.prepare_cached(IDS_FOR_UIDS)?.query_row(
