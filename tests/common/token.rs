@@ -127,11 +127,18 @@ fn now() -> u64 {
 }
 
 /// A JWT as Dovecot's local validation wants it: `typ: JWT`, HS256, no
-/// `kid` (so the key is `default`), `sub`, `iat`, `exp`.
+/// `kid` (so the key is `default`), `sub`, `iat`, `exp`. `iat` is a second
+/// back, as identity providers date it back to allow for clock skew:
+/// Dovecot checks it against `time(NULL)`, glibc's coarse clock, which
+/// can still name the second before for a few milliseconds after this
+/// precise one has turned, and a token used at once was then refused as
+/// "issued in future" (the device-flow test failed so once, its token
+/// issued 2 ms into a second and refused at once).
 pub fn jwt(key: &[u8], sub: &str, lifetime: u64, nonce: u64) -> String {
     let header = b64url(br#"{"alg":"HS256","typ":"JWT"}"#);
     let t = now();
-    let claims = json!({ "sub": sub, "iat": t, "exp": t + lifetime, "jti": format!("t{nonce}") });
+    let claims =
+        json!({ "sub": sub, "iat": t - 1, "exp": t + lifetime, "jti": format!("t{nonce}") });
     let body = b64url(claims.to_string().as_bytes());
     let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
     mac.update(format!("{header}.{body}").as_bytes());
