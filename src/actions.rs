@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// One action, as written in rules, answered by a model, stored and sent in
 /// webhook payloads: `{"type":"move","folder":"Receipts"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
     Move { folder: String },

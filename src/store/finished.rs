@@ -108,13 +108,12 @@ pub(super) fn finish_journalled(tx: &rusqlite::Transaction<'_>, sets: &[Finished
 /// The rows as JSON, `[[uid, dest folder, dest UID, flags before,
 /// [[type, folder, flags], ...]], ...]` (nulls where it did not move),
 /// written straight to text: each distinct action list, folder and flag
-/// set is encoded once, however many rows share it.
+/// set is encoded once, however many rows share it (a window's rows carry
+/// lists of their own, a held pass's share them).
 fn rows_json(rows: &[Finished]) -> String {
-    // Keyed by the shared allocation's address: `rows` borrows every one
-    // of them, so an address names one content for the whole call.
-    let mut actions: HashMap<*const Action, String> = HashMap::new();
-    let mut texts: HashMap<*const u8, String> = HashMap::new();
-    let mut flags: HashMap<*const String, String> = HashMap::new();
+    let mut actions: HashMap<&[Action], String> = HashMap::new();
+    let mut folders: HashMap<&str, String> = HashMap::new();
+    let mut flags: HashMap<&[String], String> = HashMap::new();
     let mut out = String::with_capacity(rows.len() * 48);
     out.push('[');
     for (i, r) in rows.iter().enumerate() {
@@ -124,8 +123,8 @@ fn rows_json(rows: &[Finished]) -> String {
         let _ = write!(out, "[{},", r.uid);
         match &r.moved {
             Some(m) => {
-                let folder = texts
-                    .entry(m.dest_folder.as_ptr())
+                let folder = folders
+                    .entry(&m.dest_folder)
                     .or_insert_with(|| json_text(&*m.dest_folder));
                 let _ = match m.dest_uid {
                     Some(u) => write!(out, "{folder},{u},"),
@@ -133,7 +132,7 @@ fn rows_json(rows: &[Finished]) -> String {
                 };
                 out.push_str(
                     flags
-                        .entry(m.flags.as_ptr())
+                        .entry(&m.flags)
                         .or_insert_with(|| json_text(&*m.flags)),
                 );
             }
@@ -142,7 +141,7 @@ fn rows_json(rows: &[Finished]) -> String {
         out.push(',');
         out.push_str(
             actions
-                .entry(r.actions.as_ptr())
+                .entry(&r.actions)
                 .or_insert_with(|| action_rows(&r.actions)),
         );
         out.push(']');
@@ -215,7 +214,8 @@ mod tests {
             },
             Finished {
                 uid: 6,
-                actions,
+                // Equal lists of their own, as a window's rows carry.
+                actions: actions.to_vec().into(),
                 moved: Some(FinishedMove {
                     dest_uid: None,
                     ..moved
