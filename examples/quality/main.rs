@@ -28,9 +28,12 @@
 //!       val0.tsv, val1.tsv, val2.tsv): measured, not shipped
 //!   quality measure CONFIG DATA_DIR SA_DIR SUBSET FOLDER_LIMIT
 //!       everything: the learned classifier as above; the hybrid's
-//!       thresholds chosen on the validation split; every tier and
-//!       SpamAssassin (SA_DIR holds rules.tsv, bayes.tsv: path, score,
-//!       spam 0/1, ms) on the held-out messages; the model variants on the
+//!       junk cut-offs chosen on three validation splits against
+//!       SpamAssassin with Bayes on each (`cutoffs.rs`), the rest of its
+//!       thresholds on the first; every tier and SpamAssassin on the
+//!       held-out messages (SA_DIR holds rules.tsv, bayes.tsv and
+//!       val0.tsv, val1.tsv, val2.tsv: path, score, spam 0/1, ms); the
+//!       model variants on the
 //!       first SUBSET of them; the folder split (FOLDER_LIMIT held out)
 //!
 //! Every model call is one at a time (the server has one slot: on two
@@ -42,6 +45,7 @@ mod ask;
 mod combine;
 #[path = "../../tests/common/corpus.rs"]
 mod corpus;
+mod cutoffs;
 mod folders;
 mod learned;
 mod linear;
@@ -150,8 +154,11 @@ fn main() {
         }
         Some("shape") if args.len() == 5 => {
             let (config, _) = read_config(&args[3]);
-            let rules = Rules::new(&config.accounts[0].rules).expect("the rules");
-            shape::run(&args[2], &rules, &args[4])
+            let account = &config.accounts[0];
+            let rules = Rules::new(&account.rules).expect("the rules");
+            let l = &account.learned;
+            let shipped = (l.spam_first, l.spam_confidence.unwrap_or(l.min_confidence));
+            shape::run(&args[2], &rules, &args[4], shipped)
         }
         Some("measure") if args.len() == 7 => measure(
             &args[2],
@@ -245,9 +252,10 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
     };
 
     learned::run(data, Some(&s.rules));
-    let split = corpus::spam_split(data);
-    spam::validate(&s, &split, VALIDATION_MODEL_SUBSET);
-    let learned = spam::test(&s, &split, sa_dir);
+    let folds = cutoffs::Folds::read(data, &s.rules, sa_dir);
+    let split = &folds.splits[0];
+    spam::validate(&s, &folds, VALIDATION_MODEL_SUBSET);
+    let learned = spam::test(&s, split, sa_dir);
     let n = split.test.len();
     variants(&s, &provider, &learned, &split.test[..subset.min(n)]);
     folders::run(&s, data, folder_limit);

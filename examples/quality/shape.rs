@@ -17,17 +17,16 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use mailproc::classify::{Classification, Rules};
-use mailproc::learn::Model;
+use mailproc::classify::Rules;
 use regex::Regex;
 
-use crate::corpus::{self, Msg};
+use crate::corpus::Msg;
+use crate::cutoffs::{cell, choose, judge, seen, Folds, Seen, Setting, FOLDS};
 use crate::linear::sgd;
-use crate::score::{class_of, files, junk, pct, read_sa, train, SpamScore};
+use crate::score::train;
 
 const BITS: u32 = 18;
 const BUCKETS: usize = 1 << BITS;
-const FOLDS: usize = 3;
 
 static DOMAIN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"@([\w.-]+)").unwrap());
 static CHARSET: LazyLock<Regex> =
@@ -341,66 +340,6 @@ fn shape_scores(
         .collect()
 }
 
-fn logit(p: f64) -> f64 {
-    let p = p.clamp(1e-6, 1.0 - 1e-6);
-    (p / (1.0 - p)).ln()
-}
-
-/// What the hybrid needs of one message: truly spam, what the demo's
-/// rules did with it, the classifier's and the shape model's junk
-/// probabilities.
-#[derive(Clone, Copy)]
-struct Seen {
-    spam: bool,
-    rule: Rule,
-    classifier: f64,
-    shape: f64,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Rule {
-    None,
-    Junk,
-    Files,
-    Keeps,
-}
-
-fn rule_of(c: Option<&Classification>) -> Rule {
-    match c {
-        None => Rule::None,
-        Some(c) if class_of(c) == "Junk" => Rule::Junk,
-        Some(c) if files(c) => Rule::Files,
-        Some(_) => Rule::Keeps,
-    }
-}
-
-/// A setting: the shape model's weight, the cut-off on the summed
-/// log-odds for mail no rule took, and for mail a rule files.
-#[derive(Clone, Copy)]
-struct Setting {
-    weight: f64,
-    cut: f64,
-    filed_cut: f64,
-}
-
-/// Right, ham in Junk, spam caught.
-fn judge(seen: &[Seen], s: Setting) -> (usize, usize, usize) {
-    let (mut right, mut ham, mut caught) = (0, 0, 0);
-    for m in seen {
-        let z = logit(m.classifier) + s.weight * logit(m.shape);
-        let junk = match m.rule {
-            Rule::Junk => true,
-            Rule::Files => z >= s.filed_cut,
-            Rule::Keeps => false,
-            Rule::None => z >= s.cut,
-        };
-        right += usize::from(junk == m.spam);
-        ham += usize::from(junk && !m.spam);
-        caught += usize::from(junk && m.spam);
-    }
-    (right, ham, caught)
-}
-
 fn grid(weights: &[f64]) -> Vec<Setting> {
     let mut v = Vec::new();
     for &weight in weights {
@@ -417,66 +356,17 @@ fn grid(weights: &[f64]) -> Vec<Setting> {
     v
 }
 
-/// The most right setting on `folds` pooled whose ham in Junk is at most
-/// `most_ham`; ties: fewer ham.
-fn choose(folds: &[Vec<Seen>], settings: &[Setting], most_ham: usize) -> Option<Setting> {
-    let pooled: Vec<Seen> = folds.concat();
-    settings
-        .iter()
-        .map(|&s| (judge(&pooled, s), s))
-        .filter(|((_, ham, _), _)| *ham <= most_ham)
-        .max_by(|a, b| a.0 .0.cmp(&b.0 .0).then(b.0 .1.cmp(&a.0 .1)))
-        .map(|(_, s)| s)
-}
-
-fn cell(r: (usize, usize, usize), n: usize, caught: bool) -> String {
-    if caught {
-        format!("{}, {}, {}", pct(r.0, n), r.1, r.2)
-    } else {
-        format!("{}, {}", pct(r.0, n), r.1)
-    }
-}
-
-pub fn run(data: &str, rules: &Rules, sa_dir: &str) {
+pub fn run(data: &str, rules: &Rules, sa_dir: &str, shipped: (Option<f64>, f64)) {
     let t = std::time::Instant::now();
-    let splits: Vec<corpus::SpamSplit> =
-        (0..FOLDS).map(|f| corpus::spam_split_at(data, f)).collect();
+    let folds = Folds::read(data, rules, sa_dir);
+    let splits = &folds.splits;
     let mut toks = HashMap::new();
     for m in splits[0].train().chain(&splits[0].test) {
         toks.insert(m.path.clone(), tokens(m));
     }
-    // SpamAssassin with Bayes on each validation split.
-    let sa: Vec<SpamScore> = splits
-        .iter()
-        .enumerate()
-        .map(|(f, split)| {
-            let verdicts = read_sa(&format!("{sa_dir}/val{f}.tsv"));
-            let v = &split.validation;
-            SpamScore::of(v, |i| {
-                verdicts
-                    .get(&v[i].path.display().to_string())
-                    .unwrap_or_else(|| panic!("SpamAssassin did not check {}", v[i].path.display()))
-                    .0
-            })
-        })
-        .collect();
-    let sa_ham: usize = sa.iter().map(|r| r.false_alarm).sum();
-    let n_val: usize = splits.iter().map(|s| s.validation.len()).sum();
     let n_test = splits[0].test.len();
-    // What the rules and the classifier say of each message, once: each
-    // validation split's classifier fitted without it, the held-out
-    // split's on all the training split. The shape model's probability
-    // is filled in per form (0.5, no evidence, until then).
-    let seen = |msgs: &[Msg], model: &Model| -> Vec<Seen> {
-        msgs.iter()
-            .map(|m| Seen {
-                spam: m.spam(),
-                rule: rule_of(rules.classify(&m.email).as_ref()),
-                classifier: junk(model, m),
-                shape: 0.5,
-            })
-            .collect()
-    };
+    // The shape model's probability is filled in per form (0.5, no
+    // evidence, until then).
     let with_shape = |base: &[Seen], shape: Vec<f64>| -> Vec<Seen> {
         base.iter()
             .zip(shape)
@@ -484,50 +374,40 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str) {
             .collect()
     };
     let val_fits: Vec<Vec<&Msg>> = splits.iter().map(|s| s.fit.iter().collect()).collect();
-    let val_seen: Vec<Vec<Seen>> = splits
-        .iter()
-        .map(|s| seen(&s.validation, &train(&s.fit).0))
-        .collect();
     let test_fit: Vec<&Msg> = splits[0].train().collect();
-    let test_seen = seen(&splits[0].test, &train(splits[0].train()).0);
+    let test_seen = seen(rules, &splits[0].test, &train(splits[0].train()).0);
     println!("### The message's shape as a second judge (measured, not shipped)\n");
     println!(
-        "Chosen on {FOLDS} validation splits ({n_val} messages, each fitted without itself): the most right setting sending no more ham to Junk than SpamAssassin with Bayes there ({sa_ham}: {}); the held-out split ({n_test}) measured once at it. Right, ham in Junk (and spam caught).\n",
-        sa.iter().map(|r| r.false_alarm.to_string()).collect::<Vec<_>>().join(", ")
+        "Chosen on {FOLDS} validation splits ({} messages, each fitted without itself): the most right setting sending no more ham to Junk than SpamAssassin with Bayes there ({}); the held-out split ({n_test}) measured once at it. Right, ham in Junk (and spam caught).\n",
+        folds.n(),
+        folds.sa_ham_each()
     );
     println!("| second judge | {FOLDS} validation splits: right, ham in Junk | each split | held out: right, ham in Junk, spam caught | the setting (weight, cut-offs on the summed log-odds: no rule, a filing rule) |");
     println!("|---|---|---|---|---|");
-    let line = |name: &str, folds: &[Vec<Seen>], test: &[Seen], s: Setting| {
-        let pooled = judge(&folds.concat(), s);
-        let each: Vec<String> = folds
-            .iter()
-            .map(|f| cell(judge(f, s), f.len(), false))
-            .collect();
+    let line = |name: &str, val: &[Vec<Seen>], test: &[Seen], s: Setting| {
+        let (pooled, each) = folds.cells(val, s);
         println!(
-            "| {name} | {} | {} | {} | {}, {:.2}, {:.2} |",
-            cell(pooled, n_val, false),
-            each.join("; "),
+            "| {name} | {pooled} | {each} | {} | {}, {:.2}, {:.2} |",
             cell(judge(test, s), n_test, true),
             s.weight,
             s.cut,
             s.filed_cut
         );
     };
-    let shipped = Setting {
-        weight: 0.0,
-        cut: logit(0.8),
-        filed_cut: logit(0.7),
-    };
     line(
-        "none (the shipped thresholds: spam_confidence 0.8, spam_first 0.7)",
-        &val_seen,
+        &format!(
+            "none (the shipped thresholds: spam_confidence {}, spam_first {})",
+            shipped.1,
+            shipped.0.map_or("off".into(), |v| v.to_string())
+        ),
+        &folds.seen,
         &test_seen,
-        shipped,
+        Setting::knobs(shipped.0, shipped.1),
     );
-    match choose(&val_seen, &grid(&[0.0]), sa_ham) {
+    match choose(&folds.seen, &grid(&[0.0]), folds.sa_ham) {
         Some(s) => line(
             "none (the classifier's cut-offs chosen the same way)",
-            &val_seen,
+            &folds.seen,
             &test_seen,
             s,
         ),
@@ -535,32 +415,24 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str) {
     }
     let weights = [0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0];
     for form in &FORMS {
-        let folds: Vec<Vec<Seen>> = splits
+        let val: Vec<Vec<Seen>> = splits
             .iter()
             .zip(&val_fits)
-            .zip(&val_seen)
+            .zip(&folds.seen)
             .map(|((s, fit), base)| with_shape(base, shape_scores(form, fit, &s.validation, &toks)))
             .collect();
         let test = with_shape(
             &test_seen,
             shape_scores(form, &test_fit, &splits[0].test, &toks),
         );
-        match choose(&folds, &grid(&weights), sa_ham) {
-            Some(s) => line(form.name, &folds, &test, s),
+        match choose(&val, &grid(&weights), folds.sa_ham) {
+            Some(s) => line(form.name, &val, &test, s),
             None => println!("| {} | no setting qualifies | | | |", form.name),
         }
     }
-    let each: Vec<String> = sa
-        .iter()
-        .map(|r| cell((r.right, r.false_alarm, r.caught), r.n, false))
-        .collect();
-    let pooled = sa.iter().fold((0, 0, 0), |a, r| {
-        (a.0 + r.right, a.1 + r.false_alarm, a.2 + r.caught)
-    });
+    let (pooled, each) = folds.sa_cells();
     println!(
-        "| SpamAssassin, rules + Bayes | {} | {} | the main table | its default threshold |",
-        cell(pooled, n_val, false),
-        each.join("; ")
+        "| SpamAssassin, rules + Bayes | {pooled} | {each} | the main table | its default threshold |"
     );
     eprintln!("quality: shape: {:.0?}", t.elapsed());
 }

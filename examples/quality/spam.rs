@@ -1,5 +1,6 @@
-//! The spam split: the hybrid's thresholds chosen on the validation split,
-//! then every tier, SpamAssassin beside them, on the 500 held-out messages.
+//! The spam split: the hybrid's thresholds chosen on validation splits
+//! (its junk cut-offs on three, `cutoffs.rs`), then every tier,
+//! SpamAssassin beside them, on the 500 held-out messages.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use mailproc::learn::{features, Model};
 
 use crate::ask::{ask, Answer, Variant};
 use crate::corpus::{Msg, SpamSplit};
+use crate::cutoffs::{choose_shipped, Folds};
 use crate::score::{acted, class_of, pct, per_msg, read_sa, train, SpamScore};
 use crate::Setup;
 
@@ -104,9 +106,6 @@ impl Tiers {
     }
 }
 
-/// The most ham a chosen policy may send to Junk: 1 in 50 (a ham in Junk
-/// is a message lost; SpamAssassin at its default threshold sends 2 %).
-pub const HAM_IN_JUNK: f64 = 0.02;
 pub const SPAM: [Option<f64>; 6] = [
     None,
     Some(0.99),
@@ -158,10 +157,17 @@ fn model_alone(a: &[Answer], min: Option<f64>) -> impl Fn(usize) -> bool + '_ {
 
 /// The validation split: fitted on the rest of the training split, the
 /// models asked what the hybrid would ask them; prints the grid and
-/// returns the policy that does best there: of those sending at most
-/// [`HAM_IN_JUNK`] of the ham to Junk (any, when none does), the most
-/// right, then fewest ham in Junk, then fewest model calls.
-pub fn validate(s: &Setup, split: &SpamSplit, model_subset: usize) -> Policy {
+/// returns the policy chosen: `spam_first` and `spam_confidence` on the
+/// three validation splits (`cutoffs::choose_shipped`), then of the rest
+/// the most right on this split, then fewest ham in Junk, then fewest
+/// model calls.
+pub fn validate(s: &Setup, folds: &Folds, model_subset: usize) -> Policy {
+    use mailproc::actions::ActionKind;
+    assert!(
+        !s.model_account.allows(ActionKind::Spam) && !s.model_account.allows(ActionKind::Flag),
+        "the junk cut-offs are chosen without the model, which the demo's model_actions must keep from calling spam"
+    );
+    let split = &folds.splits[0];
     let val = &split.validation;
     let n = val.len();
     let (fit, _) = train(&split.fit);
@@ -207,27 +213,21 @@ pub fn validate(s: &Setup, split: &SpamSplit, model_subset: usize) -> Policy {
             per_msg(took, sub.len())
         );
     }
-    let mut best: Option<(Policy, (bool, usize, usize, usize))> = None;
-    for (&first, &spam) in SPAM.iter().flat_map(|f| SPAM.iter().map(move |c| (f, c))) {
-        for &learned in &LEARNED {
-            for &minimum in &MINIMUM {
-                let p = Policy {
-                    first,
-                    spam,
-                    learned,
-                    minimum,
-                };
-                let (sc, calls) = tiers.score(val, p);
-                let within = sc.false_alarm as f64 <= HAM_IN_JUNK * sc.ham as f64;
-                let key = (
-                    within,
-                    sc.right,
-                    usize::MAX - sc.false_alarm,
-                    usize::MAX - calls,
-                );
-                if best.is_none_or(|b| key > b.1) {
-                    best = Some((p, key));
-                }
+    let shipped = s.policy();
+    let (first, spam) = choose_shipped(folds, (shipped.first, shipped.spam));
+    let mut best: Option<(Policy, (usize, usize, usize))> = None;
+    for &learned in &LEARNED {
+        for &minimum in &MINIMUM {
+            let p = Policy {
+                first,
+                spam: Some(spam),
+                learned,
+                minimum,
+            };
+            let (sc, calls) = tiers.score(val, p);
+            let key = (sc.right, usize::MAX - sc.false_alarm, usize::MAX - calls);
+            if best.is_none_or(|b| key > b.1) {
+                best = Some((p, key));
             }
         }
     }
@@ -240,7 +240,6 @@ pub fn validate(s: &Setup, split: &SpamSplit, model_subset: usize) -> Policy {
     grid(&tiers, val, chosen);
     println!("\n**Chosen on validation**: {}.", chosen.show());
     rules_tables(s, val, &tiers, chosen);
-    let shipped = s.policy();
     if shipped == chosen {
         println!("The demo ships exactly this.");
     } else {
@@ -252,20 +251,26 @@ pub fn validate(s: &Setup, split: &SpamSplit, model_subset: usize) -> Policy {
     chosen
 }
 
-/// Rows `learned.min_confidence`, columns `learned.spam_confidence`, the
-/// rest as `at`; then `spam_first` alone.
+/// Rows `learned.min_confidence`, columns `learned.spam_confidence` (the
+/// chosen one among them), the rest as `at`; then `spam_first` alone.
 fn grid(tiers: &Tiers, msgs: &[Msg], at: Policy) {
     let o = |v: Option<f64>| v.map_or("off".into(), |v: f64| v.to_string());
+    let mut columns = SPAM.to_vec();
+    if !columns.contains(&at.spam) {
+        columns.push(at.spam);
+        columns.sort_by(|a, b| b.unwrap_or(2.0).total_cmp(&a.unwrap_or(2.0)));
+    }
     println!(
         "| learned.min_confidence | {} |",
-        SPAM.iter()
+        columns
+            .iter()
             .map(|v| format!("spam_confidence {}", o(*v)))
             .collect::<Vec<_>>()
             .join(" | ")
     );
-    println!("|---|{}", "---|".repeat(SPAM.len()));
+    println!("|---|{}", "---|".repeat(columns.len()));
     for &learned in &LEARNED {
-        let cells: Vec<String> = SPAM
+        let cells: Vec<String> = columns
             .iter()
             .map(|&spam| {
                 let (sc, calls) = tiers.score(
