@@ -215,7 +215,7 @@ impl Folds {
 
 /// `learned.spam_first` as tried, the most cautious last (off: a filing
 /// rule always wins).
-const FIRSTS: [Option<f64>; 8] = [
+pub const FIRSTS: [Option<f64>; 8] = [
     Some(0.5),
     Some(0.6),
     Some(0.7),

@@ -11,7 +11,7 @@ use mailproc::learn::{features, Model};
 
 use crate::ask::{ask, Answer, Variant};
 use crate::corpus::{Msg, SpamSplit};
-use crate::cutoffs::{choose_shipped, Folds};
+use crate::cutoffs::{choose_shipped, Folds, FIRSTS};
 use crate::score::{acted, class_of, pct, per_msg, read_sa, train, SpamScore};
 use crate::Setup;
 
@@ -286,8 +286,9 @@ fn grid(tiers: &Tiers, msgs: &[Msg], at: Policy) {
             .collect();
         println!("| {learned} | {} |", cells.join(" | "));
     }
-    let firsts: Vec<String> = SPAM
+    let firsts: Vec<String> = FIRSTS
         .iter()
+        .rev()
         .map(|&first| {
             let (sc, calls) = tiers.score(msgs, Policy { first, ..at });
             format!(
