@@ -109,21 +109,21 @@ pub fn judge(seen: &[Seen], s: Setting) -> (usize, usize, usize) {
     (right, ham, caught)
 }
 
-/// The most right of `settings` on `folds` pooled whose ham in Junk is
-/// at most `most_ham`; ties: fewer ham, then the last listed.
-pub fn choose(folds: &[Vec<Seen>], settings: &[Setting], most_ham: usize) -> Option<Setting> {
+/// Which of `settings` is the most right on `folds` pooled with at most
+/// `most_ham` ham in Junk; ties: fewer ham, then the last listed.
+pub fn choose(folds: &[Vec<Seen>], settings: &[Setting], most_ham: usize) -> Option<usize> {
     let pooled: Vec<Seen> = folds.concat();
-    let mut best: Option<((usize, usize), Setting)> = None;
-    for &s in settings {
+    let mut best: Option<((usize, usize), usize)> = None;
+    for (i, &s) in settings.iter().enumerate() {
         let (right, ham, _) = judge(&pooled, s);
         if ham > most_ham {
             continue;
         }
         if best.is_none_or(|(k, _)| (right, usize::MAX - ham) >= (k.0, usize::MAX - k.1)) {
-            best = Some(((right, ham), s));
+            best = Some(((right, ham), i));
         }
     }
-    best.map(|(_, s)| s)
+    best.map(|(_, i)| i)
 }
 
 pub fn cell(r: (usize, usize, usize), n: usize, caught: bool) -> String {
@@ -226,9 +226,25 @@ pub const FIRSTS: [Option<f64>; 8] = [
     None,
 ];
 
-/// `learned.spam_confidence` as tried: 0.5 up to 0.99 by hundredths.
-fn spams() -> impl Iterator<Item = f64> {
-    (50..=99).map(|i| f64::from(i) / 100.0)
+/// `learned.spam_first` and `learned.spam_confidence` as tried, the most
+/// cautious last: each of [`FIRSTS`] with `spam_confidence` from 0.5 up to
+/// 0.99 by hundredths.
+fn knobs(firsts: &[Option<f64>]) -> Vec<(Option<f64>, f64)> {
+    firsts
+        .iter()
+        .flat_map(|&first| (50..=99).map(move |i| (first, f64::from(i) / 100.0)))
+        .collect()
+}
+
+/// The most right of `knobs` on `folds` sending at most `most_ham` ham to
+/// Junk; of equally right, fewer ham, then the more cautious.
+fn pick(
+    folds: &[Vec<Seen>],
+    knobs: &[(Option<f64>, f64)],
+    most_ham: usize,
+) -> Option<(Option<f64>, f64)> {
+    let settings: Vec<Setting> = knobs.iter().map(|&(f, c)| Setting::knobs(f, c)).collect();
+    choose(folds, &settings, most_ham).map(|i| knobs[i])
 }
 
 /// Chooses the demo's `learned.spam_first` and `learned.spam_confidence`
@@ -246,25 +262,13 @@ pub fn choose_shipped(folds: &Folds, shipped: (Option<f64>, Option<f64>)) -> (Op
         "| learned.spam_first | best spam_confidence | {FOLDS} validation splits | each split |"
     );
     println!("|---|---|---|---|");
-    let mut best: Option<((usize, usize), Option<f64>, f64)> = None;
     for first in FIRSTS {
-        let settings: Vec<(f64, Setting)> =
-            spams().map(|c| (c, Setting::knobs(first, c))).collect();
-        let only: Vec<Setting> = settings.iter().map(|x| x.1).collect();
-        let Some(s) = choose(&folds.seen, &only, folds.sa_ham) else {
-            println!("| {} | none qualifies | | |", show(first));
-            continue;
-        };
-        let spam = settings
-            .iter()
-            .find(|x| x.1.cut == s.cut)
-            .expect("a setting listed")
-            .0;
-        let (right, ham, _) = judge(&folds.seen.concat(), s);
-        let (pooled, each) = folds.cells(&folds.seen, s);
-        println!("| {} | {spam} | {pooled} | {each} |", show(first));
-        if best.is_none_or(|(k, ..)| (right, usize::MAX - ham) >= (k.0, usize::MAX - k.1)) {
-            best = Some(((right, ham), first, spam));
+        match pick(&folds.seen, &knobs(&[first]), folds.sa_ham) {
+            Some((_, spam)) => {
+                let (pooled, each) = folds.cells(&folds.seen, Setting::knobs(first, spam));
+                println!("| {} | {spam} | {pooled} | {each} |", show(first));
+            }
+            None => println!("| {} | none qualifies | | |", show(first)),
         }
     }
     let (sa_pooled, sa_each) = folds.sa_cells();
@@ -276,10 +280,79 @@ pub fn choose_shipped(folds: &Folds, shipped: (Option<f64>, Option<f64>)) -> (Op
             show(first)
         );
     }
-    let (_, first, spam) = best.expect("a setting within SpamAssassin's ham in Junk");
+    let (first, spam) = pick(&folds.seen, &knobs(&FIRSTS), folds.sa_ham)
+        .expect("a setting within SpamAssassin's ham in Junk");
     println!(
         "\n**Chosen on {FOLDS} validation splits**: learned.spam_first {}, learned.spam_confidence {spam}.\n",
         show(first)
     );
     (first, spam)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(spam: bool, rule: Rule, classifier: f64) -> Seen {
+        Seen {
+            spam,
+            rule,
+            classifier,
+            shape: 0.5,
+        }
+    }
+
+    #[test]
+    fn a_rule_that_says_spam_or_keeps_decides_and_a_filing_rule_gives_way_only_at_spam_first() {
+        let seen = [
+            m(true, Rule::Junk, 0.01),
+            m(false, Rule::Keeps, 0.999),
+            m(true, Rule::Files, 0.65),
+            m(false, Rule::Files, 0.55),
+            m(true, Rule::None, 0.95),
+            m(false, Rule::None, 0.9),
+        ];
+        // spam_first 0.6: the filed spam at 0.65 goes to Junk, the filed ham
+        // at 0.55 does not; spam_confidence 0.92: 0.95 does, 0.9 does not.
+        assert_eq!(judge(&seen, Setting::knobs(Some(0.6), 0.92)), (6, 0, 3));
+        // spam_first off: a filing rule always wins.
+        assert_eq!(judge(&seen, Setting::knobs(None, 0.92)), (5, 0, 2));
+        // Lower cut-offs: the ham go to Junk, the kept one never does.
+        assert_eq!(judge(&seen, Setting::knobs(Some(0.5), 0.5)), (4, 2, 3));
+    }
+
+    #[test]
+    fn the_choice_is_the_most_right_within_the_ham_then_fewer_ham_then_the_last_listed() {
+        let folds = vec![
+            vec![m(true, Rule::None, 0.7), m(false, Rule::None, 0.8)],
+            vec![m(true, Rule::None, 0.85), m(false, Rule::None, 0.6)],
+        ];
+        let at = |c: f64| Setting::knobs(None, c);
+        // 0.6: 3 right, 2 ham; 0.7: 3 right, 1 ham; 0.81: 3 right (the two
+        // ham kept out, 0.85 caught), 0 ham; 0.9: 2 right, 0 ham.
+        let settings = [at(0.6), at(0.7), at(0.81), at(0.9)];
+        assert_eq!(choose(&folds, &settings, 2), Some(2));
+        assert_eq!(choose(&folds, &[at(0.6), at(0.7)], 2), Some(1), "fewer ham");
+        assert_eq!(choose(&folds, &[at(0.6)], 1), None, "over the ham allowed");
+        assert_eq!(
+            choose(&folds, &[at(0.82), at(0.81)], 0),
+            Some(1),
+            "the last listed"
+        );
+    }
+
+    #[test]
+    fn knobs_equally_good_go_to_the_more_cautious() {
+        // No filing rule, so spam_first changes nothing: the most cautious
+        // (off) wins, and of spam_confidence the highest equally right.
+        let folds = vec![vec![m(true, Rule::None, 0.97), m(false, Rule::None, 0.6)]];
+        assert_eq!(pick(&folds, &knobs(&FIRSTS), 0), Some((None, 0.97)));
+        // A filing rule's spam at 0.65: spam_first 0.6 is needed, 0.5 does
+        // as well, and 0.6 is the more cautious.
+        let folds = vec![vec![
+            m(true, Rule::Files, 0.65),
+            m(false, Rule::Files, 0.55),
+        ]];
+        assert_eq!(pick(&folds, &knobs(&FIRSTS), 0), Some((Some(0.6), 0.99)));
+    }
 }

@@ -404,7 +404,8 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str, shipped: (Option<f64>, f64))
         &test_seen,
         Setting::knobs(shipped.0, shipped.1),
     );
-    match choose(&folds.seen, &grid(&[0.0]), folds.sa_ham) {
+    let alone = grid(&[0.0]);
+    match choose(&folds.seen, &alone, folds.sa_ham).map(|i| alone[i]) {
         Some(s) => line(
             "none (the classifier's cut-offs chosen the same way)",
             &folds.seen,
@@ -425,7 +426,8 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str, shipped: (Option<f64>, f64))
             &test_seen,
             shape_scores(form, &test_fit, &splits[0].test, &toks),
         );
-        match choose(&val, &grid(&weights), folds.sa_ham) {
+        let settings = grid(&weights);
+        match choose(&val, &settings, folds.sa_ham).map(|i| settings[i]) {
             Some(s) => line(form.name, &val, &test, s),
             None => println!("| {} | no setting qualifies | | | |", form.name),
         }

@@ -5,14 +5,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use mailproc::actions::Action;
 use mailproc::classify::{Classification, Rules};
 use mailproc::learn::{features, Model};
 
 use crate::ask::{ask, Answer, Variant};
 use crate::corpus::{Msg, SpamSplit};
 use crate::cutoffs::{choose_shipped, Folds, FIRSTS};
-use crate::score::{acted, class_of, pct, per_msg, read_sa, train, SpamScore};
+use crate::score::{acted, class_of, files, pct, per_msg, read_sa, train, SpamScore};
 use crate::Setup;
 
 /// How the hybrid is set: `learned.spam_first`, `learned.spam_confidence`,
@@ -54,15 +53,6 @@ pub struct Tiers {
     /// The demo's model's answers: `None` where it was not asked (no
     /// policy measured sends the message to it).
     pub answers: Vec<Option<Answer>>,
-}
-
-/// A rule files a message: it moves it to a folder other than Junk and
-/// does not call it spam (see `Runner::spam_first`).
-fn files(c: &Classification) -> bool {
-    c.actions
-        .iter()
-        .any(|a| matches!(a, Action::Move { folder } if !folder.eq_ignore_ascii_case("junk")))
-        && class_of(c) != "Junk"
 }
 
 impl Tiers {
