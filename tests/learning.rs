@@ -687,12 +687,22 @@ fn unsure_spam() -> Vec<u8> {
         .to_vec()
 }
 
+/// The same through a list the rule files: the classifier's junk
+/// verdict, not sure, against a filing rule.
+fn unsure_listed_spam() -> Vec<u8> {
+    b"From: Someone <x@elsewhere.example>\r\nTo: test@example.test\r\n\
+      Subject: Cheap pills online, no prescription\r\nMessage-ID: <unsure-listed@elsewhere.example>\r\n\
+      List-Id: Irish Linux Users <ilug.linux.ie>\r\n\
+      Date: Sat, 21 Nov 2026 10:00:00 +0000\r\n\r\nTop stories this week\r\n"
+        .to_vec()
+}
+
 /// What happens to spam with the account's `learned:` settings `learned`
 /// (no model): a rule files List-Id mail into `Lists`, and the classifier
 /// learned spam from `Junk` and list mail from `Lists`. Returns the entries
-/// of spam that came through a list and of the unsure spam, and the
-/// folders they ended in.
-fn spam_with(learned: &str) -> [(Value, Vec<String>); 2] {
+/// of spam that came through a list, of the unsure spam, and of the
+/// unsure spam through the list, and the folders they ended in.
+fn spam_with(learned: &str) -> [(Value, Vec<String>); 3] {
     let d = Dovecot::start();
     for f in ["Lists", "Junk"] {
         d.create_mailbox("test", f);
@@ -716,22 +726,27 @@ fn spam_with(learned: &str) -> [(Value, Vec<String>); 2] {
     d.seed("test", "INBOX", &pills(100, true));
     d.seed("test", "INBOX", &newsletter(100));
     d.seed("test", "INBOX", &unsure_spam());
+    d.seed("test", "INBOX", &unsure_listed_spam());
     m.spawn(&[]);
     m.wait_ready();
-    let all = wait_entries(&m, 3);
+    let all = wait_entries(&m, 4);
     // The list's own mail stays the rule's either way.
     let news = entry(&all, "<n100@letters.example>");
     assert_eq!(news["model"], "rules:mailing-lists", "{news:#}");
     assert_eq!(mailbox_of(&d, "<n100@letters.example>"), ["Lists"]);
-    ["<s100@pills.example>", "<unsure@elsewhere.example>"]
-        .map(|id| (entry(&all, id).clone(), mailbox_of(&d, id)))
+    [
+        "<s100@pills.example>",
+        "<unsure@elsewhere.example>",
+        "<unsure-listed@elsewhere.example>",
+    ]
+    .map(|id| (entry(&all, id).clone(), mailbox_of(&d, id)))
 }
 
 #[test]
 fn spam_first_puts_sure_spam_before_filing_rules_and_spam_confidence_leaves_unsure_spam() {
     // Without it the rule files the spam with the list's mail, and the
     // unsure spam goes to Junk at min_confidence.
-    let [(e, listed), (u, unsure)] = spam_with("{ enabled: true, min_confidence: 0.5 }");
+    let [(e, listed), (u, unsure), _] = spam_with("{ enabled: true, min_confidence: 0.5 }");
     assert_eq!(listed, ["Lists"], "{e:#}");
     assert_eq!(e["model"], "rules:mailing-lists", "{e:#}");
     assert_eq!(unsure, ["Junk"], "{u:#}");
@@ -739,7 +754,7 @@ fn spam_first_puts_sure_spam_before_filing_rules_and_spam_confidence_leaves_unsu
     assert!((0.5..0.9).contains(&c), "{u:#}");
     // With them, the sure verdict wins over the rule; the unsure one is
     // left for review (no model here), though above min_confidence.
-    let [(e, listed), (u, unsure)] =
+    let [(e, listed), (u, unsure), _] =
         spam_with("{ enabled: true, min_confidence: 0.5, spam_confidence: 0.9, spam_first: 0.9 }");
     assert_eq!(listed, ["Junk"], "{e:#}");
     assert_eq!(e["model"], "learned", "{e:#}");
@@ -749,4 +764,29 @@ fn spam_first_puts_sure_spam_before_filing_rules_and_spam_confidence_leaves_unsu
     assert_eq!(unsure, ["INBOX"], "{u:#}");
     assert_eq!(u["status"], "review", "{u:#}");
     assert_eq!(u["model"], "learned", "{u:#}");
+}
+
+/// A junk verdict that takes a filing rule's place is acted on at
+/// `spam_first`, though `spam_confidence` asks more of the classifier's
+/// other junk verdicts. Before, such a verdict was left for review: the
+/// message was neither filed by the rule nor moved to Junk (the demo's 18
+/// of 300 with `spam_first: 0.5, spam_confidence: 0.97`).
+#[test]
+fn a_junk_verdict_before_a_filing_rule_needs_spam_first_not_spam_confidence() {
+    let [_, (u, unsure), (e, listed)] =
+        spam_with("{ enabled: true, min_confidence: 0.5, spam_confidence: 0.99, spam_first: 0.5 }");
+    let c = e["confidence"].as_f64().unwrap();
+    assert!((0.5..0.99).contains(&c), "{e:#}");
+    assert_eq!(listed, ["Junk"], "{e:#}");
+    assert_eq!(e["status"], "ok", "{e:#}");
+    assert_eq!(e["model"], "learned", "{e:#}");
+    assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
+    let why = e["reasoning"].as_str().unwrap();
+    assert!(
+        why.contains("before the filing rule \"mailing-lists\""),
+        "{e:#}"
+    );
+    // Without a rule, the same bar as before: spam_confidence.
+    assert_eq!(unsure, ["INBOX"], "{u:#}");
+    assert_eq!(u["status"], "review", "{u:#}");
 }

@@ -20,6 +20,32 @@ const FEW_SHOT: u32 = 5;
 /// One message to learn: its class (folder), features, +1 or -1.
 pub(super) type Example = (String, Vec<String>, i64);
 
+/// What a junk verdict that took a filing rule's place
+/// (`learned.spam_first`) says in its reasoning, after which rule. The
+/// reasoning is journalled with the decision, so a decision read back from
+/// the journal is judged as it was made.
+const BEFORE_RULE: &str = ", before the filing rule ";
+
+/// `guess`, a junk verdict at least `learned.spam_first` sure, in the
+/// place of the filing rule `rule`, saying so.
+pub(super) fn before_rule(guess: &Classification, rule: &Classification) -> Classification {
+    let name = rule.model.strip_prefix("rules:").unwrap_or(&rule.model);
+    Classification {
+        reasoning: format!(
+            "{}{BEFORE_RULE}{name:?} (learned.spam_first)",
+            guess.reasoning
+        ),
+        ..guess.clone()
+    }
+}
+
+/// Whether a decision is the classifier's junk verdict in a filing rule's
+/// place: sure by `learned.spam_first`, whatever `spam_confidence` asks of
+/// its other junk verdicts.
+pub(super) fn took_rules_place(c: &Classification) -> bool {
+    c.model == PATH && c.reasoning.contains(BEFORE_RULE)
+}
+
 impl Runner {
     /// Loads the stored classifier when it is new to this worker (first
     /// use, or a training run replaced it). A failing store leaves the

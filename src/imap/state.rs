@@ -325,7 +325,10 @@ impl Policy<'_> {
             _ => self.learned_min,
         };
         let unsure = if d.model == crate::learn::PATH {
-            !d.confidence.is_some_and(|c| c >= min)
+            // A junk verdict in a filing rule's place was sure enough by
+            // `learned.spam_first` (below `spam_confidence`, it would
+            // otherwise be neither filed nor junked).
+            !(super::learned::took_rules_place(d) || d.confidence.is_some_and(|c| c >= min))
         } else {
             self.minimum_confidence
                 .is_some_and(|m| d.confidence.is_some_and(|c| c < m))
@@ -762,6 +765,27 @@ mod tests {
             Some(Status::Ok)
         );
         assert_eq!(status(&demo, &with("m", Some(0.6))), Some(Status::Review));
+        // A junk verdict needs spam_confidence, unless it took a filing
+        // rule's place at learned.spam_first (also from the journal).
+        let junk = |confidence: f64| Classification {
+            actions: vec![crate::actions::Action::Spam],
+            confidence: Some(confidence),
+            ..c(crate::learn::PATH)
+        };
+        let decided = |c: Classification| Item::decided(meta(1), Seen::default(), c, T);
+        assert_eq!(status(&demo, &decided(junk(0.7))), Some(Status::Review));
+        assert_eq!(status(&demo, &decided(junk(0.85))), Some(Status::Ok));
+        let first = super::super::learned::before_rule(&junk(0.7), &c("rules:lists"));
+        assert!(first.reasoning.contains("\"lists\""), "{}", first.reasoning);
+        assert_eq!(status(&demo, &decided(first.clone())), Some(Status::Ok));
+        let replayed = Item::journalled(meta(2), Seen::default(), first, false);
+        assert_eq!(status(&demo, &replayed), Some(Status::Ok));
+        // Only the classifier's own verdict counts so.
+        let mimic = Classification {
+            model: "m".into(),
+            ..super::super::learned::before_rule(&junk(0.6), &c("rules:lists"))
+        };
+        assert_eq!(status(&demo, &decided(mimic)), Some(Status::Review));
         let dry = Policy {
             dry_run: true,
             ..act

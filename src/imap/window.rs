@@ -359,7 +359,7 @@ impl Runner {
                             .as_ref()
                             .filter(|g| self.spam_first(Some(g), &c, &self.junk))
                         {
-                            Some(g) => g.clone(),
+                            Some(g) => super::learned::before_rule(g, &c),
                             None => c,
                         }
                     });
