@@ -101,7 +101,7 @@ fn raw_parts(m: &Msg) -> (String, String) {
     )
 }
 
-/// The shape tokens of a message: 48 of them, each a name and a band.
+/// The shape tokens of a message: 49 of them, each a name and a band.
 pub fn tokens(m: &Msg) -> Vec<String> {
     let (hdr, body) = raw_parts(m);
     let names: Vec<String> = hdr
@@ -440,4 +440,105 @@ pub fn run(data: &str, rules: &Rules, sa_dir: &str, shipped: (Option<f64>, f64))
         "| SpamAssassin, rules + Bayes | {pooled} | {each} | the main table | its default threshold |"
     );
     eprintln!("quality: shape: {:.0?}", t.elapsed());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mailproc::email::Email;
+
+    #[test]
+    fn a_band_is_the_first_cut_not_passed() {
+        let cuts = [0.0, 2.0];
+        assert_eq!(band(0.0, &cuts), 0);
+        assert_eq!(band(1.0, &cuts), 1);
+        assert_eq!(band(2.0, &cuts), 1);
+        assert_eq!(band(3.0, &cuts), 2);
+    }
+
+    #[test]
+    fn a_domain_is_the_last_two_labels_of_the_first_address() {
+        assert_eq!(
+            domain("Deals <offers@Mail.Example.COM>, b@other.test").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(domain("<x@localhost>").as_deref(), Some("localhost"));
+        assert_eq!(domain("no address here"), None);
+    }
+
+    /// The tokens of a message written to a file as the corpus holds it.
+    fn tokens_of(raw: &str) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.txt");
+        std::fs::write(&path, raw).unwrap();
+        let m = Msg {
+            path,
+            email: Email::parse(raw.as_bytes()).unwrap(),
+            fetched: crate::corpus::as_fetched(raw.as_bytes()),
+            class: "Junk".into(),
+        };
+        tokens(&m)
+    }
+
+    #[test]
+    fn the_tokens_say_how_a_message_is_built() {
+        let spam = tokens_of(
+            "From: <winner123@prizes.example>\nTo: a@x.test, b@x.test\n\
+             Subject: YOU WON $500 TODAY!!\nMessage-ID: <1@bulkmailer.test>\n\
+             Content-Type: text/html; charset=\"gb2312\"\n\n\
+             <html><body><font>Claim $500 at http://a.test/ and http://b.test/ \
+             or remove yourself</font></body></html>\n",
+        );
+        let ham = tokens_of(
+            "Received: from a by b\nReceived: from b by c\n\
+             From: Ann Example <ann@example.org>\nTo: bob@example.org\n\
+             Subject: Re: lunch on Friday\nMessage-ID: <42@mail.example.org>\n\
+             Date: Fri, 27 Nov 2026 10:00:00 +0000\nIn-Reply-To: <41@example.org>\n\n\
+             > shall we?\nYes, at noon.\n",
+        );
+        // One token per measure, whatever the message.
+        assert_eq!(spam.len(), 49, "{spam:?}");
+        assert_eq!(ham.len(), spam.len(), "{ham:?}");
+        for t in [
+            "no:date",
+            "has:message-id",
+            "received:0",
+            "Message-ID=from:no",
+            "Return-Path=from:none",
+            "fromname:no",
+            "fromdigits:2",
+            "to:2",
+            "subjcaps:3",
+            "subjbang:2",
+            "subjmoney:yes",
+            "ct:text/html",
+            "charset:gb2312",
+            "html:yes",
+            "htmlonly:yes",
+            "links:2",
+            "fonts:1",
+            "unsubscribe:yes",
+            "dollars:1",
+        ] {
+            assert!(spam.contains(&t.to_string()), "{t} not in {spam:?}");
+        }
+        for t in [
+            "has:date",
+            "has:in-reply-to",
+            "received:1",
+            "Message-ID=from:yes",
+            "fromname:yes",
+            "fromdigits:0",
+            "to:1",
+            "to=from:yes",
+            "subjmoney:no",
+            "ct:none",
+            "html:no",
+            "links:0",
+            "quoted:1",
+            "dollars:0",
+        ] {
+            assert!(ham.contains(&t.to_string()), "{t} not in {ham:?}");
+        }
+    }
 }
