@@ -16,6 +16,8 @@
 //! `model_actions: [move, noop]`, checked in `spam::validate`): so no
 //! model is asked here.
 
+use std::cmp::Reverse;
+
 use mailproc::classify::{Classification, Rules};
 use mailproc::learn::Model;
 
@@ -109,21 +111,38 @@ pub fn judge(seen: &[Seen], s: Setting) -> (usize, usize, usize) {
     (right, ham, caught)
 }
 
-/// Which of `settings` is the most right on `folds` pooled with at most
-/// `most_ham` ham in Junk; ties: fewer ham, then the last listed.
-pub fn choose(folds: &[Vec<Seen>], settings: &[Setting], most_ham: usize) -> Option<usize> {
+/// The last of `settings` with the greatest `key` of (right, ham in
+/// Junk) on `folds` pooled, of those `admit` lets through.
+fn best_by<K: Ord>(
+    folds: &[Vec<Seen>],
+    settings: &[Setting],
+    admit: impl Fn(usize, usize) -> bool,
+    key: impl Fn(usize, usize) -> K,
+) -> Option<usize> {
     let pooled: Vec<Seen> = folds.concat();
-    let mut best: Option<((usize, usize), usize)> = None;
+    let mut best: Option<(K, usize)> = None;
     for (i, &s) in settings.iter().enumerate() {
         let (right, ham, _) = judge(&pooled, s);
-        if ham > most_ham {
+        if !admit(right, ham) {
             continue;
         }
-        if best.is_none_or(|(k, _)| (right, usize::MAX - ham) >= (k.0, usize::MAX - k.1)) {
-            best = Some(((right, ham), i));
+        let k = key(right, ham);
+        if best.as_ref().is_none_or(|(b, _)| k >= *b) {
+            best = Some((k, i));
         }
     }
     best.map(|(_, i)| i)
+}
+
+/// Which of `settings` is the most right on `folds` pooled with at most
+/// `most_ham` ham in Junk; ties: fewer ham, then the last listed.
+pub fn choose(folds: &[Vec<Seen>], settings: &[Setting], most_ham: usize) -> Option<usize> {
+    best_by(
+        folds,
+        settings,
+        |_, ham| ham <= most_ham,
+        |right, ham| (right, Reverse(ham)),
+    )
 }
 
 /// Which of `settings` sends the fewest ham to Junk on `folds` pooled
@@ -134,18 +153,12 @@ pub fn choose_safest(
     settings: &[Setting],
     least_right: usize,
 ) -> Option<usize> {
-    let pooled: Vec<Seen> = folds.concat();
-    let mut best: Option<((usize, usize), usize)> = None;
-    for (i, &s) in settings.iter().enumerate() {
-        let (right, ham, _) = judge(&pooled, s);
-        if right < least_right {
-            continue;
-        }
-        if best.is_none_or(|(k, _)| (usize::MAX - ham, right) >= (usize::MAX - k.1, k.0)) {
-            best = Some(((right, ham), i));
-        }
-    }
-    best.map(|(_, i)| i)
+    best_by(
+        folds,
+        settings,
+        |right, _| right >= least_right,
+        |right, ham| (Reverse(ham), right),
+    )
 }
 
 pub fn cell(r: (usize, usize, usize), n: usize, caught: bool) -> String {
