@@ -42,8 +42,34 @@ pub(super) fn before_rule(guess: &Classification, rule: &Classification) -> Clas
 /// Whether a decision is the classifier's junk verdict in a filing rule's
 /// place: sure by `learned.spam_first`, whatever `spam_confidence` asks of
 /// its other junk verdicts.
-pub(super) fn took_rules_place(c: &Classification) -> bool {
+fn took_rules_place(c: &Classification) -> bool {
     c.model == PATH && c.reasoning.contains(BEFORE_RULE)
+}
+
+/// Whether `a` puts the message in the junk folder `junk`: `spam`, or a
+/// move there.
+fn to_junk(a: &Action, junk: &str) -> bool {
+    matches!(a, Action::Move { folder } if folder == junk) || *a == Action::Spam
+}
+
+/// Whether the classifier's decision `c` is sure enough to act on: at
+/// least `min_confidence`, and for the junk folder `spam_confidence` when
+/// set, unless it took a filing rule's place (sure by `spam_first`). The
+/// one bar, for a decision made now and one read back from the journal.
+pub(super) fn sure(
+    c: &Classification,
+    min_confidence: f64,
+    spam_confidence: Option<f64>,
+    junk: &str,
+) -> bool {
+    if took_rules_place(c) {
+        return true;
+    }
+    let min = match spam_confidence {
+        Some(t) if c.actions.iter().any(|a| to_junk(a, junk)) => t,
+        _ => min_confidence,
+    };
+    c.confidence.is_some_and(|p| p >= min)
 }
 
 impl Runner {
@@ -146,31 +172,19 @@ impl Runner {
         };
         // The junk folder is `spam` to the classifier (see `learned`), or a
         // move there where spam is not allowed.
-        let to_junk = |a: &Action| {
-            matches!(a, Action::Move { folder } if folder == junk) || *a == Action::Spam
-        };
         let files = rule
             .actions
             .iter()
-            .any(|a| matches!(a, Action::Move { .. }) && !to_junk(a))
+            .any(|a| matches!(a, Action::Move { .. }) && !to_junk(a, junk))
             && !rule.actions.contains(&Action::Spam);
-        files && g.confidence.is_some_and(|c| c >= t) && g.actions.iter().any(to_junk)
+        files && g.confidence.is_some_and(|c| c >= t) && g.actions.iter().any(|a| to_junk(a, junk))
     }
 
-    /// Whether a learned decision is sure enough to act on: at least
-    /// `learned.min_confidence`, and for a move to the junk folder
-    /// `learned.spam_confidence` when set.
+    /// Whether a learned decision is sure enough to act on ([`sure`], with
+    /// the account's settings).
     pub(super) fn learned_sure(&self, c: &Classification, junk: &str) -> bool {
         let l = &self.w.account.learned;
-        let to_junk = c
-            .actions
-            .iter()
-            .any(|a| matches!(a, Action::Move { folder } if folder == junk) || *a == Action::Spam);
-        let min = match l.spam_confidence {
-            Some(t) if to_junk => t,
-            _ => l.min_confidence,
-        };
-        c.confidence.is_some_and(|p| p >= min)
+        sure(c, l.min_confidence, l.spam_confidence, junk)
     }
 
     /// What a recorded group teaches: each message decided by a rule, or

@@ -316,19 +316,8 @@ impl Policy<'_> {
     /// acted on (`ok`), a dry run, or for review.
     pub(super) fn outcome(&self, it: &Item) -> Option<Outcome> {
         let d = it.decision()?;
-        let to_junk = d.actions.iter().any(|a| match a {
-            crate::actions::Action::Move { folder } => folder == self.junk,
-            a => *a == crate::actions::Action::Spam,
-        });
-        let min = match self.spam_confidence {
-            Some(t) if to_junk => t,
-            _ => self.learned_min,
-        };
         let unsure = if d.model == crate::learn::PATH {
-            // A junk verdict in a filing rule's place was sure enough by
-            // `learned.spam_first` (below `spam_confidence`, it would
-            // otherwise be neither filed nor junked).
-            !(super::learned::took_rules_place(d) || d.confidence.is_some_and(|c| c >= min))
+            !super::learned::sure(d, self.learned_min, self.spam_confidence, self.junk)
         } else {
             self.minimum_confidence
                 .is_some_and(|m| d.confidence.is_some_and(|c| c < m))
