@@ -72,6 +72,8 @@ use super::server::{
 // busy with builds may take seconds; these bound a hang, not a speed.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long doveadm waits for the auth service to take a user lookup.
+const AUTH_WAIT: Duration = Duration::from_secs(10);
 /// Fresh ports are tried this often when another process grabbed one between
 /// `free_port` and Dovecot's bind.
 const START_ATTEMPTS: usize = 5;
@@ -415,7 +417,25 @@ impl Dovecot {
         self.signal_tree("-CONT");
     }
 
+    /// Runs doveadm. A user lookup refused by Dovecot's auth service (its
+    /// `auth-userdb` socket not yet, or for a moment not, served: seen once
+    /// in a whole run, right after start) is tried again for up to
+    /// `AUTH_WAIT`; nothing was done then, so trying again is safe.
     fn doveadm(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
+        let deadline = Instant::now() + AUTH_WAIT;
+        loop {
+            let out = self.doveadm_once(args, stdin);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let refused =
+                stderr.contains("auth-master") && stderr.contains("failed: Connection refused");
+            if out.status.success() || !refused || Instant::now() >= deadline {
+                return out;
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    fn doveadm_once(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
         let mut cmd = Command::new(&self.doveadm_bin);
         cmd.arg("-c").arg(&self.conf).args(args);
         cmd.stdin(if stdin.is_some() {
