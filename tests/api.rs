@@ -735,7 +735,10 @@ fn login_sessions_logout_and_limits() {
     for i in 0..10 {
         assert_eq!(login("admin", "wrong").status, 401, "attempt {i}");
     }
-    assert_eq!(login("admin", "correct horse battery").status, 429);
+    let locked = login("admin", "correct horse battery");
+    assert_eq!(locked.status, 429);
+    // It says when to come back: once the 15-minute window has passed.
+    assert_eq!(locked.header("retry-after"), Some("900"));
     let r = m.post("/login", r#"{"username":"admin"}"#);
     assert!(matches!(r.status, 400 | 429));
 }

@@ -183,7 +183,9 @@ fn login_logout_expiry_and_no_open_redirect() {
         );
         assert_eq!(api.status, 401);
     }
-    assert_eq!(x.login("admin", PASSWORD).status, 429);
+    let page = x.login("admin", PASSWORD);
+    assert_eq!(page.status, 429);
+    assert_eq!(page.header("retry-after"), Some("900"));
     let api = m.post(
         "/login",
         &json!({"username":"admin","password":PASSWORD}).to_string(),

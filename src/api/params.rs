@@ -113,7 +113,7 @@ pub fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> 
     let de = &mut serde_json::Deserializer::from_slice(&req.body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = known_path(e.path());
-        let inner = e.into_inner();
+        let inner = crate::config::plain_types(&e.into_inner().to_string());
         Reply::error(400, format!("{path}: {inner}"))
     })
 }

@@ -25,6 +25,7 @@ fn too_many_logins() -> Reply {
         429,
         "too many failed logins from this address or for this user; try again later",
     )
+    .with_header("Retry-After", auth::LOGIN_LOCKOUT_RETRY)
 }
 
 /// `POST /login` with JSON (or a form) `{username, password}`.

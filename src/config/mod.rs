@@ -199,7 +199,7 @@ pub fn from_tree(
             Ok(c) => break Some(c),
             Err(e) => {
                 let path = e.path().to_string();
-                let inner = e.into_inner().to_string();
+                let inner = plain_types(&e.into_inner().to_string());
                 let missing = inner.starts_with("missing field");
                 // An empty key at the top has an empty path: the file is named.
                 let problem = if path == "." || path.is_empty() {
@@ -229,6 +229,32 @@ pub fn from_tree(
             problems: as_written(problems, raw, env),
         }),
     }
+}
+
+/// serde's error with the Rust type it expected said as an operator
+/// reads it: `expected u16` becomes `expected integer (0 to 65535)`,
+/// `expected f64` `expected number` (`accounts[1].imap.port: invalid
+/// type: string "imap", expected integer (0 to 65535)`). Also for the API's
+/// JSON bodies.
+pub fn plain_types(msg: &str) -> String {
+    const EXPECTED: &str = "expected ";
+    let Some(at) = msg.rfind(EXPECTED) else {
+        return msg.to_string();
+    };
+    let (head, tail) = msg.split_at(at + EXPECTED.len());
+    let end = tail
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(tail.len());
+    let plain = match &tail[..end] {
+        "u8" => "integer (0 to 255)",
+        "u16" => "integer (0 to 65535)",
+        "u32" => "integer (0 to 4294967295)",
+        "u64" | "u128" | "usize" => "integer (0 or more)",
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "integer",
+        "f32" | "f64" => "number",
+        _ => return msg.to_string(),
+    };
+    format!("{head}{plain}{}", &tail[end..])
 }
 
 /// Takes the value at `path` (`accounts[1].imap.port`, as
@@ -534,6 +560,56 @@ accounts:
             );
         }
         assert_eq!(e.problems.len(), want.len(), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_type_is_named_in_words_not_rust_types() {
+        let e = parse_str(
+            "server: { port: imap, workers: 2.5 }\n\
+             accounts:\n  - { name: a, imap: { host: h, port: 70000, username: u, password: p }, \
+             learned: { min_confidence: yes } }\n",
+        )
+        .unwrap_err();
+        for want in [
+            "server.port: invalid type: string \"imap\", expected integer (0 to 65535)",
+            "server.workers: invalid type: floating point `2.5`, expected integer (0 or more)",
+            "accounts[0].imap.port: invalid value: integer `70000`, expected integer (0 to 65535)",
+            "accounts[0].learned.min_confidence: invalid type: string \"yes\", expected number",
+        ] {
+            assert!(
+                e.problems.iter().any(|p| p == want),
+                "{want}: {:#?}",
+                e.problems
+            );
+        }
+        // Anything else serde says is left as it is.
+        assert_eq!(plain_types("expected a boolean"), "expected a boolean");
+        assert_eq!(plain_types("expected u16x"), "expected u16x");
+        assert_eq!(plain_types("no expectation"), "no expectation");
+    }
+
+    #[test]
+    fn unsendable_keys_are_refused_with_their_path() {
+        let e = parse_str(
+            "server: { auth_token: \"token with a space in it\" }\n\
+             dashboard:\n  api_keys:\n    - { name: k, key: \"éééééééééééééééé\" }\n\
+             accounts: []\n",
+        )
+        .unwrap_err();
+        let all = e.problems.join("\n");
+        assert!(
+            all.contains("server.auth_token: must be visible ASCII characters only")
+                && all.contains("has ' '"),
+            "{all}"
+        );
+        assert!(
+            all.contains("dashboard.api_keys[0].key: must be visible ASCII characters only")
+                && all.contains("has 'é'"),
+            "{all}"
+        );
+        // Every printable ASCII character is fine.
+        let ok = parse_str("server: { auth_token: \"A-z0~9!#$%&'*+./^_`|=\" }\naccounts: []\n");
+        assert!(ok.is_ok(), "{:?}", ok.err());
     }
 
     #[test]

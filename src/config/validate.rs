@@ -135,6 +135,9 @@ pub fn validate(c: &Config) -> Vec<String> {
         if t.len() < 16 {
             p.push("server.auth_token: must be at least 16 characters".into());
         }
+        if let Some(e) = unsendable(t) {
+            p.push(format!("server.auth_token: {e}"));
+        }
     }
     check_duration("dashboard.session_ttl", c.dashboard.session_ttl.0, &mut p);
     check_duration(
@@ -163,6 +166,9 @@ pub fn validate(c: &Config) -> Vec<String> {
                 "{at}.key: must be at least 16 characters (has {})",
                 k.key.chars().count()
             ));
+        }
+        if let Some(e) = unsendable(&k.key) {
+            p.push(format!("{at}.key: {e}"));
         }
         for (j, perm) in k.permissions.iter().enumerate() {
             if !PERMISSIONS.contains(&perm.as_str()) {
@@ -512,6 +518,19 @@ pub fn signing_key(secret: &str) -> Result<Vec<u8>, String> {
             .map_err(|e| format!("secret: a whsec_ secret must be base64 after the prefix: {e}")),
         None => Ok(secret.as_bytes().to_vec()),
     }
+}
+
+/// Why a credential cannot be presented in `Authorization: Bearer …`, or
+/// `None`: a token there is visible ASCII (RFC 6750's `b64token` is
+/// narrower still), and the server refuses a request head with a byte
+/// past ASCII as malformed, so a key with an accent, a space or a control
+/// character would pass the check and never let anyone in.
+fn unsendable(secret: &str) -> Option<String> {
+    let bad = secret.chars().find(|c| !c.is_ascii_graphic())?;
+    Some(format!(
+        "must be visible ASCII characters only (letters, digits, punctuation; no spaces), \
+         as an HTTP header carries it: has {bad:?}"
+    ))
 }
 
 #[cfg(test)]

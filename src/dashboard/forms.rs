@@ -64,7 +64,7 @@ fn too_many() -> Reply {
             ),
         ),
     )
-    .with_header("Retry-After", "900")
+    .with_header("Retry-After", crate::auth::LOGIN_LOCKOUT_RETRY)
 }
 
 // ----- first run -----
