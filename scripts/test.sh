@@ -71,6 +71,13 @@ setup_install test.sh || exit 1
 # ---- the suite ---------------------------------------------------------------
 say "cargo test --locked $*"
 cargo_locked test --locked "$@"
+if ((!$#)); then
+    # The vendored HTTP server's own unit tests (its connection caps and
+    # deadlines, vendor/tiny_http/PATCHES.md): a path dependency outside a
+    # workspace, which `cargo test` alone does not run.
+    say "cargo test --locked -p tiny_http --lib"
+    cargo_locked test --locked -p tiny_http --lib
+fi
 
 if (($#)); then
     say "partial run (arguments given): the demo smoke test is left out"

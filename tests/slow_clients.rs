@@ -286,3 +286,97 @@ fn a_kept_alive_connection_idle_after_a_response_is_closed_after_30s() {
         "{metrics}"
     );
 }
+
+/// A client that sends a request and resets the connection (`SO_LINGER`
+/// 0), as fast as it can, from one address: each reset used to panic its
+/// connection thread, the sockets of the connections shed for newcomers
+/// piled up past the cap while those threads were busy, and once the
+/// process ran out of descriptors the accept thread panicked and the
+/// server never listened again (the process lived on, so systemd saw
+/// nothing). With a small descriptor limit the flood must cost no panic,
+/// and `/health` must answer during and after it.
+#[test]
+fn a_flood_of_reset_connections_from_one_address_keeps_the_listener() {
+    use nix::sys::socket::{setsockopt, sockopt::Linger};
+    let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let (port, pid) = (m.port, m.pid());
+    // Fewer descriptors than the connections the cap allows (3 each).
+    let limited = std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), "--nofile=300:300"])
+        .status()
+        .expect("prlimit (apt-get install util-linux)");
+    assert!(limited.success());
+    assert_eq!(health(port).0, 200);
+    let before = open_fds(pid);
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flooders: Vec<_> = (0..64)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut sent = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+                        continue;
+                    };
+                    let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+                    let reset = nix::libc::linger {
+                        l_onoff: 1,
+                        l_linger: 0,
+                    };
+                    setsockopt(&s, Linger, &reset).unwrap();
+                    sent += 1;
+                }
+                sent
+            })
+        })
+        .collect();
+    // Checks from the flood's own address: the per-address cap sheds the
+    // flood's own connections for them, never refuses them.
+    let mut during = Vec::new();
+    for _ in 0..16 {
+        std::thread::sleep(Duration::from_millis(500));
+        during.push(health(port).0);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent: u32 = flooders.into_iter().map(|t| t.join().unwrap()).sum();
+    eprintln!("flood: {sent} reset connections; /health during it: {during:?}");
+    assert!(sent > 1000, "the flood sent only {sent} requests");
+
+    // After it: listening and answering, within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while health(port).0 != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "no answer after the flood of {sent} reset connections; log:\n{}",
+            m.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log = m.log();
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(
+        during.iter().all(|&s| s == 200),
+        "/health during the flood: {during:?}"
+    );
+    // And every connection of the flood is closed again: no descriptor is
+    // left behind (the sockets of connections that are gone).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let open = open_fds(pid);
+        if open <= before + 4 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{open} descriptors open after the flood, {before} before"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}

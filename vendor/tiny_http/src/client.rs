@@ -19,8 +19,10 @@ use std::sync::Arc;
 /// A ClientConnection is an object that will store a socket to a client
 /// and return Request objects.
 pub struct ClientConnection {
-    // address of the client
-    remote_addr: IoResult<Option<SocketAddr>>,
+    // address of the client (mailproc patch: the one `accept` gave; asking
+    // the socket later fails once the client has reset it, and the release
+    // unwrapped that failure, one panic per reset connection)
+    remote_addr: Option<SocketAddr>,
 
     // sequence of Readers to the stream, so that the data is not read in
     //  the wrong order
@@ -83,11 +85,11 @@ impl ClientConnection {
     /// Creates a new `ClientConnection` that takes ownership of the `TcpStream`.
     pub fn new(
         write_socket: RefinedTcpStream,
-        mut read_socket: RefinedTcpStream,
+        read_socket: RefinedTcpStream,
         limits: crate::Limits,
         clock: Arc<ReadClock>,
+        remote_addr: Option<SocketAddr>,
     ) -> ClientConnection {
-        let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
         let shutdown = read_socket.shutdown_handle().map(Arc::from);
 
@@ -225,7 +227,7 @@ impl ClientConnection {
             path,
             version.clone(),
             headers,
-            *self.remote_addr.as_ref().unwrap(),
+            self.remote_addr,
             data_source,
             writer,
             Some(Abandon {

@@ -400,7 +400,7 @@ impl Server {
                         // A peer that vanished between accept and here
                         // fails later, on its first read; nothing to do.
                         let _ = sock.set_timeouts(limits.read_timeout, limits.write_timeout);
-                        let (mut read_closable, write_closable) = match ssl {
+                        let halves = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
                             Some(ref ssl) => {
@@ -416,6 +416,17 @@ impl Server {
                             #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
                             Some(ref _ssl) => unreachable!(),
                         };
+                        // mailproc patch: out of file descriptors, the
+                        // connection is dropped (closed) and accepting goes
+                        // on after the pause of an accept error.
+                        let (mut read_closable, write_closable) = match halves {
+                            Ok(h) => h,
+                            Err(e) => {
+                                log::error!("Error accepting new client: {}", e);
+                                thread::sleep(Duration::from_millis(50));
+                                continue;
+                            }
+                        };
 
                         let clock = Arc::new(util::ReadClock::new(limits, table.stats.clone()));
                         read_closable.set_clock(clock.clone());
@@ -424,7 +435,13 @@ impl Server {
                         let slot =
                             table.register(clock.clone(), read_closable.shutdown_handle(), ip);
                         Ok((
-                            ClientConnection::new(write_closable, read_closable, limits, clock),
+                            ClientConnection::new(
+                                write_closable,
+                                read_closable,
+                                limits,
+                                clock,
+                                peer,
+                            ),
                             slot,
                         ))
                     }

@@ -401,18 +401,40 @@ impl ConnectionTable {
         let mut entries = self.lock();
         // Shed connections are on their way out (their reads fail at once)
         // and no longer count against a cap.
+        // They still hold a socket and a place in the task pool until
+        // their thread ends, so at most as many as the cap may be on their
+        // way out at once: a client that resets connections as fast as it
+        // opens them, each shedding the one before, is otherwise answered
+        // by ever more sockets (thousands, until the process ran out of
+        // file descriptors).
         let mut per_ip: HashMap<Option<IpAddr>, usize> = HashMap::new();
-        for e in entries.values().filter(|e| !e.shed) {
-            *per_ip.entry(e.ip).or_default() += 1;
+        let (mut leaving, mut mine_leaving) = (0, 0);
+        for e in entries.values() {
+            if !e.shed {
+                *per_ip.entry(e.ip).or_default() += 1;
+            } else {
+                leaving += 1;
+                if e.ip == ip {
+                    mine_leaving += 1;
+                }
+            }
         }
         let alive: usize = per_ip.values().sum();
         let mine = per_ip.get(&ip).copied().unwrap_or(0);
         if self.per_address != 0 && ip.is_some() && mine >= self.per_address {
             // The address's own connections make room for it, or it waits.
+            if mine_leaving >= self.per_address {
+                self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
             return self.shed_one(&mut entries, &per_ip, |e| e.ip == ip);
         }
         if self.max == 0 || alive < self.max {
             return true;
+        }
+        if leaving >= self.max {
+            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+            return false;
         }
         self.shed_one(&mut entries, &per_ip, |_| true)
     }
@@ -676,5 +698,36 @@ mod tests {
             .collect();
         assert!(!table.make_room(ip(1)));
         assert!(table.make_room(ip(2)), "other addresses still get in");
+    }
+    #[test]
+    fn connections_on_their_way_out_are_bounded_too() {
+        let stats = Arc::new(ConnectionStats::default());
+        let table = Arc::new(ConnectionTable::new(4, 2, stats.clone()));
+        let clock = || Arc::new(ReadClock::new(limits(), stats.clone()));
+        // One address opens and never lets go: each newcomer sheds its
+        // oldest, and the shed ones have not ended yet (their threads are
+        // slow, say). Once as many are leaving as it may hold, it waits.
+        let mut held = vec![
+            table.register(clock(), None, ip(1)),
+            table.register(clock(), None, ip(1)),
+        ];
+        for _ in 0..2 {
+            assert!(table.make_room(ip(1)));
+            held.push(table.register(clock(), None, ip(1)));
+        }
+        assert!(!table.make_room(ip(1)), "two alive and two leaving");
+        assert_eq!(stats.refused(), 1);
+        // Another address gets in, and at the global cap sheds while fewer
+        // than the cap are leaving.
+        held.push(table.register(clock(), None, ip(2)));
+        held.push(table.register(clock(), None, ip(3)));
+        assert!(table.make_room(ip(4)), "4 alive, 2 leaving: one more may go");
+        held.push(table.register(clock(), None, ip(4)));
+        assert!(table.make_room(ip(5)), "3 leaving");
+        held.push(table.register(clock(), None, ip(5)));
+        assert!(!table.make_room(ip(6)), "4 leaving: wait for them");
+        // When the leaving ones end, room comes back.
+        held.retain(|slot| !table.lock().get(&slot.id).is_some_and(|e| e.shed));
+        assert!(table.make_room(ip(6)));
     }
 }

@@ -14,13 +14,17 @@ pub(crate) enum Stream {
     Https(SslStream),
 }
 
-impl Clone for Stream {
-    fn clone(&self) -> Self {
-        match self {
-            Stream::Http(tcp_stream) => Stream::Http(tcp_stream.try_clone().unwrap()),
+impl Stream {
+    /// A second handle on the same connection (mailproc patch: was a
+    /// `Clone` that unwrapped `dup`, so the accept thread panicked, and the
+    /// server stopped accepting for good, when the process ran out of file
+    /// descriptors).
+    fn try_clone(&self) -> IoResult<Self> {
+        Ok(match self {
+            Stream::Http(tcp_stream) => Stream::Http(tcp_stream.try_clone()?),
             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
             Stream::Https(ssl_stream) => Stream::Https(ssl_stream.clone()),
-        }
+        })
     }
 }
 
@@ -113,13 +117,16 @@ pub struct RefinedTcpStream {
 }
 
 impl RefinedTcpStream {
-    pub(crate) fn new<S>(stream: S) -> (RefinedTcpStream, RefinedTcpStream)
+    /// The read and write halves of `stream`; an error (mailproc patch)
+    /// when the socket cannot be duplicated (`EMFILE`): the caller drops
+    /// the connection and goes on.
+    pub(crate) fn new<S>(stream: S) -> IoResult<(RefinedTcpStream, RefinedTcpStream)>
     where
         S: Into<Stream>,
     {
         let stream: Stream = stream.into();
 
-        let (read, write) = (stream.clone(), stream);
+        let (read, write) = (stream.try_clone()?, stream);
 
         let read = RefinedTcpStream {
             stream: read,
@@ -135,7 +142,7 @@ impl RefinedTcpStream {
             clock: None,
         };
 
-        (read, write)
+        Ok((read, write))
     }
 
     /// Reads from now on keep the deadlines of `clock` (mailproc patch).
