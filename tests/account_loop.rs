@@ -439,6 +439,11 @@ fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
         "INBOX",
         &msg("plain", "URGENT: an ordinary message"),
     );
+    // A Subject of 70 KB on one line: past 64 KiB and without a line end
+    // in its first 8 KiB, it was read as nothing (no rule saw it, the
+    // record had no Subject); now its start is kept.
+    let long_subject = format!("URGENT: {}", "x".repeat(70_000));
+    d.seed("test", "INBOX", &msg("one-line", &long_subject));
     let rules = "    rules:\n      \
                  - { name: spamflag, when: { header: X-Spam-Flag, value: \"^YES\" }, actions: [ { type: spam } ] }\n      \
                  - { name: urgent, when: { subject: \"^URGENT\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
@@ -461,6 +466,14 @@ fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
     let plain = wait_entry(&m, "<plain@mailproc.test>");
     assert_eq!(plain["model"], "rules:urgent");
     assert!(!plain["reasoning"].as_str().unwrap_or("").contains("64 KiB"));
+    let one_line = wait_entry(&m, "<one-line@mailproc.test>");
+    assert_eq!(one_line["model"], "rules:urgent", "{one_line}");
+    assert!(
+        one_line["subject"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("URGENT: xxx")),
+        "{one_line}"
+    );
 }
 
 /// Item 20 (b) on a server without MOVE, where a replayed move must look

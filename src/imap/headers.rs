@@ -138,7 +138,7 @@ pub(super) fn read_heads(s: &mut Session, q: &HeaderQuery, account: &str) -> ima
             if let (Some(uid), Some(h)) = (f.uid, f.header()) {
                 long.entry(uid)
                     .or_default()
-                    .extend_from_slice(whole_lines(h, FIELD_CAP));
+                    .extend_from_slice(&whole_lines(h, FIELD_CAP));
             }
         }
     }
@@ -149,12 +149,22 @@ pub(super) fn read_heads(s: &mut Session, q: &HeaderQuery, account: &str) -> ima
 }
 
 /// `h` without a trailing blank line, and when it filled `cap` (cut
-/// short), without the line the cut fell in: whole field lines only.
-fn whole_lines(h: &[u8], cap: usize) -> &[u8] {
+/// short), without the line the cut fell in: whole field lines only. A
+/// field whose first line alone fills `cap` keeps that line as far as it
+/// came (ended with a line break): a one-line Subject of 70 KB still starts
+/// as it did, for rules and for the record.
+fn whole_lines(h: &[u8], cap: usize) -> std::borrow::Cow<'_, [u8]> {
     let h = if h.len() >= cap {
         match h.iter().rposition(|b| *b == b'\n') {
             Some(i) => &h[..=i],
-            None => &[],
+            None => {
+                let mut line = h.to_vec();
+                while line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                line.extend_from_slice(b"\r\n");
+                return line.into();
+            }
         }
     } else {
         h
@@ -167,9 +177,9 @@ fn whole_lines(h: &[u8], cap: usize) -> &[u8] {
         // Keep the one line break that ends the last field.
         let rest = &h[end..];
         let keep = if rest.starts_with(b"\r\n") { 2 } else { 1 };
-        &h[..end + keep]
+        h[..end + keep].into()
     } else {
-        h
+        h.into()
     }
 }
 
@@ -179,13 +189,16 @@ mod tests {
 
     #[test]
     fn a_cut_field_keeps_its_whole_lines_only() {
-        assert_eq!(whole_lines(b"Subject: a\r\n\r\n", 100), b"Subject: a\r\n");
+        let lines = |h: &[u8], cap| whole_lines(h, cap).into_owned();
+        assert_eq!(lines(b"Subject: a\r\n\r\n", 100), b"Subject: a\r\n");
         assert_eq!(
-            whole_lines(b"To: a@x,\r\n b@x,\r\n c@", 20),
+            lines(b"To: a@x,\r\n b@x,\r\n c@", 20),
             b"To: a@x,\r\n b@x,\r\n"
         );
-        assert_eq!(whole_lines(b"To: aaaaaaaaaa", 10), b"");
-        assert_eq!(whole_lines(b"", 10), b"");
+        // One line past the cap: its start, as a whole line.
+        assert_eq!(lines(b"To: aaaaaaaaaa", 10), b"To: aaaaaaaaaa\r\n");
+        assert_eq!(lines(b"Subject: aaaa\r", 10), b"Subject: aaaa\r\n");
+        assert_eq!(lines(b"", 10), b"");
         const { assert!(HEADER_CHUNK * HEADER_CAP <= CHUNK_BYTES) };
     }
 
