@@ -4,9 +4,10 @@
 //! bytes. A message whose fields are longer (a megabyte of `To:`, a
 //! thousand `Subject:` lines: broken or hostile) is read again field by
 //! field, each field at most [`FIELD_CAP`] bytes, cut at a line's end (a
-//! first line longer than that keeps its start): so padding in one field can neither hide another field from a rule nor
-//! leave the record without its Subject and Message-ID, and no message
-//! costs more than a bounded number of bytes. Such a message is marked
+//! first line longer than that keeps its start): so padding in one field
+//! can neither hide another field from a rule nor leave the record without
+//! its Subject and Message-ID, and no message costs more than a bounded
+//! number of bytes. Such a message is marked
 //! (`header_truncated`) and its record says so.
 
 use std::collections::HashMap;
