@@ -659,6 +659,69 @@ fn cookie_of(r: &common::mailproc::Resp) -> String {
     c.split(';').next().unwrap().to_string()
 }
 
+/// A crowd of wrong logins from many addresses (each under its own limit)
+/// held every HTTP worker waiting for the one Argon2 verifier, so
+/// `/health` and the API waited behind them for seconds. Now at most half
+/// the workers (here one of two) verify or wait to: a login past that is
+/// answered 503 at once, told when to try again, and counted for its
+/// address only.
+#[test]
+fn logins_past_half_the_workers_are_told_to_retry_at_once_not_queued() {
+    let m = start_secured();
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let mut statuses = Vec::new();
+    // Three rounds at most: 18 wrong passwords stay under the username's 20.
+    for round in 0..3 {
+        let barrier = std::sync::Barrier::new(6);
+        let answers: Vec<_> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..6)
+                .map(|i| {
+                    let (m, barrier) = (&m, &barrier);
+                    s.spawn(move || {
+                        let from = format!("198.51.100.{}", round * 6 + i + 1);
+                        barrier.wait();
+                        m.request(
+                            "POST",
+                            "/login",
+                            &[("X-Forwarded-For", &from)],
+                            Some(r#"{"username":"admin","password":"wrong"}"#),
+                        )
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for r in &answers {
+            assert!(matches!(r.status, 401 | 503), "{} {}", r.status, r.text);
+            if r.status == 503 {
+                assert_eq!(r.header("retry-after"), Some("5"));
+                assert!(
+                    r.text.contains("too many logins are being checked"),
+                    "{}",
+                    r.text
+                );
+            }
+        }
+        statuses.extend(answers.iter().map(|r| r.status));
+        if statuses.contains(&503) {
+            break;
+        }
+    }
+    assert!(
+        statuses.contains(&503),
+        "no login was turned away while others were checked: {statuses:?}"
+    );
+    // The user is not locked out by them: the right password still works.
+    let ok = m.request(
+        "POST",
+        "/login",
+        &[("X-Forwarded-For", "203.0.113.200")],
+        Some(r#"{"username":"admin","password":"correct horse battery"}"#),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.text);
+}
+
 #[test]
 fn login_sessions_logout_and_limits() {
     let m = start_secured();
