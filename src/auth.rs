@@ -176,15 +176,15 @@ const ARGON2_WAIT: Duration = Duration::from_secs(10);
 /// be: one more is [`Busy`] at once. Each holds an HTTP worker while it
 /// waits, so a crowd of logins from many addresses (each under its own
 /// limit) held every worker and `/health` waited seconds behind them; the
-/// HTTP server sets the bound to half its workers ([`set_verifier_queue`]).
-static VERIFIER_QUEUE: Gate = Gate::new(2);
+/// HTTP server keeps one worker out of it ([`set_verifier_queue`]).
+static VERIFIER_QUEUE: Gate = Gate::new(3);
 
-/// Lets at most half of `workers` HTTP workers (at least one) verify or
+/// Lets all but one of `workers` HTTP workers (at least one) verify or
 /// wait to verify a password at once.
 pub fn set_verifier_queue(workers: usize) {
     VERIFIER_QUEUE
         .limit
-        .store((workers / 2).max(1), Ordering::Relaxed);
+        .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
 }
 
 /// A bounded count of holders: [`Gate::enter`] is `None` when `limit` hold

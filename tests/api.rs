@@ -661,12 +661,12 @@ fn cookie_of(r: &common::mailproc::Resp) -> String {
 
 /// A crowd of wrong logins from many addresses (each under its own limit)
 /// held every HTTP worker waiting for the one Argon2 verifier, so
-/// `/health` and the API waited behind them for seconds. Now at most half
-/// the workers (here one of two) verify or wait to: a login past that is
-/// answered 503 at once, told when to try again, and counted for its
-/// address only.
+/// `/health` and the API waited behind them for seconds. Now all but one
+/// of the workers (here one of two) may verify or wait to: a login past
+/// that is answered 503 at once, told when to try again, and counted for
+/// its address only.
 #[test]
-fn logins_past_half_the_workers_are_told_to_retry_at_once_not_queued() {
+fn logins_past_all_but_one_worker_are_told_to_retry_at_once_not_queued() {
     let m = start_secured();
     let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
     assert_eq!(code, 0, "{out}{err}");

@@ -119,6 +119,7 @@ fn wrong_logins(rows: &mut Vec<Row>) {
     let took = started.elapsed();
     let after = status_field(m.pid(), "VmRSS:");
     let verified = codes.iter().filter(|c| **c == 401).count();
+    let busy = codes.iter().filter(|c| **c == 503).count();
     rows.push(row(
         "hostile: 100 wrong logins, 4 at a time",
         format!(
@@ -128,7 +129,8 @@ fn wrong_logins(rows: &mut Vec<Row>) {
         ),
         "< 100 MB",
         format!(
-            "{verified} of 100 answered 401 (each verified by Argon2id, m=19 MiB); {:.1} s in all",
+            "{verified} of 100 answered 401 (each verified by Argon2id, m=19 MiB), {busy} 503 \
+             (all but one HTTP worker verifying: told to try again); {:.1} s in all",
             took.as_secs_f64()
         ),
     ));

@@ -443,6 +443,23 @@ fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>),
         let value = AsciiString::from_ascii(f.value.trim_ascii()).map_err(|_| ReadError::BadHead)?;
         headers.push(Header { field, value });
     }
+    // mailproc patch: RFC 9112 §3.2, a request carries one Host field, and
+    // an HTTP/1.1 request must have it; either is a 400.
+    match headers.iter().filter(|h| h.field.equiv("Host")).count() {
+        0 if minor == 1 => {
+            return Err(ReadError::Refused(
+                400,
+                "Host: an HTTP/1.1 request must have one (RFC 9112, 3.2)".into(),
+            ))
+        }
+        0 | 1 => {}
+        _ => {
+            return Err(ReadError::Refused(
+                400,
+                "Host: more than one (RFC 9112, 3.2)".into(),
+            ))
+        }
+    }
     Ok((method, path.to_owned(), HTTPVersion(1, minor), headers))
 }
 
@@ -483,5 +500,21 @@ mod test {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn one_host_field_and_http_1_1_must_have_it() {
+        for (bad, why) in [
+            (&b"GET / HTTP/1.1\r\nX: a\r\n\r\n"[..], "must have one"),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", "more than one"),
+            (b"GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", "more than one"),
+        ] {
+            match parse_head(bad) {
+                Err(ReadError::Refused(400, e)) => assert!(e.contains(why), "{e}"),
+                other => panic!("{:?}: {other:?}", String::from_utf8_lossy(bad)),
+            }
+        }
+        assert!(parse_head(b"GET / HTTP/1.0\r\n\r\n").is_ok());
+        assert!(parse_head(b"GET / HTTP/1.1\r\nHOST: a\r\n\r\n").is_ok());
     }
 }
