@@ -36,6 +36,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How many caps' worth of shed connections may be on their way out at
+/// once (see [`ConnectionTable::make_room`]).
+const LEAVING_PER_CAP: usize = 4;
+
 /// Counters of the connection bounds, shared with the application.
 #[derive(Debug, Default)]
 pub struct ConnectionStats {
@@ -402,39 +406,38 @@ impl ConnectionTable {
         // Shed connections are on their way out (their reads fail at once)
         // and no longer count against a cap.
         // They still hold a socket and a place in the task pool until
-        // their thread ends, so at most as many as the cap may be on their
-        // way out at once: a client that resets connections as fast as it
-        // opens them, each shedding the one before, is otherwise answered
-        // by ever more sockets (thousands, until the process ran out of
-        // file descriptors).
+        // their thread ends, so at most [`LEAVING_PER_CAP`] times the cap
+        // may be on their way out at once: a client that resets
+        // connections as fast as it opens them, each shedding the one
+        // before, on a machine too busy to end their threads at once, was
+        // otherwise answered by ever more sockets (thousands, until the
+        // process ran out of file descriptors). Past it a newcomer that
+        // would shed another is refused. (A shed connection drains what
+        // its client still sends for up to 2 s, so the bound is several
+        // caps, not one: at one, slow bodies shed for a health check left
+        // the check a 503 on a loaded machine.)
         let mut per_ip: HashMap<Option<IpAddr>, usize> = HashMap::new();
-        let (mut leaving, mut mine_leaving) = (0, 0);
+        let mut leaving = 0;
         for e in entries.values() {
-            if !e.shed {
-                *per_ip.entry(e.ip).or_default() += 1;
-            } else {
+            if e.shed {
                 leaving += 1;
-                if e.ip == ip {
-                    mine_leaving += 1;
-                }
+            } else {
+                *per_ip.entry(e.ip).or_default() += 1;
             }
         }
         let alive: usize = per_ip.values().sum();
         let mine = per_ip.get(&ip).copied().unwrap_or(0);
-        if self.per_address != 0 && ip.is_some() && mine >= self.per_address {
-            // The address's own connections make room for it, or it waits.
-            if mine_leaving >= self.per_address {
-                self.stats.refused.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
-            return self.shed_one(&mut entries, &per_ip, |e| e.ip == ip);
-        }
-        if self.max == 0 || alive < self.max {
+        let at_address_cap = self.per_address != 0 && ip.is_some() && mine >= self.per_address;
+        if !at_address_cap && (self.max == 0 || alive < self.max) {
             return true;
         }
-        if leaving >= self.max {
+        if self.max != 0 && leaving >= LEAVING_PER_CAP * self.max {
             self.stats.refused.fetch_add(1, Ordering::Relaxed);
             return false;
+        }
+        if at_address_cap {
+            // The address's own connections make room for it, or it waits.
+            return self.shed_one(&mut entries, &per_ip, |e| e.ip == ip);
         }
         self.shed_one(&mut entries, &per_ip, |_| true)
     }
@@ -702,32 +705,27 @@ mod tests {
     #[test]
     fn connections_on_their_way_out_are_bounded_too() {
         let stats = Arc::new(ConnectionStats::default());
-        let table = Arc::new(ConnectionTable::new(4, 2, stats.clone()));
+        let table = Arc::new(ConnectionTable::new(2, 1, stats.clone()));
         let clock = || Arc::new(ReadClock::new(limits(), stats.clone()));
         // One address opens and never lets go: each newcomer sheds its
-        // oldest, and the shed ones have not ended yet (their threads are
-        // slow, say). Once as many are leaving as it may hold, it waits.
-        let mut held = vec![
-            table.register(clock(), None, ip(1)),
-            table.register(clock(), None, ip(1)),
-        ];
-        for _ in 0..2 {
+        // own oldest, and the shed ones have not ended yet (their threads
+        // are slow, say). Once four caps' worth are leaving, it waits.
+        let mut held = vec![table.register(clock(), None, ip(1))];
+        for _ in 0..LEAVING_PER_CAP * 2 {
             assert!(table.make_room(ip(1)));
             held.push(table.register(clock(), None, ip(1)));
         }
-        assert!(!table.make_room(ip(1)), "two alive and two leaving");
+        assert!(!table.make_room(ip(1)), "8 leaving");
         assert_eq!(stats.refused(), 1);
-        // Another address gets in, and at the global cap sheds while fewer
-        // than the cap are leaving.
+        // Another address under its cap and the table's still gets in: it
+        // sheds nobody.
+        assert!(table.make_room(ip(2)));
         held.push(table.register(clock(), None, ip(2)));
-        held.push(table.register(clock(), None, ip(3)));
-        assert!(table.make_room(ip(4)), "4 alive, 2 leaving: one more may go");
-        held.push(table.register(clock(), None, ip(4)));
-        assert!(table.make_room(ip(5)), "3 leaving");
-        held.push(table.register(clock(), None, ip(5)));
-        assert!(!table.make_room(ip(6)), "4 leaving: wait for them");
+        // At the table's cap it would shed: it waits as well.
+        assert!(!table.make_room(ip(3)));
         // When the leaving ones end, room comes back.
         held.retain(|slot| !table.lock().get(&slot.id).is_some_and(|e| e.shed));
-        assert!(table.make_room(ip(6)));
+        assert!(table.make_room(ip(3)));
+        assert!(table.make_room(ip(1)));
     }
 }
