@@ -325,6 +325,30 @@ fn framing_follows_rfc_9112_and_a_smuggled_request_is_never_answered() {
         let got = raw(port, head.as_bytes(), PATIENCE);
         assert_eq!(statuses(&got), vec![400], "{head:?}: {got}");
     }
+    // One Host field, and an HTTP/1.1 request must have it (RFC 9112 §3.2).
+    for head in [
+        "GET /health HTTP/1.1\r\n\r\n",
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n",
+    ] {
+        let got = raw(port, head.as_bytes(), PATIENCE);
+        assert_eq!(statuses(&got), vec![400], "{head:?}: {got}");
+        assert!(got.contains(r#"{"error":"Host: "#), "{got}");
+    }
+    // HTTP/1.0 may leave it out: the request is served (and open mode,
+    // which answers only a local host, refuses it there, not as framing).
+    let got = raw(port, b"GET /health HTTP/1.0\r\n\r\n", PATIENCE);
+    assert!(got.starts_with("HTTP/1.0 403 "), "{got}");
+    assert!(got.contains("Host"), "{got}");
+    // A target in absolute form is accepted (§3.2.2), its authority taken
+    // for the host: so open mode's check of the host still applies to it.
+    let absolute = |authority: &str| {
+        let head = format!(
+            "GET http://{authority}/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        );
+        statuses(&raw(port, head.as_bytes(), PATIENCE))
+    };
+    assert_eq!(absolute(&format!("127.0.0.1:{port}")), vec![200]);
+    assert_eq!(absolute("rebound.example"), vec![403]);
     // What stays valid: keep-alive, pipelining two requests, a chunked body.
     let got = raw(
         port,

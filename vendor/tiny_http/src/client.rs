@@ -460,7 +460,42 @@ fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>),
             ))
         }
     }
-    Ok((method, path.to_owned(), HTTPVersion(1, minor), headers))
+    // mailproc patch: RFC 9112 §3.2.2, a server must accept a target in
+    // absolute form (`GET http://host/path`); its authority is the host
+    // and stands in for the Host field, and the rest is the path. The
+    // release passed the whole URL on as the path (a 404).
+    let path = match absolute_form(path) {
+        Some((authority, rest)) => {
+            let value = AsciiString::from_ascii(authority).map_err(|_| ReadError::BadHead)?;
+            headers.retain(|h| !h.field.equiv("Host"));
+            headers.push(Header {
+                field: "Host".parse().map_err(|_| ReadError::BadHead)?,
+                value,
+            });
+            rest
+        }
+        None => path.to_owned(),
+    };
+    Ok((method, path, HTTPVersion(1, minor), headers))
+}
+
+/// The authority and the origin-form rest (`/` when empty) of an
+/// `http://` or `https://` target, or `None` for any other target.
+fn absolute_form(target: &str) -> Option<(&str, String)> {
+    let scheme_end = target.find("://")?;
+    let scheme = &target[..scheme_end];
+    if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+        return None;
+    }
+    let after = &target[scheme_end + 3..];
+    let end = after.find(['/', '?']).unwrap_or(after.len());
+    let (authority, rest) = after.split_at(end);
+    let rest = if rest.starts_with('/') {
+        rest.to_owned()
+    } else {
+        format!("/{rest}")
+    };
+    Some((authority, rest))
 }
 
 #[cfg(test)]
@@ -516,5 +551,36 @@ mod test {
         }
         assert!(parse_head(b"GET / HTTP/1.0\r\n\r\n").is_ok());
         assert!(parse_head(b"GET / HTTP/1.1\r\nHOST: a\r\n\r\n").is_ok());
+    }
+
+    #[test]
+    fn an_absolute_target_is_its_path_and_its_authority_the_host() {
+        let host = |headers: &[crate::Header]| -> Vec<String> {
+            headers
+                .iter()
+                .filter(|h| h.field.equiv("Host"))
+                .map(|h| h.value.to_string())
+                .collect()
+        };
+        for (target, path) in [
+            ("http://127.0.0.1:8080/api/stats?x=1", "/api/stats?x=1"),
+            ("HTTP://127.0.0.1:8080", "/"),
+            ("https://127.0.0.1:8080?x", "/?x"),
+        ] {
+            let head = format!("GET {target} HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+            let (_, p, _, headers) = parse_head(head.as_bytes()).unwrap();
+            assert_eq!(p, path, "{target}");
+            assert_eq!(host(&headers), ["127.0.0.1:8080"], "{target}");
+        }
+        // Still one Host field required in HTTP/1.1, as RFC 9112 says.
+        assert!(matches!(
+            parse_head(b"GET http://a/ HTTP/1.1\r\n\r\n"),
+            Err(ReadError::Refused(400, _))
+        ));
+        // Origin form and other targets are left as they are.
+        let (_, p, _, _) = parse_head(b"GET /x?http://y HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        assert_eq!(p, "/x?http://y");
+        let (_, p, _, _) = parse_head(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        assert_eq!(p, "*");
     }
 }
