@@ -607,6 +607,17 @@ accounts:
                 && all.contains("has 'é'"),
             "{all}"
         );
+        let e = parse_str(
+            "dashboard:\n  api_keys:\n    - { name: k, key: abcdefghijklmnop0123, permissions: [] }\n\
+             accounts: []\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.problems
+                .iter()
+                .any(|p| p.starts_with("dashboard.api_keys[0].permissions: empty grants nothing")),
+            "{e}"
+        );
         // Every printable ASCII character is fine.
         let ok = parse_str("server: { auth_token: \"A-z0~9!#$%&'*+./^_`|=\" }\naccounts: []\n");
         assert!(ok.is_ok(), "{:?}", ok.err());

@@ -170,6 +170,14 @@ pub fn validate(c: &Config) -> Vec<String> {
         if let Some(e) = unsendable(&k.key) {
             p.push(format!("{at}.key: {e}"));
         }
+        // An empty list reads as "no restriction" to some and grants
+        // nothing: say which it is instead of starting a useless key.
+        if k.permissions.is_empty() {
+            p.push(format!(
+                "{at}.permissions: empty grants nothing; list what the key may do \
+                 (\"*\" for everything), or leave it out for [read:stats]"
+            ));
+        }
         for (j, perm) in k.permissions.iter().enumerate() {
             if !PERMISSIONS.contains(&perm.as_str()) {
                 p.push(format!(
