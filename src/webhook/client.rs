@@ -92,13 +92,16 @@ impl Client {
         Client { agent, pin }
     }
 
-    /// POSTs `body` to a vetted target; returns the status.
+    /// POSTs `body` to a vetted target within `timeout` (what is left of
+    /// `webhook_settings.timeout`, `configured`, which an error names);
+    /// returns the status.
     pub(super) fn send(
         &mut self,
         target: &Vetted,
         headers: Vec<(HeaderName, HeaderValue)>,
         body: &[u8],
         timeout: Duration,
+        configured: Duration,
     ) -> Result<u16, WebhookError> {
         let uri: Uri = target
             .url
@@ -121,7 +124,20 @@ impl Client {
             .build()
             .send(body);
         *self.pin.lock() = None;
-        let mut res = result.map_err(|e| WebhookError::Transport(e.to_string()))?;
+        let mut res = result.map_err(|e| match e {
+            // ureq says "timeout: global": the operator's words instead.
+            ureq::Error::Timeout(_) if configured.subsec_millis() == 0 => {
+                WebhookError::Transport(format!(
+                    "no answer within {}s (webhook_settings.timeout)",
+                    configured.as_secs()
+                ))
+            }
+            ureq::Error::Timeout(_) => WebhookError::Transport(format!(
+                "no answer within {}ms (webhook_settings.timeout)",
+                configured.as_millis()
+            )),
+            e => WebhookError::Transport(e.to_string()),
+        })?;
         let status = res.status().as_u16();
         // Drained so the connection can be reused; the content is not used.
         let _ = res

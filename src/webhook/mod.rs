@@ -580,7 +580,7 @@ impl Webhooks {
         .and_then(|target| {
             let headers = request_headers(headers, None, body.as_bytes())?;
             let left = remaining(settings.timeout.0, started);
-            Client::new().send(&target, headers, body.as_bytes(), left)
+            Client::new().send(&target, headers, body.as_bytes(), left, settings.timeout.0)
         });
         if let Err(WebhookError::BadUrl(e)) = &result {
             // Malformed input, answered 400; there was no delivery to log.
@@ -677,7 +677,7 @@ fn deliver(event: Queued, shared: &Shared, client: &mut Client, skipped: &mut u6
                 let timeout = shared
                     .next_timeout(remaining(targets.timeout, started))
                     .unwrap_or(Duration::from_millis(1));
-                client.send(&vetted, headers, body.as_bytes(), timeout)
+                client.send(&vetted, headers, body.as_bytes(), timeout, targets.timeout)
             });
             shared.record(
                 name,
