@@ -44,27 +44,6 @@ fn health(port: u16) -> (u16, Duration) {
     health_over(TcpStream::connect(("127.0.0.1", port)))
 }
 
-/// A connection to 127.0.0.1:`port` from the loopback address `from`:
-/// another client, as the server counts them.
-fn connect_from(from: [u8; 4], port: u16) -> std::io::Result<TcpStream> {
-    use nix::sys::socket::{bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrIn};
-    let fd = socket(
-        AddressFamily::Inet,
-        SockType::Stream,
-        SockFlag::SOCK_CLOEXEC,
-        None,
-    )?;
-    bind(
-        std::os::fd::AsRawFd::as_raw_fd(&fd),
-        &SockaddrIn::new(from[0], from[1], from[2], from[3], 0),
-    )?;
-    connect(
-        std::os::fd::AsRawFd::as_raw_fd(&fd),
-        &SockaddrIn::new(127, 0, 0, 1, port),
-    )?;
-    Ok(TcpStream::from(fd))
-}
-
 fn health_over(stream: std::io::Result<TcpStream>) -> (u16, Duration) {
     let started = Instant::now();
     let Ok(mut s) = stream else {
@@ -370,7 +349,7 @@ fn a_flood_of_reset_connections_from_one_address_keeps_the_listener() {
         let mut status = 0;
         for _ in 0..10 {
             tries += 1;
-            status = health_over(connect_from([127, 0, 0, 2], port)).0;
+            status = health_over(common::attacks::connect_from(port, 0, 2)).0;
             if status != 0 {
                 break;
             }

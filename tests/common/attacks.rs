@@ -60,8 +60,9 @@ impl Attack {
 /// Source addresses of the attacks: attack `n` uses `127.0.n.1..=8`.
 static NEXT_NET: AtomicU64 = AtomicU64::new(1);
 
-/// Connects to 127.0.0.1:`port` from `127.0.<net>.<host>`.
-fn connect_from(port: u16, net: u8, host: u8) -> std::io::Result<TcpStream> {
+/// Connects to 127.0.0.1:`port` from `127.0.<net>.<host>`: another
+/// client, as the server counts them.
+pub fn connect_from(port: u16, net: u8, host: u8) -> std::io::Result<TcpStream> {
     use nix::sys::socket::{bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrIn};
     use std::os::fd::AsRawFd;
     let fd = socket(
