@@ -32,9 +32,12 @@ const LOGIN_FAILURES: usize = 10;
 /// (or `X-Forwarded-For` through a trusted proxy) buys nothing.
 const USER_FAILURES: usize = 20;
 const LOGIN_WINDOW: Duration = Duration::from_secs(15 * 60);
-/// The `Retry-After` of a login refused as one too many (429): the whole
-/// [`LOGIN_WINDOW`], after which every failure counted has expired.
-pub const LOGIN_LOCKOUT_RETRY: &str = "900";
+/// The `Retry-After` of a login refused as one too many (429), in
+/// seconds: the whole [`LOGIN_WINDOW`], after which every failure counted
+/// has expired.
+pub fn lockout_retry_after() -> String {
+    LOGIN_WINDOW.as_secs().to_string()
+}
 /// Clients (addresses or usernames) remembered at once; past it, entries
 /// whose failures have all expired are dropped.
 const LIMITER_ENTRIES: usize = 10_000;

@@ -25,7 +25,7 @@ fn too_many_logins() -> Reply {
         429,
         "too many failed logins from this address or for this user; try again later",
     )
-    .with_header("Retry-After", auth::LOGIN_LOCKOUT_RETRY)
+    .with_header("Retry-After", auth::lockout_retry_after())
 }
 
 /// `POST /login` with JSON (or a form) `{username, password}`.

@@ -646,6 +646,18 @@ accounts:
         }
         assert!(parse_duration("7w").is_err());
         assert!(parse_duration("h").is_err());
+        // Written back as the configuration writes it, and read back the same.
+        for (d, text) in [
+            (Duration::from_secs(90), "90s"),
+            (Duration::from_secs(3600), "1h"),
+            (Duration::from_secs(7 * 86_400), "7d"),
+            (Duration::from_secs(120), "2m"),
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::ZERO, "0s"),
+        ] {
+            assert_eq!(format_duration(d), text);
+            assert_eq!(parse_duration(text).unwrap(), d);
+        }
         let e = parse_str("dashboard: { session_ttl: 3 weeks }").unwrap_err();
         assert!(
             e.problems[0].starts_with("dashboard.session_ttl: expected a duration"),

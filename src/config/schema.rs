@@ -50,6 +50,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(n.saturating_mul(mult)))
 }
 
+/// A duration as the configuration writes it, the largest unit that
+/// divides it evenly (`90s`, `3600s` → `1h`, `1500ms`): what
+/// [`parse_duration`] reads back.
+pub fn format_duration(d: Duration) -> String {
+    if d.subsec_nanos() != 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let s = d.as_secs();
+    for (unit, n) in [("d", 86_400), ("h", 3600), ("m", 60)] {
+        if s >= n && s % n == 0 {
+            return format!("{}{unit}", s / n);
+        }
+    }
+    format!("{s}s")
+}
+
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = de_string(d)?;

@@ -4,7 +4,6 @@
 //! `POST /api/test-webhook` ([`crate::webhook::Webhooks::test`]).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use maud::{html, Markup};
 
@@ -13,7 +12,7 @@ use super::forms::fields;
 use super::layout::{self, actions_text, badge, notice, time_ms};
 use super::{html, Session};
 use crate::account::Status;
-use crate::config::{self, AccountConfig, Backlog};
+use crate::config::{self, format_duration, AccountConfig, Backlog};
 use crate::http::{Reply, Req};
 use crate::service::Ctx;
 use crate::webhook::{TestOutcome, SSRF_MESSAGE};
@@ -49,23 +48,12 @@ pub fn controls(s: &Session, name: &str, st: Option<&Status>, back: &str) -> Mar
     }
 }
 
-/// `90s` → `90s`, `3600s` → `1h`: the largest unit that divides evenly.
-fn duration(d: Duration) -> String {
-    let s = d.as_secs();
-    for (unit, n) in [("d", 86_400), ("h", 3600), ("m", 60)] {
-        if s >= n && s % n == 0 {
-            return format!("{}{unit}", s / n);
-        }
-    }
-    format!("{s}s")
-}
-
 fn backlog(b: &Backlog) -> String {
     match b {
         Backlog::NewOnly => "new_only".into(),
         Backlog::All => "all".into(),
         Backlog::Recent(n) => format!("recent:{n}"),
-        Backlog::Since(d) => format!("since:{}", duration(*d)),
+        Backlog::Since(d) => format!("since:{}", format_duration(*d)),
     }
 }
 
@@ -171,12 +159,12 @@ fn settings(a: &AccountConfig) -> Markup {
             }
             @if let Some(ca) = &a.imap.ca_file { (row("Extra CA file", html! { code { (ca.display()) } })) }
             (row("Backlog", html! { (backlog(&a.backlog)) }))
-            (row("Poll interval", html! { (duration(a.poll_interval.0)) }))
+            (row("Poll interval", html! { (format_duration(a.poll_interval.0)) }))
             (row("Model provider", html! { @match &a.provider {
                 Some(p) => (p), None => span.muted { "none (rules only)" } } }))
             (row("Allowed actions", list_or_none(&actions)))
             (row("Dry run", html! { (if a.dry_run { "yes: nothing is changed on the server" } else { "no" }) }))
-            (row("Attempts before parking", html! { (a.max_attempts) " (first retry after " (duration(a.retry_delay.0)) ")" }))
+            (row("Attempts before parking", html! { (a.max_attempts) " (first retry after " (format_duration(a.retry_delay.0)) ")" }))
             (row("Largest message read", html! { (layout::thousands(a.max_message_bytes as u64)) " bytes" }))
             @if let Some(c) = a.minimum_confidence { (row("Minimum confidence", html! { (format!("{:.0} %", c * 100.0)) })) }
             @if let Some(f) = &a.review_flag { (row("Review flag", html! { (f) })) }

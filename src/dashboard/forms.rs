@@ -64,7 +64,7 @@ fn too_many() -> Reply {
             ),
         ),
     )
-    .with_header("Retry-After", crate::auth::LOGIN_LOCKOUT_RETRY)
+    .with_header("Retry-After", crate::auth::lockout_retry_after())
 }
 
 // ----- first run -----

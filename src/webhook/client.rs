@@ -126,15 +126,9 @@ impl Client {
         *self.pin.lock() = None;
         let mut res = result.map_err(|e| match e {
             // ureq says "timeout: global": the operator's words instead.
-            ureq::Error::Timeout(_) if configured.subsec_millis() == 0 => {
-                WebhookError::Transport(format!(
-                    "no answer within {}s (webhook_settings.timeout)",
-                    configured.as_secs()
-                ))
-            }
             ureq::Error::Timeout(_) => WebhookError::Transport(format!(
-                "no answer within {}ms (webhook_settings.timeout)",
-                configured.as_millis()
+                "no answer within {} (webhook_settings.timeout)",
+                crate::config::format_duration(configured)
             )),
             e => WebhookError::Transport(e.to_string()),
         })?;
