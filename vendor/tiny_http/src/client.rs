@@ -49,7 +49,7 @@ pub struct ClientConnection {
     abandoned: Arc<AtomicBool>,
 
     /// mailproc patch: shuts the socket down when a body is abandoned.
-    shutdown: Option<Arc<dyn Fn(std::net::Shutdown) + Send + Sync>>,
+    shutdown: Arc<dyn Fn(std::net::Shutdown) + Send + Sync>,
 
     /// mailproc patch: the deadlines of the read side, by phase.
     clock: Arc<ReadClock>,
@@ -91,7 +91,7 @@ impl ClientConnection {
         remote_addr: Option<SocketAddr>,
     ) -> ClientConnection {
         let secure = read_socket.secure();
-        let shutdown = read_socket.shutdown_handle().map(Arc::from);
+        let shutdown = Arc::from(read_socket.shutdown_handle());
 
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
@@ -157,9 +157,7 @@ impl ClientConnection {
         .ok();
         drop(writer);
         self.no_more_requests = true;
-        if let Some(shutdown) = &self.shutdown {
-            shutdown(std::net::Shutdown::Write);
-        }
+        (self.shutdown)(std::net::Shutdown::Write);
         self.linger();
         None
     }
@@ -299,9 +297,7 @@ impl Iterator for ClientConnection {
             return None;
         }
         if self.no_more_requests {
-            if let Some(shutdown) = &self.shutdown {
-                shutdown(std::net::Shutdown::Write);
-            }
+            (self.shutdown)(std::net::Shutdown::Write);
             self.linger();
             return None;
         }

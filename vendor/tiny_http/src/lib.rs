@@ -400,7 +400,7 @@ impl Server {
                         // A peer that vanished between accept and here
                         // fails later, on its first read; nothing to do.
                         let _ = sock.set_timeouts(limits.read_timeout, limits.write_timeout);
-                        let halves = match ssl {
+                        let (mut read_closable, mut write_closable) = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
                             Some(ref ssl) => {
@@ -416,21 +416,9 @@ impl Server {
                             #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
                             Some(ref _ssl) => unreachable!(),
                         };
-                        // mailproc patch: out of file descriptors, the
-                        // connection is dropped (closed) and accepting goes
-                        // on after the pause of an accept error.
-                        let (mut read_closable, write_closable) = match halves {
-                            Ok(h) => h,
-                            Err(e) => {
-                                log::error!("Error accepting new client: {}", e);
-                                thread::sleep(Duration::from_millis(50));
-                                continue;
-                            }
-                        };
 
                         let clock = Arc::new(util::ReadClock::new(limits, table.stats.clone()));
                         read_closable.set_clock(clock.clone());
-                        let mut write_closable = write_closable;
                         write_closable.set_clock(clock.clone());
                         let slot =
                             table.register(clock.clone(), read_closable.shutdown_handle(), ip);
@@ -591,10 +579,9 @@ fn serve(mut client: ClientConnection, messages: &MessagesQueue<Message>) {
 /// (mailproc patch).
 fn refuse(sock: Connection) {
     use std::io::Write;
-    let mut sock = sock;
     if sock.set_nonblocking(true).is_ok() {
         const BODY: &str = r#"{"error":"too many connections: try again in a second"}"#;
-        let _ = sock.write(
+        let _ = (&sock).write(
             format!(
                 "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n\
                  Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{BODY}",

@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub(crate) struct Abandon {
     /// Checked by the connection before it reads another request.
     pub(crate) flag: Arc<AtomicBool>,
-    pub(crate) shutdown: Option<Arc<dyn Fn(std::net::Shutdown) + Send + Sync>>,
+    pub(crate) shutdown: Arc<dyn Fn(std::net::Shutdown) + Send + Sync>,
 }
 
 pub(crate) struct BodyGuard<R: Read> {
@@ -55,9 +55,7 @@ impl<R: Read> Drop for BodyGuard<R> {
         }
         if let Some(a) = self.abandon.take() {
             a.flag.store(true, Ordering::SeqCst);
-            if let Some(shutdown) = a.shutdown {
-                shutdown(std::net::Shutdown::Write);
-            }
+            (a.shutdown)(std::net::Shutdown::Write);
         }
     }
 }

@@ -347,7 +347,7 @@ type ShutdownFn = Box<dyn Fn(Shutdown) + Send + Sync>;
 
 struct Entry {
     clock: Arc<ReadClock>,
-    shutdown: Option<ShutdownFn>,
+    shutdown: ShutdownFn,
     shed: bool,
     /// The client's address (`None` for a Unix socket).
     ip: Option<IpAddr>,
@@ -469,9 +469,7 @@ impl ConnectionTable {
         };
         let entry = entries.get_mut(&id).expect("the victim was just found");
         entry.shed = true;
-        if let Some(shutdown) = &entry.shutdown {
-            shutdown(Shutdown::Both);
-        }
+        (entry.shutdown)(Shutdown::Both);
         self.stats.shed.fetch_add(1, Ordering::Relaxed);
         true
     }
@@ -479,7 +477,7 @@ impl ConnectionTable {
     pub(crate) fn register(
         self: &Arc<Self>,
         clock: Arc<ReadClock>,
-        shutdown: Option<ShutdownFn>,
+        shutdown: ShutdownFn,
         ip: Option<IpAddr>,
     ) -> Slot {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -515,6 +513,10 @@ mod tests {
 
     fn ip(last: u8) -> Option<IpAddr> {
         Some(IpAddr::from([127, 0, 0, last]))
+    }
+
+    fn noop() -> ShutdownFn {
+        Box::new(|_| {})
     }
 
     #[test]
@@ -608,7 +610,7 @@ mod tests {
         let stats = Arc::new(ConnectionStats::default());
         let table = Arc::new(ConnectionTable::new(1, 0, stats.clone()));
         let clock = Arc::new(ReadClock::new(limits(), stats.clone()));
-        let _slot = table.register(clock.clone(), None, ip(1));
+        let _slot = table.register(clock.clone(), noop(), ip(1));
         let busy = clock.request_started();
         clock.idle();
         // No idle deadline yet, and not sheddable: the newcomer is refused.
@@ -630,19 +632,19 @@ mod tests {
         let s = shut.clone();
         let _a = table.register(
             old.clone(),
-            Some(Box::new(move |_| {
+            Box::new(move |_| {
                 s.fetch_add(1, Ordering::SeqCst);
-            })),
+            }),
             ip(1),
         );
-        let _b = table.register(young.clone(), None, ip(1));
-        let _c = table.register(lone.clone(), None, ip(2));
+        let _b = table.register(young.clone(), noop(), ip(1));
+        let _c = table.register(lone.clone(), noop(), ip(2));
         young.body();
         lone.body();
         assert!(table.make_room(ip(3)), "the head-waiter is shed first");
         assert_eq!((shut.load(Ordering::SeqCst), stats.shed()), (1, 1));
         let newcomer = clock();
-        let _d = table.register(newcomer.clone(), None, ip(3));
+        let _d = table.register(newcomer.clone(), noop(), ip(3));
         newcomer.body();
         // Only bodies left: the one from the address holding the most
         // connections (127.0.0.1 still holds two, one being shed) goes.
@@ -650,7 +652,7 @@ mod tests {
         assert_eq!(stats.shed(), 2);
         assert!(table.lock().values().filter(|e| e.shed).all(|e| e.ip == ip(1)));
         let last = clock();
-        let _e = table.register(last.clone(), None, ip(4));
+        let _e = table.register(last.clone(), noop(), ip(4));
         // Everyone left has a request in the application's hands: refused.
         let _busy: Vec<InFlight> = [&lone, &newcomer, &last]
             .iter()
@@ -668,10 +670,10 @@ mod tests {
         let stats = Arc::new(ConnectionStats::default());
         let table = Arc::new(ConnectionTable::new(3, 0, stats.clone()));
         let clock = || Arc::new(ReadClock::new(limits(), stats.clone()));
-        let _lone = table.register(clock(), None, ip(1));
+        let _lone = table.register(clock(), noop(), ip(1));
         std::thread::sleep(Duration::from_millis(2));
-        let _a = table.register(clock(), None, ip(2));
-        let _b = table.register(clock(), None, ip(2));
+        let _a = table.register(clock(), noop(), ip(2));
+        let _b = table.register(clock(), noop(), ip(2));
         assert!(table.make_room(ip(3)));
         let shed: Vec<_> = table.lock().values().filter(|e| e.shed).map(|e| e.ip).collect();
         assert_eq!(shed, vec![ip(2)]);
@@ -683,15 +685,15 @@ mod tests {
         let table = Arc::new(ConnectionTable::new(10, 2, stats.clone()));
         let clock = || Arc::new(ReadClock::new(limits(), stats.clone()));
         let other = clock();
-        let _o = table.register(other.clone(), None, ip(9));
+        let _o = table.register(other.clone(), noop(), ip(9));
         std::thread::sleep(Duration::from_millis(2));
         let (a, b) = (clock(), clock());
-        let _a = table.register(a.clone(), None, ip(1));
-        let _b = table.register(b.clone(), None, ip(1));
+        let _a = table.register(a.clone(), noop(), ip(1));
+        let _b = table.register(b.clone(), noop(), ip(1));
         assert!(table.make_room(ip(1)), "its own oldest head-waiter goes");
         let shed: Vec<_> = table.lock().values().filter(|e| e.shed).map(|e| e.ip).collect();
         assert_eq!(shed, vec![ip(1)], "never the other address's older one");
-        let _c = table.register(clock(), None, ip(1));
+        let _c = table.register(clock(), noop(), ip(1));
         // Both of its live connections are answered by the application now.
         let _busy: Vec<InFlight> = table
             .lock()
@@ -710,17 +712,17 @@ mod tests {
         // One address opens and never lets go: each newcomer sheds its
         // own oldest, and the shed ones have not ended yet (their threads
         // are slow, say). Once four caps' worth are leaving, it waits.
-        let mut held = vec![table.register(clock(), None, ip(1))];
+        let mut held = vec![table.register(clock(), noop(), ip(1))];
         for _ in 0..LEAVING_PER_CAP * 2 {
             assert!(table.make_room(ip(1)));
-            held.push(table.register(clock(), None, ip(1)));
+            held.push(table.register(clock(), noop(), ip(1)));
         }
         assert!(!table.make_room(ip(1)), "8 leaving");
         assert_eq!(stats.refused(), 1);
         // Another address under its cap and the table's still gets in: it
         // sheds nobody.
         assert!(table.make_room(ip(2)));
-        held.push(table.register(clock(), None, ip(2)));
+        held.push(table.register(clock(), noop(), ip(2)));
         // At the table's cap it would shed: it waits as well.
         assert!(!table.make_room(ip(3)));
         // When the leaving ones end, room comes back.

@@ -9,28 +9,29 @@ use std::sync::Arc;
 use crate::ssl::SslStream;
 
 pub(crate) enum Stream {
-    Http(Connection),
+    /// mailproc patch: shared, not `dup`ed. The halves of a connection and
+    /// the handles that shut it down hold one descriptor between them (the
+    /// release took three to five a connection, and a `dup` failing at
+    /// `EMFILE` panicked the accept thread).
+    Http(Arc<Connection>),
     #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
     Https(SslStream),
 }
 
 impl Stream {
-    /// A second handle on the same connection (mailproc patch: was a
-    /// `Clone` that unwrapped `dup`, so the accept thread panicked, and the
-    /// server stopped accepting for good, when the process ran out of file
-    /// descriptors).
-    fn try_clone(&self) -> IoResult<Self> {
-        Ok(match self {
-            Stream::Http(tcp_stream) => Stream::Http(tcp_stream.try_clone()?),
+    /// A second handle on the same connection.
+    fn share(&self) -> Self {
+        match self {
+            Stream::Http(c) => Stream::Http(Arc::clone(c)),
             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
             Stream::Https(ssl_stream) => Stream::Https(ssl_stream.clone()),
-        })
+        }
     }
 }
 
 impl From<Connection> for Stream {
     fn from(tcp_stream: Connection) -> Self {
-        Stream::Http(tcp_stream)
+        Stream::Http(Arc::new(tcp_stream))
     }
 }
 
@@ -82,7 +83,7 @@ impl Stream {
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.read(buf),
+            Stream::Http(tcp_stream) => (&**tcp_stream).read(buf),
             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
             Stream::Https(ssl_stream) => ssl_stream.read(buf),
         }
@@ -92,7 +93,7 @@ impl Read for Stream {
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.write(buf),
+            Stream::Http(tcp_stream) => (&**tcp_stream).write(buf),
             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
             Stream::Https(ssl_stream) => ssl_stream.write(buf),
         }
@@ -100,7 +101,7 @@ impl Write for Stream {
 
     fn flush(&mut self) -> IoResult<()> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.flush(),
+            Stream::Http(tcp_stream) => (&**tcp_stream).flush(),
             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
             Stream::Https(ssl_stream) => ssl_stream.flush(),
         }
@@ -117,32 +118,28 @@ pub struct RefinedTcpStream {
 }
 
 impl RefinedTcpStream {
-    /// The read and write halves of `stream`; an error (mailproc patch)
-    /// when the socket cannot be duplicated (`EMFILE`): the caller drops
-    /// the connection and goes on.
-    pub(crate) fn new<S>(stream: S) -> IoResult<(RefinedTcpStream, RefinedTcpStream)>
+    /// The read and write halves of `stream`.
+    pub(crate) fn new<S>(stream: S) -> (RefinedTcpStream, RefinedTcpStream)
     where
         S: Into<Stream>,
     {
         let stream: Stream = stream.into();
 
-        let (read, write) = (stream.try_clone()?, stream);
-
         let read = RefinedTcpStream {
-            stream: read,
+            stream: stream.share(),
             close_read: true,
             close_write: false,
             clock: None,
         };
 
         let write = RefinedTcpStream {
-            stream: write,
+            stream,
             close_read: false,
             close_write: true,
             clock: None,
         };
 
-        Ok((read, write))
+        (read, write)
     }
 
     /// Reads from now on keep the deadlines of `clock` (mailproc patch).
@@ -162,19 +159,14 @@ impl RefinedTcpStream {
 
     /// A handle that shuts the connection down from another place
     /// (mailproc patch: used to end a connection whose request body was
-    /// left unread). `None` when the socket cannot be duplicated.
-    pub(crate) fn shutdown_handle(&self) -> Option<Box<dyn Fn(Shutdown) + Send + Sync>> {
-        let stream = match &self.stream {
-            Stream::Http(c) => Stream::Http(c.try_clone().ok()?),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-            Stream::Https(s) => Stream::Https(s.clone()),
-        };
-        let stream = std::sync::Mutex::new(stream);
-        Some(Box::new(move |how| {
+    /// left unread, and to shed one at the cap).
+    pub(crate) fn shutdown_handle(&self) -> Box<dyn Fn(Shutdown) + Send + Sync> {
+        let stream = std::sync::Mutex::new(self.stream.share());
+        Box::new(move |how| {
             if let Ok(mut s) = stream.lock() {
                 s.shutdown(how).ok();
             }
-        }))
+        })
     }
 }
 
