@@ -16,7 +16,7 @@ pub(super) fn substitute_tree(
     v: &serde_norway::Value,
     path: &str,
     env: &dyn Fn(&str) -> Option<String>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<(String, String)>,
 ) -> serde_norway::Value {
     use serde_norway::Value;
     match v {
@@ -42,12 +42,12 @@ pub(super) fn substitute_tree(
                 }
                 Value::String(out)
             }
+            // The text as written stands in, so the rest of the file is
+            // still read and checked; what is found about this value is
+            // its variable's problem (`from_tree`).
             Err(e) => {
-                problems.push(format!(
-                    "{}: {e}",
-                    if path.is_empty() { "config" } else { path }
-                ));
-                Value::Null
+                problems.push((path.to_string(), e.to_string()));
+                v.clone()
             }
         },
         Value::Sequence(items) => Value::Sequence(
@@ -124,6 +124,14 @@ pub(super) fn pieces(s: &str) -> Result<Vec<Piece<'_>>, String> {
     Ok(out)
 }
 
+/// `s` written so that it reads back as itself, references and all: every
+/// `${` escaped as `$${`. For a reference the API refuses, so that the rest
+/// of the check never reads the variable (its length or characters would
+/// show in a problem about the value).
+pub(super) fn literal(s: &str) -> String {
+    s.replace("${", "$${")
+}
+
 /// Replaces `${NAME}` and `${NAME:-default}` in `s`; `$${` is a literal `${`.
 /// This is the one place variable references are resolved.
 pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
@@ -161,19 +169,24 @@ pub(super) fn as_written(
         .into_iter()
         .map(|mut p| {
             for s in &swaps {
-                let about = if s.path.is_empty() {
-                    p.starts_with("config:")
-                } else {
-                    p.strip_prefix(s.path.as_str())
-                        .is_some_and(|rest| rest.starts_with([':', '.', '[']))
-                };
-                if about || s.from.chars().count() > 2 {
+                if is_about(&p, &s.path) || s.from.chars().count() > 2 {
                     p = p.replace(&s.from, &s.to);
                 }
             }
             p
         })
         .collect()
+}
+
+/// Whether `problem` is about the value at `path` or inside it.
+pub(super) fn is_about(problem: &str, path: &str) -> bool {
+    if path.is_empty() {
+        problem.starts_with("config:")
+    } else {
+        problem
+            .strip_prefix(path)
+            .is_some_and(|rest| rest.starts_with([':', '.', '[']))
+    }
 }
 
 /// A value brought in by references, and what replaces it in a problem.

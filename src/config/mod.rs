@@ -184,11 +184,8 @@ pub fn from_tree(
     raw: &serde_norway::Value,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
-    let mut problems = Vec::new();
-    let substituted = substitute_tree(raw, "", env, &mut problems);
-    if !problems.is_empty() {
-        return Err(ConfigError { problems });
-    }
+    let mut unset = Vec::new();
+    let substituted = substitute_tree(raw, "", env, &mut unset);
     // serde stops at the first wrong value; to report every one at once, the
     // wrong value is taken out and the rest read again (its default, if it
     // has one, stands in). A required value taken out ends the search.
@@ -221,6 +218,13 @@ pub fn from_tree(
     if let Some(c) = &config {
         problems.extend(validate(c));
     }
+    // A value whose variable is unset was read as written: its one
+    // problem is the variable, said first; every other is still listed.
+    problems.retain(|p| !unset.iter().any(|(path, _)| env::is_about(p, path)));
+    let unset = unset
+        .into_iter()
+        .map(|(path, e)| format!("{}: {e}", if path.is_empty() { "config" } else { &path }));
+    problems.splice(0..0, unset);
     match config {
         Some(c) if problems.is_empty() => Ok(c),
         // What was found in the substituted tree is told against the text
@@ -447,6 +451,24 @@ mod tests {
             e.problems,
             vec!["server.auth_token: environment variable NOPE is not set"]
         );
+        // An unset variable hides no other problem, and its value brings
+        // none of its own (`port: ${NOPE}` is not also a type error).
+        let e = parse_str(
+            "server:\n  auth_token: ${NOPE}\n  port: ${NOPE2}\n  workerz: 3\naccounts:\n  - name: a\n    imap: { host: h, username: u, password: p, port: 99999 }\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.problems[..2],
+            [
+                "server.auth_token: environment variable NOPE is not set",
+                "server.port: environment variable NOPE2 is not set",
+            ],
+            "{e}"
+        );
+        let rest = e.problems[2..].join("\n");
+        assert!(rest.contains("server.workerz"), "{e}");
+        assert!(rest.contains("accounts[0].imap.port"), "{e}");
+        assert!(!rest.contains("server.port"), "{e}");
         let c = parse_str("server:\n  port: ${NOPE:-7070}\n").unwrap();
         assert_eq!(c.server.port, 7070);
         assert_eq!(substitute("a$${b}c", &env).unwrap(), "a${b}c");

@@ -191,6 +191,9 @@ impl<'o> Walk<'o> {
                  (the request would choose which environment variable is used); write the \
                  value itself, or edit the file and reload"
             ));
+            // Checked from here on as the text it is, never as what the
+            // variable holds.
+            *s = super::env::literal(s);
             return;
         }
         if secret || url {
@@ -509,6 +512,18 @@ accounts:
             "{problems:#?}"
         );
         assert!(problems[0].contains("cannot be added or changed through the API"));
+        // A refused reference is read on as its text: nothing checked
+        // after this sees what the variable holds.
+        assert_eq!(new["server"]["bind"].as_str(), Some("$${SECRET}"));
+        let home = |_: &str| Some("/root/secret/path".to_string());
+        assert_eq!(
+            crate::config::env::substitute(new["server"]["bind"].as_str().unwrap(), &home),
+            Ok("${SECRET}".to_string())
+        );
+        for s in ["${A}", "a$${b}c", "$$${x}", "x${A:-d}$"] {
+            let back = crate::config::env::substitute(&super::super::env::literal(s), &home);
+            assert_eq!(back.as_deref(), Ok(s), "{s}");
+        }
     }
 
     /// Issue 20, item 8: a stored secret does not follow a new destination.
