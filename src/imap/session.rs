@@ -43,6 +43,23 @@ pub struct Control {
     at_line_start: AtomicBool,
     /// What the answer to `DONE` (and the NOOP after it) may take.
     idle_exit: Duration,
+    /// `imap.timeout`: the longest silence of an ordinary command.
+    timeout: Duration,
+    /// The answer under way (since the last command went out; within a
+    /// line while idling): when it began and what has come of it.
+    pace: Mutex<Pace>,
+}
+
+/// The slowest an answer may come, in bytes a second, once its first wait
+/// (`imap.timeout`, or the IDLE exit's) is spent: a server that sends a
+/// byte now and then, each within the socket's time-out, held an account
+/// for ever (its reconnect and the service's stop waited with it).
+const MIN_RATE: u64 = 1024;
+
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    since: Instant,
+    got: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,13 +76,38 @@ enum Wait {
 }
 
 impl Control {
-    fn new(idle_exit: Duration) -> Control {
+    fn new(timeout: Duration, idle_exit: Duration) -> Control {
         Control {
             wait: Mutex::new(Wait::Command),
             planned: Mutex::new(None),
             at_line_start: AtomicBool::new(true),
             idle_exit,
+            timeout,
+            pace: Mutex::new(Pace {
+                since: Instant::now(),
+                got: 0,
+            }),
         }
+    }
+
+    /// An answer begins: a command went out, or a line while idling.
+    fn restart_pace(&self) {
+        *self.pace.lock() = Pace {
+            since: Instant::now(),
+            got: 0,
+        };
+    }
+
+    /// What is left for the answer under way: `first` from its start, and
+    /// a second more for every [`MIN_RATE`] bytes received of it.
+    fn pace_left(&self, first: Duration) -> Duration {
+        let p = *self.pace.lock();
+        let earned = Duration::from_millis(p.got.saturating_mul(1000) / MIN_RATE);
+        (p.since + first + earned).saturating_duration_since(Instant::now())
+    }
+
+    fn received(&self, n: usize) {
+        self.pace.lock().got += n as u64;
     }
 
     fn wait(&self) -> Wait {
@@ -137,8 +179,33 @@ impl Tcp {
 
 impl Read for Tcp {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.read_within(buf)?;
+        self.control.received(n);
+        Ok(n)
+    }
+}
+
+impl Tcp {
+    fn read_within(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self.control.wait() {
-            Wait::Command => self.tcp.read(buf),
+            Wait::Command => {
+                let c = &self.control;
+                let left = c.pace_left(c.timeout);
+                if left.is_zero() {
+                    return Err(timed_out(&format!(
+                        "the server's answer came slower than {} KiB/s after imap.timeout",
+                        MIN_RATE / 1024
+                    )));
+                }
+                if !self.poll(left.min(c.timeout), false)?.0 {
+                    return Err(timed_out(if left < c.timeout {
+                        "the server's answer came too slowly (imap.timeout)"
+                    } else {
+                        "no answer within imap.timeout"
+                    }));
+                }
+                self.tcp.read(buf)
+            }
             Wait::Answer(deadline) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() || !self.poll(left, false)?.0 {
@@ -152,9 +219,14 @@ impl Read for Tcp {
                 let between = self.control.at_line_start.load(Ordering::SeqCst);
                 let left = deadline.saturating_duration_since(Instant::now());
                 let (limit, wake) = if between {
+                    self.control.restart_pace();
                     (left, true)
                 } else {
-                    (self.control.idle_exit, false)
+                    let limit = self.control.pace_left(self.control.idle_exit);
+                    if limit.is_zero() {
+                        return Err(timed_out("the server stopped within a line"));
+                    }
+                    (limit, false)
                 };
                 let (ready, woken) = if between && left.is_zero() {
                     (false, false)
@@ -210,6 +282,9 @@ impl Read for Stream {
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // What the client sends (a command, `DONE`) starts an answer; the
+        // TLS layer's own writes below do not.
+        self.control.restart_pace();
         match &mut self.inner {
             Inner::Plain(s) => s.write(buf),
             Inner::Tls(s) => s.write(buf),
@@ -289,7 +364,7 @@ fn dial(account: &AccountConfig) -> Result<(imap::Client<Stream>, Arc<Control>, 
     keepalive(&tcp);
     let (wake_rx, wake_tx) = UnixStream::pair()?;
     wake_rx.set_nonblocking(true)?;
-    let control = Arc::new(Control::new(timeout.min(IDLE_EXIT)));
+    let control = Arc::new(Control::new(timeout, timeout.min(IDLE_EXIT)));
     let wake = Wake {
         tx: wake_tx,
         rx: wake_rx.try_clone()?,
@@ -332,7 +407,7 @@ fn dial(account: &AccountConfig) -> Result<(imap::Client<Stream>, Arc<Control>, 
             client
         }
         Security::Starttls => {
-            let tcp = starttls(tcp)
+            let tcp = starttls(tcp, timeout)
                 .map_err(|e| ImapError::Connect(format!("STARTTLS with {}: {e}", c.host)))?;
             let s = tls()?.connect(&c.host, wrap(tcp)).map_err(|e| {
                 ImapError::Connect(format!("STARTTLS handshake with {}: {e}", c.host))
@@ -466,13 +541,20 @@ fn keepalive(tcp: &TcpStream) {
 /// Upgrades a fresh plain connection (RFC 3501 §6.2.1): reads the greeting,
 /// asks for STARTTLS and waits for its OK. The imap crate offers this only
 /// with its own TLS settings, which cannot take our `ca_file`.
-fn starttls(mut tcp: TcpStream) -> std::io::Result<TcpStream> {
-    fn line(tcp: &mut TcpStream) -> std::io::Result<String> {
+/// All of it within `timeout`, however the server trickles its lines.
+fn starttls(mut tcp: TcpStream, timeout: Duration) -> std::io::Result<TcpStream> {
+    let until = Instant::now() + timeout;
+    let line = |tcp: &mut TcpStream| -> std::io::Result<String> {
         // Byte by byte: nothing after the OK may be swallowed, the TLS
         // handshake starts right there.
         let mut out = Vec::new();
         let mut b = [0u8; 1];
         while !out.ends_with(b"\r\n") {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(timed_out("no answer to STARTTLS within imap.timeout"));
+            }
+            tcp.set_read_timeout(Some(left))?;
             if tcp.read(&mut b)? == 0 {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
@@ -485,7 +567,7 @@ fn starttls(mut tcp: TcpStream) -> std::io::Result<TcpStream> {
             }
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
-    }
+    };
     let greeting = line(&mut tcp)?;
     if !greeting.starts_with("* OK") {
         return Err(std::io::Error::other(format!(
@@ -497,6 +579,7 @@ fn starttls(mut tcp: TcpStream) -> std::io::Result<TcpStream> {
     loop {
         let l = line(&mut tcp)?;
         if l.starts_with("m0 OK") {
+            tcp.set_read_timeout(Some(timeout))?;
             return Ok(tcp);
         }
         if l.starts_with("m0 ") {

@@ -10,6 +10,7 @@ pub mod courier;
 pub mod cyrus;
 pub mod dashboard;
 pub mod dovecot;
+pub mod fake_imap;
 pub mod hooks;
 pub mod imap_client;
 pub mod lmtp;

@@ -1511,6 +1511,17 @@ impl<T: Read + Write> Session<T> {
     }
 }
 
+/// mailproc patch: a response past [`MAX_RESPONSE_BYTES`].
+fn too_long() -> Error {
+    Error::Io(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "the server's response passed {} MiB without ending",
+            MAX_RESPONSE_BYTES >> 20
+        ),
+    ))
+}
+
 impl<T: Read + Write> Connection<T> {
     /// Read the greeting from the connection. Needs to be done after `connect`ing.
     ///
@@ -1519,7 +1530,7 @@ impl<T: Read + Write> Connection<T> {
         assert!(!self.greeting_read, "Greeting can only be read once");
 
         let mut v = Vec::new();
-        self.readline(&mut v)?;
+        self.read_one_response(&mut v)?;
         self.greeting_read = true;
 
         Ok(v)
@@ -1560,17 +1571,19 @@ impl<T: Read + Write> Connection<T> {
     ///
     /// The `Done` is included in `data`, and the index of the `Done` is returned.
     pub(crate) fn read_response_onto(&mut self, data: &mut Vec<u8>) -> Result<usize> {
-        let mut continue_from = None;
-        let mut try_first = !data.is_empty();
+        // mailproc patch: each response is read whole (`crate::frame`) and
+        // parsed once; `data` may hold the first line of the first one.
+        let mut first_begun = !data.is_empty();
         let match_tag = format!("{}{}", TAG_PREFIX, self.tag);
         loop {
-            let line_start = if try_first {
-                try_first = false;
+            let line_start = if first_begun {
+                first_begun = false;
+                self.finish_response(data, 0)?;
                 0
             } else {
                 let start_new = data.len();
-                self.readline(data)?;
-                continue_from.take().unwrap_or(start_new)
+                self.read_one_response(data)?;
+                start_new
             };
 
             let break_with = {
@@ -1610,10 +1623,7 @@ impl<T: Read + Write> Connection<T> {
                         })
                     }
                     Ok((..)) => None,
-                    Err(nom::Err::Incomplete(..)) => {
-                        continue_from = Some(line_start);
-                        None
-                    }
+                    // Whole, yet short of a response: malformed, as below.
                     _ => Some(Err((Status::Bye, None, None))),
                 }
             };
@@ -1654,6 +1664,45 @@ impl<T: Read + Write> Connection<T> {
         }
     }
 
+    /// mailproc patch: reads one whole response onto `into`: its first
+    /// line, and the literals and lines that follow while a line announces
+    /// a literal (`crate::frame`).
+    pub(crate) fn read_one_response(&mut self, into: &mut Vec<u8>) -> Result<()> {
+        let line = into.len();
+        self.readline(into)?;
+        self.finish_response(into, line)
+    }
+
+    /// mailproc patch: reads the rest of the response whose first line is
+    /// `into[line..]`, refusing one nested deeper than `frame::MAX_DEPTH`.
+    pub(crate) fn finish_response(&mut self, into: &mut Vec<u8>, mut line: usize) -> Result<()> {
+        use crate::frame::{Frame, Next};
+        use std::io::Read;
+        let mut frame = Frame::default();
+        loop {
+            match frame.line(&into[line..]) {
+                Ok(Next::Done) => return Ok(()),
+                Ok(Next::Literal(n)) => {
+                    if n > MAX_RESPONSE_BYTES.saturating_sub(into.len()) {
+                        return Err(too_long());
+                    }
+                    let got = (&mut self.stream).take(n as u64).read_to_end(into)?;
+                    if got < n {
+                        return Err(Error::ConnectionLost);
+                    }
+                    line = into.len();
+                    self.readline(into)?;
+                }
+                Err(e) => {
+                    return Err(Error::Io(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        e,
+                    )))
+                }
+            }
+        }
+    }
+
     pub(crate) fn readline(&mut self, into: &mut Vec<u8>) -> Result<usize> {
         use std::io::{BufRead, Read};
         // mailproc patch: `into` holds a whole response (its lines and
@@ -1661,15 +1710,6 @@ impl<T: Read + Write> Connection<T> {
         // server is broken or hostile (a line never ended, a literal never
         // finished, untagged answers without end) and the read stops
         // instead of buffering without bound.
-        let too_long = || {
-            Error::Io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "the server's response passed {} MiB without ending",
-                    MAX_RESPONSE_BYTES >> 20
-                ),
-            ))
-        };
         let room = MAX_RESPONSE_BYTES.saturating_sub(into.len()) as u64;
         if room == 0 {
             return Err(too_long());

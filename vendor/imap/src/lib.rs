@@ -77,6 +77,7 @@
 #![warn(rust_2018_idioms)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod frame;
 mod parse;
 mod utils;
 

@@ -330,10 +330,13 @@ pub fn parse_mailbox(
 
                 match m {
                     MailboxDatum::Status { mailbox, status } => {
-                        unsolicited.push_back(UnsolicitedResponse::Status {
-                            mailbox: mailbox.into(),
-                            attributes: status,
-                        })
+                        keep_unsolicited(
+                            unsolicited,
+                            UnsolicitedResponse::Status {
+                                mailbox: mailbox.into(),
+                                attributes: status,
+                            },
+                        )
                     }
                     MailboxDatum::Exists(e) => {
                         mailbox.exists = e;
@@ -349,7 +352,7 @@ pub fn parse_mailbox(
             }
             Ok((rest, Response::Expunge(n))) => {
                 lines = rest;
-                unsolicited.push_back(UnsolicitedResponse::Expunge(n))
+                keep_unsolicited(unsolicited, UnsolicitedResponse::Expunge(n))
             }
             Ok((_, resp)) => {
                 break Err(resp.into());
@@ -474,6 +477,24 @@ pub fn parse_idle(lines: &[u8]) -> (&[u8], Option<Result<UnsolicitedResponse>>) 
     }
 }
 
+/// mailproc patch: the most unsolicited responses a session keeps. The
+/// release kept every one until the client took them, and a client that
+/// never does (mailproc reads what it needs from each answer) grew by
+/// about 90 bytes for each `* n EXPUNGE` a server sent: a server that
+/// answered each NOOP with millions of them took gigabytes. The oldest
+/// are dropped first.
+pub const MAX_UNSOLICITED: usize = 1000;
+
+pub(crate) fn keep_unsolicited(
+    unsolicited: &mut VecDeque<UnsolicitedResponse>,
+    response: UnsolicitedResponse,
+) {
+    if unsolicited.len() >= MAX_UNSOLICITED {
+        unsolicited.pop_front();
+    }
+    unsolicited.push_back(response);
+}
+
 // Check if this is simply a unilateral server response (see Section 7 of RFC 3501).
 //
 // Returns `None` if the response was handled, `Some(res)` if not.
@@ -483,7 +504,7 @@ pub(crate) fn try_handle_unilateral<'a>(
 ) -> Option<Response<'a>> {
     match UnsolicitedResponse::try_from(res) {
         Ok(response) => {
-            unsolicited.push_back(response);
+            keep_unsolicited(unsolicited, response);
             None
         }
         Err(unhandled) => Some(unhandled),

@@ -135,48 +135,41 @@ impl<'a, T: Read + Write + 'a> Handle<'a, T> {
         F: FnMut(UnsolicitedResponse) -> bool,
     {
         let mut v = Vec::new();
+        // mailproc patch: one whole response at a time (`crate::frame`),
+        // parsed once. The wait ends (`TimedOut`) only between responses;
+        // within one, a time-out leaves the session in the middle of the
+        // server's answer, so it is an error and the session is dropped.
         let result = loop {
-            match self.session.readline(&mut v) {
+            v.clear();
+            let first = self.session.readline(&mut v);
+            let read = first.and_then(|_| self.session.finish_response(&mut v, 0));
+            match read {
                 Err(Error::Io(ref e))
-                    if e.kind() == io::ErrorKind::TimedOut
-                        || e.kind() == io::ErrorKind::WouldBlock =>
+                    if v.is_empty()
+                        && (e.kind() == io::ErrorKind::TimedOut
+                            || e.kind() == io::ErrorKind::WouldBlock) =>
                 {
                     break Ok(WaitOutcome::TimedOut);
                 }
-                Ok(_len) => {
+                Ok(()) => {
                     //  Handle Dovecot's imap_idle_notify_interval message
                     if v.eq_ignore_ascii_case(b"* OK Still here\r\n") {
-                        v.clear();
                         continue;
                     }
                     match parse_idle(&v) {
                         // Something went wrong parsing.
                         (_rest, Some(Err(r))) => break Err(r),
-                        // Complete response. We expect rest to be empty.
-                        (rest, Some(Ok(response))) => {
+                        (_rest, Some(Ok(response))) => {
                             if !callback(response) {
                                 break Ok(WaitOutcome::MailboxChanged);
                             }
-
-                            // Assert on partial parse in debug builds - we expect
-                            // to always parse all or none of the input buffer.
-                            // On release builds, we still do the right thing.
-                            debug_assert!(
-                                rest.is_empty(),
-                                "Unexpected partial parse: input: {:?}, output: {:?}",
-                                v,
-                                rest,
-                            );
-
-                            if rest.is_empty() {
-                                v.clear();
-                            } else {
-                                let used = v.len() - rest.len();
-                                v.drain(0..used);
-                            }
                         }
-                        // Incomplete parse - do nothing and read more.
-                        (_rest, None) => {}
+                        // Whole, yet short of a response: malformed.
+                        (_rest, None) => {
+                            break Err(Error::Parse(crate::error::ParseError::Invalid(
+                                std::mem::take(&mut v),
+                            )))
+                        }
                     }
                 }
                 Err(r) => break Err(r),

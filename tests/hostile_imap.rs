@@ -1,0 +1,125 @@
+//! An IMAP server is outside input too: what a broken or hostile one sends
+//! costs an account a reconnect at most, never the process, its memory or
+//! a stuck thread. Drives the real binary against a scripted server
+//! (`common::fake_imap`): no real server sends these.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::fake_imap::{self, FakeImap};
+use common::mailproc::Mailproc;
+
+fn start(server: &FakeImap, imap_extra: &str) -> Mailproc {
+    Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
+         username: test, password: secret{imap_extra} }}\n    \
+         backlog: all\n    folders: {{ watch: [INBOX] }}\n",
+        server.port
+    ))
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
+/// imap-proto's parsers recurse once for each level of parentheses: one
+/// `BODYSTRUCTURE` of 100,000 `(`, sent unasked in answer to LOGIN,
+/// overflowed the account thread's stack and aborted the whole process
+/// (every account, the HTTP server). Now refused before it is parsed: the
+/// session is dropped and the account tries again.
+#[test]
+fn a_response_nested_a_hundred_thousand_deep_costs_a_reconnect_not_the_process() {
+    let server = fake_imap::start(
+        "LOGIN",
+        Box::new(|out: &mut TcpStream, tag: &str| {
+            let deep = "(".repeat(100_000);
+            let _ = out.write_all(
+                format!("* 1 FETCH (BODYSTRUCTURE {deep}\r\n{tag} OK in\r\n").as_bytes(),
+            );
+            true
+        }),
+    );
+    let m = start(&server, "");
+    let refused = "nested deeper than 64 levels";
+    m.wait_for(Duration::from_secs(60), "two sessions refused", || {
+        (m.log().matches(refused).count() >= 2).then_some(())
+    });
+    assert_eq!(m.get("/health").status, 200);
+    let log = m.log();
+    assert!(!log.contains("overflow"), "{log}");
+    assert!(server.sessions.load(Ordering::SeqCst) >= 2);
+}
+
+/// A server that answers with millions of untagged `EXPUNGE`: the imap
+/// crate kept every unsolicited response until the client took it, about
+/// 90 bytes each (a server that did so at every NOOP grew mailproc by
+/// gigabytes). Now the last 1,000 are kept; the answer itself is bounded
+/// by the response cap.
+#[test]
+fn three_million_untagged_expunges_cost_bounded_memory() {
+    const LINES: usize = 3_000_000;
+    let server = fake_imap::start(
+        "SELECT",
+        Box::new(|out: &mut TcpStream, tag: &str| {
+            let block = "* 1 EXPUNGE\r\n".repeat(10_000);
+            for _ in 0..LINES / 10_000 {
+                if out.write_all(block.as_bytes()).is_err() {
+                    return true;
+                }
+            }
+            let _ = out.write_all(
+                format!("* 1 EXISTS\r\n* OK [UIDVALIDITY 7] v\r\n{tag} OK [READ-WRITE] done\r\n")
+                    .as_bytes(),
+            );
+            true
+        }),
+    );
+    let m = start(&server, "");
+    // The account got past the answer: its one message is recorded.
+    m.wait_for(Duration::from_secs(60), "the message recorded", || {
+        (m.get("/api/activity").body["total"].as_u64() >= Some(1)).then_some(())
+    });
+    let peak = status_kib(m.pid(), "VmHWM:") / 1024;
+    eprintln!(
+        "peak RSS {peak} MiB after {LINES} expunges ({} MiB sent)",
+        (LINES * 13) >> 20
+    );
+    // The answer's 37 MiB are read whole; kept, the expunges took ~260 MiB.
+    assert!(peak < 160, "peak RSS {peak} MiB");
+}
+
+/// A server that sends its answer a byte at a time, each within the
+/// socket's time-out, held the account for ever: no reconnect, and the
+/// service's stop waited for it. An answer now has `imap.timeout` and a
+/// second more for every KiB it brings.
+#[test]
+fn an_answer_trickled_a_byte_at_a_time_is_dropped_after_imap_timeout() {
+    let server = fake_imap::start(
+        "UID FETCH",
+        Box::new(|out: &mut TcpStream, _tag: &str| {
+            let _ = out.write_all(b"* OK ");
+            while out.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            true
+        }),
+    );
+    let m = start(&server, ", timeout: 2s");
+    m.wait_for(
+        Duration::from_secs(60),
+        "a slow answer dropped twice",
+        || (m.log().matches("answer came too slowly").count() >= 2).then_some(()),
+    );
+    assert!(server.sessions.load(Ordering::SeqCst) >= 2);
+}
