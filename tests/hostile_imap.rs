@@ -123,3 +123,36 @@ fn an_answer_trickled_a_byte_at_a_time_is_dropped_after_imap_timeout() {
     );
     assert!(server.sessions.load(Ordering::SeqCst) >= 2);
 }
+
+/// A header FETCH answered with another section (the whole message here):
+/// the message was passed over without a row while the folder's watermark
+/// moved past it, so it was never processed nor retried. It is recorded
+/// now, and retried (as failed once its attempts are spent).
+#[test]
+fn a_header_fetch_answered_without_the_header_is_recorded_and_retried() {
+    let server = fake_imap::start(
+        "UID FETCH",
+        Box::new(|out: &mut TcpStream, tag: &str| {
+            let m = fake_imap::MESSAGE;
+            let _ = out.write_all(
+                format!("* 1 FETCH (UID 1 FLAGS () BODY[] {{{}}}\r\n", m.len()).as_bytes(),
+            );
+            let _ = out.write_all(m);
+            let _ = out.write_all(format!(")\r\n{tag} OK done\r\n").as_bytes());
+            true
+        }),
+    );
+    let m = start(&server, "");
+    let row = m.wait_for(Duration::from_secs(60), "a row for UID 1", || {
+        m.get("/api/activity").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+    });
+    assert_eq!(row["status"], "retrying", "{row}");
+    assert!(
+        row["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("without the header")),
+        "{row}"
+    );
+}

@@ -299,7 +299,12 @@ impl Runner {
         // header was read field by field).
         type Head<'a> = (&'a [u8], Option<&'a [u8]>, Vec<String>, u32, bool);
         let mut heads: HashMap<u32, Head<'_>> = HashMap::with_capacity(uids.len());
+        // UIDs the server answered for, without the header asked for.
+        let mut headless = std::collections::HashSet::new();
         for f in fetched.fetched.iter() {
+            if let (Some(uid), None) = (f.uid, f.header()) {
+                headless.insert(uid);
+            }
             if let (Some(uid), Some(h)) = (f.uid, f.header()) {
                 let flags = f
                     .flags()
@@ -320,6 +325,19 @@ impl Runner {
         for &uid in uids {
             let k = known.remove(&uid);
             let Some((raw, text, flags, size, long)) = heads.remove(&uid) else {
+                // Answered without its header: a failure of the server's,
+                // recorded and retried, never passed over in silence.
+                if headless.contains(&uid) {
+                    ready.push(Item::failed(
+                        self.meta(mailbox, uidvalidity, uid, None),
+                        Seen::default(),
+                        Failure::new(
+                            "the server answered the header FETCH without the header",
+                            "imap",
+                        ),
+                    ));
+                    continue;
+                }
                 // Gone between SEARCH and FETCH, or moved by us before a crash.
                 if let Some(item) = self.gone(mailbox, uidvalidity, uid, k.as_ref()) {
                     ready.push(item);
