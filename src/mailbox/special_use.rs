@@ -9,7 +9,7 @@
 //! usual names (servers without SPECIAL-USE, like Courier), else nothing,
 //! and the caller falls back to its default.
 
-use super::wire::{after_untagged, tokens, Token};
+use super::wire::{after_any_untagged, tokens, Token};
 
 /// The special uses mailproc looks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,15 +128,7 @@ impl ListEntry {
     pub fn parse_all_with(raw: &[u8], mutf7: bool) -> Vec<ListEntry> {
         let mut out = Vec::new();
         let mut rest = raw;
-        loop {
-            let list = after_untagged(rest, "LIST");
-            let xlist = after_untagged(rest, "XLIST");
-            // Whichever comes first in the answer.
-            let next = match (list, xlist) {
-                (Some(a), Some(b)) => Some(if a.len() >= b.len() { a } else { b }),
-                (a, b) => a.or(b),
-            };
-            let Some(line) = next else { break };
+        while let Some(line) = after_any_untagged(rest, &["LIST", "XLIST"]) {
             if let Some(e) = Self::parse_one(line, mutf7) {
                 out.push(e);
             }
@@ -352,6 +344,22 @@ mod tests {
         let e = entries("* LIST (\\Noselect \\Junk) \"/\" \"Spam\"\r\n* LIST () \"/\" INBOX\r\n");
         assert_eq!(find(SpecialUse::Junk, &e, None), None);
         assert_eq!(find(SpecialUse::Archive, &entries(CYRUS), None), None);
+    }
+
+    /// One pass over the answer: 200,000 folders, in the order sent
+    /// (looking for `LIST` and `XLIST` apart rescanned the rest of the
+    /// answer for each folder; 80,000 took a minute).
+    #[test]
+    fn a_list_of_200_000_folders_is_read_in_one_pass_in_order() {
+        let raw: String = (0..200_000)
+            .map(|i| {
+                let kind = if i % 1000 == 999 { "XLIST" } else { "LIST" };
+                format!("* {kind} () \".\" \"f{i}\"\r\n")
+            })
+            .collect();
+        let e = ListEntry::parse_all(raw.as_bytes());
+        assert_eq!(e.len(), 200_000);
+        assert!(e.iter().enumerate().all(|(i, e)| e.name == format!("f{i}")));
     }
 
     #[test]
