@@ -60,13 +60,14 @@ fn put_with(m: &Mailproc, key: &str, body: &Value) -> Resp {
     )
 }
 
-/// Item 9: `write:config` changes the configuration, `write:accounts`
-/// only runs accounts; the whole configuration needs `read:config`.
+/// Item 9: `write:config` changes the configuration; `write:accounts`
+/// (which SPEC §4 names for `PUT /api/config`) changes its accounts only,
+/// and runs them; the whole configuration needs `read:config`.
 #[test]
 fn changing_the_configuration_needs_write_config() {
     let m = secured();
     let full = m.get_with("/api/config", TOKEN).body;
-    // write:accounts cannot add a "*" key for itself any more...
+    // write:accounts cannot add a "*" key for itself...
     let mut escalate = full.clone();
     escalate["dashboard"]["api_keys"]
         .as_array_mut()
@@ -74,11 +75,37 @@ fn changing_the_configuration_needs_write_config() {
         .push(json!({ "name": "mine", "key": "attacker-key-0123456789", "permissions": ["*"] }));
     let r = put_with(&m, WRITE_ACCOUNTS_KEY, &escalate);
     assert_eq!(r.status, 403, "{}", r.text);
-    assert_eq!(r.body["error"], "missing permission write:config");
+    assert_eq!(
+        r.body["error"],
+        "missing permission write:config: dashboard can be changed only with it \
+         (write:accounts changes the accounts)"
+    );
     assert_eq!(
         m.get_with("/api/stats", "attacker-key-0123456789").status,
         401
     );
+    // ...but changes the accounts: sent whole, or the accounts alone.
+    let mut filing = full.clone();
+    filing["accounts"][0]["folders"]["allowed"] = json!(["Receipts", "Travel"]);
+    let r = put_with(&m, WRITE_ACCOUNTS_KEY, &filing);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let allowed = |m: &Mailproc| {
+        m.get_with("/api/accounts", TOKEN).body["accounts"][0]["allowedFolders"].clone()
+    };
+    assert_eq!(allowed(&m), json!(["Receipts", "Travel"]));
+    let mut alone = json!({ "accounts": full["accounts"].clone() });
+    alone["accounts"][0]["folders"]["allowed"] = json!(["Receipts", "Bills"]);
+    let r = put_with(&m, WRITE_ACCOUNTS_KEY, &alone);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(allowed(&m), json!(["Receipts", "Bills"]));
+    // The rest of the file is as it was: the keys still work.
+    assert_eq!(m.get_with("/api/stats", STATS_KEY).status, 200);
+    // A stored password does not follow a new host, whoever asks.
+    let mut moved = alone.clone();
+    moved["accounts"][0]["imap"]["host"] = json!("imap.attacker.example");
+    let r = put_with(&m, WRITE_ACCOUNTS_KEY, &moved);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("imap.host changed"), "{}", r.text);
     // ...and keeps running accounts.
     for cmd in ["pause", "resume", "reconnect", "process"] {
         let r = m.post_with(
@@ -89,8 +116,11 @@ fn changing_the_configuration_needs_write_config() {
         assert_eq!(r.status, 200, "{cmd}: {}", r.text);
     }
     // write:config, write:* and * change it; read keys do not.
+    let full = m.get_with("/api/config", TOKEN).body;
     for key in [STATS_KEY, READ_CONFIG_KEY, READ_ALL_KEY] {
-        assert_eq!(put_with(&m, key, &full).status, 403, "{key}");
+        let r = put_with(&m, key, &full);
+        assert_eq!(r.status, 403, "{key}");
+        assert_eq!(r.body["error"], "missing permission write:accounts");
     }
     for key in [WRITE_CONFIG_KEY, WRITE_ALL_KEY, STAR_KEY, TOKEN] {
         let r = put_with(&m, key, &full);

@@ -149,6 +149,55 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     change_answer(service::config::replace(ctx, raw))
 }
 
+/// `PUT /api/config` for a key with `write:accounts` but not
+/// `write:config` (the permission SPEC §4 names for it): the `accounts` it
+/// sends replace the configuration's. Any other section it sends must be
+/// as the file has it, or as `GET /api/config` shows it (secrets masked):
+/// changing the server, the dashboard's keys, the providers or the global
+/// webhooks is administering the service (`write:config`).
+pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    let body: serde_json::Value = json_body(req)?;
+    let Some(sections) = body.as_object() else {
+        return Err(Reply::error(
+            400,
+            "body: expected a JSON object (a whole configuration)",
+        ));
+    };
+    let Some(accounts) = sections.get("accounts") else {
+        return Err(Reply::error(
+            400,
+            "accounts: required (a key with write:accounts changes the accounts only)",
+        ));
+    };
+    let mut raw = ctx.config().raw.clone();
+    let as_json = serde_json::to_value(&raw).unwrap_or_default();
+    let shown = crate::config::redacted_json(&raw);
+    if let Some((name, _)) = sections
+        .iter()
+        .find(|(k, v)| *k != "accounts" && as_json.get(k) != Some(v) && shown.get(k) != Some(v))
+    {
+        return Err(Reply::error(
+            403,
+            format!(
+                "missing permission write:config: {name} can be changed only with it \
+                 (write:accounts changes the accounts)"
+            ),
+        ));
+    }
+    let accounts: serde_norway::Value = serde_json::from_value(accounts.clone())
+        .map_err(|e| Reply::error(400, format!("accounts: {e}")))?;
+    match &mut raw {
+        serde_norway::Value::Mapping(m) => {
+            m.insert("accounts".into(), accounts);
+        }
+        _ => {
+            raw =
+                serde_norway::Value::Mapping([("accounts".into(), accounts)].into_iter().collect())
+        }
+    }
+    change_answer(service::config::replace(ctx, raw))
+}
+
 /// The answer to a configuration change, for the API and the dashboard.
 pub fn change_answer(result: Result<crate::live::Applied, crate::live::ChangeError>) -> Answer {
     use crate::live::ChangeError;

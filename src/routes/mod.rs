@@ -142,11 +142,13 @@ static ROUTES: &[Route] = &[
         Needs("read:stats"),
         ApiOr(handlers::config_summary, "read:config", handlers::config),
     ),
+    // SPEC §4 names write:accounts: it changes the accounts; the whole
+    // configuration (keys, server, providers) needs write:config.
     r(
         "PUT",
         "/api/config",
-        Needs("write:config"),
-        Api(handlers::put_config),
+        Needs("write:accounts"),
+        ApiOr(handlers::put_accounts, "write:config", handlers::put_config),
     ),
     r(
         "GET",
