@@ -339,3 +339,31 @@ fn an_unknown_page_is_a_page_for_a_browser() {
         r.text
     );
 }
+
+/// A body of known length keeps its `Content-Length` whatever its size:
+/// tiny_http switches to chunked from 32 KiB unless told otherwise, so
+/// `/metrics` of a service with a few dozen accounts (and `HEAD` of it)
+/// had none, where the README promises one on every `GET` and `HEAD`.
+#[test]
+fn a_body_past_32_kib_keeps_its_content_length() {
+    let accounts: String = (0..30)
+        .map(|i| {
+            format!(
+                "  - name: a{i}\n    imap: {{ host: 127.0.0.1, port: 9, security: none, username: u, password: p }}\n"
+            )
+        })
+        .collect();
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\naccounts:\n{accounts}"
+    ));
+    let get = m.get("/metrics");
+    assert_eq!(get.status, 200);
+    assert!(get.text.len() > 32 << 10, "{} bytes", get.text.len());
+    assert_eq!(
+        get.header("content-length"),
+        Some(get.text.len().to_string().as_str())
+    );
+    assert_eq!(get.header("transfer-encoding"), None);
+    let head = m.request("HEAD", "/metrics", &[], None);
+    assert!(head.header("content-length").is_some(), "{:?}", head.text);
+}

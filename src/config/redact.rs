@@ -95,16 +95,29 @@ fn redact_literal_url(s: &str, keep: &[String]) -> String {
     } else if !u.username().is_empty() {
         let _ = u.set_username(MASK);
     }
-    if u.query().is_some() {
-        let pairs: Vec<(String, String)> = u
-            .query_pairs()
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+    if let Some(query) = u.query() {
+        // Each value masked, and a part without `=` (`?TOKEN`) whole: it is
+        // as likely a credential as any value.
+        let masked: Vec<String> = query
+            .split('&')
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                let kept = |v: &str| {
+                    let v = url::form_urlencoded::parse(format!("x={v}").as_bytes())
+                        .next()
+                        .map(|(_, v)| v.into_owned())
+                        .unwrap_or_default();
+                    keep.contains(&v)
+                };
+                match part.split_once('=') {
+                    Some((k, v)) if kept(v) => format!("{k}={v}"),
+                    Some((k, _)) => format!("{k}={MASK}"),
+                    None if kept(part) => part.to_string(),
+                    None => MASK.to_string(),
+                }
+            })
             .collect();
-        let mut q = u.query_pairs_mut();
-        q.clear();
-        for (k, v) in pairs {
-            q.append_pair(&k, if keep.contains(&v) { &v } else { MASK });
-        }
+        u.set_query(Some(&masked.join("&")));
     }
     let looks_like_token = |seg: &str| {
         let n = seg.chars().count();
@@ -340,6 +353,15 @@ mod tests {
         assert_eq!(
             redact_url("https://u:literal-pass@h.example/${PATH}?key=${KEY}&sig=abc"),
             "https://u:********@h.example/${PATH}?key=${KEY}&sig=********"
+        );
+        // A part of the query without `=` is masked whole.
+        assert_eq!(
+            redact_url("http://127.0.0.1:9/bare?BARETOKENV22xyz&a=1&&b"),
+            "http://127.0.0.1:9/bare?********&a=********&********"
+        );
+        assert_eq!(
+            redact_url("https://h.example/x?${TOKEN}&k=${KEY}"),
+            "https://h.example/x?${TOKEN}&k=${KEY}"
         );
         assert_eq!(redact_url("${HOOK_URL}"), "${HOOK_URL}");
         assert_eq!(redact_url("${BASE}/v1?key=abc"), MASK);

@@ -238,13 +238,17 @@ fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
             (Box::new(std::io::Cursor::new(reply.body)), Some(n))
         }
     };
+    // A body of known length is sent with its `Content-Length` whatever
+    // its size (tiny_http chunks from 32 KiB unless told otherwise; HEAD
+    // then had no length for `/metrics`); streams stay chunked.
     let mut response = tiny_http::Response::new(
         tiny_http::StatusCode(reply.status),
         Vec::new(),
         body,
         length,
         None,
-    );
+    )
+    .with_chunked_threshold(usize::MAX);
     let mut add = |k: &str, v: &str| {
         if let Ok(h) = Header::from_bytes(k.as_bytes(), v.as_bytes()) {
             response.add_header(h);
