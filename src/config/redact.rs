@@ -354,6 +354,12 @@ mod tests {
             redact_url("https://u:literal-pass@h.example/${PATH}?key=${KEY}&sig=abc"),
             "https://u:********@h.example/${PATH}?key=${KEY}&sig=********"
         );
+        // Paths stay readable (the delivery log and the log tell targets
+        // apart by them) but for segments that look like tokens.
+        assert_eq!(
+            redact_url("https://hooks.slack.com/services/T0123/B0123/abcDEF0123456789ghijKLMN"),
+            "https://hooks.slack.com/services/T0123/B0123/********"
+        );
         // A part of the query without `=` is masked whole.
         assert_eq!(
             redact_url("http://127.0.0.1:9/bare?BARETOKENV22xyz&a=1&&b"),

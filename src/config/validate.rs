@@ -26,8 +26,28 @@ fn valid_http_url(s: &str) -> Result<(), String> {
             "expected an http or https URL, got scheme {:?}",
             u.scheme()
         )),
-        Err(e) => Err(format!("invalid URL {s:?}: {e}")),
+        Err(e) => Err(format!("invalid URL {:?}: {e}", without_credentials(s))),
     }
+}
+
+/// `s` as a problem may quote it: a URL that does not parse has no parts to
+/// mask one by one, so what may hold a secret is cut: the user-info (up to
+/// an `@` before the path) and everything from the query or fragment on.
+fn without_credentials(s: &str) -> String {
+    let (head, cut) = match s.find(['?', '#']) {
+        Some(i) => (&s[..i], true),
+        None => (s, false),
+    };
+    let start = head.find("://").map_or(0, |i| i + 3);
+    let authority_end = head[start..].find('/').map_or(head.len(), |i| start + i);
+    let mut out = match head[start..authority_end].rfind('@') {
+        Some(at) => format!("{}…@{}", &head[..start], &head[start + at + 1..]),
+        None => head.to_string(),
+    };
+    if cut {
+        out.push('…');
+    }
+    out
 }
 
 fn valid_account_name(s: &str) -> bool {
@@ -544,6 +564,22 @@ fn unsendable(secret: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A URL that does not parse is quoted without what may be a secret.
+    #[test]
+    fn an_invalid_url_is_quoted_without_its_credentials() {
+        let e = valid_http_url("http://llmuser:URLPASS@127.0.0.1:99999/v1/chat?apikey=Q12")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "invalid URL \"http://…@127.0.0.1:99999/v1/chat…\": invalid port number"
+        );
+        let e = valid_http_url("http//127.0.0.1:32002/hook?token=SECRET-G7").unwrap_err();
+        assert!(!e.contains("SECRET"), "{e}");
+        assert!(e.contains("\"http//127.0.0.1:32002/hook…\""), "{e}");
+        let e = valid_http_url("http://a b.example/x#frag").unwrap_err();
+        assert!(e.contains("\"http://a b.example/x…\""), "{e}");
+    }
 
     #[test]
     fn only_a_small_regular_file_is_read_as_a_certificate() {
