@@ -149,6 +149,8 @@ fn a_header_fetch_answered_without_the_header_is_recorded_and_retried() {
             .and_then(|e| e.first().cloned())
     });
     assert_eq!(row["status"], "retrying", "{row}");
+    // Nothing decided it: its model reads `none`, as README lists them.
+    assert_eq!(row["model"], "none", "{row}");
     assert!(
         row["error"]
             .as_str()

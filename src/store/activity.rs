@@ -342,7 +342,11 @@ fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
         subject: r.get(6)?,
         from: r.get(7)?,
         actions: serde_json::from_str(&actions).unwrap_or(serde_json::Value::Array(vec![])),
-        model: r.get(9)?,
+        // A message that failed before anything decided it (its row is
+        // written with no model) reads `none`, as README lists the values.
+        model: Some(r.get::<_, String>(9)?)
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "none".into()),
         reasoning: r.get(10)?,
         confidence: r.get(11)?,
         status: r.get(12)?,
