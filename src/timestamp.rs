@@ -24,6 +24,20 @@ pub fn iso_ms(ms: i64) -> String {
         .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".into())
 }
 
+/// `#[serde(serialize_with = "crate::timestamp::serialize_iso")]`: epoch
+/// milliseconds kept in a field, written as [`iso_ms`] on the wire.
+pub fn serialize_iso<S: serde::Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&iso_ms(*ms))
+}
+
+/// [`serialize_iso`] of an optional time (`null` when absent).
+pub fn serialize_opt_iso<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => s.serialize_str(&iso_ms(*ms)),
+        None => s.serialize_none(),
+    }
+}
+
 pub fn now_iso() -> String {
     iso_ms(now_ms())
 }

@@ -207,6 +207,9 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     let st = m.get("/api/learned/acct").body;
     assert_eq!(st["trainedExamples"], 16, "{st:#}");
     assert_eq!(st["learnedExamples"], 2, "rule + model: {st:#}");
+    // Times as every API field gives them: ISO 8601 UTC, milliseconds.
+    let at = st["trainedAt"].as_str().unwrap_or_else(|| panic!("{st:#}"));
+    assert!(at.len() == 24 && at.ends_with('Z'), "{st:#}");
 
     // A restart loads the trained classifier from the store.
     m.kill();

@@ -20,6 +20,7 @@ use crate::timestamp::now_ms;
 
 /// What a training run did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TrainReport {
     /// Messages learned per folder.
     pub folders: BTreeMap<String, usize>,
@@ -31,19 +32,26 @@ pub struct TrainReport {
 
 /// The latest training run of an account, as the dashboard shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+#[serde(
+    tag = "state",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum TrainStatus {
     Running {
+        #[serde(serialize_with = "crate::timestamp::serialize_iso")]
         started_at: i64,
         folder: String,
         done: usize,
         total: usize,
     },
     Done {
+        #[serde(serialize_with = "crate::timestamp::serialize_iso")]
         finished_at: i64,
         report: TrainReport,
     },
     Failed {
+        #[serde(serialize_with = "crate::timestamp::serialize_iso")]
         finished_at: i64,
         error: String,
     },
@@ -190,4 +198,31 @@ pub fn start(ctx: &super::Ctx, name: &str) -> Result<(), super::Error> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API's shape: camelCase keys and ISO 8601 times, as everywhere.
+    #[test]
+    fn a_run_is_written_as_the_api_writes_everything() {
+        let done = TrainStatus::Done {
+            finished_at: 1_795_994_436_007,
+            report: TrainReport {
+                folders: BTreeMap::from([("INBOX".to_string(), 3)]),
+                skipped: BTreeMap::new(),
+                examples: 3,
+                duration_ms: 89,
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(&done).unwrap(),
+            serde_json::json!({
+                "state": "done",
+                "finishedAt": "2026-11-29T23:20:36.007Z",
+                "report": { "folders": { "INBOX": 3 }, "skipped": {}, "examples": 3, "durationMs": 89 }
+            })
+        );
+    }
 }

@@ -15,7 +15,9 @@ use crate::timestamp::now_ms;
 pub struct LearnState {
     /// Bumped by each full training (a running account then reloads).
     pub generation: i64,
-    /// When `mailproc train` (or the Train button) last finished.
+    /// When `mailproc train` (or the Train button) last finished (ISO
+    /// 8601 on the wire, as every time the API gives).
+    #[serde(serialize_with = "crate::timestamp::serialize_opt_iso")]
     pub trained_at: Option<i64>,
     /// Messages that training read.
     pub trained_examples: i64,
