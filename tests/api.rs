@@ -733,6 +733,24 @@ fn login_sessions_logout_and_limits() {
             &serde_json::json!({"username": user, "password": pw}).to_string(),
         )
     };
+    // A login posted from another site's page gets no session (login
+    // CSRF); one from our own origin does.
+    let body =
+        serde_json::json!({"username": "admin", "password": "correct horse battery"}).to_string();
+    let r = m.request(
+        "POST",
+        "/login",
+        &[
+            ("Origin", "http://evil.example"),
+            ("Content-Type", "text/plain"),
+        ],
+        Some(&body),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(r.header("set-cookie").is_none());
+    let own = format!("http://127.0.0.1:{}", m.port);
+    let r = m.request("POST", "/login", &[("Origin", own.as_str())], Some(&body));
+    assert_eq!(r.status, 200, "{}", r.text);
     let r = login("admin", "correct horse battery");
     assert_eq!(r.status, 200, "{}", r.text);
     let set = r.header("set-cookie").unwrap().to_string();

@@ -33,6 +33,15 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     if ctx.limiter.blocked(req.client_ip) {
         return Err(too_many_logins());
     }
+    // A browser's login from another site's page (login CSRF: the victim
+    // signed in as the attacker) is refused, as the dashboard's form is;
+    // clients that send no `Origin` (curl, scripts) are not browsers.
+    if req.header("Origin").is_some() && !req.same_origin(true) {
+        return Err(Reply::error(
+            403,
+            "cross-origin request refused: Origin must match the Host",
+        ));
+    }
     let body: LoginBody = if req.is_form() {
         let fields: BTreeMap<String, String> = url::form_urlencoded::parse(&req.body)
             .into_owned()
