@@ -611,6 +611,25 @@ accounts:
     }
 
     #[test]
+    fn unsendable_header_values_and_passwords_are_refused() {
+        let e = parse_str(
+            "webhooks: [ { url: \"https://h.example/x\", headers: { X-Token: \"a\\u0001b\" } } ]\n\
+             accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"pw\\n\" }\n",
+        )
+        .unwrap_err();
+        let all = e.problems.join("\n");
+        assert!(
+            all.contains("webhooks[0].headers.X-Token: not a valid header value"),
+            "{all}"
+        );
+        assert!(
+            all.contains("accounts[0].imap.password: holds a line break or NUL"),
+            "{all}"
+        );
+        assert!(!all.contains("a\u{1}b") && !all.contains("pw\n"), "{all}");
+    }
+
+    #[test]
     fn unsendable_keys_are_refused_with_their_path() {
         let e = parse_str(
             "server: { auth_token: \"token with a space in it\" }\n\

@@ -462,6 +462,17 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
                 p.push(format!("{at}[{i}].headers: invalid header name {name:?}"));
             }
         }
+        // A value every delivery would fail on (the test endpoint refuses
+        // it too); the value itself is not quoted: it is often a secret.
+        for (name, value) in &h.headers {
+            match crate::webhook::sign::header(name, value) {
+                // Names are checked above.
+                Err(e) if e.problem.starts_with("not a valid header value") => {
+                    p.push(format!("{at}[{i}].headers.{name}: {}", e.problem));
+                }
+                _ => {}
+            }
+        }
         if let Some(s) = &h.secret {
             if s.len() < 16 {
                 p.push(format!("{at}[{i}].secret: must be at least 16 characters"));
@@ -479,6 +490,16 @@ fn validate_imap_auth(imap: &ImapConfig, imap_account: &str, at: &str, p: &mut V
         ImapAuth::Password => {
             if imap.password.is_none() {
                 p.push(format!("{at}.password: required with auth: password"));
+            }
+            if imap
+                .password
+                .as_deref()
+                .is_some_and(|pw| pw.contains(['\r', '\n', '\0']))
+            {
+                p.push(format!(
+                    "{at}.password: holds a line break or NUL, which IMAP LOGIN cannot send \
+                     (a stray newline at the end of a secret file?)"
+                ));
             }
             if imap.oauth2.is_some() {
                 p.push(format!(

@@ -36,7 +36,7 @@
 //! interrupted), notes how many deliveries it skipped, and exits.
 
 mod client;
-mod sign;
+pub(crate) mod sign;
 mod ssrf;
 
 use std::collections::{BTreeMap, HashMap};
