@@ -32,7 +32,9 @@ use env::{as_written, substitute_tree};
 pub use policy::{outgoing_urls, unmask};
 pub use redact::{masked_secret, redact_text, redact_url, redacted_json, summary_json};
 pub use schema::*;
-pub use validate::{read_certificate, signing_key, validate};
+pub use validate::{
+    read_certificate, sendable_header_value, signing_key, validate, BAD_HEADER_VALUE,
+};
 pub use write::{backup_path, write_atomically};
 
 use std::fmt;

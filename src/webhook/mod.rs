@@ -36,7 +36,7 @@
 //! interrupted), notes how many deliveries it skipped, and exits.
 
 mod client;
-pub(crate) mod sign;
+mod sign;
 mod ssrf;
 
 use std::collections::{BTreeMap, HashMap};

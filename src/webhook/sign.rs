@@ -57,9 +57,11 @@ pub fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), BadH
         problem,
     };
     let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("not a valid header name"))?;
-    let v = HeaderValue::from_str(value).map_err(|_| {
-        bad("not a valid header value (visible ASCII only: no CR, LF or other control character)")
-    })?;
+    let bad_value = || bad(crate::config::BAD_HEADER_VALUE);
+    if !crate::config::sendable_header_value(value) {
+        return Err(bad_value());
+    }
+    let v = HeaderValue::from_str(value).map_err(|_| bad_value())?;
     Ok((n, v))
 }
 
