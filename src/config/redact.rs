@@ -354,8 +354,8 @@ mod tests {
             redact_url("https://u:literal-pass@h.example/${PATH}?key=${KEY}&sig=abc"),
             "https://u:********@h.example/${PATH}?key=${KEY}&sig=********"
         );
-        // Paths stay readable (the delivery log and the log tell targets
-        // apart by them) but for segments that look like tokens.
+        // Paths stay readable (the delivery log tells targets apart by
+        // them) but for segments that look like tokens.
         assert_eq!(
             redact_url("https://hooks.slack.com/services/T0123/B0123/abcDEF0123456789ghijKLMN"),
             "https://hooks.slack.com/services/T0123/B0123/********"

@@ -358,9 +358,7 @@ impl Shared {
             Ok(code) => (Some(*code), None),
             Err(e) => (None, Some(redact_text(&e.to_string()))),
         };
-        // Stored and logged without the credentials many hook URLs carry
-        // (user-info, query values, token-like path segments), as the
-        // config API shows it: which target answered stays readable.
+        // Stored without the credentials many hook URLs carry.
         let stored = crate::config::redact_url(url);
         if let Err(e) =
             self.store
@@ -368,7 +366,7 @@ impl Shared {
         {
             log::error!("webhooks: recording a delivery failed: {e}");
         }
-        let shown = &stored;
+        let shown = shown_url(url);
         let who = account.map(|a| format!(" ({a})")).unwrap_or_default();
         match result {
             Ok(code) if outcome == "success" => {
@@ -377,6 +375,28 @@ impl Shared {
             Ok(code) => log::warn!("webhooks: {event}{who} to {shown}: answered {code}"),
             Err(e) => log::warn!("webhooks: {event}{who} to {shown}: {e}"),
         }
+    }
+}
+
+/// The URL as logged: scheme, host and port only. Many webhook URLs carry
+/// their credential in the path (Slack, Discord), and logs travel further
+/// than the config file. The delivery log keeps the URL with its
+/// credentials masked, as the config API shows it. The rest is marked
+/// `/...`, in ASCII: the log's own masking of URLs (`redact_text`) wrote
+/// an ellipsis percent-encoded.
+fn shown_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => {
+            let mut s = format!("{}://{}", u.scheme(), u.host_str().unwrap_or(""));
+            if let Some(p) = u.port() {
+                s.push_str(&format!(":{p}"));
+            }
+            if u.path() != "/" || u.query().is_some() {
+                s.push_str("/...");
+            }
+            s
+        }
+        Err(_) => "(invalid URL)".into(),
     }
 }
 
@@ -668,5 +688,20 @@ fn deliver(event: Queued, shared: &Shared, client: &mut Client, skipped: &mut u6
                 started.elapsed(),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_url_hides_paths_and_reads_as_logged() {
+        let shown = shown_url("https://hooks.slack.com/services/T0/B0/XYZ");
+        assert_eq!(shown, "https://hooks.slack.com/...");
+        // The log masks URLs in every line once more: unchanged.
+        let line = format!("to {shown}: 200");
+        assert_eq!(crate::config::redact_text(&line), line);
+        assert_eq!(shown_url("http://127.0.0.1:8080/"), "http://127.0.0.1:8080");
     }
 }
