@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::fake_imap::{self, FakeImap};
 use common::mailproc::Mailproc;
+use common::model::{self, Model};
 
 fn start(server: &FakeImap, imap_extra: &str) -> Mailproc {
     Mailproc::start(&format!(
@@ -42,7 +43,7 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 fn a_response_nested_a_hundred_thousand_deep_costs_a_reconnect_not_the_process() {
     let server = fake_imap::start(
         "LOGIN",
-        Box::new(|out: &mut TcpStream, tag: &str| {
+        Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
             let deep = "(".repeat(100_000);
             let _ = out.write_all(
                 format!("* 1 FETCH (BODYSTRUCTURE {deep}\r\n{tag} OK in\r\n").as_bytes(),
@@ -71,7 +72,7 @@ fn three_million_untagged_expunges_cost_bounded_memory() {
     const LINES: usize = 3_000_000;
     let server = fake_imap::start(
         "SELECT",
-        Box::new(|out: &mut TcpStream, tag: &str| {
+        Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
             let block = "* 1 EXPUNGE\r\n".repeat(10_000);
             for _ in 0..LINES / 10_000 {
                 if out.write_all(block.as_bytes()).is_err() {
@@ -107,7 +108,7 @@ fn three_million_untagged_expunges_cost_bounded_memory() {
 fn an_answer_trickled_a_byte_at_a_time_is_dropped_after_imap_timeout() {
     let server = fake_imap::start(
         "UID FETCH",
-        Box::new(|out: &mut TcpStream, _tag: &str| {
+        Box::new(|out: &mut TcpStream, _tag: &str, _line: &str| {
             let _ = out.write_all(b"* OK ");
             while out.write_all(b"x").is_ok() {
                 std::thread::sleep(Duration::from_millis(300));
@@ -132,7 +133,7 @@ fn an_answer_trickled_a_byte_at_a_time_is_dropped_after_imap_timeout() {
 fn a_header_fetch_answered_without_the_header_is_recorded_and_retried() {
     let server = fake_imap::start(
         "UID FETCH",
-        Box::new(|out: &mut TcpStream, tag: &str| {
+        Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
             let m = fake_imap::MESSAGE;
             let _ = out.write_all(
                 format!("* 1 FETCH (UID 1 FLAGS () BODY[] {{{}}}\r\n", m.len()).as_bytes(),
@@ -157,4 +158,45 @@ fn a_header_fetch_answered_without_the_header_is_recorded_and_retried() {
             .is_some_and(|e| e.contains("without the header")),
         "{row}"
     );
+}
+
+/// The same for the body FETCH of a message left for the model: the
+/// server answered its UID with flags and no body, and the message was
+/// taken for one gone meanwhile: no row, never asked about again.
+#[test]
+fn a_body_fetch_answered_without_the_body_is_recorded_and_retried() {
+    let server = fake_imap::start(
+        "UID FETCH",
+        Box::new(|out: &mut TcpStream, tag: &str, line: &str| {
+            if !line.contains("BODY.PEEK[]") {
+                return false;
+            }
+            let _ = out
+                .write_all(format!("* 1 FETCH (UID 1 FLAGS ())\r\n{tag} OK done\r\n").as_bytes());
+            true
+        }),
+    );
+    let model = Model::start(1, |_| model::answer(serde_json::json!([]), "keep"));
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
+         username: test, password: secret }}\n    provider: fake\n    \
+         backlog: all\n    folders: {{ watch: [INBOX] }}\n",
+        model.url(),
+        server.port
+    ));
+    let row = m.wait_for(Duration::from_secs(60), "a row for UID 1", || {
+        m.get("/api/activity").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+    });
+    assert_eq!(row["status"], "retrying", "{row}");
+    assert!(
+        row["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("without the body")),
+        "{row}"
+    );
+    assert_eq!(model.count(), 0, "the model was asked about nothing");
 }

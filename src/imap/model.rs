@@ -170,9 +170,17 @@ impl Runner {
         let max = self.w.account.max_message_bytes;
         let fetched = s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
         let mut bodies: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
+        // UIDs answered for without the body asked for.
+        let mut withheld = std::collections::HashSet::new();
         for f in fetched.iter() {
-            if let (Some(uid), Some(body)) = (f.uid, f.body()) {
-                bodies.insert(uid, body);
+            match (f.uid, f.body()) {
+                (Some(uid), Some(body)) => {
+                    bodies.insert(uid, body);
+                }
+                (Some(uid), None) => {
+                    withheld.insert(uid);
+                }
+                _ => {}
             }
         }
         // Holds at most this group's answers; its senders go with the
@@ -185,6 +193,11 @@ impl Runner {
         for mut it in items {
             let email = match bodies.get(&it.meta.uid) {
                 Some(raw) => Email::parse(raw),
+                None if withheld.contains(&it.meta.uid) => {
+                    it.body_withheld();
+                    flow.settled(it, now);
+                    continue;
+                }
                 None => {
                     // Left the folder since its header was fetched.
                     it.body_missing();

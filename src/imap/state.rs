@@ -201,6 +201,18 @@ impl Item {
         }
     }
 
+    /// The server answered its FETCH without the body asked for (the UID
+    /// came back, so it is still there): the server's failure, recorded
+    /// and retried, never passed over.
+    pub(super) fn body_withheld(&mut self) {
+        if self.state == State::Asked {
+            self.state = State::Failed(Failure::new(
+                "the server answered the body FETCH without the body",
+                "imap",
+            ));
+        }
+    }
+
     /// Its body is not a message: retrying cannot help.
     pub(super) fn unreadable(&mut self) {
         if self.state == State::Asked {
@@ -528,6 +540,15 @@ mod tests {
         retry.body_missing();
         assert_eq!(retry.state, State::Failed(Failure::gone()));
         assert!(retry.failure().unwrap().permanent);
+    }
+
+    #[test]
+    fn a_withheld_body_is_a_retried_failure_new_or_not() {
+        for mut it in [asked(1), known(2)] {
+            it.body_withheld();
+            let f = it.failure().unwrap();
+            assert_eq!((f.kind, f.permanent), ("imap", false));
+        }
     }
 
     #[test]

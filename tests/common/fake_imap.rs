@@ -17,10 +17,10 @@ pub const MESSAGE: &[u8] = b"From: a@example.com\r\nTo: b@example.com\r\nSubject
 Message-ID: <m1@example.com>\r\n\r\nbody\r\n";
 
 /// Answers the command `point` (its name, `UID FETCH` for a UID command)
-/// in the test's way: `tag` is the command's tag. The stream is the
-/// client's; the attack writes what it likes, or returns `false` to have
-/// the command answered as usual after all.
-pub type Attack = dyn Fn(&mut TcpStream, &str) -> bool + Send + Sync;
+/// in the test's way: `tag` is the command's tag and `line` the whole
+/// command. The stream is the client's; the attack writes what it likes,
+/// or returns `false` to have the command answered as usual after all.
+pub type Attack = dyn Fn(&mut TcpStream, &str, &str) -> bool + Send + Sync;
 
 pub struct FakeImap {
     pub port: u16,
@@ -83,7 +83,7 @@ fn session(mut out: TcpStream, point: &str, attack: &Attack) -> std::io::Result<
             "UID" => format!("UID {}", words.next().unwrap_or("").to_ascii_uppercase()),
             _ => cmd.clone(),
         };
-        if name == point && attack(&mut out, tag) {
+        if name == point && attack(&mut out, tag, &line) {
             continue;
         }
         let answer = match name.as_str() {
