@@ -146,6 +146,33 @@ fn prompt_fences_the_untrusted_email() {
     );
 }
 
+/// Only the body may make a question long, and by `max_body_chars`: a
+/// message of 200,000 recipients, a 900 KB List-Id or 8,000 attachments
+/// made questions of up to 900 KB.
+#[test]
+fn a_question_names_ten_recipients_and_cuts_every_field() {
+    let a = account();
+    let p = crate::config::parse(
+        "classifier: { providers: [ { name: p, kind: openai, url: \"http://127.0.0.1:1/x\", model: m, max_body_chars: 100 } ] }",
+        &|_| None,
+    )
+    .unwrap()
+    .0
+    .classifier
+    .providers[0]
+    .clone();
+    let to: Vec<String> = (0..20_000).map(|i| format!("r{i}@example.com")).collect();
+    let long = "l".repeat(900_000);
+    let e = email(&format!(
+        "From: a@b.c\r\nTo: {}\r\nList-Id: <{long}>\r\nSubject: s",
+        to.join(", ")
+    ));
+    let (_, user) = prompt(&a, &p, &e);
+    assert!(user.len() < 4_000, "{} bytes", user.len());
+    assert!(user.contains("r9@example.com, and 19990 more"), "{user}");
+    assert!(!user.contains("r10@example.com"), "{user}");
+}
+
 #[test]
 fn the_schema_names_only_what_the_account_allows() {
     let mut a = account();
