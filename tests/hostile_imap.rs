@@ -200,3 +200,29 @@ fn a_body_fetch_answered_without_the_body_is_recorded_and_retried() {
     );
     assert_eq!(model.count(), 0, "the model was asked about nothing");
 }
+
+/// Before TLS, a server that answers STARTTLS with untagged lines without
+/// end: read byte by byte (nothing after the OK may be taken), they kept a
+/// core busy until `imap.timeout`; a few are read, then the session ends.
+#[test]
+fn a_flood_of_lines_before_the_starttls_answer_ends_the_session() {
+    let server = fake_imap::start(
+        "STARTTLS",
+        Box::new(|out: &mut TcpStream, _tag: &str, _line: &str| {
+            let flood = "* OK still thinking\r\n".repeat(1000);
+            while out.write_all(flood.as_bytes()).is_ok() {}
+            true
+        }),
+    );
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: starttls, \
+         username: test, password: secret, timeout: 60s }}\n    folders: {{ watch: [INBOX] }}\n",
+        server.port
+    ));
+    m.wait_for(Duration::from_secs(30), "the session ended", || {
+        m.log()
+            .contains("more than 100 lines before the answer to STARTTLS")
+            .then_some(())
+    });
+}

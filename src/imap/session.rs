@@ -555,7 +555,13 @@ fn starttls(mut tcp: TcpStream, timeout: Duration) -> std::io::Result<TcpStream>
                 return Err(timed_out("no answer to STARTTLS within imap.timeout"));
             }
             tcp.set_read_timeout(Some(left))?;
-            if tcp.read(&mut b)? == 0 {
+            let n = tcp.read(&mut b).map_err(|e| match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    timed_out("no answer to STARTTLS within imap.timeout")
+                }
+                _ => e,
+            })?;
+            if n == 0 {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
                     "server closed the connection",
@@ -576,7 +582,9 @@ fn starttls(mut tcp: TcpStream, timeout: Duration) -> std::io::Result<TcpStream>
         )));
     }
     tcp.write_all(b"m0 STARTTLS\r\n")?;
-    loop {
+    // Untagged lines before the answer are read and dropped, a few: a
+    // server that floods them kept a core busy until imap.timeout.
+    for _ in 0..STARTTLS_LINES {
         let l = line(&mut tcp)?;
         if l.starts_with("m0 OK") {
             tcp.set_read_timeout(Some(timeout))?;
@@ -589,7 +597,13 @@ fn starttls(mut tcp: TcpStream, timeout: Duration) -> std::io::Result<TcpStream>
             )));
         }
     }
+    Err(std::io::Error::other(format!(
+        "more than {STARTTLS_LINES} lines before the answer to STARTTLS"
+    )))
 }
+
+/// The most untagged lines a server may send before it answers STARTTLS.
+const STARTTLS_LINES: usize = 100;
 
 /// A NO or BAD answer concerns the command; anything else (I/O, parse) means
 /// the session is broken and must be rebuilt.
