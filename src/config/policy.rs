@@ -34,7 +34,7 @@
 use serde_norway::Value;
 
 use super::env::{pieces, Piece};
-use super::redact::{is_secret_path, is_url_key, masked_secret, redact_url};
+use super::redact::{is_secret_path, is_url_key, masked_secret, redact_url, unmask_url};
 use super::{Config, MASK};
 
 /// Puts stored secrets back where `new` shows them masked; `old` is the tree
@@ -169,12 +169,16 @@ impl<'o> Walk<'o> {
             };
             match stored {
                 Some(o) if shown_as(o) == *s => o.to_string(),
-                Some(_) => {
-                    self.problems.push(format!(
-                        "{at}: reads {MASK} but does not match the stored value; write the value in full"
-                    ));
-                    return;
-                }
+                // A URL edited along its own origin keeps its masked parts.
+                Some(o) => match unmask_url(s, o).filter(|_| url) {
+                    Some(v) => v,
+                    None => {
+                        self.problems.push(format!(
+                            "{at}: reads {MASK} but does not match the stored value; write the value in full"
+                        ));
+                        return;
+                    }
+                },
                 None => {
                     self.problems.push(format!(
                         "{at}: reads {MASK} but there is no stored value to keep; write the value in full"
@@ -565,6 +569,20 @@ accounts:
                 "classifier.providers[0].api_key"
             ],
             "{p:?}"
+        );
+        // Its path edited on the same origin, the URL keeps its masked
+        // parts and the key stays with it.
+        let mut new = shown.clone();
+        new["classifier"]["providers"][0]["url"] =
+            "https://user:********@x.example/v2?key=********".into();
+        unmask(&mut new, &old).unwrap();
+        assert_eq!(
+            new["classifier"]["providers"][0]["url"].as_str(),
+            Some("https://user:secret@x.example/v2?key=k")
+        );
+        assert_eq!(
+            new["classifier"]["providers"][0]["api_key"].as_str(),
+            Some("sk-1")
         );
         // A hook URL that masks like the stored one is not the stored one.
         let p = problem_for(&|n| {

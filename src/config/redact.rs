@@ -84,6 +84,66 @@ pub fn redact_url(s: &str) -> String {
     out
 }
 
+/// `shown` (a URL as [`redact_url`] writes it, then edited) with each
+/// masked part taken back from `stored`: when both are URLs without
+/// references of the same origin and each masked part has its counterpart
+/// there (the password of the same user, a query value by its key, a path
+/// segment by its place in a path as long). `None` otherwise: the masked
+/// parts of a URL follow it along its own origin only.
+pub(super) fn unmask_url(shown: &str, stored: &str) -> Option<String> {
+    if shown.contains("${") || stored.contains("${") {
+        return None;
+    }
+    let new = url::Url::parse(shown).ok()?;
+    let old = url::Url::parse(stored).ok()?;
+    if new.origin() != old.origin() {
+        return None;
+    }
+    let mut out = new.clone();
+    if new.password() == Some(MASK) {
+        if new.username() != old.username() {
+            return None;
+        }
+        out.set_password(old.password()).ok()?;
+    } else if new.username() == MASK {
+        out.set_username(old.username()).ok()?;
+    }
+    let segments: Vec<&str> = new.path_segments()?.collect();
+    if segments.contains(&MASK) {
+        let stored_segments: Vec<&str> = old.path_segments()?.collect();
+        if stored_segments.len() != segments.len() {
+            return None;
+        }
+        let path: Vec<&str> = segments
+            .iter()
+            .zip(&stored_segments)
+            .map(|(n, o)| if *n == MASK { *o } else { *n })
+            .collect();
+        out.set_path(&format!("/{}", path.join("/")));
+    }
+    if let Some(query) = new.query() {
+        let stored_pairs: Vec<(String, String)> = old.query_pairs().into_owned().collect();
+        let mut parts = Vec::new();
+        for part in query.split('&').filter(|p| !p.is_empty()) {
+            match part.split_once('=') {
+                Some((k, MASK)) => {
+                    let key: String = url::form_urlencoded::parse(format!("{k}=").as_bytes())
+                        .next()
+                        .map(|(k, _)| k.into_owned())
+                        .unwrap_or_default();
+                    let (_, v) = stored_pairs.iter().find(|(sk, _)| *sk == key)?;
+                    let v: String = url::form_urlencoded::byte_serialize(v.as_bytes()).collect();
+                    parts.push(format!("{k}={v}"));
+                }
+                None if part == MASK => return None,
+                _ => parts.push(part.to_string()),
+            }
+        }
+        out.set_query(Some(&parts.join("&")));
+    }
+    Some(out.to_string())
+}
+
 /// [`redact_url`] of a URL without references; a query value that is one
 /// of `keep` (a reference's placeholder) is left for the caller.
 fn redact_literal_url(s: &str, keep: &[String]) -> String {
@@ -372,6 +432,35 @@ mod tests {
         assert_eq!(redact_url("${HOOK_URL}"), "${HOOK_URL}");
         assert_eq!(redact_url("${BASE}/v1?key=abc"), MASK);
         assert_eq!(redact_url("not a url"), MASK);
+    }
+
+    /// README: a URL's masked parts are written out again only when its
+    /// origin changes; a path edited on the same origin keeps them.
+    #[test]
+    fn masked_url_parts_follow_a_path_change_on_the_same_origin_only() {
+        let stored = "http://llmuser:URLPASS@127.0.0.1:32001/v1/chat?apikey=K%2B1&x=y";
+        let shown = redact_url(stored);
+        assert_eq!(
+            shown,
+            "http://llmuser:********@127.0.0.1:32001/v1/chat?apikey=********&x=********"
+        );
+        let edited = shown.replace("/v1/chat", "/v2/chat");
+        assert_eq!(
+            unmask_url(&edited, stored).as_deref(),
+            Some("http://llmuser:URLPASS@127.0.0.1:32001/v2/chat?apikey=K%2B1&x=y")
+        );
+        // Another origin, another user, a key the stored URL lacks: no.
+        assert_eq!(unmask_url(&edited.replace("32001", "32002"), stored), None);
+        assert_eq!(
+            unmask_url(&edited.replace("llmuser", "other"), stored),
+            None
+        );
+        assert_eq!(unmask_url(&edited.replace("apikey", "key"), stored), None);
+        // A masked path segment, by its place.
+        let hook = "https://hooks.example/services/T0/abcDEF0123456789ghij";
+        let shown = redact_url(hook);
+        assert_eq!(unmask_url(&shown, hook).as_deref(), Some(hook));
+        assert_eq!(unmask_url(&shown.replace("/T0/", "/T0/x/"), hook), None);
     }
 
     #[test]
