@@ -388,6 +388,18 @@ impl RuleForm {
         if !self.value.is_empty() && self.header.is_empty() {
             out.push("Header value: name the header it is matched in.".into());
         }
+        // Told with the rest, not after them: each condition is a pattern.
+        for (label, v) in [
+            ("From", &self.from),
+            ("To", &self.to),
+            ("Subject", &self.subject),
+            ("List-Id", &self.list_id),
+            ("Header value", &self.value),
+        ] {
+            if let Err(e) = regex::Regex::new(v) {
+                out.push(format!("{label}: not a valid pattern: {e}"));
+            }
+        }
         if self.move_to.is_empty() && self.flags.is_empty() && !self.read && !self.spam {
             out.push("Then: choose at least one action.".into());
         }
@@ -639,6 +651,21 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The form tells every problem it can at once: a broken pattern
+    /// beside a missing action, not one after the other.
+    #[test]
+    fn the_rule_form_lists_a_bad_pattern_beside_a_missing_action() {
+        let f = RuleForm {
+            name: "r".into(),
+            subject: "(unclosed".into(),
+            ..Default::default()
+        };
+        let p = f.problems();
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p[0].starts_with("Subject: not a valid pattern"), "{p:?}");
+        assert_eq!(p[1], "Then: choose at least one action.");
+    }
 
     const TEXT: &str = "server:
   port: 8080
