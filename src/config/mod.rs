@@ -30,7 +30,9 @@ pub use comments::keep_comments;
 pub use env::substitute;
 use env::{as_written, substitute_tree};
 pub use policy::{outgoing_urls, unmask};
-pub use redact::{masked_secret, redact_text, redact_url, redacted_json, summary_json};
+pub use redact::{
+    masked_secret, redact_text, redact_url, redacted_json, summary_json, without_credentials,
+};
 pub use schema::*;
 pub use validate::{
     read_certificate, sendable_header_value, signing_key, validate, BAD_HEADER_VALUE,

@@ -84,6 +84,26 @@ pub fn redact_url(s: &str) -> String {
     out
 }
 
+/// `s` as an error may quote it: a URL that does not parse has no parts to
+/// mask one by one, so what may hold a secret is cut: the user-info (up to
+/// an `@` before the path) and everything from the query or fragment on.
+pub fn without_credentials(s: &str) -> String {
+    let (head, cut) = match s.find(['?', '#']) {
+        Some(i) => (&s[..i], true),
+        None => (s, false),
+    };
+    let start = head.find("://").map_or(0, |i| i + 3);
+    let authority_end = head[start..].find('/').map_or(head.len(), |i| start + i);
+    let mut out = match head[start..authority_end].rfind('@') {
+        Some(at) => format!("{}…@{}", &head[..start], &head[start + at + 1..]),
+        None => head.to_string(),
+    };
+    if cut {
+        out.push('…');
+    }
+    out
+}
+
 /// `shown` (a URL as [`redact_url`] writes it, then edited) with each
 /// masked part taken back from `stored`: when both are URLs without
 /// references of the same origin and each masked part has its counterpart

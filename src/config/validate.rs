@@ -26,28 +26,11 @@ fn valid_http_url(s: &str) -> Result<(), String> {
             "expected an http or https URL, got scheme {:?}",
             u.scheme()
         )),
-        Err(e) => Err(format!("invalid URL {:?}: {e}", without_credentials(s))),
+        Err(e) => Err(format!(
+            "invalid URL {:?}: {e}",
+            super::redact::without_credentials(s)
+        )),
     }
-}
-
-/// `s` as a problem may quote it: a URL that does not parse has no parts to
-/// mask one by one, so what may hold a secret is cut: the user-info (up to
-/// an `@` before the path) and everything from the query or fragment on.
-fn without_credentials(s: &str) -> String {
-    let (head, cut) = match s.find(['?', '#']) {
-        Some(i) => (&s[..i], true),
-        None => (s, false),
-    };
-    let start = head.find("://").map_or(0, |i| i + 3);
-    let authority_end = head[start..].find('/').map_or(head.len(), |i| start + i);
-    let mut out = match head[start..authority_end].rfind('@') {
-        Some(at) => format!("{}…@{}", &head[..start], &head[start + at + 1..]),
-        None => head.to_string(),
-    };
-    if cut {
-        out.push('…');
-    }
-    out
 }
 
 /// Whether `v` can go on the wire as an HTTP field value: visible ASCII,

@@ -103,11 +103,10 @@ impl Client {
         timeout: Duration,
         configured: Duration,
     ) -> Result<u16, WebhookError> {
-        let uri: Uri = target
-            .url
-            .as_str()
-            .parse()
-            .map_err(|e| WebhookError::BadUrl(format!("invalid URL {}: {e}", target.url)))?;
+        let uri: Uri = target.url.as_str().parse().map_err(|e| {
+            let url = crate::config::redact_url(target.url.as_str());
+            WebhookError::BadUrl(format!("invalid URL {url}: {e}"))
+        })?;
         *self.pin.lock() = Some(Pin {
             host: uri.host().unwrap_or_default().to_string(),
             port: target.url.port_or_known_default().unwrap_or(80),

@@ -181,8 +181,10 @@ pub struct Vetted {
 
 /// Parses a webhook URL: http or https with a host, nothing else.
 pub fn parse_url(url: &str) -> Result<Url, WebhookError> {
-    let u = Url::parse(url.trim())
-        .map_err(|e| WebhookError::BadUrl(format!("invalid URL {url:?}: {e}")))?;
+    let u = Url::parse(url.trim()).map_err(|e| {
+        let url = crate::config::without_credentials(url);
+        WebhookError::BadUrl(format!("invalid URL {url:?}: {e}"))
+    })?;
     if u.scheme() != "http" && u.scheme() != "https" {
         return Err(WebhookError::BadUrl(format!(
             "expected an http or https URL, got scheme {:?}",
@@ -520,6 +522,12 @@ mod tests {
                 "{url}"
             );
         }
+        // The error (shown to the caller, and logged) quotes no credential.
+        let Err(WebhookError::BadUrl(e)) = parse_url("http://u:PW-1@h.example:99999/x?token=T-2")
+        else {
+            panic!("an invalid port parses");
+        };
+        assert!(!e.contains("PW-1") && !e.contains("T-2"), "{e}");
     }
 
     #[test]
