@@ -24,6 +24,21 @@ fn start(server: &FakeImap, imap_extra: &str) -> Mailproc {
     ))
 }
 
+/// The one message's row, once written: being retried, for `why`.
+fn retrying_row(m: &Mailproc, why: &str) -> serde_json::Value {
+    let row = m.wait_for(Duration::from_secs(60), "a row for UID 1", || {
+        m.get("/api/activity").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+    });
+    assert_eq!(row["status"], "retrying", "{row}");
+    assert!(
+        row["error"].as_str().is_some_and(|e| e.contains(why)),
+        "{row}"
+    );
+    row
+}
+
 fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
@@ -144,20 +159,9 @@ fn a_header_fetch_answered_without_the_header_is_recorded_and_retried() {
         }),
     );
     let m = start(&server, "");
-    let row = m.wait_for(Duration::from_secs(60), "a row for UID 1", || {
-        m.get("/api/activity").body["entries"]
-            .as_array()
-            .and_then(|e| e.first().cloned())
-    });
-    assert_eq!(row["status"], "retrying", "{row}");
+    let row = retrying_row(&m, "without the header");
     // Nothing decided it: its model reads `none`, as README lists them.
     assert_eq!(row["model"], "none", "{row}");
-    assert!(
-        row["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("without the header")),
-        "{row}"
-    );
 }
 
 /// The same for the body FETCH of a message left for the model: the
@@ -186,18 +190,7 @@ fn a_body_fetch_answered_without_the_body_is_recorded_and_retried() {
         model.url(),
         server.port
     ));
-    let row = m.wait_for(Duration::from_secs(60), "a row for UID 1", || {
-        m.get("/api/activity").body["entries"]
-            .as_array()
-            .and_then(|e| e.first().cloned())
-    });
-    assert_eq!(row["status"], "retrying", "{row}");
-    assert!(
-        row["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("without the body")),
-        "{row}"
-    );
+    retrying_row(&m, "without the body");
     assert_eq!(model.count(), 0, "the model was asked about nothing");
 }
 
