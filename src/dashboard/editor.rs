@@ -317,20 +317,26 @@ impl RuleForm {
         }
     }
 
+    /// The form's conditions: key in the file, label on the page, value,
+    /// and whether it is a pattern (`header` names a field).
+    fn conditions(&self) -> [(&'static str, &'static str, &str, bool); 6] {
+        [
+            ("from", "From", &self.from, true),
+            ("to", "To", &self.to, true),
+            ("subject", "Subject", &self.subject, true),
+            ("list_id", "List-Id", &self.list_id, true),
+            ("header", "Header", &self.header, false),
+            ("value", "Header value", &self.value, true),
+        ]
+    }
+
     /// The rule as the configuration tree writes it.
     fn tree(&self) -> serde_norway::Value {
         use serde_norway::{Mapping, Value};
         let mut when = Mapping::new();
-        for (k, v) in [
-            ("from", &self.from),
-            ("to", &self.to),
-            ("subject", &self.subject),
-            ("list_id", &self.list_id),
-            ("header", &self.header),
-            ("value", &self.value),
-        ] {
+        for (k, _, v, _) in self.conditions() {
             if !v.is_empty() {
-                when.insert(Value::from(k), Value::from(v.as_str()));
+                when.insert(Value::from(k), Value::from(v));
             }
         }
         let mut actions = Vec::new();
@@ -373,15 +379,11 @@ impl RuleForm {
         if self.name.is_empty() {
             out.push("Name: give the rule a name.".to_string());
         }
-        if [
-            &self.from,
-            &self.to,
-            &self.subject,
-            &self.list_id,
-            &self.header,
-        ]
-        .iter()
-        .all(|v| v.is_empty())
+        // A header value alone is no condition: it needs its header.
+        if self
+            .conditions()
+            .iter()
+            .all(|(k, _, v, _)| *k == "value" || v.is_empty())
         {
             out.push("When: fill in at least one condition.".into());
         }
@@ -389,13 +391,7 @@ impl RuleForm {
             out.push("Header value: name the header it is matched in.".into());
         }
         // Told with the rest, not after them: each condition is a pattern.
-        for (label, v) in [
-            ("From", &self.from),
-            ("To", &self.to),
-            ("Subject", &self.subject),
-            ("List-Id", &self.list_id),
-            ("Header value", &self.value),
-        ] {
+        for (_, label, v, _) in self.conditions().into_iter().filter(|c| c.3) {
             if let Err(e) = regex::Regex::new(v) {
                 out.push(format!("{label}: not a valid pattern: {e}"));
             }
