@@ -84,10 +84,17 @@ impl Email {
         Some(Email {
             message_id: msg
                 .message_id()
-                .map(|m| format!("<{}>", truncate(m, MAX_HEADER_CHARS)))
+                .map(|m| format!("<{}>", visible(truncate(m, MAX_HEADER_CHARS), '\u{FFFD}')))
                 .unwrap_or_default(),
-            subject: truncate(msg.subject().unwrap_or("").trim(), MAX_HEADER_CHARS).to_string(),
-            from: addr(msg.from()).into_iter().next().unwrap_or_default(),
+            subject: visible(
+                truncate(msg.subject().unwrap_or("").trim(), MAX_HEADER_CHARS),
+                ' ',
+            ),
+            from: addr(msg.from())
+                .into_iter()
+                .next()
+                .map(|a| visible(&a, '\u{FFFD}'))
+                .unwrap_or_default(),
             to: addr(msg.to()).into_iter().chain(addr(msg.cc())).collect(),
             headers: {
                 let mut names = std::collections::HashSet::new();
@@ -122,6 +129,16 @@ impl Email {
     }
 }
 
+/// `s` with every control character (a NUL, a lone CR, an escape that
+/// would recolour a terminal, a tab) replaced by `with`: what is recorded,
+/// shown, logged and sent in webhooks is text a person can read, whatever
+/// bytes a header's encoded words decoded to.
+fn visible(s: &str, with: char) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { with } else { c })
+        .collect()
+}
+
 /// The first `max` characters of `s`.
 pub fn truncate(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {
@@ -133,6 +150,28 @@ pub fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Encoded words decode to any bytes: a NUL, a lone CR or an escape in
+    /// a subject or a Message-ID is not recorded as such.
+    #[test]
+    fn control_characters_never_reach_a_subject_or_a_message_id() {
+        let raw = b"From: =?utf-8?q?Eve?= <eve@example.com>\r\n\
+Subject: =?utf-8?q?a=00b=0Dc=1B[31md=09e?=\r\n\
+Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
+        let e = Email::parse(raw).unwrap();
+        assert_eq!(e.subject, "a b c [31md e");
+        assert!(
+            !e.message_id.chars().any(char::is_control),
+            "{:?}",
+            e.message_id
+        );
+        assert_eq!(e.from, "eve@example.com");
+        let raw = b"Subject: one\rtwo\x00three\r\n\r\n";
+        assert_eq!(Email::parse_headers(raw).unwrap().subject, "one two three");
+        let plain = Email::parse(b"Subject: caf\xc3\xa9 ok\r\nMessage-ID: <a@b>\r\n\r\n").unwrap();
+        assert_eq!(plain.subject, "café ok");
+        assert_eq!(plain.message_id, "<a@b>");
+    }
 
     /// Padding of any kind keeps the first field of each name and costs a
     /// bounded number of them.

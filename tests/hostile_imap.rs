@@ -7,7 +7,8 @@ mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::fake_imap::{self, FakeImap};
@@ -218,4 +219,90 @@ fn a_flood_of_lines_before_the_starttls_answer_ends_the_session() {
             .contains("more than 100 lines before the answer to STARTTLS")
             .then_some(())
     });
+}
+
+/// How many times the server saw its point (the attack's command) between
+/// `from` and `to` after it first saw it: the rate of a loop, once the
+/// first passes (free) are behind it.
+fn seen_between(seen: &AtomicU64, from: Duration, to: Duration) -> u64 {
+    let start = std::time::Instant::now();
+    while seen.load(Ordering::SeqCst) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "never seen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = std::time::Instant::now();
+    std::thread::sleep(from);
+    let a = seen.load(Ordering::SeqCst);
+    std::thread::sleep(to.saturating_sub(first.elapsed()));
+    seen.load(Ordering::SeqCst) - a
+}
+
+/// A server that ends every IDLE with an `EXISTS` for mail that is not
+/// there made the account pass over its folders again at once, for ever
+/// (a million such EXISTS an IDLE cost 60 % of a core). After two empty
+/// passes the server prompted, the next ones wait, 1 s doubling to 30 s.
+#[test]
+fn an_exists_in_every_idle_for_no_new_mail_is_followed_ever_more_slowly() {
+    let idles = Arc::new(AtomicU64::new(0));
+    let seen = idles.clone();
+    let server = fake_imap::start(
+        "IDLE",
+        Box::new(move |out: &mut TcpStream, tag: &str, _line: &str| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let _ = out.write_all(b"+ idling\r\n* 1 EXISTS\r\n");
+            // The client's DONE comes meanwhile (the fake reads it as a line
+            // of nothing).
+            std::thread::sleep(Duration::from_millis(50));
+            let _ = out.write_all(format!("{tag} OK done\r\n").as_bytes());
+            true
+        }),
+    );
+    let m = start(&server, "");
+    let later = seen_between(&idles, Duration::from_secs(4), Duration::from_secs(14));
+    // Without the wait: about 15 an second. With it: the passes after 4 s
+    // wait 4 s and 8 s.
+    assert!(later <= 4, "{later} IDLEs from 4 s to 14 s");
+    let log = m.log();
+    assert!(
+        log.contains("signalled new mail 2 times in a row that no pass found"),
+        "{log}"
+    );
+    // The one message was recorded once, and the account is not in error.
+    assert_eq!(m.get("/api/activity").body["total"], 1);
+    assert_eq!(server.sessions.load(Ordering::SeqCst), 1);
+    let acct = &m.get("/api/accounts").body["accounts"][0];
+    assert_eq!(acct["state"], "connected", "{acct}");
+}
+
+/// A server whose UIDVALIDITY changes at every SELECT: each SELECT after a
+/// pass found the folder behind (a new generation), so the account passed
+/// again at once, 6.5 SELECTs a second with a warning each, for ever. The
+/// passes it prompts now wait as for an empty `EXISTS`.
+#[test]
+fn a_uidvalidity_that_changes_at_every_select_is_followed_ever_more_slowly() {
+    let selects = Arc::new(AtomicU64::new(0));
+    let seen = selects.clone();
+    let server = fake_imap::start(
+        "SELECT",
+        Box::new(move |out: &mut TcpStream, tag: &str, _line: &str| {
+            let v = 7 + seen.fetch_add(1, Ordering::SeqCst);
+            let _ = out.write_all(
+                format!(
+                    "* FLAGS (\\Seen \\Deleted \\Flagged)\r\n* 1 EXISTS\r\n* 0 RECENT\r\n\
+                     * OK [UIDVALIDITY {v}] v\r\n* OK [UIDNEXT 2] n\r\n{tag} OK [READ-WRITE] done\r\n"
+                )
+                .as_bytes(),
+            );
+            true
+        }),
+    );
+    let m = start(&server, "");
+    let later = seen_between(&selects, Duration::from_secs(4), Duration::from_secs(14));
+    assert!(later <= 8, "{later} SELECTs from 4 s to 14 s");
+    let log = m.log();
+    assert!(
+        log.contains("signalled new mail 2 times in a row that no pass found"),
+        "{log}"
+    );
+    assert_eq!(server.sessions.load(Ordering::SeqCst), 1);
 }

@@ -1360,6 +1360,44 @@ fn a_replayed_move_never_takes_a_same_message_id_for_the_copy() {
     assert!(!m.log().contains("an earlier run's copy"), "{}", m.log());
 }
 
+/// A message whose decision moves it and marks it read, the process killed
+/// the moment the server confirmed the move: its flags were set on the
+/// copy after the move, so the copy stayed unread for good (the journal
+/// took the message for moved; `crash_rounds` caught it once). The flags
+/// now go before the move, which carries them along.
+#[test]
+fn a_crash_right_after_a_move_leaves_the_copy_with_its_flags() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Lists");
+    d.seed(
+        "test",
+        "INBOX",
+        &msg_with("read1", "Weekly list mail", "List-Id: <weekly.example>\r\n"),
+    );
+    let rules = "    rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists }, { type: read }, { type: flag, flags: [\"$Listed\"] } ] }\n";
+    let mut m = Mailproc::prepare(&config(&d, None, rules, ""));
+    m.spawn(&[("MAILPROC_FAILPOINTS", "after-move=abort")]);
+    let st = m.wait_exit(Duration::from_secs(30));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    assert!(
+        m.log().contains("failpoint after-move: aborting"),
+        "{}",
+        m.log()
+    );
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(30), "the row finished", || {
+        (total(&m, "&status=ok") == 1).then_some(())
+    });
+    let stored = d.messages("test");
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let x = &stored[0];
+    assert_eq!(x.mailbox, "Lists", "{x:?}");
+    for f in ["\\Seen", "$Listed"] {
+        assert!(x.flags.iter().any(|g| g == f), "{f} missing: {x:?}");
+    }
+}
+
 /// The value of the series `series` (name and labels) in a scrape; 0 when
 /// it is absent.
 fn counter(metrics: &str, series: &str) -> f64 {

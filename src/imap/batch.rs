@@ -217,8 +217,8 @@ impl Runner {
         })
     }
 
-    /// Carries out the plan: the flags of messages that stay, then the
-    /// moves, the flags of moving messages on their copies (see `flags`).
+    /// Carries out the plan: the flags (of moving messages too, which the
+    /// moves carry along, see `flags`), then the moves.
     /// `done` is told the UIDs whose every command the server has
     /// confirmed, as soon as it has. `before` holds each message's flags
     /// before we acted. Returns the UIDs whose commands the server refused,
@@ -244,15 +244,11 @@ impl Runner {
             for u in set.iter().filter(|u| moving.contains(u)) {
                 wanted.entry(*u).or_default().extend(flags.iter().cloned());
             }
-            // With UIDPLUS a moving message gets its flags on its copy,
-            // after the move; without, before it (and off again if it fails).
-            let now: Vec<u32> = set
-                .iter()
-                .copied()
-                .filter(|u| !caps.uidplus || !moving.contains(u))
-                .collect();
-            // (A large fragmented set goes in several commands.)
-            for now in uid_pieces(&now, set_max()) {
+            // A moving message gets its flags before the move, which
+            // carries them along (and they come off again if it fails):
+            // see `flags`. (A large fragmented set goes in several
+            // commands.)
+            for now in uid_pieces(set, set_max()) {
                 if let Err(e) = s.uid_store(
                     uid_set(&now),
                     format!("+FLAGS.SILENT ({})", flags.join(" ")),
@@ -278,7 +274,6 @@ impl Runner {
                 to: None,
             });
         }
-        let at = (mailbox, replayed.uidvalidity);
         let mut created: HashSet<String> = HashSet::new();
         // The largest move first: its records are written while the
         // smaller ones run, so little is left to write after the last.
@@ -307,9 +302,6 @@ impl Runner {
                 match self.take_out(s, caps, mailbox, &uids)? {
                     Ok(()) => {
                         let dest: HashMap<u32, u32> = copied.iter().copied().collect();
-                        if caps.uidplus {
-                            self.flag_copies(s, folders, at, folder, &uids, &dest, &wanted)?;
-                        }
                         for (u, d) in &copied {
                             moved.insert(*u, (folder.clone(), Some(*d)));
                         }
@@ -331,9 +323,7 @@ impl Runner {
             // `?`: a broken session ends the batch, decisions journalled.
             match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)? {
                 Ok(dest) => {
-                    if caps.uidplus {
-                        self.flag_copies(s, folders, at, folder, &set, &dest, &wanted)?;
-                    }
+                    crate::failpoint::hit("after-move");
                     for u in &set {
                         moved.insert(*u, (folder.clone(), dest.get(u).copied()));
                     }
@@ -343,9 +333,7 @@ impl Runner {
                     })
                 }
                 Err(e) => {
-                    if !caps.uidplus {
-                        self.unflag(s, &set, &wanted, before)?;
-                    }
+                    self.unflag(s, &set, &wanted, before)?;
                     for u in &set {
                         failed.insert(*u, e.clone());
                     }

@@ -278,6 +278,10 @@ struct Runner {
     /// Each folder the corrections check read whole, with its counts as
     /// they were just before (see `corrections`).
     corrections_read: HashMap<String, folders::Counts>,
+    /// Messages the pass under way took up (new, due for a retry, left
+    /// pending): a pass the server prompted that found none is empty (see
+    /// `schedule::Quiet`).
+    found: usize,
 }
 
 impl Runner {
@@ -299,6 +303,7 @@ impl Runner {
             junk: "Junk".into(),
             held: None,
             corrections_read: HashMap::new(),
+            found: 0,
         }
     }
 

@@ -25,6 +25,7 @@ impl Runner {
     ) -> Result<Option<Exit>, ImapError> {
         self.w.handle.set_state(State::Processing);
         self.last_pass_ms = now_ms();
+        self.found = 0;
         self.w
             .metrics
             .passes
@@ -313,6 +314,7 @@ impl Runner {
         }
         self.skip_handled_earlier(s, mailbox, uidvalidity, &mut uids, &known)?;
         let uids: Vec<u32> = uids.into_iter().collect();
+        self.found += uids.len();
         let mut reader = self.second_session(caps, folders, mailbox, uidvalidity, &uids);
         // More than one window: their moves are held and made at the end
         // (see `held`).

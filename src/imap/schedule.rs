@@ -7,7 +7,8 @@
 //! due. Only the IDLE re-issue is followed by no pass: the server's answer
 //! to `DONE` proved it is there, and IDLE starts again. [`Runner::serve`]
 //! follows it: commands first, then refile requests, a pass when one is
-//! due, a token renewal when due, then the wait.
+//! due, a token renewal when due, then the wait. A pass the server
+//! prompts waits first once such passes keep finding nothing ([`Quiet`]).
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,62 @@ use crate::config::AccountConfig;
 /// a deadline that cannot be met (its folder cannot be opened) does not
 /// turn the loop into a spin.
 const FLOOR: Duration = Duration::from_millis(200);
+
+/// Passes the server prompted (an `EXISTS` in IDLE, or the folder found
+/// behind its watermark after a pass) that found nothing, in a row, before
+/// the next such pass waits: a real server's signal is followed by new
+/// mail, so only a broken or hostile one (an `EXISTS` in every IDLE, a
+/// UIDVALIDITY that changes at every SELECT) reaches it.
+const QUIET_FREE: u32 = 2;
+/// The wait before a prompted pass past [`QUIET_FREE`]: 1 s doubling to
+/// this. New mail that comes meanwhile waits at most this long, and only
+/// after such a run of empty passes; the first pass that finds a message
+/// ends the run.
+const QUIET_MAX: Duration = Duration::from_secs(30);
+
+/// Empty passes the server prompted, in a row (see [`QUIET_FREE`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Quiet {
+    empty: u32,
+}
+
+impl Quiet {
+    /// A pass ended: `prompted` by the server's signal, having taken up
+    /// `found` messages. A pass that found mail ends the run; a pass the
+    /// schedule made (a poll, the longest wait, a command) leaves it as
+    /// it is.
+    pub(super) fn after_pass(&mut self, prompted: bool, found: usize) {
+        if found > 0 {
+            self.empty = 0;
+        } else if prompted {
+            self.empty = self.empty.saturating_add(1);
+        }
+    }
+
+    /// How long the next prompted pass waits first, if at all.
+    pub(super) fn rest(&self) -> Option<Duration> {
+        let past = self.empty.checked_sub(QUIET_FREE)?;
+        let secs = 1u64.checked_shl(past.min(16)).unwrap_or(u64::MAX);
+        Some(Duration::from_secs(secs).min(QUIET_MAX))
+    }
+
+    /// Whether the run of empty passes just reached the point where passes
+    /// wait (said once in the log, not at every pass).
+    pub(super) fn just_started(&self) -> bool {
+        self.empty == QUIET_FREE
+    }
+}
+
+/// Whether a pass is due, and who asked for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Due {
+    No,
+    /// The schedule: connecting, a poll, the longest wait, a retry.
+    Scheduled,
+    /// The server: an `EXISTS` ended IDLE, or the folder was found behind
+    /// its watermark after a pass (see [`Quiet`]).
+    Prompted,
+}
 
 /// Why a wait ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +174,10 @@ impl Runner {
         let schedule = Schedule::of(&self.w.account);
         // The first pass after connecting always runs (unless paused): mail
         // may have arrived while we were away.
-        let mut pass_due = true;
+        let mut due = Due::Scheduled;
+        let mut quiet = Quiet::default();
+        // The prompted pass due has had its rest (see `Quiet`).
+        let mut rested = false;
         loop {
             if let Some(exit) = self.take_commands() {
                 return Ok(exit);
@@ -126,16 +186,37 @@ impl Runner {
             // `process` runs one whole pass, also while paused (`forced`
             // holds for the pass; a pause cuts short only the others).
             let force = std::mem::take(&mut self.force_pass);
-            if force || (pass_due && !self.w.handle.is_paused()) {
+            if force || (due != Due::No && !self.w.handle.is_paused()) {
+                let prompted = due == Due::Prompted && !force;
+                if prompted && !std::mem::take(&mut rested) {
+                    if let Some(rest) = quiet.rest() {
+                        if quiet.just_started() {
+                            log::warn!(
+                                "{}: the server signalled new mail {QUIET_FREE} times in a row \
+                                 that no pass found; the passes it prompts wait first (1 s \
+                                 doubling to {} s) until one finds mail",
+                                self.name(),
+                                QUIET_MAX.as_secs()
+                            );
+                        }
+                        if !self.rest(rest) {
+                            return Ok(Exit::Shutdown);
+                        }
+                        rested = true;
+                        continue;
+                    }
+                }
                 self.forced = force;
                 let r = self.pass(s, caps, folders);
                 self.forced = false;
                 if let Some(exit) = r? {
                     return Ok(exit);
                 }
-            } else if pass_due {
+                quiet.after_pass(prompted, self.found);
+            } else if due != Due::No {
                 log::debug!("{}: paused: the pass waits for resume", self.name());
             }
+            rested = false;
             self.w.handle.set_state(if self.w.handle.is_paused() {
                 State::Paused
             } else if self.trouble.is_some() {
@@ -165,38 +246,52 @@ impl Runner {
             // waiting for the next message or the IDLE re-issue.
             if let Some(mb) = &selected {
                 if !self.w.handle.is_paused() && self.behind(s, folders, first, mb)? {
-                    pass_due = true;
+                    due = Due::Prompted;
                     continue;
                 }
             }
             let wake = schedule.next(selected.is_some(), self.until_renew(), self.next_retry());
-            pass_due = match selected {
+            due = match selected {
                 Some(_) => self.idle_until(s, control, wake)?,
                 None => match self.poll_until(s, control, wake)? {
-                    Some(pass) => pass,
+                    Some(due) => due,
                     None => return Ok(Exit::Shutdown),
                 },
             };
         }
     }
 
+    /// Waits up to `rest` for a command or a refile request, which the
+    /// loop then serves. Returns `false` when the command channel is gone
+    /// (shutdown).
+    fn rest(&mut self, rest: Duration) -> bool {
+        match self.w.commands.recv_timeout(rest) {
+            Ok(Message::Command(cmd)) => self.queued.push(cmd),
+            Ok(Message::Refile(r)) => self.refiles.push(r),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return false,
+        }
+        true
+    }
+
     /// Waits in IDLE until `wake`, new mail or a command. Returns whether a
     /// pass follows: not after a wait that only re-issues IDLE (the SELECT
     /// on the way back still notices missed mail), nor when a command
-    /// arrived before IDLE began (it is taken first).
+    /// arrived before IDLE began (it is taken first); prompted when the
+    /// server announced mail.
     fn idle_until(
         &mut self,
         s: &mut Session,
         control: &Control,
         wake: Wake,
-    ) -> Result<bool, ImapError> {
+    ) -> Result<Due, ImapError> {
         self.w.handle.arm_wake(true);
         // A command that arrived before the wake-up was armed could not
         // wake us; look once more before blocking. One that comes later
         // wakes the IDLE wait (see session::Stream).
         if !self.w.commands.is_empty() || self.w.handle.is_shutting_down() {
             self.w.handle.arm_wake(false);
-            return Ok(false);
+            return Ok(Due::No);
         }
         // The wait ends at its deadline whatever the server sends
         // meanwhile.
@@ -225,13 +320,16 @@ impl Runner {
             r?;
         }
         control.commands();
-        if timed_out && !wake.why.pass_after() {
+        if !timed_out {
+            return Ok(Due::Prompted);
+        }
+        if !wake.why.pass_after() {
             if Instant::now() >= deadline {
                 log::debug!("{}: IDLE re-issued", self.name());
             }
-            return Ok(false);
+            return Ok(Due::No);
         }
-        Ok(true)
+        Ok(Due::Scheduled)
     }
 
     /// Waits for a command until `wake`, then a NOOP keeps the connection
@@ -242,18 +340,15 @@ impl Runner {
         s: &mut Session,
         control: &Control,
         wake: Wake,
-    ) -> Result<Option<bool>, ImapError> {
-        match self.w.commands.recv_timeout(wake.after) {
-            Ok(Message::Command(cmd)) => self.queued.push(cmd),
-            Ok(Message::Refile(r)) => self.refiles.push(r),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Ok(None),
+    ) -> Result<Option<Due>, ImapError> {
+        if !self.rest(wake.after) {
+            return Ok(None);
         }
         control.answer_within(self.w.account.imap.timeout.0.min(IDLE_EXIT));
         let r = s.noop();
         control.commands();
         r?;
-        Ok(Some(true))
+        Ok(Some(Due::Scheduled))
     }
 }
 
@@ -346,6 +441,57 @@ mod tests {
             s.next(false, None, Some(Duration::from_millis(1))),
             wake(FLOOR, Why::Retry)
         );
+    }
+
+    #[test]
+    fn empty_passes_the_server_prompts_wait_longer_and_longer() {
+        let mut q = Quiet::default();
+        let mut rests = Vec::new();
+        for _ in 0..10 {
+            rests.push(q.rest().map(|d| d.as_secs()));
+            q.after_pass(true, 0);
+        }
+        assert_eq!(
+            rests,
+            [
+                None,
+                None,
+                Some(1),
+                Some(2),
+                Some(4),
+                Some(8),
+                Some(16),
+                Some(30),
+                Some(30),
+                Some(30)
+            ]
+        );
+        // Never overflows, however long the run.
+        for _ in 0..100 {
+            q.after_pass(true, 0);
+        }
+        assert_eq!(q.rest(), Some(QUIET_MAX));
+        // A pass that finds mail ends the run, prompted or not.
+        q.after_pass(false, 3);
+        assert_eq!(q.rest(), None);
+    }
+
+    #[test]
+    fn passes_the_schedule_makes_neither_count_nor_end_the_run() {
+        let mut q = Quiet::default();
+        for _ in 0..3 {
+            q.after_pass(true, 0);
+        }
+        assert!(!q.just_started());
+        assert_eq!(q.rest(), Some(2 * S));
+        q.after_pass(false, 0);
+        assert_eq!(q.rest(), Some(2 * S));
+        // Said once, when passes first wait.
+        let mut q = Quiet::default();
+        q.after_pass(true, 0);
+        assert!(!q.just_started());
+        q.after_pass(true, 0);
+        assert!(q.just_started());
     }
 
     #[test]
