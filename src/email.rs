@@ -84,7 +84,12 @@ impl Email {
         Some(Email {
             message_id: msg
                 .message_id()
-                .map(|m| format!("<{}>", visible(truncate(m, MAX_HEADER_CHARS), '\u{FFFD}')))
+                .map(|m| {
+                    // Unfolded first: a folded Message-ID's line break is
+                    // not part of it (`search_message_id` reads it so).
+                    let m: String = m.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+                    format!("<{}>", visible(truncate(&m, MAX_HEADER_CHARS), '\u{FFFD}'))
+                })
                 .unwrap_or_default(),
             subject: visible(
                 truncate(msg.subject().unwrap_or("").trim(), MAX_HEADER_CHARS),
@@ -166,6 +171,12 @@ Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
             e.message_id
         );
         assert_eq!(e.from, "eve@example.com");
+        // A folded Message-ID is unfolded, not marked.
+        let folded = b"Message-ID: <abc\r\n def@x>\r\n\r\n";
+        assert_eq!(
+            Email::parse_headers(folded).unwrap().message_id,
+            "<abc def@x>"
+        );
         let raw = b"Subject: one\rtwo\x00three\r\n\r\n";
         assert_eq!(Email::parse_headers(raw).unwrap().subject, "one two three");
         let plain = Email::parse(b"Subject: caf\xc3\xa9 ok\r\nMessage-ID: <a@b>\r\n\r\n").unwrap();

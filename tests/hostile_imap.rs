@@ -306,3 +306,50 @@ fn a_uidvalidity_that_changes_at_every_select_is_followed_ever_more_slowly() {
     );
     assert_eq!(server.sessions.load(Ordering::SeqCst), 1);
 }
+
+/// A `UID MOVE` the server refuses after moving the messages all the same
+/// (RFC 6851 lets a MOVE fail part-way, each message moved or untouched):
+/// the moved message was recorded as a failed move, retried, and then
+/// failed for having left the folder. It is recorded as moved now.
+#[test]
+fn a_move_refused_after_the_message_moved_is_recorded_as_moved() {
+    let moved = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = fake_imap::start(
+        "*",
+        Box::new(move |out: &mut TcpStream, tag: &str, line: &str| {
+            let upper = line.to_ascii_uppercase();
+            if upper.contains(" UID MOVE ") {
+                moved.store(true, Ordering::SeqCst);
+                let _ = out
+                    .write_all(format!("{tag} NO [SERVERBUG] quota hit part-way\r\n").as_bytes());
+                return true;
+            }
+            if upper.contains(" UID SEARCH ") && moved.load(Ordering::SeqCst) {
+                let _ = out.write_all(format!("* SEARCH\r\n{tag} OK done\r\n").as_bytes());
+                return true;
+            }
+            false
+        }),
+    );
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
+         username: test, password: secret }}\n    backlog: all\n    \
+         folders: {{ watch: [INBOX], allowed: [Junk] }}\n    rules:\n      - {{ name: all, when: {{ subject: hello }}, \
+         actions: [ {{ type: move, folder: Junk }} ] }}\n",
+        server.port
+    ));
+    let row = m.wait_for(Duration::from_secs(30), "the row", || {
+        m.get("/api/activity").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+            .filter(|r| r["status"] != "pending")
+    });
+    assert_eq!(row["status"], "ok", "{row}\n{}", m.log());
+    assert!(row.to_string().contains("Junk"), "{row}");
+    assert!(
+        m.log().contains("those are recorded as moved"),
+        "{}",
+        m.log()
+    );
+}

@@ -333,14 +333,60 @@ impl Runner {
                     })
                 }
                 Err(e) => {
-                    self.unflag(s, &set, &wanted, before)?;
-                    for u in &set {
+                    let (left, kept) = self.split_refused(s, caps, &set)?;
+                    if !left.is_empty() {
+                        log::warn!(
+                            "{}: the server refused the move of {} message(s) to {folder:?} \
+                             ({e}) after {} of them had moved: those are recorded as moved",
+                            self.name(),
+                            set.len(),
+                            left.len()
+                        );
+                        for u in &left {
+                            moved.insert(*u, (folder.clone(), None));
+                        }
+                        done(Confirmed {
+                            uids: left,
+                            to: Some((folder.clone(), HashMap::new())),
+                        });
+                    }
+                    self.unflag(s, &kept, &wanted, before)?;
+                    for u in &kept {
                         failed.insert(*u, e.clone());
                     }
                 }
             }
         }
         Ok((failed, moved))
+    }
+
+    /// `set`, whose `UID MOVE` the server refused, split into the messages
+    /// that left the selected folder all the same and those still in it. A
+    /// MOVE may fail part-way, each message moved or untouched (RFC 6851,
+    /// 3.3): the ones moved are where the decision put them, only their
+    /// UIDs there are unknown (undo finds them by Message-ID). Without MOVE
+    /// (COPY is all or nothing), or when the server will not say, every
+    /// message counts as still there.
+    fn split_refused(
+        &self,
+        s: &mut Session,
+        caps: &Caps,
+        set: &[u32],
+    ) -> Result<(Vec<u32>, Vec<u32>), ImapError> {
+        if !caps.mv {
+            return Ok((Vec::new(), set.to_vec()));
+        }
+        match s.uid_search(format!("UID {}", uid_set(set))) {
+            Ok(here) => Ok(set.iter().partition(|u| !here.contains(u))),
+            Err(e) => {
+                let e = session_fatal(e)?;
+                log::warn!(
+                    "{}: after a refused move, which messages stayed is unknown: {e}",
+                    self.name()
+                );
+                Ok((Vec::new(), set.to_vec()))
+            }
+        }
     }
 
     /// Before a journalled move is carried out again on a server without

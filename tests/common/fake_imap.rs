@@ -36,7 +36,9 @@ impl Drop for FakeImap {
     }
 }
 
-/// Starts the server; `point` is the command whose answer `attack` writes.
+/// Starts the server; `point` is the command whose answer `attack` writes
+/// (`*`: every command's, the attack returning `false` for those it
+/// leaves alone).
 pub fn start(point: &'static str, attack: Box<Attack>) -> FakeImap {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -83,7 +85,7 @@ fn session(mut out: TcpStream, point: &str, attack: &Attack) -> std::io::Result<
             "UID" => format!("UID {}", words.next().unwrap_or("").to_ascii_uppercase()),
             _ => cmd.clone(),
         };
-        if name == point && attack(&mut out, tag, &line) {
+        if (point == "*" || name == point) && attack(&mut out, tag, &line) {
             continue;
         }
         let answer = match name.as_str() {
