@@ -267,11 +267,14 @@ impl Handle {
 
     pub fn set_state(&self, state: State) {
         let connected = matches!(state, State::Connected | State::Processing | State::Paused);
-        // A paused account reads `paused` while it connects or waits, so the
-        // state an operator set is the state they see; a real problem
-        // (disconnected, error) or a requested pass (processing) still shows.
+        // A paused account reads `paused` while it connects, waits or is
+        // away from its server, so the state an operator set is the state
+        // they see (`connected: false` and `lastError` still say why it is
+        // away); an error or a requested pass (processing) still shows.
         let state = match state {
-            State::Connecting | State::Connected if self.is_paused() => State::Paused,
+            State::Connecting | State::Connected | State::Disconnected if self.is_paused() => {
+                State::Paused
+            }
             other => other,
         };
         let mut s = self.status.write();
@@ -327,7 +330,7 @@ impl Handle {
                 // it is still connecting (the worker keeps it so once up).
                 if matches!(
                     s.state,
-                    State::Connecting | State::Connected | State::Processing
+                    State::Connecting | State::Connected | State::Processing | State::Disconnected
                 ) {
                     s.state = State::Paused;
                     s.since = now_ms();
@@ -483,9 +486,17 @@ mod tests {
         h.set_state(State::Connecting);
         h.send(Command::Pause).unwrap();
         assert_eq!(h.send(Command::Resume), Ok(State::Connecting));
-        // A real problem still shows while paused.
+        // Away from its server, a paused account reads paused (as DESIGN's
+        // answer to pause has it); an error still shows.
         h.send(Command::Pause).unwrap();
         h.set_state(State::Disconnected);
-        assert_eq!(h.status().state, State::Disconnected);
+        assert_eq!(h.status().state, State::Paused);
+        assert!(!h.status().connected);
+        h.set_state(State::Error);
+        assert_eq!(h.status().state, State::Error);
+        assert_eq!(h.send(Command::Pause), Ok(State::Error));
+        // Resumed while away: connecting, not connected.
+        h.set_state(State::Disconnected);
+        assert_eq!(h.send(Command::Resume), Ok(State::Connecting));
     }
 }

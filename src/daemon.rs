@@ -56,6 +56,9 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         },
     )?;
 
+    for w in crate::config::warnings(config) {
+        log::warn!("{w}");
+    }
     if crate::auth::api_is_open(config) {
         log::warn!(
             "NO API AUTHENTICATION: neither server.auth_token nor dashboard.api_keys is set, \

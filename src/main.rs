@@ -118,6 +118,9 @@ fn main() -> ExitCode {
     };
     match cmd {
         Cmd::CheckConfig => {
+            for w in config::warnings(&loaded.config) {
+                eprintln!("warning: {w}");
+            }
             println!(
                 "{}: ok ({} account(s), {} provider(s), {} API key(s))",
                 path.display(),

@@ -37,6 +37,9 @@ pub const ERROR_KINDS: &[&str] = &[
 ];
 
 /// Every `path` of `mailproc_decisions_total` (`learn::path_of`).
+/// The registry's prefix of every metric name.
+const PREFIX: &str = "mailproc";
+
 pub const DECISION_PATHS: &[&str] = &["rule", "learned", "model", "none"];
 
 /// Every `outcome` of `mailproc_webhook_deliveries_total`, each exported
@@ -80,7 +83,7 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let registry = Registry::new_custom(Some("mailproc".into()), None)
+        let registry = Registry::new_custom(Some(PREFIX.into()), None)
             .expect("a static prefix is a valid registry");
         fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
             r.register(Box::new(c.clone()))
@@ -274,10 +277,49 @@ impl Metrics {
     pub fn render(&self) -> Vec<u8> {
         let mut buf = Vec::new();
         let encoder = TextEncoder::new();
-        if let Err(e) = encoder.encode(&self.registry.gather(), &mut buf) {
+        let families = self.registry.gather();
+        if let Err(e) = encoder.encode(&families, &mut buf) {
             log::error!("metrics: encoding failed: {e}");
         }
+        // A labelled family with no series yet (no account configured, no
+        // webhook sent) is left out by the encoder; its HELP and TYPE still
+        // say it exists, so a scrape of a fresh service lists every metric.
+        let shown: std::collections::HashSet<&str> = families
+            .iter()
+            .filter(|f| !f.get_metric().is_empty())
+            .map(|f| f.name())
+            .collect();
+        for (descs, kind) in self.labelled() {
+            for d in descs {
+                let name = format!("{PREFIX}_{}", d.fq_name);
+                if !shown.contains(name.as_str()) {
+                    let help = d.help.replace('\\', "\\\\").replace('\n', "\\n");
+                    buf.extend_from_slice(
+                        format!("# HELP {name} {help}\n# TYPE {name} {kind}\n").as_bytes(),
+                    );
+                }
+            }
+        }
         buf
+    }
+
+    /// The labelled families, with their type as the text format names it.
+    fn labelled(&self) -> [(Vec<&prometheus::core::Desc>, &'static str); 12] {
+        use prometheus::core::Collector;
+        [
+            (self.emails_processed.desc(), "counter"),
+            (self.decisions.desc(), "counter"),
+            (self.model_calls_saved.desc(), "counter"),
+            (self.corrections.desc(), "counter"),
+            (self.passes.desc(), "counter"),
+            (self.actions.desc(), "counter"),
+            (self.errors.desc(), "counter"),
+            (self.webhook_deliveries.desc(), "counter"),
+            (self.account_connected.desc(), "gauge"),
+            (self.llm_tokens.desc(), "counter"),
+            (self.http_requests.desc(), "counter"),
+            (self.http_request_duration.desc(), "histogram"),
+        ]
     }
 }
 

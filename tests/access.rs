@@ -256,6 +256,14 @@ fn forwarded_headers_are_believed_only_from_named_proxies() {
         None,
     );
     assert_eq!(r.status, 403, "{}", r.text);
+    // What a monitor reads answers under any name (a scrape target, a
+    // container's host name); nothing else does.
+    for path in ["/health", "/metrics"] {
+        let r = open.request("GET", path, &[("Host", &rebound)], None);
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+    }
+    let r = open.request("GET", "/login", &[("Host", &rebound)], None);
+    assert_eq!(r.status, 403, "{}", r.text);
     // Even listed as a proxy, open mode ignores forwarded headers.
     let open2 = Mailproc::start(
         "server: { port: {PORT}, trusted_proxies: [127.0.0.1/32] }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",

@@ -244,6 +244,39 @@ fn metrics_pass_promtool() {
     assert!(said.trim().is_empty(), "promtool lint findings:\n{said}");
 }
 
+/// With no account configured (a fresh install), `gather` left out every
+/// labelled family: no `# TYPE mailproc_emails_processed_total` at all.
+/// Each is listed now (HELP and TYPE, no series yet), and promtool agrees.
+#[test]
+fn a_service_without_accounts_lists_every_metric() {
+    let promtool = which("promtool").expect("promtool not found: apt-get install prometheus");
+    let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let text = m.get("/metrics").text;
+    for (name, kind) in [
+        ("mailproc_emails_processed_total", "counter"),
+        ("mailproc_actions_total", "counter"),
+        ("mailproc_errors_total", "counter"),
+        ("mailproc_account_connected", "gauge"),
+        ("mailproc_webhook_deliveries_total", "counter"),
+    ] {
+        assert!(
+            text.contains(&format!("\n# TYPE {name} {kind}\n")),
+            "no TYPE of {name} in\n{text}"
+        );
+    }
+    let out = common::mailproc::pipe(
+        std::process::Command::new(promtool).args(["check", "metrics"]),
+        text.as_bytes(),
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "promtool rejected /metrics:\n{said}");
+    assert!(said.trim().is_empty(), "promtool lint findings:\n{said}");
+}
+
 fn which(name: &str) -> Option<String> {
     std::env::var("PATH")
         .ok()?
@@ -778,10 +811,21 @@ fn login_sessions_logout_and_limits() {
         200,
         "a session grants every permission"
     );
-    // State changes by cookie must come from our own origin.
+    // State changes by cookie that name another origin are refused; a
+    // client that names none (curl with a cookie jar, as SPEC §5 has API
+    // calls carry the session) is not a browser and passes.
     let origin = format!("http://127.0.0.1:{}", m.port);
     assert_eq!(
         with_cookie("POST", "/api/accounts/work/process", &[]).status,
+        200
+    );
+    assert_eq!(
+        with_cookie(
+            "POST",
+            "/api/accounts/work/process",
+            &[("Referer", "http://evil.example/page")]
+        )
+        .status,
         403
     );
     assert_eq!(
@@ -925,4 +969,38 @@ fn logs_limit_stats_account_and_period_are_checked() {
     assert_eq!(r.status, 400, "{}", r.text);
     let e = r.body["error"].as_str().unwrap_or_default();
     assert!(e.starts_with("period:"), "{}", r.text);
+}
+
+/// DESIGN's answer to pause is `"state":"paused"`; an account away from its
+/// server (here nothing listens on its port) answered `disconnected` and
+/// kept reading so. It reads `paused` now, with `connected: false` and the
+/// connection's error beside it.
+#[test]
+fn pausing_an_account_away_from_its_server_reads_paused() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: personal\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, \
+         username: u, password: p }}\n"
+    ));
+    let account = |m: &Mailproc| m.get("/api/accounts").body["accounts"][0].clone();
+    m.wait_for(Duration::from_secs(30), "the connect refused", || {
+        let a = account(&m);
+        (a["lastError"].is_string() && a["state"] != "connecting").then_some(())
+    });
+    let r = m.post("/api/accounts/personal/pause", "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body,
+        serde_json::json!({ "success": true, "account": "personal", "state": "paused" })
+    );
+    let a = account(&m);
+    assert_eq!(a["state"], "paused", "{a}");
+    assert_eq!(a["connected"], false, "{a}");
+    assert!(a["lastError"].is_string(), "{a}");
+    assert_eq!(m.get("/health").body["accounts"]["personal"], "paused");
+    let r = m.post("/api/accounts/personal/resume", "");
+    assert_eq!(r.body["state"], "connecting", "{}", r.text);
 }

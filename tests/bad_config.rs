@@ -158,3 +158,49 @@ fn a_bad_junk_folder_names_its_key() {
         "also watched",
     );
 }
+
+/// SPEC sets no minimum for `server.auth_token`: a short one starts the
+/// service with a warning (in `check-config` and the log) and is the token
+/// (a check written from SPEC may well use `test-token`); an empty one is
+/// refused. API keys keep SPEC's 16 characters.
+#[test]
+fn a_short_auth_token_is_a_warning_and_works() {
+    let yaml = "server: { port: {PORT}, auth_token: test-token }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
+    let m = Mailproc::prepare(yaml);
+    let (code, out, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("warning: server.auth_token: 10 characters is short enough to guess"),
+        "{err}"
+    );
+    let m = Mailproc::start(yaml);
+    assert!(
+        m.log().contains("server.auth_token: 10 characters"),
+        "{}",
+        m.log()
+    );
+    assert_eq!(m.get("/api/stats").status, 401);
+    assert_eq!(m.get_with("/api/stats", "test-token").status, 200);
+    refused(
+        "dashboard: { api_keys: [ { name: k, key: short-key } ] }\n",
+        "dashboard.api_keys[0].key",
+        "at least 16 characters",
+    );
+}
+
+#[test]
+fn an_empty_auth_token_names_its_key() {
+    let mut m = Mailproc::prepare(
+        "server: { port: {PORT}, auth_token: \"\" }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
+    );
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("server.auth_token: must not be empty"),
+        "{err}"
+    );
+    m.spawn(&[]);
+    assert!(m
+        .wait_exit(Duration::from_secs(20))
+        .is_some_and(|s| !s.success()));
+}

@@ -35,7 +35,7 @@ pub use redact::{
 };
 pub use schema::*;
 pub use validate::{
-    read_certificate, sendable_header_value, signing_key, validate, BAD_HEADER_VALUE,
+    read_certificate, sendable_header_value, signing_key, validate, warnings, BAD_HEADER_VALUE,
 };
 pub use write::{backup_path, write_atomically};
 
