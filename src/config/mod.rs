@@ -192,9 +192,16 @@ pub fn from_tree(
     let substituted = substitute_tree(raw, "", env, &mut unset);
     // serde stops at the first wrong value; to report every one at once, the
     // wrong value is taken out and the rest read again (its default, if it
-    // has one, stands in). A required value taken out ends the search.
+    // has one, stands in). A required value that is missing takes its list
+    // item (an account, a rule, a webhook) out with it, so the other items
+    // are still read; missing at the top, it ends the search. Paths are
+    // told as the file has them, whatever was taken out before.
     let mut tree = substituted;
     let mut typed = Vec::new();
+    let mut taken: Vec<Taken> = Vec::new();
+    // Where a value was taken out: a field missing there is its doing.
+    let mut touched: Vec<String> = Vec::new();
+    let mut item_taken = false;
     let config = loop {
         match serde_path_to_error::deserialize::<_, Config>(tree.clone()) {
             Ok(c) => break Some(c),
@@ -206,18 +213,44 @@ pub fn from_tree(
                 let problem = if path == "." || path.is_empty() {
                     format!("config: {inner}")
                 } else {
-                    format!("{path}: {inner}")
+                    format!("{}: {inner}", as_in_file(&path, &taken))
                 };
-                let retried = typed.len() < 50 && !missing && remove_path(&mut tree, &path);
-                if !missing || typed.is_empty() {
+                if !missing || !touched.contains(&path) {
                     typed.push(problem);
                 }
-                if !retried {
+                if typed.len() >= 50 {
+                    break None;
+                }
+                let out = if missing {
+                    match enclosing_item(&path) {
+                        Some((list, index, item)) if remove_path(&mut tree, &item) => {
+                            taken.push(Taken { list, index });
+                            item_taken = true;
+                            true
+                        }
+                        _ => false,
+                    }
+                } else if remove_path(&mut tree, &path) {
+                    match enclosing_item(&path) {
+                        Some((list, index, item)) if item == path => {
+                            taken.push(Taken { list, index })
+                        }
+                        _ => touched.push(parent_path(&path).to_string()),
+                    }
+                    true
+                } else {
+                    false
+                };
+                if !out {
                     break None;
                 }
             }
         }
     };
+    // With an item taken out, what the checks below would say of the rest
+    // (a reference to it, indexes) could mislead: they run once the file
+    // reads whole.
+    let config = config.filter(|_| !item_taken);
     let mut problems = typed;
     if let Some(c) = &config {
         problems.extend(validate(c));
@@ -267,6 +300,55 @@ pub fn plain_types(msg: &str) -> String {
 
 /// Takes the value at `path` (`accounts[1].imap.port`, as
 /// serde_path_to_error writes it) out of `tree`; false when there is none.
+/// A list item taken out of the tree while its problems were read: the
+/// list's path (`accounts`, `accounts[1].rules`) and the item's place in
+/// it, both as the tree was then.
+struct Taken {
+    list: String,
+    index: usize,
+}
+
+/// `path`, read in the tree after `taken`, as the file has it: each item
+/// taken out before moved the later ones of its list up by one.
+fn as_in_file(path: &str, taken: &[Taken]) -> String {
+    let mut path = path.to_string();
+    for t in taken.iter().rev() {
+        let Some(rest) = path
+            .strip_prefix(t.list.as_str())
+            .and_then(|r| r.strip_prefix('['))
+        else {
+            continue;
+        };
+        let Some((n, tail)) = rest.split_once(']') else {
+            continue;
+        };
+        if let Ok(n) = n.parse::<usize>() {
+            if n >= t.index {
+                path = format!("{}[{}]{tail}", t.list, n + 1);
+            }
+        }
+    }
+    path
+}
+
+/// The innermost list item `path` is in or is: its list's path, its index
+/// and its own path (`accounts[0].imap` → `accounts`, 0, `accounts[0]`).
+fn enclosing_item(path: &str) -> Option<(String, usize, String)> {
+    let open = path.rfind('[')?;
+    let close = open + path[open..].find(']')?;
+    let index = path[open + 1..close].parse().ok()?;
+    Some((path[..open].to_string(), index, path[..=close].to_string()))
+}
+
+/// The path of what holds `path` (`accounts[0].imap.port` →
+/// `accounts[0].imap`; `accounts[0]` → `accounts`).
+fn parent_path(path: &str) -> &str {
+    match path.rfind(['.', '[']) {
+        Some(i) => &path[..i],
+        None => "",
+    }
+}
+
 fn remove_path(tree: &mut serde_norway::Value, path: &str) -> bool {
     let mut steps: Vec<Result<usize, &str>> = Vec::new();
     for part in path.split('.') {
@@ -381,6 +463,49 @@ mod tests {
             c.accounts[0].for_model(),
             None,
             "unset: the account as it is"
+        );
+    }
+
+    /// A missing required value took the search with it: an account
+    /// without `imap` hid every problem of the accounts and sections after
+    /// it. Its item is taken out now and the rest read, each problem at
+    /// its place in the file.
+    #[test]
+    fn a_missing_value_hides_no_other_item() {
+        let e = parse_str(
+            "accounts:\n  - { name: a }\n\
+             \x20 - { name: b, imap: { host: x, username: u, password: p } }\n\
+             \x20 - { name: c, imap: { host: x, port: imap, username: u, password: p } }\n\
+             \x20 - { name: d, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Receipts, [x], Bills, {y: 1}] }, \
+             rules: [ { actions: [] }, { name: r, when: { subject: s }, actions: [ { type: nope } ] } ] }\n\
+             webhooks: [ { url: [7], events: nope } ]\n",
+        )
+        .unwrap_err();
+        let p = &e.problems;
+        for want in [
+            "accounts[0]: missing field `imap`",
+            "accounts[2].imap.port: invalid type: string \"imap\", expected integer (0 to 65535)",
+            "accounts[3].folders.allowed[1]: invalid type: sequence, expected a string",
+            "accounts[3].folders.allowed[3]: invalid type: map, expected a string",
+            "accounts[3].rules[0]: missing field `name`",
+            "accounts[3].rules[1].actions[0].type: unknown variant `nope`",
+            "webhooks[0].url: ",
+            "webhooks[0].events: invalid type: string \"nope\", expected a sequence",
+        ] {
+            assert!(p.iter().any(|x| x.starts_with(want)), "{want}: {p:#?}");
+        }
+        // Nothing is said of what was taken out, nor twice.
+        assert!(!p.iter().any(|x| x.contains("accounts[1]")), "{p:#?}");
+        let mut seen = std::collections::HashSet::new();
+        assert!(p.iter().all(|x| seen.insert(x)), "{p:#?}");
+        // A wrong value with no default, taken out, is not also missing.
+        let e = parse_str("accounts:\n  - { name: a, imap: 5 }\n").unwrap_err();
+        assert_eq!(e.problems.len(), 1, "{:#?}", e.problems);
+        assert!(
+            e.problems[0].starts_with("accounts[0].imap: invalid type"),
+            "{:#?}",
+            e.problems
         );
     }
 
