@@ -298,8 +298,6 @@ pub fn plain_types(msg: &str) -> String {
     format!("{head}{plain}{}", &tail[end..])
 }
 
-/// Takes the value at `path` (`accounts[1].imap.port`, as
-/// serde_path_to_error writes it) out of `tree`; false when there is none.
 /// A list item taken out of the tree while its problems were read: the
 /// list's path (`accounts`, `accounts[1].rules`) and the item's place in
 /// it, both as the tree was then.
@@ -349,6 +347,8 @@ fn parent_path(path: &str) -> &str {
     }
 }
 
+/// Takes the value at `path` (`accounts[1].imap.port`, as
+/// serde_path_to_error writes it) out of `tree`; false when there is none.
 fn remove_path(tree: &mut serde_norway::Value, path: &str) -> bool {
     let mut steps: Vec<Result<usize, &str>> = Vec::new();
     for part in path.split('.') {
@@ -490,7 +490,7 @@ mod tests {
             "accounts[3].folders.allowed[3]: invalid type: map, expected a string",
             "accounts[3].rules[0]: missing field `name`",
             "accounts[3].rules[1].actions[0].type: unknown variant `nope`",
-            "webhooks[0].url: ",
+            "webhooks[0].url: invalid type: expected a string",
             "webhooks[0].events: invalid type: string \"nope\", expected a sequence",
         ] {
             assert!(p.iter().any(|x| x.starts_with(want)), "{want}: {p:#?}");

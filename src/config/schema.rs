@@ -87,7 +87,12 @@ fn de_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         F(f64),
         B(bool),
     }
-    Ok(match Scalar::deserialize(d)? {
+    // serde's own words here ("did not match any variant of untagged
+    // enum Scalar") tell an operator nothing.
+    let scalar = Scalar::deserialize(d).map_err(|_| {
+        serde::de::Error::custom("invalid type: expected a string (a list or a mapping is not one)")
+    })?;
+    Ok(match scalar {
         Scalar::S(s) => s,
         Scalar::I(i) => i.to_string(),
         Scalar::U(u) => u.to_string(),
