@@ -1,0 +1,195 @@
+//! Reading the configuration tree into [`Config`] with every wrong value
+//! told at once, each by its path as the file has it: serde stops at the
+//! first, so the wrong value is taken out and the rest read again.
+
+use super::Config;
+
+/// The typed configuration, if the tree reads whole, and every problem
+/// found reading it (serde's, in an operator's words).
+pub(super) fn read(mut tree: serde_norway::Value) -> (Option<Config>, Vec<String>) {
+    // A wrong value's default, if it has one, stands in once it is taken
+    // out. A required value that is missing takes its list item (an
+    // account, a rule, a webhook) out with it, so the other items are still
+    // read; missing at the top, it ends the search.
+    let mut typed = Vec::new();
+    let mut taken: Vec<Taken> = Vec::new();
+    // Where a value was taken out: a field missing there is its doing.
+    let mut touched: Vec<String> = Vec::new();
+    let mut item_taken = false;
+    let config = loop {
+        match serde_path_to_error::deserialize::<_, Config>(tree.clone()) {
+            Ok(c) => break Some(c),
+            Err(e) => {
+                let path = e.path().to_string();
+                let inner = plain_types(&e.into_inner().to_string());
+                let missing = inner.starts_with("missing field");
+                // An empty key at the top has an empty path: the file is named.
+                let problem = if path == "." || path.is_empty() {
+                    format!("config: {inner}")
+                } else {
+                    format!("{}: {inner}", as_in_file(&path, &taken))
+                };
+                if !missing || !touched.contains(&path) {
+                    typed.push(problem);
+                }
+                if typed.len() >= 50 {
+                    break None;
+                }
+                let out = if missing {
+                    match enclosing_item(&path) {
+                        Some((list, index, item)) if remove_path(&mut tree, &item) => {
+                            taken.push(Taken { list, index });
+                            item_taken = true;
+                            true
+                        }
+                        _ => false,
+                    }
+                } else if remove_path(&mut tree, &path) {
+                    match enclosing_item(&path) {
+                        Some((list, index, item)) if item == path => {
+                            taken.push(Taken { list, index })
+                        }
+                        _ => touched.push(parent_path(&path).to_string()),
+                    }
+                    true
+                } else {
+                    false
+                };
+                if !out {
+                    break None;
+                }
+            }
+        }
+    };
+    // With an item taken out, what `validate` would say of the rest (a
+    // reference to it, indexes) could mislead: it runs once the file reads
+    // whole.
+    let config = config.filter(|_| !item_taken);
+    (config, typed)
+}
+
+/// serde's error with the Rust type it expected said as an operator
+/// reads it: `expected u16` becomes `expected integer (0 to 65535)`,
+/// `expected f64` `expected number` (`accounts[1].imap.port: invalid
+/// type: string "imap", expected integer (0 to 65535)`). Also for the API's
+/// JSON bodies.
+pub fn plain_types(msg: &str) -> String {
+    const EXPECTED: &str = "expected ";
+    let Some(at) = msg.rfind(EXPECTED) else {
+        return msg.to_string();
+    };
+    let (head, tail) = msg.split_at(at + EXPECTED.len());
+    let end = tail
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(tail.len());
+    let plain = match &tail[..end] {
+        "u8" => "integer (0 to 255)",
+        "u16" => "integer (0 to 65535)",
+        "u32" => "integer (0 to 4294967295)",
+        "u64" | "u128" | "usize" => "integer (0 or more)",
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "integer",
+        "f32" | "f64" => "number",
+        _ => return msg.to_string(),
+    };
+    format!("{head}{plain}{}", &tail[end..])
+}
+
+/// A list item taken out of the tree while its problems were read: the
+/// list's path (`accounts`, `accounts[1].rules`) and the item's place in
+/// it, both as the tree was then.
+struct Taken {
+    list: String,
+    index: usize,
+}
+
+/// `path`, read in the tree after `taken`, as the file has it: each item
+/// taken out before moved the later ones of its list up by one.
+fn as_in_file(path: &str, taken: &[Taken]) -> String {
+    let mut path = path.to_string();
+    for t in taken.iter().rev() {
+        let Some(rest) = path
+            .strip_prefix(t.list.as_str())
+            .and_then(|r| r.strip_prefix('['))
+        else {
+            continue;
+        };
+        let Some((n, tail)) = rest.split_once(']') else {
+            continue;
+        };
+        if let Ok(n) = n.parse::<usize>() {
+            if n >= t.index {
+                path = format!("{}[{}]{tail}", t.list, n + 1);
+            }
+        }
+    }
+    path
+}
+
+/// The innermost list item `path` is in or is: its list's path, its index
+/// and its own path (`accounts[0].imap` → `accounts`, 0, `accounts[0]`).
+fn enclosing_item(path: &str) -> Option<(String, usize, String)> {
+    let open = path.rfind('[')?;
+    let close = open + path[open..].find(']')?;
+    let index = path[open + 1..close].parse().ok()?;
+    Some((path[..open].to_string(), index, path[..=close].to_string()))
+}
+
+/// The path of what holds `path` (`accounts[0].imap.port` →
+/// `accounts[0].imap`; `accounts[0]` → `accounts`).
+fn parent_path(path: &str) -> &str {
+    match path.rfind(['.', '[']) {
+        Some(i) => &path[..i],
+        None => "",
+    }
+}
+
+/// Takes the value at `path` (`accounts[1].imap.port`, as
+/// serde_path_to_error writes it) out of `tree`; false when there is none.
+fn remove_path(tree: &mut serde_norway::Value, path: &str) -> bool {
+    let mut steps: Vec<Result<usize, &str>> = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if key == "?" {
+            return false;
+        }
+        if !key.is_empty() {
+            steps.push(Err(key));
+        }
+        while let Some(end) = rest.find(']') {
+            match rest[1..end].parse() {
+                Ok(n) => steps.push(Ok(n)),
+                Err(_) => return false,
+            }
+            rest = &rest[end + 1..];
+        }
+    }
+    let Some((last, parents)) = steps.split_last() else {
+        return false;
+    };
+    let mut node = tree;
+    for step in parents {
+        let next = match step {
+            Ok(i) => node.as_sequence_mut().and_then(|l| l.get_mut(*i)),
+            Err(k) => node.get_mut(*k),
+        };
+        match next {
+            Some(n) => node = n,
+            None => return false,
+        }
+    }
+    match last {
+        Ok(i) => match node.as_sequence_mut() {
+            Some(l) if *i < l.len() => {
+                l.remove(*i);
+                true
+            }
+            _ => false,
+        },
+        Err(k) => node
+            .as_mapping_mut()
+            .is_some_and(|m| m.remove(*k).is_some()),
+    }
+}
