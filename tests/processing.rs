@@ -1406,3 +1406,28 @@ fn counter(metrics: &str, series: &str) -> f64 {
         .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or(0.0)
 }
+
+/// Through a real Dovecot: a subject whose encoded words decode to a NUL,
+/// a lone CR and an escape (the sequence that recolours a terminal) was
+/// recorded and served with them. The row, the API and the webhook-facing
+/// subject now carry spaces in their place, and the account goes on.
+#[test]
+fn control_characters_in_a_subject_are_never_recorded() {
+    let d = Dovecot::start();
+    d.seed(
+        "test",
+        "INBOX",
+        &msg_with("ctl1", "=?utf-8?q?pay=00now=0Dplease=1B[31m?=", ""),
+    );
+    d.seed("test", "INBOX", &msg_with("ctl2", "an ordinary one", ""));
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_processed(&m, 2, Duration::from_secs(30));
+    let body = m.get("/api/activity?search=ctl1").body;
+    let row = &body["entries"][0];
+    assert_eq!(row["subject"], "pay now please [31m", "{row}");
+    let text = m.get("/api/activity").text;
+    assert!(
+        !text.contains("\\u0000") && !text.contains("\\u001b"),
+        "{text}"
+    );
+}
