@@ -319,7 +319,9 @@ impl Handle {
 
     /// Sends a command. Pause takes effect on the flag at once (the worker
     /// checks it before each message), so it never needs to wake the worker.
-    /// Returns the state an observer should expect next.
+    /// Returns the state the command left the account in, read before the
+    /// worker is woken: what the worker does next is the next state, not
+    /// this command's answer.
     pub fn send(&self, cmd: Command) -> Result<State, &'static str> {
         match cmd {
             Command::Pause => {
@@ -353,6 +355,10 @@ impl Handle {
             }
             _ => {}
         }
+        let answer = match cmd {
+            Command::Reconnect => State::Connecting,
+            _ => self.status.read().state,
+        };
         match self.tx.try_send(Message::Command(cmd)) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
             Err(TrySendError::Full(_)) => {
@@ -360,10 +366,7 @@ impl Handle {
             }
         }
         self.wake(cmd == Command::Shutdown);
-        Ok(match cmd {
-            Command::Reconnect => State::Connecting,
-            _ => self.status.read().state,
-        })
+        Ok(answer)
     }
 
     /// Asks the account's thread to move (or peek at) the message of
