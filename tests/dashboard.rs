@@ -429,9 +429,12 @@ fn controls_are_form_posts_with_a_token() {
     m.wait_for(Duration::from_secs(5), "resumed", || {
         (state() == "connected").then_some(())
     });
+    let logins = || m.log().matches("connected to 127.0.0.1").count();
+    let before = logins();
     assert_redirect(&b.submit("/accounts/acct/reconnect", &[]), "/accounts/acct");
-    m.wait_for(Duration::from_secs(10), "reconnected", || {
-        (state() == "connected").then_some(())
+    // A new session, not the old one still standing.
+    m.wait_for(Duration::from_secs(15), "reconnected", || {
+        (logins() > before && state() == "connected").then_some(())
     });
     assert_eq!(b.submit("/accounts/nobody/pause", &[]).status, 404);
 

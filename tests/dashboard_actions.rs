@@ -199,6 +199,10 @@ fn move_to_and_make_a_rule_use_the_accounts_own_session() {
         .as_i64()
         .unwrap();
     let logins = || d.log().matches("Login: user=<test>").count();
+    // Dovecot's log process writes a moment after the login.
+    m.wait_for(Duration::from_secs(10), "Dovecot logging the login", || {
+        (logins() >= 1).then_some(())
+    });
     let before = logins();
     assert_eq!(before, 1, "{}", d.log());
 

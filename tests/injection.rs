@@ -159,6 +159,9 @@ fn an_obedient_model_cannot_act_outside_what_the_account_allows() {
             assert!(x.flags.is_empty(), "an injected message got flags: {x:?}");
         }
     }
+    // Metrics (and what is learned) are counted after the records, when
+    // the pass announces them: the pass's end is waited for.
+    m.wait_pass_after("acct", 0);
     let failed_metric = m
         .get("/metrics")
         .text

@@ -176,6 +176,9 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     );
     assert_eq!(mailbox_of(&d, "<r100@shop.example>"), ["Receipts"]);
 
+    // Metrics (and what is learned) are counted after the records, when
+    // the pass announces them: the pass's end is waited for.
+    m.wait_pass_after("acct", 0);
     assert_eq!(
         metric(
             &m,
@@ -319,6 +322,8 @@ fn undo_puts_a_moved_message_back_with_its_flags_and_counts_a_correction() {
     assert_eq!(moved[0].0, "Receipts");
     assert!(moved[0].1.contains(&"$Shop".to_string()), "{moved:?}");
     let id = e["id"].as_i64().unwrap();
+    // Learned after the record, before the pass ends.
+    m.wait_pass_after("acct", 0);
     assert_eq!(m.get("/api/learned/acct").body["learnedExamples"], 1);
 
     let r = m.post(&format!("/api/activity/{id}/undo"), "");

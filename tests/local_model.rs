@@ -155,6 +155,9 @@ fn a_real_local_model_sorts_twenty_real_messages_inside_the_allow_lists() {
     // Nothing lost, nothing deleted.
     assert_eq!(d.messages("test").len(), raws.len());
 
+    // Metrics (and what is learned) are counted after the records, when
+    // the pass announces them: the pass's end is waited for.
+    m.wait_pass_after("acct", 0);
     let metrics = m.get("/metrics").text;
     let seconds = metric(&metrics, "mailproc_classification_duration_seconds_sum", "");
     let calls = metric(

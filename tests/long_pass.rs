@@ -383,6 +383,8 @@ fn a_refused_held_move_is_learned_once_when_its_retry_moves_it() {
     mb.create("Offers");
     assert_eq!(m.post("/api/accounts/acct/reconnect", "").status, 200);
     m.wait_count(STALL, &format!("{N} recorded ok"), N as u64, || ok_rows(&m));
+    // Learned after the records, before the pass ends.
+    m.wait_pass_after("acct", 0);
     let at = mb.where_is();
     assert_eq!(
         only_copy(&at, "<w1@mailproc.test>", "dovecot").mailbox,

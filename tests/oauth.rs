@@ -116,10 +116,11 @@ fn xoauth2_sign_in_processes_mail_and_secrets_stay_masked() {
     );
     wait_processed(&m, "acct", 1);
     assert!(flagged(&d, "test", "x1"), "{:?}", d.messages("test"));
-    assert!(
-        d.log().contains("method=XOAUTH2"),
-        "Dovecot saw no XOAUTH2 login:\n{}",
-        d.log()
+    // Dovecot's log process writes a moment later.
+    m.wait_for(
+        Duration::from_secs(10),
+        "Dovecot logging an XOAUTH2 login",
+        || d.log().contains("method=XOAUTH2").then_some(()),
     );
     let refreshes = t.refreshes();
     assert_eq!(refreshes.len(), 1, "{refreshes:?}");
@@ -160,8 +161,13 @@ fn oauthbearer_when_the_server_offers_it_and_not_xoauth2() {
     );
     wait_processed(&m, "acct", 1);
     assert!(flagged(&d, "test", "b1"));
+    // Dovecot's log process writes a moment later.
+    m.wait_for(
+        Duration::from_secs(10),
+        "Dovecot logging an OAUTHBEARER login",
+        || d.log().contains("method=OAUTHBEARER").then_some(()),
+    );
     let log = d.log();
-    assert!(log.contains("method=OAUTHBEARER"), "{log}");
     assert!(!log.contains("method=XOAUTH2"), "{log}");
 }
 

@@ -205,6 +205,9 @@ fn backlog_of_200_is_sorted_by_rules_and_model() {
     let e = &m.get("/api/activity?search=Newsletter%2010").body["entries"][0];
     assert_eq!(e["model"], "scripted");
     assert_eq!(e["reasoning"], "a newsletter");
+    // Metrics (and what is learned) are counted after the records, when
+    // the pass announces them: the pass's end is waited for.
+    m.wait_pass_after("acct", 0);
     let metrics = m.get("/metrics").text;
     assert!(
         metrics.contains("mailproc_emails_processed_total{account=\"acct\"} 200"),
@@ -257,7 +260,8 @@ fn a_backlog_over_several_header_fetches_is_sorted_once() {
 #[test]
 fn new_mail_is_processed_through_idle() {
     let d = Dovecot::start();
-    // A poll interval far beyond the 5 s bound: only IDLE can be this fast.
+    // A poll interval far beyond the 30 s bound (ten times it): only IDLE
+    // can be this fast, also on a loaded machine.
     let m = Mailproc::start(
         &config(&d, None, RULES, "").replace("poll_interval: 30s", "poll_interval: 300s"),
     );
@@ -271,8 +275,8 @@ fn new_mail_is_processed_through_idle() {
             "INBOX",
             &msg_with(&format!("idle{i}"), &format!("Invoice idle {i}"), ""),
         );
-        wait_processed(&m, i + 1, Duration::from_secs(5));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        wait_processed(&m, i + 1, Duration::from_secs(30));
+        assert!(started.elapsed() < Duration::from_secs(30));
     }
     let msgs = d.messages("test");
     assert!(msgs.iter().all(|x| has(&x.flags, "\\Flagged")), "{msgs:?}");
@@ -296,15 +300,17 @@ fn pause_resume_process_and_reconnect() {
     assert_eq!(m.passes("acct"), passes);
     assert_eq!(processed(&m), 0, "paused accounts do not process");
     // process runs one pass even while paused, and the account stays paused.
+    // The bounds are a third of the 30 s poll interval: only the command
+    // can be this fast, also on a loaded machine.
     let t = Instant::now();
     assert_eq!(m.post("/api/accounts/acct/process", "").status, 200);
-    wait_processed(&m, 1, Duration::from_secs(5));
+    wait_processed(&m, 1, Duration::from_secs(10));
     assert!(
-        t.elapsed() < Duration::from_secs(2),
+        t.elapsed() < Duration::from_secs(10),
         "process took {:?}",
         t.elapsed()
     );
-    wait_state(&m, &["paused"], Duration::from_secs(2));
+    wait_state(&m, &["paused"], Duration::from_secs(10));
     let passes = m.passes("acct");
     d.seed("test", "INBOX", &msg_with("p2", "Invoice p2", ""));
     paused_wake(&m, 2);
@@ -314,9 +320,9 @@ fn pause_resume_process_and_reconnect() {
     let t = Instant::now();
     let r = m.post("/api/accounts/acct/resume", "");
     assert_eq!(r.body["success"], true);
-    wait_processed(&m, 2, Duration::from_secs(5));
+    wait_processed(&m, 2, Duration::from_secs(10));
     assert!(
-        t.elapsed() < Duration::from_secs(2),
+        t.elapsed() < Duration::from_secs(10),
         "resume took {:?}",
         t.elapsed()
     );
@@ -324,12 +330,12 @@ fn pause_resume_process_and_reconnect() {
     let before = m.log().matches("connected to 127.0.0.1").count();
     let r = m.post("/api/accounts/acct/reconnect", "");
     assert_eq!(r.body["state"], "connecting");
-    m.wait_for(Duration::from_secs(3), "a second connection", || {
+    m.wait_for(Duration::from_secs(10), "a second connection", || {
         (m.log().matches("connected to 127.0.0.1").count() > before).then_some(())
     });
-    wait_state(&m, &["connected"], Duration::from_secs(3));
+    wait_state(&m, &["connected"], Duration::from_secs(15));
     d.seed("test", "INBOX", &msg_with("p3", "Invoice p3", ""));
-    wait_processed(&m, 3, Duration::from_secs(5));
+    wait_processed(&m, 3, Duration::from_secs(15));
     assert!(
         !m.log().contains("connection lost"),
         "a requested reconnect is not an outage:\n{}",
@@ -465,7 +471,7 @@ fn model_failures_leave_mail_in_place_and_others_flow() {
     let id = failed["entries"][0]["id"].as_i64().unwrap();
     assert_eq!(m.post(&format!("/api/activity/{id}/retry"), "").status, 200);
     m.wait_for(
-        Duration::from_secs(10),
+        Duration::from_secs(60),
         "the retried failure to be tried again",
         || {
             let e = m.get("/api/activity?status=failed&pageSize=100").body;
@@ -921,8 +927,12 @@ fn processing_emits_webhooks_with_spec_payloads() {
     assert!(e["error"].as_str().unwrap().contains("HTTP 500"), "{e}");
     assert!(e["details"].is_string());
     drop(g);
-    let deliveries = m.get("/api/webhooks/deliveries").body;
-    assert!(deliveries["total"].as_u64().unwrap() >= 3, "{deliveries}");
+    // A delivery is recorded once the receiver's answer is read, a moment
+    // after the receiver held its body.
+    m.wait_for(Duration::from_secs(10), "3 deliveries recorded", || {
+        let deliveries = m.get("/api/webhooks/deliveries").body;
+        (deliveries["total"].as_u64() >= Some(3)).then_some(())
+    });
 }
 
 #[test]
@@ -950,8 +960,10 @@ fn a_hanging_webhook_target_does_not_slow_processing() {
     let fast = run(Duration::ZERO);
     // Each delivery hangs for the whole 10 s timeout.
     let slow = run(Duration::from_secs(10));
+    // A delivery that held processing up would cost its whole 10 s
+    // timeout; the margin is for two runs on a loaded machine.
     assert!(
-        slow < fast + Duration::from_secs(3),
+        slow < fast + Duration::from_secs(8),
         "processing took {slow:?} with a hanging target against {fast:?} without"
     );
 }
@@ -971,14 +983,14 @@ fn backlog_policies_new_only_and_recent() {
     m.wait_for(Duration::from_secs(10), "first sight", || {
         m.log().contains("first sight").then_some(())
     });
-    wait_state(&m, &["connected"], Duration::from_secs(5));
+    wait_state(&m, &["connected"], Duration::from_secs(30));
     assert_eq!(
         total(&m, ""),
         0,
         "new_only leaves mail that was already there"
     );
     d.seed("test", "INBOX", &msg_with("new1", "Invoice new", ""));
-    wait_processed(&m, 1, Duration::from_secs(5));
+    wait_processed(&m, 1, Duration::from_secs(30));
     let e = &m.get("/api/activity").body["entries"][0];
     assert_eq!(e["messageId"], "<new1@mailproc.test>");
     drop(m);
@@ -1036,7 +1048,7 @@ fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
     // Mail in the second folder is found by the poll, mail in INBOX by IDLE.
     d.seed("test", "Feed", &msg_with("f2", "Invoice f2", ""));
     d.seed("test", "INBOX", &msg_with("i1", "Invoice i1", ""));
-    wait_processed(&m, 3, Duration::from_secs(5));
+    wait_processed(&m, 3, Duration::from_secs(30));
     // Recreated, Feed has a new UIDVALIDITY: what was handled already (f1,
     // back from a backup) is not acted on again, what is new is processed,
     // there already (f3) or arriving afterwards (f4).
@@ -1044,17 +1056,19 @@ fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
     d.create_mailbox("test", "Feed");
     d.seed("test", "Feed", &msg_with("f1", "Invoice f1", ""));
     d.seed("test", "Feed", &common::mail::msg_now("f3", "Invoice f3"));
-    m.wait_for(Duration::from_secs(5), "the UIDVALIDITY warning", || {
+    m.wait_for(Duration::from_secs(30), "the UIDVALIDITY warning", || {
         m.log().contains("UIDVALIDITY changed").then_some(())
     });
     d.seed("test", "Feed", &msg_with("f4", "Invoice f4", ""));
-    wait_processed(&m, 5, Duration::from_secs(5));
+    wait_processed(&m, 5, Duration::from_secs(30));
     m.run_pass("acct");
     assert_eq!(processed(&m), 5);
     assert_eq!(total(&m, "&search=f1@mailproc"), 1);
     assert_eq!(total(&m, "&search=f3@mailproc"), 1);
     assert_eq!(total(&m, "&search=f4@mailproc"), 1);
-    assert_eq!(state(&m), "error", "Missing is still missing");
+    // Passing every second, the account goes from `processing` back to
+    // `error` over and over: waited for, not read once.
+    wait_state(&m, &["error"], Duration::from_secs(10));
     assert!(
         !m.log().contains("connection lost"),
         "no reconnect loop: {}",

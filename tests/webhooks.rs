@@ -584,11 +584,12 @@ fn a_hanging_target_does_not_slow_emit_and_times_out() {
     assert_eq!(rows[0].status_code, None);
     let err = rows[0].error.as_deref().unwrap();
     assert_eq!(err, "no answer within 2s (webhook_settings.timeout)");
+    // Under the 10 s default by a margin for a loaded machine.
     assert!(
-        rows[0].duration_ms >= 1900 && rows[0].duration_ms < 5000,
+        rows[0].duration_ms >= 1900 && rows[0].duration_ms < 8000,
         "{rows:?}"
     );
-    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert!(waited < Duration::from_secs(8), "{waited:?}");
     assert_eq!(d.outcomes("email_processed", "failed"), 1);
     r.release();
 }

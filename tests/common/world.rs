@@ -304,12 +304,17 @@ pub fn each_acted_on_once(stored: &[StoredMsg], m: &Mailproc, folder: &str, n: u
         assert_eq!(mine.len(), 1, "{id}: {mine:#?}");
         assert_eq!(mine[0]["status"], "ok", "{id}: {mine:#?}");
     }
-    let actions: f64 = m
-        .get("/metrics")
-        .text
-        .lines()
-        .filter(|l| l.starts_with("mailproc_actions_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
-    assert_eq!(actions, n as f64, "each message moved once");
+    let actions = || -> f64 {
+        m.get("/metrics")
+            .text
+            .lines()
+            .filter(|l| l.starts_with("mailproc_actions_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    // Counted when the pass announces its records, a moment after them.
+    m.wait_for(Duration::from_secs(30), "the actions counted", || {
+        (actions() >= n as f64).then_some(())
+    });
+    assert_eq!(actions(), n as f64, "each message moved once");
 }
