@@ -673,3 +673,35 @@ fn trouble_survives_a_restart_and_undecided_mail_is_found() {
     assert_redirect(&r, "/login?next=%2Faccounts%2Facct&expired=1");
     assert_ne!(m.get("/health").body["accounts"]["acct"], "paused");
 }
+
+/// The account page lists every webhook that receives the account's
+/// events: its own and the global ones (which receive every account's),
+/// each saying which, secrets and header values as the config API masks
+/// them. Before, it listed only the account's own and said "global ones
+/// still apply" without naming them.
+#[test]
+fn the_account_page_lists_its_own_and_the_global_webhooks() {
+    let m = with_user(&format!(
+        "{PLAIN}webhooks:\n  - {{ url: \"https://hooks.example.org/all\", secret: whsec-global-value-0123456789 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: 9, security: none, username: u, password: p }}\n    \
+         webhooks:\n      - {{ url: \"https://hooks.example.org/mine\", events: [error], secret: whsec-own-value-0123456789 }}\n"
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/accounts/acct").text;
+    let mine = page.find("https://hooks.example.org/mine").expect(&page);
+    let all = page.find("https://hooks.example.org/all").expect(&page);
+    assert!(mine < all, "the account's own first: {page}");
+    assert!(page[mine..all].contains("this account"), "{page}");
+    assert!(page[all..].contains("every account (global)"), "{page}");
+    assert!(!page.contains("whsec-"), "a secret shown: {page}");
+
+    // No webhook at all: the page says no one receives the events.
+    let m = with_user(&format!(
+        "{PLAIN}accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: 9, security: none, username: u, password: p }}\n"
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/accounts/acct").text;
+    assert!(page.contains("No webhook receives this account"), "{page}");
+}

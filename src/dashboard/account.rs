@@ -124,14 +124,22 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
     html(200, layout::page("Accounts", "/accounts", s, body))
 }
 
-/// The account's webhooks as written in the file, secrets masked.
-fn written_webhooks(ctx: &Ctx, name: &str) -> Vec<serde_json::Value> {
+/// The webhooks that receive this account's events as written in the
+/// file, secrets masked: the account's own, then the global ones (which
+/// receive every account's), each with whether it is global.
+fn written_webhooks(ctx: &Ctx, name: &str) -> Vec<(bool, serde_json::Value)> {
     let redacted = config::redacted_json(&ctx.config().raw);
-    redacted["accounts"]
+    let list = |v: &serde_json::Value| v.as_array().cloned().unwrap_or_default();
+    let own = redacted["accounts"]
         .as_array()
         .and_then(|list| list.iter().find(|a| a["name"].as_str() == Some(name)))
-        .and_then(|a| a["webhooks"].as_array().cloned())
-        .unwrap_or_default()
+        .map(|a| list(&a["webhooks"]))
+        .unwrap_or_default();
+    let global = list(&redacted["webhooks"]);
+    own.into_iter()
+        .map(|h| (false, h))
+        .chain(global.into_iter().map(|h| (true, h)))
+        .collect()
 }
 
 fn settings(a: &AccountConfig) -> Markup {
@@ -224,19 +232,20 @@ fn rules(ctx: &Ctx, a: &AccountConfig) -> Markup {
     }
 }
 
-fn webhooks(hooks: &[serde_json::Value]) -> Markup {
+fn webhooks(hooks: &[(bool, serde_json::Value)]) -> Markup {
     html! {
         @if hooks.is_empty() {
-            p.empty { "This account has no webhooks of its own (global ones still apply)." }
+            p.empty { "No webhook receives this account's events: it has none of its own and there are no global ones." }
         } @else {
             div.scroll {
                 table {
-                    thead { tr { th scope="col" { "URL" } th scope="col" { "Events" }
+                    thead { tr { th scope="col" { "URL" } th scope="col" { "For" } th scope="col" { "Events" }
                         th scope="col" { "Headers" } th scope="col" { "Signed" } } }
                     tbody {
-                        @for h in hooks {
+                        @for (global, h) in hooks {
                             tr {
                                 td.clip { (h["url"].as_str().unwrap_or("")) }
+                                td { (if *global { "every account (global)" } else { "this account" }) }
                                 td { @match h["events"].as_array() {
                                     Some(ev) => (ev.iter().filter_map(|e| e.as_str()).collect::<Vec<_>>().join(", ")),
                                     None => "all",
