@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 
 /// One action, as written in rules, answered by a model, stored and sent in
 /// webhook payloads: `{"type":"move","folder":"Receipts"}`.
+/// Read through [`Written`], so a key an action does not take is refused
+/// for every type (serde ignores `deny_unknown_fields` on unit variants).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "type", rename_all = "snake_case", from = "Written")]
 pub enum Action {
     Move { folder: String },
     Flag { flags: Vec<String> },
@@ -17,6 +19,33 @@ pub enum Action {
     Spam,
     Trash,
     Noop,
+}
+
+/// An action as written: the types without settings are empty structs,
+/// so that `{type: read, folder: X}` is "unknown field `folder`, there are
+/// no fields" instead of a silently ignored typo.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum Written {
+    Move { folder: String },
+    Flag { flags: Vec<String> },
+    Read {},
+    Spam {},
+    Trash {},
+    Noop {},
+}
+
+impl From<Written> for Action {
+    fn from(w: Written) -> Action {
+        match w {
+            Written::Move { folder } => Action::Move { folder },
+            Written::Flag { flags } => Action::Flag { flags },
+            Written::Read {} => Action::Read,
+            Written::Spam {} => Action::Spam,
+            Written::Trash {} => Action::Trash,
+            Written::Noop {} => Action::Noop,
+        }
+    }
 }
 
 impl Action {

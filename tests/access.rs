@@ -18,6 +18,8 @@ const STATS_KEY: &str = "stats-key-0123456789";
 const READ_CONFIG_KEY: &str = "read-config-key-0123456789";
 const READ_ALL_KEY: &str = "read-all-key-0123456789";
 const WRITE_ACCOUNTS_KEY: &str = "write-accounts-0123456789";
+/// A key's default (`read:stats`) and `write:accounts`.
+const ACCOUNTS_EDITOR_KEY: &str = "accounts-editor-0123456789";
 const WRITE_CONFIG_KEY: &str = "write-config-key-0123456789";
 const WRITE_ALL_KEY: &str = "write-all-key-0123456789";
 const STAR_KEY: &str = "star-key-0123456789abc";
@@ -33,6 +35,7 @@ dashboard:
     - {{ name: readconfig, key: {READ_CONFIG_KEY}, permissions: [read:config] }}
     - {{ name: readall, key: {READ_ALL_KEY}, permissions: ["read:*"] }}
     - {{ name: writeaccounts, key: {WRITE_ACCOUNTS_KEY}, permissions: [write:accounts] }}
+    - {{ name: editor, key: {ACCOUNTS_EDITOR_KEY}, permissions: [read:stats, write:accounts] }}
     - {{ name: writeconfig, key: {WRITE_CONFIG_KEY}, permissions: [write:config] }}
     - {{ name: writeall, key: {WRITE_ALL_KEY}, permissions: ["write:*"] }}
     - {{ name: star, key: {STAR_KEY}, permissions: ["*"] }}
@@ -126,6 +129,61 @@ fn changing_the_configuration_needs_write_config() {
         let r = put_with(&m, key, &full);
         assert_eq!(r.status, 200, "{key}: {}", r.text);
     }
+}
+
+/// A key with `read:stats` (every key's default) and `write:accounts`, not
+/// `read:config`, reads, edits and sends back what it read: the summary
+/// with the accounts whole (secrets masked), the other sections as the
+/// summary shows them, which count as unchanged. Before, it read the
+/// summary (accounts without `imap`) and every way back was refused: the
+/// summary's sections with 403, its accounts alone with 400 ("missing field
+/// imap").
+#[test]
+fn write_accounts_reads_what_it_may_send_back() {
+    let m = secured();
+    let r = m.get_with("/api/config", ACCOUNTS_EDITOR_KEY);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut c = r.body;
+    assert_eq!(c["accounts"][0]["imap"]["username"], "me@internal.example");
+    assert_eq!(c["accounts"][0]["imap"]["password"], "********");
+    // The rest is the summary: no provider URL or proxy, no global webhook,
+    // no key.
+    for detail in [
+        "llm.internal",
+        "proxy",
+        "hooks.internal",
+        "X-Tenant",
+        "api_keys",
+        "auth_token",
+    ] {
+        assert!(!r.text.contains(detail), "{detail} in {}", r.text);
+    }
+    // write:accounts alone (no read:stats) reads no configuration at all.
+    assert_eq!(m.get_with("/api/config", WRITE_ACCOUNTS_KEY).status, 403);
+    c["accounts"][0]["dry_run"] = json!(true);
+    let r = put_with(&m, ACCOUNTS_EDITOR_KEY, &c);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let a = &m.get_with("/api/accounts", TOKEN).body["accounts"][0];
+    assert_eq!(a["dryRun"], true, "{a}");
+    // The file kept what the summary does not show.
+    let full = m.get_with("/api/config", TOKEN).body;
+    assert_eq!(
+        full["classifier"]["providers"][0]["proxy"],
+        "http://pu:********@proxy.internal.example:3128/"
+    );
+    assert_eq!(
+        full["webhooks"][0]["url"],
+        "https://hooks.internal.example/x"
+    );
+    assert_eq!(
+        full["accounts"][0]["imap"]["username"],
+        "me@internal.example"
+    );
+    // A summary section changed is still a change of it.
+    let mut c = m.get_with("/api/config", ACCOUNTS_EDITOR_KEY).body;
+    c["classifier"]["providers"][0]["model"] = json!("other");
+    let r = put_with(&m, ACCOUNTS_EDITOR_KEY, &c);
+    assert_eq!(r.status, 403, "{}", r.text);
 }
 
 /// Item 9: a `read:stats` key (every key's default) reads a summary of

@@ -1,7 +1,8 @@
 //! Issue [8], from the outside read: `process` (and the retry of a failed
 //! message, which sends it) while the account idles wakes the session it
-//! has, without a new LOGIN; and after a refused login no request cuts the
-//! 5-minute wait short (quick retries of bad credentials risk a lockout).
+//! has, without a new LOGIN; and after a refused login neither `process`
+//! nor `resume` cuts the 5-minute wait short (quick retries of bad
+//! credentials risk a lockout): only `reconnect`, one more try at once.
 
 mod common;
 
@@ -106,13 +107,13 @@ fn process_three_times(d: &Dovecot, config: &str) {
 }
 
 #[test]
-fn requests_do_not_cut_the_wait_after_a_refused_login() {
+fn only_reconnect_cuts_the_wait_after_a_refused_login() {
     let d = Dovecot::start();
     let m = Mailproc::start(&config(&d, "wrong"));
     m.wait_for(Duration::from_secs(15), "the refused login", || {
         m.log().contains("login failed").then_some(())
     });
-    for path in ["process", "resume", "reconnect"] {
+    for path in ["process", "resume"] {
         let r = m.post(&format!("/api/accounts/acct/{path}"), "");
         assert!(r.status < 300, "{path}: {}", r.text);
     }
@@ -123,7 +124,7 @@ fn requests_do_not_cut_the_wait_after_a_refused_login() {
             (m.log()
                 .matches("the login was refused; trying again in")
                 .count()
-                == 3)
+                == 2)
                 .then_some(())
         },
     );
@@ -133,4 +134,78 @@ fn requests_do_not_cut_the_wait_after_a_refused_login() {
         1,
         "no second LOGIN before the wait is over:\n{log}"
     );
+    // The operator's reconnect is one more try, now: the answer says so
+    // (it was `connecting` while nothing happened), and the login is made.
+    let r = m.post("/api/accounts/acct/reconnect", "");
+    assert_eq!(r.body["state"], "connecting", "{}", r.text);
+    m.wait_for(Duration::from_secs(15), "a second login, refused", || {
+        (m.log().matches("acct: login failed").count() == 2).then_some(())
+    });
+    assert!(
+        m.log()
+            .contains("trying it again now, as asked (reconnect)"),
+        "{}",
+        m.log()
+    );
+    // Refused again, it waits again: process does not cut it.
+    assert!(m.post("/api/accounts/acct/process", "").status < 300);
+    m.wait_for(Duration::from_secs(10), "the process held", || {
+        (m.log()
+            .matches("the login was refused; trying again in")
+            .count()
+            == 3)
+            .then_some(())
+    });
+    assert_eq!(m.log().matches("acct: login failed").count(), 2);
+}
+
+/// The waits logged as "retrying in <wait>", in order, in seconds.
+fn retry_waits(log: &str) -> Vec<f64> {
+    log.match_indices("; retrying in ")
+        .filter_map(|(i, pat)| {
+            let rest = &log[i + pat.len()..];
+            let word = rest.split_whitespace().next()?;
+            let (number, scale) = if let Some(n) = word.strip_suffix("ms") {
+                (n, 0.001)
+            } else if let Some(n) = word.strip_suffix("µs") {
+                (n, 0.000_001)
+            } else {
+                (word.strip_suffix('s')?, 1.0)
+            };
+            Some(number.parse::<f64>().ok()? * scale)
+        })
+        .collect()
+}
+
+/// DESIGN §4: `reconnect` drops and reopens the connection now, resetting
+/// the back-off. The server away (nothing listens), a reconnect tried at
+/// once but the waits after it went on doubling from where they were (an
+/// 8 s wait became 16 s); they start again from 1 s.
+#[test]
+fn reconnect_starts_the_back_off_again() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let m = Mailproc::start(&config_with_port(port));
+    // Three failed connects: waits of about 1, 2 and 4 s (each up to 75 %
+    // longer); the fourth failure waits about 8 s.
+    let waits = m.wait_for(Duration::from_secs(60), "four failed connects", || {
+        let w = retry_waits(&m.log());
+        (w.len() >= 4).then_some(w)
+    });
+    assert!(waits[3] >= 8.0, "{waits:?}");
+    let r = m.post("/api/accounts/acct/reconnect", "");
+    assert_eq!(r.body["state"], "connecting", "{}", r.text);
+    let waits = m.wait_for(Duration::from_secs(10), "the reconnect's attempt", || {
+        let w = retry_waits(&m.log());
+        (w.len() >= 5).then_some(w)
+    });
+    assert!(waits[4] < 2.0, "the back-off went on: {waits:?}");
+}
+
+fn config_with_port(port: u16) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, username: u, password: p }}\n"
+    )
 }

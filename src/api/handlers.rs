@@ -134,6 +134,19 @@ pub fn config_summary(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     Ok(Reply::ok(&crate::config::summary_json(&ctx.config().raw)))
 }
 
+/// `GET /api/config` with `write:accounts` but not `read:config`: the
+/// summary, with the accounts whole (secrets masked), which this caller
+/// may replace and so must be able to read and send back.
+pub fn config_for_accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
+    let raw = &ctx.config().raw;
+    let mut answer = crate::config::summary_json(raw);
+    let accounts = crate::config::redacted_json(raw)["accounts"].take();
+    if let (Some(m), false) = (answer.as_object_mut(), accounts.is_null()) {
+        m.insert("accounts".into(), accounts);
+    }
+    Ok(Reply::ok(&answer))
+}
+
 /// `PUT /api/config`: a whole configuration in the shape `GET` gives,
 /// validated, written and applied (see `live`).
 pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
@@ -152,7 +165,8 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
 /// `PUT /api/config` for a key with `write:accounts` but not
 /// `write:config` (the permission SPEC §4 names for it): the `accounts` it
 /// sends replace the configuration's. Any other section it sends must be
-/// as the file has it, or as `GET /api/config` shows it (secrets masked):
+/// as the file has it, or as `GET /api/config` shows it (secrets masked,
+/// or the summary a key without `read:config` reads):
 /// changing the server, the dashboard's keys, the providers or the global
 /// webhooks is administering the service (`write:config`).
 pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
@@ -172,10 +186,13 @@ pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let mut raw = ctx.config().raw.clone();
     let as_json = serde_json::to_value(&raw).unwrap_or_default();
     let shown = crate::config::redacted_json(&raw);
-    if let Some((name, _)) = sections
-        .iter()
-        .find(|(k, v)| *k != "accounts" && as_json.get(k) != Some(v) && shown.get(k) != Some(v))
-    {
+    let summary = crate::config::summary_json(&raw);
+    if let Some((name, _)) = sections.iter().find(|(k, v)| {
+        *k != "accounts"
+            && as_json.get(k) != Some(v)
+            && shown.get(k) != Some(v)
+            && summary.get(k) != Some(v)
+    }) {
         return Err(Reply::error(
             403,
             format!(

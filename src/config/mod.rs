@@ -823,5 +823,38 @@ accounts:
             r#"{"type":"flag","flags":["\\Flagged"]}"#
         );
         assert!(serde_json::from_str::<Action>(r#"{"type":"delete"}"#).is_err());
+        // A key the type does not take is an error for every type; it was
+        // ignored for the types without settings.
+        for (text, field) in [
+            (r#"{"type":"read","zz":1}"#, "zz"),
+            (r#"{"type":"noop","folder":"X"}"#, "folder"),
+            (r#"{"type":"spam","flags":["\\Seen"]}"#, "flags"),
+            (r#"{"type":"trash","zz":1}"#, "zz"),
+            (r#"{"type":"move","folder":"X","flgs":[]}"#, "flgs"),
+        ] {
+            let e = serde_json::from_str::<Action>(text)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("unknown field `{field}`")),
+                "{text}: {e}"
+            );
+        }
+        assert_eq!(
+            serde_json::from_str::<Action>(r#"{"type":"read"}"#).unwrap(),
+            Action::Read
+        );
+        // And in a configuration file, with the path of the action.
+        let e = parse_str(
+            "accounts:\n  - name: a\n    imap: { host: h, username: u, password: p }\n    \
+             rules: [ { name: r, when: { subject: x }, actions: [ { type: read, zz: 1 } ] } ]\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.problems
+                .iter()
+                .any(|p| p.starts_with("accounts[0].rules[0].actions[0]") && p.contains("zz")),
+            "{e}"
+        );
     }
 }

@@ -247,6 +247,9 @@ struct Runner {
     /// Refile requests (undo) taken from the channel, for the session.
     refiles: Vec<Refile>,
     force_pass: bool,
+    /// A `reconnect` ended the wait before the next connection: it is
+    /// tried at once and the back-off starts again (DESIGN §4).
+    reconnect_asked: bool,
     /// The pass under way was asked for (`process`): it runs whole even
     /// while the account is paused.
     forced: bool,
@@ -292,6 +295,7 @@ impl Runner {
             queued: Vec::new(),
             refiles: Vec::new(),
             force_pass: false,
+            reconnect_asked: false,
             forced: false,
             last_pass_ms: 0,
             tokens: None,
@@ -494,8 +498,10 @@ impl Runner {
                 }
             };
             if let Some(wait) = wait {
-                // After a refused login no request cuts the wait short:
-                // quick retries of bad credentials risk a lockout.
+                // After a refused login only `reconnect` cuts the wait
+                // short: automatic retries of bad credentials (and every
+                // process or resume) risk a lockout; the operator's one
+                // request is one more try.
                 let done = if std::mem::take(&mut refused) {
                     self.sleep_through_commands(wait)
                 } else {
@@ -503,6 +509,9 @@ impl Runner {
                 };
                 if !done {
                     break;
+                }
+                if std::mem::take(&mut self.reconnect_asked) {
+                    backoff.reset();
                 }
             }
         }
@@ -614,8 +623,9 @@ impl Runner {
         self.sleep(wait, true)
     }
 
-    /// Waits all of `wait` (after a refused login): commands that ask for a
-    /// connection are kept for when it is up; only shutdown ends the wait.
+    /// Waits all of `wait` (after a refused login): `process` and `resume`
+    /// are kept for when the session is up; `reconnect` (one more try, as
+    /// the operator asked) and shutdown end the wait.
     fn sleep_through_commands(&mut self, wait: Duration) -> bool {
         self.sleep(wait, false)
     }
@@ -643,13 +653,25 @@ impl Runner {
             };
             match cmd {
                 Ok(Command::Shutdown) => return false,
-                Ok(Command::Reconnect) | Ok(Command::Process) | Ok(Command::Resume) => {
+                Ok(Command::Reconnect) => {
+                    self.force_pass = true;
+                    self.reconnect_asked = true;
+                    if !woken_by_commands {
+                        log::info!(
+                            "{}: the login was refused; trying it again now, as asked (reconnect)",
+                            self.name()
+                        );
+                    }
+                    return true;
+                }
+                Ok(Command::Process) | Ok(Command::Resume) => {
                     self.force_pass = true;
                     if woken_by_commands {
                         return true;
                     }
                     log::info!(
-                        "{}: the login was refused; trying again in {left:?}, not at once",
+                        "{}: the login was refused; trying again in {left:?}, not at once \
+                         (reconnect tries now)",
                         self.name()
                     );
                 }

@@ -71,9 +71,10 @@ impl Access {
 
 enum Handler {
     Api(ApiFn),
-    /// An API answer, and a fuller one for callers who hold this
-    /// permission too.
-    ApiOr(ApiFn, &'static str, ApiFn),
+    /// An API answer, and fuller ones for callers who hold one of these
+    /// permissions (`a+b`: both) too: the first listed that the caller
+    /// holds answers.
+    ApiOr(ApiFn, &'static [(&'static str, ApiFn)]),
     Page(PageFn),
     Open(OpenFn),
 }
@@ -135,12 +136,20 @@ static ROUTES: &[Route] = &[
     ),
     // SPEC §4 names read:stats, the default of every key: it gets the
     // settings without a host, user name, URL, proxy, header or key; the
-    // whole (masked) configuration needs read:config.
+    // whole (masked) configuration needs read:config. A key that may also
+    // replace the accounts (write:accounts) reads them whole, masked, so
+    // that what it reads it can send back.
     r(
         "GET",
         "/api/config",
         Needs("read:stats"),
-        ApiOr(handlers::config_summary, "read:config", handlers::config),
+        ApiOr(
+            handlers::config_summary,
+            &[
+                ("read:config", handlers::config),
+                ("read:stats+write:accounts", handlers::config_for_accounts),
+            ],
+        ),
     ),
     // SPEC §4 names write:accounts: it changes the accounts; the whole
     // configuration (keys, server, providers) needs write:config.
@@ -148,7 +157,10 @@ static ROUTES: &[Route] = &[
         "PUT",
         "/api/config",
         Needs("write:accounts"),
-        ApiOr(handlers::put_accounts, "write:config", handlers::put_config),
+        ApiOr(
+            handlers::put_accounts,
+            &[("write:config", handlers::put_config)],
+        ),
     ),
     r(
         "GET",
@@ -483,8 +495,14 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
     let answer = match (r.access, &r.handler) {
         (Anyone, Api(f) | ApiOr(f, ..)) => f(ctx, req, params),
         (Needs(permission), Api(_) | ApiOr(..)) => access::authenticate(ctx, req).and_then(|who| {
+            let fuller = match r.handler {
+                ApiOr(_, tiers) => tiers
+                    .iter()
+                    .find(|(more, _)| more.split('+').all(|p| who.allows(p))),
+                _ => None,
+            };
             let f = match r.handler {
-                ApiOr(_, more, fuller) if who.allows(more) => fuller,
+                _ if fuller.is_some() => fuller.expect("just checked").1,
                 Api(f) | ApiOr(f, ..) if who.allows(permission) => f,
                 _ => {
                     return Err(Reply::error(
