@@ -356,6 +356,8 @@ impl Handle {
             _ => {}
         }
         let answer = match cmd {
+            // A paused account reads `paused` while it connects again.
+            Command::Reconnect if self.is_paused() => State::Paused,
             Command::Reconnect => State::Connecting,
             _ => self.status.read().state,
         };

@@ -797,3 +797,82 @@ fn a_server_that_never_ends_a_line_costs_bounded_memory() {
     assert!(peak < 260 << 20, "peak RSS {} MiB", peak >> 20);
     assert_ne!(state(&m), "connected");
 }
+
+fn receipt(n: u32) -> Vec<u8> {
+    format!(
+        "From: Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
+         Subject: Your receipt {n}\r\nMessage-ID: <r{n}@shop.example>\r\n\
+         Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n"
+    )
+    .into_bytes()
+}
+
+/// An undo puts the message back in the watched folder, so the server
+/// signals new mail that the next pass finds already handled. Those
+/// passes counted as the server's empty signals: after a few undos new
+/// mail waited 1 s doubling to 30 s before its pass (seen from outside:
+/// 2.5 s instead of 0.7 s after three). An undo starts the count again.
+#[test]
+fn undos_do_not_make_new_mail_wait() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    for n in 1..=4 {
+        d.seed("test", "INBOX", &receipt(n));
+    }
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts], create: false }}\n{SHOP_RULES}"
+        ),
+    ));
+    let ids: Vec<i64> = (1..=4)
+        .map(|n| {
+            wait_entry(&m, &format!("<r{n}@shop.example>"))["id"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    for id in ids {
+        let before = passes(&m) as u64;
+        let r = m.post(&format!("/api/activity/{id}/undo"), "");
+        assert_eq!(r.status, 200, "{}", r.text);
+        // The pass the server's signal of the message put back prompts.
+        m.wait_pass_after("acct", before);
+    }
+    d.seed("test", "INBOX", &msg("after", "URGENT: after the undos"));
+    let after = wait_entry(&m, "<after@mailproc.test>");
+    assert_eq!(after["model"], "rules:urgent", "{after}");
+    let log = m.log();
+    assert!(
+        !log.contains("times in a row that no pass found"),
+        "the undos were taken for a server's empty signals:\n{log}"
+    );
+}
+
+/// A folder the account created was created again before every later
+/// move there in the same session (`CREATE "Lists" refused:
+/// [ALREADYEXISTS]` at every pass): the session knew only what LIST said
+/// at its start.
+#[test]
+fn a_folder_created_once_is_not_created_again() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &receipt(1));
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts], create: true }}\n{SHOP_RULES}"
+        ),
+    ));
+    wait_entry(&m, "<r1@shop.example>");
+    for n in 2..=3 {
+        d.seed("test", "INBOX", &receipt(n));
+        let e = wait_entry(&m, &format!("<r{n}@shop.example>"));
+        assert_eq!(e["status"], "ok", "{e}");
+    }
+    assert_eq!(mailboxes_of(&d, "<r3@shop.example>"), ["Receipts"]);
+    let log = m.log();
+    assert_eq!(log.matches("created folder").count(), 1, "{log}");
+    assert!(!log.contains("CREATE"), "{log}");
+}

@@ -899,9 +899,16 @@ fn failed_email_can_be_retried() {
     let r = m.post_with(&format!("/api/activity/{id}/retry"), TOKEN, "");
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["status"], "retrying");
+    // Retried already, it is no longer failed: a conflict, as an undo that
+    // cannot be done (it was 404, the answer for no such entry).
+    let again = m.post_with(&format!("/api/activity/{id}/retry"), TOKEN, "");
+    assert_eq!(again.status, 409, "{}", again.text);
     assert_eq!(
-        m.post_with(&format!("/api/activity/{id}/retry"), TOKEN, "")
-            .status,
+        again.body["error"],
+        format!("activity {id}: only a failed email can be retried (its status is retrying)")
+    );
+    assert_eq!(
+        m.post_with("/api/activity/999999/retry", TOKEN, "").status,
         404
     );
     let v: Value = m.get_with("/api/activity?status=retrying", TOKEN).body;
@@ -1008,4 +1015,12 @@ fn pausing_an_account_away_from_its_server_reads_paused() {
         let r = m.post("/api/accounts/personal/pause", "");
         assert_eq!(r.body["state"], "paused", "{}", r.text);
     }
+    // Reconnected while paused, it reads `paused` while it connects again
+    // (the answer said `connecting`).
+    let r = m.post("/api/accounts/personal/reconnect", "");
+    assert_eq!(
+        r.body,
+        serde_json::json!({ "success": true, "account": "personal", "state": "paused" })
+    );
+    assert_eq!(account(&m)["state"], "paused");
 }

@@ -31,6 +31,10 @@ use crate::mailbox::{find_special_use, mutf7, FolderNames, ListEntry, Namespaces
 pub(crate) struct Folders {
     /// Server names (UTF-8) that LIST returned.
     existing: HashSet<String>,
+    /// Server names this session created since (or found there when its
+    /// CREATE was answered `ALREADYEXISTS`): not created again at every
+    /// pass of the session.
+    created: parking_lot::Mutex<HashSet<String>>,
     /// Where `spam` goes, as the user knows it (`Junk` for Cyrus's
     /// `INBOX.Junk`).
     pub(super) junk: String,
@@ -48,6 +52,7 @@ impl Folders {
     pub(super) fn plain(names: FolderNames, utf8: bool) -> Folders {
         Folders {
             existing: HashSet::new(),
+            created: Default::default(),
             junk: "Junk".into(),
             trash: "Trash".into(),
             names,
@@ -97,9 +102,10 @@ impl Folders {
         ))
     }
 
-    /// Whether LIST showed the folder.
+    /// Whether LIST showed the folder, or this session created it.
     pub(super) fn exists(&self, name: &str) -> bool {
-        self.existing.contains(&self.server(name))
+        let server = self.server(name);
+        self.existing.contains(&server) || self.created.lock().contains(&server)
     }
 
     /// `name` resolved and encoded for another session of the account
@@ -120,8 +126,19 @@ impl Folders {
         s.examine(self.wire(name))
     }
 
+    /// `CREATE name`; the folder counts as existing for the rest of the
+    /// session once made, or once the server says it already exists.
     pub(super) fn create(&self, s: &mut Session, name: &str) -> imap::Result<()> {
-        s.create(self.wire(name))
+        let r = s.create(self.wire(name));
+        let there = match &r {
+            Ok(()) => true,
+            Err(imap::Error::No(no)) => already_exists(no),
+            Err(_) => false,
+        };
+        if there {
+            self.created.lock().insert(self.server(name));
+        }
+        r
     }
 
     /// `STATUS name (UIDNEXT)`, read from the raw answer: the crate's
@@ -281,6 +298,7 @@ pub(super) fn discover(
     );
     Ok(Folders {
         existing: entries.into_iter().map(|e| e.name).collect(),
+        created: Default::default(),
         junk,
         trash,
         names,
@@ -302,6 +320,21 @@ fn list(s: &mut Session, caps: &Caps) -> Result<Vec<ListEntry>, ImapError> {
     }
     let raw = s.run_command_and_read_response("LIST \"\" \"*\"")?;
     Ok(ListEntry::parse_all_with(&raw, !caps.utf8))
+}
+
+/// Whether a refused CREATE said the folder is there already: the
+/// `ALREADYEXISTS` code of RFC 5530, or the words where a server sends
+/// none.
+fn already_exists(no: &imap::error::No) -> bool {
+    let code = no
+        .code
+        .as_ref()
+        .map(|c| format!("{c:?}"))
+        .unwrap_or_default();
+    let text = no.information.to_ascii_lowercase();
+    code.to_ascii_uppercase().contains("ALREADYEXISTS")
+        || text.contains("alreadyexists")
+        || text.contains("already exists")
 }
 
 #[cfg(test)]

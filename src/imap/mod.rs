@@ -281,6 +281,9 @@ struct Runner {
     /// Each folder the corrections check read whole, with its counts as
     /// they were just before (see `corrections`).
     corrections_read: HashMap<String, folders::Counts>,
+    /// A refile request (undo, a move, a peek) was carried out since the
+    /// session's loop last looked (see `schedule::Quiet`).
+    refiled: bool,
     /// Messages the pass under way took up (new, due for a retry, left
     /// pending): a pass the server prompted that found none is empty (see
     /// `schedule::Quiet`).
@@ -296,6 +299,7 @@ impl Runner {
             refiles: Vec::new(),
             force_pass: false,
             reconnect_asked: false,
+            refiled: false,
             forced: false,
             last_pass_ms: 0,
             tokens: None,

@@ -183,6 +183,10 @@ impl Runner {
                 return Ok(exit);
             }
             self.serve_refiles(s, caps, folders)?;
+            if std::mem::take(&mut self.refiled) {
+                // The server's signal of a message put back is our doing.
+                quiet = Quiet::default();
+            }
             // `process` runs one whole pass, also while paused (`forced`
             // holds for the pass; a pause cuts short only the others).
             let force = std::mem::take(&mut self.force_pass);

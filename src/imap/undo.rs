@@ -24,7 +24,10 @@ impl Runner {
     /// Carries out the refile requests in hand on the session, answering
     /// each. A request whose asker gave up is dropped, untouched. A broken
     /// session answers the request at hand and ends the session (the
-    /// others are answered by the caller).
+    /// others are answered by the caller). One carried out sets
+    /// `refiled`: a message put back in a watched folder makes the server
+    /// signal new mail that no pass will find, which is not the server's
+    /// doing (see `schedule::Quiet`).
     pub(super) fn serve_refiles(
         &mut self,
         s: &mut Session,
@@ -54,6 +57,7 @@ impl Runner {
             };
             match done {
                 Ok(answer) => {
+                    self.refiled = true;
                     let _ = r.reply.send(answer);
                 }
                 Err(e) => {

@@ -19,7 +19,15 @@ pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> 
 /// Returns the account's name.
 pub fn retry(ctx: &Ctx, id: i64) -> Result<String, Error> {
     let Some(account) = ctx.store.retry_failed(id)? else {
-        return Err(Error::NotFound(format!("no failed email with id {id}")));
+        // 404 for no such entry; one that is there but not failed cannot
+        // be retried (409, as an undo that cannot be done).
+        return Err(match ctx.store.activity_entry(id)? {
+            Some(e) => Error::Conflict(format!(
+                "activity {id}: only a failed email can be retried (its status is {})",
+                e.status.as_str()
+            )),
+            None => Error::NotFound(format!("no failed email with id {id}")),
+        });
     };
     if let Some(h) = ctx.account(&account) {
         let _ = h.send(Command::Process);

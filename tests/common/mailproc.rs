@@ -20,6 +20,9 @@ pub struct Mailproc {
     child: Option<Child>,
     stderr_path: PathBuf,
     env: Vec<(String, String)>,
+    /// The configuration as last given, `{PORT}` unreplaced: written again
+    /// with another port when the one chosen was taken meanwhile.
+    yaml: String,
 }
 
 /// The failpoint every mailproc a test starts gets: no name lookup but of
@@ -90,12 +93,14 @@ impl Mailproc {
             dir,
             child: None,
             env: Vec::new(),
+            yaml: String::new(),
         };
         m.write_config(yaml);
         m
     }
 
     pub fn write_config(&mut self, yaml: &str) {
+        self.yaml = yaml.to_string();
         let text = yaml
             .replace("{PORT}", &self.port.to_string())
             .replace("{DIR}", self.dir.path().to_str().unwrap());
@@ -168,8 +173,26 @@ impl Mailproc {
         // Start-up takes well under a second; a generous bound keeps a
         // machine busy with builds from failing a correct start.
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut port_tries = 0;
         while Instant::now() < deadline {
             if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                // The port `free_port` chose was free a moment before: an
+                // outgoing connection of another test (which takes its
+                // local port from the same range) may hold it now. Another
+                // one, then; the configuration asked for any.
+                let taken = format!("address in use: 127.0.0.1:{}", self.port);
+                if self.yaml.contains("{PORT}") && self.log().contains(&taken) && port_tries < 5 {
+                    port_tries += 1;
+                    self.port = free_port();
+                    let yaml = self.yaml.clone();
+                    self.write_config(&yaml);
+                    std::fs::write(&self.stderr_path, b"").unwrap();
+                    let env: Vec<(String, String)> = self.env.clone();
+                    let env: Vec<(&str, &str)> =
+                        env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    self.spawn(&env);
+                    continue;
+                }
                 panic!("mailproc exited early ({st}):\n{}", self.log());
             }
             // The port is bound before anything else starts; ready is when
