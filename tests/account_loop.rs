@@ -561,6 +561,7 @@ fn an_undo_while_the_account_is_disconnected_answers_503_and_changes_nothing() {
                    Subject: Your receipt 8\r\nMessage-ID: <r8@shop.example>\r\n\
                    Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n";
     d.seed("test", "INBOX", receipt.as_bytes());
+    d.seed("test", "INBOX", &msg("flagged", "URGENT: only flagged"));
     let m = Mailproc::start(&config(
         &d,
         "",
@@ -569,10 +570,20 @@ fn an_undo_while_the_account_is_disconnected_answers_503_and_changes_nothing() {
         ),
     ));
     let id = wait_entry(&m, "<r8@shop.example>")["id"].as_i64().unwrap();
+    let flagged = wait_entry(&m, "<flagged@mailproc.test>")["id"]
+        .as_i64()
+        .unwrap();
     d.stop();
     m.wait_for(Duration::from_secs(30), "the account disconnected", || {
         (state(&m) == "disconnected").then_some(())
     });
+    // What could never be undone says so, connected or not (it was 503).
+    let r = m.post(&format!("/api/activity/{flagged}/undo"), "");
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(
+        r.body["error"],
+        format!("activity {flagged}: the message was not moved")
+    );
     let r = m.post(&format!("/api/activity/{id}/undo"), "");
     assert_eq!(r.status, 503, "{}", r.text);
     assert!(

@@ -18,7 +18,7 @@ use super::commands::{search_message_id, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::account::{RefileError as UndoError, RefileTo, Refiled, Undone};
-use crate::store::{Status, UndoTarget};
+use crate::store::UndoTarget;
 
 impl Runner {
     /// Carries out the refile requests in hand on the session, answering
@@ -96,17 +96,11 @@ impl Runner {
         if t.account != self.name() {
             return refuse("belongs to another account");
         }
-        if t.status != Status::Ok {
-            return refuse("only a message that was acted on can be undone");
+        if let Some(why) = t.why_not_undoable() {
+            return refuse(why);
         }
-        let Some(dest) = t.dest_folder.clone() else {
-            return refuse("the message was not moved");
-        };
-        if t.undone_at.is_some() {
-            return refuse("already undone");
-        }
-        let Some(flags) = t.flags.clone() else {
-            return refuse("moved before undo was recorded");
+        let (Some(dest), Some(flags)) = (t.dest_folder.clone(), t.flags.clone()) else {
+            unreachable!("why_not_undoable checked both");
         };
         let (uid, undo_id, feats) = match self.put_back(s, caps, folders, &t, &dest, &flags)? {
             Ok(done) => done,

@@ -15,6 +15,11 @@ pub fn undo(ctx: &Ctx, id: i64) -> Result<Undone, Error> {
         .store
         .undo_target(id)?
         .ok_or_else(|| Error::NotFound(format!("no activity entry with id {id}")))?;
+    // What can never be undone is told so whether or not the account is
+    // connected now (409, not 503).
+    if let Some(why) = t.why_not_undoable() {
+        return Err(Error::Conflict(format!("activity {id}: {why}")));
+    }
     let Some(h) = ctx.account(&t.account) else {
         return Err(Error::Conflict(format!(
             "account {:?} is no longer configured",

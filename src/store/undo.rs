@@ -34,6 +34,25 @@ pub struct UndoTarget {
     pub undone_at: Option<i64>,
 }
 
+impl UndoTarget {
+    /// Why this entry cannot be undone, if it cannot: read before the
+    /// account is asked (a disconnected account answers 503 for what could
+    /// never be undone otherwise), and again on its session.
+    pub fn why_not_undoable(&self) -> Option<&'static str> {
+        if self.status != super::Status::Ok {
+            Some("only a message that was acted on can be undone")
+        } else if self.dest_folder.is_none() {
+            Some("the message was not moved")
+        } else if self.undone_at.is_some() {
+            Some("already undone")
+        } else if self.flags.is_none() {
+            Some("moved before undo was recorded")
+        } else {
+            None
+        }
+    }
+}
+
 impl Store {
     pub fn undo_target(&self, id: i64) -> Result<Option<UndoTarget>> {
         in_op("undo_target", || {
