@@ -579,6 +579,24 @@ fn open_mode_without_token_or_keys() {
     );
 }
 
+/// The harness, as every test starts mailproc: a `{PORT}` chosen free but
+/// taken before mailproc binds it (by another test's connection, which
+/// takes its local port from the same range) is chosen again, and the
+/// start goes on. A full run failed once on that race.
+#[test]
+fn a_port_taken_after_it_was_chosen_is_chosen_again() {
+    let mut m =
+        Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let first = m.port;
+    let taken = std::net::TcpListener::bind(("127.0.0.1", first)).unwrap();
+    m.spawn(&[]);
+    m.wait_ready();
+    assert_ne!(m.port, first);
+    assert_eq!(m.get("/health").status, 200);
+    assert!(!m.log().contains("address in use"), "{}", m.log());
+    drop(taken);
+}
+
 #[test]
 fn port_in_use_ends_start_up() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

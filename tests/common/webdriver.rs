@@ -41,20 +41,35 @@ impl Browser {
             .unwrap_or_else(|| panic!("chromedriver not found: apt-get install chromium-driver"));
         let chromium = which(&["chromium", "chromium-browser"])
             .unwrap_or_else(|| panic!("chromium not found: apt-get install chromium"));
-        let port = super::mailproc::free_port();
-        let driver = Command::new(driver_bin)
-            .arg(format!("--port={port}"))
-            .arg("--allowed-ips=127.0.0.1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("chromedriver not runnable ({e}): apt-get install chromium-driver")
-            });
-        let base = format!("http://127.0.0.1:{port}");
+        let start_driver = || {
+            let port = super::mailproc::free_port();
+            let driver = Command::new(&driver_bin)
+                .arg(format!("--port={port}"))
+                .arg("--allowed-ips=127.0.0.1")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("chromedriver not runnable ({e}): apt-get install chromium-driver")
+                });
+            (driver, format!("http://127.0.0.1:{port}"))
+        };
+        let (mut driver, mut base) = start_driver();
+        let mut port_tries = 0;
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
+            // The port was free a moment before; another test's connection
+            // may hold it now, and chromedriver then exits: another port.
+            if let Ok(Some(st)) = driver.try_wait() {
+                port_tries += 1;
+                assert!(
+                    port_tries <= 5,
+                    "chromedriver exited ({st}) on 5 ports in a row"
+                );
+                (driver, base) = start_driver();
+                continue;
+            }
             let ready = agent()
                 .get(&format!("{base}/status"))
                 .call()
