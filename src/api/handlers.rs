@@ -141,8 +141,8 @@ pub fn config_for_accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     let raw = &ctx.config().raw;
     let mut answer = crate::config::summary_json(raw);
     let accounts = crate::config::redacted_json(raw)["accounts"].take();
-    if let (Some(m), false) = (answer.as_object_mut(), accounts.is_null()) {
-        m.insert("accounts".into(), accounts);
+    if !accounts.is_null() {
+        answer["accounts"] = accounts;
     }
     Ok(Reply::ok(&answer))
 }

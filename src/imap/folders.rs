@@ -132,7 +132,7 @@ impl Folders {
         let r = s.create(self.wire(name));
         let there = match &r {
             Ok(()) => true,
-            Err(imap::Error::No(no)) => already_exists(no),
+            Err(imap::Error::No(no)) => already_exists(&no.information),
             Err(_) => false,
         };
         if there {
@@ -323,18 +323,11 @@ fn list(s: &mut Session, caps: &Caps) -> Result<Vec<ListEntry>, ImapError> {
 }
 
 /// Whether a refused CREATE said the folder is there already: the
-/// `ALREADYEXISTS` code of RFC 5530, or the words where a server sends
-/// none.
-fn already_exists(no: &imap::error::No) -> bool {
-    let code = no
-        .code
-        .as_ref()
-        .map(|c| format!("{c:?}"))
-        .unwrap_or_default();
-    let text = no.information.to_ascii_lowercase();
-    code.to_ascii_uppercase().contains("ALREADYEXISTS")
-        || text.contains("alreadyexists")
-        || text.contains("already exists")
+/// `[ALREADYEXISTS]` code of RFC 5530 (which the parser leaves in the
+/// text, knowing no such code), or the words where a server sends none.
+fn already_exists(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    text.contains("[alreadyexists]") || text.contains("already exists")
 }
 
 #[cfg(test)]
@@ -421,6 +414,19 @@ mod tests {
     /// Every SELECT, EXAMINE, CREATE and STATUS of a folder goes through
     /// [`Folders`]: a direct call sends the configured name unresolved and
     /// unencoded (`Reçus` as raw UTF-8, `Lists` outside Cyrus's namespace).
+    /// Dovecot's answer to a CREATE of a folder that is there (as its log
+    /// showed it), the words alone, and two other refusals.
+    #[test]
+    fn a_refused_create_tells_a_folder_already_there() {
+        assert!(already_exists(
+            "[ALREADYEXISTS] Mailbox already exists (0.001 + 0.000 secs)."
+        ));
+        assert!(already_exists("Mailbox already exists"));
+        assert!(already_exists("Mailbox already exists."));
+        assert!(!already_exists("[NOPERM] Permission denied"));
+        assert!(!already_exists("[OVERQUOTA] Quota exceeded"));
+    }
+
     #[test]
     fn no_module_sends_a_folder_name_past_this_one() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/imap");

@@ -240,6 +240,17 @@ pub fn spawn(w: Worker) -> std::io::Result<JoinHandle<()>> {
         })
 }
 
+/// What ended a wait while disconnected ([`Runner::sleep`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Woke {
+    /// Shutdown.
+    Stop,
+    /// The wait is over, or a command asks for a connection now.
+    Go,
+    /// `reconnect`: a connection now, and the back-off starts again.
+    Reconnect,
+}
+
 struct Runner {
     w: Worker,
     /// Commands taken from the channel but not yet acted on.
@@ -247,9 +258,6 @@ struct Runner {
     /// Refile requests (undo) taken from the channel, for the session.
     refiles: Vec<Refile>,
     force_pass: bool,
-    /// A `reconnect` ended the wait before the next connection: it is
-    /// tried at once and the back-off starts again (DESIGN §4).
-    reconnect_asked: bool,
     /// The pass under way was asked for (`process`): it runs whole even
     /// while the account is paused.
     forced: bool,
@@ -298,7 +306,6 @@ impl Runner {
             queued: Vec::new(),
             refiles: Vec::new(),
             force_pass: false,
-            reconnect_asked: false,
             refiled: false,
             forced: false,
             last_pass_ms: 0,
@@ -506,16 +513,12 @@ impl Runner {
                 // short: automatic retries of bad credentials (and every
                 // process or resume) risk a lockout; the operator's one
                 // request is one more try.
-                let done = if std::mem::take(&mut refused) {
-                    self.sleep_through_commands(wait)
-                } else {
-                    self.sleep_for_commands(wait)
-                };
-                if !done {
-                    break;
-                }
-                if std::mem::take(&mut self.reconnect_asked) {
-                    backoff.reset();
+                let woken_by_commands = !std::mem::take(&mut refused);
+                match self.sleep(wait, woken_by_commands) {
+                    Woke::Stop => break,
+                    Woke::Go => {}
+                    // Tried at once, and the back-off starts again (DESIGN §4).
+                    Woke::Reconnect => backoff.reset(),
                 }
             }
         }
@@ -624,22 +627,19 @@ impl Runner {
     /// Waits up to `wait` while disconnected. Returns false on shutdown;
     /// returns early when a command asks for a connection now.
     fn sleep_for_commands(&mut self, wait: Duration) -> bool {
-        self.sleep(wait, true)
+        self.sleep(wait, true) != Woke::Stop
     }
 
-    /// Waits all of `wait` (after a refused login): `process` and `resume`
-    /// are kept for when the session is up; `reconnect` (one more try, as
-    /// the operator asked) and shutdown end the wait.
-    fn sleep_through_commands(&mut self, wait: Duration) -> bool {
-        self.sleep(wait, false)
-    }
-
-    fn sleep(&mut self, wait: Duration, woken_by_commands: bool) -> bool {
+    /// Waits up to `wait` while disconnected, for what ends it. With
+    /// `woken_by_commands` false (after a refused login) `process` and
+    /// `resume` are kept for when the session is up; only `reconnect` (one
+    /// more try, as the operator asked) and shutdown end the wait.
+    fn sleep(&mut self, wait: Duration, woken_by_commands: bool) -> Woke {
         let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return true;
+                return Woke::Go;
             }
             let cmd = match self.w.commands.recv_timeout(left) {
                 Ok(Message::Command(c)) => Ok(c),
@@ -656,22 +656,21 @@ impl Runner {
                 Err(e) => Err(e),
             };
             match cmd {
-                Ok(Command::Shutdown) => return false,
+                Ok(Command::Shutdown) => return Woke::Stop,
                 Ok(Command::Reconnect) => {
                     self.force_pass = true;
-                    self.reconnect_asked = true;
                     if !woken_by_commands {
                         log::info!(
                             "{}: the login was refused; trying it again now, as asked (reconnect)",
                             self.name()
                         );
                     }
-                    return true;
+                    return Woke::Reconnect;
                 }
                 Ok(Command::Process) | Ok(Command::Resume) => {
                     self.force_pass = true;
                     if woken_by_commands {
-                        return true;
+                        return Woke::Go;
                     }
                     log::info!(
                         "{}: the login was refused; trying again in {left:?}, not at once \
@@ -680,8 +679,8 @@ impl Runner {
                     );
                 }
                 Ok(Command::Pause) => {}
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return true,
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return false,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return Woke::Go,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Woke::Stop,
             }
         }
     }
