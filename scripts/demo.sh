@@ -17,7 +17,7 @@
 #                              exit (non-zero when nothing was processed).
 #                              Rules only unless --model or MAILPROC_LLM_URL:
 #                              it is the quick check of the demo's plumbing
-#                              (tests/processing.rs runs it); the model's own
+#                              (tests/real_mail.rs runs it); the model's own
 #                              end-to-end test is tests/local_model.rs
 #   scripts/demo.sh --check --model   the same with the local model (~2 min)
 #   scripts/demo.sh --smoke    start it with an auth_token, run

@@ -7,57 +7,11 @@ mod common;
 use std::time::Duration;
 
 use common::mailproc::Mailproc;
+use common::secured::*;
 use mailproc::actions::Action;
 use mailproc::store::{EmailMeta, FailedAttempt, Outcome, Outcomes, Status, Store};
 use mailproc::timestamp::now_ms;
 use serde_json::Value;
-
-const TOKEN: &str = "server-token-0123456789";
-const STATS_KEY: &str = "stats-key-0123456789";
-const ACTIVITY_KEY: &str = "activity-key-0123456789";
-const READ_ALL_KEY: &str = "read-all-key-0123456789";
-const WRITE_ALL_KEY: &str = "write-all-key-0123456789";
-const WRITE_ACCOUNTS_KEY: &str = "write-accounts-0123456789";
-const STAR_KEY: &str = "star-key-0123456789abc";
-
-fn secured_config() -> String {
-    format!(
-        r#"
-server: {{ port: {{PORT}}, auth_token: {TOKEN}, workers: 2, trusted_proxies: ["127.0.0.1/32"] }}
-storage: {{ path: "{{DIR}}/mailproc.db", activity_retention: 365d }}
-dashboard:
-  session_ttl: 30m
-  api_keys:
-    - {{ name: stats, key: {STATS_KEY} }}
-    - {{ name: activity, key: {ACTIVITY_KEY}, permissions: [read:activity] }}
-    - {{ name: readall, key: {READ_ALL_KEY}, permissions: ["read:*"] }}
-    - {{ name: writeall, key: {WRITE_ALL_KEY}, permissions: ["write:*"] }}
-    - {{ name: writeaccounts, key: {WRITE_ACCOUNTS_KEY}, permissions: [write:accounts] }}
-    - {{ name: star, key: {STAR_KEY}, permissions: ["*"] }}
-classifier:
-  providers:
-    - {{ name: llm, kind: openai, url: "http://127.0.0.1:9/v1/chat/completions", model: m, api_key: sk-literal-provider-key }}
-accounts:
-  - name: personal
-    imap: {{ host: 127.0.0.1, port: 9, security: none, username: me, password: imap-literal-password }}
-    folders: {{ allowed: [Receipts] }}
-    webhooks:
-      - {{ url: "https://hooks.example.com/x", headers: {{ Authorization: "Bearer hook-literal-secret", X-Env: "${{HOOK_ENV}}" }} }}
-  - name: work
-    imap: {{ host: 127.0.0.1, port: 9, security: none, username: me2, password: "${{WORK_PASS}}" }}
-"#
-    )
-}
-
-fn start_secured() -> Mailproc {
-    Mailproc::start_with_env(
-        &secured_config(),
-        &[
-            ("HOOK_ENV", "hook-env-value"),
-            ("WORK_PASS", "work-env-password"),
-        ],
-    )
-}
 
 fn meta(account: &str, uid: u32, subject: &str) -> EmailMeta {
     EmailMeta {
@@ -143,140 +97,6 @@ fn start_seeded() -> Mailproc {
     ]);
     m.wait_ready();
     m
-}
-
-#[test]
-fn health_and_metrics_need_no_auth() {
-    let m = start_secured();
-    let h = m.get("/health");
-    assert_eq!(h.status, 200);
-    assert_eq!(h.body["database"], "ok");
-    assert!(h.body["uptime"].is_u64());
-    // Accounts that cannot connect (port 9 is closed) are not "connected".
-    assert!(h.body["accounts"]["personal"].is_string());
-    assert!(["healthy", "degraded"].contains(&h.body["status"].as_str().unwrap()));
-
-    let r = m.get("/metrics");
-    assert_eq!(r.status, 200);
-    assert!(r.header("content-type").unwrap().starts_with("text/plain"));
-    for name in [
-        "mailproc_emails_processed_total{account=\"personal\"}",
-        "mailproc_classification_duration_seconds_bucket",
-        "mailproc_account_connected{account=\"work\"}",
-        "mailproc_http_requests_total",
-        "mailproc_webhook_dropped_total",
-        "mailproc_process_resident_memory_bytes",
-        // Issue [15]: what a real Prometheus found missing.
-        "mailproc_http_request_duration_seconds_bucket{route=\"/health\",le=\"0.00025\"}",
-        "mailproc_errors_total{account=\"work\",kind=\"parse\"} 0",
-        "mailproc_errors_total{account=\"personal\",kind=\"classify_timeout\"} 0",
-        "mailproc_classification_duration_seconds_bucket{le=\"0.00001\"}",
-    ] {
-        assert!(r.text.contains(name), "missing {name} in\n{}", r.text);
-    }
-    // CPU time in fractions of a second (the start-up alone takes some
-    // milliseconds); prometheus's own collector counted whole seconds.
-    let cpu: f64 = r
-        .text
-        .lines()
-        .find_map(|l| l.strip_prefix("mailproc_process_cpu_seconds_total "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("mailproc_process_cpu_seconds_total");
-    assert!(cpu > 0.0 && cpu.fract() != 0.0, "cpu seconds {cpu}");
-}
-
-/// Every metric the README's "Metrics" section names is exported from the
-/// start, before anything happened: a dashboard or an alert on one must
-/// find it. Before, `mailproc_llm_tokens_total` appeared only after a
-/// provider's first answer and `mailproc_model_calls_saved_total` and
-/// `mailproc_corrections_total` after their first count.
-#[test]
-fn every_metric_the_readme_names_is_exported_from_the_start() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let section = readme
-        .split("\n## Metrics\n")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("README has a Metrics section");
-    let mut names: Vec<&str> = section
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with("mailproc_") && !w.ends_with('_'))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    assert!(names.len() >= 15, "{names:?}");
-    let m = start_secured();
-    let text = m.get("/metrics").text;
-    let missing: Vec<&str> = names
-        .iter()
-        .copied()
-        .filter(|n| !text.contains(&format!("\n# TYPE {n} ")))
-        .collect();
-    assert!(missing.is_empty(), "not exported: {missing:?}\n{text}");
-    for series in [
-        "mailproc_llm_tokens_total{kind=\"prompt\",provider=\"llm\"} 0",
-        "mailproc_model_calls_saved_total{account=\"personal\"} 0",
-        "mailproc_corrections_total{account=\"work\"} 0",
-        "mailproc_decisions_total{account=\"personal\",path=\"learned\"} 0",
-    ] {
-        assert!(text.contains(series), "missing {series} in\n{text}");
-    }
-}
-
-#[test]
-fn metrics_pass_promtool() {
-    let promtool = which("promtool").expect("promtool not found: apt-get install prometheus");
-    let m = start_secured();
-    let _ = m.get_with("/api/stats", TOKEN);
-    promtool_clean(&promtool, &m.get("/metrics").text);
-}
-
-/// `promtool check metrics` accepts `text` with no lint finding (it prints
-/// them but exits 0 for them; we want none).
-fn promtool_clean(promtool: &str, text: &str) {
-    let out = common::mailproc::pipe(
-        std::process::Command::new(promtool).args(["check", "metrics"]),
-        text.as_bytes(),
-    );
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "promtool rejected /metrics:\n{said}");
-    assert!(said.trim().is_empty(), "promtool lint findings:\n{said}");
-}
-
-/// With no account configured (a fresh install), `gather` left out every
-/// labelled family: no `# TYPE mailproc_emails_processed_total` at all.
-/// Each is listed now (HELP and TYPE, no series yet), and promtool agrees.
-#[test]
-fn a_service_without_accounts_lists_every_metric() {
-    let promtool = which("promtool").expect("promtool not found: apt-get install prometheus");
-    let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
-    let text = m.get("/metrics").text;
-    for (name, kind) in [
-        ("mailproc_emails_processed_total", "counter"),
-        ("mailproc_actions_total", "counter"),
-        ("mailproc_errors_total", "counter"),
-        ("mailproc_account_connected", "gauge"),
-        ("mailproc_webhook_deliveries_total", "counter"),
-    ] {
-        assert!(
-            text.contains(&format!("\n# TYPE {name} {kind}\n")),
-            "no TYPE of {name} in\n{text}"
-        );
-    }
-    promtool_clean(&promtool, &text);
-}
-
-fn which(name: &str) -> Option<String> {
-    std::env::var("PATH")
-        .ok()?
-        .split(':')
-        .map(|d| format!("{d}/{name}"))
-        .find(|p| std::path::Path::new(p).is_file())
 }
 
 #[test]
@@ -579,43 +399,6 @@ fn open_mode_without_token_or_keys() {
     );
 }
 
-/// The harness, as every test starts mailproc: a `{PORT}` chosen free but
-/// taken before mailproc binds it (by another test's connection, which
-/// takes its local port from the same range) is chosen again, and the
-/// start goes on. A full run failed once on that race.
-#[test]
-fn a_port_taken_after_it_was_chosen_is_chosen_again() {
-    let mut m =
-        Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
-    let first = m.port;
-    let taken = std::net::TcpListener::bind(("127.0.0.1", first)).unwrap();
-    m.spawn(&[]);
-    m.wait_ready();
-    assert_ne!(m.port, first);
-    assert_eq!(m.get("/health").status, 200);
-    assert!(!m.log().contains("address in use"), "{}", m.log());
-    drop(taken);
-}
-
-#[test]
-fn port_in_use_ends_start_up() {
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = taken.local_addr().unwrap().port();
-    let m = Mailproc::prepare(&format!(
-        "server: {{ port: {port} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n"
-    ));
-    let (code, _, stderr) = m.run_cli(&["run"], "");
-    assert_ne!(code, 0);
-    assert!(
-        stderr.contains(&format!("address in use: 127.0.0.1:{port}")),
-        "{stderr}"
-    );
-    assert!(
-        !m.db_path().exists(),
-        "nothing else may start: the store was created"
-    );
-}
-
 #[test]
 fn sigterm_and_sigint_shut_down_cleanly() {
     for sig in ["TERM", "INT"] {
@@ -628,71 +411,6 @@ fn sigterm_and_sigint_shut_down_cleanly() {
         assert_eq!(st.code(), Some(0), "SIG{sig}: {st}\n{}", m.log());
         assert!(m.log().contains("stopped"), "{}", m.log());
     }
-}
-
-#[test]
-fn check_config_lists_every_problem() {
-    let m = Mailproc::prepare("server: { port: 70000 }\n");
-    let (code, _, err) = m.run_cli(&["check-config"], "");
-    assert_eq!(code, 1);
-    assert!(err.contains("server.port:"), "{err}");
-    let m = Mailproc::prepare(
-        r#"
-dashboard: { api_keys: [ { name: a, key: short, permissions: [read:nope] } ] }
-accounts:
-  - { name: x, imap: { host: h, username: u, password: p }, provider: ghost }
-  - { name: x, imap: { host: h, username: u, password: "${UNSET_VAR_FOR_TEST:-p}" } }
-"#,
-    );
-    let (code, _, err) = m.run_cli(&["check-config"], "");
-    assert_eq!(code, 1);
-    for want in [
-        "dashboard.api_keys[0].key: must be at least 16",
-        "dashboard.api_keys[0].permissions[0]: unknown permission \"read:nope\"",
-        "accounts[0].provider: no provider named \"ghost\"",
-        "accounts[1].name: duplicate account name \"x\"",
-    ] {
-        assert!(err.contains(want), "missing {want:?} in\n{err}");
-    }
-    let m = Mailproc::prepare("server: { auth_token: \"${SURELY_UNSET_TOKEN_VAR}\" }\n");
-    let (code, _, err) = m.run_cli(&["check-config"], "");
-    assert_eq!(code, 1);
-    assert!(
-        err.contains("server.auth_token: environment variable SURELY_UNSET_TOKEN_VAR is not set"),
-        "{err}"
-    );
-}
-
-#[test]
-fn example_config_validates() {
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.yaml");
-    let out = std::process::Command::new(common::mailproc::bin())
-        .args(["--config", example, "check-config"])
-        .env("MAILPROC_TOKEN", "example-token-0123456789")
-        .env("GRAFANA_KEY", "grafana-key-0123456789")
-        .env("HOOK_TOKEN", "t")
-        .env("PERSONAL_IMAP_PASSWORD", "p")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout)
-        .contains("ok (1 account(s), 1 provider(s), 1 API key(s))"));
-}
-
-#[test]
-fn version_flag() {
-    let out = std::process::Command::new(common::mailproc::bin())
-        .arg("--version")
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        format!("mailproc {}", env!("CARGO_PKG_VERSION"))
-    );
 }
 
 fn cookie_of(r: &common::mailproc::Resp) -> String {

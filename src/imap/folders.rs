@@ -431,8 +431,21 @@ mod tests {
     fn no_module_sends_a_folder_name_past_this_one() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/imap");
         let mut found = Vec::new();
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
+        // Every file of the room, those of its sub-rooms (`state/`) too.
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(dir)];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else {
+                    files.push(p);
+                }
+            }
+        }
+        assert!(files.len() > 20, "{files:?}");
+        for p in files {
             if p.file_name().is_some_and(|n| n == "folders.rs") {
                 continue;
             }
