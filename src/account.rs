@@ -266,7 +266,15 @@ impl Handle {
     }
 
     pub fn set_state(&self, state: State) {
-        let connected = matches!(state, State::Connected | State::Processing | State::Paused);
+        // `error` says nothing of the session: a watched folder that cannot
+        // be opened or a failing store keep it (and mail flows on it), a
+        // refused login follows `connecting`, a crash drops it
+        // ([`Handle::set_disconnected`]).
+        let connected = match state {
+            State::Error => self.status.read().connected,
+            State::Connected | State::Processing | State::Paused => true,
+            State::Connecting | State::Disconnected => false,
+        };
         // A paused account reads `paused` while it connects, waits or is
         // away from its server, so the state an operator set is the state
         // they see (`connected: false` and `lastError` still say why it is
@@ -284,6 +292,11 @@ impl Handle {
         }
         s.connected = connected;
         s.paused = self.is_paused();
+    }
+
+    /// The session is gone, whatever the state says next.
+    pub fn set_disconnected(&self) {
+        self.status.write().connected = false;
     }
 
     /// The last error, as `/api/accounts` and the dashboard show it: URLs
@@ -483,6 +496,27 @@ mod tests {
         assert_eq!(h.status().state, State::Paused);
         assert!(h.status().connected);
         assert_eq!(h.send(Command::Resume), Ok(State::Connected));
+    }
+
+    /// `error` on a session that is up (a watched folder that cannot be
+    /// opened, a failing store) keeps `connected`, as the
+    /// `account_connected` gauge does; a refused login or a crash is not.
+    #[test]
+    fn an_error_on_a_live_session_reads_connected() {
+        let (h, _rx) = Handle::new("a");
+        h.set_state(State::Connected);
+        h.set_state(State::Error);
+        assert_eq!(h.status().state, State::Error);
+        assert!(h.status().connected);
+        h.set_state(State::Processing);
+        h.set_state(State::Error);
+        assert!(h.status().connected);
+        h.set_disconnected();
+        h.set_state(State::Error);
+        assert!(!h.status().connected);
+        h.set_state(State::Connecting);
+        h.set_state(State::Error);
+        assert!(!h.status().connected);
     }
 
     #[test]

@@ -625,10 +625,18 @@ fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
     // The missing folder is an error of that folder only: the account says
     // so with the server's words (issue [15]), and the others go on.
     wait_state(&m, &["error"], Duration::from_secs(10));
-    let error = m.get("/api/accounts").body["accounts"][0]["lastError"].to_string();
+    let account = m.get("/api/accounts").body["accounts"][0].clone();
+    let error = account["lastError"].to_string();
     assert!(
         error.contains("watched folder \\\"Missing\\\": opening it failed"),
         "{error}"
+    );
+    // Its session is up and in use: `connected` says so, as the gauge does.
+    assert_eq!(account["connected"], true, "{account}");
+    let metrics = m.get("/metrics").text;
+    assert!(
+        metrics.contains("mailproc_account_connected{account=\"acct\"} 1"),
+        "{metrics}"
     );
     // Mail in the second folder is found by the poll, mail in INBOX by IDLE.
     d.seed("test", "Feed", &msg_with("f2", "Invoice f2", ""));

@@ -337,6 +337,7 @@ impl Runner {
             .with_label_values(&[self.name()])
             .set(0);
         self.w.handle.set_waker(None);
+        self.w.handle.set_disconnected();
         self.w.handle.set_state(State::Error);
         self.w.handle.set_error(Some(error.clone()));
         self.emit(Event::Error {
