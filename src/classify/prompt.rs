@@ -132,11 +132,39 @@ pub(super) struct Answer {
 /// Longest reasoning kept from a model's answer.
 pub const MAX_REASONING_CHARS: usize = 2000;
 
-/// Finds the JSON object in a model's text: fences and prose are tolerated.
-pub(super) fn extract_json(text: &str) -> Option<&str> {
-    let start = text.find('{')?;
-    let end = text.rfind('}')?;
-    (end > start).then(|| &text[start..=end])
+/// Most `{` of a model's text tried after the first as the start of its
+/// answer: each try may read the rest of the text (up to the 4 MiB a
+/// response may be).
+const MAX_OBJECT_STARTS: usize = 16;
+
+/// Finds the JSON object in a model's text; fences and prose around it are
+/// tolerated, braces in that prose too (`I chose read because {x}.`). The
+/// object that begins at the first `{` is the answer, whatever follows it.
+/// When none parses there (prose like `{x}` before it), the first later
+/// object that has `actions` is; a fragment of a broken answer (one of
+/// its actions) never is, so a broken answer stays an error, never a
+/// silent noop. The error is the parser's at the first `{`.
+pub(super) fn extract_json(text: &str) -> Result<Value, String> {
+    // One value read from `at`, whatever comes after it (no `end()`).
+    let first_object = |at: usize| {
+        let mut de = serde_json::Deserializer::from_str(&text[at..]);
+        Value::deserialize(&mut de).map_err(|e| e.to_string())
+    };
+    let mut starts = text.match_indices('{').map(|(i, _)| i);
+    let first = starts
+        .next()
+        .ok_or_else(|| format!("no JSON object in {:?}", truncate(text, 120)))?;
+    let error = match first_object(first) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    starts
+        .take(MAX_OBJECT_STARTS)
+        .find_map(|at| match first_object(at) {
+            Ok(v) if v.get("actions").is_some() => Some(v),
+            _ => None,
+        })
+        .ok_or(error)
 }
 
 /// Parses and validates a model's answer for `account`.
@@ -150,9 +178,8 @@ pub fn parse_answer(
         provider: provider.into(),
         error,
     };
-    let json = extract_json(text)
-        .ok_or_else(|| invalid(format!("no JSON object in {:?}", truncate(text, 120))))?;
-    let answer: Answer = serde_json::from_str(json).map_err(|e| invalid(e.to_string()))?;
+    let json = extract_json(text).map_err(invalid)?;
+    let answer: Answer = serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
     let mut actions = Vec::with_capacity(answer.actions.len());
     for a in answer.actions {
         let action: Action =

@@ -121,6 +121,37 @@ fn answers_are_parsed_tolerantly_and_validated_strictly() {
     assert_eq!(twice.actions, vec![Action::Spam, Action::Read]);
 }
 
+/// Braces in the prose around an answer (found by an audit of the binary:
+/// a fenced answer followed by `because {x}` was parked as failed).
+#[test]
+fn braces_in_the_prose_around_an_answer_are_prose() {
+    let a = account();
+    let answer = r#"{"actions":[{"type":"read"}],"reasoning":"a","confidence":0.9}"#;
+    for text in [
+        format!("```json\n{answer}\n```\nI chose read because {{x}}."),
+        format!("{answer}\nNote: I considered {{other}} options."),
+        format!("{answer}. Hope this helps!"),
+        format!("{answer}```"),
+        format!("Considering {{x}} and {{\"y\": 1}}, my answer: {answer} {{z}}"),
+        format!("first {answer} then {{\"actions\":[{{\"type\":\"spam\"}}]}}"),
+    ] {
+        let c = parse_answer("p", "m", &a, &text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert_eq!(c.actions, vec![Action::Read], "{text:?}");
+    }
+    // A broken answer stays an error: none of its actions is taken for it.
+    for text in [
+        r#"{"actions":[{"type":"spam"},{"type":"read"}],"reasoning":"cut sh"#,
+        r#"{"actions":[{"type":"read"}], oops}"#,
+        "{x} and {y}",
+    ] {
+        let e = parse_answer("p", "m", &a, text).unwrap_err();
+        assert!(
+            matches!(e, ClassifyError::InvalidAnswer { .. }),
+            "{text:?}: {e}"
+        );
+    }
+}
+
 /// A provider that reads the first 100 characters of a body.
 fn provider() -> crate::config::ProviderConfig {
     crate::config::parse(
