@@ -28,19 +28,21 @@ pub fn export(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     } else {
         ("application/json", "mailproc-activity.json")
     };
-    Ok(Reply::stream(
-        content_type,
-        Box::new(Export {
-            store: ctx.store.clone(),
-            query: q,
-            csv,
-            buf: Vec::new(),
-            pos: 0,
-            started: false,
-            done: false,
-        }),
-    )
-    .with_header(
+    let mut export = Export {
+        store: ctx.store.clone(),
+        query: q,
+        csv,
+        buf: Vec::new(),
+        pos: 0,
+        started: false,
+        done: false,
+    };
+    // The first page is read before the answer starts, so a query the
+    // store refuses is an error status, not a 200 with an empty body.
+    export
+        .fill()
+        .map_err(|e| Reply::error(500, format!("export: {e}")))?;
+    Ok(Reply::stream(content_type, Box::new(export)).with_header(
         "Content-Disposition",
         format!("attachment; filename=\"{file}\""),
     ))
@@ -99,7 +101,12 @@ impl Export {
         let rows = self
             .store
             .activity_page(&self.query, EXPORT_PAGE)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+            .map_err(|e| {
+                // Past the first page the status is sent: the answer is cut
+                // short (no last chunk), and the log says why.
+                log::error!("export: {e}");
+                std::io::Error::other(e.to_string())
+            })?;
         if let Some(last) = rows.last() {
             self.query.before = Some((last.processed_at, last.id));
         }

@@ -10,22 +10,22 @@ pub const MAX_PAGE_SIZE: u32 = 100;
 pub const DEFAULT_PAGE_SIZE: u32 = 20;
 
 /// Parses an optional non-negative integer query parameter; 400 names it.
+/// An empty value (`?page=`) is not a number either: only a parameter left
+/// out takes the default.
 pub fn int_param(req: &Req, name: &str) -> Result<Option<i64>, Reply> {
-    match req.query(name) {
-        None | Some("") => Ok(None),
-        Some(v) => v
-            .trim()
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n >= 0)
-            .map(Some)
-            .ok_or_else(|| {
-                Reply::error(
-                    400,
-                    format!("{name}: expected a non-negative integer, got {v:?}"),
-                )
-            }),
+    let Some(v) = req.query(name) else {
+        return Ok(None);
+    };
+    let digits = v.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Reply::error(
+            400,
+            format!("{name}: expected a non-negative integer, got {v:?}"),
+        ));
     }
+    // A number past i64 is still a number: it saturates, and the caller's
+    // own bound speaks (`pageSize` is clamped, `page` says its maximum).
+    Ok(Some(digits.parse::<i64>().unwrap_or(i64::MAX)))
 }
 
 /// `page` (from 1) and `pageSize` (1..=max, larger clamped to max), the one
@@ -76,6 +76,15 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
             )
         })?),
     };
+    let search = req.query("search").filter(|s| !s.is_empty());
+    if search.is_some_and(|s| s.chars().any(char::is_control)) {
+        // Records hold none (they are replaced by spaces when mail is
+        // recorded), and the search index's query ends at a NUL.
+        return Err(Reply::error(
+            400,
+            "search: control characters cannot be searched for (records hold none)",
+        ));
+    }
     let start_ms = int_param(req, "startDate")?;
     let end_ms = int_param(req, "endDate")?;
     if let (Some(s), Some(e)) = (start_ms, end_ms) {
@@ -92,10 +101,7 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
             .map(str::to_string),
         action_type,
         status,
-        search: req
-            .query("search")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string),
+        search: search.map(str::to_string),
         start_ms,
         end_ms,
         before: None,
@@ -167,6 +173,63 @@ mod tests {
         assert_eq!(reply.status, 400);
         let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
         v["error"].as_str().unwrap().to_string()
+    }
+
+    fn get(query: &[(&str, &str)]) -> Req {
+        Req {
+            method: "GET".into(),
+            path: "/api/activity".into(),
+            query: query
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            client_ip: [127, 0, 0, 1].into(),
+            secure: false,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn a_number_left_empty_is_refused_and_only_one_left_out_takes_the_default() {
+        assert_eq!(page_params(&get(&[]), 20, 100).ok(), Some((1, 20)));
+        for name in ["page", "pageSize", "startDate", "limit"] {
+            for bad in ["", " ", "abc", "-1", "1.5"] {
+                let reply = int_param(&get(&[(name, bad)]), name).unwrap_err();
+                assert_eq!(reply.status, 400, "{name}={bad:?}");
+                let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+                let msg = v["error"].as_str().unwrap();
+                assert!(msg.starts_with(&format!("{name}: ")), "{msg}");
+            }
+        }
+        assert_eq!(
+            int_param(&get(&[("page", "3")]), "page").ok(),
+            Some(Some(3))
+        );
+        // Past i64 a number saturates: pageSize is clamped, page says why.
+        let huge = "18446744073709551615";
+        assert_eq!(
+            page_params(&get(&[("pageSize", huge)]), 20, 100).ok(),
+            Some((1, 100))
+        );
+        let reply = page_params(&get(&[("page", huge)]), 20, 100).unwrap_err();
+        let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(v["error"], format!("page: must be at most {}", u32::MAX));
+    }
+
+    #[test]
+    fn a_search_with_a_control_character_is_refused_naming_it() {
+        for bad in ["abc\0def", "\0", "a\u{1b}[31m"] {
+            let reply = activity_query(&get(&[("search", bad)])).unwrap_err();
+            assert_eq!(reply.status, 400, "{bad:?}");
+            let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+            assert!(v["error"].as_str().unwrap().starts_with("search: "), "{v}");
+        }
+        let q = activity_query(&get(&[("search", "café crème")]))
+            .ok()
+            .unwrap();
+        assert_eq!(q.search.as_deref(), Some("café crème"));
     }
 
     #[test]

@@ -258,13 +258,20 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         }
         v
     });
+    let search = q("search").filter(|t| {
+        let plain = !t.chars().any(char::is_control);
+        if !plain {
+            problems.push("The search has a control character; records hold none.".to_string());
+        }
+        plain
+    });
     let mut query = ActivityQuery {
         page: asked,
         page_size: PAGE_SIZE,
         account: q("accountName").map(str::to_string),
         action_type: action.map(str::to_string),
         status: status_filter,
-        search: q("search").map(str::to_string),
+        search: search.map(str::to_string),
         start_ms,
         end_ms,
         before: None,
