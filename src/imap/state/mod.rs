@@ -310,8 +310,9 @@ pub(super) const TRUNCATED_NOTE: &str =
 pub(super) struct Policy<'a> {
     /// `dry_run`: nothing is acted on, everything recorded as `dry_run`.
     pub(super) dry_run: bool,
-    /// `minimum_confidence`: a model's answer below it is left for review
-    /// (the learned classifier has its own bar, `learned_min`).
+    /// `minimum_confidence`: a model's answer below it, or stating none,
+    /// is left for review (the learned classifier has its own bar,
+    /// `learned_min`; rules have none).
     pub(super) minimum_confidence: Option<f64>,
     /// `learned.min_confidence`: the learned classifier's own decision
     /// below it (or without a confidence) is left for review.
@@ -330,9 +331,14 @@ impl Policy<'_> {
         let d = it.decision()?;
         let unsure = if d.model == crate::learn::PATH {
             !super::learned::sure(d, self.learned_min, self.spam_confidence, self.junk)
+        } else if d.model.starts_with("rules:") {
+            // The operator's own rules are sure by definition.
+            false
         } else {
+            // A model's answer that states no confidence has not shown it
+            // reaches the bar.
             self.minimum_confidence
-                .is_some_and(|m| d.confidence.is_some_and(|c| c < m))
+                .is_some_and(|m| d.confidence.is_none_or(|c| c < m))
         };
         let status = if self.dry_run {
             Status::DryRun

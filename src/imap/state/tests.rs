@@ -293,6 +293,16 @@ fn a_decision_becomes_ok_a_dry_run_or_review_and_nothing_else_an_outcome() {
     assert_eq!(status(&act, &with("m", Some(0.8))), Some(Status::Ok));
     assert_eq!(status(&act, &with("m", Some(0.5))), Some(Status::Review));
     assert_eq!(
+        status(&act, &with("m", None)),
+        Some(Status::Review),
+        "an answer without a confidence has not shown it reaches the bar"
+    );
+    let no_bar = Policy {
+        minimum_confidence: None,
+        ..act
+    };
+    assert_eq!(status(&no_bar, &with("m", None)), Some(Status::Ok));
+    assert_eq!(
         status(&act, &with(crate::learn::PATH, Some(0.95))),
         Some(Status::Ok)
     );
@@ -346,7 +356,11 @@ fn a_decision_becomes_ok_a_dry_run_or_review_and_nothing_else_an_outcome() {
     };
     assert_eq!(status(&dry, &with("m", Some(0.5))), Some(Status::DryRun));
     // The journal's decision counts like any other.
-    let replay = Item::journalled(meta(2), Seen::default(), c("m"), true);
+    let sure = Classification {
+        confidence: Some(0.8),
+        ..c("m")
+    };
+    let replay = Item::journalled(meta(2), Seen::default(), sure, true);
     assert_eq!(status(&act, &replay), Some(Status::Ok));
     // Only a decided message has an outcome.
     let mut cancelled = asked(3);
