@@ -621,7 +621,7 @@ proptest! {
                 prop_assert_eq!(r.status, 400);
                 let text = String::from_utf8_lossy(&r.body).to_string();
                 prop_assert!(
-                    ["page", "pageSize", "actionType", "status", "startDate", "endDate"]
+                    ["page", "pageSize", "actionType", "status", "search", "startDate", "endDate"]
                         .iter()
                         .any(|k| text.starts_with(&format!("{{\"error\":\"{k}:"))),
                     "{text} for {q:?}"
