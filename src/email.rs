@@ -62,7 +62,9 @@ impl Email {
         Email::parse_with(raw, false)
     }
 
-    fn parse_with(raw: &[u8], body: bool) -> Option<Email> {
+    fn parse_with(original: &[u8], body: bool) -> Option<Email> {
+        let decoded = header_as_utf8(original);
+        let raw = decoded.as_deref().unwrap_or(original);
         let msg = if body {
             mail_parser::MessageParser::default().parse(raw)?
         } else {
@@ -122,7 +124,7 @@ impl Email {
             } else {
                 Vec::new()
             },
-            size: raw.len(),
+            size: original.len(),
         })
     }
 
@@ -132,6 +134,42 @@ impl Email {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+}
+
+/// The message with its header's fields in 8-bit text that is not UTF-8
+/// (sent with no charset declared, against RFC 2047) decoded by the one
+/// charset chardetng guesses from all such lines together, as a browser
+/// guesses an undeclared page (`caf\xe9` is Windows-1252's `café`, a
+/// Shift_JIS subject Japanese); `None`, and nothing copied, when the
+/// header is UTF-8, as nearly all mail is. UTF-8 lines and the body are
+/// kept as they are.
+fn header_as_utf8(raw: &[u8]) -> Option<Vec<u8>> {
+    let lines = || {
+        raw.split_inclusive(|b| *b == b'\n')
+            .take_while(|l| !matches!(*l, b"\n" | b"\r\n"))
+    };
+    let head: usize = lines().map(<[u8]>::len).sum();
+    if std::str::from_utf8(&raw[..head]).is_ok() {
+        return None;
+    }
+    let not_utf8 = |l: &&[u8]| std::str::from_utf8(l).is_err();
+    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+    for line in lines().filter(not_utf8) {
+        detector.feed(line, false);
+    }
+    detector.feed(&[], true);
+    let charset = detector.guess(None, chardetng::Utf8Detection::Deny);
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 4);
+    for line in lines() {
+        if not_utf8(&line) {
+            let (text, _) = charset.decode_without_bom_handling(line);
+            out.extend_from_slice(text.as_bytes());
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
+    out.extend_from_slice(&raw[head..]);
+    Some(out)
 }
 
 /// `s` with every control character (a NUL, a lone CR, an escape that
@@ -186,6 +224,28 @@ Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
 
     /// Padding of any kind keeps the first field of each name and costs a
     /// bounded number of them.
+    /// Found by an audit of the binary: `Subject: caf\xe9 cr\xe8me` was
+    /// recorded as `caf\u{fffd} cr\u{fffd}me`.
+    #[test]
+    fn header_fields_in_an_undeclared_8_bit_charset_are_decoded_by_its_guess() {
+        let latin = b"From: Ren\xe9 <rene@example.fr>\r\nSubject: caf\xe9 cr\xe8me br\xfbl\xe9e\r\nMessage-ID: <a@b>\r\n\r\nd\xe9j\xe0 vu\r\n";
+        let e = Email::parse(latin).unwrap();
+        assert_eq!(e.subject, "café crème brûlée");
+        assert_eq!(e.size, latin.len());
+        assert_eq!(e.header("Message-ID"), Some("<a@b>"));
+        // Shift_JIS: 会議の件 ("about the meeting").
+        let mut sjis = b"From: a@example.jp\r\nSubject: ".to_vec();
+        sjis.extend_from_slice(&[0x89, 0xef, 0x8b, 0x63, 0x82, 0xcc, 0x8c, 0x8f]);
+        sjis.extend_from_slice(b"\r\n\r\nbody\r\n");
+        assert_eq!(Email::parse(&sjis).unwrap().subject, "会議の件");
+        // UTF-8 headers (and RFC 2047 words) are read as they are.
+        let utf8 = "Subject: =?iso-8859-1?q?caf=E9?= déjà\r\n\r\nx\r\n";
+        assert_eq!(Email::parse(utf8.as_bytes()).unwrap().subject, "café déjà");
+        assert!(header_as_utf8(utf8.as_bytes()).is_none());
+        // Only the header is read: an 8-bit body is the MIME parser's.
+        assert!(header_as_utf8(b"Subject: x\r\n\r\n\xe9\r\n").is_none());
+    }
+
     #[test]
     fn a_header_of_200_000_fields_keeps_the_first_of_each_name() {
         let mut raw = String::from("X-Pad: first\r\n");

@@ -179,3 +179,24 @@ fn control_characters_in_a_subject_are_never_recorded() {
         "{text}"
     );
 }
+
+/// Through a real Dovecot: a subject in Latin-1 bytes with no charset
+/// declared (against RFC 2047, common in old and bulk mail) is recorded as
+/// the text it is, not as U+FFFD, and so is the sender's name; a UTF-8
+/// subject beside it is read as it is.
+#[test]
+fn an_undeclared_8_bit_subject_is_recorded_as_text() {
+    let d = Dovecot::start();
+    let mut latin = b"From: Ren\xe9 <rene@example.fr>\r\nTo: test@mailproc.test\r\n\
+        Message-ID: <latin1@mailproc.test>\r\nSubject: caf\xe9 cr\xe8me br\xfbl\xe9e\r\n\r\n"
+        .to_vec();
+    latin.extend_from_slice(b"d\xe9j\xe0 vu\r\n");
+    d.seed("test", "INBOX", &latin);
+    d.seed("test", "INBOX", &msg_with("utf8", "déjà vu, déjà lu", ""));
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_processed(&m, 2, Duration::from_secs(30));
+    let row = m.get("/api/activity?search=latin1@mailproc").body["entries"][0].clone();
+    assert_eq!(row["subject"], "café crème brûlée", "{row}");
+    let row = m.get("/api/activity?search=utf8@mailproc").body["entries"][0].clone();
+    assert_eq!(row["subject"], "déjà vu, déjà lu", "{row}");
+}
