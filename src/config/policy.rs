@@ -73,22 +73,66 @@ fn identity(path: &[String]) -> Option<&'static str> {
     }
 }
 
+/// What a sent element of an identified list stands for among the stored
+/// ones.
+#[derive(Clone, Copy)]
+enum Counterpart<'o> {
+    /// The stored element, and how many stored elements share its key
+    /// and differ (0 when none do); then no second sent element may claim
+    /// it too.
+    One(&'o Value, usize),
+    None,
+    /// Several stored elements share its key and differ: which one a mask
+    /// of it means cannot be told (two webhooks on one URL with different
+    /// secrets). Never guessed by position.
+    Ambiguous(usize),
+}
+
 /// The stored element `v` stands for. By its identity key; a URL as sent
 /// must be the stored one exactly, or (masked) its redacted form, so two
 /// hook URLs that differ only in a masked token are never taken for each
-/// other. Elements without identity match only an equal stored element.
-fn counterpart<'o>(key: Option<&str>, v: &Value, olds: &'o [Value]) -> Option<&'o Value> {
+/// other. Several stored elements with that key are told apart by what
+/// `v` shows unmasked (a webhook's `events`, say); those still alike must
+/// be equal, or the match is [`Counterpart::Ambiguous`]. Elements without
+/// identity match only an equal stored element.
+fn counterpart<'o>(key: Option<&str>, v: &Value, olds: &'o [Value]) -> Counterpart<'o> {
     let text = |x: &Value, k: &str| x.get(k).and_then(Value::as_str).map(str::to_string);
-    match key {
-        None => olds.iter().find(|o| *o == v),
-        Some(k) => {
-            let id = text(v, k)?;
-            olds.iter().find(|o| match text(o, k) {
-                Some(stored) if k == "url" && id.contains(MASK) => redact_url(&stored) == id,
-                Some(stored) => stored == id,
-                None => false,
+    let Some(k) = key else {
+        return olds
+            .iter()
+            .find(|o| *o == v)
+            .map_or(Counterpart::None, |o| Counterpart::One(o, 0));
+    };
+    let Some(id) = text(v, k) else {
+        return Counterpart::None;
+    };
+    let same_key: Vec<&Value> = olds
+        .iter()
+        .filter(|o| match text(o, k) {
+            Some(stored) if k == "url" && id.contains(MASK) => redact_url(&stored) == id,
+            Some(stored) => stored == id,
+            None => false,
+        })
+        .collect();
+    // Of those, the ones that agree with every field sent unmasked.
+    let shown_alike = |o: &&Value| {
+        v.as_mapping().is_some_and(|m| {
+            m.iter().all(|(f, x)| {
+                serde_norway::to_string(x).is_ok_and(|t| t.contains(MASK)) || o.get(f) == Some(x)
             })
-        }
+        })
+    };
+    let shared = if same_key.iter().any(|o| *o != same_key[0]) {
+        same_key.len()
+    } else {
+        0
+    };
+    let alike: Vec<&Value> = same_key.iter().copied().filter(shown_alike).collect();
+    let candidates = if alike.is_empty() { &same_key } else { &alike };
+    match candidates.as_slice() {
+        [] => Counterpart::None,
+        [first, rest @ ..] if rest.iter().all(|o| o == first) => Counterpart::One(first, shared),
+        _ => Counterpart::Ambiguous(same_key.len()),
     }
 }
 
@@ -121,8 +165,49 @@ impl<'o> Walk<'o> {
             Value::Sequence(items) => {
                 let key = identity(&self.path);
                 let olds = old.and_then(Value::as_sequence).map(Vec::as_slice);
+                let mut found: Vec<Counterpart<'o>> = items
+                    .iter()
+                    .map(|v| olds.map_or(Counterpart::None, |olds| counterpart(key, v, olds)))
+                    .collect();
+                // A stored element among others of its key, claimed by two
+                // sent ones: which of them its values belong to cannot be
+                // told either.
+                let claimed = |o: &Value| {
+                    found
+                        .iter()
+                        .filter(|f| matches!(f, Counterpart::One(x, _) if std::ptr::eq(*x, o)))
+                        .count()
+                };
+                let contested: Vec<(usize, usize)> = found
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, f)| match *f {
+                        Counterpart::One(o, n) if n > 0 && claimed(o) > 1 => Some((i, n)),
+                        _ => None,
+                    })
+                    .collect();
+                for (i, n) in contested {
+                    found[i] = Counterpart::Ambiguous(n);
+                }
                 for (i, v) in items.iter_mut().enumerate() {
-                    let stored = olds.and_then(|olds| counterpart(key, v, olds));
+                    let found = found[i];
+                    if let Counterpart::Ambiguous(n) = found {
+                        let masked = serde_norway::to_string(&*v).is_ok_and(|t| t.contains(MASK));
+                        if masked {
+                            self.problems.push(format!(
+                                "{}[{i}]: {n} stored entries have its {} and differ, so which \
+                                 one's value a {MASK} keeps cannot be told; write its values \
+                                 in full",
+                                shown(&self.path),
+                                key.unwrap_or("key"),
+                            ));
+                            continue;
+                        }
+                    }
+                    let stored = match found {
+                        Counterpart::One(o, _) => Some(o),
+                        _ => None,
+                    };
                     if key.is_some() {
                         self.owners.push(Owner {
                             list: self.path.clone(),
@@ -436,6 +521,65 @@ webhooks:
             .unwrap()
             .reverse();
         assert_eq!(new, old);
+    }
+
+    /// Found by an audit of the binary: two webhooks on one URL (two event
+    /// filters to one receiver), or on URLs that differ only in a masked
+    /// query value, each took the first one's secrets when the
+    /// configuration read was sent back unchanged.
+    #[test]
+    fn webhooks_sharing_a_url_keep_their_own_secrets_or_the_mask_is_refused() {
+        let old = tree(
+            r#"
+webhooks:
+  - { url: "http://127.0.0.1:9/dup", events: [error], headers: { Authorization: "Bearer dupA-secret" }, secret: whsec_A }
+  - { url: "http://127.0.0.1:9/dup", events: [email_processed], headers: { Authorization: "Bearer dupB-secret" }, secret: whsec_B }
+  - { url: "http://127.0.0.1:9/hook?token=first-query-token", events: [connection_lost] }
+  - { url: "http://127.0.0.1:9/hook?token=second-query-token", events: [connection_restored] }
+"#,
+        );
+        let shown = crate::config::redacted_json(&old);
+        let mut new: Value = serde_json::from_value(shown.clone()).unwrap();
+        // Sent back unchanged, then reordered: each keeps its own.
+        for round in 0..2 {
+            unmask(&mut new, &old).unwrap();
+            let hooks = new["webhooks"].as_sequence().unwrap();
+            let find = |events: &str| {
+                hooks
+                    .iter()
+                    .find(|h| h["events"][0].as_str() == Some(events))
+                    .unwrap()
+                    .clone()
+            };
+            let a = find("error");
+            assert_eq!(
+                a["headers"]["Authorization"].as_str(),
+                Some("Bearer dupA-secret")
+            );
+            assert_eq!(a["secret"].as_str(), Some("whsec_A"));
+            let b = find("email_processed");
+            assert_eq!(
+                b["headers"]["Authorization"].as_str(),
+                Some("Bearer dupB-secret")
+            );
+            assert_eq!(b["secret"].as_str(), Some("whsec_B"), "round {round}");
+            assert_eq!(
+                find("connection_restored")["url"].as_str(),
+                Some("http://127.0.0.1:9/hook?token=second-query-token")
+            );
+            new = serde_json::from_value(shown.clone()).unwrap();
+            new["webhooks"].as_sequence_mut().unwrap().reverse();
+        }
+        // Both on the same events: which secret a mask keeps cannot be
+        // told, and nothing is guessed.
+        let mut new: Value = serde_json::from_value(shown).unwrap();
+        new["webhooks"][1]["events"] = new["webhooks"][0]["events"].clone();
+        let problems = unmask(&mut new, &old).unwrap_err();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with("webhooks[0]: 2 stored entries have its url and differ"),
+            "{problems:?}"
+        );
     }
 
     #[test]
