@@ -231,6 +231,10 @@ pub struct Handle {
     paused: AtomicBool,
     /// The session's wake-up, while there is a session.
     waker: Mutex<Option<Wake>>,
+    /// The socket of a session being opened (greeting, TLS, login,
+    /// folders): a stop cuts it, as it cuts IDLE, so a server that never
+    /// greets does not hold a shutdown or a restart for `imap.timeout`.
+    dialing: Mutex<Option<std::net::TcpStream>>,
     interrupted: AtomicBool,
     shutting_down: AtomicBool,
     /// Where the last error is kept across restarts, once set.
@@ -254,6 +258,7 @@ impl Handle {
             }),
             paused: AtomicBool::new(false),
             waker: Mutex::new(None),
+            dialing: Mutex::new(None),
             interrupted: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             errors_kept_in: std::sync::OnceLock::new(),
@@ -440,6 +445,12 @@ impl Handle {
     /// Wakes the worker if it is blocked in IDLE: gently (the session goes
     /// on), or for shutdown by cutting the socket.
     pub fn wake(&self, cut: bool) {
+        if cut {
+            if let Some(s) = self.dialing.lock().as_ref() {
+                self.interrupted.store(true, Ordering::SeqCst);
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
         let w = self.waker.lock();
         let Some(w) = w.as_ref().filter(|w| w.armed.load(Ordering::SeqCst)) else {
             return;
@@ -450,6 +461,12 @@ impl Handle {
         } else {
             let _ = (&w.tx).write(&[1]);
         }
+    }
+
+    /// The socket of the session being opened (`None` once it is open
+    /// or failed); see `dialing`.
+    pub fn set_dialing(&self, s: Option<std::net::TcpStream>) {
+        *self.dialing.lock() = s;
     }
 
     /// The current session's wake-up (`None` when the session ends).

@@ -226,3 +226,71 @@ fn a_session_lost_while_the_model_thinks_costs_no_second_model_call() {
     assert_eq!(asked.len(), n, "one model call per message: {asked:?}");
     assert_eq!(events(&got, "connection_lost"), 1, "{}", m.log());
 }
+
+/// Found by an audit of the binary: an account whose server accepts the
+/// connection and never greets (a silent listener here; in the field,
+/// `security: none` on the implicit-TLS port) held a configuration change
+/// and SIGTERM for the whole `imap.timeout` (120 s by default; systemd's
+/// `TimeoutStopSec=60` would SIGKILL it). A stop now cuts the socket being
+/// opened, as it cuts IDLE.
+#[test]
+fn a_server_that_never_greets_holds_neither_a_change_nor_a_shutdown() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let held = Arc::new(Mutex::new(Vec::new()));
+    {
+        let (accepted, held) = (accepted.clone(), held.clone());
+        std::thread::spawn(move || {
+            for s in silent.incoming().flatten() {
+                // Kept open, never written to.
+                held.lock().unwrap().push(s);
+                accepted.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+    let d = Dovecot::start();
+    let yaml = |imap_port: u16| {
+        format!(
+            "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+             accounts:\n  - name: acct\n    \
+             imap: {{ host: 127.0.0.1, port: {imap_port}, security: none, username: test, password: secret, timeout: 120s }}\n"
+        )
+    };
+    let mut m = Mailproc::start(&yaml(port));
+    let wait_dialing = |m: &Mailproc, n: usize| {
+        m.wait_for(Duration::from_secs(20), "the account dialing", || {
+            (accepted.load(Ordering::SeqCst) >= n).then_some(())
+        });
+    };
+    wait_dialing(&m, 1);
+    // The configuration fixed: the account restarts on it at once.
+    m.write_config(&yaml(d.imap_port));
+    let fixed = Instant::now();
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(60), "the account connected", || {
+        (m.get("/health").body["accounts"]["acct"] == "connected").then_some(())
+    });
+    assert!(
+        fixed.elapsed() < Duration::from_secs(30),
+        "the change waited {:?} for the silent server (imap.timeout is 120 s)",
+        fixed.elapsed()
+    );
+    // Pointed at the silent listener again, then stopped while it dials.
+    m.write_config(&yaml(port));
+    m.signal("HUP");
+    wait_dialing(&m, 2);
+    let stopping = Instant::now();
+    let status = m.terminate().expect("mailproc exits on SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", m.log());
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "SIGTERM took {:?}",
+        stopping.elapsed()
+    );
+    assert!(
+        !m.log().contains("connection lost") && !m.log().contains("retrying in"),
+        "a stop is not an outage: {}",
+        m.log()
+    );
+}

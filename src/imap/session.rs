@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::{ImapError, CONNECT_TIMEOUT, IDLE_EXIT};
-use crate::account::Wake;
+use crate::account::{Handle, Wake};
 use crate::config::{AccountConfig, Security};
 
 /// The socket under an IMAP session, plain or TLS.
@@ -354,10 +354,21 @@ pub(super) struct Connected {
 /// Opens the socket (TLS or STARTTLS as configured) and reads the
 /// greeting: a client ready to sign in, the deadlines of its reads and its
 /// wake-up.
-fn dial(account: &AccountConfig) -> Result<(imap::Client<Stream>, Arc<Control>, Wake), ImapError> {
+fn dial(
+    account: &AccountConfig,
+    handle: Option<&Handle>,
+) -> Result<(imap::Client<Stream>, Arc<Control>, Wake), ImapError> {
     let c = &account.imap;
     let timeout = c.timeout.0;
     let tcp = open(&c.host, c.port())?;
+    if let Some(h) = handle {
+        // From here a stop cuts the socket (see `Handle::set_dialing`);
+        // one that came just before is seen here.
+        h.set_dialing(tcp.try_clone().ok());
+        if h.is_shutting_down() {
+            return Err(ImapError::Connect("stopping".into()));
+        }
+    }
     tcp.set_read_timeout(Some(timeout))?;
     tcp.set_write_timeout(Some(timeout))?;
     let _ = tcp.set_nodelay(true);
@@ -418,13 +429,25 @@ fn dial(account: &AccountConfig) -> Result<(imap::Client<Stream>, Arc<Control>, 
     Ok((client, control, wake))
 }
 
-/// Connects, logs in and reads what the server offers.
+/// Connects, logs in and reads what the server offers. Until it returns,
+/// a stop of the account (`handle`, for the account's own session) cuts
+/// the socket.
 pub(super) fn connect(
     account: &AccountConfig,
     tokens: Option<&mut crate::oauth::Tokens>,
+    handle: Option<&Handle>,
 ) -> Result<Connected, ImapError> {
+    struct Dialing<'a>(Option<&'a Handle>);
+    impl Drop for Dialing<'_> {
+        fn drop(&mut self) {
+            if let Some(h) = self.0 {
+                h.set_dialing(None);
+            }
+        }
+    }
+    let _dialing = Dialing(handle);
     let c = &account.imap;
-    let (client, control, wake) = dial(account)?;
+    let (client, control, wake) = dial(account, handle)?;
     let mut session = super::login::login(client, account, tokens)?;
     // Capabilities may change after login (RFC 3501 §6.2.3).
     let caps = session.capabilities()?;
@@ -481,7 +504,7 @@ pub(super) fn connect_second(
             "a second session signs in with a password only".into(),
         ));
     }
-    let (client, _control, wake) = dial(account)?;
+    let (client, _control, wake) = dial(account, None)?;
     let mut session = super::login::login(client, account, None)?;
     if utf8 && !super::folders::enable_utf8(&mut session, true, &account.name)? {
         return Err(ImapError::Login(

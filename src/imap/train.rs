@@ -77,7 +77,7 @@ pub(super) fn open(account: &AccountConfig, store: &Arc<Store>) -> Result<Connec
         ),
         _ => None,
     };
-    connect(account, tokens.as_mut())
+    connect(account, tokens.as_mut(), None)
 }
 
 /// Connects and reads the features of every training folder's messages.
