@@ -444,9 +444,19 @@ fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
     // record had no Subject); now its start is kept.
     let long_subject = format!("URGENT: {}", "x".repeat(70_000));
     d.seed("test", "INBOX", &msg("one-line", &long_subject));
+    // The same without a From: the field it lacks came back as a bare line
+    // break, which ended the joined header, so List-Id (read after it) and
+    // the Message-ID were lost (found by an audit of the binary).
+    let no_from = format!(
+        "Subject: Digest {}\r\nMessage-ID: <no-from@mailproc.test>\r\n\
+         List-Id: <dev.lists.example.org>\r\n\r\nbody\r\n",
+        "y".repeat(70_000)
+    );
+    d.seed("test", "INBOX", no_from.as_bytes());
     let rules = "    rules:\n      \
                  - { name: spamflag, when: { header: X-Spam-Flag, value: \"^YES\" }, actions: [ { type: spam } ] }\n      \
-                 - { name: urgent, when: { subject: \"^URGENT\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
+                 - { name: urgent, when: { subject: \"^URGENT\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n      \
+                 - { name: lists, when: { header: List-Id }, actions: [ { type: flag, flags: [\"$Listed\"] } ] }\n";
     let m = Mailproc::start(&config(
         &d,
         "",
@@ -466,6 +476,14 @@ fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
     let plain = wait_entry(&m, "<plain@mailproc.test>");
     assert_eq!(plain["model"], "rules:urgent");
     assert!(!plain["reasoning"].as_str().unwrap_or("").contains("64 KiB"));
+    let no_from = wait_entry(&m, "<no-from@mailproc.test>");
+    assert_eq!(no_from["model"], "rules:lists", "{no_from}");
+    assert!(
+        no_from["subject"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Digest yyy")),
+        "{no_from}"
+    );
     let one_line = wait_entry(&m, "<one-line@mailproc.test>");
     assert_eq!(one_line["model"], "rules:urgent", "{one_line}");
     assert!(

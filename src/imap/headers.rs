@@ -174,6 +174,12 @@ fn whole_lines(h: &[u8], cap: usize) -> std::borrow::Cow<'_, [u8]> {
     while end > 0 && matches!(h[end - 1], b'\r' | b'\n') {
         end -= 1;
     }
+    if end == 0 {
+        // A field the message lacks comes back as a bare line break: kept,
+        // it would be the blank line that ends the joined header, and every
+        // field read after it would be lost.
+        return Vec::new().into();
+    }
     if end < h.len() {
         // Keep the one line break that ends the last field.
         let rest = &h[end..];
@@ -200,6 +206,10 @@ mod tests {
         assert_eq!(lines(b"To: aaaaaaaaaa", 10), b"To: aaaaaaaaaa\r\n");
         assert_eq!(lines(b"Subject: aaaa\r", 10), b"Subject: aaaa\r\n");
         assert_eq!(lines(b"", 10), b"");
+        // A field the message lacks: nothing, not a blank line (found by an
+        // audit: it ended the joined header, hiding List-Id from a rule).
+        assert_eq!(lines(b"\r\n", 10), b"");
+        assert_eq!(lines(b"\n", 10), b"");
         const { assert!(HEADER_CHUNK * HEADER_CAP <= CHUNK_BYTES) };
     }
 
