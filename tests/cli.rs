@@ -106,3 +106,71 @@ fn version_flag() {
         format!("mailproc {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// Found by an audit of the binary: a second `mailproc run` on the same
+/// database (another port) started without a word, and both processed
+/// every new message (the model asked twice, every webhook sent twice).
+/// The second now refuses to start, naming the file.
+#[test]
+fn a_second_service_on_the_same_database_refuses_to_start() {
+    let first =
+        Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let db = first.db_path();
+    let mut second = Mailproc::prepare(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{}\" }}\n",
+        db.display()
+    ));
+    second.spawn(&[]);
+    let status = second
+        .wait_exit(std::time::Duration::from_secs(20))
+        .expect("the second service ends by itself");
+    assert_eq!(status.code(), Some(1), "{}", second.log());
+    assert!(
+        second
+            .log()
+            .contains("is in use by another mailproc service"),
+        "{}",
+        second.log()
+    );
+    assert_eq!(first.get("/health").body["database"], "ok");
+    // Commands of the shell still open it beside the service.
+    let (code, _, err) = first.run_cli(
+        &["set-password", "admin"],
+        "a-long-password\na-long-password\n",
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Found by an audit of the binary: a database SQLite could only open
+/// read-only started a service whose every record then failed, for the
+/// life of the process (fixing the permissions changed nothing). It is an
+/// error at start now, naming the file. Here the directory is mounted
+/// read-only in a mount namespace of the test's own (the suite runs as
+/// root, for whom permissions alone never make a file read-only).
+#[test]
+fn a_database_that_can_only_be_read_ends_start_up() {
+    let mut m = Mailproc::prepare(
+        "server: { port: {PORT} }\nstorage: { path: \"{DIR}/db/mailproc.db\" }\n",
+    );
+    // Created once, then mounted read-only for the next start.
+    m.spawn(&[]);
+    m.wait_ready();
+    assert!(m.terminate().is_some_and(|s| s.success()));
+    let db_dir = m.db_path().parent().unwrap().join("db");
+    let config = m.db_path().parent().unwrap().join("config.yaml");
+    let script = format!(
+        "mount --bind {d} {d} && mount -o remount,bind,ro {d} && exec {bin} --config {c} run",
+        d = db_dir.display(),
+        bin = common::mailproc::bin(),
+        c = config.display()
+    );
+    // Bounded: a service that starts anyway would run until stopped.
+    let out = std::process::Command::new("timeout")
+        .args(["20", "unshare", "--mount", "sh", "-c", &script])
+        .env("MAILPROC_FAILPOINTS", common::mailproc::NO_DNS)
+        .output()
+        .expect("unshare (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("can only be read"), "{err}");
+}

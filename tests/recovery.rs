@@ -258,3 +258,43 @@ fn a_crash_right_after_a_move_leaves_the_copy_with_its_flags() {
         assert!(x.flags.iter().any(|g| g == f), "{f} missing: {x:?}");
     }
 }
+
+/// Found by an audit of the binary: the database removed under a running
+/// service (its directory deleted) left /health "ok" and the account
+/// processing on, into a file no one would open again; at the next start
+/// the whole mailbox was processed again from nothing. The service now
+/// says so (/health `database: error`, the account in `error`) and
+/// processes nothing until it is restarted on a restored file.
+#[test]
+fn a_database_removed_under_the_service_stops_processing_and_says_so() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg_with("before", "Invoice before", ""));
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_processed(&m, 1, Duration::from_secs(30));
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = m.db_path().into_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+    let health = m.get("/health");
+    assert_eq!(health.status, 503, "{}", health.text);
+    assert_eq!(health.body["database"], "error", "{}", health.text);
+    d.seed("test", "INBOX", &msg_with("after", "Invoice after", ""));
+    m.post("/api/accounts/acct/process", "");
+    m.wait_for(Duration::from_secs(30), "the account in error", || {
+        let a = m.get("/api/accounts").body["accounts"][0].clone();
+        (a["state"] == "error"
+            && a["lastError"]
+                .as_str()
+                .is_some_and(|e| e.contains("was removed or replaced")))
+        .then_some(())
+    });
+    // Nothing acted on: the new message is still where it arrived, as it was.
+    let after = d
+        .messages("test")
+        .into_iter()
+        .find(|x| x.message_id == "<after@mailproc.test>")
+        .expect("the message is there");
+    assert_eq!(after.mailbox, "INBOX");
+    assert!(after.flags.iter().all(|f| f != "\\Flagged"), "{after:?}");
+}

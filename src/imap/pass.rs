@@ -32,6 +32,9 @@ impl Runner {
             .with_label_values(&[self.name()])
             .inc();
         crate::failpoint::hit("account-pass");
+        // A database file removed or replaced under the process: nothing
+        // is processed that its records would not survive.
+        self.w.store.check_file().map_err(ImapError::Store)?;
         let had_trouble = self.trouble.take().is_some();
         self.junk.clone_from(&folders.junk);
         self.close_orphaned_retries();

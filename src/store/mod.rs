@@ -204,6 +204,9 @@ pub struct Store {
     /// account's records waited behind it (up to 295 ms measured with
     /// 1,000 accounts starting). None for an in-memory store.
     checkpointer: Option<Mutex<Connection>>,
+    /// The database file and its identity (device, inode) when opened:
+    /// see [`Store::check_file`]. None for an in-memory store.
+    file: Option<(std::path::PathBuf, (u64, u64))>,
 }
 
 fn actions_json(actions: &[Action]) -> String {
@@ -234,6 +237,32 @@ fn set_wal(conn: &Connection) -> Result<()> {
 /// files get that from the umask (set by `main`), but a database made by
 /// an older version or another tool may be world-readable. A file that
 /// cannot be changed is logged, not fatal.
+/// The database held for one service: a second `mailproc run` on the same
+/// file would decide, act on and record every new message again beside
+/// the first. An advisory lock (`flock`) on the database file itself, held
+/// while the returned value lives and released by the kernel when the
+/// process ends, however it ends; SQLite's own locks (`fcntl`) are
+/// separate, so the commands of the shell (`set-password`, `train`) and
+/// readers like `sqlite3` still open the file.
+pub fn hold_for_service(path: &Path) -> std::result::Result<impl Sized, String> {
+    use nix::fcntl::{Flock, FlockArg};
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| match e {
+        nix::errno::Errno::EWOULDBLOCK => format!(
+            "{} is in use by another mailproc service (it holds the file's lock): two \
+             services on one database would each process every message",
+            path.display()
+        ),
+        e => format!("{}: cannot lock it: {e}", path.display()),
+    })
+}
+
+/// A file's device and inode: which file a path names.
+fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map(|m| (m.dev(), m.ino()))
+}
+
 fn owner_only(db: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let mut paths = vec![db.to_path_buf()];
@@ -275,8 +304,25 @@ impl Store {
             }
         }
         let conn = Connection::open(path).map_err(|e| StoreError::new("open", Cause::Sqlite(e)))?;
+        // SQLite opens a file it may not write read-only, silently; every
+        // record would then fail for the life of the process, however the
+        // file's permissions were fixed meanwhile.
+        if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(StoreError::new(
+                "open",
+                Cause::Io(std::io::Error::other(format!(
+                    "{} can only be read (its permissions, its owner or a read-only file \
+                     system), and mailproc writes to it",
+                    path.display()
+                ))),
+            ));
+        }
         let mut store = Self::init(conn)?;
         owner_only(path);
+        store.file = Some((
+            path.to_path_buf(),
+            file_id(path).map_err(|e| StoreError::new("open", Cause::Io(e)))?,
+        ));
         let c = Connection::open(path)
             .map_err(|e| StoreError::new("open the checkpoint connection", Cause::Sqlite(e)))?;
         store.checkpointer = Some(Mutex::new(c));
@@ -331,6 +377,7 @@ impl Store {
             readers: Vec::new(),
             next_reader: std::sync::atomic::AtomicUsize::new(0),
             checkpointer: None,
+            file: None,
         };
         store.migrate()?;
         Ok(store)
@@ -364,7 +411,30 @@ impl Store {
     /// touched no file and said "ok" for a database overwritten with
     /// zeros). On a read connection: `/health` needs no login and must
     /// not queue for the writer.
+    /// Whether the database file is still the one opened. Removed (its
+    /// directory deleted) or replaced (a copy restored over it), what is
+    /// written goes on succeeding, into a file no one opens again: at the
+    /// next start it is gone, and the mailbox is processed again from
+    /// nothing. `/health` and every pass ask.
+    pub fn check_file(&self) -> Result<()> {
+        let Some((path, id)) = &self.file else {
+            return Ok(());
+        };
+        if file_id(path).ok().as_ref() == Some(id) {
+            return Ok(());
+        }
+        Err(StoreError::new(
+            "check the database file",
+            Cause::Io(std::io::Error::other(format!(
+                "{} was removed or replaced while mailproc runs: nothing is recorded \
+                 until it is restored and mailproc restarted",
+                path.display()
+            ))),
+        ))
+    }
+
     pub fn ping(&self) -> Result<()> {
+        self.check_file()?;
         in_op("ping", || {
             self.reader()
                 .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
