@@ -298,3 +298,70 @@ fn a_database_removed_under_the_service_stops_processing_and_says_so() {
     assert_eq!(after.mailbox, "INBOX");
     assert!(after.flags.iter().all(|f| f != "\\Flagged"), "{after:?}");
 }
+
+/// Found by an audit of the binary: an undo is a move back and then its
+/// record; the process killed between the two left the message back in
+/// INBOX with no record, and the next start sorted it away again by its
+/// rule, reversing what the user asked. The undo is journalled before the
+/// move now, and the next pass finishes it before reading new mail.
+#[test]
+fn an_undo_cut_between_its_move_and_its_record_is_finished_not_reversed() {
+    let d = Dovecot::start();
+    d.seed(
+        "test",
+        "INBOX",
+        &msg_with(
+            "weekly",
+            "Weekly digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        ),
+    );
+    let mut m = Mailproc::prepare(&config(&d, None, RULES, ""));
+    m.spawn(&[("MAILPROC_FAILPOINTS", "undo-after-move=abort")]);
+    m.wait_ready();
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let where_is = || {
+        d.messages("test")
+            .into_iter()
+            .filter(|x| x.message_id == "<weekly@mailproc.test>")
+            .map(|x| x.mailbox)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(where_is(), ["Lists"]);
+    let id = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    // The process dies right after the server moved the message back.
+    // (Asked without the harness's client: the answer never comes.)
+    let _ = ureq::post(m.url(&format!("/api/activity/{id}/undo"))).send_empty();
+    assert!(
+        m.wait_exit(Duration::from_secs(20)).is_some(),
+        "{}",
+        m.log()
+    );
+    assert_eq!(where_is(), ["INBOX"]);
+    m.restart();
+    m.wait_for(Duration::from_secs(30), "the undo finished", || {
+        let e = m.get("/api/activity?search=weekly@mailproc").body;
+        let undone = e["entries"]
+            .as_array()?
+            .iter()
+            .any(|r| r["id"] == id && !r["undoneAt"].is_null());
+        undone.then_some(e)
+    });
+    m.run_pass("acct");
+    assert_eq!(where_is(), ["INBOX"], "{}", m.log());
+    let rows = m.get("/api/activity?search=weekly@mailproc").body;
+    let models: Vec<&str> = rows["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["model"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        models.iter().filter(|x| **x == "rules:lists").count(),
+        1,
+        "{rows}"
+    );
+    assert_eq!(models.iter().filter(|x| **x == "undo").count(), 1, "{rows}");
+}

@@ -38,6 +38,9 @@ impl Runner {
         let had_trouble = self.trouble.take().is_some();
         self.junk.clone_from(&folders.junk);
         self.close_orphaned_retries();
+        // Before the watched folders: a message an interrupted undo put
+        // back is recorded as put back, not sorted away again.
+        self.finish_undos(s, caps, folders)?;
         // Before the watched folders: a message the user moved back into
         // one is then recorded, not sorted away again.
         if let Err(e) = self.check_corrections(s, caps, folders) {

@@ -8,8 +8,11 @@
 //! look at the folder between the move back and its record: the message is
 //! recorded under the UID the server gave it, never a predicted one, and a
 //! message arriving meanwhile keeps its own UID and is processed as usual.
-//! A crash between the two leaves the message back without a record: it is
-//! then sorted again (at least once, never lost).
+//! The undo is journalled before the move ([`crate::store::Store::begin_undo`]):
+//! a crash or a lost session between the move and its record leaves the
+//! message back without a record, and the next pass finishes the undo
+//! ([`Runner::finish_undos`]) before it reads the folder's new mail, so
+//! the message is not sorted away again.
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -179,13 +182,21 @@ impl Runner {
             .header()
             .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
         drop(fetched);
+        if let Err(e) = self.w.store.begin_undo(t) {
+            return Ok(Err(format!("journalling the undo: {e}")));
+        }
         crate::failpoint::hit("undo-before-move");
         let mut created = HashSet::new();
         let moved =
             match self.move_uids(s, caps, folders, &mut created, &[uid], &t.mailbox, dest)? {
                 Ok(m) => m,
-                Err(e) => return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox))),
+                Err(e) => {
+                    // Refused: nothing moved, nothing to finish.
+                    let _ = self.w.store.end_undo(t.id);
+                    return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox)));
+                }
             };
+        crate::failpoint::hit("undo-after-move");
         let mb = answer!(
             folders.select(s, &t.mailbox),
             format!("SELECT {}", folders.describe(&t.mailbox))
@@ -219,5 +230,101 @@ impl Runner {
             return Ok(Err(format!("restoring flags: {}", session_fatal(e)?)));
         }
         Ok(Ok((new_uid, row, feats)))
+    }
+
+    /// Finishes the undos journalled and not recorded (the process or the
+    /// session ended between the move and its record): a message back in
+    /// its folder past the watermark is recorded as put back, with its
+    /// flags restored; one still where it was moved to was never moved
+    /// back, and the undo is dropped (the entry can be undone again).
+    pub(super) fn finish_undos(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+    ) -> Result<(), ImapError> {
+        let pending = match self.w.store.pending_undos(self.name()) {
+            Ok(p) => p,
+            Err(e) => {
+                log::warn!("{}: undos to finish: {e}", self.name());
+                return Ok(());
+            }
+        };
+        for id in pending {
+            let t = match self.w.store.undo_target(id) {
+                Ok(Some(t)) if t.undone_at.is_none() => t,
+                _ => {
+                    let _ = self.w.store.end_undo(id);
+                    continue;
+                }
+            };
+            let query = match search_message_id(&t.message_id, caps) {
+                Ok(q) => q,
+                Err(e) => {
+                    log::warn!("{}: undo of activity {id} not finished: {e}", self.name());
+                    let _ = self.w.store.end_undo(id);
+                    continue;
+                }
+            };
+            let mb = match folders.select(s, &t.mailbox) {
+                Ok(mb) => mb,
+                Err(e) => {
+                    log::warn!(
+                        "{}: undo of activity {id}: SELECT {}: {}",
+                        self.name(),
+                        folders.describe(&t.mailbox),
+                        session_fatal(e)?
+                    );
+                    continue;
+                }
+            };
+            let uidvalidity = mb.uid_validity.unwrap_or(t.uidvalidity);
+            let seen = match self.w.store.folder_state(self.name(), &t.mailbox) {
+                Ok(Some((v, last))) if v == uidvalidity => last,
+                _ => 0,
+            };
+            let back = match s.uid_search(&query) {
+                Ok(found) => found.into_iter().filter(|u| *u > seen).max(),
+                Err(e) => {
+                    log::warn!(
+                        "{}: undo of activity {id}: {}",
+                        self.name(),
+                        session_fatal(e)?
+                    );
+                    continue;
+                }
+            };
+            let Some(uid) = back else {
+                log::info!(
+                    "{}: undo of activity {id} was not carried out (the message is not back \
+                     in {:?}); it can be asked again",
+                    self.name(),
+                    t.mailbox
+                );
+                let _ = self.w.store.end_undo(id);
+                continue;
+            };
+            if let Err(e) = self.w.store.record_undo(&t, uidvalidity, uid) {
+                log::warn!("{}: undo of activity {id}: {e}", self.name());
+                continue;
+            }
+            let flags = t.flags.clone().unwrap_or_default();
+            if let Err(e) = s.uid_store(
+                uid_set(&[uid]),
+                format!("FLAGS.SILENT ({})", flags.join(" ")),
+            ) {
+                log::warn!(
+                    "{}: undo of activity {id}: restoring flags: {}",
+                    self.name(),
+                    session_fatal(e)?
+                );
+            }
+            log::info!(
+                "{}: activity {id} undone (finished after an interruption): back in {:?} as UID {uid}",
+                self.name(),
+                t.mailbox
+            );
+        }
+        Ok(())
     }
 }

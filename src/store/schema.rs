@@ -299,4 +299,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
         sender TEXT NOT NULL, subject TEXT NOT NULL);
     CREATE INDEX learn_shots_class ON learn_shots (account, class, id);
     "#,
+    // 7: undos journalled before their move (`Store::begin_undo`), so one
+    // whose record a crash or a lost session prevented is finished by the
+    // next pass instead of the message being sorted again.
+    r#"
+    CREATE TABLE undo_pending (
+        entry INTEGER PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,
+        account TEXT NOT NULL, since INTEGER NOT NULL);
+    "#,
 ];

@@ -100,6 +100,7 @@ impl Store {
                 "UPDATE emails SET undone_at = ?2 WHERE id = ?1",
                 params![t.id, now],
             )?;
+            tx.execute("DELETE FROM undo_pending WHERE entry = ?1", [t.id])?;
             let id: i64 = tx.query_row(
                 "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
                     processed_at, status, actions, model, reasoning, attempts)
@@ -126,6 +127,42 @@ impl Store {
             )?;
             tx.commit()?;
             Ok(id)
+        })
+    }
+
+    /// Journals the undo of entry `t` before its move: should the process
+    /// or the session end between the move and [`Store::record_undo`], the
+    /// account's next pass finishes it (`Runner::finish_undos`) before it
+    /// could take the message put back for new mail.
+    pub fn begin_undo(&self, t: &UndoTarget) -> Result<()> {
+        in_op("begin_undo", || {
+            self.conn.lock().execute(
+                "INSERT OR REPLACE INTO undo_pending (entry, account, since) VALUES (?1, ?2, ?3)",
+                params![t.id, t.account, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The undo of entry `id` did not move its message (refused), or is
+    /// finished otherwise: nothing to finish.
+    pub fn end_undo(&self, id: i64) -> Result<()> {
+        in_op("end_undo", || {
+            self.conn
+                .lock()
+                .execute("DELETE FROM undo_pending WHERE entry = ?1", [id])?;
+            Ok(())
+        })
+    }
+
+    /// The entries of `account` whose undo was journalled and not recorded.
+    pub fn pending_undos(&self, account: &str) -> Result<Vec<i64>> {
+        in_op("pending_undos", || {
+            let conn = self.conn.lock();
+            let mut st =
+                conn.prepare("SELECT entry FROM undo_pending WHERE account = ?1 ORDER BY entry")?;
+            let rows = st.query_map([account], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
         })
     }
 
