@@ -316,6 +316,33 @@ impl Live {
                 Err(e) => log::error!("{}: cannot start: {e}", a.name),
             }
         }
+        // A rename is a removal and an addition: said, since the new name
+        // starts from nothing (its `backlog` applies again).
+        for added in &applied.started {
+            let Some(a) = config.config.accounts.iter().find(|a| &a.name == added) else {
+                continue;
+            };
+            let same_mailbox = |o: &AccountConfig| {
+                o.imap.host == a.imap.host
+                    && o.imap.port() == a.imap.port()
+                    && o.imap.username == a.imap.username
+            };
+            for gone in &applied.stopped {
+                if old
+                    .config
+                    .accounts
+                    .iter()
+                    .any(|o| &o.name == gone && same_mailbox(o))
+                {
+                    log::warn!(
+                        "{added}: a new account on the mailbox of {gone} (renamed?): it starts \
+                         from nothing, as its backlog ({:?}) says, and what {gone} recorded \
+                         stays under {gone}",
+                        a.backlog
+                    );
+                }
+            }
+        }
         self.deps.webhooks.reload(&config.config);
         if !applied.restart_required.is_empty() {
             log::warn!(

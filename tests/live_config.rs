@@ -557,3 +557,28 @@ fn a_put_keeps_the_files_comments() {
     assert!(written.contains("${PASS_one}"), "{written}");
     assert_eq!(current(&m)["accounts"][0]["poll_interval"], json!("45s"));
 }
+
+/// Found by an audit of the binary: a renamed account processed its whole
+/// mailbox again (watermarks are kept by name), and nothing said so. The
+/// change now warns that the new name starts from nothing.
+#[test]
+fn a_rename_is_a_new_account_and_the_log_says_so() {
+    let (d, mut m) = start();
+    d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
+    wait_in(&m, &d, "test", "inv1", "Receipts");
+    // `two` on the mailbox of `one` (its password variable is another's:
+    // the warning comes with the change, before any login).
+    m.write_config(&base(&account(
+        &d,
+        "two",
+        "test",
+        "(?i)invoice",
+        "Receipts",
+    )));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the rename's warning", || {
+        m.log()
+            .contains("two: a new account on the mailbox of one (renamed?)")
+            .then_some(())
+    });
+}
