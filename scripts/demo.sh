@@ -306,7 +306,7 @@ EOF
     # at SpamAssassin's accuracy there, docs/quality.md; scripts/quality.sh
     # reads these lines and says when validation would choose others).
     cat <<'EOF' # quality.sh: the account's learned settings
-    learned: { enabled: true, min_confidence: 0.5, spam_first: 0.5, spam_confidence: 0.97 }
+    learned: { enabled: true, min_confidence: 0.5, spam_first: 0.6, spam_confidence: 0.97 }
 EOF
     # The model files or keeps mail, and acts only when it is sure (below,
     # the message is left for review). It may not call spam nor mark read
