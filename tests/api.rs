@@ -651,6 +651,46 @@ fn failed_email_can_be_retried() {
     assert_eq!(v["total"], 1);
 }
 
+/// Found by an audit of the binary: a failed message of an account removed
+/// from the configuration answered 200 `retrying`, and nothing ever took
+/// it. Refused now (409 naming the account), and left failed.
+#[test]
+fn a_failed_message_of_a_removed_account_is_not_retried_into_nothing() {
+    let mut m = Mailproc::prepare(&secured_config());
+    {
+        let store = Store::open(&m.db_path()).unwrap();
+        store
+            .record_outcomes(&Outcomes {
+                failures: vec![FailedAttempt {
+                    meta: meta("gone", 7, "Of a removed account"),
+                    error: "model answered nonsense".into(),
+                    max_attempts: 1,
+                    retry_delay_ms: 0,
+                }],
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    m.spawn(&[
+        ("HOOK_ENV", "hook-env-value"),
+        ("WORK_PASS", "work-env-password"),
+    ]);
+    m.wait_ready();
+    let failed = m.get_with("/api/activity?status=failed", TOKEN);
+    let id = failed.body["entries"][0]["id"].as_i64().unwrap();
+    let r = m.post_with(&format!("/api/activity/{id}/retry"), TOKEN, "");
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("its account \"gone\" is not in the configuration")),
+        "{}",
+        r.text
+    );
+    let still = m.get_with("/api/activity?status=failed", TOKEN);
+    assert_eq!(still.body["total"], 1, "{}", still.text);
+}
+
 /// Audit: `limit=0` gave one line, `account=nosuch` zeros and `period=`
 /// everything. `limit` is 1-2000, an unknown account is 404 (one removed
 /// from the configuration but with history still has its stats), and an

@@ -18,6 +18,17 @@ pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> 
 /// Puts failed message `id` back in line and asks its account for a pass.
 /// Returns the account's name.
 pub fn retry(ctx: &Ctx, id: i64) -> Result<String, Error> {
+    // A failed message of an account no longer configured: nothing would
+    // take the retry, so it is refused rather than left `retrying`.
+    if let Some(e) = ctx.store.activity_entry(id)? {
+        if e.status == crate::store::Status::Failed && ctx.account(&e.account).is_none() {
+            return Err(Error::Conflict(format!(
+                "activity {id}: its account {:?} is not in the configuration, so nothing \
+                 would take the retry; add the account back, then retry",
+                e.account
+            )));
+        }
+    }
     let Some(account) = ctx.store.retry_failed(id)? else {
         // 404 for no such entry; one that is there but not failed cannot
         // be retried (409, as an undo that cannot be done).
