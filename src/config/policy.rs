@@ -73,6 +73,17 @@ fn identity(path: &[String]) -> Option<&'static str> {
     }
 }
 
+/// Whether a mask is anywhere in `v` (a scalar, or any value inside it).
+fn holds_mask(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains(MASK),
+        Value::Sequence(items) => items.iter().any(holds_mask),
+        Value::Mapping(m) => m.values().any(holds_mask),
+        Value::Tagged(t) => holds_mask(&t.value),
+        _ => false,
+    }
+}
+
 /// What a sent element of an identified list stands for among the stored
 /// ones.
 #[derive(Clone, Copy)]
@@ -116,11 +127,8 @@ fn counterpart<'o>(key: Option<&str>, v: &Value, olds: &'o [Value]) -> Counterpa
         .collect();
     // Of those, the ones that agree with every field sent unmasked.
     let shown_alike = |o: &&Value| {
-        v.as_mapping().is_some_and(|m| {
-            m.iter().all(|(f, x)| {
-                serde_norway::to_string(x).is_ok_and(|t| t.contains(MASK)) || o.get(f) == Some(x)
-            })
-        })
+        v.as_mapping()
+            .is_some_and(|m| m.iter().all(|(f, x)| holds_mask(x) || o.get(f) == Some(x)))
     };
     let shared = if same_key.iter().any(|o| *o != same_key[0]) {
         same_key.len()
@@ -192,8 +200,7 @@ impl<'o> Walk<'o> {
                 for (i, v) in items.iter_mut().enumerate() {
                     let found = found[i];
                     if let Counterpart::Ambiguous(n) = found {
-                        let masked = serde_norway::to_string(&*v).is_ok_and(|t| t.contains(MASK));
-                        if masked {
+                        if holds_mask(v) {
                             self.problems.push(format!(
                                 "{}[{i}]: {n} stored entries have its {} and differ, so which \
                                  one's value a {MASK} keeps cannot be told; write its values \

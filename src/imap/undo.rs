@@ -223,10 +223,7 @@ impl Runner {
             Ok(row) => row,
             Err(e) => return Ok(Err(format!("moved back as UID {new_uid}, but {e}"))),
         };
-        if let Err(e) = s.uid_store(
-            uid_set(&[new_uid]),
-            format!("FLAGS.SILENT ({})", flags.join(" ")),
-        ) {
+        if let Err(e) = flags_back(s, new_uid, flags) {
             return Ok(Err(format!("restoring flags: {}", session_fatal(e)?)));
         }
         Ok(Ok((new_uid, row, feats)))
@@ -308,11 +305,7 @@ impl Runner {
                 log::warn!("{}: undo of activity {id}: {e}", self.name());
                 continue;
             }
-            let flags = t.flags.clone().unwrap_or_default();
-            if let Err(e) = s.uid_store(
-                uid_set(&[uid]),
-                format!("FLAGS.SILENT ({})", flags.join(" ")),
-            ) {
+            if let Err(e) = flags_back(s, uid, t.flags.as_deref().unwrap_or_default()) {
                 log::warn!(
                     "{}: undo of activity {id}: restoring flags: {}",
                     self.name(),
@@ -327,4 +320,14 @@ impl Runner {
         }
         Ok(())
     }
+}
+
+/// Sets exactly the flags the message had before it was moved (what undo
+/// restores), on the selected folder's `uid`.
+fn flags_back(s: &mut Session, uid: u32, flags: &[String]) -> imap::Result<()> {
+    s.uid_store(
+        uid_set(&[uid]),
+        format!("FLAGS.SILENT ({})", flags.join(" ")),
+    )
+    .map(drop)
 }
