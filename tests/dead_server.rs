@@ -294,3 +294,74 @@ fn a_server_that_never_greets_holds_neither_a_change_nor_a_shutdown() {
         m.log()
     );
 }
+
+/// Found in the last audit's notes: the TCP connect itself (15 s per
+/// address) was not cut by a stop, only what follows it. An address that
+/// drops the handshake (a firewall; here a listener whose accept queue is
+/// full, whose kernel drops every further SYN) held a configuration change
+/// and SIGTERM until the connect timed out.
+#[test]
+fn a_server_that_drops_the_handshake_holds_neither_a_change_nor_a_shutdown() {
+    use nix::sys::socket::{bind, getsockname, listen, socket, Backlog};
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrIn};
+    use std::os::fd::AsRawFd;
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .unwrap();
+    bind(fd.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, 0)).unwrap();
+    listen(&fd, Backlog::new(0).unwrap()).unwrap();
+    let port = getsockname::<SockaddrIn>(fd.as_raw_fd()).unwrap().port();
+    // One connection fills the queue (never accepted); SYNs after it are dropped.
+    let _queued = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let dropped = std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_millis(500),
+    );
+    assert!(dropped.is_err(), "the listener must drop handshakes");
+    let d = Dovecot::start();
+    let yaml = |imap_port: u16| {
+        format!(
+            "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+             accounts:\n  - name: acct\n    \
+             imap: {{ host: 127.0.0.1, port: {imap_port}, security: none, username: test, password: secret }}\n"
+        )
+    };
+    let mut m = Mailproc::start(&yaml(port));
+    // Its first connect is under way well before its 15 s are over.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(m.get("/health").body["accounts"]["acct"], "connecting");
+    m.write_config(&yaml(d.imap_port));
+    let fixed = Instant::now();
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(30), "the account connected", || {
+        (m.get("/health").body["accounts"]["acct"] == "connected").then_some(())
+    });
+    assert!(
+        fixed.elapsed() < Duration::from_secs(8),
+        "the change waited {:?} for the connect (15 s)",
+        fixed.elapsed()
+    );
+    m.write_config(&yaml(port));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the account dialing again", || {
+        (m.get("/health").body["accounts"]["acct"] == "connecting").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let stopping = Instant::now();
+    let status = m.terminate().expect("mailproc exits on SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", m.log());
+    assert!(
+        stopping.elapsed() < Duration::from_secs(5),
+        "SIGTERM took {:?}",
+        stopping.elapsed()
+    );
+    assert!(
+        !m.log().contains("connection lost") && !m.log().contains("retrying in"),
+        "a stop is not an outage: {}",
+        m.log()
+    );
+}

@@ -360,7 +360,8 @@ fn dial(
 ) -> Result<(imap::Client<Stream>, Arc<Control>, Wake), ImapError> {
     let c = &account.imap;
     let timeout = c.timeout.0;
-    let tcp = open(&c.host, c.port())?;
+    let stopped = || handle.is_some_and(|h| h.is_shutting_down());
+    let tcp = open(&c.host, c.port(), &stopped)?;
     if let Some(h) = handle {
         // From here a stop cuts the socket (see `Handle::set_dialing`);
         // one that came just before is seen here.
@@ -516,31 +517,100 @@ pub(super) fn connect_second(
 
 /// Connects to each address of `host` in turn, IPv6 first (in resolver
 /// order within a family), until one answers; the error names every
-/// address tried.
-fn open(host: &str, port: u16) -> Result<TcpStream, ImapError> {
+/// address tried. `stopped` is asked while a connect waits, so a stop
+/// does not wait out [`CONNECT_TIMEOUT`] on an address that drops the
+/// handshake (a firewall, a server's full accept queue).
+fn open(host: &str, port: u16, stopped: &dyn Fn() -> bool) -> Result<TcpStream, ImapError> {
     let addrs: Vec<SocketAddr> = crate::resolve::system_lookup(host, port)
         .map_err(|e| ImapError::Connect(format!("{host}:{port}: {e}")))?;
     if addrs.is_empty() {
         return Err(ImapError::Connect(format!("{host}: no address")));
     }
-    connect_first(host, addrs)
+    connect_first(host, addrs, stopped)
 }
 
-fn connect_first(host: &str, mut addrs: Vec<SocketAddr>) -> Result<TcpStream, ImapError> {
+fn connect_first(
+    host: &str,
+    mut addrs: Vec<SocketAddr>,
+    stopped: &dyn Fn() -> bool,
+) -> Result<TcpStream, ImapError> {
     addrs.sort_by_key(|a| a.is_ipv4());
     let mut failures = Vec::new();
     for addr in &addrs {
-        match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
+        match connect_one(addr, CONNECT_TIMEOUT, stopped) {
             Ok(tcp) => {
                 if !failures.is_empty() {
                     log::info!("{host}: connected to {addr} after: {}", failures.join("; "));
                 }
                 return Ok(tcp);
             }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                return Err(ImapError::Connect("stopping".into()))
+            }
             Err(e) => failures.push(format!("{addr}: {e}")),
         }
     }
     Err(ImapError::Connect(failures.join("; ")))
+}
+
+/// `TcpStream::connect_timeout`, asking `stopped` every 100 ms while the
+/// handshake is under way (`Interrupted` when it says so).
+fn connect_one(
+    addr: &SocketAddr,
+    timeout: Duration,
+    stopped: &dyn Fn() -> bool,
+) -> std::io::Result<TcpStream> {
+    use nix::errno::Errno;
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage};
+    use std::os::fd::{AsFd, AsRawFd};
+    let family = if addr.is_ipv6() {
+        AddressFamily::Inet6
+    } else {
+        AddressFamily::Inet
+    };
+    let fd = socket::socket(
+        family,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(*addr)) {
+        Ok(()) => {}
+        Err(Errno::EINPROGRESS) => {
+            let deadline = Instant::now() + timeout;
+            loop {
+                if stopped() {
+                    return Err(std::io::ErrorKind::Interrupted.into());
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no answer in {} s", timeout.as_secs()),
+                    ));
+                }
+                let slice = left.min(Duration::from_millis(100));
+                let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLOUT)];
+                match poll(
+                    &mut fds,
+                    PollTimeout::try_from(slice).unwrap_or(PollTimeout::MAX),
+                ) {
+                    Ok(0) | Err(Errno::EINTR) => continue,
+                    Ok(_) => break,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let err = socket::getsockopt(&fd, sockopt::SocketError)?;
+            if err != 0 {
+                return Err(std::io::Error::from_raw_os_error(err));
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let tcp = TcpStream::from(fd);
+    tcp.set_nonblocking(false)?;
+    Ok(tcp)
 }
 
 /// TCP keepalive: a peer that vanished (host down, path cut) is found by
@@ -656,15 +726,16 @@ mod tests {
             .map(|l| l.local_addr().unwrap());
         let mut addrs = vec![closed_v4, good];
         addrs.extend(closed_v6);
-        let tcp = connect_first("h", addrs.clone()).unwrap();
+        let tcp = connect_first("h", addrs.clone(), &|| false).unwrap();
         assert_eq!(tcp.peer_addr().unwrap(), good);
-        let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4]) else {
+        let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4], &|| false) else {
             panic!("a closed port must fail");
         };
         assert!(e.contains(&closed_v4.to_string()), "{e}");
         if let Some(v6) = closed_v6 {
             // The IPv6 address is tried first, and named in a failure.
-            let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4, v6]) else {
+            let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4, v6], &|| false)
+            else {
                 panic!("closed ports must fail");
             };
             let (i6, i4) = (
@@ -673,5 +744,45 @@ mod tests {
             );
             assert!(i6 < i4, "{e}");
         }
+    }
+
+    /// A connect to an address that drops the handshake (here a server's
+    /// full accept queue; in the field a firewall) waits out its time-out,
+    /// unless the account is stopped meanwhile: then it ends at once.
+    #[test]
+    fn a_stop_cuts_a_connect_that_gets_no_answer() {
+        use nix::sys::socket::{bind, getsockname, listen, socket, Backlog};
+        use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrIn};
+        use std::os::fd::AsRawFd;
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::empty(),
+            None,
+        )
+        .unwrap();
+        bind(fd.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, 0)).unwrap();
+        listen(&fd, Backlog::new(0).unwrap()).unwrap();
+        let addr: SockaddrIn = getsockname(fd.as_raw_fd()).unwrap();
+        let addr = SocketAddr::from(std::net::SocketAddrV4::from(addr));
+        // One connection fills the queue; the next handshakes are dropped.
+        let _queued = connect_one(&addr, Duration::from_secs(5), &|| false).unwrap();
+        let t = Instant::now();
+        let e = connect_one(&addr, Duration::from_millis(1200), &|| false).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        assert!(
+            t.elapsed() >= Duration::from_millis(1200),
+            "{:?}",
+            t.elapsed()
+        );
+        let t = Instant::now();
+        let stop_at = Duration::from_millis(300);
+        let e = connect_one(&addr, Duration::from_secs(15), &|| t.elapsed() > stop_at).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "{e}");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        let Err(ImapError::Connect(e)) = connect_first("h", vec![addr], &|| true) else {
+            panic!("a stopped connect must fail");
+        };
+        assert_eq!(e, "stopping");
     }
 }
