@@ -321,39 +321,65 @@ impl Runner {
                 continue;
             }
             // `?`: a broken session ends the batch, decisions journalled.
-            match self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)? {
-                Ok(dest) => {
+            let (landed, r) =
+                self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)?;
+            // Of the messages that left `mailbox`, the ones the move did not
+            // take (where the server says, `Landed::exact`) were taken by
+            // another client first: not recorded as moved.
+            let split = |left: Vec<u32>| -> (Vec<u32>, Vec<u32>) {
+                left.into_iter()
+                    .partition(|u| !landed.exact || landed.dest.contains_key(u))
+            };
+            let (took, kept, refused) = match r {
+                Ok(()) => {
                     crate::failpoint::hit("after-move");
-                    for u in &set {
-                        moved.insert(*u, (folder.clone(), dest.get(u).copied()));
-                    }
-                    done(Confirmed {
-                        uids: set,
-                        to: Some((folder.clone(), dest)),
-                    })
+                    (set, Vec::new(), None)
                 }
                 Err(e) => {
                     let (left, kept) = self.split_refused(s, caps, &set)?;
-                    if !left.is_empty() {
-                        log::warn!(
-                            "{}: the server refused the move of {} message(s) to {folder:?} \
-                             ({e}) after {} of them had moved: those are recorded as moved",
-                            self.name(),
-                            set.len(),
-                            left.len()
-                        );
-                        for u in &left {
-                            moved.insert(*u, (folder.clone(), None));
-                        }
-                        done(Confirmed {
-                            uids: left,
-                            to: Some((folder.clone(), HashMap::new())),
-                        });
-                    }
-                    self.unflag(s, &kept, &wanted, before)?;
-                    for u in &kept {
-                        failed.insert(*u, e.clone());
-                    }
+                    (left, kept, Some(e))
+                }
+            };
+            let (took, vanished) = split(took);
+            if !vanished.is_empty() {
+                log::warn!(
+                    "{}: {} message(s) left {mailbox:?} before their move to {folder:?} \
+                     (another client moved or deleted them): not recorded as moved",
+                    self.name(),
+                    vanished.len()
+                );
+                for u in &vanished {
+                    failed.insert(
+                        *u,
+                        format!(
+                            "the message left {mailbox:?} before its move to {folder:?} \
+                             (another client moved or deleted it)"
+                        ),
+                    );
+                }
+            }
+            if let (Some(e), false) = (&refused, took.is_empty()) {
+                log::warn!(
+                    "{}: the server refused the move of {} message(s) to {folder:?} \
+                     ({e}) after {} of them had moved: those are recorded as moved",
+                    self.name(),
+                    set_len(&took, &kept, &vanished),
+                    took.len()
+                );
+            }
+            if !took.is_empty() {
+                for u in &took {
+                    moved.insert(*u, (folder.clone(), landed.dest.get(u).copied()));
+                }
+                done(Confirmed {
+                    uids: took,
+                    to: Some((folder.clone(), landed.dest)),
+                });
+            }
+            if let Some(e) = refused {
+                self.unflag(s, &kept, &wanted, before)?;
+                for u in &kept {
+                    failed.insert(*u, e.clone());
                 }
             }
         }
@@ -701,4 +727,9 @@ impl Runner {
             }
         }
     }
+}
+
+/// How many messages one move was sent, from what became of them.
+fn set_len(took: &[u32], kept: &[u32], vanished: &[u32]) -> usize {
+    took.len() + kept.len() + vanished.len()
 }

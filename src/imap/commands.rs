@@ -23,13 +23,16 @@ impl Runner {
         set: &[u32],
         folder: &str,
         from: &str,
-    ) -> Result<Result<HashMap<u32, u32>, String>, ImapError> {
+    ) -> Result<(Landed, Result<(), String>), ImapError> {
         if !folders.exists(folder) && !created.contains(folder) {
             if !self.w.account.folders.create {
-                return Ok(Err(format!(
-                    "folder {} does not exist and folders.create is false",
-                    folders.describe(folder)
-                )));
+                return Ok((
+                    Landed::default(),
+                    Err(format!(
+                        "folder {} does not exist and folders.create is false",
+                        folders.describe(folder)
+                    )),
+                ));
             }
             match folders.create(s, folder) {
                 Ok(()) => log::info!(
@@ -50,7 +53,32 @@ impl Runner {
             created.insert(folder.to_string());
         }
         let t = std::time::Instant::now();
-        let r = move_set(s, caps, folders, set, folder, from)?;
+        let mut r = move_set(s, caps, folders, set, folder, from)?;
+        // The folder was there at login and is gone (the user deleted or
+        // renamed it since): created again, as a folder missing at login
+        // is, and the move tried once more. A CREATE the server refuses
+        // (the folder is there: the move failed for another reason) leaves
+        // the first answer standing.
+        if r.1.is_err()
+            && r.0.dest.is_empty()
+            && self.w.account.folders.create
+            && !created.contains(folder)
+        {
+            created.insert(folder.to_string());
+            match folders.create(s, folder) {
+                Ok(()) => {
+                    log::warn!(
+                        "{}: folder {} was gone (deleted or renamed since login): created it again",
+                        self.name(),
+                        folders.describe(folder)
+                    );
+                    r = move_set(s, caps, folders, set, folder, from)?;
+                }
+                Err(e) => {
+                    session_fatal(e)?;
+                }
+            }
+        }
         log::debug!(
             "{}: {} of {} message(s) to {folder:?} took {:?}",
             self.name(),
@@ -58,7 +86,7 @@ impl Runner {
             set.len(),
             t.elapsed()
         );
-        if r.is_ok() && !caps.mv && !caps.uidplus {
+        if r.1.is_ok() && !caps.mv && !caps.uidplus {
             log::warn!(
                 "{}: server lacks MOVE and UIDPLUS: copied to {folder:?} and marked \\Deleted in {from:?}, \
                  but not expunged (a plain EXPUNGE could remove mail the user marked)",
@@ -69,12 +97,42 @@ impl Runner {
     }
 }
 
+/// What the answer to a move said of where its messages went.
+#[derive(Debug, Default)]
+pub(super) struct Landed {
+    /// Source UID → its UID in the folder, where the server said (COPYUID,
+    /// RFC 4315).
+    pub(super) dest: HashMap<u32, u32>,
+    /// `dest` names every message the command moved: the server has
+    /// UIDPLUS and answers moves with COPYUID (it did in this session). A
+    /// UID sent and not in `dest` did not move: it was no longer there
+    /// (another client expunged or moved it first).
+    pub(super) exact: bool,
+}
+
+impl Caps {
+    /// What a move's answer `lines` said, for the UIDs `sent`.
+    fn landed(&self, lines: &[u8], sent: &[u32]) -> Landed {
+        use std::sync::atomic::Ordering;
+        match copy_uids(lines, sent) {
+            Some(dest) => {
+                if !dest.is_empty() {
+                    self.copyuid_seen.store(true, Ordering::Relaxed);
+                }
+                let exact = self.uidplus && self.copyuid_seen.load(Ordering::Relaxed);
+                Landed { dest, exact }
+            }
+            None => Landed::default(),
+        }
+    }
+}
+
 /// Moves `set` (UIDs of the selected `from`) to `folder`: `UID MOVE` where
 /// the server has MOVE, else `UID COPY`, `\Deleted` and, with UIDPLUS only,
-/// `UID EXPUNGE` of exactly those UIDs. Returns each UID's UID in `folder`
-/// where the server said (COPYUID, RFC 4315); errors as for
-/// [`Runner::move_uids`], naming the folder as the user knows it and as
-/// the server does.
+/// `UID EXPUNGE` of exactly those UIDs. Returns what the server said of
+/// where they went (also of a move refused part-way), and whether it
+/// refused; errors as for [`Runner::move_uids`], naming the folder as the
+/// user knows it and as the server does.
 pub(super) fn move_set(
     s: &mut Session,
     caps: &Caps,
@@ -82,22 +140,29 @@ pub(super) fn move_set(
     set: &[u32],
     folder: &str,
     from: &str,
-) -> Result<Result<HashMap<u32, u32>, String>, ImapError> {
+) -> Result<(Landed, Result<(), String>), ImapError> {
     let set_s = uid_set(set);
     let to = match folders.arg(folder) {
         Ok(to) => to,
-        Err(e) => return Ok(Err(e)),
+        Err(e) => return Ok((Landed::default(), Err(e))),
     };
     let named = folders.describe(folder);
     if caps.mv {
         // RFC 6851: with UIDPLUS the server names the UIDs the messages
-        // got in the destination (COPYUID, untagged), which undo uses.
-        return match s.run_command_and_read_response(format!("UID MOVE {set_s} {to}")) {
-            Ok(lines) => Ok(Ok(copy_uids(&lines, set))),
-            Err(e) => Ok(Err(format!(
-                "moving to {named} failed: {}",
-                session_fatal(e)?
-            ))),
+        // got in the destination (COPYUID, untagged), which undo uses; a
+        // move refused part-way names the ones it moved all the same.
+        let (lines, r) = s.run_keeping(format!("UID MOVE {set_s} {to}"));
+        let mut landed = caps.landed(&lines, set);
+        return match r {
+            Ok(_) => Ok((landed, Ok(()))),
+            Err(e) => {
+                let e = session_fatal(e)?;
+                // RFC 5530: some of the messages were expunged (by another
+                // client), which is why they are missing; only COPYUID
+                // names any this move took.
+                landed.exact |= e.contains("[EXPUNGEISSUED]");
+                Ok((landed, Err(format!("moving to {named} failed: {e}"))))
+            }
         };
     }
     let step = |r: imap::Result<()>, what: String| -> Result<Result<(), String>, ImapError> {
@@ -107,37 +172,52 @@ pub(super) fn move_set(
         }
     };
     // COPYUID comes in the tagged answer here, which `run` returns too.
-    let dest = match s.run(format!("UID COPY {set_s} {to}")) {
-        Ok((lines, _)) => copy_uids(&lines, set),
+    let landed = match s.run(format!("UID COPY {set_s} {to}")) {
+        Ok((lines, _)) => caps.landed(&lines, set),
         Err(e) => {
-            return Ok(Err(format!(
-                "copying to {named} failed: {}",
-                session_fatal(e)?
-            )))
+            return Ok((
+                Landed::default(),
+                Err(format!("copying to {named} failed: {}", session_fatal(e)?)),
+            ))
         }
     };
+    // Only what was copied is taken out of `from`.
+    let copied: Vec<u32> = if landed.exact {
+        set.iter()
+            .copied()
+            .filter(|u| landed.dest.contains_key(u))
+            .collect()
+    } else {
+        set.to_vec()
+    };
+    if copied.is_empty() {
+        return Ok((landed, Ok(())));
+    }
+    let copied_s = uid_set(&copied);
     if let Err(e) = step(
-        s.uid_store(&set_s, "+FLAGS.SILENT (\\Deleted)").map(|_| ()),
+        s.uid_store(&copied_s, "+FLAGS.SILENT (\\Deleted)")
+            .map(|_| ()),
         format!("marking moved messages in {from:?}"),
     )? {
-        return Ok(Err(e));
+        return Ok((landed, Err(e)));
     }
     if caps.uidplus {
         if let Err(e) = step(
-            s.uid_expunge(&set_s).map(|_| ()),
+            s.uid_expunge(&copied_s).map(|_| ()),
             format!("expunging moved messages from {from:?}"),
         )? {
-            return Ok(Err(e));
+            return Ok((landed, Err(e)));
         }
     }
-    Ok(Ok(dest))
+    Ok((landed, Ok(())))
 }
 
 /// Source UID → destination UID from the COPYUID response codes among
 /// untagged response lines, for the UIDs of `sent` only. A server's ranges
 /// are never expanded beyond what was sent: a code whose sets hold more
-/// UIDs than were sent, or sets of different sizes, is not believed.
-pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
+/// UIDs than were sent, or sets of different sizes, is not believed, and
+/// then nothing is (`None`).
+pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> Option<HashMap<u32, u32>> {
     use imap_proto::types::{ResponseCode, UidSetMember};
     let size = |set: &[UidSetMember]| -> u64 {
         set.iter()
@@ -157,6 +237,7 @@ pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
     };
     let sent: HashSet<u32> = sent.iter().copied().collect();
     let mut out = HashMap::new();
+    let mut doubted = false;
     while !lines.is_empty() {
         match imap_proto::parser::parse_response(lines) {
             Ok((rest, resp)) => {
@@ -179,6 +260,7 @@ pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
                             "imap: a COPYUID naming {n} UID(s) for {} sent was ignored",
                             sent.len()
                         );
+                        doubted = true;
                     }
                 }
                 lines = rest;
@@ -190,7 +272,7 @@ pub(super) fn copy_uids(mut lines: &[u8], sent: &[u32]) -> HashMap<u32, u32> {
             },
         }
     }
-    out
+    (!doubted).then_some(out)
 }
 
 /// The longest UID set one command carries, in bytes: Dovecot refuses a
@@ -392,6 +474,7 @@ mod tests {
             special_use: true,
             utf8: false,
             literal_max,
+            copyuid_seen: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -424,15 +507,18 @@ mod tests {
     #[test]
     fn copyuid_maps_source_to_destination() {
         let lines = b"* OK [COPYUID 1700000000 3:4,9 10:12] Moved UIDs.\r\n* 2 EXPUNGE\r\n* 2 EXPUNGE\r\n* 5 EXPUNGE\r\n";
-        let m = copy_uids(lines, &[3, 4, 9]);
+        let m = copy_uids(lines, &[3, 4, 9]).unwrap();
         assert_eq!(m, HashMap::from([(3, 10), (4, 11), (9, 12)]));
-        assert!(copy_uids(b"* 2 EXPUNGE\r\n", &[3]).is_empty());
+        assert_eq!(copy_uids(b"* 2 EXPUNGE\r\n", &[3]), Some(HashMap::new()));
         // Only UIDs we sent map.
-        assert_eq!(copy_uids(lines, &[4, 9, 77]).len(), 2);
+        assert_eq!(copy_uids(lines, &[4, 9, 77]).unwrap().len(), 2);
         // In the tagged answer to UID COPY (Courier).
         let tagged =
             b"* 3 FETCH (FLAGS (\\Seen))\r\nA7 OK [COPYUID 42 5:6 1:2] COPY completed.\r\n";
-        assert_eq!(copy_uids(tagged, &[5, 6]), HashMap::from([(5, 1), (6, 2)]));
+        assert_eq!(
+            copy_uids(tagged, &[5, 6]),
+            Some(HashMap::from([(5, 1), (6, 2)]))
+        );
     }
 
     /// Issue [14] item 19: a server's range is never expanded beyond the
@@ -440,8 +526,11 @@ mod tests {
     #[test]
     fn a_servers_copyuid_range_is_not_expanded_without_bound() {
         let huge = b"* OK [COPYUID 1 1:4294967295 1:4294967295] Moved.\r\n";
-        assert!(copy_uids(huge, &[5]).is_empty());
+        assert_eq!(copy_uids(huge, &[5]), None);
         // Sets of different sizes are not believed either.
-        assert!(copy_uids(b"* OK [COPYUID 1 3:4 10] Moved.\r\n", &[3, 4]).is_empty());
+        assert_eq!(
+            copy_uids(b"* OK [COPYUID 1 3:4 10] Moved.\r\n", &[3, 4]),
+            None
+        );
     }
 }

@@ -218,8 +218,15 @@ impl Runner {
         let mut created = std::collections::HashSet::new();
         let moved =
             match self.move_uids(s, caps, folders, &mut created, &[uid], to, &from.folder)? {
-                Ok(m) => m,
-                Err(e) => return Ok(Err(e)),
+                (landed, Ok(())) if landed.exact && !landed.dest.contains_key(&uid) => {
+                    return Ok(Err(format!(
+                        "the message left {:?} before it could be moved \
+                         (another client moved or deleted it)",
+                        from.folder
+                    )))
+                }
+                (landed, Ok(())) => landed.dest,
+                (_, Err(e)) => return Ok(Err(e)),
             };
         let new_uid = match moved.get(&uid).copied() {
             Some(u) => u,

@@ -336,6 +336,9 @@ pub(super) struct Caps {
     /// unlimited with LITERAL+, 4096 bytes with LITERAL- (RFC 7888), none
     /// without either. Strings that cannot be quoted go as such literals.
     pub(super) literal_max: usize,
+    /// A move in this session was answered with COPYUID: from then on its
+    /// COPYUID names every message a move took (see `Landed::exact`).
+    pub(super) copyuid_seen: AtomicBool,
 }
 
 pub(super) use super::folders::Folders;
@@ -468,6 +471,7 @@ pub(super) fn connect(
         } else {
             0
         },
+        copyuid_seen: AtomicBool::new(false),
     };
     let folders = super::folders::discover(&mut session, &caps, account)?;
     log::info!(

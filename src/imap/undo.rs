@@ -189,8 +189,15 @@ impl Runner {
         let mut created = HashSet::new();
         let moved =
             match self.move_uids(s, caps, folders, &mut created, &[uid], &t.mailbox, dest)? {
-                Ok(m) => m,
-                Err(e) => {
+                (landed, Ok(())) if landed.exact && !landed.dest.contains_key(&uid) => {
+                    let _ = self.w.store.end_undo(t.id);
+                    return Ok(Err(format!(
+                        "the message left {dest:?} before it could be moved back \
+                         (another client moved or deleted it)"
+                    )));
+                }
+                (landed, Ok(())) => landed.dest,
+                (_, Err(e)) => {
                     // Refused: nothing moved, nothing to finish.
                     let _ = self.w.store.end_undo(t.id);
                     return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox)));

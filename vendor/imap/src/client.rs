@@ -1493,6 +1493,18 @@ impl<T: Read + Write> Session<T> {
         self.conn.run(untagged_command.as_ref())
     }
 
+    /// mailproc patch: [`Session::run`], keeping what the server answered
+    /// also when the command fails: a refused `UID MOVE` may have moved
+    /// part of its set, and its untagged COPYUID (RFC 6851, 4.3) says which.
+    pub fn run_keeping(&mut self, untagged_command: impl AsRef<str>) -> (Vec<u8>, Result<usize>) {
+        let mut data = Vec::new();
+        let r = self
+            .conn
+            .run_command(untagged_command.as_ref())
+            .and_then(|()| self.conn.read_response_onto(&mut data));
+        (data, r)
+    }
+
     /// Run a raw IMAP command and read back its response.
     ///
     /// Note that the server *is* allowed to unilaterally send things to the client for messages in
