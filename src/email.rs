@@ -81,11 +81,17 @@ impl Email {
             })
             .unwrap_or_default()
         };
+        // The first field of each name, as `headers` keeps and `header:`
+        // rules read (mail-parser's accessors give the last): a message
+        // with two Subjects shows one subject to every reader.
+        use mail_parser::HeaderName;
+        let first = |name: HeaderName<'static>| msg.header_values(name).next();
+        let first_text = |name| first(name).and_then(|v| v.as_text());
+        let first_addr = |name| first(name).and_then(|v| v.as_address());
         // Recorded, shown and sent in webhooks: a header of any length a
         // stranger writes is cut to what a person would read.
         Some(Email {
-            message_id: msg
-                .message_id()
+            message_id: first_text(HeaderName::MessageId)
                 .map(|m| {
                     // Unfolded first: a folded Message-ID's line break is
                     // not part of it (`search_message_id` reads it so).
@@ -94,15 +100,21 @@ impl Email {
                 })
                 .unwrap_or_default(),
             subject: visible(
-                truncate(msg.subject().unwrap_or("").trim(), MAX_HEADER_CHARS),
+                truncate(
+                    first_text(HeaderName::Subject).unwrap_or("").trim(),
+                    MAX_HEADER_CHARS,
+                ),
                 ' ',
             ),
-            from: addr(msg.from())
+            from: addr(first_addr(HeaderName::From))
                 .into_iter()
                 .next()
                 .map(|a| visible(&a, '\u{FFFD}'))
                 .unwrap_or_default(),
-            to: addr(msg.to()).into_iter().chain(addr(msg.cc())).collect(),
+            to: addr(first_addr(HeaderName::To))
+                .into_iter()
+                .chain(addr(first_addr(HeaderName::Cc)))
+                .collect(),
             headers: {
                 let mut names = std::collections::HashSet::new();
                 msg.headers_raw()
@@ -193,6 +205,27 @@ pub fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by an audit: with two `Subject:` fields a `header: Subject`
+    /// rule read the first and `subject:` rules, the record and the model
+    /// the last. Every reader now sees the first field of each name.
+    #[test]
+    fn a_repeated_field_is_read_as_its_first_everywhere() {
+        let raw = b"From: first@example.org\r\nFrom: second@example.org\r\n\
+            To: a@example.org\r\nTo: b@example.org\r\n\
+            Subject: HDR first subject\r\nSubject: HDR second subject\r\n\
+            Message-ID: <one@x>\r\nMessage-ID: <two@x>\r\n\r\nbody\r\n";
+        for e in [
+            Email::parse_headers(raw).unwrap(),
+            Email::parse(raw).unwrap(),
+        ] {
+            assert_eq!(e.subject, "HDR first subject");
+            assert_eq!(e.header("Subject"), Some("HDR first subject"));
+            assert_eq!(e.from, "first@example.org");
+            assert_eq!(e.to, ["a@example.org"]);
+            assert_eq!(e.message_id, "<one@x>");
+        }
+    }
 
     /// Encoded words decode to any bytes: a NUL, a lone CR or an escape in
     /// a subject or a Message-ID is not recorded as such.
