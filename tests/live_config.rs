@@ -438,6 +438,14 @@ fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
             .then_some(())
     });
     assert!(m.log().contains("accounts[0].rules[0]"), "{}", m.log());
+    // An emptied file (a failed write, `: >`): refused the same way. It was
+    // read as every default, which stopped every account and opened the API.
+    m.write_config("# nothing but a comment\n");
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the empty file refused", || {
+        m.log().contains("holds no settings").then_some(())
+    });
+    assert_eq!(get(&m, "/health").body["accounts"]["one"], "connected");
     d.seed("test", "INBOX", &msg_with("inv2", "Invoice 2", ""));
     wait_in(&m, &d, "test", "inv2", "Receipts");
 

@@ -176,11 +176,22 @@ pub fn parse(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(Config, serde_norway::Value), ConfigError> {
+    // Nothing at all (an empty file, or comments only) is a file cut short
+    // or emptied by mistake far more often than a wish for every default:
+    // read as defaults, a `systemctl reload` of it stopped every account.
+    // `{}` says "every default" on purpose.
     let raw: serde_norway::Value = if text.trim().is_empty() {
-        serde_norway::Value::Mapping(Default::default())
+        serde_norway::Value::Null
     } else {
         serde_norway::from_str(text).map_err(|e| ConfigError::one(format!("config: {e}")))?
     };
+    if raw.is_null() {
+        return Err(ConfigError::one(
+            "config: the file holds no settings (it is empty, or comments only); \
+             write `{}` for every default"
+                .to_string(),
+        ));
+    }
     let config = from_tree(&raw, env)?;
     Ok((config, raw))
 }

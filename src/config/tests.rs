@@ -136,7 +136,7 @@ fn every_wrong_value_is_reported_at_once() {
 
 #[test]
 fn log_level_defaults_to_info_and_names_the_choices() {
-    assert_eq!(parse_str("").unwrap().log_level, LogLevel::Info);
+    assert_eq!(parse_str("{}").unwrap().log_level, LogLevel::Info);
     let c = parse_str("log_level: debug\n").unwrap();
     assert_eq!(c.log_level.filter(), log::LevelFilter::Debug);
     let e = parse_str("log_level: verbose\n").unwrap_err();
@@ -148,9 +148,23 @@ fn log_level_defaults_to_info_and_names_the_choices() {
     assert!(e.problems[0].contains("`warn`"), "{e}");
 }
 
+/// Found by an audit: an emptied file (a failed write, a `: >` by
+/// mistake) was every default, and `systemctl reload` of it stopped every
+/// account and opened the API. It is refused, naming what to write.
 #[test]
-fn empty_file_gives_defaults() {
-    let c = parse_str("").unwrap();
+fn an_empty_file_is_refused_and_braces_give_defaults() {
+    for text in [
+        "",
+        "\n  \n",
+        "# only a comment\n# and another\n",
+        "---\n",
+        "~\n",
+    ] {
+        let e = parse_str(text).unwrap_err();
+        assert_eq!(e.problems.len(), 1, "{text:?}: {e}");
+        assert!(e.problems[0].contains("holds no settings"), "{text:?}: {e}");
+    }
+    let c = parse_str("{}").unwrap();
     assert_eq!(c.server.port, 8080);
     assert_eq!(c.dashboard.session_ttl.0, Duration::from_secs(86_400));
     assert!(c.dashboard.enabled);
