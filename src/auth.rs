@@ -23,6 +23,11 @@ use subtle::ConstantTimeEq;
 use crate::config::Config;
 
 pub const SESSION_COOKIE: &str = "mailproc_session";
+/// Names a browser a user has signed in from before (see
+/// [`device_cookie`]): its logins are not held by the username's lockout.
+pub const DEVICE_COOKIE: &str = "mailproc_device";
+/// How long a device cookie is kept by the browser.
+const DEVICE_TTL: Duration = Duration::from_secs(365 * 86_400);
 
 /// Failed logins allowed per client address within [`LOGIN_WINDOW`].
 const LOGIN_FAILURES: usize = 10;
@@ -370,6 +375,9 @@ pub struct LoginLimiter {
 struct LimiterState {
     by_ip: HashMap<IpAddr, VecDeque<(Instant, u64)>>,
     by_user: HashMap<String, VecDeque<(Instant, u64)>>,
+    /// Failures of logins from a known device (by its cookie's nonce):
+    /// counted there instead of under the username.
+    by_device: HashMap<String, VecDeque<(Instant, u64)>>,
     next_id: u64,
 }
 
@@ -378,8 +386,16 @@ struct LimiterState {
 #[derive(Debug)]
 pub struct Attempt {
     ip: IpAddr,
-    user: Option<String>,
+    /// Where it counts besides its address: the username, or the known
+    /// device it came from.
+    key: Option<Counted>,
     id: u64,
+}
+
+#[derive(Debug)]
+enum Counted {
+    User(String),
+    Device(String),
 }
 
 /// The bucket a client address counts in.
@@ -440,42 +456,68 @@ impl LoginLimiter {
 
     /// Counts an attempt from `ip` for `user` (`None` where no username is
     /// given, as for the setup code) before it is checked; `None` when the
-    /// address or the username is locked out (answer 429).
-    pub fn attempt(&self, ip: IpAddr, user: Option<&str>) -> Option<Attempt> {
+    /// address or the username is locked out (answer 429). `device` is the
+    /// nonce of a valid [`device_cookie`] for `user` the request carried:
+    /// such an attempt counts against that device, not the username, so
+    /// strangers guessing a username cannot lock its owner out of the
+    /// browsers they signed in from (OWASP's device cookies).
+    pub fn attempt(&self, ip: IpAddr, user: Option<&str>, device: Option<&str>) -> Option<Attempt> {
         let now = Instant::now();
         let ip = client_key(ip);
-        let user = user.map(user_key);
+        let key = match (user, device) {
+            (Some(_), Some(d)) => Some(Counted::Device(d.to_string())),
+            (Some(u), None) => Some(Counted::User(user_key(u))),
+            (None, _) => None,
+        };
         let mut guard = self.state.lock();
         let s = &mut *guard;
         if recent(&mut s.by_ip, &ip, now) >= LOGIN_FAILURES {
             return None;
         }
-        if let Some(u) = &user {
-            if recent(&mut s.by_user, u, now) >= USER_FAILURES {
-                return None;
+        match &key {
+            Some(Counted::User(u)) if recent(&mut s.by_user, u, now) >= USER_FAILURES => {
+                return None
             }
+            Some(Counted::Device(d)) if recent(&mut s.by_device, d, now) >= LOGIN_FAILURES => {
+                return None
+            }
+            _ => {}
         }
         prune(&mut s.by_ip, now);
         prune(&mut s.by_user, now);
+        prune(&mut s.by_device, now);
         s.next_id += 1;
         let id = s.next_id;
         s.by_ip.entry(ip).or_default().push_back((now, id));
-        if let Some(u) = &user {
-            s.by_user.entry(u.clone()).or_default().push_back((now, id));
+        match &key {
+            Some(Counted::User(u)) => s.by_user.entry(u.clone()).or_default().push_back((now, id)),
+            Some(Counted::Device(d)) => s
+                .by_device
+                .entry(d.clone())
+                .or_default()
+                .push_back((now, id)),
+            None => {}
         }
-        Some(Attempt { ip, user, id })
+        Some(Attempt { ip, key, id })
+    }
+
+    /// Takes `attempt` out of its username's or device's count.
+    fn forget(s: &mut LimiterState, attempt: &Attempt) {
+        let q = match &attempt.key {
+            Some(Counted::User(u)) => s.by_user.get_mut(u),
+            Some(Counted::Device(d)) => s.by_device.get_mut(d),
+            None => None,
+        };
+        if let Some(q) = q {
+            q.retain(|(_, id)| *id != attempt.id);
+        }
     }
 
     /// The attempt could not be checked ([`Busy`]): it still counts for
     /// its address (a flood stays a flood), not for the username, so
     /// logins that were never checked cannot lock a user out.
     pub fn unchecked(&self, attempt: Attempt) {
-        let mut s = self.state.lock();
-        if let Some(u) = &attempt.user {
-            if let Some(q) = s.by_user.get_mut(u) {
-                q.retain(|(_, id)| *id != attempt.id);
-            }
-        }
+        Self::forget(&mut self.state.lock(), &attempt);
     }
 
     /// The attempt was right: it does not count, nor do the address's
@@ -483,12 +525,35 @@ impl LoginLimiter {
     pub fn succeed(&self, attempt: Attempt) {
         let mut s = self.state.lock();
         s.by_ip.remove(&attempt.ip);
-        if let Some(u) = &attempt.user {
-            if let Some(q) = s.by_user.get_mut(u) {
-                q.retain(|(_, id)| *id != attempt.id);
-            }
-        }
+        Self::forget(&mut s, &attempt);
     }
+}
+
+/// The `Set-Cookie` value naming this browser as one `user` signed in
+/// from: a random nonce and its HMAC with the user's name under the
+/// session secret (so it is worth nothing for another user, or once the
+/// secret changes). It opens nothing by itself; it only lets this
+/// browser's logins for `user` past the username's lockout.
+pub fn device_cookie(secret: &[u8], user: &str, secure: bool) -> String {
+    let nonce = new_token();
+    let mac = device_mac(secret, user, &nonce);
+    format!(
+        "{DEVICE_COOKIE}={nonce}.{mac}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{}",
+        DEVICE_TTL.as_secs(),
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The nonce of a `Cookie` header's device cookie when it is valid for
+/// `user`.
+pub fn known_device<'a>(secret: &[u8], cookies: Option<&'a str>, user: &str) -> Option<&'a str> {
+    let (nonce, mac) = cookie(cookies?, DEVICE_COOKIE)?.split_once('.')?;
+    let want = device_mac(secret, user, nonce);
+    (!nonce.is_empty() && bool::from(want.as_bytes().ct_eq(mac.as_bytes()))).then_some(nonce)
+}
+
+fn device_mac(secret: &[u8], user: &str, nonce: &str) -> String {
+    token_mac(secret, &format!("device:{}:{nonce}", user_key(user)))
 }
 
 /// Reads one cookie from a `Cookie` header.
@@ -595,12 +660,12 @@ mod tests {
         let l = LoginLimiter::default();
         let ip: IpAddr = "127.0.0.9".parse().unwrap();
         for _ in 0..9 {
-            assert!(l.attempt(ip, Some("admin")).is_some());
+            assert!(l.attempt(ip, Some("admin"), None).is_some());
         }
         assert!(!l.blocked(ip));
-        let tenth = l.attempt(ip, Some("admin")).unwrap();
+        let tenth = l.attempt(ip, Some("admin"), None).unwrap();
         assert!(l.blocked(ip), "counted before it is checked");
-        assert!(l.attempt(ip, Some("admin")).is_none());
+        assert!(l.attempt(ip, Some("admin"), None).is_none());
         l.succeed(tenth);
         assert!(!l.blocked(ip));
     }
@@ -610,24 +675,75 @@ mod tests {
         let l = LoginLimiter::default();
         for i in 0..USER_FAILURES {
             let ip = IpAddr::from([198, 51, 100, i as u8]);
-            assert!(l.attempt(ip, Some("admin")).is_some(), "attempt {i}");
+            assert!(l.attempt(ip, Some("admin"), None).is_some(), "attempt {i}");
         }
         let fresh = IpAddr::from([203, 0, 113, 1]);
-        assert!(l.attempt(fresh, Some("admin")).is_none());
-        assert!(l.attempt(fresh, Some("other")).is_some());
+        assert!(l.attempt(fresh, Some("admin"), None).is_none());
+        assert!(l.attempt(fresh, Some("other"), None).is_some());
         // A right password forgives its own attempt only.
         let l = LoginLimiter::default();
-        let a = l.attempt(fresh, Some("admin")).unwrap();
-        l.attempt(IpAddr::from([198, 51, 100, 1]), Some("admin"));
+        let a = l.attempt(fresh, Some("admin"), None).unwrap();
+        l.attempt(IpAddr::from([198, 51, 100, 1]), Some("admin"), None);
         l.succeed(a);
         assert_eq!(l.state.lock().by_user["admin"].len(), 1);
+    }
+
+    /// Found by an audit: twenty wrong passwords for `admin` from anywhere
+    /// locked the real admin out for 15 minutes, renewable for ever. A
+    /// browser admin signed in from before (its device cookie) is not held
+    /// by the username's count, and a stolen cookie buys only ten guesses.
+    #[test]
+    fn a_known_device_is_not_locked_out_by_strangers_guessing() {
+        let secret = b"0123456789abcdef0123456789abcdef";
+        let set = device_cookie(secret, "admin", true);
+        let value = set.split(';').next().unwrap();
+        assert!(value.starts_with("mailproc_device="), "{set}");
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Secure")
+        );
+        let header = format!("theme=dark; {value}");
+        let nonce = known_device(secret, Some(&header), "admin").expect("valid for admin");
+        assert_eq!(
+            known_device(secret, Some(&header), "alice"),
+            None,
+            "bound to its user"
+        );
+        assert_eq!(
+            known_device(b"another secret", Some(&header), "admin"),
+            None
+        );
+        let forged = header.replace('.', ".0");
+        assert_eq!(known_device(secret, Some(&forged), "admin"), None);
+        assert_eq!(known_device(secret, None, "admin"), None);
+
+        let l = LoginLimiter::default();
+        for i in 0..USER_FAILURES {
+            let ip = IpAddr::from([198, 51, 100, i as u8]);
+            assert!(l.attempt(ip, Some("admin"), None).is_some(), "attempt {i}");
+        }
+        let home = IpAddr::from([203, 0, 113, 7]);
+        assert!(
+            l.attempt(home, Some("admin"), None).is_none(),
+            "locked for strangers"
+        );
+        let a = l
+            .attempt(home, Some("admin"), Some(nonce))
+            .expect("the known device gets in");
+        l.succeed(a);
+        // Its own failures count against it alone, ten at most.
+        for i in 0..LOGIN_FAILURES {
+            let ip = IpAddr::from([192, 0, 2, i as u8]);
+            assert!(l.attempt(ip, Some("admin"), Some(nonce)).is_some(), "{i}");
+        }
+        assert!(l.attempt(home, Some("admin"), Some(nonce)).is_none());
+        assert_eq!(l.state.lock().by_user["admin"].len(), USER_FAILURES);
     }
 
     #[test]
     fn limiter_counts_an_ipv6_slash_64_as_one_client() {
         let l = LoginLimiter::default();
         for i in 0..10u16 {
-            l.attempt(IpAddr::from([0x2001, 0xdb8, 0, 1, i, i, i, i]), None);
+            l.attempt(IpAddr::from([0x2001, 0xdb8, 0, 1, i, i, i, i]), None, None);
         }
         assert!(l.blocked("2001:db8:0:1:ffff::1".parse().unwrap()));
         assert!(!l.blocked("2001:db8:0:2::1".parse().unwrap()));
@@ -680,15 +796,15 @@ mod tests {
         let ip: IpAddr = "192.0.2.7".parse().unwrap();
         for i in 0..USER_FAILURES {
             let from: IpAddr = format!("198.51.100.{}", i % 200).parse().unwrap();
-            let a = l.attempt(from, Some("alice")).unwrap();
+            let a = l.attempt(from, Some("alice"), None).unwrap();
             l.unchecked(a);
         }
         // None of them locked alice out...
-        assert!(l.attempt(ip, Some("alice")).is_some());
+        assert!(l.attempt(ip, Some("alice"), None).is_some());
         // ...but each still counted for the address it came from.
         let flood: IpAddr = "203.0.113.9".parse().unwrap();
         for _ in 0..LOGIN_FAILURES {
-            let a = l.attempt(flood, Some("bob")).unwrap();
+            let a = l.attempt(flood, Some("bob"), None).unwrap();
             l.unchecked(a);
         }
         assert!(l.blocked(flood));

@@ -454,3 +454,66 @@ fn a_rebound_page_in_chromium_cannot_read_the_configuration() {
     assert!(!dom.contains("private-user"), "{dom}");
     assert!(m.log().contains("GET /api/config -> 403"), "{}", m.log());
 }
+
+/// Found by an audit: twenty wrong passwords for `admin` from a few
+/// addresses locked the real admin out (429 with the right password from
+/// anywhere), for 15 minutes, renewable for ever by one stranger. A browser
+/// the admin signed in from before carries a device cookie (HttpOnly,
+/// bound to the user under the session secret) and its logins are not held
+/// by the username's count; strangers without one still are.
+#[test]
+fn strangers_guessing_a_username_do_not_lock_out_a_browser_it_signed_in_from() {
+    let m = common::secured::start_secured();
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let login = |from: &str, password: &str, cookie: Option<&str>| {
+        let mut h = vec![("X-Forwarded-For", from)];
+        if let Some(c) = cookie {
+            h.push(("Cookie", c));
+        }
+        m.request(
+            "POST",
+            "/login",
+            &h,
+            Some(&json!({"username": "admin", "password": password}).to_string()),
+        )
+    };
+    let first = login("203.0.113.7", "correct horse battery", None);
+    assert_eq!(first.status, 200, "{}", first.text);
+    let set: Vec<&str> = first
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert!(set[0].starts_with("mailproc_session="), "{set:?}");
+    let device = set
+        .iter()
+        .find(|c| c.starts_with("mailproc_device="))
+        .unwrap_or_else(|| panic!("no device cookie: {set:?}"));
+    assert!(
+        device.contains("HttpOnly") && device.contains("SameSite=Strict"),
+        "{device}"
+    );
+    let device = device.split(';').next().unwrap().to_string();
+    // A stranger spreads twenty wrong guesses over addresses.
+    for i in 0..20 {
+        let r = login(&format!("198.51.100.{i}"), "guess", None);
+        assert_eq!(r.status, 401, "guess {i}: {}", r.text);
+    }
+    assert_eq!(login("198.51.100.99", "guess", None).status, 429);
+    // The right password from a new place without the cookie: still held.
+    assert_eq!(
+        login("192.0.2.1", "correct horse battery", None).status,
+        429
+    );
+    // From the browser that signed in before: in.
+    let r = login("192.0.2.1", "correct horse battery", Some(&device));
+    assert_eq!(r.status, 200, "{}", r.text);
+    // The cookie is worth nothing for another name, nor forged.
+    let forged = device.replace('.', ".00");
+    assert_eq!(
+        login("192.0.2.2", "correct horse battery", Some(&forged)).status,
+        429
+    );
+}

@@ -57,15 +57,8 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     } else {
         json_body(req)?
     };
-    let cookie = match sessions::login(
-        ctx,
-        &body.username,
-        &body.password,
-        req.client_ip,
-        req.secure,
-        "",
-    ) {
-        Ok(cookie) => cookie,
+    let cookies = match sessions::login(ctx, req, &body.username, &body.password, "") {
+        Ok(cookies) => cookies,
         Err(LoginError::TooMany) => return Err(too_many_logins()),
         Err(LoginError::Wrong) => return Err(Reply::error(401, "invalid username or password")),
         Err(LoginError::Busy) => {
@@ -78,10 +71,12 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let ttl = ctx.config().config.dashboard.session_ttl.0;
-    Ok(Reply::ok(
+    let reply = Reply::ok(
         &json!({ "success": true, "username": body.username, "expiresIn": ttl.as_secs() }),
-    )
-    .with_header("Set-Cookie", cookie))
+    );
+    Ok(cookies
+        .into_iter()
+        .fold(reply, |r, c| r.with_header("Set-Cookie", c)))
 }
 
 /// `POST /logout`: ends the session the cookie names.

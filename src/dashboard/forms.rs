@@ -141,7 +141,7 @@ fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
     let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
     let username = get("username").trim();
     let again = |msg: &str| html(400, setup_form(username, Some(msg)));
-    let Some(attempt) = ctx.limiter.attempt(req.client_ip, None) else {
+    let Some(attempt) = ctx.limiter.attempt(req.client_ip, None, None) else {
         return too_many();
     };
     if !ctx.setup.matches(get("code")) {
@@ -188,7 +188,10 @@ fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
 /// Opens a session for `user` and sends the browser on to `to`.
 fn start_session(ctx: &Ctx, req: &Req, user: &str, to: &str) -> Reply {
     match sessions::open(ctx, user, req.secure) {
-        Ok(cookie) => redirect(to).with_header("Set-Cookie", cookie),
+        Ok(cookie) => redirect(to).with_header("Set-Cookie", cookie).with_header(
+            "Set-Cookie",
+            auth::device_cookie(&ctx.session_secret, user, req.secure),
+        ),
         Err(e) => super::pages::error_page(&e.to_string()),
     }
 }
@@ -246,15 +249,10 @@ fn login_post(ctx: &Ctx, req: &Req) -> Reply {
         get("username"),
         local_path(get("next")).unwrap_or("/".into()),
     );
-    match sessions::login(
-        ctx,
-        user,
-        get("password"),
-        req.client_ip,
-        req.secure,
-        " (dashboard)",
-    ) {
-        Ok(cookie) => redirect(&next).with_header("Set-Cookie", cookie),
+    match sessions::login(ctx, req, user, get("password"), " (dashboard)") {
+        Ok(cookies) => cookies
+            .into_iter()
+            .fold(redirect(&next), |r, c| r.with_header("Set-Cookie", c)),
         Err(sessions::LoginError::TooMany) => too_many(),
         Err(sessions::LoginError::Wrong) => html(
             401,

@@ -10,7 +10,7 @@
 //! password check, so a burst cannot race past it.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -51,22 +51,25 @@ pub enum LoginError {
 /// The `Retry-After` (seconds) of a login answered [`LoginError::Busy`].
 pub const LOGIN_RETRY: &str = "5";
 
-/// Checks `user` and `password` for a client at `ip` and opens a session:
-/// the `Set-Cookie` value. `via` says where, for the log (`""` or
-/// `" (dashboard)"`).
+/// Checks `user` and `password` for the client of `req` and opens a
+/// session: the `Set-Cookie` values (the session's, and the device
+/// cookie that keeps this browser's later logins out of the username's
+/// lockout, see [`auth::LoginLimiter::attempt`]). `via` says where, for
+/// the log (`""` or `" (dashboard)"`).
 pub fn login(
     ctx: &Ctx,
+    req: &crate::http::Req,
     user: &str,
     password: &str,
-    ip: IpAddr,
-    secure: bool,
     via: &str,
-) -> Result<String, LoginError> {
+) -> Result<Vec<String>, LoginError> {
+    let (ip, secure, cookies) = (req.client_ip, req.secure, req.header("Cookie"));
     if ctx.limiter.blocked(ip) {
         return Err(LoginError::TooMany);
     }
     // Counted before the (slow) check, so a burst cannot race past it.
-    let Some(attempt) = ctx.limiter.attempt(ip, Some(user)) else {
+    let device = auth::known_device(&ctx.session_secret, cookies, user);
+    let Some(attempt) = ctx.limiter.attempt(ip, Some(user), device) else {
         return Err(LoginError::TooMany);
     };
     let hash = ctx.store.password_hash(user).ok().flatten();
@@ -88,7 +91,10 @@ pub fn login(
     ctx.limiter.succeed(attempt);
     let cookie = open(ctx, user, secure).map_err(LoginError::Store)?;
     log::info!("\"{}\" logged in from {ip}{via}", clean(user));
-    Ok(cookie)
+    Ok(vec![
+        cookie,
+        auth::device_cookie(&ctx.session_secret, user, secure),
+    ])
 }
 
 /// The user of the session `token` names, if it is live.
