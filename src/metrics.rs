@@ -44,7 +44,7 @@ pub const DECISION_PATHS: &[&str] = &["rule", "learned", "model", "none"];
 
 /// Every `outcome` of `mailproc_webhook_deliveries_total`, each exported
 /// at 0 for every event from the start.
-pub const WEBHOOK_OUTCOMES: &[&str] = &["success", "http_error", "failed", "refused"];
+pub const WEBHOOK_OUTCOMES: &[&str] = &["success", "http_error", "failed", "refused", "skipped"];
 
 /// Every `kind` of `mailproc_llm_tokens_total`.
 pub const TOKEN_KINDS: &[&str] = &["prompt", "completion"];

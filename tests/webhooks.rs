@@ -594,6 +594,54 @@ fn a_hanging_target_does_not_slow_emit_and_times_out() {
     r.release();
 }
 
+/// Found by an audit of the binary: one global target that never answered
+/// (`timeout: 3s`) held every event for its time-out, the queue overflowed,
+/// and the healthy targets got 8 and 4 of 1,200 messages' events, the rest
+/// dropped. A target that gave no answer is not asked again for a while:
+/// its events are recorded `skipped`, and the others' are delivered.
+#[test]
+fn a_silent_target_does_not_starve_the_others() {
+    let mut silent = Receiver::start("127.0.0.1:0", Answer::Hang);
+    let healthy = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = format!(
+        "webhook_settings: {{ timeout: 2s, allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  \
+         - url: \"{}\"\n  - url: \"{}\"\n",
+        silent.url("/silent"),
+        healthy.url("/ok")
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    let n = 300;
+    for i in 0..n {
+        emit(
+            &d.hooks,
+            EventKind::Error,
+            "a",
+            json!({"error": format!("e{i}")}),
+        );
+    }
+    // Sequential deliveries with a 2 s time-out each would take 600 s.
+    let got = healthy.wait_for_hits(n, Duration::from_secs(30));
+    assert_eq!(got.len(), n);
+    assert_eq!(d.metrics.webhook_dropped.get(), 0);
+    let rows = d.wait_deliveries(2 * n as u64, Duration::from_secs(30));
+    let skipped: Vec<_> = rows
+        .iter()
+        .filter(|r| {
+            r.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("not attempted"))
+        })
+        .collect();
+    assert!(skipped.len() >= n - 5, "{} skipped of {n}", skipped.len());
+    assert!(skipped
+        .iter()
+        .all(|r| r.url.contains("/silent") && r.status_code.is_none()));
+    assert_eq!(d.outcomes("error", "success"), n as u64);
+    assert_eq!(d.outcomes("error", "skipped"), skipped.len() as u64);
+    assert!(silent.count() >= 1);
+    silent.release();
+}
+
 #[test]
 fn shutdown_delivers_what_is_queued() {
     let r = Receiver::start("127.0.0.1:0", Answer::Status(200));

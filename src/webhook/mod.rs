@@ -10,8 +10,11 @@
 //! each to every target that wants it (global `webhooks` plus the emitting
 //! account's own), once, with no retries (SPEC §6), and records every outcome
 //! in the store and in `mailproc_webhook_deliveries_total{event,outcome}`.
-//! Deliveries are sequential: one hanging target delays the others by at most
-//! `webhook_settings.timeout` per event.
+//! Deliveries are sequential, so a target that gives no answer (a time-out,
+//! a refused connection) is not asked again for a while ([`Quiet`]: 10 s,
+//! doubling to 5 min while it stays silent): its events meanwhile are
+//! recorded as `skipped`, not attempted, and the other targets' events are
+//! not held behind its time-outs until the queue overflows.
 //!
 //! Every request leaves through [`vet`], the one SSRF guard, used by
 //! deliveries and by the test endpoint alike. It parses the URL the WHATWG way
@@ -378,6 +381,38 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Records a delivery not attempted because its target is in its wait
+    /// after giving no answer ([`Quiet`]): in the store and the metrics,
+    /// at debug level in the log (the wait itself was a warning).
+    fn record_skip(&self, event: &str, url: &str, account: &str, left: Duration) {
+        self.metrics
+            .webhook_deliveries
+            .with_label_values(&[event, "skipped"])
+            .inc();
+        let error = format!(
+            "not attempted: the target gave no answer to its last attempt; \
+             the next attempt in {} s at the earliest",
+            left.as_secs().max(1)
+        );
+        let stored = crate::config::redact_url(url);
+        if let Err(e) = self.store.record_delivery(
+            event,
+            &stored,
+            Some(account),
+            None,
+            Some(&error),
+            Duration::ZERO,
+        ) {
+            log::error!("webhooks: recording a delivery failed: {e}");
+        }
+        log::debug!(
+            "webhooks: {event} ({account}) to {}: {error}",
+            shown_url(url)
+        );
+    }
+}
+
 /// The URL as logged: scheme, host and port only. Many webhook URLs carry
 /// their credential in the path (Slack, Discord), and logs travel further
 /// than the config file. The delivery log keeps the URL with its
@@ -636,13 +671,14 @@ fn remaining(timeout: Duration, started: Instant) -> Duration {
 /// the thread goes on with the next.
 fn run(rx: Receiver<Queued>, shared: &Shared, mut client: Client) {
     let mut skipped = 0u64;
+    let mut quiet = Quiet::default();
     while let Ok(event) = rx.recv() {
         shared
             .queued_bytes
             .fetch_sub(event.body.len(), Ordering::SeqCst);
         let (kind, account) = (event.kind.as_str(), event.account.clone());
         let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            deliver(event, shared, &mut client, &mut skipped)
+            deliver(event, shared, &mut client, &mut skipped, &mut quiet)
         }));
         if let Err(panic) = delivered {
             let msg = crate::failpoint::panic_message(&*panic);
@@ -659,8 +695,66 @@ fn run(rx: Receiver<Queued>, shared: &Shared, mut client: Client) {
     }
 }
 
+/// The targets that gave no answer to their last attempt, by URL: not
+/// asked again until their wait is over (one sequential thread serves every
+/// target, and a silent one would cost each event its whole time-out).
+#[derive(Default)]
+struct Quiet {
+    targets: HashMap<String, Silent>,
+}
+
+struct Silent {
+    until: Instant,
+    wait: Duration,
+}
+
+/// The first wait after a target gave no answer, doubled each time it stays
+/// silent, up to [`QUIET_MAX`].
+const QUIET_FIRST: Duration = Duration::from_secs(10);
+const QUIET_MAX: Duration = Duration::from_secs(300);
+
+impl Quiet {
+    /// Whether `url` is still in its wait: how long it has left.
+    fn waiting(&self, url: &str, now: Instant) -> Option<Duration> {
+        self.targets
+            .get(url)
+            .and_then(|s| s.until.checked_duration_since(now))
+            .filter(|left| !left.is_zero())
+    }
+
+    /// Notes the outcome of an attempt to `url`.
+    fn note(&mut self, url: &str, result: &Result<u16, WebhookError>, now: Instant) {
+        if !matches!(result, Err(WebhookError::Transport(_))) {
+            self.targets.remove(url);
+            return;
+        }
+        let wait = self
+            .targets
+            .get(url)
+            .map_or(QUIET_FIRST, |s| (s.wait * 2).min(QUIET_MAX));
+        log::warn!(
+            "webhooks: {} gave no answer; its events are not sent for {} s",
+            shown_url(url),
+            wait.as_secs()
+        );
+        self.targets.insert(
+            url.to_string(),
+            Silent {
+                until: now + wait,
+                wait,
+            },
+        );
+    }
+}
+
 /// Delivers one event to every target that wants it.
-fn deliver(event: Queued, shared: &Shared, client: &mut Client, skipped: &mut u64) {
+fn deliver(
+    event: Queued,
+    shared: &Shared,
+    client: &mut Client,
+    skipped: &mut u64,
+    quiet: &mut Quiet,
+) {
     crate::failpoint::hit("webhook-deliver");
     {
         let targets = shared.targets.read().clone();
@@ -671,6 +765,10 @@ fn deliver(event: Queued, shared: &Shared, client: &mut Client, skipped: &mut u6
                 *skipped += 1;
                 continue;
             };
+            if let Some(left) = quiet.waiting(&target.url, Instant::now()) {
+                shared.record_skip(name, &target.url, &event.account, left);
+                continue;
+            }
             let started = Instant::now();
             let result = vet(&target.url, &targets.allow, timeout).and_then(|vetted| {
                 let headers =
@@ -687,6 +785,7 @@ fn deliver(event: Queued, shared: &Shared, client: &mut Client, skipped: &mut u6
                 &result,
                 started.elapsed(),
             );
+            quiet.note(&target.url, &result, Instant::now());
         }
     }
 }
