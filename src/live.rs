@@ -434,6 +434,7 @@ impl Live {
                 registry.remove(name);
             }
             if !fleet.closed {
+                self.deps.metrics.remove_account(name);
                 log::info!("{name}: account removed from the configuration; stopped");
             }
             return;

@@ -266,6 +266,26 @@ impl Metrics {
         }
     }
 
+    /// Drops every series of an account removed from the configuration:
+    /// exported for good, its `account_connected` 0 set off an alert for an
+    /// account that no longer exists.
+    pub fn remove_account(&self, account: &str) {
+        let _ = self.emails_processed.remove_label_values(&[account]);
+        let _ = self.passes.remove_label_values(&[account]);
+        let _ = self.model_calls_saved.remove_label_values(&[account]);
+        let _ = self.corrections.remove_label_values(&[account]);
+        let _ = self.account_connected.remove_label_values(&[account]);
+        for path in DECISION_PATHS {
+            let _ = self.decisions.remove_label_values(&[account, path]);
+        }
+        for kind in crate::actions::ActionKind::ALL.map(|k| k.as_str()) {
+            let _ = self.actions.remove_label_values(&[account, kind]);
+        }
+        for kind in ERROR_KINDS {
+            let _ = self.errors.remove_label_values(&[account, kind]);
+        }
+    }
+
     /// Makes a configured provider's token series visible from the start,
     /// at zero (a provider may not report usage until its first answer).
     pub fn init_provider(&self, provider: &str) {

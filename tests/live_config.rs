@@ -349,6 +349,11 @@ fn accounts_rules_and_keys_change_live_and_secrets_stay_put() {
             .contains("one: account removed from the configuration; stopped")
             .then_some(())
     });
+    // Its series are gone from /metrics (an audit found them exported for
+    // good: `account_connected{account="one"} 0` alerting for ever).
+    let metrics = m.get("/metrics").text;
+    assert!(!metrics.contains("account=\"one\""), "{metrics}");
+    assert!(metrics.contains("account=\"two\""), "{metrics}");
     assert_eq!(
         m.get_with("/api/stats", "reader-key-0123456789abcdefghijkl")
             .status,
