@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 on_every_server!(
     a_filing_folder_deleted_while_running_is_created_again,
+    a_folder_the_user_makes_after_login_is_used_without_create,
     a_message_deleted_before_its_move_is_not_recorded_as_moved,
 );
 
@@ -63,6 +64,45 @@ fn a_filing_folder_deleted_while_running_is_created_again(kind: Kind) {
             .contains("was gone (deleted or renamed since login): created it again"),
         "{name}: {}",
         m.log()
+    );
+}
+
+/// With `folders.create: false`, a filing folder missing at login that the
+/// user makes later is used once it is there. Before, the folder list read
+/// at login decided for the whole session: every retry failed "does not
+/// exist" until a reconnect.
+fn a_folder_the_user_makes_after_login_is_used_without_create(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "latefolder");
+    let acct = mb.account(
+        "acct",
+        "    folders: { watch: [INBOX], allowed: [Later], create: false }\n    \
+         backlog: all\n    retry_delay: 1s\n    max_attempts: 10\n    \
+         rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Later } ] }\n",
+    );
+    mb.seed(
+        "INBOX",
+        &[msg_with(
+            "l1",
+            "Digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        )],
+    );
+    let m = Mailproc::start(&config(&acct, None));
+    let name = kind.name();
+    let row = m.wait_for(STALL, "the first attempt failed", || {
+        row_of(&m, "l1").filter(|r| r["status"] == "retrying")
+    });
+    let error = row["error"].as_str().unwrap_or_default();
+    assert!(error.contains("folders.create is false"), "{name}: {error}");
+    mb.create("Later");
+    let row = settled(&m, "l1");
+    assert_eq!(row["status"], "ok", "{name}: {row}");
+    let at = mb.where_is();
+    assert_eq!(
+        only_copy(&at, "<l1@mailproc.test>", name).mailbox,
+        mb.folder("Later"),
+        "{name}"
     );
 }
 

@@ -26,12 +26,17 @@ impl Runner {
     ) -> Result<(Landed, Result<(), String>), ImapError> {
         if !folders.exists(folder) && !created.contains(folder) {
             if !self.w.account.folders.create {
+                // The list is the one read at login: the user may have made
+                // the folder since. The server says whether it is there.
+                let (landed, r) = move_set(s, caps, folders, set, folder, from)?;
                 return Ok((
-                    Landed::default(),
-                    Err(format!(
-                        "folder {} does not exist and folders.create is false",
-                        folders.describe(folder)
-                    )),
+                    landed,
+                    r.map_err(|e| {
+                        format!(
+                            "folder {} does not exist and folders.create is false ({e})",
+                            folders.describe(folder)
+                        )
+                    }),
                 ));
             }
             match folders.create(s, folder) {
