@@ -176,6 +176,30 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `actions` send the message to one place at most: `move`,
+/// `spam` and `trash` each move it, and a message is in one folder. Two
+/// were accepted and only the last carried out, while the record listed
+/// both.
+pub fn one_destination(actions: &[Action]) -> Result<(), String> {
+    let moves: Vec<String> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Move { folder } => Some(format!("move to {folder:?}")),
+            Action::Spam => Some("spam".into()),
+            Action::Trash => Some("trash".into()),
+            _ => None,
+        })
+        .collect();
+    if moves.len() > 1 {
+        return Err(format!(
+            "a message goes to one folder, and these move it {} times ({}): keep one of move, spam and trash",
+            moves.len(),
+            moves.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// Where `spam` and `trash` go on this server (its SPECIAL-USE folders).
 pub struct Destinations<'a> {
     pub junk: &'a str,

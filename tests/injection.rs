@@ -233,9 +233,11 @@ fn model_actions_keep_spam_and_read_from_the_model_but_not_from_rules() {
             .clone()
     };
     for (tag, refused) in [
-        ("ask-spam", "\"spam\" is not in allowed_actions"),
-        ("ask-read", "\"read\" is not in allowed_actions"),
-        ("ask-junk", "\"Junk\" is not in folders.allowed"),
+        // Named by the setting that refuses them (the lists named before,
+        // allowed_actions and folders.allowed, have them).
+        ("ask-spam", "\"spam\" is not in model_actions"),
+        ("ask-read", "\"read\" is not in model_actions"),
+        ("ask-junk", "\"Junk\" is not for the model"),
     ] {
         let r = row(tag);
         assert_eq!(r["status"], "failed", "{tag}: {r:#}");

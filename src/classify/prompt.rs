@@ -167,6 +167,29 @@ pub(super) fn extract_json(text: &str) -> Result<Value, String> {
         .ok_or(error)
 }
 
+/// A refusal of the model's `action` in the words of the setting that made
+/// it: with `model_actions` the account the model answers for was cut to
+/// them (and, without `spam`, to no folder named Junk), and "not in
+/// allowed_actions" sent the operator to a list that has it.
+fn for_the_model(account: &AccountConfig, action: &Action, error: String) -> String {
+    if account.model_actions.is_none() {
+        return error;
+    }
+    match action {
+        Action::Move { folder }
+            if folder.eq_ignore_ascii_case("junk")
+                && !account.allows(crate::actions::ActionKind::Spam) =>
+        {
+            format!(
+                "folder {folder:?} is not for the model of account {:?}: moving to Junk is spam, \
+                 which is not in its model_actions",
+                account.name
+            )
+        }
+        _ => error.replace("not in allowed_actions", "not in model_actions"),
+    }
+}
+
 /// Parses and validates a model's answer for `account`.
 pub fn parse_answer(
     provider: &str,
@@ -186,7 +209,7 @@ pub fn parse_answer(
             serde_json::from_value(a.clone()).map_err(|e| invalid(format!("action {a}: {e}")))?;
         check_action(account, &action).map_err(|error| ClassifyError::Disallowed {
             provider: provider.into(),
-            error,
+            error: for_the_model(account, &action, error),
         })?;
         actions.push(action);
     }
@@ -206,6 +229,7 @@ pub fn parse_answer(
         }
         first
     });
+    crate::actions::one_destination(&actions).map_err(invalid)?;
     Ok(Classification {
         actions,
         // Stored, shown and sent in webhooks: a model that writes an essay

@@ -456,6 +456,9 @@ pub fn validate(c: &Config) -> Vec<String> {
                     p.push(format!("{rat}.actions[{k}]: {e}"));
                 }
             }
+            if let Err(e) = crate::actions::one_destination(&r.actions) {
+                p.push(format!("{rat}.actions: {e}"));
+            }
         }
         validate_webhooks(&a.webhooks, &format!("{at}.webhooks"), &mut p);
     }
