@@ -178,6 +178,19 @@ fn every_wrong_value_is_reported_at_once() {
 }
 
 #[test]
+fn a_retry_delay_under_a_second_names_its_key() {
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, retry_delay: 0s }\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.problems,
+        ["accounts[0].retry_delay: must be at least 1s"],
+        "{e}"
+    );
+}
+
+#[test]
 fn log_level_defaults_to_info_and_names_the_choices() {
     assert_eq!(parse_str("{}").unwrap().log_level, LogLevel::Info);
     let c = parse_str("log_level: debug\n").unwrap();

@@ -358,6 +358,11 @@ pub fn validate(c: &Config) -> Vec<String> {
         if let Backlog::Since(d) = a.backlog {
             check_duration(&format!("{at}.backlog"), d, &mut p);
         }
+        // Zero doubled is zero: a failing message was retried every pass,
+        // each a warning and an `error` webhook.
+        if a.retry_delay.0 < Duration::from_secs(1) {
+            p.push(format!("{at}.retry_delay: must be at least 1s"));
+        }
         if a.poll_interval.0 < Duration::from_secs(1) {
             p.push(format!("{at}.poll_interval: must be at least 1s"));
         }
