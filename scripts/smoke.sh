@@ -20,7 +20,8 @@
 #   resume     POST /api/accounts/<first>/resume succeeds, and GET
 #              /api/accounts then shows it not paused
 # then `N passed, M failed`. Exit status 0 only when nothing failed.
-# The pause is always followed by a resume, so the account is left running.
+# The account is left as it was found: running accounts are paused then
+# resumed, a paused one resumed then paused again.
 set -uo pipefail
 
 BASE=${1:-http://127.0.0.1:8080}
@@ -129,8 +130,15 @@ control() {
 }
 
 if [[ -n "$ACCOUNT" ]]; then
-    control pause pause true
-    control resume resume false
+    # Left as found: an account the operator paused is resumed, then
+    # paused again.
+    if [[ "$(first_paused)" == true ]]; then
+        control resume resume false
+        control pause pause true
+    else
+        control pause pause true
+        control resume resume false
+    fi
 else
     fail pause "no account to pause"
     fail resume "no account to resume"

@@ -821,6 +821,22 @@ fn smoke_script_passes_against_a_running_service() {
     // The pause was undone.
     let a = m.get_with("/api/accounts", token).body;
     assert_eq!(a["accounts"][0]["paused"], false, "{a}");
+    // An account the operator paused stays paused (an audit found the
+    // script resuming it).
+    assert_eq!(
+        m.post_with("/api/accounts/first/pause", token, "").status,
+        200
+    );
+    let (ok, said) = output(
+        Command::new("bash")
+            .arg(Path::new(ROOT).join("scripts/smoke.sh"))
+            .arg(m.url(""))
+            .arg(token),
+    );
+    assert!(ok, "{said}");
+    assert_eq!(said.lines().last(), Some("8 passed, 0 failed"), "{said}");
+    let a = m.get_with("/api/accounts", token).body;
+    assert_eq!(a["accounts"][0]["paused"], true, "{a}");
 }
 
 #[test]
