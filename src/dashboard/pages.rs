@@ -63,7 +63,7 @@ fn attention_tiles(a: &store::Attention) -> Markup {
             "For review",
             a.review,
             "/failed#h-review",
-            "the model was not sure",
+            "not sure enough to act",
         ),
         (
             "Undecided",
