@@ -377,6 +377,16 @@ fn the_operators_loop_in_a_real_browser() {
     b.click("form[action='/config/rule'] button[type=submit]");
     b.wait(WAIT, "the rule saved", |b| has_text(b, "saved and applied"));
     assert_eq!(b.url(), format!("{base}/accounts/acct"));
+    // The form is gone: its answer has the focus (an audit found the
+    // focus on the page's body).
+    let f = b.focused();
+    assert!(
+        f["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("saved and applied"),
+        "{f}"
+    );
     let written = std::fs::read_to_string(&m.config_path).unwrap();
     assert!(written.contains("ann@friends\\.example"), "{written}");
     // A mailing list's message: the rule starts from its List-Id, read from
@@ -468,6 +478,16 @@ fn the_operators_loop_in_a_real_browser() {
     assert!(!has_text(&b, "Method not allowed"));
     b.click("button[aria-label='Pause acct']");
     b.wait(WAIT, "the pause notice", |b| has_text(b, "Paused acct"));
+
+    // ---- Retry: the failed message leaves the list, its answer has the focus --
+    b.goto(&format!("{base}/failed"));
+    b.click("form[action$='/retry'] button");
+    b.wait(WAIT, "the retry's notice", |b| has_text(b, "Retry queued"));
+    let f = b.focused();
+    assert!(
+        f["text"].as_str().unwrap_or("").starts_with("Retry queued"),
+        "{f}"
+    );
 
     // The login page, after logging out.
     b.click("form.logout button");

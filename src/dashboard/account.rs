@@ -37,7 +37,7 @@ pub fn controls(s: &Session, name: &str, st: Option<&Status>, back: &str) -> Mar
     };
     let pause_or_resume = focus.starts_with("Paused") || focus.starts_with("Resumed");
     html! {
-        @if let Some(f) = flash { (layout::flash_notice(f)) }
+        @if let Some(f) = flash { (layout::flash_notice(f, false)) }
         div.controls {
             @if paused { (button("resume", "Resume", pause_or_resume)) }
             @else { (button("pause", "Pause", pause_or_resume)) }
@@ -462,7 +462,7 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
             // While it runs the Train button is off: a notice's focus goes
             // to the link that follows the run instead.
             @if running { p { a href={ (base) "#h-learned" } autofocus[flash.is_some()] { "Check again" } } }
-            @if let Some(f) = flash { (layout::flash_notice(f)) }
+            @if let Some(f) = flash { (layout::flash_notice(f, false)) }
             form.inline method="post" action={ (base) "/train" } {
                 input type="hidden" name="_csrf" value=(s.csrf);
                 button type="submit" disabled[running] autofocus[flash.is_some() && !running]

@@ -197,10 +197,14 @@ pub fn table(
                                 td data-label="Status" { (status(e)) }
                                 @if controls {
                                     td data-label="Correct" {
-                                        @if let Some(f) = flash { (layout::flash_notice(f)) }
+                                        @let correct = (e.status != store::Status::Failed)
+                                            .then(|| correctable(ctx, e, &loaded))
+                                            .flatten();
+                                        @let alone = e.status != store::Status::Failed && correct.is_none();
+                                        @if let Some(f) = flash { (layout::flash_notice(f, alone)) }
                                         @if e.status == store::Status::Failed {
                                             (retry_button(e.id, &s.csrf, back, flash.is_some()))
-                                        } @else if let Some(a) = correctable(ctx, e, &loaded) {
+                                        } @else if let Some(a) = correct {
                                             details.correct open[flash.is_some()] {
                                                 summary { "Correct…" span.sr { " " (e.subject) } }
                                                 (corrections(e, a, &s.csrf, back, flash.is_some()))
@@ -424,10 +428,14 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
         }
         section aria-labelledby="h-correct" {
             h2 #h-correct { "Correct this decision" }
-            @if let Some(f) = flash { (layout::flash_notice(f)) }
+            @let correct = (e.status != store::Status::Failed)
+                .then(|| correctable(ctx, &e, &loaded))
+                .flatten();
+            @let alone = e.status != store::Status::Failed && correct.is_none();
+            @if let Some(f) = flash { (layout::flash_notice(f, alone)) }
             @if e.status == store::Status::Failed {
                 (retry_button(e.id, &s.csrf, &here, flash.is_some()))
-            } @else if let Some(a) = correctable(ctx, &e, &loaded) {
+            } @else if let Some(a) = correct {
                 (corrections(&e, a, &s.csrf, &here, flash.is_some()))
             } @else {
                 p.muted { "Nothing to correct here." }

@@ -343,7 +343,10 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     let Ok(id) = id.parse::<i64>() else {
         return super::pages::not_found_bare("There is no such email.");
     };
-    let at = format!("entry:{id}");
+    // Not `entry:ID`: the row's own controls are not what was pressed (the
+    // Retry button is gone once the message is queued), so the answer shows
+    // at the top of the page and takes the focus there.
+    let at = format!("retry:{id}");
     let to = back(req, &format!("/activity/{id}"));
     let f = match service::accounts::retry(ctx, id) {
         Ok(account) => {

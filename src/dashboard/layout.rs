@@ -68,7 +68,7 @@ pub fn page(title: &str, current: &str, s: &Session, body: Markup) -> Markup {
                 main id="main" {
                     h1 { (title) }
                     @if let Some(f) = s.flash_left() {
-                        (flash_notice(f))
+                        (flash_notice(f, true))
                     }
                     (body)
                 }
@@ -110,13 +110,22 @@ fn logo() -> Markup {
     }
 }
 
-/// The notice a form post left (an error in the operator's words).
-pub fn flash_notice(f: &super::flash::Flash) -> Markup {
+/// The notice a form post left (an error in the operator's words). With
+/// `focus` it takes the focus itself: where the control that was used is
+/// gone from the page (a retried message is no longer failed; a saved rule
+/// comes back to its account's page), the keyboard and a screen reader
+/// start at the answer instead of the top of the page.
+pub fn flash_notice(f: &super::flash::Flash, focus: bool) -> Markup {
+    let tabindex = focus.then_some("-1");
     if f.ok {
-        notice("ok", &f.text)
+        html! {
+            p.notice.ok role="status" tabindex=[tabindex] autofocus[focus] { (f.text) }
+        }
     } else {
         html! {
-            div.notice.error role="alert" { (super::words::error_markup(&f.text)) }
+            div.notice.error role="alert" tabindex=[tabindex] autofocus[focus] {
+                (super::words::error_markup(&f.text))
+            }
         }
     }
 }
