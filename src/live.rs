@@ -554,11 +554,18 @@ fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
             continue;
         }
         if let Err(e) = crate::webhook::vet(url, &allow, RESOLVE_TIMEOUT) {
-            p.push(format!(
-                "{at}: {}; private and local addresses need webhook_settings.allow_private, \
-                 which only the file can set",
-                crate::config::redact_text(&e.to_string())
-            ));
+            let said = crate::config::redact_text(&e.to_string());
+            p.push(match e {
+                // Where it points is unknown: checked again when it resolves.
+                crate::webhook::WebhookError::Resolve { .. } => format!(
+                    "{at}: {said}; a new outgoing URL is checked against the private \
+                     and local addresses before it is accepted, so its host must resolve"
+                ),
+                _ => format!(
+                    "{at}: {said}; private and local addresses need \
+                     webhook_settings.allow_private, which only the file can set"
+                ),
+            });
         }
     }
     p

@@ -470,6 +470,19 @@ fn new_outgoing_urls_pass_the_ssrf_guard_and_allow_private_stays_the_files() {
         let p = problems(&r);
         assert!(p.iter().any(|p| p.starts_with(want)), "{want}: {p:#?}");
     }
+    // A name that does not resolve (here: lookups are off, nothing leaves
+    // the machine) is refused for what it is, not as a private address.
+    let mut body = c.clone();
+    body["classifier"]["providers"][0]["url"] = json!("https://api.example.com/v1");
+    let r = put(&m, &body);
+    assert_eq!(r.status, 400, "{}", r.text);
+    let p = problems(&r);
+    assert!(
+        p[0].starts_with("classifier.providers[0].url: cannot resolve api.example.com")
+            && p[0].contains("its host must resolve")
+            && !p[0].contains("allow_private"),
+        "{p:#?}"
+    );
     assert_eq!(file(&m), before);
     // What the file allows stays allowed, and narrowing is fine.
     let mut body = c.clone();
