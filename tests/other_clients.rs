@@ -17,6 +17,7 @@ use common::world::{config, only_copy, row_of, Mailbox};
 use serde_json::{json, Value};
 
 on_every_server!(
+    a_folder_name_holding_the_servers_separator_is_said,
     a_filing_folder_deleted_while_running_is_created_again,
     a_folder_the_user_makes_after_login_is_used_without_create,
     a_message_deleted_before_its_move_is_not_recorded_as_moved,
@@ -65,6 +66,52 @@ fn a_filing_folder_deleted_while_running_is_created_again(kind: Kind) {
         "{name}: {}",
         m.log()
     );
+}
+
+/// All three servers separate levels with `.`; a configured name is
+/// written with `/`. Found by an audit: `Trail.` passed the configuration,
+/// then every move there failed with the server's "Invalid mailbox name"
+/// after a CREATE it refused as existing (`Trail`), and `v1.2 Releases`
+/// silently became `2 Releases` inside a new `v1`. Now the name with an
+/// empty level is refused before any command with words that say why,
+/// and the other is a warning at login naming what it is on the server.
+fn a_folder_name_holding_the_servers_separator_is_said(kind: Kind) {
+    let s = server::shared(kind);
+    let mb = Mailbox::new(&**s, "separator");
+    let acct = mb.account(
+        "acct",
+        "    folders: { watch: [INBOX], allowed: [\"Trail.\", \"v1.2 Releases\"], create: true }\n    \
+         backlog: all\n    max_attempts: 1\n    \
+         rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: \"Trail.\" } ] }\n",
+    );
+    mb.seed(
+        "INBOX",
+        &[msg_with(
+            "t1",
+            "Digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        )],
+    );
+    let m = Mailproc::start(&config(&acct, None));
+    let name = kind.name();
+    let row = settled(&m, "t1");
+    assert_eq!(row["status"], "failed", "{name}: {row}");
+    let error = row["error"].as_str().unwrap_or_default();
+    assert!(error.contains("a level of it is empty"), "{name}: {error}");
+    let log = m.log();
+    assert!(
+        log.lines().any(|l| l.contains("[WARN]")
+            && l.contains("\"v1.2 Releases\" holds '.'")
+            && l.contains("write levels with \"/\"")),
+        "{name}: {log}"
+    );
+    assert!(
+        log.lines().any(|l| l.contains("[WARN]")
+            && l.contains("\"Trail.\" is")
+            && l.contains("can never be used")),
+        "{name}: {log}"
+    );
+    assert_eq!(mb.messages()[0].mailbox, "INBOX", "{name}");
 }
 
 /// With `folders.create: false`, a filing folder missing at login that the

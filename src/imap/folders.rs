@@ -95,6 +95,15 @@ impl Folders {
                 "folder {name:?} holds a line break or NUL, which no IMAP name can carry"
             ));
         }
+        if let Some(d) = self.names.delimiter() {
+            let server = self.server(name);
+            if server.split(d).any(str::is_empty) {
+                return Err(format!(
+                    "folder {name:?} is {server:?} on the server, whose level separator is {d:?}: \
+                     a level of it is empty; no folder can have that name there"
+                ));
+            }
+        }
         let w = self.wire(name);
         Ok(format!(
             "\"{}\"",
@@ -296,6 +305,39 @@ pub(super) fn discover(
         names.to_server(&trash),
         if caps.utf8 { "UTF-8" } else { "modified UTF-7" }
     );
+    if let Some(d) = names.delimiter().filter(|d| *d != '/') {
+        let configured = account
+            .folders
+            .watch
+            .iter()
+            .chain(&account.folders.allowed)
+            .chain(account.folders.junk.as_ref());
+        for name in configured {
+            // Levels are written with `/`; the server's own separator in
+            // a name is read as a level by the server. The personal prefix
+            // of a name written in the server's form (`INBOX.Lists`) is
+            // meant so.
+            let server = names.to_server(name);
+            let rest = server.strip_prefix(names.prefix()).unwrap_or(&server);
+            if server.split(d).any(str::is_empty) {
+                log::warn!(
+                    "{}: folder {name:?} is {server:?} on the server, whose level separator \
+                     is {d:?}: a level of it is empty, so it can never be used; write levels \
+                     with \"/\"",
+                    account.name
+                );
+            } else if name.contains(d) && rest.contains(d) {
+                log::warn!(
+                    "{}: folder {name:?} holds {d:?}, this server's level separator: it is {:?} \
+                     on the server, {} level(s) deep; write levels with \"/\" (a {d:?} cannot \
+                     be part of one folder's name here)",
+                    account.name,
+                    names.to_server(name),
+                    names.to_server(name).split(d).count()
+                );
+            }
+        }
+    }
     Ok(Folders {
         existing: entries.into_iter().map(|e| e.name).collect(),
         created: Default::default(),
