@@ -9,7 +9,8 @@
 //! * a message older (INTERNALDATE) than the first record of the folder was
 //!   there before mailproc handled anything in it, and the `backlog`
 //!   setting left it alone then: so it stays (a rebuilt folder keeps its
-//!   mail's dates);
+//!   mail's dates); but under `backlog: all` nothing was left alone then,
+//!   so such a message came since (a copy keeps its date) and is new;
 //! * a message without a Message-ID cannot be matched: it is taken only
 //!   when it arrived after the last record of the old generation;
 //! * every other message is new: it is processed.
@@ -92,10 +93,15 @@ impl Runner {
                 .store
                 .handled_earlier(self.name(), mailbox, uidvalidity, &ids)?;
         let total = seen.len();
+        let all = matches!(self.w.account.backlog, crate::config::Backlog::All);
         let new: Vec<EmailMeta> = seen
             .into_iter()
             .filter(|(m, at)| {
-                let before_first = at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
+                // Under `backlog: all` whatever was there at first sight was
+                // processed (and its Message-ID is `handled`): an older one
+                // not handled came since (a copy keeps its date).
+                let before_first =
+                    !all && at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
                 let unmatched_old = m.message_id.is_empty()
                     && at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS);
                 let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);

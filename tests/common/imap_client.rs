@@ -267,15 +267,28 @@ impl ImapClient {
 
     /// APPEND with a synchronizing literal (every server takes those).
     pub fn append(&mut self, mailbox: &str, flags: &str, message: &[u8]) -> Result<Answer, String> {
+        self.append_dated(mailbox, flags, None, message)
+    }
+
+    /// APPEND with an INTERNALDATE (`"01-Jan-2020 00:00:00 +0000"`), as a
+    /// copy from elsewhere or a restore keeps it.
+    pub fn append_dated(
+        &mut self,
+        mailbox: &str,
+        flags: &str,
+        date: Option<&str>,
+        message: &[u8],
+    ) -> Result<Answer, String> {
         let tag = self.tag();
         let flags = if flags.is_empty() {
             String::new()
         } else {
             format!("({flags}) ")
         };
+        let date = date.map(|d| format!("\"{d}\" ")).unwrap_or_default();
         self.write(
             format!(
-                "{tag} APPEND {} {flags}{{{}}}\r\n",
+                "{tag} APPEND {} {flags}{date}{{{}}}\r\n",
                 mailbox_arg(mailbox),
                 message.len()
             )
