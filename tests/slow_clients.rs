@@ -449,3 +449,80 @@ fn open_fds(pid: u32) -> usize {
         .unwrap()
         .count()
 }
+
+/// Found by an audit of the binary: a streamed export (an answer of
+/// unknown length) was written by the HTTP worker, and four clients that
+/// asked for one and never read it held all four workers: `/health` and the
+/// API went unanswered for as long as they kept the connections. Each
+/// export is now written by a thread of its own, two at once; a third is
+/// told 503 to come back, and the workers answer the rest.
+#[test]
+fn exports_nobody_reads_hold_no_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    {
+        // About 40 MB of JSON: far more than the sockets' buffers take.
+        let store = mailproc::store::Store::open(&db).unwrap();
+        let now = mailproc::timestamp::now_ms();
+        let subject = "s".repeat(900);
+        let rows: Vec<_> = (0..40_000u32)
+            .map(|i| {
+                let meta = mailproc::store::EmailMeta {
+                    account: "old".into(),
+                    mailbox: "INBOX".into(),
+                    uidvalidity: 1,
+                    uid: i + 1,
+                    message_id: format!("<e{i}@x>"),
+                    subject: format!("{i} {subject}"),
+                    from: "a@b.c".into(),
+                };
+                let o = mailproc::store::Outcome {
+                    model: "rules:x".into(),
+                    ..Default::default()
+                };
+                (meta, o, now - 60_000 - i64::from(i))
+            })
+            .collect();
+        store.insert_history_bulk(&rows).unwrap();
+    }
+    let token = "export-token-0123456789";
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}}, auth_token: {token} }}\nstorage: {{ path: \"{}\" }}\n",
+        db.display()
+    ));
+    let ask = |path: &str| {
+        let mut s = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+        s.write_all(
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        s
+    };
+    // Four exports asked for and never read: as many as the workers.
+    let held: Vec<TcpStream> = (0..4).map(|_| ask("/api/export?format=json")).collect();
+    std::thread::sleep(Duration::from_secs(2));
+    // The two past the first two were told to come back.
+    let mut refused = 0;
+    for mut s in held.iter().map(|s| s.try_clone().unwrap()) {
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut head = [0u8; 12];
+        if s.read_exact(&mut head).is_ok() && &head == b"HTTP/1.1 503" {
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 2, "two exports at once, the others told 503");
+    // The service answers meanwhile.
+    for _ in 0..5 {
+        let (code, took) = health(m.port);
+        assert_eq!(code, 200, "health took {took:?}");
+        assert!(took < Duration::from_secs(5), "health took {took:?}");
+        let t = Instant::now();
+        assert_eq!(m.get_with("/api/stats", token).status, 200);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+    drop(held);
+}

@@ -262,12 +262,12 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         }
         v
     });
-    let search = q("search").filter(|t| {
-        let plain = !t.chars().any(char::is_control);
-        if !plain {
-            problems.push("The search has a control character; records hold none.".to_string());
+    let search = q("search").filter(|t| match store::search_refusal(t) {
+        Some(why) => {
+            problems.push(format!("The search was not run: {why}."));
+            false
         }
-        plain
+        None => true,
     });
     let mut query = ActivityQuery {
         page: asked,

@@ -10,7 +10,7 @@
 
 use std::io::Read;
 use std::net::{IpAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -195,9 +195,37 @@ fn guarded(what: &str, route: impl FnOnce() -> (Reply, &'static str)) -> (Reply,
     })
 }
 
+/// Streamed answers (exports) being sent at once. Each is written by a
+/// thread of its own, not the worker: an answer of unknown length has no
+/// deadline a slow reader cannot keep moving (30 s, plus 1 s per 64 KiB
+/// taken), and four readers that took an export slowly (or never) held
+/// every worker, the API and `/health` with them (found by an audit).
+pub const STREAMS_AT_ONCE: usize = 2;
+static STREAMS: AtomicUsize = AtomicUsize::new(0);
+
+/// A place among the [`STREAMS_AT_ONCE`], given back when dropped.
+struct StreamSlot;
+
+impl StreamSlot {
+    fn take() -> Option<StreamSlot> {
+        STREAMS
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < STREAMS_AT_ONCE).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| StreamSlot)
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        STREAMS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
     let started = Instant::now();
-    let (reply, route, method, path) = match read_request(site, &mut request) {
+    let (mut reply, route, method, path) = match read_request(site, &mut request) {
         Ok(req) => {
             let what = format!("{} {}", clean(&req.method), clean(&req.path));
             let (reply, route) = guarded(&what, || site.answer(&req));
@@ -209,6 +237,22 @@ fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
             clean(request.method().as_str()),
             clean(request.url()),
         ),
+    };
+    let slot = match reply.stream {
+        None => None,
+        Some(_) => match StreamSlot::take() {
+            Some(slot) => Some(slot),
+            None => {
+                reply = Reply::error(
+                    503,
+                    format!(
+                        "{STREAMS_AT_ONCE} exports are being sent already; try again when one is done"
+                    ),
+                )
+                .with_header("Retry-After", "10");
+                None
+            }
+        },
     };
     metrics
         .http_requests
@@ -266,8 +310,22 @@ fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
     for (k, v) in &reply.headers {
         add(k, v);
     }
-    if let Err(e) = request.respond(response) {
-        log::debug!("http: writing the response failed: {e}");
+    let respond = move || {
+        if let Err(e) = request.respond(response) {
+            log::debug!("http: writing the response failed: {e}");
+        }
+    };
+    let Some(slot) = slot else {
+        return respond();
+    };
+    let sent = std::thread::Builder::new()
+        .name("http-stream".into())
+        .spawn(move || {
+            let _slot = slot;
+            respond();
+        });
+    if let Err(e) = sent {
+        log::error!("http: cannot start a thread to send {method} {path}: {e}");
     }
 }
 

@@ -41,6 +41,25 @@ pub struct ActivityEntry {
     pub undoable: bool,
 }
 
+/// The longest search term, in characters. The index matches a term as a
+/// phrase of its three-character pieces, and its cost grows faster than
+/// the term: 8 KB took 30 s to a minute of CPU and gigabytes over 200,000
+/// rows (found by an audit), 200 characters a few milliseconds.
+pub const MAX_SEARCH_CHARS: usize = 200;
+
+/// Why `term` cannot be searched for, in words for the operator (the API
+/// prefixes `search: `); `None` when it can.
+pub fn search_refusal(term: &str) -> Option<String> {
+    if term.chars().any(char::is_control) {
+        // Records hold none (they are replaced by spaces when mail is
+        // recorded), and the search index's query ends at a NUL.
+        return Some("control characters cannot be searched for (records hold none)".into());
+    }
+    let n = term.chars().count();
+    (n > MAX_SEARCH_CHARS)
+        .then(|| format!("at most {MAX_SEARCH_CHARS} characters can be searched for, got {n}"))
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ActivityQuery {
     pub page: u32,

@@ -46,7 +46,7 @@ use crate::timestamp::now_ms;
 use read::{Counts, ReadGuard, Reader, READERS};
 use schema::MIGRATIONS;
 
-pub use activity::{ActivityEntry, ActivityQuery, Stats};
+pub use activity::{search_refusal, ActivityEntry, ActivityQuery, Stats, MAX_SEARCH_CHARS};
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
 pub use finished::{Finished, FinishedIn, FinishedMove};
