@@ -334,6 +334,33 @@ fn framing_follows_rfc_9112_and_a_smuggled_request_is_never_answered() {
         assert_eq!(statuses(&got), vec![400], "{head:?}: {got}");
         assert!(got.contains(r#"{"error":"Host: "#), "{got}");
     }
+    // Found by an audit: a Host that is not host[:port], a target without
+    // its `/`, were served; a lowercase method was taken for its capital.
+    for (head, want) in [
+        ("GET /health HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
+        ("GET /health HTTP/1.1\r\nHost: localhost/x?y\r\n\r\n", 400),
+        (
+            "GET /health HTTP/1.1\r\nHost: localhost:notaport\r\n\r\n",
+            400,
+        ),
+        ("GET /health HTTP/1.1\r\nHost: localhost, evil\r\n\r\n", 400),
+        ("GET /health HTTP/1.1\r\nHost: a@localhost\r\n\r\n", 400),
+        ("GET health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400),
+        ("get /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
+        ("BREW /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
+    ] {
+        let got = raw(port, head.as_bytes(), PATIENCE);
+        assert_eq!(statuses(&got), vec![want], "{head:?}: {got}");
+    }
+    // No `100 Continue` to an HTTP/1.0 client (RFC 9110 §15.2): it sends
+    // its body without waiting and knows no 1xx.
+    let got = raw(
+        port,
+        b"POST /logout HTTP/1.0\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+        PATIENCE,
+    );
+    assert!(got.starts_with("HTTP/1.0 200 "), "{got}");
+    assert!(!got.contains(" 100 "), "{got}");
     // HTTP/1.0 may leave it out: the request is served (and open mode,
     // which answers only a local host but for /health and /metrics,
     // refuses it there, not as framing).

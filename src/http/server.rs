@@ -144,7 +144,18 @@ fn read_request(site: &dyn Site, request: &mut tiny_http::Request) -> Result<Req
         .into_owned()
         .collect();
     let path = percent_decode(path);
-    let method = request.method().as_str().to_ascii_uppercase();
+    // Methods are case-sensitive (RFC 9110 §9.1): `get` is no GET. One
+    // this server does not know at all is a 501.
+    let method = request.method().as_str().to_string();
+    const KNOWN: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
+    ];
+    if !KNOWN.contains(&method.as_str()) {
+        return Err(Reply::error(
+            501,
+            format!("method {:?} is not implemented", clean(&method)),
+        ));
+    }
     // Refused unread: tiny_http then closes the connection instead of
     // reading (or allocating) what the client declared.
     if request.body_length().is_some_and(|n| n > MAX_BODY) {

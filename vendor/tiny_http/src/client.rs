@@ -472,7 +472,51 @@ fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>),
         }
         None => path.to_owned(),
     };
+    // mailproc patch: RFC 9112 §3.2.1 and §3.2, a target in origin form
+    // begins with `/` (`*` only for OPTIONS), and a Host value that is not
+    // `host[:port]` is a 400; `GET health` was served as `/health`, and
+    // `Host: a b` or `Host: localhost/x?y` as any name.
+    if !(path.starts_with('/') || (path == "*" && method == Method::Options)) {
+        return Err(ReadError::Refused(
+            400,
+            "request target: expected a path beginning with / (RFC 9112, 3.2.1)".into(),
+        ));
+    }
+    if let Some(h) = headers.iter().find(|h| h.field.equiv("Host")) {
+        if !valid_host(h.value.as_str()) {
+            return Err(ReadError::Refused(
+                400,
+                "Host: expected host[:port] (RFC 9112, 3.2)".into(),
+            ));
+        }
+    }
     Ok((method, path, HTTPVersion(1, minor), headers))
+}
+
+/// Whether `v` is an RFC 3986 `host [ ":" port ]`: a bracketed IP literal
+/// or a reg-name (an IPv4 address is one), and a port of digits.
+fn valid_host(v: &str) -> bool {
+    let (host, port) = if v.starts_with('[') {
+        match v.find(']') {
+            Some(i) => (&v[..=i], &v[i + 1..]),
+            None => return false,
+        }
+    } else {
+        v.rfind(':').map_or((v, ""), |i| (&v[..i], &v[i..]))
+    };
+    let port_ok = port.is_empty()
+        || (port.starts_with(':') && port[1..].bytes().all(|b| b.is_ascii_digit()));
+    let host_ok = if let Some(inner) = host.strip_prefix('[') {
+        let inner = inner.strip_suffix(']').unwrap_or("");
+        !inner.is_empty()
+            && inner
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b":.%-_~!$&'()*+,;=".contains(&b))
+    } else {
+        host.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b))
+    };
+    port_ok && host_ok
 }
 
 /// The authority and the origin-form rest (`/` when empty) of an
@@ -530,6 +574,34 @@ mod test {
                 "{:?}",
                 String::from_utf8_lossy(bad)
             );
+        }
+    }
+
+    #[test]
+    fn a_host_that_is_not_host_port_and_a_target_without_a_slash_are_400() {
+        for bad in [
+            &b"GET /health HTTP/1.1\r\nHost: a b\r\n\r\n"[..],
+            b"GET /health HTTP/1.1\r\nHost: localhost/x?y\r\n\r\n",
+            b"GET /health HTTP/1.1\r\nHost: localhost:notaport\r\n\r\n",
+            b"GET /health HTTP/1.1\r\nHost: a@localhost\r\n\r\n",
+            b"GET /health HTTP/1.1\r\nHost: [::1\r\n\r\n",
+            b"GET health HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET * HTTP/1.1\r\nHost: a\r\n\r\n",
+        ] {
+            match parse_head(bad) {
+                Err(ReadError::Refused(400, _)) => {}
+                other => panic!("{:?}: {other:?}", String::from_utf8_lossy(bad)),
+            }
+        }
+        for good in [
+            &b"GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: mail.example.com\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: \r\n\r\n",
+            b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET http://a:1/x HTTP/1.1\r\nHost: b\r\n\r\n",
+        ] {
+            assert!(parse_head(good).is_ok(), "{:?}", String::from_utf8_lossy(good));
         }
     }
 

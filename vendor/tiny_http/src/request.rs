@@ -267,7 +267,9 @@ where
     // on the connection's own thread, so a slow client never holds a thread
     // of the application's pool; `100 Continue` is sent first when asked for.
     let buffer_limit = buffer_body_up_to.max(1024);
-    let mut must_send_continue = expects_continue;
+    // mailproc patch: never to an HTTP/1.0 client, which knows no 1xx
+    // (RFC 9110 §15.2); it sends its body without waiting.
+    let mut must_send_continue = expects_continue && version >= HTTPVersion(1, 1);
     let mut send_continue = |writer: &mut W| -> io::Result<()> {
         if must_send_continue {
             writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
