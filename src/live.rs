@@ -434,7 +434,9 @@ impl Live {
                 registry.remove(name);
             }
             if !fleet.closed {
-                self.deps.metrics.remove_account(name);
+                self.deps
+                    .metrics
+                    .remove_account(name, &crate::actions::ActionKind::ALL.map(|k| k.as_str()));
                 log::info!("{name}: account removed from the configuration; stopped");
             }
             return;

@@ -269,7 +269,7 @@ impl Metrics {
     /// Drops every series of an account removed from the configuration:
     /// exported for good, its `account_connected` 0 set off an alert for an
     /// account that no longer exists.
-    pub fn remove_account(&self, account: &str) {
+    pub fn remove_account(&self, account: &str, actions: &[&str]) {
         let _ = self.emails_processed.remove_label_values(&[account]);
         let _ = self.passes.remove_label_values(&[account]);
         let _ = self.model_calls_saved.remove_label_values(&[account]);
@@ -278,7 +278,7 @@ impl Metrics {
         for path in DECISION_PATHS {
             let _ = self.decisions.remove_label_values(&[account, path]);
         }
-        for kind in crate::actions::ActionKind::ALL.map(|k| k.as_str()) {
+        for kind in actions {
             let _ = self.actions.remove_label_values(&[account, kind]);
         }
         for kind in ERROR_KINDS {

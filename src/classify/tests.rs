@@ -318,3 +318,42 @@ accounts:
         ("rules:team", "rules:team")
     );
 }
+
+/// A refused answer names the setting that refuses it: with
+/// `model_actions` that one, not the lists that allow it (an audit found
+/// "not in allowed_actions" of an action listed there). And a message goes
+/// to one folder: two destinations were accepted, the last carried out,
+/// both recorded.
+#[test]
+fn refusals_name_model_actions_and_one_destination_is_kept() {
+    let parse = |yaml: &str| -> AccountConfig {
+        crate::config::parse(yaml, &|_| None).unwrap().0.accounts[0].clone()
+    };
+    let a = parse(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Receipts, Junk] }, model_actions: [move, noop] }\n",
+    );
+    let m = a.for_model().unwrap();
+    let refusal = |account: &AccountConfig, answer: &str| {
+        parse_answer("p", "m", account, answer)
+            .unwrap_err()
+            .to_string()
+    };
+    let spam = refusal(&m, r#"{"actions": [{"type": "spam"}]}"#);
+    assert!(spam.contains("\"spam\" is not in model_actions"), "{spam}");
+    let flag = refusal(&m, r#"{"actions": [{"type": "flag", "flags": ["$x"]}]}"#);
+    assert!(flag.contains("\"flag\" is not in model_actions"), "{flag}");
+    let junk = refusal(&m, r#"{"actions": [{"type": "move", "folder": "Junk"}]}"#);
+    assert!(
+        junk.contains("spam, which is not in its model_actions"),
+        "{junk}"
+    );
+    let two = parse(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, folders: { allowed: [X, Y] } }\n",
+    );
+    let twice = refusal(
+        &two,
+        r#"{"actions": [{"type": "move", "folder": "X"}, {"type": "move", "folder": "Y"}]}"#,
+    );
+    assert!(twice.contains("move it 2 times"), "{twice}");
+}

@@ -48,17 +48,6 @@ fn model_actions_are_some_of_the_allowed_ones_and_the_model_sees_only_them() {
     assert!(!m.allows(ActionKind::Read) && m.allows(ActionKind::Move));
     assert_eq!(m.folders.allowed, ["Receipts"], "no Junk without spam");
     assert_eq!(a.folders.allowed, ["Receipts", "Junk"]);
-    // A refused answer names model_actions, not the lists that allow it
-    // (an audit found "not in allowed_actions" of an action listed there).
-    let refusal = |answer: &str| {
-        crate::classify::parse_answer("p", "m", &m, answer)
-            .unwrap_err()
-            .to_string()
-    };
-    let spam = refusal(r#"{"actions": [{"type": "spam"}]}"#);
-    assert!(spam.contains("\"spam\" is not in model_actions"), "{spam}");
-    let flag = refusal(r#"{"actions": [{"type": "flag", "flags": ["$x"]}]}"#);
-    assert!(flag.contains("\"flag\" is not in model_actions"), "{flag}");
     // Two destinations: only the last was carried out, both recorded.
     let e = parse_str(
         "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
@@ -71,25 +60,6 @@ fn model_actions_are_some_of_the_allowed_ones_and_the_model_sees_only_them() {
             .starts_with("accounts[0].rules[0].actions: a message goes to one folder")
             && p.contains("move to \"X\", spam")),
         "{e}"
-    );
-    let two = &parse_str(
-        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, folders: { allowed: [X, Y] } }\n",
-    )
-    .unwrap()
-    .accounts[0];
-    let twice = crate::classify::parse_answer(
-        "p",
-        "m",
-        two,
-        r#"{"actions": [{"type": "move", "folder": "X"}, {"type": "move", "folder": "Y"}]}"#,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(twice.contains("move it 2 times"), "{twice}");
-    let junk = refusal(r#"{"actions": [{"type": "move", "folder": "Junk"}]}"#);
-    assert!(
-        junk.contains("spam, which is not in its model_actions"),
-        "{junk}"
     );
     let c = parse_str("accounts:\n  - { name: a, imap: { host: x, username: u, password: p } }\n")
         .unwrap();
