@@ -534,9 +534,9 @@ impl LoginLimiter {
 /// session secret (so it is worth nothing for another user, or once the
 /// secret changes). It opens nothing by itself; it only lets this
 /// browser's logins for `user` past the username's lockout.
-pub fn device_cookie(secret: &[u8], user: &str, secure: bool) -> String {
+pub fn device_cookie(secret: &[u8], user: &str, hash: &str, secure: bool) -> String {
     let nonce = new_token();
-    let mac = device_mac(secret, user, &nonce);
+    let mac = device_mac(secret, user, hash, &nonce);
     format!(
         "{DEVICE_COOKIE}={nonce}.{mac}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{}",
         DEVICE_TTL.as_secs(),
@@ -546,14 +546,23 @@ pub fn device_cookie(secret: &[u8], user: &str, secure: bool) -> String {
 
 /// The nonce of a `Cookie` header's device cookie when it is valid for
 /// `user`.
-pub fn known_device<'a>(secret: &[u8], cookies: Option<&'a str>, user: &str) -> Option<&'a str> {
+pub fn known_device<'a>(
+    secret: &[u8],
+    cookies: Option<&'a str>,
+    user: &str,
+    hash: &str,
+) -> Option<&'a str> {
     let (nonce, mac) = cookie(cookies?, DEVICE_COOKIE)?.split_once('.')?;
-    let want = device_mac(secret, user, nonce);
+    let want = device_mac(secret, user, hash, nonce);
     (!nonce.is_empty() && bool::from(want.as_bytes().ct_eq(mac.as_bytes()))).then_some(nonce)
 }
 
-fn device_mac(secret: &[u8], user: &str, nonce: &str) -> String {
-    token_mac(secret, &format!("device:{}:{nonce}", user_key(user)))
+/// Bound to the user's password hash too: a new password (`set-password`,
+/// as after a leak) ends every device cookie issued before it, as it ends
+/// the sessions (found by an audit: old cookies each kept ten guesses at
+/// the new password).
+fn device_mac(secret: &[u8], user: &str, hash: &str, nonce: &str) -> String {
+    token_mac(secret, &format!("device:{}:{hash}:{nonce}", user_key(user)))
 }
 
 /// Reads one cookie from a `Cookie` header.
@@ -695,26 +704,31 @@ mod tests {
     #[test]
     fn a_known_device_is_not_locked_out_by_strangers_guessing() {
         let secret = b"0123456789abcdef0123456789abcdef";
-        let set = device_cookie(secret, "admin", true);
+        let set = device_cookie(secret, "admin", "hash1", true);
         let value = set.split(';').next().unwrap();
         assert!(value.starts_with("mailproc_device="), "{set}");
         assert!(
             set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Secure")
         );
         let header = format!("theme=dark; {value}");
-        let nonce = known_device(secret, Some(&header), "admin").expect("valid for admin");
+        let nonce = known_device(secret, Some(&header), "admin", "hash1").expect("valid for admin");
         assert_eq!(
-            known_device(secret, Some(&header), "alice"),
+            known_device(secret, Some(&header), "admin", "hash2"),
+            None,
+            "a new password ends it"
+        );
+        assert_eq!(
+            known_device(secret, Some(&header), "alice", "hash1"),
             None,
             "bound to its user"
         );
         assert_eq!(
-            known_device(b"another secret", Some(&header), "admin"),
+            known_device(b"another secret", Some(&header), "admin", "hash1"),
             None
         );
         let forged = header.replace('.', ".0");
-        assert_eq!(known_device(secret, Some(&forged), "admin"), None);
-        assert_eq!(known_device(secret, None, "admin"), None);
+        assert_eq!(known_device(secret, Some(&forged), "admin", "hash1"), None);
+        assert_eq!(known_device(secret, None, "admin", "hash1"), None);
 
         let l = LoginLimiter::default();
         for i in 0..USER_FAILURES {

@@ -145,7 +145,7 @@ impl Metrics {
             ),
             webhook_deliveries: counter_vec(
                 "webhook_deliveries_total",
-                "Webhook deliveries by event and outcome (success, http_error, failed, refused).",
+                "Webhook deliveries by event and outcome (success, http_error, failed, refused, skipped).",
                 &["event", "outcome"],
             ),
             webhook_dropped: reg(

@@ -112,6 +112,11 @@ fn a_folder_name_holding_the_servers_separator_is_said(kind: Kind) {
         "{name}: {log}"
     );
     assert_eq!(mb.messages()[0].mailbox, "INBOX", "{name}");
+    // Refused before any command: no CREATE the server reads as `Trail`
+    // (found by the second audit: a stray folder, made again after the
+    // user deleted it).
+    assert!(!log.contains("created folder \"Trail.\""), "{name}: {log}");
+    assert!(!log.contains("CREATE \"Trail.\""), "{name}: {log}");
 }
 
 /// With `folders.create: false`, a filing folder missing at login that the

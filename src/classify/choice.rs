@@ -238,9 +238,13 @@ pub fn parse_choice(
         )));
     }
     let total: f64 = scores.iter().sum();
+    // Ties go to the earliest choice, `Inbox` (keep) first: the model did
+    // not tell them apart, and the last was `Junk` (found by an audit: a
+    // model whose only choice token was its least likely moved mail there).
     let (best, p) = scores
         .iter()
         .enumerate()
+        .rev()
         .max_by(|a, b| a.1.total_cmp(b.1))
         .expect("Inbox is always a choice");
     let confidence = (p / total).clamp(0.0, 1.0);
@@ -303,6 +307,16 @@ mod tests {
         assert_eq!(labels(&a), ["Inbox", "Receipts", "Lists", "junk"]);
         a.allowed_actions = vec![ActionKind::Flag, ActionKind::Read];
         assert_eq!(labels(&a), ["Inbox"]);
+    }
+
+    /// Found by an audit: when the only choice token was also the least
+    /// likely one, every choice scored the floor and the last, Junk, won.
+    #[test]
+    fn a_tie_goes_to_the_first_choice_keep() {
+        let a = account();
+        let c = parse_choice("p", "m", &a, &answer(&[("Hello", -0.1), ("Inbox", -5.0)])).unwrap();
+        assert_eq!(c.actions, Vec::<Action>::new(), "{}", c.reasoning);
+        assert!(c.reasoning.starts_with("chose Inbox"), "{}", c.reasoning);
     }
 
     #[test]

@@ -121,7 +121,9 @@ pub(super) fn hex(b: &[u8]) -> String {
 
 #[derive(Deserialize)]
 pub(super) struct Answer {
-    #[serde(default)]
+    /// Required: `{}` or an object of other fields is no decision to leave
+    /// the message alone (an audit found them recorded as one, and learned
+    /// from); `"actions": []` is.
     actions: Vec<Value>,
     #[serde(default)]
     reasoning: Option<String>,

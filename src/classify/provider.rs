@@ -130,7 +130,10 @@ impl Provider {
                         ("prompt", reply.prompt_tokens),
                         ("completion", reply.completion_tokens),
                     ] {
-                        if let Some(n) = n {
+                        // A count no answer can have (a provider's bug, or a
+                        // hostile one) would wrap the counter, which reads as
+                        // a reset: counts past 100 million are dropped.
+                        if let Some(n) = n.filter(|n| *n <= 100_000_000) {
                             self.metrics
                                 .llm_tokens
                                 .with_label_values(&[name, kind])
@@ -224,6 +227,20 @@ impl Provider {
 
     /// The request for a JSON answer: `messages` is the system message,
     /// then the conversation.
+    /// `text` with the API key and the URL's password (where set) masked.
+    fn without_secrets(&self, mut text: String) -> String {
+        let c = &self.config;
+        let password = url::Url::parse(&c.url)
+            .ok()
+            .and_then(|u| u.password().map(str::to_string));
+        for secret in [c.api_key.clone(), password].into_iter().flatten() {
+            if secret.len() >= 4 && text.contains(&secret) {
+                text = text.replace(&secret, crate::config::MASK);
+            }
+        }
+        text
+    }
+
     fn json_body(&self, response_format: Option<Value>, messages: &[(&str, String)]) -> Value {
         let c = &self.config;
         let turns = |from: usize| -> Vec<Value> {
@@ -303,6 +320,10 @@ impl Provider {
             .limit(4 << 20)
             .read_to_string()
             .map_err(failed)?;
+        // A server may quote back what it was sent ("invalid key sk-…");
+        // the answer's text reaches records, logs and webhooks, the
+        // provider's secrets never do (found by an audit).
+        let text = self.without_secrets(text);
         if !(200..300).contains(&status) {
             return Err((
                 ClassifyError::Http {

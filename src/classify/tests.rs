@@ -357,3 +357,22 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
     );
     assert!(twice.contains("move it 2 times"), "{twice}");
 }
+
+/// Found by an audit: an answer with no `actions` (`{}`, a bare action,
+/// an array) was recorded as a decision to leave the message alone, and
+/// the classifier learned it. It is an invalid answer: retried, then
+/// parked. `"actions": []` is the decision to do nothing.
+#[test]
+fn an_answer_without_actions_is_no_decision() {
+    let a = account();
+    for bad in [
+        "{}",
+        r#"{"folder": "Junk", "confidence": 0.99}"#,
+        r#"Here: {"type": "spam"} done"#,
+        r#"[{"type": "spam"}]"#,
+    ] {
+        let e = parse_answer("p", "m", &a, bad).unwrap_err().to_string();
+        assert!(e.contains("actions"), "{bad}: {e}");
+    }
+    assert!(parse_answer("p", "m", &a, r#"{"actions": []}"#).is_ok());
+}

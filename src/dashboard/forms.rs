@@ -190,7 +190,16 @@ fn start_session(ctx: &Ctx, req: &Req, user: &str, to: &str) -> Reply {
     match sessions::open(ctx, user, req.secure) {
         Ok(cookie) => redirect(to).with_header("Set-Cookie", cookie).with_header(
             "Set-Cookie",
-            auth::device_cookie(&ctx.session_secret, user, req.secure),
+            auth::device_cookie(
+                &ctx.session_secret,
+                user,
+                &ctx.store
+                    .password_hash(user)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default(),
+                req.secure,
+            ),
         ),
         Err(e) => super::pages::error_page(&e.to_string()),
     }

@@ -24,6 +24,11 @@ impl Runner {
         folder: &str,
         from: &str,
     ) -> Result<(Landed, Result<(), String>), ImapError> {
+        // A name no folder can have on this server is refused here, before
+        // a CREATE the server would read otherwise (`Trail.` made `Trail`).
+        if let Err(e) = folders.arg(folder) {
+            return Ok((Landed::default(), Err(e)));
+        }
         if !folders.exists(folder) && !created.contains(folder) {
             if !self.w.account.folders.create {
                 // The list is the one read at login: the user may have made

@@ -68,11 +68,13 @@ pub fn login(
         return Err(LoginError::TooMany);
     }
     // Counted before the (slow) check, so a burst cannot race past it.
-    let device = auth::known_device(&ctx.session_secret, cookies, user);
+    let hash = ctx.store.password_hash(user).ok().flatten();
+    let device = hash
+        .as_deref()
+        .and_then(|h| auth::known_device(&ctx.session_secret, cookies, user, h));
     let Some(attempt) = ctx.limiter.attempt(ip, Some(user), device) else {
         return Err(LoginError::TooMany);
     };
-    let hash = ctx.store.password_hash(user).ok().flatten();
     match auth::verify_login(password, hash.as_deref()) {
         Ok(true) => {}
         Ok(false) => {
@@ -93,7 +95,12 @@ pub fn login(
     log::info!("\"{}\" logged in from {ip}{via}", clean(user));
     Ok(vec![
         cookie,
-        auth::device_cookie(&ctx.session_secret, user, secure),
+        auth::device_cookie(
+            &ctx.session_secret,
+            user,
+            hash.as_deref().unwrap_or_default(),
+            secure,
+        ),
     ])
 }
 
