@@ -109,12 +109,22 @@ impl Req {
         let Some(host) = self.host.as_deref() else {
             return false;
         };
+        // The host a proxy forwards may be a list (`a, b`): the first is
+        // the client's. A port left out is the scheme's own on either side
+        // (`Origin: https://h` is `Host: h:443`; an audit found a proxy on
+        // another port, or one naming :443, refused every login).
+        let host = host.split(',').next().unwrap_or("").trim();
         url::Url::parse(origin).is_ok_and(|u| {
-            let authority = match u.port() {
-                Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")),
-                None => u.host_str().unwrap_or("").to_string(),
+            let Some(origin_port) = u.port_or_known_default() else {
+                return false;
             };
-            authority.eq_ignore_ascii_case(host)
+            let Ok(h) = url::Url::parse(&format!("{}://{host}", u.scheme())) else {
+                return false;
+            };
+            h.host_str()
+                .zip(u.host_str())
+                .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
+                && h.port_or_known_default() == Some(origin_port)
         })
     }
 
@@ -268,5 +278,42 @@ mod tests {
         );
         assert_eq!(f(&[]), "127.0.0.1");
         assert_eq!(f(&["::ffff:8.8.8.8"]), "8.8.8.8");
+    }
+
+    /// Found by an audit: behind a proxy on a port other than 443 (or one
+    /// that forwards `:443`), every browser login was refused as
+    /// cross-origin: the port the browser leaves out was compared as text.
+    #[test]
+    fn an_origin_matches_its_host_with_the_schemes_port_filled_in() {
+        let same = |host: &str, origin: &str| {
+            Req {
+                method: "POST".into(),
+                path: "/login".into(),
+                query: Vec::new(),
+                headers: vec![("Origin".into(), origin.into())],
+                body: Vec::new(),
+                client_ip: IpAddr::from([127, 0, 0, 1]),
+                secure: false,
+                host: Some(host.into()),
+            }
+            .same_origin(true)
+        };
+        assert!(same("mail.example.com", "https://mail.example.com"));
+        assert!(same("mail.example.com:443", "https://mail.example.com"));
+        assert!(same(
+            "mail.example.com:8443",
+            "https://mail.example.com:8443"
+        ));
+        assert!(same(
+            "MAIL.example.com, proxy.internal",
+            "https://mail.example.com"
+        ));
+        assert!(same("127.0.0.1:8080", "http://127.0.0.1:8080"));
+        assert!(same("[::1]:8080", "http://[::1]:8080"));
+        assert!(!same("mail.example.com", "https://mail.example.com:8443"));
+        assert!(!same("mail.example.com:8443", "https://mail.example.com"));
+        assert!(!same("mail.example.com", "https://evil.example"));
+        assert!(!same("127.0.0.1:8080", "http://127.0.0.1:9090"));
+        assert!(!same("127.0.0.1:8080", "null"));
     }
 }
