@@ -553,6 +553,43 @@ mod tests {
         assert!(matches!(e, ClassifyError::Http { status: 500, .. }), "{e}");
     }
 
+    /// Found by an audit: a 401 whose body quoted the API key (and a URL
+    /// with a password) put both in the error, which reaches records, the
+    /// log and the `error` webhook.
+    #[test]
+    fn secrets_a_server_quotes_back_are_masked() {
+        let (url, _, server) = server();
+        let url = url.replace("http://", "http://user:url-pass-7731@");
+        let t = std::thread::spawn(move || {
+            let mut req = server.recv().unwrap();
+            let mut body = String::new();
+            let _ = req.as_reader().read_to_string(&mut body);
+            let _ = req.respond(
+                tiny_http::Response::from_string(
+                    "invalid key sk-secret-key-4411 for user:url-pass-7731",
+                )
+                .with_status_code(401),
+            );
+        });
+        let yaml = format!(
+            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"{url}\", model: m, \
+             max_retries: 0, api_key: sk-secret-key-4411 }} ] }}"
+        );
+        let c = crate::config::parse(&yaml, &|_| None).unwrap().0;
+        let p = Provider::new(c.classifier.providers[0].clone(), Arc::new(Metrics::new())).unwrap();
+        let e = p
+            .classify(&account(), &email("From: a@b.c"))
+            .unwrap_err()
+            .to_string();
+        t.join().unwrap();
+        assert!(e.contains("401"), "{e}");
+        assert!(e.contains("invalid key ********"), "{e}");
+        assert!(
+            !e.contains("sk-secret-key-4411") && !e.contains("url-pass-7731"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn an_answer_that_is_not_chat_completions_says_so() {
         for (answer, says) in [
