@@ -321,6 +321,7 @@ impl Runner {
                 continue;
             }
             // `?`: a broken session ends the batch, decisions journalled.
+            let sent = set.len();
             let (landed, r) =
                 self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)?;
             // Of the messages that left `mailbox`, the ones the move did not
@@ -363,7 +364,7 @@ impl Runner {
                     "{}: the server refused the move of {} message(s) to {folder:?} \
                      ({e}) after {} of them had moved: those are recorded as moved",
                     self.name(),
-                    set_len(&took, &kept, &vanished),
+                    sent,
                     took.len()
                 );
             }
@@ -727,9 +728,4 @@ impl Runner {
             }
         }
     }
-}
-
-/// How many messages one move was sent, from what became of them.
-fn set_len(took: &[u32], kept: &[u32], vanished: &[u32]) -> usize {
-    took.len() + kept.len() + vanished.len()
 }
