@@ -182,6 +182,52 @@ fn shutdown_finishes_the_calls_in_hand_not_the_whole_batch() {
     assert!(stored.iter().all(|x| x.mailbox == "Receipts"), "{stored:?}");
 }
 
+/// A provider that asks for a minute's pause (429, `Retry-After: 60`),
+/// or a rate limit a minute apart: SIGTERM must not sit the minute out
+/// (systemd kills a service after 90 s), no call may start after it, and
+/// the message waits for the next start instead of being failed.
+#[test]
+fn shutdown_does_not_wait_out_a_providers_retry_after() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("r1", "Order 1"));
+    let busy = Arc::new(AtomicBool::new(true));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (b, c) = (busy.clone(), calls.clone());
+    let model = Model::start(2, move |_| {
+        c.fetch_add(1, Ordering::SeqCst);
+        if b.load(Ordering::SeqCst) {
+            Reply::Status(429, Some(60))
+        } else {
+            receipt()
+        }
+    });
+    let cfg = config(&d, &model.url(), 1, "").replace("max_retries: 0", "max_retries: 3");
+    let mut m = Mailproc::start(&cfg);
+    m.wait_for(Duration::from_secs(10), "the first call", || {
+        m.log().contains("retrying in 60s").then_some(())
+    });
+    let stopping = Instant::now();
+    m.signal("TERM");
+    let st = m.wait_exit(Duration::from_secs(75)).expect("exits");
+    let took = stopping.elapsed();
+    assert_eq!(st.code(), Some(0), "{}", m.log());
+    assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "a call after the stop");
+    assert!(m.log().contains("left for the next start"), "{}", m.log());
+    busy.store(false, Ordering::SeqCst);
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(20), "the order sorted", || {
+        (ok_rows(&m).len() == 1).then_some(())
+    });
+    assert_eq!(
+        m.get("/api/activity?status=failed").body["total"],
+        json!(0),
+        "the message was failed, not left for the next start"
+    );
+    assert_eq!(d.messages("test")[0].mailbox, "Receipts");
+}
+
 #[test]
 fn durations_beyond_ten_years_are_configuration_errors() {
     let mut m = Mailproc::prepare(

@@ -93,9 +93,17 @@ impl std::fmt::Display for ClassifyError {
                 status,
                 body,
             } => {
-                write!(f, "{provider}: HTTP {status}: {}", truncate(body, 200))
+                // The provider's words, on one line: a body with line
+                // breaks must not forge lines of the log it is quoted in.
+                write!(
+                    f,
+                    "{provider}: HTTP {status}: {}",
+                    crate::logging::clean(body)
+                )
             }
-            ClassifyError::Transport { provider, error } => write!(f, "{provider}: {error}"),
+            ClassifyError::Transport { provider, error } => {
+                write!(f, "{provider}: {}", crate::logging::clean(error))
+            }
             ClassifyError::InvalidAnswer { provider, error } => {
                 write!(f, "{provider}: invalid answer: {error}")
             }

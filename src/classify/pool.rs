@@ -66,8 +66,12 @@ impl Pool {
                             let result =
                                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                     crate::failpoint::hit("classify");
-                                    job.provider
-                                        .classify_with(&job.account, &job.email, &job.shots)
+                                    job.provider.classify_with(
+                                        &job.account,
+                                        &job.email,
+                                        &job.shots,
+                                        &|| job.requester.is_shutting_down(),
+                                    )
                                 }))
                                 .unwrap_or_else(|panic| {
                                     let message = crate::failpoint::panic_message(&*panic);

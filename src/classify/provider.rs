@@ -55,10 +55,12 @@ impl Provider {
         })
     }
 
-    /// Waits for this provider's rate limit, if any.
-    fn throttle(&self) {
+    /// Waits for this provider's rate limit, if any; false when `stop`
+    /// said stop meanwhile (the slot taken is then lost, which only
+    /// makes the next call wait a little longer).
+    fn throttle(&self, stop: &dyn Fn() -> bool) -> bool {
         let Some(rpm) = self.config.rate_limit_rpm else {
-            return;
+            return true;
         };
         let interval = Duration::from_secs(60) / rpm.max(1);
         let wait = {
@@ -68,9 +70,7 @@ impl Provider {
             *next = start + interval;
             start - now
         };
-        if !wait.is_zero() {
-            std::thread::sleep(wait);
-        }
+        wait_unless(wait, stop)
     }
 
     /// Classifies one email, retrying 429, 5xx and time-outs with backoff.
@@ -79,16 +79,21 @@ impl Provider {
         account: &AccountConfig,
         e: &Email,
     ) -> Result<Classification, ClassifyError> {
-        self.classify_with(account, e, &[])
+        self.classify_with(account, e, &[], &|| false)
     }
 
     /// [`Provider::classify`] with examples from the user's folders, shown
     /// to the model as earlier turns of the conversation (nearest last).
+    /// `stop` is asked through every wait (the rate limit, the pause
+    /// before a retry, up to a minute each): once it says stop, no call
+    /// is started and the answer is [`ClassifyError::Cancelled`], so a
+    /// shutdown waits at most for the call in flight.
     pub fn classify_with(
         &self,
         account: &AccountConfig,
         e: &Email,
         shots: &[Shot],
+        stop: &dyn Fn() -> bool,
     ) -> Result<Classification, ClassifyError> {
         let choice = self.config.answer == AnswerMode::Choice;
         let messages = if choice {
@@ -104,7 +109,9 @@ impl Provider {
         let mut attempt = 0;
         let mut backoff = RETRY_BACKOFF;
         loop {
-            self.throttle();
+            if !self.throttle(stop) || stop() {
+                return Err(ClassifyError::Cancelled);
+            }
             let result = if choice {
                 self.call(choice_request(&self.config.model, &messages))
             } else {
@@ -146,8 +153,11 @@ impl Provider {
                     return parse_answer(name, &self.config.model, account, &reply.text);
                 }
                 (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
+                    let wait = wait.min(MAX_RETRY_WAIT);
                     log::warn!("{}: {err}; retrying in {wait:?}", account.name);
-                    std::thread::sleep(wait.min(MAX_RETRY_WAIT));
+                    if !wait_unless(wait, stop) {
+                        return Err(ClassifyError::Cancelled);
+                    }
                     attempt += 1;
                 }
                 (Err((err, _)), _) => return Err(err),
@@ -182,7 +192,7 @@ impl Provider {
                         "{}: {} refused (HTTP {status}: {}); trying {}",
                         self.config.name,
                         mode.label(),
-                        truncate(&body, 200),
+                        crate::logging::clean(&body),
                         JsonMode::ALL[i + 1].label()
                     );
                     first_refusal.get_or_insert((
@@ -393,6 +403,21 @@ impl Provider {
             prompt_tokens: pt,
             completion_tokens: ct,
         })
+    }
+}
+
+/// Sleeps for `wait`, asking `stop` every 100 ms; false when it said stop.
+fn wait_unless(wait: Duration, stop: &dyn Fn() -> bool) -> bool {
+    let end = Instant::now() + wait;
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        if stop() {
+            return false;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(100)));
     }
 }
 
@@ -634,5 +659,89 @@ mod tests {
                 .get(),
             0
         );
+    }
+
+    /// A provider that answers 429 with `Retry-After: 60` (or any wait):
+    /// a shutdown must not sit the minute out, and once stopped no call is
+    /// made.
+    #[test]
+    fn a_stop_cuts_the_wait_before_a_retry_and_no_call_follows() {
+        let (url, _, server) = server();
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let c = calls.clone();
+        let t = std::thread::spawn(move || {
+            while let Ok(Some(req)) = server.recv_timeout(Duration::from_secs(5)) {
+                c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let resp = tiny_http::Response::from_string("slow down\nWARN forged line")
+                    .with_status_code(429)
+                    .with_header("Retry-After: 60".parse::<tiny_http::Header>().unwrap());
+                let _ = req.respond(resp);
+            }
+        });
+        let yaml = format!(
+            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 3 }} ] }}"
+        );
+        let cfg = crate::config::parse(&yaml, &|_| None).unwrap().0;
+        let p = Provider::new(
+            cfg.classifier.providers[0].clone(),
+            Arc::new(Metrics::new()),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let stop_at = started + Duration::from_millis(500);
+        let e = p
+            .classify_with(&account(), &email("From: a@b.c"), &[], &|| {
+                Instant::now() >= stop_at
+            })
+            .unwrap_err();
+        assert!(matches!(e, ClassifyError::Cancelled), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the retry's minute was sat out: {:?}",
+            started.elapsed()
+        );
+        t.join().unwrap();
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_stop_cuts_the_rate_limits_wait() {
+        let yaml = "classifier: { providers: [ { name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, rate_limit_rpm: 1 } ] }";
+        let cfg = crate::config::parse(yaml, &|_| None).unwrap().0;
+        let p = Provider::new(
+            cfg.classifier.providers[0].clone(),
+            Arc::new(Metrics::new()),
+        )
+        .unwrap();
+        // The first slot is now; the second a minute later.
+        assert!(p.throttle(&|| false));
+        let started = Instant::now();
+        let stop_at = started + Duration::from_millis(300);
+        assert!(!p.throttle(&|| Instant::now() >= stop_at));
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_providers_words_stay_on_one_line_of_the_log() {
+        let e = ClassifyError::Http {
+            provider: "p".into(),
+            status: 500,
+            body: "oops\n2026-01-01 ERROR [mailproc] forged\r\u{1b}[31m".into(),
+        };
+        let shown = e.to_string();
+        assert!(
+            !shown.contains('\n') && !shown.contains('\r') && !shown.contains('\u{1b}'),
+            "{shown}"
+        );
+        assert!(shown.contains(r"oops\n2026-01-01 ERROR"), "{shown}");
+        let e = ClassifyError::Transport {
+            provider: "p".into(),
+            error: "io: a\nb".into(),
+        };
+        assert_eq!(e.to_string(), r"p: io: a\nb");
     }
 }
