@@ -165,7 +165,7 @@ pub fn ask(
             verdict_first(&v.provider.config, account, &m.email)
         } else {
             v.provider
-                .classify_with(account, &m.email, &shots)
+                .classify_with(account, &m.email, &shots, &|| false)
                 .map_err(|e| e.to_string())
         };
         let a = Answer {
