@@ -38,7 +38,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let (reload_tx, reload_rx) = crossbeam_channel::bounded::<()>(1);
     crate::signals::install(shutdown_tx, reload_tx)?;
     let (listener, addr) = crate::http::bind(config)?;
-    let store = Arc::new(Store::open(&config.storage.path).map_err(|e| e.to_string())?);
+    let store = Arc::new(Store::open_configured(&config.storage.path)?);
     let _one_service = crate::store::hold_for_service(&config.storage.path)?;
     let session_secret = session_secret(config, &store)?;
     let metrics = Arc::new(Metrics::new());

@@ -118,6 +118,11 @@ fn main() -> ExitCode {
     };
     match cmd {
         Cmd::CheckConfig => {
+            if let Err(e) = mailproc::store::check_path(&loaded.config.storage.path) {
+                eprintln!("mailproc: invalid configuration {}:", path.display());
+                eprintln!("  storage.path: {e}");
+                return ExitCode::FAILURE;
+            }
             for w in config::warnings(&loaded.config) {
                 eprintln!("warning: {w}");
             }
@@ -206,13 +211,13 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     if password.chars().count() < 8 {
         return Err("the password must be at least 8 characters".into());
     }
-    let store = Store::open(&config.storage.path).map_err(|e| e.to_string())?;
+    let store = Store::open_configured(&config.storage.path)?;
     let hash = auth::hash_password(&password)?;
     store.set_password(user, &hash).map_err(|e| e.to_string())
 }
 
 fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(), String> {
-    let store = std::sync::Arc::new(Store::open(&config.storage.path).map_err(|e| e.to_string())?);
+    let store = std::sync::Arc::new(Store::open_configured(&config.storage.path)?);
     let mut last = String::new();
     let report =
         mailproc::service::train::train_account(account, &store, &mut |folder, done, total| {

@@ -204,3 +204,76 @@ fn an_empty_auth_token_names_its_key() {
         .wait_exit(Duration::from_secs(20))
         .is_some_and(|s| !s.success()));
 }
+
+/// `check-config` answers for `storage.path` too, touching nothing: a
+/// path under a file, a file that is not SQLite (which `run` must refuse
+/// without writing to it), a directory mounted read-only, and a missing
+/// directory it would create (fine, and not created by the check). `run`
+/// names the setting and the path when it cannot open the database.
+#[test]
+fn storage_path_is_checked_by_check_config_and_named_by_run() {
+    let check = |m: &Mailproc| m.run_cli(&["check-config"], "");
+    // Under a file.
+    let mut m = Mailproc::prepare(
+        "server: { port: {PORT} }\nstorage: { path: \"{DIR}/config.yaml/mailproc.db\" }\n",
+    );
+    let (code, _, err) = check(&m);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("storage.path: ") && err.contains("config.yaml is not a directory"),
+        "{err}"
+    );
+    m.spawn(&[]);
+    assert!(m
+        .wait_exit(Duration::from_secs(20))
+        .is_some_and(|s| !s.success()));
+    assert!(
+        m.log().contains("storage.path ") && m.log().contains("config.yaml/mailproc.db"),
+        "{}",
+        m.log()
+    );
+    // A file that is not a database is refused and left as it was.
+    let mut m =
+        Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/notes.txt\" }\n");
+    let notes = m.config_path.with_file_name("notes.txt");
+    let text = "my notes, not a database\n".repeat(100);
+    std::fs::write(&notes, &text).unwrap();
+    let (code, _, err) = check(&m);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("notes.txt is not an SQLite database"), "{err}");
+    m.spawn(&[]);
+    assert!(m
+        .wait_exit(Duration::from_secs(20))
+        .is_some_and(|s| !s.success()));
+    assert!(m.log().contains("storage.path "), "{}", m.log());
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), text);
+    // A missing directory is fine, and the check creates nothing.
+    let m = Mailproc::prepare(
+        "server: { port: {PORT} }\nstorage: { path: \"{DIR}/state/deeper/mailproc.db\" }\n",
+    );
+    let (code, out, err) = check(&m);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!m.config_path.with_file_name("state").exists());
+    // A directory on a read-only mount (root may write anywhere else).
+    let m = Mailproc::prepare(
+        "server: { port: {PORT} }\nstorage: { path: \"{DIR}/ro/mailproc.db\" }\n",
+    );
+    let ro = m.config_path.with_file_name("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let script = format!(
+        "mount --bind {d} {d} && mount -o remount,bind,ro {d} && exec {bin} --config {c} check-config",
+        d = ro.display(),
+        bin = common::mailproc::bin(),
+        c = m.config_path.display()
+    );
+    let out = std::process::Command::new("timeout")
+        .args(["20", "unshare", "--mount", "sh", "-c", &script])
+        .output()
+        .expect("unshare (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("storage.path: mailproc's user may not write in"),
+        "{err}"
+    );
+}

@@ -293,6 +293,82 @@ fn parse_actions(s: &str) -> Vec<Action> {
     serde_json::from_str(s).unwrap_or_default()
 }
 
+/// Whether the database at `path` could be opened for writing, without
+/// touching anything (`mailproc check-config`): an existing file must be a
+/// regular file this user may write, and its directory too (SQLite writes
+/// its `-wal` and `-shm` beside it); a missing directory must be one this
+/// user could create, its nearest existing ancestor a directory it may
+/// write. `Err` says why, naming the path.
+pub fn check_path(path: &Path) -> std::result::Result<(), String> {
+    use nix::unistd::{access, AccessFlags};
+    let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Err(format!("{} is not a file", path.display())),
+        Ok(_) if access(path, AccessFlags::R_OK | AccessFlags::W_OK).is_err() => {
+            return Err(format!(
+                "{} exists but mailproc's user may not read and write it{}",
+                path.display(),
+                as_whom()
+            ))
+        }
+        Ok(m) if m.len() > 0 => {
+            // An empty file is what SQLite makes of a new database too.
+            let mut head = [0u8; 16];
+            let read = std::fs::File::open(path).and_then(|mut f| {
+                use std::io::Read;
+                f.read_exact(&mut head)
+            });
+            if read.is_err() || &head != b"SQLite format 3\0" {
+                return Err(format!("{} is not an SQLite database", path.display()));
+            }
+        }
+        _ => {}
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if !m.is_dir() => {
+                return Err(format!("{} is not a directory", at.display()));
+            }
+            Ok(_) if writable(at) => return Ok(()),
+            Ok(_) => {
+                return Err(if at == dir {
+                    format!(
+                        "mailproc's user may not write in {}, where the database and its -wal and -shm files go{}",
+                        at.display(),
+                        as_whom()
+                    )
+                } else {
+                    format!(
+                        "{} is missing and mailproc's user may not create it in {}{}",
+                        dir.display(),
+                        at.display(),
+                        as_whom()
+                    )
+                });
+            }
+            Err(_) => match at.parent() {
+                Some(up) if !up.as_os_str().is_empty() => at = up,
+                _ => return Ok(()),
+            },
+        }
+    }
+}
+
+/// Who the check ran as: an operator checking a file as themselves, not
+/// as the service's user, is told so.
+fn as_whom() -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata("/proc/self") {
+        Ok(m) => format!(" (checked as uid {}: check as the service's user)", m.uid()),
+        Err(_) => String::new(),
+    }
+}
+
 impl Store {
     /// Opens (creating when missing) and migrates the database at `path`.
     pub fn open(path: &Path) -> Result<Store> {
@@ -303,7 +379,10 @@ impl Store {
                     .recursive(true)
                     .mode(0o700)
                     .create(dir)
-                    .map_err(|e| StoreError::new("create the database directory", Cause::Io(e)))?;
+                    .map_err(|e| {
+                        let e = std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()));
+                        StoreError::new("create the database directory", Cause::Io(e))
+                    })?;
             }
         }
         let conn = Connection::open(path).map_err(|e| StoreError::new("open", Cause::Sqlite(e)))?;
@@ -339,6 +418,12 @@ impl Store {
             }));
         }
         Ok(store)
+    }
+
+    /// [`Store::open`] for the service and its commands: the error names
+    /// the setting and the file (`storage.path /var/lib/…: …`).
+    pub fn open_configured(path: &Path) -> std::result::Result<Store, String> {
+        Store::open(path).map_err(|e| format!("storage.path {}: {e}", path.display()))
     }
 
     pub fn open_in_memory() -> Result<Store> {
