@@ -359,6 +359,31 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
     }
 }
 
+/// Refuses another program's database before anything of it is changed
+/// (its journal mode, its tables): no schema version of mailproc's, yet
+/// tables. A mistyped `storage.path` must not migrate someone's data.
+fn foreign(conn: &Connection) -> Result<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version != 0 {
+        return Ok(());
+    }
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::new(
+        "open",
+        Cause::Schema(format!(
+            "the file holds another program's tables ({}{}), not mailproc's: name a new file or mailproc's own",
+            names[..names.len().min(3)].join(", "),
+            if names.len() > 3 { ", …" } else { "" }
+        )),
+    ))
+}
+
 /// Who the check ran as: an operator checking a file as themselves, not
 /// as the service's user, is told so.
 fn as_whom() -> String {
@@ -451,6 +476,7 @@ impl Store {
         // Other processes (a second `mailproc set-password`, sqlite3 in a
         // shell) may hold the lock briefly; wait rather than fail.
         conn.busy_timeout(Duration::from_secs(5))?;
+        foreign(&conn)?;
         set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // A checkpoint (copying the log into the database, with an fsync)

@@ -88,6 +88,37 @@ fn migrates_once_and_reopens() {
 }
 
 #[test]
+fn another_programs_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.db");
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');")
+            .unwrap();
+    }
+    let e = Store::open(&path).err().expect("refused").to_string();
+    assert!(e.contains("another program's tables (notes)"), "{e}");
+    let c = Connection::open(&path).unwrap();
+    let mode: String = c
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete", "its journal mode was changed");
+    let tables: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tables, 1, "mailproc's tables were added");
+    // An empty file, and mailproc's own database, open as before.
+    let fresh = dir.path().join("empty.db");
+    std::fs::write(&fresh, b"").unwrap();
+    Store::open(&fresh).unwrap();
+    drop(Store::open(&fresh).unwrap());
+}
+
+#[test]
 fn concurrent_opens_of_a_new_file_migrate_once() {
     // Regression: the service and `set-password` opening a fresh file at
     // the same moment failed with "table settings already exists".
