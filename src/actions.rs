@@ -150,25 +150,34 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
             if flags.is_empty() {
                 return Err("flag action needs at least one flag".into());
             }
+            // Every bad flag is named, not only the first.
+            let mut bad = Vec::new();
             for f in flags {
                 let system = f.strip_prefix('\\');
                 if !system.map_or_else(|| is_keyword(f), is_keyword) {
-                    return Err(format!("invalid flag {f:?}"));
+                    bad.push(format!("invalid flag {f:?}"));
+                } else if flag_is_forbidden(f) {
+                    bad.push(format!("flag {f:?} may not be set"));
+                } else if system.is_some_and(|name| {
+                    !["seen", "answered", "flagged"].contains(&name.to_ascii_lowercase().as_str())
+                }) {
+                    // The server answers BAD to a system flag it does not
+                    // define: every message the rule matched would fail.
+                    bad.push(format!(
+                        "flag {f:?} is no IMAP system flag (\\Seen, \\Answered, \\Flagged; a keyword has no backslash)"
+                    ));
+                } else if let Some(needs) = flag_implies(f).filter(|n| !a.allows(*n)) {
+                    // A flag that does what another action does needs that
+                    // action: marking read is `read`, marking junk is `spam`.
+                    bad.push(format!(
+                        "flag {f:?} needs action {:?}, which is not in allowed_actions of account {:?}",
+                        needs.as_str(),
+                        a.name()
+                    ));
                 }
-                if flag_is_forbidden(f) {
-                    return Err(format!("flag {f:?} may not be set"));
-                }
-                // A flag that does what another action does needs that
-                // action: marking read is `read`, marking junk is `spam`.
-                if let Some(needs) = flag_implies(f) {
-                    if !a.allows(needs) {
-                        return Err(format!(
-                            "flag {f:?} needs action {:?}, which is not in allowed_actions of account {:?}",
-                            needs.as_str(),
-                            a.name()
-                        ));
-                    }
-                }
+            }
+            if !bad.is_empty() {
+                return Err(bad.join("; "));
             }
         }
         _ => {}
@@ -255,6 +264,43 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct All;
+    impl Permits for All {
+        fn name(&self) -> &str {
+            "a"
+        }
+        fn allows(&self, _: ActionKind) -> bool {
+            true
+        }
+        fn allowed_folders(&self) -> &[String] {
+            &[]
+        }
+    }
+
+    #[test]
+    fn every_bad_flag_is_named_and_only_settable_system_flags_pass() {
+        let flag = |f: &[&str]| {
+            check_action(
+                &All,
+                &Action::Flag {
+                    flags: f.iter().map(|s| s.to_string()).collect(),
+                },
+            )
+        };
+        for ok in ["\\Seen", "\\answered", "\\Flagged", "$Label", "Work_1"] {
+            assert_eq!(flag(&[ok]), Ok(()), "{ok}");
+        }
+        let e = flag(&["\\Flagged", "\\Deleted", "\\Important", "a b"]).unwrap_err();
+        for said in [
+            "flag \"\\\\Deleted\" may not be set",
+            "flag \"\\\\Important\" is no IMAP system flag",
+            "invalid flag \"a b\"",
+        ] {
+            assert!(e.contains(said), "{said} not in {e}");
+        }
+        assert!(!e.contains("Flagged\""), "{e}");
+    }
 
     #[test]
     fn a_plan_shares_one_command_per_flag_set_and_folder() {
