@@ -619,6 +619,15 @@ fn framing_refusals_answer_json_naming_the_problem() {
     for (request, want, says) in [
         (post("Content-Length: abc\r\n", ""), 400, "Content-Length"),
         (post(&big, ""), 431, "64 KiB"),
+        // A target too long is 414, not a head too large (RFC 9112 §3).
+        (
+            format!(
+                "GET /api/activity?search={} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "a".repeat(100_000)
+            ),
+            414,
+            "request target is longer than 64 KiB",
+        ),
         (
             post(
                 "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",

@@ -183,6 +183,17 @@ impl ClientConnection {
                 Err(e) => return Err(ReadError::ReadIoError(e)),
             }
             if budget == 0 {
+                // Still inside the request line: its target is what is too
+                // long, 414 (RFC 9112 §3); else the fields, 431.
+                if !head.contains(&b'\n') {
+                    return Err(ReadError::Refused(
+                        414,
+                        format!(
+                            "request target is longer than {}",
+                            bytes(self.limits.max_header_bytes)
+                        ),
+                    ));
+                }
                 return Err(ReadError::HeaderTooLarge);
             }
             budget -= 1;
