@@ -365,3 +365,97 @@ fn an_undo_cut_between_its_move_and_its_record_is_finished_not_reversed() {
     );
     assert_eq!(models.iter().filter(|x| **x == "undo").count(), 1, "{rows}");
 }
+
+/// The database's file system full: nothing may be acted on that cannot be
+/// recorded, `/health` must say the database is in trouble (an operator's
+/// monitor reads it), and once space is freed the mail waiting is sorted
+/// with nothing lost or done twice. A tmpfs of 4 MiB in mailproc's own
+/// mount namespace holds the database; `nsenter` fills it and frees it.
+#[test]
+fn a_full_disk_stops_recording_says_so_and_recovers() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg_with("before", "Invoice before", ""));
+    let mut m = Mailproc::prepare(
+        &config(&d, None, RULES, "").replace("{DIR}/mailproc.db", "{DIR}/db/mailproc.db"),
+    );
+    let db = m.dir.path().join("db");
+    std::fs::create_dir(&db).unwrap();
+    let stderr = std::fs::File::create(m.dir.path().join("stderr.log")).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=4m tmpfs {d} && exec {bin} --config {c} run",
+        d = db.display(),
+        bin = common::mailproc::bin(),
+        c = m.config_path.display()
+    );
+    let child = std::process::Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .env("MAILPROC_FAILPOINTS", common::mailproc::NO_DNS)
+        .env("MAILPROC_LOG", "debug")
+        .stderr(stderr)
+        .spawn()
+        .expect("unshare (util-linux) runs");
+    let pid = child.id().to_string();
+    m.adopt(child);
+    m.wait_ready();
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let inside = |cmd: &str| {
+        std::process::Command::new("nsenter")
+            .args(["-t", &pid, "-m", "sh", "-c", cmd])
+            .status()
+            .expect("nsenter (util-linux) runs")
+    };
+    let filler = db.join("filler");
+    inside(&format!(
+        "dd if=/dev/zero of={} bs=4096 2>/dev/null; sync",
+        filler.display()
+    ));
+    let mails: Vec<Vec<u8>> = (0..300)
+        .map(|i| {
+            msg_with(
+                &format!("full{i}"),
+                &format!("Invoice full {i} {}", "x".repeat(200)),
+                "",
+            )
+        })
+        .collect();
+    d.seed_many("test", "INBOX", &mails);
+    m.post("/api/accounts/acct/process", "");
+    m.wait_for(Duration::from_secs(30), "the full disk said", || {
+        let h = m.get("/health");
+        let a = m.get("/api/accounts").body["accounts"][0].clone();
+        (h.body["database"] == "error"
+            && a["state"] == "error"
+            && a["lastError"]
+                .as_str()
+                .is_some_and(|e| e.contains("disk is full")))
+        .then_some(())
+    });
+    let h = m.get("/health");
+    assert_eq!(h.status, 503, "{}", h.text);
+    // Nothing acted on that is not recorded.
+    let rows = m.get("/api/activity?pageSize=100").body["total"]
+        .as_u64()
+        .unwrap();
+    let flagged = d
+        .messages("test")
+        .iter()
+        .filter(|x| x.flags.iter().any(|f| f == "\\Flagged"))
+        .count() as u64;
+    assert!(flagged <= rows, "{flagged} flagged, {rows} recorded");
+    // Space again: every message sorted, once.
+    inside(&format!("rm -f {}", filler.display()));
+    m.post("/api/accounts/acct/process", "");
+    wait_processed(&m, 301, Duration::from_secs(60));
+    m.wait_for(Duration::from_secs(30), "healthy again", || {
+        (m.get("/health").body["database"] == "ok").then_some(())
+    });
+    let msgs = d.messages("test");
+    assert_eq!(msgs.len(), 301);
+    assert!(msgs
+        .iter()
+        .all(|x| x.flags.iter().any(|f| f == "\\Flagged")));
+    assert_eq!(
+        m.get("/api/activity?pageSize=100").body["total"],
+        serde_json::json!(301)
+    );
+}

@@ -3,7 +3,7 @@
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::Serialize;
 
-use super::{in_op, Result, Status, Store};
+use super::{Result, Status, Store};
 use crate::timestamp::iso_ms;
 
 /// A row of the activity log as the API returns it.
@@ -91,7 +91,7 @@ impl Store {
     /// running (another account's) stands for this one. Returns how many
     /// rows were added.
     pub fn index_search(&self) -> Result<usize> {
-        let n = in_op("index_search", || {
+        let n = self.op("index_search", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let n = tx.execute(
@@ -106,7 +106,7 @@ impl Store {
         })?;
         if n > 0 {
             if let Some(conn) = self.checkpointer.as_ref().and_then(|c| c.try_lock()) {
-                in_op("checkpoint", || {
+                self.op("checkpoint", || {
                     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
                         .map_err(Into::into)
                 })?;
@@ -117,7 +117,7 @@ impl Store {
 
     /// One page of the activity log, newest first, and the number of matches.
     pub fn activity(&self, q: &ActivityQuery) -> Result<(Vec<ActivityEntry>, u64)> {
-        in_op("activity", || {
+        self.op("activity", || {
             let mut conn = self.reader();
             let queued = search_queued(&conn)?;
             let only_search = q.account.is_none()
@@ -184,7 +184,7 @@ impl Store {
     /// Up to `limit` rows after the cursor `q.before`, newest first, without
     /// counting: exports walk the log with it, one short lock per page.
     pub fn activity_page(&self, q: &ActivityQuery, limit: u32) -> Result<Vec<ActivityEntry>> {
-        in_op("activity_page", || {
+        self.op("activity_page", || {
             let conn = self.reader();
             let (from, where_sql, args) = activity_filter(q, search_queued(&conn)?, false);
             activity_rows(&conn, from, &where_sql, args, limit, 0)
@@ -193,7 +193,7 @@ impl Store {
 
     /// One activity row by id, for the dashboard's detail page.
     pub fn activity_entry(&self, id: i64) -> Result<Option<ActivityEntry>> {
-        in_op("activity_entry", || {
+        self.op("activity_entry", || {
             Ok(self
                 .conn
                 .lock()
@@ -210,7 +210,7 @@ impl Store {
     /// `since_day` on, summed over accounts: the overview's chart. Read from
     /// the trigger-kept daily counters, so 30 days are a few dozen rows.
     pub fn actions_per_day(&self, since_day: i64) -> Result<Vec<(i64, String, u64)>> {
-        in_op("actions_per_day", || {
+        self.op("actions_per_day", || {
             let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT day, key, SUM(n) FROM stats_daily
@@ -408,7 +408,7 @@ impl Store {
     /// whole days from the trigger-kept daily counters, the partial first
     /// day from the rows themselves, so the answer is exact and cheap.
     pub fn stats(&self, since_ms: Option<i64>, account: Option<&str>) -> Result<Stats> {
-        in_op("stats", || {
+        self.op("stats", || {
             const DAY: i64 = 86_400_000;
             let conn = self.reader();
             let mut s = Stats::default();
@@ -472,7 +472,7 @@ impl Store {
     /// Whether any message or daily count was ever recorded for `account`
     /// (it may since have left the configuration, or its rows aged out).
     pub fn has_account_history(&self, account: &str) -> Result<bool> {
-        in_op("has_account_history", || {
+        self.op("has_account_history", || {
             let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM emails WHERE account = ?1)
@@ -484,7 +484,7 @@ impl Store {
 
     /// Number of parked failures per account, for `/api/accounts`.
     pub fn failed_counts(&self) -> Result<std::collections::BTreeMap<String, u64>> {
-        in_op("failed_counts", || {
+        self.op("failed_counts", || {
             let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT account, COUNT(*) FROM emails WHERE status = 'failed' GROUP BY account",

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{in_op, Result, Store};
+use super::{Result, Store};
 use crate::timestamp::now_ms;
 
 /// Mail that needs a person, per account (or summed).
@@ -37,7 +37,7 @@ impl Store {
     /// Mail that needs a person, per account. Read through the partial
     /// index `emails_attention`, so a large log costs no scan.
     pub fn attention(&self) -> Result<BTreeMap<String, Attention>> {
-        in_op("attention", || {
+        self.op("attention", || {
             let conn = self.reader();
             let mut st = conn.prepare_cached(&format!(
                 "SELECT e.account, e.status, count(*) FROM emails e INDEXED BY emails_attention
@@ -71,7 +71,7 @@ impl Store {
     /// `learned`, `model`, `none`), from `since_day` on, summed over
     /// accounts: from the trigger-kept daily counters.
     pub fn decisions_per_day(&self, since_day: i64) -> Result<Vec<(i64, String, u64)>> {
-        in_op("decisions_per_day", || {
+        self.op("decisions_per_day", || {
             let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT day, substr(key, 5), SUM(n) FROM stats_daily
@@ -90,7 +90,7 @@ impl Store {
         account: &str,
         since_day: Option<i64>,
     ) -> Result<BTreeMap<String, u64>> {
-        in_op("rule_hits", || {
+        self.op("rule_hits", || {
             let conn = self.reader();
             let mut st = conn.prepare_cached(
                 "SELECT substr(key, 7), SUM(n) FROM stats_daily
@@ -106,7 +106,7 @@ impl Store {
 
     /// Keeps an account's error (connection, login, store) across restarts.
     pub fn set_account_error(&self, account: &str, error: &str) -> Result<()> {
-        in_op("set_account_error", || {
+        self.op("set_account_error", || {
             self.conn.lock().execute(
                 "INSERT INTO account_state (account, last_error, last_error_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (account) DO UPDATE SET last_error = excluded.last_error,
@@ -120,7 +120,7 @@ impl Store {
     /// The last error and last processed mail of `account` as recorded:
     /// two index look-ups and the account's row.
     pub fn account_note(&self, account: &str) -> Result<AccountNote> {
-        in_op("account_note", || {
+        self.op("account_note", || {
             let conn = self.reader();
             let last_processed_at: Option<i64> = conn
                 .prepare_cached("SELECT max(processed_at) FROM emails WHERE account = ?1")?

@@ -5,7 +5,7 @@ use std::time::Duration;
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{in_op, Result, Store};
+use super::{Result, Store};
 use crate::timestamp::{iso_ms, now_ms};
 
 #[derive(Debug, Clone, Serialize)]
@@ -32,7 +32,7 @@ impl Store {
         error: Option<&str>,
         duration: Duration,
     ) -> Result<()> {
-        in_op("record_delivery", || {
+        self.op("record_delivery", || {
             self.conn.lock().execute(
                 "INSERT INTO webhook_deliveries (at, event, url, account, status_code, error, duration_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -51,7 +51,7 @@ impl Store {
     }
 
     pub fn deliveries(&self, limit: u32, offset: u64) -> Result<(Vec<Delivery>, u64)> {
-        in_op("deliveries", || {
+        self.op("deliveries", || {
             let conn = self.reader();
             let total: u64 =
                 conn.query_row("SELECT COUNT(*) FROM webhook_deliveries", [], |r| r.get(0))?;

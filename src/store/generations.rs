@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use rusqlite::params;
 
-use super::{in_op, EmailMeta, Result, Store, Watermark};
+use super::{EmailMeta, Result, Store, Watermark};
 use crate::timestamp::now_ms;
 
 /// The records of a folder under other UIDVALIDITY values than its own.
@@ -37,7 +37,7 @@ impl Store {
         if !self.has_earlier_generation(account, mailbox, uidvalidity)? {
             return Ok(None);
         }
-        in_op("earlier_generation", || {
+        self.op("earlier_generation", || {
             let conn = self.conn.lock();
             let (first, last): (Option<i64>, Option<i64>) = conn.query_row(
                 "SELECT min(processed_at), max(processed_at) FROM emails
@@ -60,7 +60,7 @@ impl Store {
         mailbox: &str,
         uidvalidity: u32,
     ) -> Result<bool> {
-        in_op("has_earlier_generation", || {
+        self.op("has_earlier_generation", || {
             let conn = self.conn.lock();
             // min() and max() alone each take one step along the index.
             let (lo, hi): (Option<u32>, Option<u32>) = conn.query_row(
@@ -84,7 +84,7 @@ impl Store {
         uidvalidity: u32,
         message_ids: &[&str],
     ) -> Result<HashSet<String>> {
-        in_op("handled_earlier", || {
+        self.op("handled_earlier", || {
             let conn = self.conn.lock();
             let mut out = HashSet::new();
             for chunk in message_ids.chunks(IDS_PER_QUERY) {
@@ -125,7 +125,7 @@ impl Store {
         last_uid: u32,
         adopt: &[EmailMeta],
     ) -> Result<usize> {
-        in_op("adopt_generation", || {
+        self.op("adopt_generation", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let closed = super::journal::reset_in(

@@ -7,9 +7,7 @@ use std::time::Duration;
 use rusqlite::{params, OptionalExtension, ToSql};
 
 use super::finished::{finish_journalled, Finished, FinishedIn};
-use super::{
-    actions_json, in_op, parse_actions, Cause, MoveRecord, Result, Status, Store, StoreError,
-};
+use super::{actions_json, parse_actions, Cause, MoveRecord, Result, Status, Store, StoreError};
 use crate::actions::Action;
 use crate::backoff::Backoff;
 use crate::timestamp::now_ms;
@@ -350,7 +348,7 @@ impl Store {
         uidvalidity: u32,
         after_uid: u32,
     ) -> Result<Vec<KnownEmail>> {
-        in_op("known_emails", || {
+        self.op("known_emails", || {
             let conn = self.conn.lock();
             let mut st = conn.prepare_cached(
                 "SELECT id, uid, status, actions, model, reasoning, confidence, attempts, next_attempt_at
@@ -377,7 +375,7 @@ impl Store {
 
     /// `(uidvalidity, last_uid)` of a watched folder, if it was seen before.
     pub fn folder_state(&self, account: &str, mailbox: &str) -> Result<Option<(u32, u32)>> {
-        in_op("folder_state", || {
+        self.op("folder_state", || {
             Ok(self
                 .conn
                 .lock()
@@ -396,7 +394,7 @@ impl Store {
     /// instead of asking the model again. Returns the row ids in the order
     /// of `items`.
     pub fn record_decisions(&self, items: &[(EmailMeta, Outcome)]) -> Result<Vec<i64>> {
-        in_op("record_decisions", || {
+        self.op("record_decisions", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let mut ids = Vec::with_capacity(items.len());
@@ -440,7 +438,7 @@ impl Store {
     /// (never down, see [`Store::advance_watermark`]). Returns what became
     /// of each failed attempt.
     pub fn record_outcomes(&self, o: &Outcomes) -> Result<Vec<FailureRecord>> {
-        in_op("record_outcomes", || {
+        self.op("record_outcomes", || {
             if o.is_empty() {
                 return Ok(Vec::new());
             }
@@ -468,7 +466,7 @@ impl Store {
     /// stored one is ignored: its UIDs name other messages). A folder seen
     /// for the first time gets `w`. Returns whether anything changed.
     pub fn advance_watermark(&self, w: &Watermark) -> Result<bool> {
-        in_op("advance_watermark", || {
+        self.op("advance_watermark", || {
             let conn = self.conn.lock();
             Ok(advance_in(&conn, w)?)
         })
@@ -482,7 +480,7 @@ impl Store {
     /// watermark is set to `w` whatever it was: the one write that may move
     /// it down. Returns how many rows were closed.
     pub fn reset_watermark(&self, w: &Watermark, old_uidvalidity: u32) -> Result<usize> {
-        in_op("reset_watermark", || {
+        self.op("reset_watermark", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let closed = reset_in(&tx, w, old_uidvalidity)?;
@@ -499,7 +497,7 @@ impl Store {
         outcome: &Outcome,
         processed_at: i64,
     ) -> Result<i64> {
-        in_op("insert_history", || {
+        self.op("insert_history", || {
             self.insert_history_bulk(&[(meta.clone(), outcome.clone(), processed_at)])
         })
     }
@@ -507,7 +505,7 @@ impl Store {
     /// Bulk form of [`Store::insert_history`] in one transaction, for
     /// benchmarks that need 100,000 rows. Returns the id of the last row.
     pub fn insert_history_bulk(&self, rows: &[(EmailMeta, Outcome, i64)]) -> Result<i64> {
-        in_op("insert_history_bulk", || {
+        self.op("insert_history_bulk", || {
             let mut last = 0;
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;

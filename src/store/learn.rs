@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{in_op, Result, Store};
+use super::{Result, Store};
 use crate::learn::{ClassCounts, Shot, Shots, MAX_SHOTS};
 use crate::timestamp::now_ms;
 
@@ -30,7 +30,7 @@ pub struct LearnState {
 
 impl Store {
     pub fn learn_state(&self, account: &str) -> Result<LearnState> {
-        in_op("learn_state", || {
+        self.op("learn_state", || {
             Ok(self
                 .conn
                 .lock()
@@ -55,7 +55,7 @@ impl Store {
 
     /// The stored counts of an account's classifier, by class.
     pub fn learn_counts(&self, account: &str) -> Result<BTreeMap<String, ClassCounts>> {
-        in_op("learn_counts", || {
+        self.op("learn_counts", || {
             let conn = self.reader();
             let mut out: BTreeMap<String, ClassCounts> = BTreeMap::new();
             let mut st =
@@ -94,7 +94,7 @@ impl Store {
 
     /// The stored examples of an account, oldest first.
     pub fn learn_shots(&self, account: &str) -> Result<Shots> {
-        in_op("learn_shots", || {
+        self.op("learn_shots", || {
             let conn = self.reader();
             let mut st = conn.prepare(
                 "SELECT class, sender, subject FROM learn_shots WHERE account = ?1 ORDER BY id",
@@ -123,7 +123,7 @@ impl Store {
         shots: &Shots,
         examples: u64,
     ) -> Result<()> {
-        in_op("learn_replace", || {
+        self.op("learn_replace", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             tx.execute("DELETE FROM learn_classes WHERE account = ?1", [account])?;
@@ -178,7 +178,7 @@ impl Store {
         corrections: i64,
         reload: bool,
     ) -> Result<()> {
-        in_op("learn_add", || {
+        self.op("learn_add", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let mut learned = 0i64;

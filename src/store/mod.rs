@@ -85,6 +85,26 @@ impl StoreError {
         StoreError { op, cause }
     }
 
+    /// Whether the disk is what failed: full, an I/O error, read-only, a
+    /// file that cannot be opened or is damaged (not a constraint, a bug
+    /// or a busy lock).
+    pub fn is_disk(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        match &self.cause {
+            Cause::Io(_) => true,
+            Cause::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => matches!(
+                e.code,
+                C::DiskFull
+                    | C::SystemIoFailure
+                    | C::ReadOnly
+                    | C::CannotOpen
+                    | C::DatabaseCorrupt
+                    | C::NotADatabase
+            ),
+            _ => false,
+        }
+    }
+
     /// Names the operation of an error raised below it (set once).
     fn during(mut self, op: &'static str) -> StoreError {
         if self.op.is_empty() {
@@ -210,6 +230,13 @@ pub struct Store {
     /// The database file and its identity (device, inode) when opened:
     /// see [`Store::check_file`]. None for an in-memory store.
     file: Option<(std::path::PathBuf, (u64, u64))>,
+    /// The last operation that failed for want of the disk (full, an I/O
+    /// error, read-only) and what it said, until that operation succeeds:
+    /// [`Store::ping`] reports it, so `/health` says what a read cannot
+    /// see (a full disk fails writes, never reads).
+    trouble: Mutex<Option<(&'static str, String)>>,
+    /// Whether `trouble` is set: the successful operation's fast path.
+    troubled: std::sync::atomic::AtomicBool,
 }
 
 fn actions_json(actions: &[Action]) -> String {
@@ -496,6 +523,8 @@ impl Store {
             next_reader: std::sync::atomic::AtomicUsize::new(0),
             checkpointer: None,
             file: None,
+            trouble: Mutex::new(None),
+            troubled: std::sync::atomic::AtomicBool::new(false),
         };
         store.migrate()?;
         Ok(store)
@@ -551,19 +580,62 @@ impl Store {
         ))
     }
 
+    /// Whether the database answers, and its writes succeed: the file is
+    /// the one opened, a read works, and no operation is failing for want
+    /// of the disk (see [`Store::trouble`]).
     pub fn ping(&self) -> Result<()> {
         self.check_file()?;
         in_op("ping", || {
             self.reader()
                 .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
             Ok(())
-        })
+        })?;
+        match self.trouble() {
+            Some(why) => Err(StoreError::new(
+                "ping",
+                Cause::Io(std::io::Error::other(why)),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// What the last operation that failed for want of the disk said
+    /// (`store: record_decisions: database or disk is full`), until that
+    /// operation next succeeds.
+    pub fn trouble(&self) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        if !self.troubled.load(Ordering::Acquire) {
+            return None;
+        }
+        self.trouble.lock().as_ref().map(|(_, why)| why.clone())
+    }
+
+    /// [`in_op`], keeping [`Store::trouble`]: set by a failure for want of
+    /// the disk, cleared when the operation that failed succeeds.
+    fn op<T>(&self, op: &'static str, body: impl FnOnce() -> Result<T>) -> Result<T> {
+        use std::sync::atomic::Ordering;
+        let r = in_op(op, body);
+        match &r {
+            Ok(_) if self.troubled.load(Ordering::Acquire) => {
+                let mut t = self.trouble.lock();
+                if t.as_ref().is_some_and(|(o, _)| *o == op) {
+                    *t = None;
+                    self.troubled.store(false, Ordering::Release);
+                }
+            }
+            Err(e) if e.is_disk() => {
+                *self.trouble.lock() = Some((op, e.to_string()));
+                self.troubled.store(true, Ordering::Release);
+            }
+            _ => {}
+        }
+        r
     }
 
     // ----- settings -----
 
     pub fn setting(&self, key: &str) -> Result<Option<String>> {
-        in_op("setting", || {
+        self.op("setting", || {
             Ok(self
                 .conn
                 .lock()
@@ -575,7 +647,7 @@ impl Store {
     }
 
     pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
-        in_op("set_setting", || {
+        self.op("set_setting", || {
             self.conn.lock().execute(
                 "INSERT INTO settings (key, value) VALUES (?1, ?2)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -589,7 +661,7 @@ impl Store {
     /// sessions. Rows still pending or waiting for a retry are kept: they are
     /// work, not history. Returns the number of emails deleted.
     pub fn prune(&self, retention: Duration) -> Result<usize> {
-        in_op("prune", || {
+        self.op("prune", || {
             let age = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
             let cutoff = now_ms().saturating_sub(age);
             let conn = self.conn.lock();

@@ -3,14 +3,14 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{in_op, Result, Store};
+use super::{Result, Store};
 use crate::timestamp::now_ms;
 
 impl Store {
     /// The rotated refresh token of `account` and the fingerprint of the
     /// configured token it descends from.
     pub fn oauth_refresh_token(&self, account: &str) -> Result<Option<(String, String)>> {
-        in_op("oauth_refresh_token", || {
+        self.op("oauth_refresh_token", || {
             Ok(self
                 .conn
                 .lock()
@@ -24,7 +24,7 @@ impl Store {
     }
 
     pub fn set_oauth_refresh_token(&self, account: &str, token: &str, origin: &str) -> Result<()> {
-        in_op("set_oauth_refresh_token", || {
+        self.op("set_oauth_refresh_token", || {
             self.conn.lock().execute(
                 "INSERT INTO oauth_tokens (account, refresh_token, origin, updated_at)
                  VALUES (?1, ?2, ?3, ?4)

@@ -5,7 +5,7 @@
 
 use rusqlite::params;
 
-use super::{in_op, parse_actions, EmailMeta, Outcome, Result, Store};
+use super::{parse_actions, EmailMeta, Outcome, Result, Store};
 
 impl Store {
     /// The rows of `uids` in `mailbox` at `uidvalidity` of `account`, as
@@ -18,7 +18,7 @@ impl Store {
         uidvalidity: u32,
         uids: &[u32],
     ) -> Result<Vec<(EmailMeta, Outcome)>> {
-        in_op("recorded", || {
+        self.op("recorded", || {
             if uids.is_empty() {
                 return Ok(Vec::new());
             }

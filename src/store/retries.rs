@@ -5,7 +5,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{in_op, Result, Store};
+use super::{Result, Store};
 use crate::timestamp::now_ms;
 
 impl Store {
@@ -17,7 +17,7 @@ impl Store {
         account: &str,
         watched: &[String],
     ) -> Result<Vec<(i64, String)>> {
-        in_op("close_orphaned_retries", || {
+        self.op("close_orphaned_retries", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let orphans: Vec<(i64, String, Option<u32>, u32)> = {
@@ -57,7 +57,7 @@ impl Store {
 
     /// When the next retry of an account falls due, if any is waiting.
     pub fn next_retry_at(&self, account: &str) -> Result<Option<i64>> {
-        in_op("next_retry_at", || {
+        self.op("next_retry_at", || {
             Ok(self.reader().query_row(
                 "SELECT min(next_attempt_at) FROM emails WHERE status = 'retrying' AND account = ?1",
                 [account],
@@ -69,7 +69,7 @@ impl Store {
     /// Puts a failed email back in line for another try (from the API or the
     /// dashboard). Returns its account, or `None` when no failed row has `id`.
     pub fn retry_failed(&self, id: i64) -> Result<Option<String>> {
-        in_op("retry_failed", || {
+        self.op("retry_failed", || {
             Ok(self
                 .conn
                 .lock()

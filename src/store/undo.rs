@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{in_op, Result, Store};
+use super::{Result, Store};
 use crate::timestamp::now_ms;
 
 /// Where one moved message went, and the flags it had before.
@@ -55,7 +55,7 @@ impl UndoTarget {
 
 impl Store {
     pub fn undo_target(&self, id: i64) -> Result<Option<UndoTarget>> {
-        in_op("undo_target", || {
+        self.op("undo_target", || {
             Ok(self
                 .conn
                 .lock()
@@ -92,7 +92,7 @@ impl Store {
     /// Written by the account's thread right after the move, before its
     /// next pass. Returns that row's id.
     pub fn record_undo(&self, t: &UndoTarget, uidvalidity: u32, new_uid: u32) -> Result<i64> {
-        in_op("record_undo", || {
+        self.op("record_undo", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let now = now_ms();
@@ -135,7 +135,7 @@ impl Store {
     /// account's next pass finishes it (`Runner::finish_undos`) before it
     /// could take the message put back for new mail.
     pub fn begin_undo(&self, t: &UndoTarget) -> Result<()> {
-        in_op("begin_undo", || {
+        self.op("begin_undo", || {
             self.conn.lock().execute(
                 "INSERT OR REPLACE INTO undo_pending (entry, account, since) VALUES (?1, ?2, ?3)",
                 params![t.id, t.account, now_ms()],
@@ -147,7 +147,7 @@ impl Store {
     /// The undo of entry `id` did not move its message (refused), or is
     /// finished otherwise: nothing to finish.
     pub fn end_undo(&self, id: i64) -> Result<()> {
-        in_op("end_undo", || {
+        self.op("end_undo", || {
             self.conn
                 .lock()
                 .execute("DELETE FROM undo_pending WHERE entry = ?1", [id])?;
@@ -157,7 +157,7 @@ impl Store {
 
     /// The entries of `account` whose undo was journalled and not recorded.
     pub fn pending_undos(&self, account: &str) -> Result<Vec<i64>> {
-        in_op("pending_undos", || {
+        self.op("pending_undos", || {
             let conn = self.conn.lock();
             let mut st =
                 conn.prepare("SELECT entry FROM undo_pending WHERE account = ?1 ORDER BY entry")?;
@@ -169,7 +169,7 @@ impl Store {
     /// Moves of the account since `since_ms` not yet undone nor corrected,
     /// whose destination UID is known: `(id, dest_folder, dest_uid)`.
     pub fn moves_to_check(&self, account: &str, since_ms: i64) -> Result<Vec<(i64, String, u32)>> {
-        in_op("moves_to_check", || {
+        self.op("moves_to_check", || {
             let conn = self.reader();
             let mut st = conn.prepare(
                 "SELECT id, dest_folder, dest_uid FROM emails
@@ -193,7 +193,7 @@ impl Store {
         folder: Option<&str>,
         arrived: Option<(u32, u32)>,
     ) -> Result<()> {
-        in_op("record_correction", || {
+        self.op("record_correction", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             tx.execute(
@@ -235,7 +235,7 @@ impl Store {
         account: &str,
         n: u32,
     ) -> Result<Vec<(String, String, String)>> {
-        in_op("latest_corrections", || {
+        self.op("latest_corrections", || {
             let conn = self.reader();
             let mut st = conn.prepare(
                 "SELECT sender, subject, CASE WHEN undone_at IS NOT NULL THEN mailbox ELSE corrected_to END
@@ -257,7 +257,7 @@ impl Store {
     /// find it there). `flags` are its flags before, kept when the entry
     /// has none recorded yet.
     pub fn record_move_to(&self, id: i64, folder: &str, uid: u32, flags: &[String]) -> Result<()> {
-        in_op("record_move_to", || {
+        self.op("record_move_to", || {
             self.conn.lock().execute(
                 "UPDATE emails SET corrected_to = ?2, dest_folder = ?2, dest_uid = ?3,
                     orig_flags = coalesce(orig_flags, ?4), undone_at = NULL

@@ -2,12 +2,12 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{in_op, Result, Store};
+use super::{Result, Store};
 use crate::timestamp::now_ms;
 
 impl Store {
     pub fn user_count(&self) -> Result<u64> {
-        in_op("user_count", || {
+        self.op("user_count", || {
             Ok(self
                 .conn
                 .lock()
@@ -16,7 +16,7 @@ impl Store {
     }
 
     pub fn password_hash(&self, username: &str) -> Result<Option<String>> {
-        in_op("password_hash", || {
+        self.op("password_hash", || {
             Ok(self
                 .conn
                 .lock()
@@ -32,7 +32,7 @@ impl Store {
     /// Creates the user or replaces its password; existing sessions of the
     /// user end, since a reset password must lock out whoever had the old one.
     pub fn set_password(&self, username: &str, hash: &str) -> Result<()> {
-        in_op("set_password", || {
+        self.op("set_password", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             tx.execute(
@@ -47,7 +47,7 @@ impl Store {
     }
 
     pub fn create_session(&self, token_mac: &str, username: &str, expires_at: i64) -> Result<()> {
-        in_op("create_session", || {
+        self.op("create_session", || {
             self.conn.lock().execute(
                 "INSERT INTO sessions (token_mac, username, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)",
                 params![token_mac, username, now_ms(), expires_at],
@@ -58,7 +58,7 @@ impl Store {
 
     /// The user of a live session.
     pub fn session_user(&self, token_mac: &str) -> Result<Option<String>> {
-        in_op("session_user", || {
+        self.op("session_user", || {
             Ok(self
                 .conn
                 .lock()
@@ -72,7 +72,7 @@ impl Store {
     }
 
     pub fn delete_session(&self, token_mac: &str) -> Result<()> {
-        in_op("delete_session", || {
+        self.op("delete_session", || {
             self.conn
                 .lock()
                 .execute("DELETE FROM sessions WHERE token_mac = ?1", [token_mac])?;
@@ -84,7 +84,7 @@ impl Store {
     /// setup page): the check and the insert are one statement, so two
     /// racing setups cannot both succeed. Returns whether the user was made.
     pub fn create_first_user(&self, username: &str, hash: &str) -> Result<bool> {
-        in_op("create_first_user", || {
+        self.op("create_first_user", || {
             let n = self.conn.lock().execute(
                 "INSERT INTO users (username, password_hash, created_at)
                  SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM users)",

@@ -136,6 +136,13 @@ impl Mailproc {
         self.child = Some(cmd.spawn().expect("start mailproc"));
     }
 
+    /// Takes `child` as this mailproc: a test that starts the binary its
+    /// own way (in a mount namespace, say) whose pid is the binary's (the
+    /// wrapper `exec`s it), logging to `stderr.log` of the directory.
+    pub fn adopt(&mut self, child: Child) {
+        self.child = Some(child);
+    }
+
     /// The test's failpoints, and [`NO_DNS`] always.
     fn failpoints(&self) -> String {
         let given = self
