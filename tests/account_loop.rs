@@ -189,6 +189,86 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
     assert_eq!(log.matches("acct: connected to").count(), 1, "{log}");
 }
 
+/// Found by an audit of the binary: the correction check searched the
+/// recorded Message-ID, which is not always the field's text (a field
+/// without angle brackets is recorded with them, a control character as
+/// U+FFFD, a long one cut at 1,000 characters), found nothing and called
+/// the message deleted. The search now takes the plain text of the id and
+/// checks the hits against the record; a message in the destination whose
+/// Message-ID holds another's is not taken for it.
+#[test]
+fn corrections_find_messages_whose_message_id_the_record_does_not_quote() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Newsletters");
+    let yaml = config(
+        &d,
+        "",
+        &format!(
+            "    folders: {{ watch: [INBOX], allowed: [Receipts, Newsletters], create: false }}\n    \
+             learned: {{ enabled: true }}\n{SHOP_RULES}"
+        ),
+    );
+    let long = format!("long-{}@shop.example", "x".repeat(1500));
+    let ids: [(&str, Vec<u8>); 3] = [
+        ("bare", b"no-brackets-1@shop.example".to_vec()),
+        ("ctl", b"<ctl-\x01-part@shop.example>".to_vec()),
+        ("long", format!("<{long}>").into_bytes()),
+    ];
+    for (i, (tag, id)) in ids.iter().enumerate() {
+        let mut m = format!(
+            "From: Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
+             Subject: Your receipt {tag}\r\nDate: Sat, 21 Nov 2026 10:0{i}:00 +0000\r\nMessage-ID: "
+        )
+        .into_bytes();
+        m.extend_from_slice(id);
+        m.extend_from_slice(b"\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n");
+        d.seed("test", "INBOX", &m);
+    }
+    // In the folder the user files into: a message whose Message-ID holds
+    // the bare one's text.
+    d.seed(
+        "test",
+        "Newsletters",
+        b"From: x@y.example\r\nSubject: decoy\r\nMessage-ID: <old-no-brackets-1@shop.example.decoy>\r\n\r\nx\r\n",
+    );
+    let m = Mailproc::start(&yaml);
+    m.wait_for(Duration::from_secs(30), "the receipts sorted", || {
+        (entries(&m, "")
+            .iter()
+            .filter(|e| e["model"] == "rules:shop" && e["status"] == "ok")
+            .count()
+            == 3)
+            .then_some(())
+    });
+    for part in ["no-brackets-1@shop.example>", "ctl-", "long-xxx"] {
+        let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+        let mut c = imap::Client::new(tcp);
+        c.read_greeting().unwrap();
+        let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+        s.select("Receipts").unwrap();
+        let part = part.trim_end_matches('>');
+        let uids = s
+            .uid_search(format!("HEADER Message-ID \"{part}\""))
+            .unwrap();
+        assert_eq!(uids.len(), 1, "{part}: {uids:?}");
+        s.uid_mv(uids.into_iter().next().unwrap().to_string(), "Newsletters")
+            .unwrap();
+        s.logout().unwrap();
+    }
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("later1", "URGENT: after the re-files"),
+    );
+    wait_entry(&m, "<later1@mailproc.test>");
+    m.wait_for(Duration::from_secs(20), "three corrections", || {
+        (metric(&m, "mailproc_corrections_total{account=\"acct\"}") == 3.0).then_some(())
+    });
+    let log = m.log();
+    assert!(!log.contains("(deleted)"), "{log}");
+}
+
 /// Item 15, its last part: a server whose sessions break right after the
 /// login (here a relay in front of Dovecot cuts each session when it first
 /// opens a mailbox, after the account reached "connected") is retried ever

@@ -413,17 +413,69 @@ pub(super) fn quoted(s: &str) -> Option<String> {
         .then(|| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")))
 }
 
-/// `HEADER Message-ID <id>` for `UID SEARCH`. The Message-ID is unfolded
-/// first (a folded header keeps its CRLF after parsing; servers search
-/// the unfolded value), then encoded by [`imap_string`]. An empty one is
-/// refused: it would match every message.
+/// `HEADER Message-ID <term>` for `UID SEARCH` of the message recorded
+/// with Message-ID `id`. A record's Message-ID is not always the field's
+/// text (mail-parser drops the angle brackets and the record adds them
+/// back, also to a field that had none; a control character is recorded
+/// as U+FFFD, an 8-bit one decoded; a long one is cut), and `SEARCH
+/// HEADER` matches a part of the field: so the term is the longest run
+/// of plain printable ASCII of the recorded id without its brackets, and
+/// the hits are checked with [`with_message_id`]. A term under 6
+/// characters is refused: it would match too much to be checked.
 pub(super) fn search_message_id(id: &str, caps: &Caps) -> Result<String, String> {
-    let unfolded: String = id.chars().filter(|c| *c != '\r' && *c != '\n').collect();
-    if unfolded.trim().is_empty() {
+    let core = id
+        .strip_prefix('<')
+        .and_then(|c| c.strip_suffix('>'))
+        .unwrap_or(id);
+    // A folded Message-ID's line break is not part of it.
+    let core: String = core.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+    let term = core
+        .split(|c: char| !(c.is_ascii_graphic() || c == ' '))
+        .max_by_key(|run| run.len())
+        .unwrap_or("")
+        .trim();
+    if term.is_empty() {
         return Err("it has no Message-ID to search by".into());
     }
-    let s = imap_string(&unfolded, caps).map_err(|e| format!("its Message-ID {e}"))?;
+    if term.len() < 6 {
+        return Err(format!(
+            "its Message-ID {id:?} has too little plain text to search by"
+        ));
+    }
+    let s = imap_string(term, caps).map_err(|e| format!("its Message-ID {e}"))?;
     Ok(format!("HEADER Message-ID {s}"))
+}
+
+/// Of `hits`, the answer to a [`search_message_id`] search, the UIDs of
+/// the messages whose Message-ID, read as records read it, is `id`
+/// (ascending; the newest 100 hits are read). The search matches a part
+/// of the field, so another message's longer Message-ID holding this one
+/// is a hit, and is dropped here.
+pub(super) fn with_message_id(
+    s: &mut Session,
+    id: &str,
+    hits: HashSet<u32>,
+) -> imap::error::Result<Vec<u32>> {
+    let mut hits: Vec<u32> = hits.into_iter().collect();
+    hits.sort_unstable();
+    let newest = &hits[hits.len().saturating_sub(100)..];
+    if newest.is_empty() {
+        return Ok(Vec::new());
+    }
+    let fetched = s.uid_fetch(
+        uid_set(newest),
+        "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])",
+    )?;
+    let mut same: Vec<u32> = fetched
+        .iter()
+        .filter_map(|f| {
+            let e = crate::email::Email::parse_headers(f.header()?)?;
+            (e.message_id == id).then_some(f.uid?)
+        })
+        .collect();
+    same.sort_unstable();
+    same.dedup();
+    Ok(same)
 }
 
 #[cfg(test)]
@@ -506,12 +558,26 @@ mod tests {
             .contains("LITERAL+"));
         assert!(imap_string(&"é".repeat(3000), &caps(4096)).is_err());
         assert!(imap_string("é", &caps(4096)).is_ok());
-        // A folded Message-ID is unfolded before it is searched for.
+        // A folded Message-ID is unfolded before it is searched for, and
+        // searched without the brackets a record adds.
         assert_eq!(
             search_message_id("<abc\r\n def@x>", &caps(0)).unwrap(),
-            "HEADER Message-ID \"<abc def@x>\""
+            "HEADER Message-ID \"abc def@x\""
         );
         assert!(search_message_id("\r\n", &plus).is_err());
+        // Only the longest run of plain ASCII: a control character was
+        // recorded as U+FFFD, an 8-bit one decoded.
+        assert_eq!(
+            search_message_id("<a\u{FFFD}b-long-enough@x.example>", &caps(0)).unwrap(),
+            "HEADER Message-ID \"b-long-enough@x.example\""
+        );
+        assert_eq!(
+            search_message_id("<ünïcode-1234@exämple>", &caps(0)).unwrap(),
+            "HEADER Message-ID \"code-1234@ex\""
+        );
+        assert!(search_message_id("<é\u{FFFD}ab@c>", &plus)
+            .unwrap_err()
+            .contains("too little plain text"));
     }
 
     #[test]

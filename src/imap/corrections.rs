@@ -180,7 +180,10 @@ impl Runner {
                     continue;
                 }
             };
-            let found = match s.uid_search(&query) {
+            let found = match s
+                .uid_search(&query)
+                .and_then(|h| super::commands::with_message_id(s, message_id, h))
+            {
                 Ok(found) => found,
                 Err(e) => return Ok(Err(format!("searching {folder:?}: {}", session_fatal(e)?))),
             };
