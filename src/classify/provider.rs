@@ -238,17 +238,11 @@ impl Provider {
     /// The request for a JSON answer: `messages` is the system message,
     /// then the conversation.
     /// `text` with the API key and the URL's password (where set) masked.
-    fn without_secrets(&self, mut text: String) -> String {
+    fn without_secrets(&self, text: String) -> String {
         let c = &self.config;
-        let password = url::Url::parse(&c.url)
-            .ok()
-            .and_then(|u| u.password().map(str::to_string));
-        for secret in [c.api_key.clone(), password].into_iter().flatten() {
-            if secret.len() >= 4 && text.contains(&secret) {
-                text = text.replace(&secret, crate::config::MASK);
-            }
-        }
-        text
+        let mut secrets = crate::agent::url_secrets(&c.url);
+        secrets.extend(c.api_key.clone());
+        crate::agent::mask_secrets(text, &secrets)
     }
 
     fn json_body(&self, response_format: Option<Value>, messages: &[(&str, String)]) -> Value {

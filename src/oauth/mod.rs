@@ -225,13 +225,31 @@ impl Client {
             .read_to_string()
             .map_err(|e| OAuthError::Transport(format!("{url}: reading the answer: {e}")))?;
         if (200..300).contains(&status) {
+            // A grant holds fresh secrets of its own: read, never quoted.
             return serde_json::from_str(&text).map_err(|e| {
                 OAuthError::BadAnswer(format!(
                     "{url}: HTTP {status} without a usable JSON answer: {e}"
                 ))
             });
         }
-        let answer = serde_json::from_str::<ErrorAnswer>(&text);
+        // A refusal is quoted in `lastError`, logs and webhooks: a server
+        // (or a proxy) that echoes the request must not carry the refresh
+        // token, the client secret or a device code there.
+        let secrets: Vec<String> = form
+            .iter()
+            .filter(|(k, _)| !matches!(*k, "grant_type" | "client_id" | "scope"))
+            .map(|(_, v)| v.to_string())
+            .chain(crate::agent::url_secrets(url))
+            .collect();
+        let text = crate::agent::mask_secrets(text, &secrets);
+        // Masked again once parsed: JSON may have escaped a secret's
+        // characters (`\/` for `/`).
+        let answer = serde_json::from_str::<ErrorAnswer>(&text).map(|a| ErrorAnswer {
+            error: crate::agent::mask_secrets(a.error, &secrets),
+            error_description: a
+                .error_description
+                .map(|d| crate::agent::mask_secrets(d, &secrets)),
+        });
         if status == 429 || status >= 500 {
             // Busy or down, whatever the body says (often an HTML page):
             // worth trying again, never the operator's problem.
@@ -457,6 +475,57 @@ mod tests {
         assert_eq!(g("-5"), None);
         assert_eq!(g("\"soon\""), None);
         assert_eq!(g("null"), None);
+    }
+
+    /// Found by an audit of the binary: a token endpoint (or a proxy) that
+    /// quotes the request back put the refresh token and the client
+    /// secret in `lastError`, the logs and the webhooks.
+    #[test]
+    fn a_refusal_that_echoes_the_request_is_quoted_without_its_secrets() {
+        use std::io::Read;
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://127.0.0.1:{}/token",
+            server.server_addr().to_ip().unwrap().port()
+        );
+        let t = std::thread::spawn(move || {
+            for status in [400, 503] {
+                let mut req = server.recv().unwrap();
+                let mut form = String::new();
+                req.as_reader().read_to_string(&mut form).unwrap();
+                // The body as sent, and as JSON escapes it once decoded.
+                let decoded: String = url::form_urlencoded::parse(form.as_bytes())
+                    .map(|(k, v)| format!("{k}={v} "))
+                    .collect();
+                let body = serde_json::json!({
+                    "error": "invalid_grant",
+                    "error_description": format!("you sent {form} i.e. {decoded}"),
+                })
+                .to_string()
+                .replace('/', "\\/");
+                let _ =
+                    req.respond(tiny_http::Response::from_string(body).with_status_code(status));
+            }
+        });
+        let c = Client::new(&OAuth2Config {
+            token_url: Some(url),
+            client_id: "my-client-id".into(),
+            client_secret: Some("CLIENT-SECRET+4242/x".into()),
+            refresh_token: None,
+            ..serde_json::from_str::<OAuth2Config>(r#"{"client_id":"x"}"#).unwrap()
+        })
+        .unwrap();
+        for _ in 0..2 {
+            let e = c
+                .refresh("1//0REFRESH-token/7777+x")
+                .unwrap_err()
+                .to_string();
+            for secret in ["REFRESH", "7777", "CLIENT-SECRET", "4242"] {
+                assert!(!e.contains(secret), "{secret} in {e}");
+            }
+            assert!(e.contains("my-client-id") && e.contains("********"), "{e}");
+        }
+        t.join().unwrap();
     }
 
     #[test]
