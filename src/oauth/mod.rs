@@ -482,7 +482,6 @@ mod tests {
     /// secret in `lastError`, the logs and the webhooks.
     #[test]
     fn a_refusal_that_echoes_the_request_is_quoted_without_its_secrets() {
-        use std::io::Read;
         let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
         let url = format!(
             "http://127.0.0.1:{}/token",
