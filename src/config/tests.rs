@@ -669,3 +669,27 @@ fn actions_round_trip_as_spec_objects() {
         "{e}"
     );
 }
+
+/// Found by an audit of the binary: a key with another key's value was
+/// accepted and never used (the first key of that value is the one found).
+#[test]
+fn a_key_value_is_one_grant() {
+    let e = parse_str(
+        "server: { auth_token: abcdefghijklmnopqrstuv }\n\
+         dashboard: { api_keys: [ { name: a, key: 0123456789abcdef, permissions: [read:stats] },\n\
+           { name: b, key: 0123456789abcdef, permissions: ['*'] },\n\
+           { name: c, key: abcdefghijklmnopqrstuv } ] }\n",
+    )
+    .unwrap_err();
+    for want in [
+        "dashboard.api_keys[1].key: the same key as dashboard.api_keys[0] (\"a\"); each key must be its own",
+        "dashboard.api_keys[2].key: the same as server.auth_token; each key must be its own",
+    ] {
+        assert!(e.problems.iter().any(|p| p == want), "{want}: {:#?}", e.problems);
+    }
+    assert!(
+        !e.problems.iter().any(|p| p.contains("0123456789abcdef")),
+        "a key's value in a problem: {:#?}",
+        e.problems
+    );
+}

@@ -204,6 +204,21 @@ pub fn validate(c: &Config) -> Vec<String> {
         if let Some(e) = unsendable(&k.key) {
             p.push(format!("{at}.key: {e}"));
         }
+        // A bearer token names one grant: a second key with the same value
+        // (or the auth_token's) would never be the one found.
+        if let Some(first) = c.dashboard.api_keys[..i]
+            .iter()
+            .position(|o| !k.key.is_empty() && k.key != super::MASK && o.key == k.key)
+        {
+            p.push(format!(
+                "{at}.key: the same key as dashboard.api_keys[{first}] ({:?}); each key must be its own",
+                c.dashboard.api_keys[first].name
+            ));
+        } else if !k.key.is_empty() && c.server.auth_token.as_deref() == Some(k.key.as_str()) {
+            p.push(format!(
+                "{at}.key: the same as server.auth_token; each key must be its own"
+            ));
+        }
         // An empty list reads as "no restriction" to some and grants
         // nothing: say which it is instead of starting a useless key.
         if k.permissions.is_empty() {
