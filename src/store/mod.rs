@@ -664,13 +664,28 @@ impl Store {
         self.op("prune", || {
             let age = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
             let cutoff = now_ms().saturating_sub(age);
-            let conn = self.conn.lock();
-            let n = conn.execute(
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            // The statistics are not the activity log: "all time" and a
+            // removed account's counts outlive the rows retention prunes.
+            // The deletes' triggers take the pruned rows out of the daily
+            // counts; the counts of those days are put back as they were
+            // (nothing else writes in this transaction).
+            tx.execute(
+                "CREATE TEMP TABLE pruned_stats AS SELECT * FROM stats_daily WHERE day <= ?1",
+                [cutoff.div_euclid(86_400_000)],
+            )?;
+            let n = tx.execute(
                 "DELETE FROM emails WHERE processed_at < ?1 AND status NOT IN ('pending', 'retrying')",
                 [cutoff],
             )?;
-            conn.execute("DELETE FROM webhook_deliveries WHERE at < ?1", [cutoff])?;
-            conn.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])?;
+            tx.execute_batch(
+                "INSERT OR REPLACE INTO stats_daily SELECT * FROM temp.pruned_stats;
+                 DROP TABLE temp.pruned_stats;",
+            )?;
+            tx.execute("DELETE FROM webhook_deliveries WHERE at < ?1", [cutoff])?;
+            tx.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])?;
+            tx.commit()?;
             Ok(n)
         })
     }

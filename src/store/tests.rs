@@ -627,6 +627,29 @@ fn step_5_takes_undo_rows_out_of_the_counts_and_indexes_senders() {
     assert_eq!(found, 2);
 }
 
+/// Found by an audit of the binary: retention pruned the statistics with
+/// the rows, so "all time" meant the last 90 days and a removed account's
+/// counts vanished.
+#[test]
+fn prune_keeps_the_statistics() {
+    let s = Store::open_in_memory().unwrap();
+    s.insert_history(&meta(1), &ok(vec![Action::Read]), 1)
+        .unwrap();
+    s.insert_history(&meta(2), &ok(vec![Action::Read]), 2)
+        .unwrap();
+    s.insert_history(&meta(3), &ok(vec![Action::Read]), now_ms())
+        .unwrap();
+    let before = s.stats(None, None).unwrap();
+    assert_eq!(before.total_processed, 3);
+    assert_eq!(s.prune(Duration::from_secs(3600)).unwrap(), 2);
+    let after = s.stats(None, None).unwrap();
+    assert_eq!(after.total_processed, 3);
+    assert_eq!(after.by_action.get("read"), Some(&3));
+    assert_eq!(after.by_account.get("a"), Some(&3));
+    // The rows themselves are gone.
+    assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 1);
+}
+
 #[test]
 fn prune_keeps_pending_work() {
     let s = Store::open_in_memory().unwrap();
