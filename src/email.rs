@@ -70,9 +70,9 @@ impl Email {
         } else {
             HEADER_PARSER.parse_headers(raw)?
         };
-        if msg.headers().is_empty() {
-            return None;
-        }
+        // A message with no header field at all (a blank line, then a
+        // body) is RFC 5322 all the same: its fields are empty, as the
+        // header-only parse of the rules' path reads them.
         let addr = |a: Option<&mail_parser::Address<'_>>| -> Vec<String> {
             a.map(|a| {
                 a.iter()
@@ -229,6 +229,13 @@ mod tests {
 
     /// Encoded words decode to any bytes: a NUL, a lone CR or an escape in
     /// a subject or a Message-ID is not recorded as such.
+    #[test]
+    fn a_message_without_header_fields_is_a_message() {
+        let e = Email::parse(b"\r\njust a body, no header\r\n").expect("parsed");
+        assert!(e.subject.is_empty() && e.from.is_empty() && e.message_id.is_empty());
+        assert!(e.body.contains("just a body"), "{:?}", e.body);
+    }
+
     #[test]
     fn control_characters_never_reach_a_subject_or_a_message_id() {
         let raw = b"From: =?utf-8?q?Eve?= <eve@example.com>\r\n\
