@@ -246,12 +246,19 @@ impl Live {
                 Err(e) => log::error!("provider {}: {e}; keeping the previous one", p.name),
             }
         }
+        let metrics = &self.deps.metrics;
         fleet.providers.retain(|name, _| {
-            new.config
+            let kept = new
+                .config
                 .classifier
                 .providers
                 .iter()
-                .any(|p| &p.name == name)
+                .any(|p| &p.name == name);
+            if !kept {
+                // Its series go with it, as a removed account's do.
+                metrics.remove_provider(name);
+            }
+            kept
         });
 
         // Stop what is gone or changed; all of them at once. Each finishes

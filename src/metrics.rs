@@ -286,6 +286,13 @@ impl Metrics {
         }
     }
 
+    /// Removes a provider's series (it left the configuration).
+    pub fn remove_provider(&self, provider: &str) {
+        for kind in TOKEN_KINDS {
+            let _ = self.llm_tokens.remove_label_values(&[provider, kind]);
+        }
+    }
+
     /// Makes a configured provider's token series visible from the start,
     /// at zero (a provider may not report usage until its first answer).
     pub fn init_provider(&self, provider: &str) {

@@ -595,3 +595,26 @@ fn a_rename_is_a_new_account_and_the_log_says_so() {
             .then_some(())
     });
 }
+
+/// Found by an audit of the binary: a provider removed from the
+/// configuration kept its `mailproc_llm_tokens_total` series until a
+/// restart (a removed account's go at once).
+#[test]
+fn a_removed_providers_series_go_with_it() {
+    let mut m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}}, auth_token: {TOKEN} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  providers:\n    - {{ name: kept, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m }}\n    \
+         - {{ name: gone, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m }}\n"
+    ));
+    let metrics = get(&m, "/metrics").text;
+    assert!(metrics.contains("provider=\"gone\""), "{metrics}");
+    m.write_config(&format!(
+        "server: {{ port: {{PORT}}, auth_token: {TOKEN} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  providers:\n    - {{ name: kept, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m }}\n"
+    ));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the series gone", || {
+        (!get(&m, "/metrics").text.contains("provider=\"gone\"")).then_some(())
+    });
+    assert!(get(&m, "/metrics").text.contains("provider=\"kept\""));
+}

@@ -20,7 +20,8 @@ pub fn backup_path(path: &Path) -> PathBuf {
 
 /// Replaces the file at `path` with `text`: the old file is kept as
 /// [`backup_path`], the new one gets the old one's permissions, and at no
-/// moment is there a partial file at `path`.
+/// moment is there a partial file at `path`. A file that already reads
+/// `text` is left as it is, and so is its backup.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -49,6 +50,11 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         result
     };
     if let Ok(previous) = fs::read(path) {
+        // The same text again (a GET put back unchanged): nothing to write,
+        // and the backup keeps the version before it.
+        if previous == text.as_bytes() {
+            return Ok(());
+        }
         write(&backup_path(path), &previous)?;
     }
     write(path, text.as_bytes())?;
@@ -82,6 +88,12 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
             .collect();
         assert!(leftovers.is_empty());
+        // The same text again keeps the backup of the version before.
+        write_atomically(&path, "new: 2\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.join("config.yaml.bak")).unwrap(),
+            "old: 1\n"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }
