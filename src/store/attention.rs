@@ -235,11 +235,16 @@ mod tests {
             .by_action
             .keys()
             .all(|k| !k.starts_with('_')));
-        // Deleting rows takes their counts out again.
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        s.prune(std::time::Duration::ZERO).unwrap();
+        // Deleting rows takes their counts out again (then undone)...
+        s.test_sql("SAVEPOINT gone; DELETE FROM emails;");
         assert!(s.rule_hits("a", None).unwrap().is_empty());
         assert!(s.decisions_per_day(0).unwrap().is_empty());
+        s.test_sql("ROLLBACK TO gone; RELEASE gone;");
+        // ...but retention prunes the rows, not the counts.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        s.prune(std::time::Duration::ZERO).unwrap();
+        assert_eq!(s.rule_hits("a", Some(day)).unwrap(), hits);
+        assert_eq!(s.stats(None, None).unwrap().total_processed, 7);
     }
 
     #[test]
