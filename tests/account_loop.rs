@@ -210,10 +210,13 @@ fn corrections_find_messages_whose_message_id_the_record_does_not_quote() {
         ),
     );
     let long = format!("long-{}@shop.example", "x".repeat(1500));
-    let ids: [(&str, Vec<u8>); 3] = [
+    let ids: [(&str, Vec<u8>); 5] = [
         ("bare", b"no-brackets-1@shop.example".to_vec()),
         ("ctl", b"<ctl-\x01-part@shop.example>".to_vec()),
         ("long", format!("<{long}>").into_bytes()),
+        // Short, and UTF-8 (RFC 6532): searched whole, as before.
+        ("short", b"<s@b.c>".to_vec()),
+        ("utf8", "<ünïcödé-1@éxämplé.jp>".as_bytes().to_vec()),
     ];
     for (i, (tag, id)) in ids.iter().enumerate() {
         let mut m = format!(
@@ -238,20 +241,19 @@ fn corrections_find_messages_whose_message_id_the_record_does_not_quote() {
             .iter()
             .filter(|e| e["model"] == "rules:shop" && e["status"] == "ok")
             .count()
-            == 3)
+            == 5)
             .then_some(())
     });
-    for part in ["no-brackets-1@shop.example>", "ctl-", "long-xxx"] {
+    for tag in ["bare", "ctl", "long", "short", "utf8"] {
         let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
         let mut c = imap::Client::new(tcp);
         c.read_greeting().unwrap();
         let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
         s.select("Receipts").unwrap();
-        let part = part.trim_end_matches('>');
         let uids = s
-            .uid_search(format!("HEADER Message-ID \"{part}\""))
+            .uid_search(format!("SUBJECT \"Your receipt {tag}\""))
             .unwrap();
-        assert_eq!(uids.len(), 1, "{part}: {uids:?}");
+        assert_eq!(uids.len(), 1, "{tag}: {uids:?}");
         s.uid_mv(uids.into_iter().next().unwrap().to_string(), "Newsletters")
             .unwrap();
         s.logout().unwrap();
@@ -262,8 +264,8 @@ fn corrections_find_messages_whose_message_id_the_record_does_not_quote() {
         &msg("later1", "URGENT: after the re-files"),
     );
     wait_entry(&m, "<later1@mailproc.test>");
-    m.wait_for(Duration::from_secs(20), "three corrections", || {
-        (metric(&m, "mailproc_corrections_total{account=\"acct\"}") == 3.0).then_some(())
+    m.wait_for(Duration::from_secs(20), "five corrections", || {
+        (metric(&m, "mailproc_corrections_total{account=\"acct\"}") == 5.0).then_some(())
     });
     let log = m.log();
     assert!(!log.contains("(deleted)"), "{log}");

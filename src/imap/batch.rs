@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::commands::{search_message_id, set_max, uid_pieces, uid_set, with_message_id};
+use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
 use super::flags::Wanted;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::state::{Failure, Item, Policy, State};
@@ -480,14 +480,13 @@ impl Runner {
                     let Ok(query) = search_message_id(id, caps) else {
                         continue;
                     };
-                    let hits: Vec<u32> =
-                        match s.uid_search(query).and_then(|h| with_message_id(s, id, h)) {
-                            Ok(hits) => hits.into_iter().filter(|h| !claimed.contains(h)).collect(),
-                            Err(e) => {
-                                session_fatal(e)?;
-                                continue;
-                            }
-                        };
+                    let hits: Vec<u32> = match query.run(s) {
+                        Ok(hits) => hits.into_iter().filter(|h| !claimed.contains(h)).collect(),
+                        Err(e) => {
+                            session_fatal(e)?;
+                            continue;
+                        }
+                    };
                     if hits.is_empty() {
                         continue;
                     }

@@ -413,49 +413,90 @@ pub(super) fn quoted(s: &str) -> Option<String> {
         .then(|| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")))
 }
 
-/// `HEADER Message-ID <term>` for `UID SEARCH` of the message recorded
-/// with Message-ID `id`. A record's Message-ID is not always the field's
-/// text (mail-parser drops the angle brackets and the record adds them
-/// back, also to a field that had none; a control character is recorded
-/// as U+FFFD, an 8-bit one decoded; a long one is cut), and `SEARCH
-/// HEADER` matches a part of the field: so the term is the longest run
-/// of plain printable ASCII of the recorded id without its brackets, and
-/// the hits are checked with [`with_message_id`]. A term under 6
-/// characters is refused: it would match too much to be checked.
-pub(super) fn search_message_id(id: &str, caps: &Caps) -> Result<String, String> {
+/// How to find the message recorded with Message-ID `id` in the selected
+/// folder: [`ByMessageId::run`]. A record's Message-ID is not always the
+/// field's text (mail-parser drops the angle brackets and the record adds
+/// them back, also to a field that had none; a control character is
+/// recorded as U+FFFD; an 8-bit one decoded; a long one cut at 1,000
+/// characters), and `SEARCH HEADER` matches a part of the field. So the
+/// searches are for the id without its brackets (when nothing of it was
+/// replaced), then for its longest run of plain printable ASCII (6
+/// characters at least), and every hit is checked against the record.
+pub(super) fn search_message_id(id: &str, caps: &Caps) -> Result<ByMessageId, String> {
     let core = id
         .strip_prefix('<')
         .and_then(|c| c.strip_suffix('>'))
         .unwrap_or(id);
     // A folded Message-ID's line break is not part of it.
     let core: String = core.chars().filter(|c| *c != '\r' && *c != '\n').collect();
-    let term = core
+    if core.trim().is_empty() {
+        return Err("it has no Message-ID to search by".into());
+    }
+    let mut terms: Vec<&str> = Vec::new();
+    if !core.contains('\u{FFFD}') {
+        terms.push(&core);
+    }
+    let ascii = core
         .split(|c: char| !(c.is_ascii_graphic() || c == ' '))
         .max_by_key(|run| run.len())
         .unwrap_or("")
         .trim();
-    if term.is_empty() {
-        return Err("it has no Message-ID to search by".into());
+    if ascii.len() >= 6 && !terms.contains(&ascii) {
+        terms.push(ascii);
     }
-    if term.len() < 6 {
+    if terms.is_empty() {
         return Err(format!(
             "its Message-ID {id:?} has too little plain text to search by"
         ));
     }
-    let s = imap_string(term, caps).map_err(|e| format!("its Message-ID {e}"))?;
-    Ok(format!("HEADER Message-ID {s}"))
+    let mut queries = Vec::new();
+    let mut refused = None;
+    for term in terms {
+        match imap_string(term, caps) {
+            Ok(s) => queries.push(format!("HEADER Message-ID {s}")),
+            Err(e) => {
+                refused.get_or_insert(e);
+            }
+        }
+    }
+    match (queries.is_empty(), refused) {
+        (true, Some(e)) => Err(format!("its Message-ID {e}")),
+        _ => Ok(ByMessageId {
+            id: id.to_string(),
+            queries,
+        }),
+    }
 }
 
-/// Of `hits`, the answer to a [`search_message_id`] search, the UIDs of
-/// the messages whose Message-ID, read as records read it, is `id`
-/// (ascending; the newest 100 hits are read). The search matches a part
-/// of the field, so another message's longer Message-ID holding this one
-/// is a hit, and is dropped here.
-pub(super) fn with_message_id(
-    s: &mut Session,
-    id: &str,
-    hits: HashSet<u32>,
-) -> imap::error::Result<Vec<u32>> {
+/// The searches of [`search_message_id`], in order, and the id the hits
+/// must have.
+#[derive(Debug)]
+pub(super) struct ByMessageId {
+    id: String,
+    queries: Vec<String>,
+}
+
+impl ByMessageId {
+    /// The UIDs (ascending) of the messages of the selected folder whose
+    /// Message-ID, read as records read it, is the record's: the first
+    /// search with such a hit decides.
+    pub(super) fn run(&self, s: &mut Session) -> imap::error::Result<Vec<u32>> {
+        for q in &self.queries {
+            let hits = s.uid_search(q)?;
+            let same = with_message_id(s, &self.id, hits)?;
+            if !same.is_empty() {
+                return Ok(same);
+            }
+        }
+        Ok(Vec::new())
+    }
+}
+
+/// Of `hits`, the UIDs of the messages whose Message-ID, read as records
+/// read it, is `id` (ascending; the newest 100 hits are read). The search
+/// matches a part of the field, so another message's longer Message-ID
+/// holding this one is a hit, and is dropped here.
+fn with_message_id(s: &mut Session, id: &str, hits: HashSet<u32>) -> imap::error::Result<Vec<u32>> {
     let mut hits: Vec<u32> = hits.into_iter().collect();
     hits.sort_unstable();
     let newest = &hits[hits.len().saturating_sub(100)..];
@@ -560,22 +601,37 @@ mod tests {
         assert!(imap_string("é", &caps(4096)).is_ok());
         // A folded Message-ID is unfolded before it is searched for, and
         // searched without the brackets a record adds.
+        let q = |id: &str, c: &Caps| search_message_id(id, c).map(|b| b.queries);
         assert_eq!(
-            search_message_id("<abc\r\n def@x>", &caps(0)).unwrap(),
-            "HEADER Message-ID \"abc def@x\""
+            q("<abc\r\n def@x>", &caps(0)).unwrap(),
+            ["HEADER Message-ID \"abc def@x\""]
         );
-        assert!(search_message_id("\r\n", &plus).is_err());
-        // Only the longest run of plain ASCII: a control character was
-        // recorded as U+FFFD, an 8-bit one decoded.
+        assert!(q("\r\n", &plus).is_err());
+        // A short one is searched whole (the hits are checked).
         assert_eq!(
-            search_message_id("<a\u{FFFD}b-long-enough@x.example>", &caps(0)).unwrap(),
-            "HEADER Message-ID \"b-long-enough@x.example\""
+            q("<a@b.c>", &caps(0)).unwrap(),
+            ["HEADER Message-ID \"a@b.c\""]
         );
+        // A control character was recorded as U+FFFD: the longest run of
+        // plain ASCII only.
         assert_eq!(
-            search_message_id("<ünïcode-1234@exämple>", &caps(0)).unwrap(),
-            "HEADER Message-ID \"code-1234@ex\""
+            q("<a\u{FFFD}b-long-enough@x.example>", &caps(0)).unwrap(),
+            ["HEADER Message-ID \"b-long-enough@x.example\""]
         );
-        assert!(search_message_id("<é\u{FFFD}ab@c>", &plus)
+        // Non-ASCII: whole as a literal, then the plain ASCII.
+        assert_eq!(
+            q("<ünïcode-1234@exämple>", &plus).unwrap(),
+            [
+                "HEADER Message-ID {23+}\r\nünïcode-1234@exämple".to_string(),
+                "HEADER Message-ID \"code-1234@ex\"".to_string()
+            ]
+        );
+        // Without LITERAL+ the literal cannot go; the ASCII run still can.
+        assert_eq!(
+            q("<ünïcode-1234@exämple>", &caps(0)).unwrap(),
+            ["HEADER Message-ID \"code-1234@ex\""]
+        );
+        assert!(q("<é\u{FFFD}ab@c>", &plus)
             .unwrap_err()
             .contains("too little plain text"));
     }

@@ -180,10 +180,7 @@ impl Runner {
                     continue;
                 }
             };
-            let found = match s
-                .uid_search(&query)
-                .and_then(|h| super::commands::with_message_id(s, message_id, h))
-            {
+            let found = match query.run(s) {
                 Ok(found) => found,
                 Err(e) => return Ok(Err(format!("searching {folder:?}: {}", session_fatal(e)?))),
             };

@@ -9,7 +9,7 @@
 //! [`crate::account::Handle::refile`]): no second connection, no second
 //! login, and no pass looks at the folder between the move and its record.
 
-use super::commands::{search_message_id, with_message_id};
+use super::commands::search_message_id;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::account::{Location, Moved, RefileError};
@@ -154,10 +154,7 @@ impl Runner {
             Ok(q) => q,
             Err(e) => return Ok(Err(e)),
         };
-        match s
-            .uid_search(query)
-            .and_then(|h| with_message_id(s, &t.message_id, h))
-        {
+        match query.run(s) {
             Ok(found) => Ok(Ok(found.into_iter().max())),
             Err(e) => Ok(Err(session_fatal(e)?)),
         }
@@ -243,11 +240,7 @@ impl Runner {
                     Ok(q) => q,
                     Err(e) => return Ok(Err(format!("moved, but cannot find it: {e}"))),
                 };
-                let found = answer!(
-                    s.uid_search(query)
-                        .and_then(|h| with_message_id(s, &t.message_id, h)),
-                    "searching by Message-ID"
-                );
+                let found = answer!(query.run(s), "searching by Message-ID");
                 match found.into_iter().max() {
                     Some(u) => u,
                     None => return Ok(Err(format!("moved, but not found in {to:?}"))),

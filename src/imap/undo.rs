@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use super::commands::{search_message_id, uid_set, with_message_id};
+use super::commands::{search_message_id, uid_set};
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::account::{RefileError as UndoError, RefileTo, Refiled, Undone};
@@ -163,11 +163,7 @@ impl Runner {
                     Ok(q) => q,
                     Err(e) => return Ok(Err(format!("its UID in {dest:?} is unknown and {e}"))),
                 };
-                let found = answer!(
-                    s.uid_search(query)
-                        .and_then(|h| with_message_id(s, &t.message_id, h)),
-                    "searching by Message-ID"
-                );
+                let found = answer!(query.run(s), "searching by Message-ID");
                 match found.into_iter().max() {
                     Some(u) => u,
                     None => return Ok(Err(format!("no message {} in {dest:?}", t.message_id))),
@@ -221,11 +217,7 @@ impl Runner {
                     Ok(q) => q,
                     Err(e) => return Ok(Err(format!("moved back, but cannot find it: {e}"))),
                 };
-                let found = answer!(
-                    s.uid_search(query)
-                        .and_then(|h| with_message_id(s, &t.message_id, h)),
-                    "searching by Message-ID"
-                );
+                let found = answer!(query.run(s), "searching by Message-ID");
                 match found.into_iter().max() {
                     Some(u) => u,
                     None => {
@@ -295,10 +287,7 @@ impl Runner {
                 Ok(Some((v, last))) if v == uidvalidity => last,
                 _ => 0,
             };
-            let back = match s
-                .uid_search(&query)
-                .and_then(|h| with_message_id(s, &t.message_id, h))
-            {
+            let back = match query.run(s) {
                 Ok(found) => found.into_iter().filter(|u| *u > seen).max(),
                 Err(e) => {
                     log::warn!(
