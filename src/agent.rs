@@ -67,35 +67,73 @@ pub fn retry_after(headers: &ureq::http::HeaderMap, cap: Duration) -> Option<Dur
 }
 
 /// `text` (a server's answer, quoted in records, logs and webhooks) with
-/// each of `secrets` masked as [`crate::config::MASK`]: as written, as a
-/// form or a URL would carry it (percent-encoded; `+` for a space), and
-/// base64-encoded (an `Authorization: Basic` header a server echoes). A
-/// secret under 4 characters is left alone (it would mask half the text).
+/// each of `secrets` masked as [`crate::config::MASK`], however the server
+/// wrote it back: as sent, each character as itself or percent-encoded
+/// (either case of hex; a space as `+`), escaped by JSON (`\/`, `\"`,
+/// `\uXXXX`), and base64-encoded whole (an `Authorization: Basic` header
+/// echoed). A secret under 4 characters is left alone (it would mask half
+/// the text).
 pub fn mask_secrets(mut text: String, secrets: &[String]) -> String {
     use base64::Engine;
-    let mut forms: Vec<String> = Vec::new();
-    for secret in secrets.iter().filter(|s| s.len() >= 4) {
-        forms.push(secret.clone());
-        forms.push(url::form_urlencoded::byte_serialize(secret.as_bytes()).collect());
-        forms.push(
-            percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
-                .to_string(),
-        );
-        forms.push(base64::engine::general_purpose::STANDARD.encode(secret));
+    let mut secrets: Vec<&str> = secrets
+        .iter()
+        .map(String::as_str)
+        .filter(|s| s.chars().count() >= 4)
+        .collect();
+    // The longest first: a shorter secret inside a longer one (a password
+    // inside `user:password`) must not leave the rest showing.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    for secret in &secrets {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
+        if text.contains(&b64) {
+            text = text.replace(&b64, crate::config::MASK);
+        }
     }
-    // The longest first: a shorter form inside a longer one (a password's
-    // base64 inside `user:password`'s) must not leave the rest showing.
-    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
-    for form in forms {
-        if text.contains(&form) {
-            text = text.replace(&form, crate::config::MASK);
+    for secret in secrets {
+        if let Ok(re) = regex::Regex::new(&any_encoding(secret)) {
+            if re.is_match(&text) {
+                text = re.replace_all(&text, crate::config::MASK).into_owned();
+            }
         }
     }
     text
 }
 
+/// A pattern matching `secret` with each character as itself, percent-
+/// encoded, or as JSON escapes it.
+fn any_encoding(secret: &str) -> String {
+    let mut p = String::with_capacity(secret.len() * 24);
+    for c in secret.chars() {
+        let mut alts = vec![regex::escape(c.encode_utf8(&mut [0u8; 4]))];
+        let pct: String = c
+            .encode_utf8(&mut [0u8; 4])
+            .bytes()
+            .map(|b| format!("%(?i:{b:02x})"))
+            .collect();
+        alts.push(pct);
+        match c {
+            ' ' => alts.push(r"\+".into()),
+            '/' => alts.push(r"\\/".into()),
+            '"' => alts.push(r#"\\""#.into()),
+            '\\' => alts.push(r"\\\\".into()),
+            _ => {}
+        }
+        if (c as u32) < 0x1_0000 {
+            alts.push(format!(r"\\u(?i:{:04x})", c as u32));
+        }
+        p.push_str("(?:");
+        p.push_str(&alts.join("|"));
+        p.push(')');
+    }
+    p
+}
+
 /// The secrets a URL carries: its password, the `user:password` of its
-/// user-info (what `Authorization: Basic` sends), and its query values.
+/// user-info (what `Authorization: Basic` sends), and the values of its
+/// query parameters that look like credentials (a name with `key`,
+/// `token`, `secret`, `sig`, `pass`, `auth`, `code` or `cred`, or a value
+/// of 16 characters or more): `api-version=2024-02-01` is not one.
 pub fn url_secrets(url: &str) -> Vec<String> {
     let Ok(u) = url::Url::parse(url) else {
         return Vec::new();
@@ -107,11 +145,16 @@ pub fn url_secrets(url: &str) -> Vec<String> {
                 .decode_utf8_lossy()
                 .into_owned()
         };
-        out.push(p.to_string());
         out.push(decode(p));
         out.push(format!("{}:{}", decode(u.username()), decode(p)));
     }
-    out.extend(u.query_pairs().map(|(_, v)| v.into_owned()));
+    const NAMES: [&str; 8] = [
+        "key", "token", "secret", "sig", "pass", "auth", "code", "cred",
+    ];
+    out.extend(u.query_pairs().filter_map(|(k, v)| {
+        let k = k.to_ascii_lowercase();
+        (NAMES.iter().any(|n| k.contains(n)) || v.chars().count() >= 16).then(|| v.into_owned())
+    }));
     out
 }
 
@@ -120,16 +163,36 @@ mod mask_tests {
     use super::*;
 
     #[test]
-    fn a_secret_is_masked_raw_encoded_and_in_basic_credentials() {
-        let secrets = vec!["1//0ab+c/d=e f".to_string(), "ab".to_string()];
-        let text = "got refresh_token=1%2F%2F0ab%2Bc%2Fd%3De+f and 1//0ab+c/d=e f; ab stays";
-        let masked = mask_secrets(text.into(), &secrets);
-        assert!(!masked.contains("0ab"), "{masked}");
-        assert!(masked.contains("ab stays"), "{masked}");
-        let url = "http://pu:P%40SS-8@127.0.0.1/v1?key=QUERYKEY-9&x=1";
+    fn a_secret_is_masked_however_it_is_echoed() {
+        let secrets = vec![
+            "1//0ab+c/d=e f".to_string(),
+            "CS~sec.ret/42+z".to_string(),
+            "ab".to_string(),
+        ];
+        for echo in [
+            "1//0ab+c/d=e f",
+            "1%2F%2F0ab%2Bc%2Fd%3De+f",
+            "1%2f%2f0ab%2bc%2fd%3de%20f",
+            "1\\/\\/0ab+c\\/d=e f",
+            "1\\u002f\\u002F0ab+c/d\\u003de f",
+            "CS~sec.ret%2F42%2Bz",
+            "CS%7Esec%2Eret%2f42%2bz",
+            "CS~sec.ret\\/42+z",
+        ] {
+            let masked = mask_secrets(format!("sent [{echo}] ab stays"), &secrets);
+            assert_eq!(masked, "sent [********] ab stays", "{echo}");
+        }
+        let url = "http://pu:P%40SS-8@127.0.0.1/v1?key=QK-9/x&api-version=2024-02-01&format=json";
         let s = url_secrets(url);
         // Basic cHU6UEBTUy04 is base64 of pu:P@SS-8.
-        let masked = mask_secrets("path=/v1?key=QUERYKEY-9 auth=Basic cHU6UEBTUy04".into(), &s);
-        assert_eq!(masked, "path=/v1?key=******** auth=Basic ********");
+        let masked = mask_secrets(
+            "path=/v1?key=QK-9\\/x&api-version=2024-02-01&format=json auth=Basic cHU6UEBTUy04"
+                .into(),
+            &s,
+        );
+        assert_eq!(
+            masked,
+            "path=/v1?key=********&api-version=2024-02-01&format=json auth=Basic ********"
+        );
     }
 }
