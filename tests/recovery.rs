@@ -375,8 +375,19 @@ fn an_undo_cut_between_its_move_and_its_record_is_finished_not_reversed() {
 fn a_full_disk_stops_recording_says_so_and_recovers() {
     let d = Dovecot::start();
     d.seed("test", "INBOX", &msg_with("before", "Invoice before", ""));
+    // Error events only: their deliveries' rows are the last writes that
+    // fail, and none is written once the disk takes writes again (the
+    // regression audit's case: /health stayed 503 until that very
+    // operation ran again).
+    let (port, got) = receiver();
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\n\
+         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/errors\", events: [error] }}\n"
+    );
     let mut m = Mailproc::prepare(
-        &config(&d, None, RULES, "").replace("{DIR}/mailproc.db", "{DIR}/db/mailproc.db"),
+        &config(&d, None, RULES, "")
+            .replace("{DIR}/mailproc.db", "{DIR}/db/mailproc.db")
+            .replace("server: {", &format!("{hooks}server: {{")),
     );
     let db = m.dir.path().join("db");
     std::fs::create_dir(&db).unwrap();
@@ -432,6 +443,9 @@ fn a_full_disk_stops_recording_says_so_and_recovers() {
     });
     let h = m.get("/health");
     assert_eq!(h.status, 503, "{}", h.text);
+    m.wait_for(Duration::from_secs(20), "an error event delivered", || {
+        (!got.lock().unwrap().is_empty()).then_some(())
+    });
     // Nothing acted on that is not recorded.
     let rows = m.get("/api/activity?pageSize=100").body["total"]
         .as_u64()
@@ -442,8 +456,15 @@ fn a_full_disk_stops_recording_says_so_and_recovers() {
         .filter(|x| x.flags.iter().any(|f| f == "\\Flagged"))
         .count() as u64;
     assert!(flagged <= rows, "{flagged} flagged, {rows} recorded");
-    // Space again: every message sorted, once.
+    // Space again: /health says so even before the write that failed is
+    // tried again (the account paused: its records wait)...
+    m.post("/api/accounts/acct/pause", "");
     inside(&format!("rm -f {}", filler.display()));
+    m.wait_for(Duration::from_secs(10), "healthy while paused", || {
+        (m.get("/health").body["database"] == "ok").then_some(())
+    });
+    // ...and every message is sorted, once.
+    m.post("/api/accounts/acct/resume", "");
     m.post("/api/accounts/acct/process", "");
     wait_processed(&m, 301, Duration::from_secs(60));
     m.wait_for(Duration::from_secs(30), "healthy again", || {

@@ -148,6 +148,18 @@ impl From<rusqlite::Error> for StoreError {
 /// The bytes the write-ahead log is cut back to once checkpointed.
 const WAL_SIZE_LIMIT: i64 = 4 << 20;
 
+/// A write that failed for want of the disk: [`Store::trouble`].
+struct Trouble {
+    op: &'static str,
+    why: String,
+    /// The disk was full (see [`Store::op`]).
+    full: bool,
+}
+
+/// The free space that ends a full disk's trouble (see [`Store::freed`]):
+/// twice what the write-ahead log may keep.
+const FREE_AGAIN: u64 = 2 * WAL_SIZE_LIMIT as u64;
+
 fn in_op<T>(op: &'static str, body: impl FnOnce() -> Result<T>) -> Result<T> {
     body().map_err(|e| e.during(op))
 }
@@ -231,10 +243,11 @@ pub struct Store {
     /// see [`Store::check_file`]. None for an in-memory store.
     file: Option<(std::path::PathBuf, (u64, u64))>,
     /// The last operation that failed for want of the disk (full, an I/O
-    /// error, read-only) and what it said, until that operation succeeds:
+    /// error, read-only) and what it said, until it is over (see
+    /// [`Store::op`]):
     /// [`Store::ping`] reports it, so `/health` says what a read cannot
     /// see (a full disk fails writes, never reads).
-    trouble: Mutex<Option<(&'static str, String)>>,
+    trouble: Mutex<Option<Trouble>>,
     /// Whether `trouble` is set: the successful operation's fast path.
     troubled: std::sync::atomic::AtomicBool,
 }
@@ -590,6 +603,14 @@ impl Store {
                 .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
             Ok(())
         })?;
+        if self.troubled.load(std::sync::atomic::Ordering::Acquire) {
+            let mut t = self.trouble.lock();
+            if t.as_ref().is_some_and(|t| t.full) && self.freed() {
+                *t = None;
+                self.troubled
+                    .store(false, std::sync::atomic::Ordering::Release);
+            }
+        }
         match self.trouble() {
             Some(why) => Err(StoreError::new(
                 "ping",
@@ -599,32 +620,69 @@ impl Store {
         }
     }
 
+    /// Whether the file system of the database has room again: free for
+    /// this user, twice what the write-ahead log may keep, or a quarter of
+    /// a file system smaller than that.
+    fn freed(&self) -> bool {
+        let Some((path, _)) = self.file.as_ref() else {
+            return false;
+        };
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let Ok(st) = nix::sys::statvfs::statvfs(dir) else {
+            return false;
+        };
+        let block = st.fragment_size() as u64;
+        let free = st.blocks_available() as u64 * block;
+        let size = st.blocks() as u64 * block;
+        free >= FREE_AGAIN.min(size / 4)
+    }
+
     /// What the last operation that failed for want of the disk said
-    /// (`store: record_decisions: database or disk is full`), until that
-    /// operation next succeeds.
+    /// (`store: record_decisions: database or disk is full`), until it is
+    /// over (see [`Store::op`]).
     pub fn trouble(&self) -> Option<String> {
         use std::sync::atomic::Ordering;
         if !self.troubled.load(Ordering::Acquire) {
             return None;
         }
-        self.trouble.lock().as_ref().map(|(_, why)| why.clone())
+        self.trouble.lock().as_ref().map(|t| t.why.clone())
     }
 
     /// [`in_op`], keeping [`Store::trouble`]: set by a failure for want of
-    /// the disk, cleared when the operation that failed succeeds.
+    /// the disk; once set, ended by an operation that succeeds and wrote
+    /// (the writer's count of changed rows grew): any such operation when
+    /// the cause was an I/O error or a read-only file system, the very
+    /// operation that failed when the disk was full (small writes go
+    /// through again before large ones), or free space again
+    /// ([`Store::ping`]).
     fn op<T>(&self, op: &'static str, body: impl FnOnce() -> Result<T>) -> Result<T> {
         use std::sync::atomic::Ordering;
+        let troubled = self.troubled.load(Ordering::Acquire);
+        let before = troubled.then(|| self.conn.lock().total_changes());
         let r = in_op(op, body);
         match &r {
-            Ok(_) if self.troubled.load(Ordering::Acquire) => {
+            Ok(_) if troubled => {
+                let wrote = before.is_some_and(|b| self.conn.lock().total_changes() > b);
                 let mut t = self.trouble.lock();
-                if t.as_ref().is_some_and(|(o, _)| *o == op) {
+                if wrote && t.as_ref().is_some_and(|t| !t.full || t.op == op) {
                     *t = None;
                     self.troubled.store(false, Ordering::Release);
                 }
             }
             Err(e) if e.is_disk() => {
-                *self.trouble.lock() = Some((op, e.to_string()));
+                let full = matches!(
+                    &e.cause,
+                    Cause::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+                        if f.code == rusqlite::ErrorCode::DiskFull
+                );
+                *self.trouble.lock() = Some(Trouble {
+                    op,
+                    why: e.to_string(),
+                    full,
+                });
                 self.troubled.store(true, Ordering::Release);
             }
             _ => {}
