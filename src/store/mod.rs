@@ -634,9 +634,9 @@ impl Store {
         let Ok(st) = nix::sys::statvfs::statvfs(dir) else {
             return false;
         };
-        let block = st.fragment_size() as u64;
-        let free = st.blocks_available() as u64 * block;
-        let size = st.blocks() as u64 * block;
+        let block = st.fragment_size();
+        let free = st.blocks_available() * block;
+        let size = st.blocks() * block;
         free >= FREE_AGAIN.min(size / 4)
     }
 
