@@ -361,6 +361,7 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
             if read.is_err() || &head != b"SQLite format 3\0" {
                 return Err(format!("{} is not an SQLite database", path.display()));
             }
+            check_contents(path)?;
         }
         _ => {}
     }
@@ -404,24 +405,61 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
 /// tables. A mistyped `storage.path` must not migrate someone's data.
 fn foreign(conn: &Connection) -> Result<()> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    if version != 0 {
-        return Ok(());
-    }
     let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4")?
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    if names.is_empty() {
+    // Migration 1 made both; every later one keeps them.
+    let ours = ["settings", "emails"]
+        .iter()
+        .all(|t| names.iter().any(|n| n == t));
+    if names.is_empty() || (version != 0 && ours) {
         return Ok(());
     }
     Err(StoreError::new(
         "open",
         Cause::Schema(format!(
-            "the file holds another program's tables ({}{}), not mailproc's: name a new file or mailproc's own",
+            "the file holds another program's tables ({}{}){}, not mailproc's: name a new file or mailproc's own",
             names[..names.len().min(3)].join(", "),
-            if names.len() > 3 { ", …" } else { "" }
+            if names.len() > 3 { ", …" } else { "" },
+            if version != 0 {
+                format!(" at schema version {version}")
+            } else {
+                String::new()
+            }
         )),
     ))
+}
+
+/// The file at `path`, when it exists, is mailproc's database (or empty)
+/// and not newer than this mailproc: read without changing anything (no
+/// migration, no journal mode), for `check-config`.
+fn check_contents(path: &Path) -> std::result::Result<(), String> {
+    use rusqlite::OpenFlags;
+    let conn = match Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) {
+        Ok(c) => c,
+        // Not readable this way (a WAL file without its -shm in a directory
+        // this user may not write): `run` will say.
+        Err(_) => return Ok(()),
+    };
+    foreign(&conn).map_err(|e| match e.cause {
+        Cause::Schema(why) => format!("{}: {why}", path.display()),
+        other => format!("{}: {}", path.display(), StoreError::new("read", other)),
+    })?;
+    let version: usize = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap_or(0);
+    if version > MIGRATIONS.len() {
+        return Err(format!(
+            "{}: database schema version {version} is newer than this mailproc ({}); upgrade mailproc",
+            path.display(),
+            MIGRATIONS.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Who the check ran as: an operator checking a file as themselves, not

@@ -111,11 +111,53 @@ fn another_programs_database_is_refused_untouched() {
         )
         .unwrap();
     assert_eq!(tables, 1, "mailproc's tables were added");
+    // Many programs keep a schema version of their own: refused all the
+    // same, untouched, also by `check-config`'s read.
+    for version in [3, 42] {
+        let path = dir.path().join(format!("v{version}.db"));
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(&format!(
+                "CREATE TABLE notes (body TEXT); PRAGMA user_version = {version};"
+            ))
+            .unwrap();
+        }
+        let e = Store::open(&path).err().expect("refused").to_string();
+        assert!(
+            e.contains("another program's tables (notes)")
+                && e.contains(&format!("at schema version {version}, not mailproc's")),
+            "{e}"
+        );
+        let checked = check_path(&path).unwrap_err();
+        assert!(checked.contains("another program's tables"), "{checked}");
+        let mode: String = Connection::open(&path)
+            .unwrap()
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            mode, "delete",
+            "version {version}: its journal mode was changed"
+        );
+    }
+    assert!(check_path(&path)
+        .unwrap_err()
+        .contains("another program's tables"));
+    // A newer mailproc's database: check-config says so too.
+    let newer = dir.path().join("newer.db");
+    Store::open(&newer).unwrap();
+    Connection::open(&newer)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 99;")
+        .unwrap();
+    assert!(check_path(&newer)
+        .unwrap_err()
+        .contains("newer than this mailproc"));
     // An empty file, and mailproc's own database, open as before.
     let fresh = dir.path().join("empty.db");
     std::fs::write(&fresh, b"").unwrap();
     Store::open(&fresh).unwrap();
     drop(Store::open(&fresh).unwrap());
+    check_path(&fresh).unwrap();
 }
 
 #[test]
