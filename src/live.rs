@@ -188,19 +188,30 @@ impl Live {
         if !problems.is_empty() {
             return Err(ChangeError::Invalid(problems));
         }
-        let text = match posted {
-            Some(t) if as_posted == raw => Ok(t.to_string()),
-            Some(t) => crate::config::keep_comments(t, &raw),
-            None => crate::config::keep_comments(
-                &std::fs::read_to_string(&current.path).unwrap_or_default(),
-                &raw,
-            ),
+        let on_disk = std::fs::read_to_string(&current.path).unwrap_or_default();
+        // A tree that reads as the file does (a GET put back as it was) is
+        // not written: the operator's layout stays, and the backup keeps
+        // the version before. Text from the editor is compared as text
+        // (`write_atomically`): a comment is a change there.
+        let same_tree = posted.is_none()
+            && serde_norway::from_str::<serde_norway::Value>(&on_disk).is_ok_and(|v| v == raw);
+        if same_tree {
+            log::info!(
+                "configuration unchanged: {} left as it is",
+                current.path.display()
+            );
+        } else {
+            let text = match posted {
+                Some(t) if as_posted == raw => Ok(t.to_string()),
+                Some(t) => crate::config::keep_comments(t, &raw),
+                None => crate::config::keep_comments(&on_disk, &raw),
+            }
+            .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
+            crate::config::write_atomically(&current.path, &text).map_err(|e| {
+                ChangeError::Write(format!("cannot write {}: {e}", current.path.display()))
+            })?;
+            log::info!("configuration written to {}", current.path.display());
         }
-        .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
-        crate::config::write_atomically(&current.path, &text).map_err(|e| {
-            ChangeError::Write(format!("cannot write {}: {e}", current.path.display()))
-        })?;
-        log::info!("configuration written to {}", current.path.display());
         let loaded = Loaded {
             config,
             raw,

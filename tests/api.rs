@@ -741,6 +741,37 @@ fn logs_limit_stats_account_and_period_are_checked() {
     // Configured, whatever its history.
     let r = m.get_with("/api/stats?account=work&period=day", STATS_KEY);
     assert_eq!(r.status, 200, "{}", r.text);
+    // The activity and its export say the same of a name no one has (an
+    // audit: a typo read as "no activity").
+    for path in [
+        "/api/activity?accountName=nosuch",
+        "/api/export?format=csv&accountName=nosuch",
+    ] {
+        let r = m.get_with(path, TOKEN);
+        assert_eq!(r.status, 404, "{path}: {}", r.text);
+        assert_eq!(
+            r.body,
+            serde_json::json!({"error": "unknown account nosuch"})
+        );
+    }
+    let r = m.get_with("/api/activity?accountName=retired", TOKEN);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["total"], 1, "{}", r.text);
+    // An id in the path is a positive whole number, as the query's are.
+    for id in ["-1", "0", "abc", "1.5", "99999999999999999999"] {
+        for action in ["retry", "undo"] {
+            let path = format!("/api/activity/{id}/{action}");
+            let r = m.post_with(&path, TOKEN, "");
+            assert_eq!(r.status, 400, "{path}: {}", r.text);
+            let e = r.body["error"].as_str().unwrap_or_default();
+            assert!(
+                e.starts_with("id: expected a positive whole number"),
+                "{path}: {e}"
+            );
+        }
+    }
+    let r = m.post_with("/api/activity/123456/retry", TOKEN, "");
+    assert_eq!(r.status, 404, "{}", r.text);
 
     let r = m.get_with("/api/stats?period=", STATS_KEY);
     assert_eq!(r.status, 400, "{}", r.text);

@@ -618,3 +618,31 @@ fn a_removed_providers_series_go_with_it() {
     });
     assert!(get(&m, "/metrics").text.contains("provider=\"kept\""));
 }
+
+/// Found by an audit of the binary: a GET of the configuration put back
+/// unchanged rewrote the operator's file (its flow maps as blocks) and
+/// replaced `config.yaml.bak` with it, losing the version before.
+#[test]
+fn a_configuration_put_back_unchanged_leaves_the_file_and_its_backup() {
+    let (_d, m) = start();
+    let path = m.config_path.clone();
+    let bak = common::mailproc::path_str(&path).to_string() + ".bak";
+    // The operator's own layout, and an older backup.
+    let text = format!(
+        "# the operator's note\n{}",
+        std::fs::read_to_string(&path).unwrap()
+    );
+    std::fs::write(&path, &text).unwrap();
+    std::fs::write(&bak, "previous-backup\n").unwrap();
+    let r = put(&m, &current(&m).to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert_eq!(std::fs::read_to_string(&bak).unwrap(), "previous-backup\n");
+    assert!(m.log().contains("configuration unchanged"), "{}", m.log());
+    // A real change is written, and the backup is the file before it.
+    let mut changed = current(&m);
+    changed["accounts"][0]["poll_interval"] = json!("45s");
+    assert_eq!(put(&m, &changed.to_string()).status, 200);
+    assert!(std::fs::read_to_string(&path).unwrap().contains("45s"));
+    assert_eq!(std::fs::read_to_string(&bak).unwrap(), text);
+}

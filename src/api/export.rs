@@ -23,6 +23,9 @@ pub fn export(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         }
     };
     let q = activity_query(req)?;
+    if let Some(name) = &q.account {
+        super::handlers::known_account(ctx, name)?;
+    }
     let (content_type, file) = if csv {
         ("text/csv; charset=utf-8", "mailproc-activity.csv")
     } else {

@@ -78,12 +78,7 @@ pub fn stats(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     // An account removed from the configuration keeps its history's stats;
     // a name known to neither is a mistake worth saying.
     if let Some(name) = account {
-        if ctx.account(name).is_none()
-            && !ctx.config().config.accounts.iter().any(|a| a.name == name)
-            && !ctx.store.has_account_history(name)?
-        {
-            return Err(Reply::error(404, format!("unknown account {name}")));
-        }
+        known_account(ctx, name)?;
     }
     let mut s = ctx.store.stats(since, account)?;
     // Every configured account and the common action types are present even
@@ -99,8 +94,23 @@ pub fn stats(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     Ok(Reply::ok(&s))
 }
 
+/// 404 for an account name neither configured nor in the history (a
+/// removed account keeps its history): a typo is not "no activity".
+pub(super) fn known_account(ctx: &Ctx, name: &str) -> Result<(), Reply> {
+    if ctx.account(name).is_none()
+        && !ctx.config().config.accounts.iter().any(|a| a.name == name)
+        && !ctx.store.has_account_history(name)?
+    {
+        return Err(Reply::error(404, format!("unknown account {name}")));
+    }
+    Ok(())
+}
+
 pub fn activity(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let q = activity_query(req)?;
+    if let Some(name) = &q.account {
+        known_account(ctx, name)?;
+    }
     let (entries, total) = ctx.store.activity(&q)?;
     Ok(Reply::ok(&json!({
         "entries": entries,
@@ -113,13 +123,22 @@ pub fn activity(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
 
 /// `POST /api/activity/:id/retry`: puts a failed message back in line.
 pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
-    let id: i64 = p[0]
-        .parse()
-        .map_err(|_| Reply::error(400, format!("id: expected an integer, got {:?}", p[0])))?;
+    let id = path_id(p[0])?;
     let account = service::accounts::retry(ctx, id)?;
     Ok(Reply::ok(
         &json!({ "success": true, "id": id, "account": account, "status": "retrying" }),
     ))
+}
+
+/// An activity entry's id from the path: a positive whole number (row
+/// ids start at 1), else 400 naming it, as the query's numbers are.
+fn path_id(s: &str) -> Result<i64, Reply> {
+    s.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| {
+        Reply::error(
+            400,
+            format!("id: expected a positive whole number, got {s:?}"),
+        )
+    })
 }
 
 /// `GET /api/config` with `read:config`: the file as written, secrets
@@ -389,9 +408,7 @@ pub fn train(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
 /// `POST /api/activity/:id/undo`: puts a moved message back where it was,
 /// with its flags as they were, and records the undo.
 pub fn undo(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
-    let id: i64 = p[0]
-        .parse()
-        .map_err(|_| Reply::error(400, format!("id: expected an integer, got {:?}", p[0])))?;
+    let id = path_id(p[0])?;
     let u = service::refile::undo(ctx, id)?;
     Ok(Reply::ok(&json!({ "success": true, "undo": u })))
 }

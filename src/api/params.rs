@@ -108,7 +108,10 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
 /// error before any key was read). This is the one place a JSON body's
 /// error is worded, for every endpoint that takes one.
 pub fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> {
-    if req.body.is_empty() {
+    // Every body this API takes is an object: serde would read a struct
+    // from an array too (`["admin","pw"]` logged in), and a string or
+    // `null` got an error naming our own types.
+    if req.body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(Reply::error(400, "body: expected a JSON object"));
     }
     let de = &mut serde_json::Deserializer::from_slice(&req.body);
@@ -244,8 +247,13 @@ mod tests {
             (r#"{"us"#, "body: EOF while parsing"),
             ("{", "body: EOF while parsing"),
             ("{not json", "body: key must be a string"),
-            ("[1", "body[0]: invalid type"),
+            ("[1", "body: expected a JSON object"),
             ("", "body: expected a JSON object"),
+            // A struct is not read from an array, a string or null.
+            (r#"["admin", [1]]"#, "body: expected a JSON object"),
+            (r#""admin""#, "body: expected a JSON object"),
+            ("null", "body: expected a JSON object"),
+            ("  \n {\"username\": 5}", "username: invalid type"),
             (
                 r#"{"username": "ab"#,
                 "username: EOF while parsing a string",
