@@ -114,6 +114,41 @@ fn a_new_uidvalidity_is_processed_but_what_was_handled(kind: Kind) {
     );
 }
 
+/// Found by an audit of the binary: a record keeps 998 characters of a
+/// Message-ID, so after a UIDVALIDITY change a new message whose id shared
+/// the first 998 characters of one handled before was taken for it and
+/// left without a row. A cut id is no proof now: the message is processed.
+#[test]
+fn a_cut_message_id_is_no_proof_of_having_been_handled() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "cutid");
+    mb.create("Work");
+    let long = |end: &str| {
+        format!(
+            "From: a@b.example\r\nSubject: Invoice {end}\r\nMessage-ID: <{}{end}@x.example>\r\n\r\nx\r\n",
+            "l".repeat(1500)
+        )
+        .into_bytes()
+    };
+    mb.seed("Work", &[long("A")]);
+    let m = Mailproc::start(&config(
+        &mb.account(
+            "acct",
+            &format!(
+                "    folders: {{ watch: [Work] }}\n    backlog: all\n    poll_interval: 1s\n{INVOICES}"
+            ),
+        ),
+        None,
+    ));
+    wait_ok(&m, 1);
+    mb.recreate("Work");
+    mb.seed("Work", &[long("B")]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 2);
+    assert_eq!(rows(&m, 100).len(), 2);
+}
+
 #[test]
 fn rows_waiting_under_an_old_uidvalidity_are_closed_as_failed_naming_it() {
     let d = Dovecot::start();
