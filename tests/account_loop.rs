@@ -258,6 +258,19 @@ fn corrections_find_messages_whose_message_id_the_record_does_not_quote() {
             .unwrap();
         s.logout().unwrap();
     }
+    // After the re-files, 150 messages whose Message-IDs hold the bare
+    // one's arrive where it went: the search's hits are read from the
+    // newest, all of them if need be (the second regression audit: only
+    // the newest 100 were, and the re-file was called a deletion).
+    let decoys: Vec<Vec<u8>> = (0..150)
+        .map(|i| {
+            format!(
+                "From: x@y.example\r\nSubject: decoy {i}\r\nMessage-ID: <d{i}-no-brackets-1@shop.example>\r\n\r\nx\r\n"
+            )
+            .into_bytes()
+        })
+        .collect();
+    d.seed_many("test", "Newsletters", &decoys);
     d.seed(
         "test",
         "INBOX",

@@ -285,6 +285,13 @@ impl Provider {
             .post(&c.url)
             .header("Content-Type", "application/json");
         let key = c.api_key.as_deref().filter(|k| !k.is_empty());
+        // The URL's user-info, decoded (`agent::basic_auth`), unless the
+        // API key takes the Authorization header.
+        if c.kind != ProviderKind::Openai || key.is_none() {
+            if let Some(basic) = crate::agent::basic_auth(&c.url) {
+                req = req.header("Authorization", &basic);
+            }
+        }
         match c.kind {
             ProviderKind::Openai => {
                 if let Some(k) = key {
@@ -717,6 +724,45 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// The second regression audit: a URL's user-info went out as written
+    /// (`p%40ss`), so no server could take it, and its echo was not masked.
+    #[test]
+    fn a_urls_user_info_goes_decoded_and_its_echo_is_masked() {
+        use base64::Engine;
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = server.server_addr().to_ip().unwrap().port();
+        let t = std::thread::spawn(move || {
+            let req = server.recv().unwrap();
+            let auth = req
+                .headers()
+                .iter()
+                .find(|h| h.field.equiv("Authorization"))
+                .map(|h| h.value.to_string())
+                .unwrap_or_default();
+            let _ = req.respond(
+                tiny_http::Response::from_string(format!("you sent {auth}")).with_status_code(401),
+            );
+            auth
+        });
+        let yaml = format!(
+            "classifier: {{ providers: [ {{ name: p, kind: anthropic, url: \"http://bob:p%40ss-w0rd@127.0.0.1:{port}/v1/messages\", model: m, max_retries: 0 }} ] }}"
+        );
+        let cfg = crate::config::parse(&yaml, &|_| None).unwrap().0;
+        let p = Provider::new(
+            cfg.classifier.providers[0].clone(),
+            Arc::new(Metrics::new()),
+        )
+        .unwrap();
+        let e = p
+            .classify(&account(), &email("From: a@b.c"))
+            .unwrap_err()
+            .to_string();
+        let sent = t.join().unwrap();
+        let want = base64::engine::general_purpose::STANDARD.encode("bob:p@ss-w0rd");
+        assert_eq!(sent, format!("Basic {want}"));
+        assert!(e.contains("you sent Basic ********"), "{e}");
     }
 
     #[test]

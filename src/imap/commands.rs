@@ -481,42 +481,59 @@ impl ByMessageId {
     /// Message-ID, read as records read it, is the record's: the first
     /// search with such a hit decides.
     pub(super) fn run(&self, s: &mut Session) -> imap::error::Result<Vec<u32>> {
+        let mut refused = None;
         for q in &self.queries {
-            let hits = s.uid_search(q)?;
+            // A server may refuse one form (an 8-bit literal without
+            // CHARSET: `NO [BADCHARSET]`, RFC 3501) and take the next.
+            let hits = match s.uid_search(q) {
+                Ok(hits) => hits,
+                Err(e @ (imap::error::Error::No(_) | imap::error::Error::Bad(_))) => {
+                    refused.get_or_insert(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let same = with_message_id(s, &self.id, hits)?;
             if !same.is_empty() {
                 return Ok(same);
             }
         }
-        Ok(Vec::new())
+        // Not found, unless a search was refused: then nobody can say.
+        match refused {
+            Some(e) => Err(e),
+            None => Ok(Vec::new()),
+        }
     }
 }
 
 /// Of `hits`, the UIDs of the messages whose Message-ID, read as records
-/// read it, is `id` (ascending; the newest 100 hits are read). The search
-/// matches a part of the field, so another message's longer Message-ID
-/// holding this one is a hit, and is dropped here.
+/// read it, is `id` (ascending). The search matches a part of the field,
+/// so another message's longer Message-ID holding this one is a hit, and
+/// is dropped here. Read 200 at a time from the newest: the first batch
+/// holding the id answers (many newer messages holding the id in theirs
+/// must not hide an older one).
 fn with_message_id(s: &mut Session, id: &str, hits: HashSet<u32>) -> imap::error::Result<Vec<u32>> {
     let mut hits: Vec<u32> = hits.into_iter().collect();
     hits.sort_unstable();
-    let newest = &hits[hits.len().saturating_sub(100)..];
-    if newest.is_empty() {
-        return Ok(Vec::new());
+    for batch in hits.rchunks(200) {
+        let fetched = s.uid_fetch(
+            uid_set(batch),
+            "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])",
+        )?;
+        let mut same: Vec<u32> = fetched
+            .iter()
+            .filter_map(|f| {
+                let e = crate::email::Email::parse_headers(f.header()?)?;
+                (e.message_id == id).then_some(f.uid?)
+            })
+            .collect();
+        if !same.is_empty() {
+            same.sort_unstable();
+            same.dedup();
+            return Ok(same);
+        }
     }
-    let fetched = s.uid_fetch(
-        uid_set(newest),
-        "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])",
-    )?;
-    let mut same: Vec<u32> = fetched
-        .iter()
-        .filter_map(|f| {
-            let e = crate::email::Email::parse_headers(f.header()?)?;
-            (e.message_id == id).then_some(f.uid?)
-        })
-        .collect();
-    same.sort_unstable();
-    same.dedup();
-    Ok(same)
+    Ok(Vec::new())
 }
 
 #[cfg(test)]

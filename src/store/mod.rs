@@ -409,10 +409,18 @@ fn foreign(conn: &Connection) -> Result<()> {
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    // Migration 1 made both; every later one keeps them.
-    let ours = ["settings", "emails"]
+    // Migration 1 made these; every later one keeps them (their names
+    // alone are common: the columns too).
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('emails')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let ours = ["settings", "emails", "folder_state"]
         .iter()
-        .all(|t| names.iter().any(|n| n == t));
+        .all(|t| names.iter().any(|n| n == t))
+        && ["account", "mailbox", "uidvalidity", "uid", "message_id"]
+            .iter()
+            .all(|c| columns.iter().any(|n| n == c));
     if names.is_empty() || (version != 0 && ours) {
         return Ok(());
     }

@@ -142,6 +142,21 @@ fn another_programs_database_is_refused_untouched() {
     assert!(check_path(&path)
         .unwrap_err()
         .contains("another program's tables"));
+    // Tables named as mailproc's are not enough (found by an audit).
+    let lookalike = dir.path().join("lookalike.db");
+    Connection::open(&lookalike)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE settings (k, v); CREATE TABLE emails (id, body);
+             CREATE TABLE folder_state (x); PRAGMA user_version = 3;",
+        )
+        .unwrap();
+    assert!(Store::open(&lookalike)
+        .err()
+        .expect("refused")
+        .to_string()
+        .contains("another program's tables"));
+    assert!(check_path(&lookalike).is_err());
     // A newer mailproc's database: check-config says so too.
     let newer = dir.path().join("newer.db");
     Store::open(&newer).unwrap();
