@@ -120,15 +120,18 @@ fn mailboxes_of(d: &Dovecot, message_id: &str) -> Vec<String> {
 /// What the user does by hand in a mail client: moves the message whose
 /// Message-ID contains `id_part` from one folder to another.
 fn user_moves(d: &Dovecot, id_part: &str, from: &str, to: &str) {
+    user_moves_where(d, &format!("HEADER Message-ID \"{id_part}\""), from, to);
+}
+
+/// [`user_moves`] of the one message `criterion` (`UID SEARCH`) finds.
+fn user_moves_where(d: &Dovecot, criterion: &str, from: &str, to: &str) {
     let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
     let mut c = imap::Client::new(tcp);
     c.read_greeting().unwrap();
     let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
     s.select(from).unwrap();
-    let uids = s
-        .uid_search(format!("HEADER Message-ID \"{id_part}\""))
-        .unwrap();
-    assert_eq!(uids.len(), 1, "{id_part} in {from}: {uids:?}");
+    let uids = s.uid_search(criterion).unwrap();
+    assert_eq!(uids.len(), 1, "{criterion} in {from}: {uids:?}");
     s.uid_mv(uids.into_iter().next().unwrap().to_string(), to)
         .unwrap();
     s.logout().unwrap();
@@ -245,18 +248,12 @@ fn corrections_find_messages_whose_message_id_the_record_does_not_quote() {
             .then_some(())
     });
     for tag in ["bare", "ctl", "long", "short", "utf8"] {
-        let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
-        let mut c = imap::Client::new(tcp);
-        c.read_greeting().unwrap();
-        let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
-        s.select("Receipts").unwrap();
-        let uids = s
-            .uid_search(format!("SUBJECT \"Your receipt {tag}\""))
-            .unwrap();
-        assert_eq!(uids.len(), 1, "{tag}: {uids:?}");
-        s.uid_mv(uids.into_iter().next().unwrap().to_string(), "Newsletters")
-            .unwrap();
-        s.logout().unwrap();
+        user_moves_where(
+            &d,
+            &format!("SUBJECT \"Your receipt {tag}\""),
+            "Receipts",
+            "Newsletters",
+        );
     }
     // After the re-files, 150 messages whose Message-IDs hold the bare
     // one's arrive where it went: the search's hits are read from the
