@@ -22,8 +22,14 @@ pub type Answer = Result<Reply, Reply>;
 pub type Params<'a> = [&'a str];
 
 impl From<crate::store::StoreError> for Reply {
-    /// A store failure is the service's fault: 500, logged by the server.
+    /// A store failure is the service's fault: 500, logged by the server;
+    /// one for want of the disk (full, read-only, an I/O error) is no bug
+    /// but the host's state, 503 with `Retry-After` (as `/health` says).
     fn from(e: crate::store::StoreError) -> Reply {
+        if e.is_disk() {
+            return Reply::error(503, format!("the database cannot be written now: {e}"))
+                .with_header("Retry-After", "30");
+        }
         Reply::error(500, e.to_string())
     }
 }
@@ -40,5 +46,33 @@ impl From<service::Error> for Reply {
             service::Error::Internal(_) => 500,
         };
         Reply::error(status, e.message())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Cause, StoreError};
+
+    #[test]
+    fn a_full_disk_is_503_not_a_bug() {
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        let r = Reply::from(StoreError::new("create_session", Cause::Sqlite(full)));
+        assert_eq!(r.status, 503);
+        assert!(r
+            .headers
+            .iter()
+            .any(|(k, v)| k == "Retry-After" && v == "30"));
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+            None,
+        );
+        assert_eq!(
+            Reply::from(StoreError::new("x", Cause::Sqlite(busy))).status,
+            500
+        );
     }
 }
