@@ -23,10 +23,10 @@ pub type Params<'a> = [&'a str];
 
 impl From<crate::store::StoreError> for Reply {
     /// A store failure is the service's fault: 500, logged by the server;
-    /// one for want of the disk (full, read-only, an I/O error) is no bug
-    /// but the host's state, 503 with `Retry-After` (as `/health` says).
+    /// one for want of the disk (full, read-only) is no bug but the host's
+    /// state, 503 with `Retry-After` (as `/health` says).
     fn from(e: crate::store::StoreError) -> Reply {
-        if e.is_disk() {
+        if e.is_unwritable() {
             return Reply::error(503, format!("the database cannot be written now: {e}"))
                 .with_header("Retry-After", "30");
         }

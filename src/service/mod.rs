@@ -109,7 +109,7 @@ impl std::fmt::Display for Error {
 impl From<StoreError> for Error {
     /// A failure for want of the disk is the host's state, not a bug.
     fn from(e: StoreError) -> Error {
-        if e.is_disk() {
+        if e.is_unwritable() {
             return Error::Unavailable(format!("the database cannot be written now: {e}"));
         }
         Error::Internal(e.to_string())

@@ -105,6 +105,18 @@ impl StoreError {
         }
     }
 
+    /// Whether the disk cannot take writes now (full, read-only): the
+    /// host's state, which an operator can mend, not a damaged file or a
+    /// bug (`503`, not `500`).
+    pub fn is_unwritable(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        matches!(
+            &self.cause,
+            Cause::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, C::DiskFull | C::ReadOnly)
+        )
+    }
+
     /// Names the operation of an error raised below it (set once).
     fn during(mut self, op: &'static str) -> StoreError {
         if self.op.is_empty() {
