@@ -141,14 +141,9 @@ const SHOP_RULES: &str = "    rules:\n      \
     - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: flag, flags: [\"$Shop\"] }, { type: move, folder: Receipts } ] }\n      \
     - { name: urgent, when: { subject: \"^URGENT\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
 
-/// Item 15: a folded `Message-ID: <abc\r\n def@x>` kept its CRLF, the
-/// hand-written quoting sent it raw inside `UID SEARCH`, Dovecot answered
-/// BAD and the session dropped before every pass, once a second, for ever:
-/// no new mail was sorted. Now strings go quoted or as literals (the
-/// Message-ID unfolded first), a refused check costs only that message,
-/// and the account goes on.
-#[test]
-fn a_folded_message_id_costs_its_correction_check_not_the_session() {
+/// A Dovecot with the shop's folders, and an account on it that learns
+/// and files receipts by [`SHOP_RULES`].
+fn shop() -> (Dovecot, String) {
     let d = Dovecot::start();
     d.create_mailbox("test", "Receipts");
     d.create_mailbox("test", "Newsletters");
@@ -160,6 +155,18 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
              learned: {{ enabled: true }}\n{SHOP_RULES}"
         ),
     );
+    (d, yaml)
+}
+
+/// Item 15: a folded `Message-ID: <abc\r\n def@x>` kept its CRLF, the
+/// hand-written quoting sent it raw inside `UID SEARCH`, Dovecot answered
+/// BAD and the session dropped before every pass, once a second, for ever:
+/// no new mail was sorted. Now strings go quoted or as literals (the
+/// Message-ID unfolded first), a refused check costs only that message,
+/// and the account goes on.
+#[test]
+fn a_folded_message_id_costs_its_correction_check_not_the_session() {
+    let (d, yaml) = shop();
     let folded = "From: Shop <orders@shop.example>\r\nTo: test@example.test\r\n\
                   Subject: Your receipt, folded\r\nMessage-ID: <abc\r\n def@shop.example>\r\n\
                   Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain\r\n\r\nThanks.\r\n";
@@ -201,17 +208,7 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
 /// Message-ID holds another's is not taken for it.
 #[test]
 fn corrections_find_messages_whose_message_id_the_record_does_not_quote() {
-    let d = Dovecot::start();
-    d.create_mailbox("test", "Receipts");
-    d.create_mailbox("test", "Newsletters");
-    let yaml = config(
-        &d,
-        "",
-        &format!(
-            "    folders: {{ watch: [INBOX], allowed: [Receipts, Newsletters], create: false }}\n    \
-             learned: {{ enabled: true }}\n{SHOP_RULES}"
-        ),
-    );
+    let (d, yaml) = shop();
     let long = format!("long-{}@shop.example", "x".repeat(1500));
     let ids: [(&str, Vec<u8>); 5] = [
         ("bare", b"no-brackets-1@shop.example".to_vec()),

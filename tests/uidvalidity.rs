@@ -28,6 +28,19 @@ on_every_server!(a_new_uidvalidity_is_processed_but_what_was_handled);
 const INVOICES: &str = "    rules:\n      \
     - { name: invoices, when: { subject: \"(?i)^invoice\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n";
 
+/// mailproc with one account watching `Work` of `mb`, flagging invoices.
+fn watching_work(mb: &Mailbox) -> Mailproc {
+    Mailproc::start(&config(
+        &mb.account(
+            "acct",
+            &format!(
+                "    folders: {{ watch: [Work] }}\n    backlog: all\n    poll_interval: 1s\n{INVOICES}"
+            ),
+        ),
+        None,
+    ))
+}
+
 fn wait_ok(m: &Mailproc, n: u64) {
     m.wait_count(
         Duration::from_secs(60),
@@ -50,15 +63,7 @@ fn a_new_uidvalidity_is_processed_but_what_was_handled(kind: Kind) {
         .map(|i| msg_with(&format!("old{i}"), &format!("Invoice old {i}"), ""))
         .collect();
     mb.seed("Work", &old);
-    let m = Mailproc::start(&config(
-        &mb.account(
-            "acct",
-            &format!(
-                "    folders: {{ watch: [Work] }}\n    backlog: all\n    poll_interval: 1s\n{INVOICES}"
-            ),
-        ),
-        None,
-    ));
+    let m = watching_work(&mb);
     wait_ok(&m, 2);
     let (before, after) = mb.recreate("Work");
     // The old two come back (a restored folder) beside three new ones.
@@ -131,15 +136,7 @@ fn a_cut_message_id_is_no_proof_of_having_been_handled() {
         .into_bytes()
     };
     mb.seed("Work", &[long("A")]);
-    let m = Mailproc::start(&config(
-        &mb.account(
-            "acct",
-            &format!(
-                "    folders: {{ watch: [Work] }}\n    backlog: all\n    poll_interval: 1s\n{INVOICES}"
-            ),
-        ),
-        None,
-    ));
+    let m = watching_work(&mb);
     wait_ok(&m, 1);
     mb.recreate("Work");
     mb.seed("Work", &[long("B")]);

@@ -285,23 +285,25 @@ impl Provider {
             .post(&c.url)
             .header("Content-Type", "application/json");
         let key = c.api_key.as_deref().filter(|k| !k.is_empty());
-        // The URL's user-info, decoded (`agent::basic_auth`), unless the
-        // API key takes the Authorization header.
-        if c.kind != ProviderKind::Openai || key.is_none() {
-            if let Some(basic) = crate::agent::basic_auth(&c.url) {
-                req = req.header("Authorization", &basic);
+        // The URL's user-info goes decoded (`agent::basic_auth`), unless
+        // the API key takes the Authorization header.
+        let basic = crate::agent::basic_auth(&c.url);
+        match (c.kind, key) {
+            (ProviderKind::Openai, Some(k)) => {
+                req = req.header("Authorization", &format!("Bearer {k}"));
             }
-        }
-        match c.kind {
-            ProviderKind::Openai => {
-                if let Some(k) = key {
-                    req = req.header("Authorization", &format!("Bearer {k}"));
+            (ProviderKind::Openai, None) => {
+                if let Some(b) = &basic {
+                    req = req.header("Authorization", b);
                 }
             }
-            ProviderKind::Anthropic => {
+            (ProviderKind::Anthropic, key) => {
                 req = req.header("anthropic-version", "2023-06-01");
                 if let Some(k) = key {
                     req = req.header("x-api-key", k);
+                }
+                if let Some(b) = &basic {
+                    req = req.header("Authorization", b);
                 }
             }
         }
@@ -485,9 +487,14 @@ mod tests {
     }
 
     fn provider(url: &str) -> Provider {
-        let yaml = format!(
-            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 0 }} ] }}"
-        );
+        provider_of(&format!(
+            "{{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 0 }}"
+        ))
+    }
+
+    /// The provider of one `classifier.providers` entry, as YAML.
+    fn provider_of(entry: &str) -> Provider {
+        let yaml = format!("classifier: {{ providers: [ {entry} ] }}");
         let c = crate::config::parse(&yaml, &|_| None).unwrap().0;
         Provider::new(c.classifier.providers[0].clone(), Arc::new(Metrics::new())).unwrap()
     }
@@ -597,12 +604,10 @@ mod tests {
                 .with_status_code(401),
             );
         });
-        let yaml = format!(
-            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"{url}\", model: m, \
-             max_retries: 0, api_key: sk-secret-key-4411 }} ] }}"
-        );
-        let c = crate::config::parse(&yaml, &|_| None).unwrap().0;
-        let p = Provider::new(c.classifier.providers[0].clone(), Arc::new(Metrics::new())).unwrap();
+        let p = provider_of(&format!(
+            "{{ name: p, kind: openai, url: \"{url}\", model: m, \
+             max_retries: 0, api_key: sk-secret-key-4411 }}"
+        ));
         let e = p
             .classify(&account(), &email("From: a@b.c"))
             .unwrap_err()
@@ -679,15 +684,9 @@ mod tests {
                 let _ = req.respond(resp);
             }
         });
-        let yaml = format!(
-            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 3 }} ] }}"
-        );
-        let cfg = crate::config::parse(&yaml, &|_| None).unwrap().0;
-        let p = Provider::new(
-            cfg.classifier.providers[0].clone(),
-            Arc::new(Metrics::new()),
-        )
-        .unwrap();
+        let p = provider_of(&format!(
+            "{{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 3 }}"
+        ));
         let started = Instant::now();
         let stop_at = started + Duration::from_millis(500);
         let e = p
@@ -707,13 +706,7 @@ mod tests {
 
     #[test]
     fn a_stop_cuts_the_rate_limits_wait() {
-        let yaml = "classifier: { providers: [ { name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, rate_limit_rpm: 1 } ] }";
-        let cfg = crate::config::parse(yaml, &|_| None).unwrap().0;
-        let p = Provider::new(
-            cfg.classifier.providers[0].clone(),
-            Arc::new(Metrics::new()),
-        )
-        .unwrap();
+        let p = provider_of("{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, rate_limit_rpm: 1 }");
         // The first slot is now; the second a minute later.
         assert!(p.throttle(&|| false));
         let started = Instant::now();
@@ -746,15 +739,9 @@ mod tests {
             );
             auth
         });
-        let yaml = format!(
-            "classifier: {{ providers: [ {{ name: p, kind: anthropic, url: \"http://bob:p%40ss-w0rd@127.0.0.1:{port}/v1/messages\", model: m, max_retries: 0 }} ] }}"
-        );
-        let cfg = crate::config::parse(&yaml, &|_| None).unwrap().0;
-        let p = Provider::new(
-            cfg.classifier.providers[0].clone(),
-            Arc::new(Metrics::new()),
-        )
-        .unwrap();
+        let p = provider_of(&format!(
+            "{{ name: p, kind: anthropic, url: \"http://bob:p%40ss-w0rd@127.0.0.1:{port}/v1/messages\", model: m, max_retries: 0 }}"
+        ));
         let e = p
             .classify(&account(), &email("From: a@b.c"))
             .unwrap_err()
