@@ -468,6 +468,10 @@ pub(super) fn search_message_id(id: &str, caps: &Caps) -> Result<ByMessageId, St
     }
 }
 
+/// The most hits of a Message-ID search read back (25 FETCHes of 200
+/// headers).
+const MAX_ID_HITS: usize = 5_000;
+
 /// The searches of [`search_message_id`], in order, and the id the hits
 /// must have.
 #[derive(Debug)]
@@ -511,11 +515,13 @@ impl ByMessageId {
 /// so another message's longer Message-ID holding this one is a hit, and
 /// is dropped here. Read 200 at a time from the newest: the first batch
 /// holding the id answers (many newer messages holding the id in theirs
-/// must not hide an older one).
+/// must not hide an older one), up to [`MAX_ID_HITS`] hits: a folder
+/// flooded with ids holding this one costs a bounded look.
 fn with_message_id(s: &mut Session, id: &str, hits: HashSet<u32>) -> imap::error::Result<Vec<u32>> {
     let mut hits: Vec<u32> = hits.into_iter().collect();
     hits.sort_unstable();
-    for batch in hits.rchunks(200) {
+    let newest = &hits[hits.len().saturating_sub(MAX_ID_HITS)..];
+    for batch in newest.rchunks(200) {
         let fetched = s.uid_fetch(
             uid_set(batch),
             "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])",
