@@ -97,10 +97,12 @@ fn test_endpoint_posts_with_headers_and_reports_the_status() {
     let first = row(&ok.url("/hook?x=********"));
     assert_eq!(first["event"], "test");
     assert_eq!(first["statusCode"], 200);
+    assert_eq!(first["outcome"], "success");
     assert_eq!(first["account"], Value::Null);
     assert_eq!(first["error"], Value::Null);
     assert!(first["durationMs"].is_u64());
     assert_eq!(row(&denied.url("/"))["statusCode"], 401);
+    assert_eq!(row(&denied.url("/"))["outcome"], "http_error");
 
     let metrics = m.get("/metrics").text;
     for line in [
@@ -197,6 +199,7 @@ fn test_endpoint_refuses_every_spelling_of_a_local_address() {
     assert_eq!(d.body["total"], urls.len(), "{}", d.text);
     for row in d.body["deliveries"].as_array().unwrap() {
         assert_eq!(row["statusCode"], Value::Null);
+        assert_eq!(row["outcome"], "refused", "{row}");
         let err = row["error"].as_str().unwrap();
         assert!(
             err.starts_with("refused: ") && err.contains("loopback"),
@@ -253,6 +256,7 @@ fn test_endpoint_https_uses_native_tls() {
     assert!(err.contains("tls") || err.contains("ssl"), "{}", r.text);
     let rows = m.get_with("/api/webhooks/deliveries", TOKEN).body;
     assert_eq!(rows["deliveries"][0]["statusCode"], Value::Null);
+    assert_eq!(rows["deliveries"][0]["outcome"], "failed");
     assert!(rows["deliveries"][0]["error"].is_string());
 }
 

@@ -16,6 +16,12 @@ pub struct Delivery {
     pub event: String,
     pub url: String,
     pub account: Option<String>,
+    /// As `mailproc_webhook_deliveries_total` counts it: `success` (a 2xx
+    /// answer), `http_error` (any other answer), `refused` (the SSRF
+    /// guard), `failed` (no answer: a refused connection, a time-out, a
+    /// name that does not resolve) or `skipped` (not attempted while the
+    /// target is in its wait after giving no answer).
+    pub outcome: String,
     pub status_code: Option<u16>,
     pub error: Option<String>,
     pub duration_ms: u64,
@@ -26,6 +32,7 @@ impl Store {
     pub fn record_delivery(
         &self,
         event: &str,
+        outcome: &str,
         url: &str,
         account: Option<&str>,
         status_code: Option<u16>,
@@ -34,11 +41,13 @@ impl Store {
     ) -> Result<()> {
         self.op("record_delivery", || {
             self.conn.lock().execute(
-                "INSERT INTO webhook_deliveries (at, event, url, account, status_code, error, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO webhook_deliveries
+                     (at, event, outcome, url, account, status_code, error, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     now_ms(),
                     event,
+                    outcome,
                     url,
                     account,
                     status_code,
@@ -56,7 +65,7 @@ impl Store {
             let total: u64 =
                 conn.query_row("SELECT COUNT(*) FROM webhook_deliveries", [], |r| r.get(0))?;
             let mut st = conn.prepare_cached(
-                "SELECT id, at, event, url, account, status_code, error, duration_ms
+                "SELECT id, at, event, url, account, status_code, error, duration_ms, outcome
                  FROM webhook_deliveries ORDER BY id DESC LIMIT ?1 OFFSET ?2",
             )?;
             let rows = st.query_map(params![limit, offset as i64], |r| {
@@ -69,6 +78,7 @@ impl Store {
                     status_code: r.get(5)?,
                     error: r.get(6)?,
                     duration_ms: r.get(7)?,
+                    outcome: r.get(8)?,
                 })
             })?;
             Ok((rows.collect::<std::result::Result<_, _>>()?, total))

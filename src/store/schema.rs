@@ -307,4 +307,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
         entry INTEGER PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,
         account TEXT NOT NULL, since INTEGER NOT NULL);
     "#,
+    // 8: each delivery's outcome, as `mailproc_webhook_deliveries_total`
+    // counts it (`success`, `http_error`, `refused`, `failed`, `skipped`):
+    // a refused delivery and a failed one were told apart only by the
+    // wording of their error. Rows from before are given theirs from the
+    // status and the error they kept.
+    r#"
+    ALTER TABLE webhook_deliveries ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
+    UPDATE webhook_deliveries SET outcome = CASE
+        WHEN status_code BETWEEN 200 AND 299 THEN 'success'
+        WHEN status_code IS NOT NULL THEN 'http_error'
+        WHEN error LIKE 'not attempted:%' THEN 'skipped'
+        WHEN error LIKE 'refused:%' THEN 'refused'
+        ELSE 'failed' END;
+    "#,
 ];

@@ -684,6 +684,49 @@ fn step_5_takes_undo_rows_out_of_the_counts_and_indexes_senders() {
     assert_eq!(found, 2);
 }
 
+/// Step 8 gives the deliveries logged before it the outcome the metric
+/// counted them under, from their status and error.
+#[test]
+fn step_8_gives_old_deliveries_their_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db.sqlite");
+    {
+        let conn = Connection::open(&p).unwrap();
+        for step in &MIGRATIONS[..7] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        conn.execute_batch(
+            "INSERT INTO webhook_deliveries (at, event, url, status_code, error, duration_ms) VALUES
+                (1, 'test', 'http://a/', 204, NULL, 1),
+                (2, 'test', 'http://a/', 503, NULL, 1),
+                (3, 'error', 'http://a/', NULL, 'not attempted: the target gave no answer', 0),
+                (4, 'test', 'http://a/', NULL, 'refused: 10.0.0.1 is private', 0),
+                (5, 'test', 'http://a/', NULL, 'connection refused', 3);",
+        )
+        .unwrap();
+    }
+    let s = Store::open(&p).unwrap();
+    let (rows, total) = s.deliveries(10, 0).unwrap();
+    assert_eq!(total, 5);
+    let outcomes: Vec<_> = rows.iter().map(|d| d.outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        ["failed", "refused", "skipped", "http_error", "success"]
+    );
+    s.record_delivery(
+        "test",
+        "refused",
+        "http://b/",
+        None,
+        None,
+        Some("x"),
+        Duration::ZERO,
+    )
+    .unwrap();
+    assert_eq!(s.deliveries(1, 0).unwrap().0[0].outcome, "refused");
+}
+
 /// Found by an audit of the binary: retention pruned the statistics with
 /// the rows, so "all time" meant the last 90 days and a removed account's
 /// counts vanished.

@@ -363,10 +363,15 @@ impl Shared {
         };
         // Stored without the credentials many hook URLs carry.
         let stored = crate::config::redact_url(url);
-        if let Err(e) =
-            self.store
-                .record_delivery(event, &stored, account, status, error.as_deref(), took)
-        {
+        if let Err(e) = self.store.record_delivery(
+            event,
+            outcome,
+            &stored,
+            account,
+            status,
+            error.as_deref(),
+            took,
+        ) {
             log::error!("webhooks: recording a delivery failed: {e}");
         }
         let shown = shown_url(url);
@@ -398,6 +403,7 @@ impl Shared {
         let stored = crate::config::redact_url(url);
         if let Err(e) = self.store.record_delivery(
             event,
+            "skipped",
             &stored,
             Some(account),
             None,
