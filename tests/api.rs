@@ -758,7 +758,16 @@ fn logs_limit_stats_account_and_period_are_checked() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["total"], 1, "{}", r.text);
     // An id in the path is a positive whole number, as the query's are.
-    for id in ["-1", "0", "abc", "1.5", "99999999999999999999"] {
+    for id in [
+        "-1",
+        "0",
+        "abc",
+        "1.5",
+        "99999999999999999999",
+        "+1",
+        "01",
+        "%2B1",
+    ] {
         for action in ["retry", "undo"] {
             let path = format!("/api/activity/{id}/{action}");
             let r = m.post_with(&path, TOKEN, "");

@@ -628,6 +628,15 @@ fn framing_refusals_answer_json_naming_the_problem() {
             414,
             "request target is longer than 64 KiB",
         ),
+        // A method longer than any implemented is 501 (RFC 9112 §3).
+        (
+            format!(
+                "{} / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "G".repeat(70_000)
+            ),
+            501,
+            "method: longer than any this server implements",
+        ),
         (
             post(
                 "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",

@@ -183,8 +183,15 @@ impl ClientConnection {
                 Err(e) => return Err(ReadError::ReadIoError(e)),
             }
             if budget == 0 {
-                // Still inside the request line: its target is what is too
-                // long, 414 (RFC 9112 §3); else the fields, 431.
+                // Still inside the method: longer than any implemented,
+                // 501 (RFC 9112 §3). Inside the request line: its target
+                // is what is too long, 414; else the fields, 431.
+                if !head.contains(&b' ') && !head.contains(&b'\n') {
+                    return Err(ReadError::Refused(
+                        501,
+                        "method: longer than any this server implements".into(),
+                    ));
+                }
                 if !head.contains(&b'\n') {
                     return Err(ReadError::Refused(
                         414,
