@@ -309,6 +309,21 @@ impl Live {
                 Err(e) => log::error!("{name}: cannot wait for the worker to stop: {e}"),
             }
         }
+        // One still stopping from an earlier change, whose restart this
+        // change cancels by removing it: stopped too, and gone from the API
+        // at once (its waiter, finding it gone, does not start it again).
+        let cancelled: Vec<String> = fleet
+            .stopping
+            .keys()
+            .filter(|n| !new.config.accounts.iter().any(|a| &a.name == *n))
+            .filter(|n| old.config.accounts.iter().any(|a| &a.name == *n))
+            .cloned()
+            .collect();
+        for name in cancelled {
+            self.accounts.write().remove(&name);
+            log::info!("{name}: account removed from the configuration while it restarted; not started again");
+            applied.stopped.push(name);
+        }
         // Visible to the API from now on: a stopped account is gone, a
         // restarting one is started again by its waiter.
         *self.loaded.write() = Arc::new(new);

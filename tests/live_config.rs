@@ -473,8 +473,16 @@ fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
 /// only when the slowest batch in hand was done, and a model call may take
 /// minutes. Now it answers while the batch is still in hand, nothing else
 /// waits, and the account restarts once its batch is done.
-#[test]
-fn a_change_does_not_wait_for_the_batch_in_hand() {
+/// An account `one` whose model holds every call until the returned
+/// sender is dropped, with its first message's call in hand; and the count
+/// of calls answered.
+fn held_batch() -> (
+    Dovecot,
+    Mailproc,
+    common::model::Model,
+    std::sync::mpsc::Sender<()>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{mpsc, Arc, Mutex};
 
@@ -483,7 +491,6 @@ fn a_change_does_not_wait_for_the_batch_in_hand() {
     let gate = Mutex::new(gate);
     let answered = Arc::new(AtomicUsize::new(0));
     let counted = answered.clone();
-    // The model holds every call until the test lets go of `release`.
     let model = common::model::Model::start(1, move |_| {
         let _ = gate.lock().unwrap().recv_timeout(Duration::from_secs(120));
         counted.fetch_add(1, Ordering::SeqCst);
@@ -502,6 +509,14 @@ fn a_change_does_not_wait_for_the_batch_in_hand() {
     m.wait_for(Duration::from_secs(30), "the model call in hand", || {
         (model.count() == 1).then_some(())
     });
+    (d, m, model, release, answered)
+}
+
+#[test]
+fn a_change_does_not_wait_for_the_batch_in_hand() {
+    use std::sync::atomic::Ordering;
+
+    let (d, m, _model, release, answered) = held_batch();
 
     // Two changes in a row, each answered while the batch is in hand (the
     // harness gives a request 30 s; the model holds its call for 120 s).
@@ -531,6 +546,47 @@ fn a_change_does_not_wait_for_the_batch_in_hand() {
     assert_eq!(current(&m)["accounts"][0]["poll_interval"], json!("50s"));
     d.seed("test", "INBOX", &msg_with("after1", "After the change", ""));
     wait_in(&m, &d, "test", "after1", "Receipts");
+}
+
+/// Found in stop 46's review: a change that removed an account still
+/// restarting after an earlier change (its batch in hand) answered
+/// `stopped: []` and left it listed until its batch ended.
+#[test]
+fn removing_an_account_whose_restart_is_pending_stops_it() {
+    let (d, m, _model, release, _answered) = held_batch();
+    let mut c = current(&m);
+    c["accounts"][0]["poll_interval"] = json!("40s");
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.body["restarted"], json!(["one"]), "{}", r.text);
+
+    c["accounts"] = json!([]);
+    let r = put(&m, &c.to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["stopped"], json!(["one"]), "{}", r.text);
+    assert_eq!(r.body["restarted"], json!([]), "{}", r.text);
+    let listed = get(&m, "/api/accounts").body;
+    assert_eq!(listed["accounts"], json!([]), "{listed}");
+
+    // The batch in hand finishes; the account is not started again.
+    drop(release);
+    wait_in(&m, &d, "test", "held1", "Receipts");
+    m.wait_for(Duration::from_secs(30), "one stopped", || {
+        m.log()
+            .contains("one: account removed from the configuration; stopped")
+            .then_some(())
+    });
+    d.seed(
+        "test",
+        "INBOX",
+        &msg_with("after1", "After the removal", ""),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !m.log().contains("one: account changed; restarted"),
+        "{}",
+        m.log()
+    );
+    assert_eq!(moved_to(&d, "test", "after1").as_deref(), Some("INBOX"));
 }
 
 /// Issue 23: writing the configuration keeps the operator's comments
