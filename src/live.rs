@@ -317,6 +317,7 @@ impl Live {
             .keys()
             .filter(|n| !new.config.accounts.iter().any(|a| &a.name == *n))
             .filter(|n| old.config.accounts.iter().any(|a| &a.name == *n))
+            .filter(|n| !applied.stopped.contains(n))
             .cloned()
             .collect();
         for name in cancelled {
