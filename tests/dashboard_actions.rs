@@ -34,10 +34,29 @@ fn the_config_editor_saves_through_the_api_path() {
     let r = b.submit("/config", &[("yaml", "accounts: [")]);
     assert_eq!(r.status, 400, "{}", r.text);
     assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
+    // Found by an audit: an emptied text, or comments only, was saved as
+    // every default (the account stopped, its settings gone from the file
+    // and, at the next save, from its backup), where `run` and SIGHUP
+    // refuse such a file.
+    for empty in ["", "  \n", "# everything else deleted\n"] {
+        let r = b.submit("/config", &[("yaml", empty)]);
+        assert_eq!(r.status, 400, "{empty:?}: {}", r.text);
+        assert!(
+            r.text.contains("holds no settings"),
+            "{empty:?}: {}",
+            r.text
+        );
+        assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
+    }
 
     // A good one: saved, applied, the secret kept and still hidden.
     let changed = text.replace("(?i)invoice", "(?i)receipt");
+    // Post, redirect, get: the page that says so is a GET, so reloading
+    // it cannot post the text again (an audit found a reload writing the
+    // old text over a rule added since in another tab).
     let r = b.submit("/config", &[("yaml", &changed)]);
+    assert_redirect(&r, "/config");
+    let r = b.get("/config");
     assert_eq!(r.status, 200, "{}", r.text);
     assert!(
         r.text.contains("Configuration saved and applied."),
@@ -45,6 +64,8 @@ fn the_config_editor_saves_through_the_api_path() {
         r.text
     );
     assert!(r.text.contains("Accounts restarted: acct"), "{}", r.text);
+    let again = b.get("/config");
+    assert!(!again.text.contains("saved and applied"), "shown twice");
     let written = std::fs::read_to_string(&m.config_path).unwrap();
     assert!(
         written.contains("(?i)receipt") && written.contains("password: secret"),
@@ -87,7 +108,7 @@ fn the_config_editor_shows_and_keeps_comments() {
     }
     let edited = text.replace("max_attempts: 1", "max_attempts: 2  # two now");
     let r = b.submit("/config", &[("yaml", &edited)]);
-    assert_eq!(r.status, 200, "{}", r.text);
+    assert_redirect(&r, "/config");
     let written = std::fs::read_to_string(&m.config_path).unwrap();
     for want in [
         "# on the mail host\n",

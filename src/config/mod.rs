@@ -176,10 +176,17 @@ pub fn parse(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(Config, serde_norway::Value), ConfigError> {
-    // Nothing at all (an empty file, or comments only) is a file cut short
-    // or emptied by mistake far more often than a wish for every default:
-    // read as defaults, a `systemctl reload` of it stopped every account.
-    // `{}` says "every default" on purpose.
+    let raw = tree_of(text)?;
+    let config = from_tree(&raw, env)?;
+    Ok((config, raw))
+}
+
+/// Stage one: the YAML tree of configuration text, for the file and the
+/// dashboard's editor alike. Nothing at all (an empty file, or comments
+/// only) is a file cut short or emptied by mistake far more often than a
+/// wish for every default: read as defaults, a `systemctl reload` of it
+/// stopped every account. `{}` says "every default" on purpose.
+pub fn tree_of(text: &str) -> Result<serde_norway::Value, ConfigError> {
     let raw: serde_norway::Value = if text.trim().is_empty() {
         serde_norway::Value::Null
     } else {
@@ -192,8 +199,7 @@ pub fn parse(
                 .to_string(),
         ));
     }
-    let config = from_tree(&raw, env)?;
-    Ok((config, raw))
+    Ok(raw)
 }
 
 /// Stage two and three for an already parsed tree (also used by `PUT /api/config`).

@@ -460,8 +460,11 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
                 } }
             }
             // While it runs the Train button is off: a notice's focus goes
-            // to the link that follows the run instead.
-            @if running { p { a href={ (base) "#h-learned" } autofocus[flash.is_some()] { "Check again" } } }
+            // to the link that follows the run instead. The link's query
+            // changes with each page: a link that differs from the page
+            // only by its fragment scrolls instead of loading it again.
+            @if running { p { a href={ (base) "?checked=" (crate::timestamp::now_ms()) "#h-learned" }
+                autofocus[flash.is_some()] { "Check again" } } }
             @if let Some(f) = flash { (layout::flash_notice(f, false)) }
             form.inline method="post" action={ (base) "/train" } {
                 input type="hidden" name="_csrf" value=(s.csrf);

@@ -165,7 +165,11 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
 /// session had ended (handed back once).
 pub fn page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     let draft = super::flash::draft::take(ctx, req);
-    let r = config(ctx, s, draft.map(Outcome::Draft));
+    let saved = s.flash_for(super::forms::CONFIG_SAVED).map(|f| {
+        let lines = f.text.lines().filter(|l| !l.is_empty());
+        Outcome::Applied(lines.map(str::to_string).collect())
+    });
+    let r = config(ctx, s, draft.map(Outcome::Draft).or(saved));
     if super::flash::draft::present(req) {
         r.with_header("Set-Cookie", super::flash::draft::clear(req))
     } else {

@@ -437,6 +437,9 @@ pub fn move_to(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     super::redirect_with(ctx, req, &to, &f)
 }
 
+/// The notice a saved configuration leaves for the editor's page.
+pub const CONFIG_SAVED: &str = "config:saved";
+
 /// The configuration editor's post: YAML through the path of
 /// `PUT /api/config`.
 pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
@@ -445,11 +448,10 @@ pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     match service::config::replace_text(ctx, &text) {
         Ok(a) => {
             log::info!("{}: configuration changed from the dashboard", s.user);
-            config(
-                ctx,
-                s,
-                Some(Outcome::Applied(super::editor::applied_lines(&a))),
-            )
+            // Post, redirect, get: reloading the page that says so must
+            // not post this text again over a later change.
+            let lines = super::editor::applied_lines(&a).join("\n");
+            super::redirect_with(ctx, req, "/config", &Flash::ok(CONFIG_SAVED, lines))
         }
         Err(crate::live::ChangeError::Invalid(problems)) => {
             config(ctx, s, Some(Outcome::Refused { text, problems }))

@@ -14,14 +14,9 @@ pub fn replace(ctx: &Ctx, raw: serde_norway::Value) -> Result<Applied, ChangeErr
 }
 
 /// Replaces the configuration with `text`, YAML as the editor posts it.
-/// An empty text is an empty configuration (every default).
+/// A text with no settings (empty, or comments only) is refused as the
+/// file is by `run` and SIGHUP; `{}` is every default.
 pub fn replace_text(ctx: &Ctx, text: &str) -> Result<Applied, ChangeError> {
-    let raw: serde_norway::Value = if text.trim().is_empty() {
-        serde_norway::Value::Mapping(Default::default())
-    } else {
-        serde_norway::from_str(text)
-            .map_err(|e| ChangeError::Invalid(vec![format!("config: {e}")]))?
-    };
-    ctx.live
-        .replace(raw, (!text.trim().is_empty()).then_some(text))
+    let raw = crate::config::tree_of(text)?;
+    ctx.live.replace(raw, Some(text))
 }
