@@ -642,6 +642,60 @@ fn a_silent_target_does_not_starve_the_others() {
     silent.release();
 }
 
+/// Found by an audit of the binary: a target that answered its status and
+/// then sent its body slowly held each delivery for the whole time-out
+/// (the body was drained), recorded as a quick success, and every other
+/// target's events waited behind it. The status is the answer: the body
+/// is not waited for.
+#[test]
+fn a_target_that_stalls_its_body_holds_no_one_up() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let stalled = listener.local_addr().unwrap();
+    let (keep, held) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nx");
+            // Held open, the body never finished, until the test ends.
+            if keep.send(s).is_err() {
+                return;
+            }
+        }
+    });
+    let healthy = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = format!(
+        "webhook_settings: {{ timeout: 60s, allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  \
+         - url: \"http://{stalled}/stall\"\n  - url: \"{}\"\n",
+        healthy.url("/ok")
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    let n = 5;
+    for i in 0..n {
+        emit(
+            &d.hooks,
+            EventKind::Error,
+            "a",
+            json!({"error": format!("e{i}")}),
+        );
+    }
+    // With the body waited for, each event's second delivery came 60 s
+    // after its first.
+    let got = healthy.wait_for_hits(n, Duration::from_secs(20));
+    assert_eq!(got.len(), n);
+    let rows = d.wait_deliveries(2 * n as u64, Duration::from_secs(20));
+    let to_stalled: Vec<_> = rows.iter().filter(|r| r.url.contains("/stall")).collect();
+    assert_eq!(to_stalled.len(), n);
+    assert!(
+        to_stalled
+            .iter()
+            .all(|r| r.status_code == Some(200) && r.outcome == "success"),
+        "{to_stalled:?}"
+    );
+    assert_eq!(held.len(), n, "each delivery's connection is still open");
+}
+
 #[test]
 fn shutdown_delivers_what_is_queued() {
     let r = Receiver::start("127.0.0.1:0", Answer::Status(200));

@@ -85,10 +85,6 @@ pub const MAX_FIELD_CHARS: usize = 2048;
 /// How long queued events are still delivered after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Response bodies are read (so the connection can be reused) up to this
-/// size and ignored; a target cannot make us buffer more.
-const MAX_RESPONSE_BYTES: u64 = 64 * 1024;
-
 /// Drop warnings are logged at most this often; the metric counts every one.
 const DROP_WARN_EVERY_MS: i64 = 1000;
 
