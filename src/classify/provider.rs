@@ -327,12 +327,31 @@ impl Provider {
         let mut res = req.send(body.to_string().as_bytes()).map_err(failed)?;
         let status = res.status().as_u16();
         let retry_after = crate::agent::retry_after(res.headers(), Duration::MAX);
-        let text = res
-            .body_mut()
-            .with_config()
-            .limit(4 << 20)
-            .read_to_string()
-            .map_err(failed)?;
+        let text = match res.body_mut().with_config().limit(4 << 20).read_to_string() {
+            Ok(text) => text,
+            // An answer that arrived whole but cannot be read (over 4 MiB,
+            // not UTF-8) would be the same if asked again: not retried (a
+            // 2xx is an invalid answer), and an error status keeps its own
+            // say on retrying. A time-out or a connection lost half-way is
+            // the transport's, as before.
+            Err(e @ (ureq::Error::BodyExceedsLimit(_) | ureq::Error::Io(_))) if unreadable(&e) => {
+                let why = format!("the answer cannot be read: {e}");
+                let err = if (200..300).contains(&status) {
+                    ClassifyError::InvalidAnswer {
+                        provider: provider.clone(),
+                        error: why,
+                    }
+                } else {
+                    ClassifyError::Http {
+                        provider: provider.clone(),
+                        status,
+                        body: why,
+                    }
+                };
+                return Err((err, retry_after));
+            }
+            Err(e) => return Err(failed(e)),
+        };
         // A server may quote back what it was sent ("invalid key sk-…");
         // the answer's text reaches records, logs and webhooks, the
         // provider's secrets never do (found by an audit).
@@ -428,6 +447,16 @@ fn wait_unless(wait: Duration, stop: &dyn Fn() -> bool) -> bool {
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 /// Waits between retries of a call: 0.5 s, doubling (a `Retry-After` wins).
 const RETRY_BACKOFF: Backoff = Backoff::new(Duration::from_millis(500), MAX_RETRY_WAIT);
+
+/// Whether a failed read of an answer's body failed on the answer itself
+/// (too large, not UTF-8) rather than on the way (a time-out, a reset).
+fn unreadable(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::BodyExceedsLimit(_) => true,
+        ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -702,6 +731,34 @@ mod tests {
         );
         t.join().unwrap();
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// Found by an audit: a 200 whose body was not UTF-8, or over 4 MiB,
+    /// was retried as a transport error (three paid calls) and counted as
+    /// one. Asked again it would be the same: an invalid answer, once.
+    #[test]
+    fn a_200_that_cannot_be_read_is_an_invalid_answer_asked_once() {
+        for body in [b"\x00\xffgarbage".to_vec(), vec![b'{'; 5 << 20]] {
+            let (url, _, server) = server();
+            let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let c = calls.clone();
+            let t = std::thread::spawn(move || {
+                while let Ok(Some(req)) = server.recv_timeout(Duration::from_secs(3)) {
+                    c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let _ = req.respond(tiny_http::Response::from_data(body.clone()));
+                }
+            });
+            let p = provider_of(&format!(
+                "{{ name: p, kind: openai, url: \"{url}\", model: m, max_retries: 2 }}"
+            ));
+            let e = p.classify(&account(), &email("From: a@b.c")).unwrap_err();
+            assert!(
+                matches!(&e, ClassifyError::InvalidAnswer { error, .. } if error.contains("cannot be read")),
+                "{e}"
+            );
+            t.join().unwrap();
+            assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "{e}");
+        }
     }
 
     #[test]
