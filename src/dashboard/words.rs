@@ -37,7 +37,9 @@ pub fn plain(raw: &str) -> Option<String> {
         "The message is no longer where mailproc put it: it was moved or deleted on the server."
     } else if has("already undone") {
         "This was undone already."
-    } else if has("not moved") {
+    } else if has("the message was not moved") {
+        // Undo's own refusal (`store::undo`), not every "Not moved: …" a
+        // failed "Move to…" begins with.
         "Only a move can be undone, and this message was not moved."
     } else if has("moved before undo") {
         "This move was recorded before mailproc kept what undo needs."
@@ -101,6 +103,14 @@ mod tests {
             said("folder \"Offers\" does not exist and folders.create is false")
                 .contains("This folder does not exist")
         );
+        // Found by an audit: every failed "Move to…" was explained as a
+        // failed undo.
+        assert!(said("Not undone: the message was not moved").contains("Only a move can be undone"));
+        let moved = said(
+            "Not moved: folder: \"Offers\" is not one of the account's folders.allowed \
+             (watched folders excepted)",
+        );
+        assert!(!moved.contains("undone"), "{moved}");
         let m = error_markup("No Response: Mailbox doesn't exist: X").into_string();
         assert!(m.contains("<details"), "{m}");
         assert!(m.contains("Mailbox doesn&#39;t exist") || m.contains("Mailbox doesn't exist"));
