@@ -183,7 +183,11 @@ fn the_operators_loop_in_a_real_browser() {
         if r.subject().contains("explode") {
             Reply::Status(500, None)
         } else if r.subject().contains("Lunch") {
-            answer(json!([]), "a personal note: leave it")
+            // Under the account's minimum confidence: for review.
+            Reply::Answer(
+                json!({ "actions": [], "reasoning": "a personal note?", "confidence": 0.3 })
+                    .to_string(),
+            )
         } else {
             answer(json!([{ "type": "read" }]), "routine mail")
         }
@@ -195,6 +199,7 @@ fn the_operators_loop_in_a_real_browser() {
          classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 5s, max_retries: 0 }}\n\
          accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
          folders: {{ watch: [INBOX], allowed: [Receipts, Lists] }}\n    provider: fake\n    backlog: all\n    max_attempts: 1\n    \
+         minimum_confidence: 0.5\n    \
          learned: {{ enabled: true }}\n    \
          rules:\n      - {{ name: invoices, when: {{ subject: \"(?i)invoice\" }}, actions: [ {{ type: move, folder: Receipts }} ] }}\n      \
          - {{ name: lists, when: {{ list_id: \".\" }}, actions: [ {{ type: move, folder: Lists }} ] }}\n",
@@ -207,7 +212,8 @@ fn the_operators_loop_in_a_real_browser() {
             .unwrap_or(0)
     };
     m.wait_for(Duration::from_secs(30), "five messages recorded", || {
-        (total("&status=ok") == 4 && total("&status=failed") == 1).then_some(())
+        (total("&status=ok") == 3 && total("&status=review") == 1 && total("&status=failed") == 1)
+            .then_some(())
     });
     let entry =
         |search: &str| m.get(&format!("/api/activity?search={search}")).body["entries"][0].clone();
@@ -236,7 +242,7 @@ fn the_operators_loop_in_a_real_browser() {
     b.type_into("#code", &code);
     b.click("form[action='/setup'] button[type=submit]");
     b.wait(WAIT, "the overview", |b| b.url() == format!("{base}/"));
-    // What needs a person: one failed, one undecided; the badge says 2.
+    // What needs a person: one failed, one for review; the badge says 2.
     assert!(has_text(&b, "Needs attention"), "{}", b.text("main"));
     assert_eq!(b.text(".top nav .count"), "2");
     look(&b, &axe, "overview", &mut found);
@@ -321,9 +327,10 @@ fn the_operators_loop_in_a_real_browser() {
     // The undo's own row is not mail processed: five messages, four counted.
     assert_eq!(m.get("/api/stats").body["total_processed"], 4);
 
-    // ---- "Move to…" an undecided message, from the attention page -------------
+    // ---- "Move to…" a message for review, from the attention page ----------
     b.goto(&format!("{base}/failed"));
-    assert!(has_text(&b, "Undecided (1)"), "{}", b.text("main"));
+    assert!(has_text(&b, "For review (1)"), "{}", b.text("main"));
+    assert!(has_text(&b, "Undecided (0)"), "{}", b.text("main"));
     assert!(has_text(&b, "Failed (1)"));
     look(&b, &axe, "attention", &mut found);
     let summary = in_row(&b, "Lunch on Friday?", "details.correct summary");
@@ -348,6 +355,8 @@ fn the_operators_loop_in_a_real_browser() {
     assert_eq!(lunch, ["Lists"]);
     let e = entry("Lunch");
     assert_eq!(e["correctedTo"], "Lists", "{e:#}");
+    // Moved, it needs no one any more.
+    assert!(has_text(&b, "For review (0)"), "{}", b.text("main"));
     let learned = m.get("/api/learned/acct").body;
     assert_eq!(
         learned["corrections"], 2,

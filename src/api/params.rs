@@ -100,6 +100,7 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
         start_ms,
         end_ms,
         before: None,
+        ..Default::default()
     })
 }
 

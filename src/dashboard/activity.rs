@@ -279,6 +279,9 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         start_ms,
         end_ms,
         before: None,
+        // From "Needs attention": what still needs a person.
+        open: q("open").is_some() || q("undecided").is_some(),
+        undecided: q("undecided").is_some(),
     };
     let (mut entries, mut total) = recent(ctx, query.clone());
     let total_pages = total.div_ceil(u64::from(PAGE_SIZE)).max(1);
@@ -333,7 +336,7 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
                     option value="" { "Any" }
                     @for k in ActionKind::ALL {
                         option value=(k.as_str()) selected[sel(action, k.as_str())] {
-                            @if k == ActionKind::Noop { "none (undecided)" } @else { (k.as_str()) }
+                            @if k == ActionKind::Noop { "none (kept where it was)" } @else { (k.as_str()) }
                         }
                     }
                 } }

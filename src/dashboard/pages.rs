@@ -194,7 +194,8 @@ pub fn attention(ctx: &Ctx, s: &Session) -> Reply {
                 page: 1,
                 page_size: 100,
                 status,
-                action_type: undecided.then(|| "noop".to_string()),
+                open: true,
+                undecided,
                 ..Default::default()
             },
         )
@@ -224,14 +225,15 @@ pub fn attention(ctx: &Ctx, s: &Session) -> Reply {
             h2 #h-review { "For review (" (thousands(n_review)) ")" }
             p { "The model was less sure than the account's minimum confidence, so nothing was done." }
             (activity::table(ctx, s, &review, "/failed", true))
-            (more(n_review, "/activity?status=review", "messages for review"))
+            (more(n_review, "/activity?status=review&open=1", "messages for review"))
         }
         section aria-labelledby="h-undecided" {
             h2 #h-undecided { "Undecided (" (thousands(n_undecided)) ")" }
-            p { "No rule matched and nothing else decided, so these stayed where they arrived. "
+            p { "No rule matched and neither the learned classifier nor a model could decide, "
+                "so these stayed where they arrived. "
                 "Move one where it belongs (the learned classifier learns from it), or make a rule from it." }
             (activity::table(ctx, s, &undecided, "/failed", true))
-            (more(n_undecided, "/activity?actionType=noop", "undecided messages"))
+            (more(n_undecided, "/activity?undecided=1", "undecided messages"))
         }
     };
     html(200, layout::page("Needs attention", "/failed", s, body))

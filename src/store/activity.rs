@@ -73,6 +73,12 @@ pub struct ActivityQuery {
     /// Only rows after this `(processed_at, id)` in the newest-first order:
     /// a cursor that stays right while new rows arrive (exports page by it).
     pub before: Option<(i64, i64)>,
+    /// Only what still needs a person (the dashboard's "Needs
+    /// attention"): with `undecided`, mail nothing decided; else rows not
+    /// corrected since (a message for review that was moved is done).
+    pub open: bool,
+    /// Only mail nothing decided ([`UNDECIDED`]).
+    pub undecided: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -125,22 +131,36 @@ impl Store {
                 && q.status.is_none()
                 && q.start_ms.is_none()
                 && q.end_ms.is_none()
-                && q.before.is_none();
+                && q.before.is_none()
+                && !q.open
+                && !q.undecided;
             let indexed = q
                 .search
                 .as_deref()
                 .filter(|s| only_search && !queued && s.chars().count() >= 3);
             // The filters, not the page: every page of a search shares it.
+            let ActivityQuery {
+                page: _,
+                page_size: _,
+                account,
+                action_type,
+                status,
+                search,
+                start_ms,
+                end_ms,
+                before,
+                open,
+                undecided,
+            } = q;
             let key = format!(
                 "{:?}",
                 (
-                    &q.account,
-                    &q.action_type,
-                    q.status,
-                    &q.search,
-                    q.start_ms,
-                    q.end_ms,
-                    q.before,
+                    account,
+                    action_type,
+                    status,
+                    search,
+                    (start_ms, end_ms, before),
+                    (open, undecided),
                     queued
                 )
             );
@@ -259,7 +279,7 @@ fn activity_filter(
             // Nothing was done: mail no rule, classifier or model decided
             // anything for (or the model said noop, which is not recorded
             // as an action).
-            Some("noop") => where_.push(UNDECIDED),
+            Some("noop") => where_.push(NO_ACTION),
             Some(t) => {
                 where_.push(
                     "EXISTS (SELECT 1 FROM actions x WHERE x.email_id = e.id AND x.type = ?)",
@@ -271,6 +291,12 @@ fn activity_filter(
         if let Some(s) = &q.status {
             where_.push("e.status = ?");
             args.push(V::Text(s.as_str().into()));
+        }
+        if q.undecided {
+            where_.push(UNDECIDED);
+        }
+        if q.open {
+            where_.push("e.corrected_to IS NULL");
         }
         if let Some(s) = &q.start_ms {
             where_.push("e.processed_at >= ?");
@@ -328,8 +354,22 @@ fn activity_filter(
 /// Mail nothing was done to and that no person has seen to since (moved
 /// with "Move to…"): the terms of the `emails_attention` index (schema
 /// step 5), written the same so that SQLite uses it.
-pub(super) const UNDECIDED: &str = "(e.status IN ('ok', 'dry_run') AND e.actions = '[]' \
+pub(super) const NO_ACTION: &str = "(e.status IN ('ok', 'dry_run') AND e.actions = '[]' \
      AND e.model NOT IN ('undo', 'correction') AND e.corrected_to IS NULL)";
+
+/// Mail nothing decided: no rule matched and neither the classifier nor a
+/// model gave an answer (`model` `none`), not corrected since. A message a
+/// rule, the classifier or a model chose to keep where it is was decided.
+/// As the partial index `emails_attention` says it (schema step 9).
+pub(super) const UNDECIDED: &str = "(e.status IN ('ok', 'dry_run') AND e.actions = '[]' \
+     AND e.model = 'none' AND e.corrected_to IS NULL)";
+
+/// Mail that needs a person, as the partial index `emails_attention` says
+/// it: failed, for review and not corrected, or undecided.
+pub(super) const ATTENTION: &str = "(e.status = 'failed' \
+     OR (e.status = 'review' AND e.corrected_to IS NULL) \
+     OR (e.status IN ('ok', 'dry_run') AND e.actions = '[]' \
+     AND e.model = 'none' AND e.corrected_to IS NULL))";
 
 /// `%s%` for LIKE, with `\\`, `%` and `_` of `s` escaped.
 fn like_pattern(s: &str) -> String {

@@ -321,4 +321,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
         WHEN error LIKE 'refused:%' THEN 'refused'
         ELSE 'failed' END;
     "#,
+    // 9: what needs a person (`activity::ATTENTION`): mail a rule, the
+    // classifier or a model chose to keep where it was is decided, not
+    // undecided (every message the classifier kept in INBOX raised the
+    // count); a message for review that was moved since is done.
+    r#"
+    DROP INDEX emails_attention;
+    CREATE INDEX emails_attention ON emails (account, status)
+        WHERE status = 'failed'
+           OR (status = 'review' AND corrected_to IS NULL)
+           OR (status IN ('ok', 'dry_run') AND actions = '[]' AND model = 'none'
+               AND corrected_to IS NULL);
+    "#,
 ];
