@@ -494,7 +494,10 @@ fn controls_are_form_posts_with_a_token() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert!(r.text.contains("answered with status 202"), "{}", r.text);
     assert_eq!(t.join().unwrap().as_deref(), Some("yes"));
-    assert!(b.get("/webhooks").text.contains(&url));
+    let log = b.get("/webhooks").text;
+    assert!(log.contains(&url), "{log}");
+    // A test is sent for no account: not shown as sent for "all".
+    assert!(log.contains("(a test)") && !log.contains(">all<"), "{log}");
 }
 
 #[test]

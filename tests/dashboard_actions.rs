@@ -284,3 +284,91 @@ fn move_to_and_make_a_rule_use_the_accounts_own_session() {
         "{page}"
     );
 }
+
+/// Found by an audit in a real browser: the rule form showed only move,
+/// flags, read and spam, so a rule that trashed (or kept mail where it
+/// was) lost that action when saved unchanged, and a keep-only rule could
+/// not be saved at all. A name longer than the form's field was taken.
+#[test]
+fn the_rule_form_keeps_every_action_a_rule_has() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let yaml = account_config(&d, &model, "").replace(
+        "    rules:\n",
+        "    allowed_actions: [move, flag, read, spam, trash, noop]\n    rules:\n      \
+         - { name: cleanup, when: { from: \"(?i)promo@\" }, actions: [ { type: read }, { type: trash } ] }\n      \
+         - { name: family, when: { from: \"(?i)@family\\\\.example\" }, actions: [ { type: noop } ] }\n",
+    );
+    let m = with_user(&yaml);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+
+    let page = b.get("/config/rule?account=acct&rule=cleanup").text;
+    assert!(
+        page.contains(r#"name="trash" type="checkbox" checked"#),
+        "{page}"
+    );
+    // Posted as the page shows it: both actions stay.
+    let r = b.submit(
+        "/config/rule",
+        &[
+            ("account", "acct"),
+            ("was", "cleanup"),
+            ("name", "cleanup"),
+            ("from", "(?i)promo@"),
+            ("read", "on"),
+            ("trash", "on"),
+        ],
+    );
+    assert_redirect(&r, "/accounts/acct");
+    let rule = |name: &str| {
+        let all = m.get("/api/config").body["accounts"][0]["rules"].clone();
+        let found = all.as_array().unwrap().iter().find(|r| r["name"] == name);
+        found
+            .cloned()
+            .unwrap_or_else(|| panic!("no rule {name}: {all}"))
+    };
+    let cleanup = rule("cleanup");
+    assert_eq!(cleanup["name"], "cleanup", "{cleanup}");
+    assert_eq!(
+        cleanup["actions"],
+        serde_json::json!([{ "type": "read" }, { "type": "trash" }])
+    );
+
+    // A rule that keeps mail where it is: shown, and saved as such.
+    let page = b.get("/config/rule?account=acct&rule=family").text;
+    assert!(
+        page.contains(r#"name="keep" type="checkbox" checked"#),
+        "{page}"
+    );
+    let family = [
+        ("account", "acct"),
+        ("was", "family"),
+        ("name", "family"),
+        ("from", "(?i)@family\\.example"),
+        ("keep", "on"),
+    ];
+    assert_redirect(&b.submit("/config/rule", &family), "/accounts/acct");
+    assert_eq!(
+        rule("family")["actions"],
+        serde_json::json!([{ "type": "noop" }])
+    );
+    // Keeping it and moving it at once is no rule.
+    let mut both = family.to_vec();
+    both.push(("move", "Receipts"));
+    let r = b.submit("/config/rule", &both);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.text.contains("cannot go with another action"),
+        "{}",
+        r.text
+    );
+
+    // The name's limit holds on the server too.
+    let long = "n".repeat(101);
+    let mut named = family.to_vec();
+    named[2] = ("name", &long);
+    let r = b.submit("/config/rule", &named);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("at most 100 characters"), "{}", r.text);
+}

@@ -269,6 +269,10 @@ struct RuleForm {
     flags: String,
     read: bool,
     spam: bool,
+    trash: bool,
+    /// `noop`: keep the message where it is (no later rule, classifier or
+    /// model decides it).
+    keep: bool,
     first: bool,
 }
 
@@ -295,7 +299,8 @@ impl RuleForm {
                 Action::Flag { flags } => f.flags = flags.join(" "),
                 Action::Read => f.read = true,
                 Action::Spam => f.spam = true,
-                _ => {}
+                Action::Trash => f.trash = true,
+                Action::Noop => f.keep = true,
             }
         }
         f
@@ -317,6 +322,8 @@ impl RuleForm {
             flags: g("flags"),
             read: f.contains_key("read"),
             spam: f.contains_key("spam"),
+            trash: f.contains_key("trash"),
+            keep: f.contains_key("keep"),
             first: g("position") == "first",
         }
     }
@@ -370,6 +377,12 @@ impl RuleForm {
                 ("folder", self.move_to.as_str().into()),
             ]));
         }
+        if self.trash {
+            actions.push(action(&[("type", "trash".into())]));
+        }
+        if self.keep {
+            actions.push(action(&[("type", "noop".into())]));
+        }
         let mut rule = Mapping::new();
         rule.insert("name".into(), self.name.as_str().into());
         rule.insert("when".into(), Value::Mapping(when));
@@ -382,6 +395,12 @@ impl RuleForm {
         let mut out = Vec::new();
         if self.name.is_empty() {
             out.push("Name: give the rule a name.".to_string());
+        }
+        let n = self.name.chars().count();
+        if n > MAX_RULE_NAME {
+            out.push(format!(
+                "Name: at most {MAX_RULE_NAME} characters, this one has {n}."
+            ));
         }
         // A header value alone is no condition: it needs its header.
         if self
@@ -400,12 +419,23 @@ impl RuleForm {
                 out.push(format!("{label}: not a valid pattern: {e}"));
             }
         }
-        if self.move_to.is_empty() && self.flags.is_empty() && !self.read && !self.spam {
+        let acts = !self.move_to.is_empty()
+            || !self.flags.is_empty()
+            || self.read
+            || self.spam
+            || self.trash;
+        if !acts && !self.keep {
             out.push("Then: choose at least one action.".into());
+        }
+        if acts && self.keep {
+            out.push("Then: “Keep it where it is” cannot go with another action.".into());
         }
         out
     }
 }
+
+/// The longest rule name the form takes (its field says so too).
+const MAX_RULE_NAME: usize = 100;
 
 /// `s` as a regex matching exactly that text, case-insensitively.
 fn exactly(s: &str) -> String {
@@ -507,7 +537,7 @@ fn rule_form(
             input type="hidden" name="account" value=(a.name);
             input type="hidden" name="was" value=(f.was);
             label for="name" { "Name" }
-            input #name name="name" type="text" required maxlength="100" value=(f.name)
+            input #name name="name" type="text" required maxlength=(MAX_RULE_NAME) value=(f.name)
                 autofocus[!problems.is_empty()];
             fieldset {
                 legend { "When" }
@@ -518,9 +548,11 @@ fn rule_form(
                 (text_field("header", "Header present", &f.header, "(a header's name, e.g. Precedence)"))
                 (text_field("value", "Header value", &f.value, "(a regex for that header)"))
             }
+            // An action the account does not allow is offered only when
+            // the rule has it: saved unchanged, a rule keeps what it does.
             fieldset {
                 legend { "Then" }
-                @if allows(crate::actions::ActionKind::Move) {
+                @if allows(crate::actions::ActionKind::Move) || !f.move_to.is_empty() {
                     label for="move" { "Move to" }
                     select #move name="move" {
                         option value="" selected[f.move_to.is_empty()] { "(do not move)" }
@@ -529,14 +561,21 @@ fn rule_form(
                         }
                     }
                 }
-                @if allows(crate::actions::ActionKind::Flag) {
+                @if allows(crate::actions::ActionKind::Flag) || !f.flags.is_empty() {
                     (text_field("flags", "Set flags", &f.flags, "(space-separated, e.g. \\Flagged)"))
                 }
-                @if allows(crate::actions::ActionKind::Read) {
+                @if allows(crate::actions::ActionKind::Read) || f.read {
                     div.check { input #read name="read" type="checkbox" checked[f.read]; label for="read" { "Mark as read" } }
                 }
-                @if allows(crate::actions::ActionKind::Spam) {
+                @if allows(crate::actions::ActionKind::Spam) || f.spam {
                     div.check { input #spam name="spam" type="checkbox" checked[f.spam]; label for="spam" { "Spam (to the junk folder)" } }
+                }
+                @if allows(crate::actions::ActionKind::Trash) || f.trash {
+                    div.check { input #trash name="trash" type="checkbox" checked[f.trash]; label for="trash" { "Move to the trash" } }
+                }
+                @if allows(crate::actions::ActionKind::Noop) || f.keep {
+                    div.check { input #keep name="keep" type="checkbox" checked[f.keep];
+                        label for="keep" { "Keep it where it is (no later rule, classifier or model decides it)" } }
                 }
             }
             @if !editing {

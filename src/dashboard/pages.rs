@@ -275,7 +275,13 @@ pub fn deliveries(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
                                 td.nowrap data-label="Time" { (time_iso(&d.timestamp)) }
                                 td data-label="Event" { (d.event) }
                                 td.clip data-label="Target" { (d.url) }
-                                td data-label="Account" { (d.account.as_deref().unwrap_or("all")) }
+                                // A test is sent for no account; a global
+                                // target's event names its account.
+                                td data-label="Account" { @match (d.account.as_deref(), d.event.as_str()) {
+                                    (Some(a), _) => (a),
+                                    (None, "test") => span.muted { "(a test)" },
+                                    (None, _) => span.muted { "—" },
+                                } }
                                 td data-label="Outcome" { @match (d.status_code, &d.error) {
                                     (Some(c), _) if (200..300).contains(&c) => span.ok { (c) },
                                     (Some(c), _) => span.err { (c) },
