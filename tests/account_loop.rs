@@ -994,3 +994,63 @@ fn a_folder_created_once_is_not_created_again() {
     assert_eq!(log.matches("created folder").count(), 1, "{log}");
     assert!(!log.contains("CREATE"), "{log}");
 }
+
+/// Found by an audit: Dovecot refuses a whole `UID MOVE` with `NO
+/// [EXPUNGEISSUED]` when another client expunged one of its messages since
+/// this session last heard, and every other message of the set was
+/// charged a failed attempt (450 of a 15,000-message backlog parked beside
+/// a client deleting mail). The ones still there are moved again.
+#[test]
+fn a_message_another_client_expunges_does_not_fail_the_rest_of_its_move() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    for i in 0..10 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("r{i}"), &format!("Your receipt {i}")),
+        );
+    }
+    let yaml = config(
+        &d,
+        "",
+        "    folders: { watch: [INBOX], allowed: [Receipts] }\n    rules:\n      \
+         - { name: shop, when: { subject: \"^Your receipt\" }, actions: [ { type: move, folder: Receipts } ] }\n",
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=pause:3000")]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(20), "the pass about to act", || {
+        m.log()
+            .contains("failpoint before-act: pausing")
+            .then_some(())
+    });
+    // Another client deletes one of them while the account holds its
+    // decisions.
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    let mut c = imap::Client::new(tcp);
+    c.read_greeting().unwrap();
+    let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+    s.select("INBOX").unwrap();
+    let uids = s.uid_search("HEADER Message-ID \"<r3@\"").unwrap();
+    assert_eq!(uids.len(), 1, "{uids:?}");
+    let uid = uids.into_iter().next().unwrap().to_string();
+    s.uid_store(&uid, "+FLAGS (\\Deleted)").unwrap();
+    s.expunge().unwrap();
+    s.logout().unwrap();
+
+    for i in (0..10).filter(|i| *i != 3) {
+        let id = format!("<r{i}@mailproc.test>");
+        let e = m.wait_for(Duration::from_secs(20), &format!("{id} moved"), || {
+            entry_of(&m, &id).filter(|e| e["status"] == "ok")
+        });
+        assert_eq!(e["attempts"], 1, "{e}");
+        assert_eq!(mailboxes_of(&d, &id), ["Receipts"], "{e}");
+    }
+    assert!(mailboxes_of(&d, "<r3@mailproc.test>").is_empty());
+    let log = m.log();
+    assert!(
+        log.contains("another client expunged some of them"),
+        "Dovecot did not refuse the move as the test expects:\n{log}"
+    );
+}
