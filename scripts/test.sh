@@ -77,6 +77,10 @@ if ((!$#)); then
     # workspace, which `cargo test` alone does not run.
     say "cargo test --locked -p tiny_http --lib"
     cargo_locked test --locked -p tiny_http --lib
+    # The same for the vendored IMAP client (its framing limits and
+    # parsers, vendor/imap/PATCHES.md).
+    say "cargo test --locked -p imap --lib"
+    cargo_locked test --locked -p imap --lib
 fi
 
 if (($#)); then

@@ -1054,3 +1054,37 @@ fn a_message_another_client_expunges_does_not_fail_the_rest_of_its_move() {
         "Dovecot did not refuse the move as the test expects:\n{log}"
     );
 }
+
+/// Found by an audit: another client set 10,001 keywords on a message and
+/// removed them again; Dovecot keeps listing them in the folder's `FLAGS`,
+/// and every session ended at its SELECT ("a list of more than 10000
+/// items"), for good. The folder's lists of flags are read past instead.
+#[test]
+fn a_folder_with_too_many_keywords_is_still_read() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.seed("test", "INBOX", &msg("tagged", "Your receipt 1"));
+    // A raw client: the imap crate refuses such answers as mailproc did.
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    assert!(c.command("SELECT INBOX").unwrap().ok());
+    let keywords: Vec<String> = (0..10_001).map(|i| format!("k{i}")).collect();
+    let list = keywords.join(" ");
+    for sign in ["+", "-"] {
+        let r = c
+            .command(&format!("UID STORE 1:* {sign}FLAGS.SILENT ({list})"))
+            .unwrap();
+        assert!(r.ok(), "{}", String::from_utf8_lossy(&r.raw()));
+    }
+    c.logout();
+
+    let yaml = config(
+        &d,
+        "",
+        &format!("    folders: {{ watch: [INBOX], allowed: [Receipts] }}\n{SHOP_RULES}"),
+    );
+    let m = Mailproc::start(&yaml);
+    let e = wait_entry(&m, "<tagged@mailproc.test>");
+    assert_eq!(e["status"], "ok", "{e}");
+    assert_eq!(mailboxes_of(&d, "<tagged@mailproc.test>"), ["Receipts"]);
+    assert!(!m.log().contains("more than 10000 items"), "{}", m.log());
+}

@@ -1691,9 +1691,16 @@ impl<T: Read + Write> Connection<T> {
         use crate::frame::{Frame, Next};
         use std::io::Read;
         let mut frame = Frame::default();
+        let start = line;
         loop {
             match frame.line(&into[line..]) {
-                Ok(Next::Done) => return Ok(()),
+                Ok(Next::Done) => {
+                    if let Some(stand_in) = frame.replacement() {
+                        into.truncate(start);
+                        into.extend_from_slice(stand_in);
+                    }
+                    return Ok(());
+                }
                 Ok(Next::Literal(n)) => {
                     if n > MAX_RESPONSE_BYTES.saturating_sub(into.len()) {
                         return Err(too_long());
@@ -2244,6 +2251,32 @@ mod tests {
             "Invalid select command"
         );
         assert_eq!(mailbox, expected_mailbox);
+    }
+
+    /// mailproc patch: a folder whose clients set more keywords than
+    /// `frame::MAX_LIST_ITEMS` (a server keeps them after they are gone
+    /// from every message) is selected all the same, its lists of flags
+    /// left out, instead of every session ending at its SELECT.
+    #[test]
+    fn select_a_folder_with_too_many_keywords() {
+        let keywords: String = (0..=crate::frame::MAX_LIST_ITEMS)
+            .map(|i| format!(" k{i}"))
+            .collect();
+        let response = format!(
+            "* FLAGS (\\Seen{keywords})\r\n\
+             * OK [PERMANENTFLAGS (\\Seen{keywords} \\*)] Flags permitted.\r\n\
+             * 3 EXISTS\r\n\
+             * OK [UIDVALIDITY 77] UIDs valid\r\n\
+             * OK [UIDNEXT 4] Predicted next UID\r\n\
+             a1 OK [READ-WRITE] Select completed.\r\n"
+        )
+        .into_bytes();
+        let mut session = mock_session!(MockStream::new(response));
+        let mailbox = session.select("INBOX").unwrap();
+        assert_eq!(mailbox.exists, 3);
+        assert_eq!(mailbox.uid_validity, Some(77));
+        assert_eq!(mailbox.uid_next, Some(4));
+        assert!(mailbox.flags.is_empty() && mailbox.permanent_flags.is_empty());
     }
 
     #[test]

@@ -28,6 +28,18 @@ pub(crate) struct Frame {
     items: Vec<usize>,
     /// Whether the last byte seen outside a quote could end an item.
     in_item: bool,
+    /// A list of a `cut` response passed [`MAX_LIST_ITEMS`].
+    overflow: bool,
+    /// What stands in for the response once it is read, when it is a
+    /// mailbox's list of flags (`* FLAGS`, `* OK [PERMANENTFLAGS`) longer
+    /// than [`MAX_LIST_ITEMS`]: the keywords every client ever set in the
+    /// folder, which a server keeps after they are gone from every
+    /// message. Refused, such a list stopped the account for good (an
+    /// audit set 10,001 keywords and removed them again); mailproc reads
+    /// neither list, so it is read past instead of parsed.
+    cut: Option<&'static [u8]>,
+    /// The first line has been seen.
+    started: bool,
 }
 
 /// What follows a line of a response.
@@ -45,6 +57,9 @@ impl Frame {
     pub(crate) fn line(&mut self, line: &[u8]) -> Result<Next, String> {
         let body = line.strip_suffix(b"\n").unwrap_or(line);
         let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if !std::mem::replace(&mut self.started, true) {
+            self.cut = mailbox_flags(body);
+        }
         let (mut quoted, mut escaped) = (false, false);
         for &b in body {
             if quoted {
@@ -101,11 +116,36 @@ impl Frame {
         };
         *n += 1;
         if *n > MAX_LIST_ITEMS {
+            if self.cut.is_some() {
+                // Counted no further; replaced whole once read.
+                *n = MAX_LIST_ITEMS;
+                self.overflow = true;
+                return Ok(());
+            }
             return Err(format!(
                 "the server's response has a list of more than {MAX_LIST_ITEMS} items"
             ));
         }
         Ok(())
+    }
+
+    /// What the response read should be taken as instead: set when it is
+    /// a mailbox's list of flags past [`MAX_LIST_ITEMS`] items.
+    pub(crate) fn replacement(&self) -> Option<&'static [u8]> {
+        self.cut.filter(|_| self.overflow)
+    }
+}
+
+/// The empty stand-in for a response that lists a mailbox's flags, by its
+/// first line; `None` for any other response.
+fn mailbox_flags(first: &[u8]) -> Option<&'static [u8]> {
+    let starts = |p: &[u8]| first.len() >= p.len() && first[..p.len()].eq_ignore_ascii_case(p);
+    if starts(b"* FLAGS ") {
+        Some(b"* FLAGS ()\r\n")
+    } else if starts(b"* OK [PERMANENTFLAGS ") {
+        Some(b"* OK [PERMANENTFLAGS ()] flags not listed: too many\r\n")
+    } else {
+        None
     }
 }
 
@@ -184,5 +224,27 @@ mod tests {
         let half = [b"(".repeat(40), b" {1}\r\n".to_vec()].concat();
         assert_eq!(f.line(&half), Ok(Next::Literal(1)));
         assert!(f.line(&[b"(".repeat(30), b"\r\n".to_vec()].concat()).is_err());
+    }
+
+    #[test]
+    fn a_mailboxs_long_list_of_flags_is_cut_not_refused() {
+        let many = b"k ".repeat(MAX_LIST_ITEMS + 1);
+        for (first, stand_in) in [
+            (b"* FLAGS (".as_slice(), b"* FLAGS ()\r\n".as_slice()),
+            (b"* ok [PERMANENTFLAGS (", b"* OK [PERMANENTFLAGS ()] flags not listed: too many\r\n"),
+        ] {
+            let mut f = Frame::default();
+            let line = [first, &many, b")]\r\n"].concat();
+            assert_eq!(f.line(&line), Ok(Next::Done));
+            assert_eq!(f.replacement(), Some(stand_in));
+        }
+        // Within the cap it is parsed as sent.
+        let mut f = Frame::default();
+        assert_eq!(f.line(b"* FLAGS (\\Seen k1)\r\n"), Ok(Next::Done));
+        assert_eq!(f.replacement(), None);
+        // A message's own flags stay refused: nothing reads past them.
+        let mut f = Frame::default();
+        let line = [b"* 1 FETCH (FLAGS (".as_slice(), &many, b"))\r\n"].concat();
+        assert!(f.line(&line).is_err());
     }
 }
