@@ -26,6 +26,7 @@
 //!   a second, also while blocked in IDLE (see `account`).
 
 mod batch;
+mod careful;
 mod commands;
 mod corrections;
 mod flags;
@@ -286,6 +287,10 @@ struct Runner {
     junk: String,
     /// The moves held in a pass of more than one window (see `held`).
     held: Option<held::Held>,
+    /// The window whose headers are being read, and what sessions lost
+    /// while reading taught of each folder (see `careful`).
+    reading: Option<careful::Reading>,
+    careful: HashMap<(String, u32), careful::Careful>,
     /// Each folder the corrections check read whole, with its counts as
     /// they were just before (see `corrections`).
     corrections_read: HashMap<String, folders::Counts>,
@@ -317,6 +322,8 @@ impl Runner {
             trouble: None,
             junk: "Junk".into(),
             held: None,
+            reading: None,
+            careful: HashMap::new(),
             corrections_read: HashMap::new(),
             found: 0,
         }
@@ -361,6 +368,9 @@ impl Runner {
         loop {
             match self.serve(s, control, caps, folders) {
                 Err(ImapError::Store(e)) => {
+                    // The session goes on: a window being read is not
+                    // what ended anything (see `careful`).
+                    self.reading = None;
                     let wait = backoff.next_wait();
                     let msg = e.to_string();
                     log::error!("{}: {msg}; trying again in {wait:?}", self.name());
@@ -462,9 +472,13 @@ impl Runner {
                                 );
                                 continue;
                             }
-                            Err(_) if self.w.handle.take_interrupted() => continue,
+                            Err(_) if self.w.handle.take_interrupted() => {
+                                self.reading = None;
+                                continue;
+                            }
                             Err(e) => {
                                 let e = e.to_string();
+                                self.lost_while_reading(&e);
                                 // A session that broke soon after its login
                                 // keeps the back-off growing (a server, or a
                                 // message, that breaks every session).

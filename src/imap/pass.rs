@@ -324,7 +324,8 @@ impl Runner {
         let mut reader = self.second_session(caps, folders, mailbox, uidvalidity, &uids);
         // More than one window: their moves are held and made at the end
         // (see `held`).
-        self.held = (uids.len() > window()).then(|| Held::new(mailbox, uidvalidity));
+        let window = self.window_for(mailbox, uidvalidity);
+        self.held = (uids.len() > window).then(|| Held::new(mailbox, uidvalidity));
         let ended = self.windows(
             s,
             caps,
@@ -353,6 +354,7 @@ impl Runner {
         if let Some(end) = ended {
             return Ok(end);
         }
+        self.read_through(mailbox, uidvalidity);
         // Everything below the UIDNEXT of the SELECT was searched and
         // handled; UIDs missing from the search were expunged meanwhile.
         // Moving the watermark up to it keeps `behind` from passing again
@@ -381,7 +383,7 @@ impl Runner {
         known: &mut HashMap<u32, KnownEmail>,
         reader: &mut Option<Reader>,
     ) -> Result<Option<Option<Exit>>, ImapError> {
-        for chunk in uids.chunks(window()) {
+        for chunk in uids.chunks(self.window_for(mailbox, uidvalidity)) {
             let complete =
                 self.process_window(s, caps, folders, mailbox, uidvalidity, chunk, known, reader)?;
             if self.w.handle.is_shutting_down() {
@@ -407,8 +409,8 @@ impl Runner {
     /// For a pass over at least [`TWO_SESSIONS_MIN`] UIDs of `mailbox`, a
     /// second session that reads their headers (see `reader`), opened for
     /// this folder's pass and closed after it; `None` below that, with
-    /// OAuth2 (its tokens belong to the first session), or without a
-    /// thread.
+    /// OAuth2 (its tokens belong to the first session), while the folder is
+    /// read carefully (see `careful`), or without a thread.
     fn second_session(
         &self,
         caps: &Caps,
@@ -419,6 +421,7 @@ impl Runner {
     ) -> Option<Reader> {
         if uids.len() < TWO_SESSIONS_MIN
             || self.w.account.imap.auth != crate::config::ImapAuth::Password
+            || self.is_careful(mailbox, uidvalidity)
         {
             return None;
         }

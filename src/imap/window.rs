@@ -32,7 +32,13 @@ fn journalled(k: &KnownEmail) -> Classification {
 }
 
 impl Runner {
-    fn meta(&self, mailbox: &str, uidvalidity: u32, uid: u32, e: Option<&Email>) -> EmailMeta {
+    pub(super) fn meta(
+        &self,
+        mailbox: &str,
+        uidvalidity: u32,
+        uid: u32,
+        e: Option<&Email>,
+    ) -> EmailMeta {
         EmailMeta {
             account: self.name().to_string(),
             mailbox: mailbox.to_string(),
@@ -224,9 +230,12 @@ impl Runner {
     ) -> Result<(Vec<Item>, Vec<Item>), ImapError> {
         self.refresh_learner();
         let query = self.header_query();
-        let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
+        // A message whose reading ended the session is not read again.
+        let (uids, mut ready) = self.without_parked(mailbox, uidvalidity, uids, known);
+        ready.reserve(uids.len());
         let mut to_model: Vec<Item> = Vec::new();
         let chunks: Vec<&[u32]> = uids.chunks(HEADER_CHUNK).collect();
+        self.reading(mailbox, uidvalidity, &uids);
         // Whether the FETCH of this session's next chunk went out already,
         // and a chunk's answer read ahead of its turn.
         let mut sent = false;
@@ -281,6 +290,7 @@ impl Runner {
             ready.extend(r);
             to_model.extend(m);
         }
+        self.read_done();
         Ok((ready, to_model))
     }
 

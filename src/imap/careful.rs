@@ -1,0 +1,177 @@
+//! Messages that end the session. A server may close the connection
+//! whenever it reads one stored message (Dovecot says `* BYE Internal
+//! error occurred` for a file it cannot read: damaged, or not readable by
+//! it); the account reconnected, read the same window again, lost the
+//! session again, and no message of the folder was processed for good
+//! (found by an audit: one unreadable file of 50 stopped the account, the
+//! other 49 never got a row).
+//!
+//! So a session lost while a window's headers were read makes the next
+//! pass of that folder read smaller windows: each loss in the same place
+//! divides the window by [`SHRINK`], down to one message. A single message
+//! whose reading ends the session [`LOSSES_TO_PARK`] times is parked
+//! without being read again: a `failed` row with the server's words, left
+//! where it is (Retry asks the server again). Every other message of the
+//! folder is processed meanwhile, in the smaller windows up to the one
+//! that breaks. A pass that reads its folder through without a loss goes
+//! back to whole windows. What this knows lives with the account's thread,
+//! across reconnects; a restart starts from whole windows again.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::state::{Failure, Item, Seen};
+use super::Runner;
+use crate::store::KnownEmail;
+
+/// Each loss in the same window divides the next window by this.
+const SHRINK: usize = 10;
+
+/// Losses while one message alone was read before it is parked.
+const LOSSES_TO_PARK: u32 = 2;
+
+/// A folder's generation: its name and UIDVALIDITY.
+type Generation = (String, u32);
+
+/// The window whose headers are being read.
+#[derive(Debug)]
+pub(super) struct Reading {
+    folder: Generation,
+    uids: Vec<u32>,
+}
+
+/// What the account learnt of a folder's generation from sessions lost
+/// while reading it.
+#[derive(Debug, Default)]
+pub(super) struct Careful {
+    /// The window size its next pass reads with.
+    size: Option<usize>,
+    /// Losses while this one message alone was read.
+    alone: HashMap<u32, u32>,
+    /// Messages parked without being read: UID → why.
+    parked: BTreeMap<u32, String>,
+}
+
+impl Runner {
+    /// The window size for a pass of `mailbox`: smaller after sessions
+    /// lost while reading it.
+    pub(super) fn window_for(&self, mailbox: &str, uidvalidity: u32) -> usize {
+        self.careful
+            .get(&(mailbox.to_string(), uidvalidity))
+            .and_then(|c| c.size)
+            .unwrap_or_else(super::window)
+    }
+
+    /// Whether a pass of `mailbox` reads carefully: in smaller windows, or
+    /// past a parked message, on the account's session alone.
+    pub(super) fn is_careful(&self, mailbox: &str, uidvalidity: u32) -> bool {
+        self.careful
+            .contains_key(&(mailbox.to_string(), uidvalidity))
+    }
+
+    /// A window's headers are about to be read.
+    pub(super) fn reading(&mut self, mailbox: &str, uidvalidity: u32, uids: &[u32]) {
+        self.reading = Some(Reading {
+            folder: (mailbox.to_string(), uidvalidity),
+            uids: uids.to_vec(),
+        });
+    }
+
+    /// The window's headers were read.
+    pub(super) fn read_done(&mut self) {
+        self.reading = None;
+    }
+
+    /// A pass of `mailbox` read it through: whole windows again.
+    pub(super) fn read_through(&mut self, mailbox: &str, uidvalidity: u32) {
+        let key = (mailbox.to_string(), uidvalidity);
+        if let Some(c) = self.careful.get_mut(&key) {
+            c.size = None;
+            c.alone.clear();
+            if c.parked.is_empty() {
+                self.careful.remove(&key);
+            }
+        }
+    }
+
+    /// The session ended with `error`; if a window's headers were being
+    /// read, the next pass of that folder reads smaller windows, and a
+    /// message read alone that ended it often enough is parked.
+    pub(super) fn lost_while_reading(&mut self, error: &str) {
+        let Some(Reading { folder, uids }) = self.reading.take() else {
+            return;
+        };
+        let name = self.name().to_string();
+        let c = self.careful.entry(folder.clone()).or_default();
+        if let [uid] = uids[..] {
+            let n = c.alone.entry(uid).or_insert(0);
+            *n += 1;
+            if *n < LOSSES_TO_PARK {
+                log::warn!(
+                    "{name}: {}: the session ended while UID {uid} alone was read ({error}); \
+                     if it does again, the message is parked",
+                    folder.0
+                );
+            } else {
+                log::warn!(
+                    "{name}: {}: the session ended each time UID {uid} was read ({error}): \
+                     it is parked, not read again",
+                    folder.0
+                );
+                c.alone.remove(&uid);
+                c.parked.insert(
+                    uid,
+                    format!(
+                        "the server ended the session each time this message was read \
+                         ({error}); it was left where it is, unread: Retry asks the server again"
+                    ),
+                );
+            }
+            c.size = Some(1);
+            return;
+        }
+        let size = (uids.len() / SHRINK).max(1);
+        log::warn!(
+            "{name}: {}: the session ended while {} message(s) from UID {} were read; \
+             the next pass reads {size} at a time",
+            folder.0,
+            uids.len(),
+            uids.first().copied().unwrap_or(0)
+        );
+        c.size = Some(size);
+    }
+
+    /// `uids` without the parked ones of `mailbox`, and a failed item for
+    /// each parked one, recorded as such (`known` loses their rows).
+    pub(super) fn without_parked(
+        &mut self,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+        known: &mut HashMap<u32, KnownEmail>,
+    ) -> (Vec<u32>, Vec<Item>) {
+        let key = (mailbox.to_string(), uidvalidity);
+        let Some(c) = self.careful.get_mut(&key).filter(|c| !c.parked.is_empty()) else {
+            return (uids.to_vec(), Vec::new());
+        };
+        let mut keep = Vec::with_capacity(uids.len());
+        let mut parked = Vec::new();
+        for &uid in uids {
+            match c.parked.remove(&uid) {
+                Some(why) => parked.push((uid, why)),
+                None => keep.push(uid),
+            }
+        }
+        let items = parked
+            .into_iter()
+            .map(|(uid, why)| {
+                let seen = Seen {
+                    known: known.remove(&uid).is_some(),
+                    ..Seen::default()
+                };
+                let meta = self.meta(mailbox, uidvalidity, uid, None);
+                Item::failed(meta, seen, Failure::permanent(why, "imap"))
+            })
+            .collect();
+        (keep, items)
+    }
+}
