@@ -237,6 +237,8 @@ pub struct Handle {
     dialing: Mutex<Option<std::net::TcpStream>>,
     interrupted: AtomicBool,
     shutting_down: AtomicBool,
+    /// Set by [`Handle::cut_sessions`]: the stop's grace is over.
+    cut: AtomicBool,
     /// Where the last error is kept across restarts, once set.
     errors_kept_in: std::sync::OnceLock<Arc<crate::store::Store>>,
 }
@@ -261,6 +263,7 @@ impl Handle {
             dialing: Mutex::new(None),
             interrupted: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
+            cut: AtomicBool::new(false),
             errors_kept_in: std::sync::OnceLock::new(),
         });
         (h, rx)
@@ -461,6 +464,28 @@ impl Handle {
         } else {
             let _ = (&w.tx).write(&[1]);
         }
+    }
+
+    /// Cuts the account's sessions now, whatever they wait for: a stop
+    /// whose batch in hand did not end within its grace (a server that
+    /// stopped answering mid-pass held the stop for `imap.timeout`, 120 s,
+    /// past systemd's `TimeoutStopSec`). The second session's reader sees
+    /// [`Handle::is_cut`]. What the batch decided is journalled: the next
+    /// start finishes it, as after a crash.
+    pub fn cut_sessions(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        self.interrupted.store(true, Ordering::SeqCst);
+        if let Some(s) = self.dialing.lock().as_ref() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(w) = self.waker.lock().as_ref() {
+            let _ = w.sock.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Whether [`Handle::cut_sessions`] was called.
+    pub fn is_cut(&self) -> bool {
+        self.cut.load(Ordering::SeqCst)
     }
 
     /// The socket of the session being opened (`None` once it is open

@@ -28,6 +28,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -499,7 +500,22 @@ impl Live {
             )
         };
         // Waited for without the lock: a waiter takes it when its worker
-        // ends.
+        // ends. A batch still in hand after the grace has its sessions cut
+        // (its decisions are journalled; the next start finishes them).
+        let grace = Instant::now() + stop_grace();
+        while Instant::now() < grace && running.values().any(|r| !r.thread.is_finished()) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for (name, r) in &running {
+            if !r.thread.is_finished() {
+                log::warn!(
+                    "{name}: the batch in hand did not end within {:?} of the stop; its IMAP \
+                     session is cut (what it decided is finished at the next start)",
+                    stop_grace()
+                );
+                r.handle.cut_sessions();
+            }
+        }
         for (_, r) in running {
             let _ = r.thread.join();
         }
@@ -507,6 +523,16 @@ impl Live {
             let _ = waiter.join();
         }
     }
+}
+
+/// How long a stop waits for each account's batch in hand before it cuts
+/// its sessions: within systemd's `TimeoutStopSec=60` (mailproc.service),
+/// with the webhooks' 5 s after it. The failpoint `stop_grace=MS` shortens
+/// it for the tests.
+fn stop_grace() -> Duration {
+    crate::failpoint::number("stop_grace")
+        .map(|ms| Duration::from_millis(ms as u64))
+        .unwrap_or(Duration::from_secs(30))
 }
 
 /// Settings read once at start-up, by path, that differ between `old` and

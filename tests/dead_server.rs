@@ -365,3 +365,68 @@ fn a_server_that_drops_the_handshake_holds_neither_a_change_nor_a_shutdown() {
         m.log()
     );
 }
+
+/// Found by an audit: SIGTERM while a pass waited on a server that had
+/// stopped answering (its `imap` process SIGSTOPped mid-pass) took the
+/// whole `imap.timeout` (120 s), past systemd's `TimeoutStopSec=60`. A
+/// batch still in hand after the stop's grace has its session cut (the
+/// grace is 30 s; 2 s here, `stop_grace=2000`), and the next start
+/// finishes what it decided: nothing lost, nothing done twice.
+#[test]
+fn a_stop_mid_pass_on_a_server_that_stopped_answering_cuts_it_after_the_grace() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    let raws: Vec<Vec<u8>> = (0..50)
+        .map(|i| msg(&format!("r{i}"), &format!("Your receipt {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &raws);
+    let yaml = format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    \
+         imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret, timeout: 120s }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts] }}\n    backlog: all\n    rules:\n      \
+         - {{ name: shop, when: {{ subject: \"^Your receipt\" }}, actions: [ {{ type: move, folder: Receipts }} ] }}\n",
+        d.imap_port
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    m.spawn(&[(
+        "MAILPROC_FAILPOINTS",
+        "before-act=pause:1500,stop_grace=2000",
+    )]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(30), "the pass about to act", || {
+        m.log()
+            .contains("failpoint before-act: pausing")
+            .then_some(())
+    });
+    // The server stops answering; the pass's MOVE waits on it.
+    d.freeze();
+    std::thread::sleep(Duration::from_secs(2));
+    let stopping = Instant::now();
+    m.signal("TERM");
+    let status = m.wait_exit(Duration::from_secs(100));
+    let took = stopping.elapsed();
+    d.thaw();
+    let status = status.expect("mailproc exits on SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", m.log());
+    assert!(
+        took < Duration::from_secs(60),
+        "SIGTERM took {took:?} (imap.timeout is 120 s)\n{}",
+        m.log()
+    );
+    assert!(m.log().contains("its IMAP session is cut"), "{}", m.log());
+
+    // The next start finishes the batch: every receipt filed once.
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(60), "every receipt filed", || {
+        let filed = d
+            .messages("test")
+            .into_iter()
+            .filter(|x| x.mailbox == "Receipts")
+            .count();
+        (filed == 50).then_some(())
+    });
+    let all = d.messages("test");
+    assert_eq!(all.len(), 50, "a message lost or doubled: {all:?}");
+}

@@ -445,6 +445,7 @@ impl Runner {
                 query: self.header_query(),
                 chunks,
             },
+            self.w.handle.clone(),
         )
     }
 

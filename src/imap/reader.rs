@@ -66,6 +66,9 @@ pub(super) struct Reader {
     /// Chunks asked for, and taken.
     total: usize,
     taken: usize,
+    /// The account's handle: a cut stop (see `Handle::cut_sessions`)
+    /// ends the wait for a chunk.
+    handle: Arc<crate::account::Handle>,
 }
 
 /// What the reader thread is to read.
@@ -82,7 +85,11 @@ pub(super) struct Plan {
 impl Reader {
     /// Starts the reader thread (`read-<account>`), which signs in and
     /// reads; `None` when no thread can be started (one session then).
-    pub(super) fn start(account: Arc<AccountConfig>, plan: Plan) -> Option<Reader> {
+    pub(super) fn start(
+        account: Arc<AccountConfig>,
+        plan: Plan,
+        handle: Arc<crate::account::Handle>,
+    ) -> Option<Reader> {
         let (tx, rx) = crossbeam_channel::bounded(QUEUE);
         let sock = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
@@ -100,6 +107,7 @@ impl Reader {
                 thread: Some(t),
                 total,
                 taken: 0,
+                handle,
             }),
             Err(e) => {
                 log::warn!("{name}: cannot start a second session's thread ({e}); one session");
@@ -111,10 +119,18 @@ impl Reader {
     /// The next chunk, in order; an error when the second session ended
     /// (the account thread then reads this chunk and the rest itself).
     pub(super) fn next(&mut self) -> Chunk {
-        let c = self
-            .rx
-            .recv()
-            .unwrap_or_else(|_| Err("the second session's thread ended".into()));
+        let c = loop {
+            match self.rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(c) => break c,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) if self.handle.is_cut() => {
+                    break Err("cut by the stop".into())
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    break Err("the second session's thread ended".into())
+                }
+            }
+        };
         if c.is_ok() {
             self.taken += 1;
         }
