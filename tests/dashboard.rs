@@ -675,6 +675,15 @@ fn trouble_survives_a_restart_and_undecided_mail_is_found() {
         "{attention}"
     );
     assert!(!attention.contains("Coffee?"), "{attention}");
+    // A form post answered with a page (a refused edit) keeps the badge
+    // (found by an audit: it was gone from such pages).
+    let refused = b.submit("/config", &[("yaml", "accounts: [")]);
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(
+        refused.text.contains("class=\"count\">2<"),
+        "{}",
+        refused.text
+    );
 
     // A post-only address opened as a page goes to its page.
     assert_redirect(&b.get("/accounts/acct/pause"), "/accounts/acct");

@@ -364,6 +364,15 @@ fn the_rule_form_keeps_every_action_a_rule_has() {
         r.text
     );
 
+    // What the configuration refuses in the rule is said by the form's
+    // field, not by the file's path.
+    let mut bogus = family.to_vec();
+    bogus[4] = ("flags", "\\Bogus");
+    let r = b.submit("/config/rule", &bogus);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("Then: flag"), "{}", r.text);
+    assert!(!r.text.contains("accounts[0].rules"), "{}", r.text);
+
     // The name's limit holds on the server too.
     let long = "n".repeat(101);
     let mut named = family.to_vec();

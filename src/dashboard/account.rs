@@ -238,24 +238,25 @@ fn webhooks(hooks: &[(bool, serde_json::Value)]) -> Markup {
             p.empty { "No webhook receives this account's events: it has none of its own and there are no global ones." }
         } @else {
             div.scroll {
-                table {
+                // Cards on a narrow screen, as the other tables.
+                table.cards {
                     thead { tr { th scope="col" { "URL" } th scope="col" { "For" } th scope="col" { "Events" }
                         th scope="col" { "Headers" } th scope="col" { "Signed" } } }
                     tbody {
                         @for (global, h) in hooks {
                             tr {
-                                td.clip { (h["url"].as_str().unwrap_or("")) }
-                                td { (if *global { "every account (global)" } else { "this account" }) }
-                                td { @match h["events"].as_array() {
+                                td.clip data-label="URL" { (h["url"].as_str().unwrap_or("")) }
+                                td data-label="For" { (if *global { "every account (global)" } else { "this account" }) }
+                                td data-label="Events" { @match h["events"].as_array() {
                                     Some(ev) => (ev.iter().filter_map(|e| e.as_str()).collect::<Vec<_>>().join(", ")),
                                     None => "all",
                                 } }
-                                td { @match h["headers"].as_object() {
+                                td data-label="Headers" { @match h["headers"].as_object() {
                                     Some(m) if !m.is_empty() => ul.conds { @for (k, v) in m {
                                         li { (k) ": " code { (v.as_str().unwrap_or("")) } } } },
                                     _ => span.muted { "none" },
                                 } }
-                                td { (if h["secret"].is_null() { "no" } else { "yes" }) }
+                                td data-label="Signed" { (if h["secret"].is_null() { "no" } else { "yes" }) }
                             }
                         }
                     }

@@ -605,6 +605,14 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         return rule_form(ctx, s, a, &f, &problems, 400);
     }
     let mut raw = loaded.raw.clone();
+    let account_at = raw
+        .get("accounts")
+        .and_then(Value::as_sequence)
+        .and_then(|l| {
+            l.iter()
+                .position(|x| x.get("name").and_then(Value::as_str) == Some(f.account.as_str()))
+        })
+        .unwrap_or(0);
     let Some(list) = raw
         .get_mut("accounts")
         .and_then(Value::as_sequence_mut)
@@ -648,6 +656,11 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             400,
         );
     }
+    let rule_at = match (f.was.is_empty(), named(&f.was)) {
+        (false, Some(i)) => i,
+        (true, _) if f.first => 0,
+        _ => rules.len(),
+    };
     match (f.was.is_empty(), named(&f.was)) {
         (false, Some(i)) => rules[i] = f.tree(),
         (false, None) => {
@@ -681,10 +694,45 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             super::redirect_with(ctx, req, &layout::account_url(&f.account), &flash)
         }
         Err(crate::live::ChangeError::Invalid(problems)) => {
-            rule_form(ctx, s, a, &f, &problems, 400)
+            let this = format!("accounts[{account_at}].rules[{rule_at}].");
+            let said: Vec<String> = problems.iter().map(|p| in_form_words(p, &this)).collect();
+            rule_form(ctx, s, a, &f, &said, 400)
         }
         Err(crate::live::ChangeError::Write(e)) => super::pages::error_page(&e),
     }
+}
+
+/// A problem the configuration found in the rule at `this` (its path,
+/// `accounts[0].rules[2].`), named by the form's field instead of the
+/// file's path (found by an audit: "accounts[0].rules[10].actions[0]: …"
+/// where the form says "Move to"). Any other problem is left as it is.
+fn in_form_words(problem: &str, this: &str) -> String {
+    let Some(rest) = problem.strip_prefix(this) else {
+        return problem.to_string();
+    };
+    let fields = [
+        ("when.from", "From"),
+        ("when.to", "To"),
+        ("when.subject", "Subject"),
+        ("when.list_id", "List-Id"),
+        ("when.header", "Header present"),
+        ("when.value", "Header value"),
+        ("when", "When"),
+        ("name", "Name"),
+        ("actions", "Then"),
+    ];
+    for (path, label) in fields {
+        if let Some(tail) = rest.strip_prefix(path) {
+            // `actions[0].folder: …` and `when.from: …` alike: the words
+            // after the path's own end.
+            let said = tail
+                .split_once(": ")
+                .map(|(_, words)| words)
+                .unwrap_or(tail.trim_start_matches(':').trim());
+            return format!("{label}: {said}");
+        }
+    }
+    problem.to_string()
 }
 
 #[cfg(test)]
@@ -704,6 +752,29 @@ mod tests {
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(p[0].starts_with("Subject: not a valid pattern"), "{p:?}");
         assert_eq!(p[1], "Then: choose at least one action.");
+    }
+
+    #[test]
+    fn problems_with_the_rule_are_named_by_the_forms_fields() {
+        let this = "accounts[1].rules[3].";
+        for (p, said) in [
+            (
+                "accounts[1].rules[3].actions[0].folder: \"Lists\" is not in folders.allowed",
+                "Then: \"Lists\" is not in folders.allowed",
+            ),
+            (
+                "accounts[1].rules[3].when.from: not a valid regex: x",
+                "From: not a valid regex: x",
+            ),
+            ("accounts[1].rules[3].name: too long", "Name: too long"),
+            (
+                "accounts[1].rules[2].name: too long",
+                "accounts[1].rules[2].name: too long",
+            ),
+            ("server.port: in use", "server.port: in use"),
+        ] {
+            assert_eq!(in_form_words(p, this), said, "{p}");
+        }
     }
 
     const TEXT: &str = "server:

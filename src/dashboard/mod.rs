@@ -90,6 +90,12 @@ pub fn session(ctx: &Ctx, req: &Req) -> Result<Session, NoSession> {
 /// form post before it left, and the navigation's badge.
 pub fn prepare(ctx: &Ctx, req: &Req, s: &mut Session) {
     s.flash = flash::read(ctx, req);
+    count_attention(ctx, s);
+}
+
+/// The navigation's badge, for a page (a GET, or a form post answered
+/// with a page: a refused edit, a webhook test).
+pub fn count_attention(ctx: &Ctx, s: &mut Session) {
     s.attention = ctx
         .store
         .attention()

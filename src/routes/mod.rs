@@ -555,6 +555,7 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
         if let Err(r) = dash::forms::check_post(req, &s) {
             return (r, "/dashboard/forbidden");
         }
+        dash::count_attention(ctx, &mut s);
     } else {
         dash::prepare(ctx, req, &mut s);
     }
