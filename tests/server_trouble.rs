@@ -187,6 +187,9 @@ fn a_message_the_server_cannot_read_is_parked_and_the_rest_go_on() {
         error.contains("ended the session each time this message was read"),
         "{parked}"
     );
+    // The server's own words (its BYE before closing), not only
+    // "connection lost".
+    assert!(error.contains("Internal error"), "{parked}");
     for i in (0..30).filter(|i| *i != 12) {
         let id = format!("<r{i}@mailproc.test>");
         let e = m.wait_for(stall, &format!("{id} filed"), || {

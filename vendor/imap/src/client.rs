@@ -1587,6 +1587,17 @@ impl<T: Read + Write> Connection<T> {
         // parsed once; `data` may hold the first line of the first one.
         let mut first_begun = !data.is_empty();
         let match_tag = format!("{}{}", TAG_PREFIX, self.tag);
+        // mailproc patch: the words of an untagged BYE, for the error when
+        // the server then closes the connection ("Internal error occurred"
+        // said more than "connection lost").
+        let mut bye: Option<String> = None;
+        let said_bye = |e: Error, bye: &Option<String>| match (e, bye) {
+            (Error::ConnectionLost | Error::Io(_), Some(words)) => Error::Bye(Bye {
+                code: None,
+                information: words.clone(),
+            }),
+            (e, _) => e,
+        };
         loop {
             let line_start = if first_begun {
                 first_begun = false;
@@ -1594,7 +1605,8 @@ impl<T: Read + Write> Connection<T> {
                 0
             } else {
                 let start_new = data.len();
-                self.read_one_response(data)?;
+                self.read_one_response(data)
+                    .map_err(|e| said_bye(e, &bye))?;
                 start_new
             };
 
@@ -1633,6 +1645,17 @@ impl<T: Read + Write> Connection<T> {
                             Status::Ok => Ok(()),
                             status => Err((status, None, code.map(|v| v.into_owned()))),
                         })
+                    }
+                    Ok((
+                        _,
+                        Response::Data {
+                            status: Status::Bye,
+                            information,
+                            ..
+                        },
+                    )) => {
+                        bye = Some(information.map(|i| i.into_owned()).unwrap_or_default());
+                        None
                     }
                     Ok((..)) => None,
                     // Whole, yet short of a response: malformed, as below.
@@ -2251,6 +2274,19 @@ mod tests {
             "Invalid select command"
         );
         assert_eq!(mailbox, expected_mailbox);
+    }
+
+    /// mailproc patch: a server that says why it ends the session (`*
+    /// BYE Internal error occurred`) and closes it: the error says its
+    /// words, not only "connection lost".
+    #[test]
+    fn an_untagged_bye_before_the_close_is_the_error() {
+        let response = b"* BYE Internal error occurred. Refer to server log.\r\n".to_vec();
+        let mut session = mock_session!(MockStream::new(response));
+        match session.noop() {
+            Err(Error::Bye(b)) => assert!(b.information.contains("Internal error"), "{b:?}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     /// mailproc patch: a folder whose clients set more keywords than
