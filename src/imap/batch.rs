@@ -19,9 +19,10 @@ use crate::store::{
 };
 use crate::webhook::Event;
 
-/// How many times a move the server refused with `[EXPUNGEISSUED]` (another
-/// client expunged some of its messages) is sent again for the rest.
-const EXPUNGE_RETRIES: u32 = 3;
+/// How many more moves a destination's set may take after the server
+/// refused one with `[EXPUNGEISSUED]` (another client expunged some of its
+/// messages): each refused set is sent again in halves.
+const EXPUNGE_RETRIES: u32 = 64;
 
 /// Where each moved UID went: the folder, and its UID there when the server
 /// said (COPYUID).
@@ -325,9 +326,11 @@ impl Runner {
                 continue;
             }
             // `?`: a broken session ends the batch, decisions journalled.
-            let mut set = set;
+            // The sets still to send (more than one after a refusal for
+            // another client's expunge: see below).
+            let mut pending = std::collections::VecDeque::from([set]);
             let mut tries = 0;
-            loop {
+            while let Some(set) = pending.pop_front() {
                 let sent = set.len();
                 let (landed, r) =
                     self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)?;
@@ -387,20 +390,32 @@ impl Runner {
                 if let Some(e) = refused {
                     // RFC 5530: refused whole because another client expunged
                     // some of them meanwhile (Dovecot does so). The ones still
-                    // here are moved again, a few times while that client
-                    // goes on, instead of each being charged a failed attempt
-                    // for a message it never was (an audit parked 450 of a
-                    // 15,000-message backlog beside a client deleting mail).
+                    // here are moved again in halves, each sent sooner after
+                    // the last sync than the whole, while that client goes on,
+                    // instead of each being charged a failed attempt for a
+                    // message it never was (an audit parked 450 of a
+                    // 15,000-message backlog beside a client deleting mail;
+                    // three retries of the whole set were not enough for one
+                    // deleting every 10 ms).
                     if e.contains("[EXPUNGEISSUED]") && !kept.is_empty() && tries < EXPUNGE_RETRIES
                     {
                         tries += 1;
-                        log::info!(
+                        let say = format!(
                             "{}: the move of {sent} message(s) to {folder:?} was refused because \
                              another client expunged some of them; moving the {} still here again",
                             self.name(),
                             kept.len()
                         );
-                        set = kept;
+                        if tries == 1 {
+                            log::info!("{say}");
+                        } else {
+                            log::debug!("{say}");
+                        }
+                        let (first, second) = kept.split_at(kept.len().div_ceil(2));
+                        if !second.is_empty() {
+                            pending.push_front(second.to_vec());
+                        }
+                        pending.push_front(first.to_vec());
                         continue;
                     }
                     self.unflag(s, &kept, &wanted, before)?;
@@ -408,7 +423,6 @@ impl Runner {
                         failed.insert(*u, e.clone());
                     }
                 }
-                break;
             }
         }
         Ok((failed, moved))
