@@ -208,6 +208,13 @@ fn a_message_the_server_cannot_read_is_parked_and_the_rest_go_on() {
     m.wait_for(stall, "r12 filed after the retry", || {
         (mailboxes_of(&d, "<r12@mailproc.test>") == ["Receipts"]).then_some(())
     });
+    // Its row says which message it was now (found by an audit: the
+    // parked row's empty fields stayed empty after the retry).
+    let row = m.wait_for(stall, "r12's row final", || {
+        entry_of(&m, "<r12@mailproc.test>").filter(|e| e["status"] == "ok")
+    });
+    assert_eq!(row["subject"], "Your receipt 12", "{row}");
+    assert_eq!(row["id"], parked["id"], "{row}");
     for i in 0..30 {
         let id = format!("<r{i}@mailproc.test>");
         assert_eq!(mailboxes_of(&d, &id), ["Receipts"], "{id}");

@@ -406,7 +406,10 @@ impl Store {
                      ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
                         status = 'pending', actions = excluded.actions, model = excluded.model,
                         reasoning = excluded.reasoning, confidence = excluded.confidence,
-                        processed_at = excluded.processed_at
+                        processed_at = excluded.processed_at,
+                        message_id = CASE WHEN excluded.message_id = '' THEN emails.message_id ELSE excluded.message_id END,
+                        subject = CASE WHEN excluded.subject = '' THEN emails.subject ELSE excluded.subject END,
+                        sender = CASE WHEN excluded.sender = '' THEN emails.sender ELSE excluded.sender END
                      RETURNING id",
                 )?;
                 let now = now_ms();
