@@ -98,6 +98,21 @@ fn a_regex_that_does_not_compile_names_its_key() {
     );
 }
 
+/// Found by an audit: the rule form refused a name over 100 characters,
+/// but the API and the file took it, so such a rule could not be saved
+/// again from the form.
+#[test]
+fn a_rule_name_over_100_characters_names_its_key() {
+    let name = "r".repeat(101);
+    refused(
+        &account(&format!(
+            "    rules:\n      - {{ name: {name}, when: {{ subject: x }}, actions: [ {{ type: read }} ] }}\n"
+        )),
+        "accounts[0].rules[0].name",
+        "at most 100 characters",
+    );
+}
+
 #[test]
 fn a_folder_name_that_cannot_be_used_names_its_key() {
     refused(

@@ -675,6 +675,21 @@ fn trouble_survives_a_restart_and_undecided_mail_is_found() {
         "{attention}"
     );
     assert!(!attention.contains("Coffee?"), "{attention}");
+    // The view it links to, its export and the API say the same (found by
+    // an audit: the export link dropped the filter and gave every row).
+    let view = b.get("/activity?undecided=1").text;
+    assert!(
+        view.contains(r#"href="/api/export?format=csv&amp;open=1&amp;undecided=1""#),
+        "{view}"
+    );
+    assert!(view.contains(r#"name="undecided" value="1""#), "{view}");
+    assert_eq!(total(&m, "&undecided=1"), 1);
+    let exported = m.get("/api/export?format=csv&undecided=1").text;
+    assert!(
+        exported.contains("Lunch?") && !exported.contains("Coffee?"),
+        "{exported}"
+    );
+    assert_eq!(m.get("/api/activity?undecided=maybe").status, 400);
     // A form post answered with a page (a refused edit) keeps the badge
     // (found by an audit: it was gone from such pages).
     let refused = b.submit("/config", &[("yaml", "accounts: [")]);

@@ -130,14 +130,10 @@ pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     ))
 }
 
-/// An activity entry's id from the path: a positive whole number (row
-/// ids start at 1) written as the API writes it, else 400 naming it: no
-/// sign, no leading zero (`+5` and `007` would name row 5 and 7 by another
-/// spelling, which a cache or a log search would not see as the same).
+/// An activity entry's id from the path ([`super::params::canonical_id`]),
+/// else 400 naming it, as the query's numbers are.
 fn path_id(s: &str) -> Result<i64, Reply> {
-    let canonical = s.bytes().all(|b| b.is_ascii_digit()) && !s.starts_with('0');
-    let id = s.parse::<i64>().ok().filter(|_| canonical);
-    id.filter(|id| *id > 0).ok_or_else(|| {
+    super::params::canonical_id(s).ok_or_else(|| {
         Reply::error(
             400,
             format!("id: expected a positive whole number, got {s:?}"),

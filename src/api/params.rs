@@ -30,6 +30,28 @@ pub fn int_param(req: &Req, name: &str) -> Result<Option<i64>, Reply> {
 
 /// `page` (from 1) and `pageSize` (1..=max, larger clamped to max), the one
 /// parser of every paged route. Any page whose offset would not fit is 400.
+/// A yes-or-no query parameter: `1` or `true`, `0` or `false`; absent or
+/// empty is no.
+pub fn flag_param(req: &Req, name: &str) -> Result<bool, Reply> {
+    match req.query(name).unwrap_or("") {
+        "" | "0" | "false" => Ok(false),
+        "1" | "true" => Ok(true),
+        v => Err(Reply::error(
+            400,
+            format!("{name}: expected 1 or true, 0 or false, got {v:?}"),
+        )),
+    }
+}
+
+/// A row id as the API writes it: a positive whole number, digits only,
+/// no leading zero (`+5`, `007` and `%2B5` would name rows 5 and 7 under
+/// another spelling, which a cache or a log search would not see as the
+/// same). For the API's paths and the dashboard's alike.
+pub fn canonical_id(s: &str) -> Option<i64> {
+    let canonical = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && !s.starts_with('0');
+    s.parse::<i64>().ok().filter(|id| canonical && *id > 0)
+}
+
 pub fn page_params(req: &Req, default_size: u32, max_size: u32) -> Result<(u32, u32), Reply> {
     let page = match int_param(req, "page")? {
         None => 1,
@@ -88,6 +110,8 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
         }
     }
     Ok(ActivityQuery {
+        open: flag_param(req, "open")?,
+        undecided: flag_param(req, "undecided")?,
         page,
         page_size,
         account: req
@@ -100,7 +124,6 @@ pub fn activity_query(req: &Req) -> Result<ActivityQuery, Reply> {
         start_ms,
         end_ms,
         before: None,
-        ..Default::default()
     })
 }
 

@@ -25,6 +25,7 @@ mod redact;
 mod schema;
 mod typed;
 mod validate;
+pub use validate::MAX_RULE_NAME;
 mod write;
 
 pub use comments::keep_comments;

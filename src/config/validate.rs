@@ -12,6 +12,9 @@ use super::{
 };
 use crate::actions::{check_action, is_keyword};
 
+/// The longest rule name: the dashboard's rule form takes as many.
+pub const MAX_RULE_NAME: usize = 100;
+
 /// The problem with a duration setting longer than [`MAX_DURATION`].
 fn check_duration(at: &str, d: Duration, p: &mut Vec<String>) {
     if d > MAX_DURATION {
@@ -436,8 +439,15 @@ pub fn validate(c: &Config) -> Vec<String> {
         let mut rule_names = HashSet::new();
         for (j, r) in a.rules.iter().enumerate() {
             let rat = format!("{at}.rules[{j}]");
+            let chars = r.name.chars().count();
             if r.name.trim().is_empty() {
                 p.push(format!("{rat}.name: must not be empty"));
+            } else if chars > MAX_RULE_NAME {
+                // A rule's name is a metric label, a record's `rules:NAME`
+                // and the rule form's field, which takes this many.
+                p.push(format!(
+                    "{rat}.name: at most {MAX_RULE_NAME} characters, this one has {chars}"
+                ));
             } else if !rule_names.insert(r.name.as_str()) {
                 p.push(format!("{rat}.name: duplicate rule name {:?}", r.name));
             }

@@ -245,6 +245,8 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         .unwrap_or(1)
         .max(1);
     let action = q("actionType").filter(|t| ActionKind::ALL.iter().any(|k| k.as_str() == *t));
+    let yes = |k: &str| matches!(q(k), Some("1" | "true"));
+    let (open, undecided) = (yes("open"), yes("undecided"));
     let status_filter = q("status").and_then(store::Status::parse);
     let from = q("from");
     let to = q("to");
@@ -280,8 +282,8 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         end_ms,
         before: None,
         // From "Needs attention": what still needs a person.
-        open: q("open").is_some() || q("undecided").is_some(),
-        undecided: q("undecided").is_some(),
+        open: open || undecided,
+        undecided,
     };
     let (mut entries, mut total) = recent(ctx, query.clone());
     let total_pages = total.div_ceil(u64::from(PAGE_SIZE)).max(1);
@@ -312,6 +314,8 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             ("search", query.search.clone()),
             ("startDate", start_ms.map(|v| v.to_string())),
             ("endDate", end_ms.map(|v| v.to_string())),
+            ("open", query.open.then(|| "1".to_string())),
+            ("undecided", query.undecided.then(|| "1".to_string())),
         ] {
             if let Some(v) = v {
                 ser.append_pair(k, &v);
@@ -324,6 +328,15 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     let here = super::here(req);
     let body = html! {
         form.filters method="get" action="/activity" role="search" {
+            // The views "Needs attention" links to keep their filter; the
+            // note says so, and "Clear" drops it.
+            @if query.undecided {
+                input type="hidden" name="undecided" value="1";
+                p.wide { strong { "Undecided only" } ": mail nothing could decide. " }
+            } @else if query.open {
+                input type="hidden" name="open" value="1";
+                p.wide { strong { "Still open only" } ": not corrected since. " }
+            }
             div { label for="f-account" { "Account" }
                 select #f-account name="accountName" {
                     option value="" { "All" }
@@ -369,9 +382,7 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
 }
 
 pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
-    let entry = id
-        .parse::<i64>()
-        .ok()
+    let entry = crate::api::params::canonical_id(id)
         .and_then(|id| ctx.store.activity_entry(id).ok().flatten());
     let Some(e) = entry else {
         return not_found(s, "There is no activity entry with this id.");

@@ -9,6 +9,7 @@ use super::flash::Flash;
 use super::layout::{self, notice};
 use super::{html, Session};
 use crate::config;
+use crate::config::MAX_RULE_NAME;
 use crate::http::{Reply, Req};
 use crate::service::Ctx;
 
@@ -434,9 +435,6 @@ impl RuleForm {
     }
 }
 
-/// The longest rule name the form takes (its field says so too).
-const MAX_RULE_NAME: usize = 100;
-
 /// `s` as a regex matching exactly that text, case-insensitively.
 fn exactly(s: &str) -> String {
     format!("(?i)^{}$", regex::escape(s))
@@ -462,7 +460,7 @@ pub fn rule_page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     };
     if let Some(e) = req
         .query("entry")
-        .and_then(|id| id.parse::<i64>().ok())
+        .and_then(crate::api::params::canonical_id)
         .and_then(|id| ctx.store.activity_entry(id).ok().flatten())
         .filter(|e| e.account == account)
     {

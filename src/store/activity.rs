@@ -276,9 +276,9 @@ fn activity_filter(
             args.push(V::Text(a.clone()));
         }
         match q.action_type.as_deref() {
-            // Nothing was done: mail no rule, classifier or model decided
-            // anything for (or the model said noop, which is not recorded
-            // as an action).
+            // Nothing was done: nothing decided anything, or what decided
+            // chose to leave it where it was (a model's noop is recorded
+            // as no action, a rule's as its one `noop`).
             Some("noop") => where_.push(NO_ACTION),
             Some(t) => {
                 where_.push(
@@ -352,9 +352,9 @@ fn activity_filter(
 }
 
 /// Mail nothing was done to and that no person has seen to since (moved
-/// with "Move to…"): the terms of the `emails_attention` index (schema
-/// step 5), written the same so that SQLite uses it.
-pub(super) const NO_ACTION: &str = "(e.status IN ('ok', 'dry_run') AND e.actions = '[]' \
+/// with "Move to…"): `actionType=noop`.
+pub(super) const NO_ACTION: &str = "(e.status IN ('ok', 'dry_run') \
+     AND e.actions IN ('[]', '[{\"type\":\"noop\"}]') \
      AND e.model NOT IN ('undo', 'correction') AND e.corrected_to IS NULL)";
 
 /// Mail nothing decided: no rule matched and neither the classifier nor a

@@ -792,3 +792,26 @@ fn finished_rows_of_two_folders_and_one_never_journalled_are_written_together() 
     }
     assert_eq!(s.stats(None, None).unwrap().by_action["read"], 2);
 }
+
+/// Found by an audit: `actionType=noop` ("all mail nothing was done to")
+/// missed what a rule kept with its one `noop` action.
+#[test]
+fn noop_finds_what_a_rule_kept_and_what_nothing_decided() {
+    let s = Store::open_in_memory().unwrap();
+    s.insert_history(&meta(1), &ok(vec![Action::Noop]), 1)
+        .unwrap();
+    s.insert_history(&meta(2), &ok(vec![]), 2).unwrap();
+    s.insert_history(&meta(3), &ok(vec![Action::Read]), 3)
+        .unwrap();
+    let q = ActivityQuery {
+        page: 1,
+        page_size: 10,
+        action_type: Some("noop".into()),
+        ..Default::default()
+    };
+    let (rows, total) = s.activity(&q).unwrap();
+    assert_eq!(total, 2);
+    let mut uids: Vec<u32> = rows.iter().map(|e| e.uid).collect();
+    uids.sort();
+    assert_eq!(uids, [1, 2]);
+}
