@@ -690,6 +690,12 @@ fn trouble_survives_a_restart_and_undecided_mail_is_found() {
         "{exported}"
     );
     assert_eq!(m.get("/api/activity?undecided=maybe").status, 400);
+    // An entry's page takes its id in one spelling, as the API does.
+    let id = m.get("/api/activity?undecided=1").body["entries"][0]["id"].clone();
+    assert_eq!(b.get(&format!("/activity/{id}")).status, 200);
+    for other in [format!("0{id}"), format!("+{id}"), format!("%2B{id}")] {
+        assert_eq!(b.get(&format!("/activity/{other}")).status, 404, "{other}");
+    }
     // A form post answered with a page (a refused edit) keeps the badge
     // (found by an audit: it was gone from such pages).
     let refused = b.submit("/config", &[("yaml", "accounts: [")]);
