@@ -130,10 +130,10 @@ pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     ))
 }
 
-/// An activity entry's id from the path ([`super::params::canonical_id`]),
+/// An activity entry's id from the path ([`crate::http::canonical_id`]),
 /// else 400 naming it, as the query's numbers are.
 fn path_id(s: &str) -> Result<i64, Reply> {
-    super::params::canonical_id(s).ok_or_else(|| {
+    crate::http::canonical_id(s).ok_or_else(|| {
         Reply::error(
             400,
             format!("id: expected a positive whole number, got {s:?}"),

@@ -43,15 +43,6 @@ pub fn flag_param(req: &Req, name: &str) -> Result<bool, Reply> {
     }
 }
 
-/// A row id as the API writes it: a positive whole number, digits only,
-/// no leading zero (`+5`, `007` and `%2B5` would name rows 5 and 7 under
-/// another spelling, which a cache or a log search would not see as the
-/// same). For the API's paths and the dashboard's alike.
-pub fn canonical_id(s: &str) -> Option<i64> {
-    let canonical = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && !s.starts_with('0');
-    s.parse::<i64>().ok().filter(|id| canonical && *id > 0)
-}
-
 pub fn page_params(req: &Req, default_size: u32, max_size: u32) -> Result<(u32, u32), Reply> {
     let page = match int_param(req, "page")? {
         None => 1,

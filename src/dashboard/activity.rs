@@ -382,8 +382,8 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
 }
 
 pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
-    let entry = crate::api::params::canonical_id(id)
-        .and_then(|id| ctx.store.activity_entry(id).ok().flatten());
+    let entry =
+        crate::http::canonical_id(id).and_then(|id| ctx.store.activity_entry(id).ok().flatten());
     let Some(e) = entry else {
         return not_found(s, "There is no activity entry with this id.");
     };

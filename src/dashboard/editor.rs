@@ -460,7 +460,7 @@ pub fn rule_page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     };
     if let Some(e) = req
         .query("entry")
-        .and_then(crate::api::params::canonical_id)
+        .and_then(crate::http::canonical_id)
         .and_then(|id| ctx.store.activity_entry(id).ok().flatten())
         .filter(|e| e.account == account)
     {

@@ -349,7 +349,7 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, command: Command) -> Re
 }
 
 pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
-    let Some(id) = crate::api::params::canonical_id(id) else {
+    let Some(id) = crate::http::canonical_id(id) else {
         return super::pages::not_found_bare("There is no such email.");
     };
     // Not `entry:ID`: the row's own controls are not what was pressed (the
@@ -378,7 +378,7 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
 /// The Undo button of an activity entry: puts the message back and returns
 /// to the page it was pressed on, saying what came of it.
 pub fn undo(ctx: &Ctx, req: &Req, id: &str) -> Reply {
-    let Some(id) = crate::api::params::canonical_id(id) else {
+    let Some(id) = crate::http::canonical_id(id) else {
         return super::pages::not_found_bare("There is no such email.");
     };
     let at = format!("entry:{id}");
@@ -412,7 +412,7 @@ pub fn undo(ctx: &Ctx, req: &Req, id: &str) -> Reply {
 /// "Move to…": puts the message in the chosen folder, recorded as a
 /// correction, and returns to the page it was chosen on.
 pub fn move_to(ctx: &Ctx, req: &Req, id: &str) -> Reply {
-    let Some(id) = crate::api::params::canonical_id(id) else {
+    let Some(id) = crate::http::canonical_id(id) else {
         return super::pages::not_found_bare("There is no such email.");
     };
     let at = format!("entry:{id}");

@@ -50,6 +50,15 @@ pub const LIMITS: tiny_http::Limits = tiny_http::Limits {
     max_connections_per_address: 64,
 };
 
+/// A row id in a path as the API writes it: a positive whole number,
+/// digits only, no leading zero (`+5`, `007` and `%2B5` would name rows 5
+/// and 7 under another spelling, which a cache or a log search would not
+/// see as the same). For the API's paths and the dashboard's alike.
+pub fn canonical_id(s: &str) -> Option<i64> {
+    let canonical = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && !s.starts_with('0');
+    s.parse::<i64>().ok().filter(|id| canonical && *id > 0)
+}
+
 /// Connections one client address may hold: a quarter of the cap (at least
 /// one), so that three other clients always find room. Behind a reverse
 /// proxy every connection comes from the proxy; a quarter of the default
