@@ -81,16 +81,11 @@ impl Runner {
         self.reading = None;
     }
 
-    /// A pass of `mailbox` read it through: whole windows again.
+    /// A pass of `mailbox` read it through: whole windows again. A parked
+    /// message that pass did not meet is gone from the folder (its row
+    /// was written when the pass met it), so nothing is kept.
     pub(super) fn read_through(&mut self, mailbox: &str, uidvalidity: u32) {
-        let key = (mailbox.to_string(), uidvalidity);
-        if let Some(c) = self.careful.get_mut(&key) {
-            c.size = None;
-            c.alone.clear();
-            if c.parked.is_empty() {
-                self.careful.remove(&key);
-            }
-        }
+        self.careful.remove(&(mailbox.to_string(), uidvalidity));
     }
 
     /// The session ended with `error`; if a window's headers were being
