@@ -28,8 +28,6 @@ pub fn int_param(req: &Req, name: &str) -> Result<Option<i64>, Reply> {
     Ok(Some(digits.parse::<i64>().unwrap_or(i64::MAX)))
 }
 
-/// `page` (from 1) and `pageSize` (1..=max, larger clamped to max), the one
-/// parser of every paged route. Any page whose offset would not fit is 400.
 /// A yes-or-no query parameter: `1` or `true`, `0` or `false`; absent or
 /// empty is no.
 pub fn flag_param(req: &Req, name: &str) -> Result<bool, Reply> {
@@ -43,6 +41,8 @@ pub fn flag_param(req: &Req, name: &str) -> Result<bool, Reply> {
     }
 }
 
+/// `page` (from 1) and `pageSize` (1..=max, larger clamped to max), the one
+/// parser of every paged route. Any page whose offset would not fit is 400.
 pub fn page_params(req: &Req, default_size: u32, max_size: u32) -> Result<(u32, u32), Reply> {
     let page = match int_param(req, "page")? {
         None => 1,

@@ -32,11 +32,12 @@ const LOSSES_TO_PARK: u32 = 2;
 /// A folder's generation: its name and UIDVALIDITY.
 type Generation = (String, u32);
 
-/// The window whose headers are being read.
+/// The window whose headers are being read: its first UID and size.
 #[derive(Debug)]
 pub(super) struct Reading {
     folder: Generation,
-    uids: Vec<u32>,
+    first: u32,
+    len: usize,
 }
 
 /// What the account learnt of a folder's generation from sessions lost
@@ -52,11 +53,19 @@ pub(super) struct Careful {
 }
 
 impl Runner {
+    /// What sessions lost while reading `mailbox` taught; `None` (without
+    /// a lookup) for every folder of an account that never lost one.
+    fn careful_of(&self, mailbox: &str, uidvalidity: u32) -> Option<&Careful> {
+        if self.careful.is_empty() {
+            return None;
+        }
+        self.careful.get(&(mailbox.to_string(), uidvalidity))
+    }
+
     /// The window size for a pass of `mailbox`: smaller after sessions
     /// lost while reading it.
     pub(super) fn window_for(&self, mailbox: &str, uidvalidity: u32) -> usize {
-        self.careful
-            .get(&(mailbox.to_string(), uidvalidity))
+        self.careful_of(mailbox, uidvalidity)
             .and_then(|c| c.size)
             .unwrap_or_else(super::window)
     }
@@ -64,15 +73,15 @@ impl Runner {
     /// Whether a pass of `mailbox` reads carefully: in smaller windows, or
     /// past a parked message, on the account's session alone.
     pub(super) fn is_careful(&self, mailbox: &str, uidvalidity: u32) -> bool {
-        self.careful
-            .contains_key(&(mailbox.to_string(), uidvalidity))
+        self.careful_of(mailbox, uidvalidity).is_some()
     }
 
     /// A window's headers are about to be read.
     pub(super) fn reading(&mut self, mailbox: &str, uidvalidity: u32, uids: &[u32]) {
         self.reading = Some(Reading {
             folder: (mailbox.to_string(), uidvalidity),
-            uids: uids.to_vec(),
+            first: uids.first().copied().unwrap_or(0),
+            len: uids.len(),
         });
     }
 
@@ -85,19 +94,22 @@ impl Runner {
     /// message that pass did not meet is gone from the folder (its row
     /// was written when the pass met it), so nothing is kept.
     pub(super) fn read_through(&mut self, mailbox: &str, uidvalidity: u32) {
-        self.careful.remove(&(mailbox.to_string(), uidvalidity));
+        if !self.careful.is_empty() {
+            self.careful.remove(&(mailbox.to_string(), uidvalidity));
+        }
     }
 
     /// The session ended with `error`; if a window's headers were being
     /// read, the next pass of that folder reads smaller windows, and a
     /// message read alone that ended it often enough is parked.
     pub(super) fn lost_while_reading(&mut self, error: &str) {
-        let Some(Reading { folder, uids }) = self.reading.take() else {
+        let Some(Reading { folder, first, len }) = self.reading.take() else {
             return;
         };
         let name = self.name().to_string();
         let c = self.careful.entry(folder.clone()).or_default();
-        if let [uid] = uids[..] {
+        if len == 1 {
+            let uid = first;
             let n = c.alone.entry(uid).or_insert(0);
             *n += 1;
             if *n < LOSSES_TO_PARK {
@@ -124,30 +136,28 @@ impl Runner {
             c.size = Some(1);
             return;
         }
-        let size = (uids.len() / SHRINK).max(1);
+        let size = (len / SHRINK).max(1);
         log::warn!(
-            "{name}: {}: the session ended while {} message(s) from UID {} were read; \
+            "{name}: {}: the session ended while {len} message(s) from UID {first} were read; \
              the next pass reads {size} at a time",
-            folder.0,
-            uids.len(),
-            uids.first().copied().unwrap_or(0)
+            folder.0
         );
         c.size = Some(size);
     }
 
     /// `uids` without the parked ones of `mailbox`, and a failed item for
-    /// each parked one, recorded as such (`known` loses their rows).
+    /// each parked one, recorded as such (`known` loses their rows); `None`
+    /// when the folder has none.
     pub(super) fn without_parked(
         &mut self,
         mailbox: &str,
         uidvalidity: u32,
         uids: &[u32],
         known: &mut HashMap<u32, KnownEmail>,
-    ) -> (Vec<u32>, Vec<Item>) {
-        let key = (mailbox.to_string(), uidvalidity);
-        let Some(c) = self.careful.get_mut(&key).filter(|c| !c.parked.is_empty()) else {
-            return (uids.to_vec(), Vec::new());
-        };
+    ) -> Option<(Vec<u32>, Vec<Item>)> {
+        self.careful_of(mailbox, uidvalidity)
+            .filter(|c| !c.parked.is_empty())?;
+        let c = self.careful.get_mut(&(mailbox.to_string(), uidvalidity))?;
         let mut keep = Vec::with_capacity(uids.len());
         let mut parked = Vec::new();
         for &uid in uids {
@@ -167,6 +177,6 @@ impl Runner {
                 Item::failed(meta, seen, Failure::permanent(why, "imap"))
             })
             .collect();
-        (keep, items)
+        Some((keep, items))
     }
 }

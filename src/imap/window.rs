@@ -3,6 +3,7 @@
 //! messages left for the model handed to `model`, whose answers come back
 //! here to be acted on as they arrive.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -231,7 +232,10 @@ impl Runner {
         self.refresh_learner();
         let query = self.header_query();
         // A message whose reading ended the session is not read again.
-        let (uids, mut ready) = self.without_parked(mailbox, uidvalidity, uids, known);
+        let (uids, mut ready) = match self.without_parked(mailbox, uidvalidity, uids, known) {
+            Some((kept, parked)) => (Cow::Owned(kept), parked),
+            None => (Cow::Borrowed(uids), Vec::new()),
+        };
         ready.reserve(uids.len());
         let mut to_model: Vec<Item> = Vec::new();
         let chunks: Vec<&[u32]> = uids.chunks(HEADER_CHUNK).collect();
