@@ -1654,7 +1654,9 @@ impl<T: Read + Write> Connection<T> {
                             ..
                         },
                     )) => {
-                        bye = Some(information.map(|i| i.into_owned()).unwrap_or_default());
+                        bye = Some(server_words(
+                            information.map(|i| i.into_owned()).unwrap_or_default(),
+                        ));
                         None
                     }
                     Ok((..)) => None,
@@ -1673,22 +1675,25 @@ impl<T: Read + Write> Connection<T> {
                         Status::Bad => {
                             break Err(Error::Bad(Bad {
                                 code,
-                                information: expl
-                                    .unwrap_or_else(|| "no explanation given".to_string()),
+                                information: server_words(
+                                    expl.unwrap_or_else(|| "no explanation given".to_string()),
+                                ),
                             }));
                         }
                         Status::No => {
                             break Err(Error::No(No {
                                 code,
-                                information: expl
-                                    .unwrap_or_else(|| "no explanation given".to_string()),
+                                information: server_words(
+                                    expl.unwrap_or_else(|| "no explanation given".to_string()),
+                                ),
                             }));
                         }
                         Status::Bye => {
                             break Err(Error::Bye(Bye {
                                 code,
-                                information: expl
-                                    .unwrap_or_else(|| "no explanation given".to_string()),
+                                information: server_words(
+                                    expl.unwrap_or_else(|| "no explanation given".to_string()),
+                                ),
                             }));
                         }
                         _ => break Err(Error::Parse(ParseError::Invalid(data.split_off(0)))),
@@ -1858,6 +1863,20 @@ pub(crate) mod testutils {
         assert_eq!(resource.usage, usage);
         assert_eq!(resource.limit, limit);
     }
+}
+
+/// mailproc patch: the most characters of a server's words (a `NO`,
+/// `BAD` or `BYE`'s text) an error keeps. A line may be as long as the
+/// response cap; the words travel on into logs, `lastError` and rows.
+pub const MAX_SERVER_WORDS: usize = 500;
+
+/// `words` cut to [`MAX_SERVER_WORDS`] characters, marked where cut.
+fn server_words(mut words: String) -> String {
+    if let Some((at, _)) = words.char_indices().nth(MAX_SERVER_WORDS) {
+        words.truncate(at);
+        words.push('…');
+    }
+    words
 }
 
 #[cfg(test)]
@@ -2287,6 +2306,23 @@ mod tests {
             Err(Error::Bye(b)) => assert!(b.information.contains("Internal error"), "{b:?}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// mailproc patch: a server's words are kept to a bound, whatever the
+    /// line that carries them.
+    #[test]
+    fn a_servers_long_words_are_cut() {
+        let long = "x".repeat(100_000);
+        for (answer, status) in [("NO", "No"), ("BAD", "Bad")] {
+            let response = format!("a1 {answer} {long}\r\n").into_bytes();
+            let mut session = mock_session!(MockStream::new(response));
+            let e = session.noop().unwrap_err().to_string();
+            assert!(e.len() < MAX_SERVER_WORDS + 100, "{status}: {} bytes", e.len());
+        }
+        let response = format!("* BYE {long}\r\n").into_bytes();
+        let mut session = mock_session!(MockStream::new(response));
+        let e = session.noop().unwrap_err().to_string();
+        assert!(e.len() < MAX_SERVER_WORDS + 100, "BYE: {} bytes", e.len());
     }
 
     /// mailproc patch: a folder whose clients set more keywords than
