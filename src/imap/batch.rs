@@ -58,6 +58,18 @@ pub(super) struct Acted {
     pub(super) moved: Moved,
 }
 
+/// One destination's move, what it reads: the folder it goes to from
+/// `mailbox`, and the flags set for it (`wanted`) over those each message
+/// had `before`, taken off again if it fails.
+struct MoveTo<'a> {
+    caps: &'a Caps,
+    folders: &'a Folders,
+    mailbox: &'a str,
+    folder: &'a str,
+    wanted: &'a Wanted,
+    before: &'a HashMap<u32, Vec<String>>,
+}
+
 /// UIDs whose every command the server has confirmed, and the folder they
 /// moved to (with their UIDs there, when the server said) if they moved.
 pub(super) struct Confirmed {
@@ -326,106 +338,140 @@ impl Runner {
                 continue;
             }
             // `?`: a broken session ends the batch, decisions journalled.
-            // The sets still to send (more than one after a refusal for
-            // another client's expunge: see below).
-            let mut pending = std::collections::VecDeque::from([set]);
-            let mut tries = 0;
-            while let Some(set) = pending.pop_front() {
-                let sent = set.len();
-                let (landed, r) =
-                    self.move_uids(s, caps, folders, &mut created, &set, folder, mailbox)?;
-                // Of the messages that left `mailbox`, the ones the move did not
-                // take (where the server says, `Landed::exact`) were taken by
-                // another client first: not recorded as moved.
-                let split = |left: Vec<u32>| -> (Vec<u32>, Vec<u32>) {
-                    left.into_iter()
-                        .partition(|u| !landed.exact || landed.dest.contains_key(u))
-                };
-                let (took, kept, refused) = match r {
-                    Ok(()) => {
-                        crate::failpoint::hit("after-move");
-                        (set, Vec::new(), None)
-                    }
-                    Err(e) => {
-                        let (left, kept) = self.split_refused(s, caps, &set)?;
-                        (left, kept, Some(e))
-                    }
-                };
-                let (took, vanished) = split(took);
-                if !vanished.is_empty() {
-                    log::warn!(
-                        "{}: {} message(s) left {mailbox:?} before their move to {folder:?} \
-                         (another client moved or deleted them): not recorded as moved",
-                        self.name(),
-                        vanished.len()
+            let to = MoveTo {
+                caps,
+                folders,
+                mailbox,
+                folder,
+                wanted: &wanted,
+                before,
+            };
+            self.send_move(s, &to, &mut created, set, &mut failed, &mut moved, done)?;
+        }
+        Ok((failed, moved))
+    }
+
+    /// Sends the move of `set` as `to` says, then records what the server
+    /// did: the messages it took are `done` and `moved`, those it refused
+    /// `failed` (their flags set for the move taken off again). A set
+    /// refused because another client expunged some of its messages is
+    /// sent again in halves. A broken session is an error.
+    #[allow(clippy::too_many_arguments)]
+    fn send_move(
+        &self,
+        s: &mut Session,
+        to: &MoveTo<'_>,
+        created: &mut HashSet<String>,
+        set: Vec<u32>,
+        failed: &mut HashMap<u32, String>,
+        moved: &mut Moved,
+        done: &mut dyn FnMut(Confirmed),
+    ) -> Result<(), ImapError> {
+        let MoveTo {
+            caps,
+            folders,
+            mailbox,
+            folder,
+            wanted,
+            before,
+        } = *to;
+        // The sets still to send (more than one after a refusal for
+        // another client's expunge: see below).
+        let mut pending = std::collections::VecDeque::from([set]);
+        let mut tries = 0;
+        while let Some(set) = pending.pop_front() {
+            let sent = set.len();
+            let (landed, r) = self.move_uids(s, caps, folders, created, &set, folder, mailbox)?;
+            // Of the messages that left `mailbox`, the ones the move did not
+            // take (where the server says, `Landed::exact`) were taken by
+            // another client first: not recorded as moved.
+            let split = |left: Vec<u32>| -> (Vec<u32>, Vec<u32>) {
+                left.into_iter()
+                    .partition(|u| !landed.exact || landed.dest.contains_key(u))
+            };
+            let (took, kept, refused) = match r {
+                Ok(()) => {
+                    crate::failpoint::hit("after-move");
+                    (set, Vec::new(), None)
+                }
+                Err(e) => {
+                    let (left, kept) = self.split_refused(s, caps, &set)?;
+                    (left, kept, Some(e))
+                }
+            };
+            let (took, vanished) = split(took);
+            if !vanished.is_empty() {
+                log::warn!(
+                    "{}: {} message(s) left {mailbox:?} before their move to {folder:?} \
+                     (another client moved or deleted them): not recorded as moved",
+                    self.name(),
+                    vanished.len()
+                );
+                for u in &vanished {
+                    failed.insert(
+                        *u,
+                        format!(
+                            "the message left {mailbox:?} before its move to {folder:?} \
+                             (another client moved or deleted it)"
+                        ),
                     );
-                    for u in &vanished {
-                        failed.insert(
-                            *u,
-                            format!(
-                                "the message left {mailbox:?} before its move to {folder:?} \
-                                 (another client moved or deleted it)"
-                            ),
-                        );
-                    }
                 }
-                if let (Some(e), false) = (&refused, took.is_empty()) {
-                    log::warn!(
-                        "{}: the server refused the move of {} message(s) to {folder:?} \
-                         ({e}) after {} of them had moved: those are recorded as moved",
+            }
+            if let (Some(e), false) = (&refused, took.is_empty()) {
+                log::warn!(
+                    "{}: the server refused the move of {} message(s) to {folder:?} \
+                     ({e}) after {} of them had moved: those are recorded as moved",
+                    self.name(),
+                    sent,
+                    took.len()
+                );
+            }
+            if !took.is_empty() {
+                for u in &took {
+                    moved.insert(*u, (folder.to_string(), landed.dest.get(u).copied()));
+                }
+                done(Confirmed {
+                    uids: took,
+                    to: Some((folder.to_string(), landed.dest)),
+                });
+            }
+            if let Some(e) = refused {
+                // RFC 5530: refused whole because another client expunged
+                // some of them meanwhile (Dovecot does so). The ones still
+                // here are moved again in halves, each sent sooner after
+                // the last sync than the whole, while that client goes on,
+                // instead of each being charged a failed attempt for a
+                // message it never was (an audit parked 450 of a
+                // 15,000-message backlog beside a client deleting mail;
+                // three retries of the whole set were not enough for one
+                // deleting every 10 ms).
+                if e.contains("[EXPUNGEISSUED]") && !kept.is_empty() && tries < EXPUNGE_RETRIES {
+                    tries += 1;
+                    let say = format!(
+                        "{}: the move of {sent} message(s) to {folder:?} was refused because \
+                         another client expunged some of them; moving the {} still here again",
                         self.name(),
-                        sent,
-                        took.len()
+                        kept.len()
                     );
+                    if tries == 1 {
+                        log::info!("{say}");
+                    } else {
+                        log::debug!("{say}");
+                    }
+                    let (first, second) = kept.split_at(kept.len().div_ceil(2));
+                    if !second.is_empty() {
+                        pending.push_front(second.to_vec());
+                    }
+                    pending.push_front(first.to_vec());
+                    continue;
                 }
-                if !took.is_empty() {
-                    for u in &took {
-                        moved.insert(*u, (folder.clone(), landed.dest.get(u).copied()));
-                    }
-                    done(Confirmed {
-                        uids: took,
-                        to: Some((folder.clone(), landed.dest)),
-                    });
-                }
-                if let Some(e) = refused {
-                    // RFC 5530: refused whole because another client expunged
-                    // some of them meanwhile (Dovecot does so). The ones still
-                    // here are moved again in halves, each sent sooner after
-                    // the last sync than the whole, while that client goes on,
-                    // instead of each being charged a failed attempt for a
-                    // message it never was (an audit parked 450 of a
-                    // 15,000-message backlog beside a client deleting mail;
-                    // three retries of the whole set were not enough for one
-                    // deleting every 10 ms).
-                    if e.contains("[EXPUNGEISSUED]") && !kept.is_empty() && tries < EXPUNGE_RETRIES
-                    {
-                        tries += 1;
-                        let say = format!(
-                            "{}: the move of {sent} message(s) to {folder:?} was refused because \
-                             another client expunged some of them; moving the {} still here again",
-                            self.name(),
-                            kept.len()
-                        );
-                        if tries == 1 {
-                            log::info!("{say}");
-                        } else {
-                            log::debug!("{say}");
-                        }
-                        let (first, second) = kept.split_at(kept.len().div_ceil(2));
-                        if !second.is_empty() {
-                            pending.push_front(second.to_vec());
-                        }
-                        pending.push_front(first.to_vec());
-                        continue;
-                    }
-                    self.unflag(s, &kept, &wanted, before)?;
-                    for u in &kept {
-                        failed.insert(*u, e.clone());
-                    }
+                self.unflag(s, &kept, wanted, before)?;
+                for u in &kept {
+                    failed.insert(*u, e.clone());
                 }
             }
         }
-        Ok((failed, moved))
+        Ok(())
     }
 
     /// `set`, whose `UID MOVE` the server refused, split into the messages
