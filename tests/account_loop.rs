@@ -109,14 +109,6 @@ fn connection_errors(m: &Mailproc) -> f64 {
     )
 }
 
-fn mailboxes_of(d: &Dovecot, message_id: &str) -> Vec<String> {
-    d.messages("test")
-        .into_iter()
-        .filter(|x| x.message_id == message_id)
-        .map(|x| x.mailbox)
-        .collect()
-}
-
 /// What the user does by hand in a mail client: moves the message whose
 /// Message-ID contains `id_part` from one folder to another.
 fn user_moves(d: &Dovecot, id_part: &str, from: &str, to: &str) {
@@ -178,7 +170,10 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
             .find(|e| e["model"] == "rules:shop" && e["status"] == "ok")
     });
     assert!(e["messageId"].as_str().unwrap_or("").contains("abc"), "{e}");
-    assert_eq!(mailboxes_of(&d, "<abc def@shop.example>"), ["Receipts"]);
+    assert_eq!(
+        d.mailboxes_of("test", "<abc def@shop.example>"),
+        ["Receipts"]
+    );
 
     // The user re-files it; new mail makes the account pass (and check).
     user_moves(&d, "abc", "Receipts", "Newsletters");
@@ -192,7 +187,10 @@ fn a_folded_message_id_costs_its_correction_check_not_the_session() {
     m.wait_for(Duration::from_secs(10), "the correction", || {
         (metric(&m, "mailproc_corrections_total{account=\"acct\"}") == 1.0).then_some(())
     });
-    assert_eq!(mailboxes_of(&d, "<abc def@shop.example>"), ["Newsletters"]);
+    assert_eq!(
+        d.mailboxes_of("test", "<abc def@shop.example>"),
+        ["Newsletters"]
+    );
     let log = m.log();
     assert!(!log.contains("connection lost"), "{log}");
     assert_eq!(connection_errors(&m), 0.0);
@@ -361,7 +359,7 @@ fn process_runs_one_whole_pass_while_paused() {
     });
     for i in 0..3 {
         assert_eq!(
-            mailboxes_of(&d, &format!("<p{i}@mailproc.test>")),
+            d.mailboxes_of("test", &format!("<p{i}@mailproc.test>")),
             ["Receipts"]
         );
     }
@@ -476,7 +474,7 @@ fn an_undo_uses_the_accounts_session_and_skips_no_message_arriving_meanwhile() {
     m.spawn(&[("MAILPROC_FAILPOINTS", "undo-before-move=pause:3000")]);
     m.wait_ready();
     let moved = wait_entry(&m, "<r7@shop.example>");
-    assert_eq!(mailboxes_of(&d, "<r7@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r7@shop.example>"), ["Receipts"]);
     let id = moved["id"].as_i64().unwrap();
 
     let undone = std::thread::scope(|scope| {
@@ -496,7 +494,7 @@ fn an_undo_uses_the_accounts_session_and_skips_no_message_arriving_meanwhile() {
     assert_eq!(undone.status, 200, "{}", undone.text);
     let during = wait_entry(&m, "<during@mailproc.test>");
     assert_eq!(during["model"], "rules:urgent", "{during}");
-    assert_eq!(mailboxes_of(&d, "<r7@shop.example>"), ["INBOX"]);
+    assert_eq!(d.mailboxes_of("test", "<r7@shop.example>"), ["INBOX"]);
     let back = m.wait_for(Duration::from_secs(10), "the undo's record", || {
         entries(&m, "").into_iter().find(|e| e["model"] == "undo")
     });
@@ -561,7 +559,7 @@ fn a_megabyte_of_header_padding_hides_no_field_from_a_rule() {
             .contains("header fields over 64 KiB"),
         "{e}"
     );
-    assert_eq!(mailboxes_of(&d, "<padded@mailproc.test>"), ["Junk"]);
+    assert_eq!(d.mailboxes_of("test", "<padded@mailproc.test>"), ["Junk"]);
     let plain = wait_entry(&m, "<plain@mailproc.test>");
     assert_eq!(plain["model"], "rules:urgent");
     assert!(!plain["reasoning"].as_str().unwrap_or("").contains("64 KiB"));
@@ -644,13 +642,13 @@ fn without_move_only_an_exact_copy_counts_as_an_earlier_runs_copy() {
     );
     assert!(m.log().contains("move=false"), "{}", m.log());
     assert_eq!(
-        mailboxes_of(&d, "<a@mailproc.test>"),
+        d.mailboxes_of("test", "<a@mailproc.test>"),
         ["Lists", "Lists"],
         "A was copied, its namesake left alone\n{}",
         m.log()
     );
     assert_eq!(
-        mailboxes_of(&d, "<b@mailproc.test>"),
+        d.mailboxes_of("test", "<b@mailproc.test>"),
         ["Lists"],
         "B was not copied a second time\n{}",
         m.log()
@@ -705,10 +703,10 @@ fn an_undo_while_the_account_is_disconnected_answers_503_and_changes_nothing() {
     m.wait_for(Duration::from_secs(60), "connected again", || {
         (state(&m) == "connected").then_some(())
     });
-    assert_eq!(mailboxes_of(&d, "<r8@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r8@shop.example>"), ["Receipts"]);
     let r = m.post(&format!("/api/activity/{id}/undo"), "");
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(mailboxes_of(&d, "<r8@shop.example>"), ["INBOX"]);
+    assert_eq!(d.mailboxes_of("test", "<r8@shop.example>"), ["INBOX"]);
 }
 
 /// Issue [17]: the model's decisions were acted on and recorded only once
@@ -757,10 +755,10 @@ fn each_answer_of_the_model_is_recorded_as_it_arrives() {
         "recorded while the others are still with the model"
     );
     assert_eq!(quick["status"], "ok", "{quick}");
-    assert_eq!(mailboxes_of(&d, "<quick@mailproc.test>"), ["Sorted"]);
+    assert_eq!(d.mailboxes_of("test", "<quick@mailproc.test>"), ["Sorted"]);
     for id in ["<slow1@mailproc.test>", "<slow2@mailproc.test>"] {
         assert_eq!(entry_of(&m, id), None, "{id} is not answered yet");
-        assert_eq!(mailboxes_of(&d, id), ["INBOX"]);
+        assert_eq!(d.mailboxes_of("test", id), ["INBOX"]);
     }
     assert_eq!(processed(&m), 1);
     gate.store(true, Ordering::SeqCst);
@@ -989,7 +987,7 @@ fn a_folder_created_once_is_not_created_again() {
         let e = wait_entry(&m, &format!("<r{n}@shop.example>"));
         assert_eq!(e["status"], "ok", "{e}");
     }
-    assert_eq!(mailboxes_of(&d, "<r3@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r3@shop.example>"), ["Receipts"]);
     let log = m.log();
     assert_eq!(log.matches("created folder").count(), 1, "{log}");
     assert!(!log.contains("CREATE"), "{log}");

@@ -117,14 +117,6 @@ fn metric(m: &Mailproc, line_start: &str) -> f64 {
         .unwrap_or_else(|| panic!("no metric {line_start} in\n{text}"))
 }
 
-fn mailbox_of(d: &Dovecot, message_id: &str) -> Vec<String> {
-    d.messages("test")
-        .into_iter()
-        .filter(|m| m.message_id == message_id)
-        .map(|m| m.mailbox)
-        .collect()
-}
-
 #[test]
 fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     let d = sorted_mailbox();
@@ -174,7 +166,7 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
         1,
         "only the unknown message went to the model"
     );
-    assert_eq!(mailbox_of(&d, "<r100@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r100@shop.example>"), ["Receipts"]);
 
     // Metrics (and what is learned) are counted after the records, when
     // the pass announces them: the pass's end is waited for.
@@ -222,7 +214,10 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     let all = wait_entries(&m, 4);
     let e = entry(&all, "<n100@letters.example>");
     assert_eq!(e["model"], "learned", "{e:#}");
-    assert_eq!(mailbox_of(&d, "<n100@letters.example>"), ["Newsletters"]);
+    assert_eq!(
+        d.mailboxes_of("test", "<n100@letters.example>"),
+        ["Newsletters"]
+    );
     assert_eq!(
         model.count(),
         1,
@@ -283,14 +278,17 @@ fn unsure_without_a_model_is_recorded_for_review() {
     assert_eq!(e["model"], "learned", "{e:#}");
     assert_eq!(e["status"], "review", "{e:#}");
     assert!(e["confidence"].as_f64().unwrap() < 0.9, "{e:#}");
-    assert_eq!(mailbox_of(&d, "<mixed@elsewhere.example>"), ["INBOX"]);
+    assert_eq!(
+        d.mailboxes_of("test", "<mixed@elsewhere.example>"),
+        ["INBOX"]
+    );
     let e = entry(&all, "<r200@shop.example>");
     assert_eq!(
         (e["model"].as_str(), e["status"].as_str()),
         (Some("learned"), Some("ok")),
         "{e:#}"
     );
-    assert_eq!(mailbox_of(&d, "<r200@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r200@shop.example>"), ["Receipts"]);
 }
 
 fn flags_of(d: &Dovecot, message_id: &str) -> Vec<(String, Vec<String>)> {
@@ -412,7 +410,7 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
     m.spawn(&[]);
     m.wait_ready();
     wait_entries(&m, 1);
-    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r400@shop.example>"), ["Receipts"]);
     assert_eq!(m.get("/api/learned/acct").body["corrections"], 0);
 
     // The user disagrees and files it elsewhere; new mail wakes the account.
@@ -428,7 +426,7 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
         1.0
     );
     assert_eq!(
-        mailbox_of(&d, "<r400@shop.example>"),
+        d.mailboxes_of("test", "<r400@shop.example>"),
         ["Newsletters"],
         "left where the user put it"
     );
@@ -453,7 +451,7 @@ fn an_unchanged_folder_is_not_read_again_and_a_later_move_out_is_still_found() {
     m.spawn(&[]);
     m.wait_ready();
     wait_entries(&m, 1);
-    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r400@shop.example>"), ["Receipts"]);
     let unchanged =
         "corrections: \"Receipts\" unchanged since it was last read (1 move(s) to check)";
     // The first pass after the move reads Receipts whole (its counts are
@@ -476,7 +474,10 @@ fn an_unchanged_folder_is_not_read_again_and_a_later_move_out_is_still_found() {
         m.log()
     );
     assert_eq!(m.log().matches(unchanged).count(), 1, "{}", m.log());
-    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Newsletters"]);
+    assert_eq!(
+        d.mailboxes_of("test", "<r400@shop.example>"),
+        ["Newsletters"]
+    );
 }
 
 /// A week of moves to one folder whose UIDs make a set longer than a
@@ -525,7 +526,7 @@ fn corrections_are_found_among_a_week_of_moves_too_many_for_one_command() {
         },
         || m.log(),
     );
-    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<r400@shop.example>"), ["Receipts"]);
 
     user_moves(&d, "<r400@shop.example>", "Receipts", "Newsletters");
     d.seed("test", "INBOX", &personal("p2", "Dinner"));
@@ -541,7 +542,10 @@ fn corrections_are_found_among_a_week_of_moves_too_many_for_one_command() {
         || m.log(),
     );
     assert_eq!(m.get("/api/learned/acct").body["corrections"], 1);
-    assert_eq!(mailbox_of(&d, "<r400@shop.example>"), ["Newsletters"]);
+    assert_eq!(
+        d.mailboxes_of("test", "<r400@shop.example>"),
+        ["Newsletters"]
+    );
 }
 
 #[test]
@@ -578,7 +582,7 @@ fn a_model_answering_by_choice_is_shown_the_nearest_examples_and_its_choice_is_a
     let all = wait_entries(&m, 1);
     let e = entry(&all, "<x1@newshop.example>");
     assert_eq!(e["model"], "scripted", "{e:#}");
-    assert_eq!(mailbox_of(&d, "<x1@newshop.example>"), ["Receipts"]);
+    assert_eq!(d.mailboxes_of("test", "<x1@newshop.example>"), ["Receipts"]);
     // Receipts e^-0.05 of e^-0.05 + e^-3 + e^-4 + e^-5: Junk (spam is
     // allowed), which no listed token begins, counts as the least likely.
     let want =
@@ -683,7 +687,7 @@ fn the_junk_folder_teaches_spam() {
     assert_eq!(e["model"], "learned", "{e:#}");
     assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
     assert_eq!(model.count(), 0, "the model was not asked");
-    assert_eq!(mailbox_of(&d, "<w100@lotto.example>"), ["Junk"]);
+    assert_eq!(d.mailboxes_of("test", "<w100@lotto.example>"), ["Junk"]);
 }
 
 /// A message half spam, half list mail, from a stranger: the classifier
@@ -741,13 +745,13 @@ fn spam_with(learned: &str) -> [(Value, Vec<String>); 3] {
     // The list's own mail stays the rule's either way.
     let news = entry(&all, "<n100@letters.example>");
     assert_eq!(news["model"], "rules:mailing-lists", "{news:#}");
-    assert_eq!(mailbox_of(&d, "<n100@letters.example>"), ["Lists"]);
+    assert_eq!(d.mailboxes_of("test", "<n100@letters.example>"), ["Lists"]);
     [
         "<s100@pills.example>",
         "<unsure@elsewhere.example>",
         "<unsure-listed@elsewhere.example>",
     ]
-    .map(|id| (entry(&all, id).clone(), mailbox_of(&d, id)))
+    .map(|id| (entry(&all, id).clone(), d.mailboxes_of("test", id)))
 }
 
 #[test]

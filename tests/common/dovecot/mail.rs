@@ -325,4 +325,14 @@ impl Dovecot {
         }
         parse_fetch(&String::from_utf8_lossy(&out.stdout))
     }
+
+    /// The mailboxes of `user` holding the message `message_id` (with its
+    /// angle brackets), once per copy.
+    pub fn mailboxes_of(&self, user: &str, message_id: &str) -> Vec<String> {
+        self.messages(user)
+            .into_iter()
+            .filter(|m| m.message_id == message_id)
+            .map(|m| m.mailbox)
+            .collect()
+    }
 }
