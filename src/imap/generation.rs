@@ -11,8 +11,11 @@
 //!   setting left it alone then: so it stays (a rebuilt folder keeps its
 //!   mail's dates); but under `backlog: all` nothing was left alone then,
 //!   so such a message came since (a copy keeps its date) and is new;
-//! * a message without a Message-ID cannot be matched: it is taken only
-//!   when it arrived after the last record of the old generation;
+//! * a message without a Message-ID is matched by its subject and sender:
+//!   one a record of the old generation without a Message-ID carries was
+//!   handled (the folder's mail saved again, with new dates, found by an
+//!   audit: each was asked about and acted on twice); any other is taken
+//!   only when it arrived after the last record of the old generation;
 //! * every other message is new: it is processed.
 //!
 //! The new ones become due retries in the same transaction that moves the
@@ -92,6 +95,18 @@ impl Runner {
             self.w
                 .store
                 .handled_earlier(self.name(), mailbox, uidvalidity, &ids)?;
+        // A message without a Message-ID stands for itself by its subject
+        // and sender: one a record of the old generation carries (the
+        // folder's mail saved again, which gives it new dates) was handled.
+        let idless: HashSet<(String, String)> = seen
+            .iter()
+            .filter(|(m, _)| m.message_id.is_empty())
+            .map(|(m, _)| (m.subject.clone(), m.from.clone()))
+            .collect();
+        let handled_idless =
+            self.w
+                .store
+                .handled_earlier_without_id(self.name(), mailbox, uidvalidity, &idless)?;
         let total = seen.len();
         let all = matches!(self.w.account.backlog, crate::config::Backlog::All);
         let new: Vec<EmailMeta> = seen
@@ -103,7 +118,8 @@ impl Runner {
                 let before_first =
                     !all && at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
                 let unmatched_old = m.message_id.is_empty()
-                    && at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS);
+                    && (at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS)
+                        || handled_idless.contains(&(m.subject.clone(), m.from.clone())));
                 let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);
                 log::debug!(
                     "{}: {mailbox}: UID {} {:?} dated {at:?}: {}",

@@ -105,6 +105,42 @@ impl Store {
             Ok(out)
         })
     }
+    /// Which of `wanted` (subject, sender) a record of `mailbox` under
+    /// another UIDVALIDITY than `uidvalidity` carries, of the records
+    /// without a Message-ID that got to a decision: what stands for a
+    /// message that has none when a folder comes back. One pass over those
+    /// records; only matches are kept.
+    pub fn handled_earlier_without_id(
+        &self,
+        account: &str,
+        mailbox: &str,
+        uidvalidity: u32,
+        wanted: &HashSet<(String, String)>,
+    ) -> Result<HashSet<(String, String)>> {
+        if wanted.is_empty() {
+            return Ok(HashSet::new());
+        }
+        self.op("handled_earlier_without_id", || {
+            let conn = self.conn.lock();
+            let mut st = conn.prepare(
+                "SELECT subject, sender FROM emails
+                 WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
+                   AND message_id = ''
+                   AND NOT (status = 'failed' AND actions = '[]')",
+            )?;
+            let rows = st.query_map(params![account, mailbox, uidvalidity], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?;
+            let mut out = HashSet::new();
+            for pair in rows {
+                let pair = pair?;
+                if wanted.contains(&pair) {
+                    out.insert(pair);
+                }
+            }
+            Ok(out)
+        })
+    }
 }
 
 impl Store {
