@@ -52,15 +52,25 @@ enum Cmd {
 }
 
 fn parse_args() -> Result<(PathBuf, Cmd), String> {
+    parse(std::env::args().skip(1))
+}
+
+/// What the command line asks for, or a usage error (exit 2). `--help` and
+/// `--version` anywhere print and exit 0, also after a command: the name a
+/// command takes is never an option (`--` before it lets one begin with
+/// `-`).
+fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
     let mut config = PathBuf::from("config.yaml");
     let mut cmd = None;
-    let mut args = std::env::args().skip(1);
+    let mut args = args.peekable();
+    let path = |p: Option<String>| match p {
+        Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
+        _ => Err("--config needs a path".to_string()),
+    };
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--config" | "-c" => {
-                config = args.next().ok_or("--config needs a path")?.into();
-            }
-            s if s.starts_with("--config=") => config = s["--config=".len()..].into(),
+            "--config" | "-c" => config = path(args.next())?,
+            s if s.starts_with("--config=") => config = path(Some(s["--config=".len()..].into()))?,
             "--version" | "-V" => {
                 println!("mailproc {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
@@ -72,21 +82,51 @@ fn parse_args() -> Result<(PathBuf, Cmd), String> {
             "run" if cmd.is_none() => cmd = Some(Cmd::Run),
             "check-config" if cmd.is_none() => cmd = Some(Cmd::CheckConfig),
             "set-password" if cmd.is_none() => {
-                let user = args.next().ok_or("set-password needs a user name")?;
-                cmd = Some(Cmd::SetPassword(user));
+                cmd = Some(Cmd::SetPassword(operand(
+                    &mut args,
+                    "set-password",
+                    "a user",
+                )?));
             }
             "oauth" if cmd.is_none() => {
-                let account = args.next().ok_or("oauth needs an account name")?;
-                cmd = Some(Cmd::OAuth(account));
+                cmd = Some(Cmd::OAuth(operand(&mut args, "oauth", "an account")?));
             }
             "train" if cmd.is_none() => {
-                let account = args.next().ok_or("train needs an account name")?;
-                cmd = Some(Cmd::Train(account));
+                cmd = Some(Cmd::Train(operand(&mut args, "train", "an account")?));
             }
             other => return Err(format!("unexpected argument {other:?}")),
         }
     }
     Ok((config, cmd.unwrap_or(Cmd::Run)))
+}
+
+/// The name `command` takes. `--help` there prints the usage; another
+/// option is an error rather than a name (`set-password --help` once
+/// created the user `--help`); after `--`, the next argument is the name
+/// whatever it reads.
+fn operand(
+    args: &mut std::iter::Peekable<impl Iterator<Item = String>>,
+    command: &str,
+    what: &str,
+) -> Result<String, String> {
+    let needs = || format!("{command} needs {what} name");
+    let a = args.next().ok_or_else(needs)?;
+    match a.as_str() {
+        "--help" | "-h" => {
+            print!("{USAGE}");
+            std::process::exit(0);
+        }
+        "--" => match args.next() {
+            Some(name) if !name.is_empty() => Ok(name),
+            _ => Err(needs()),
+        },
+        "" => Err(needs()),
+        s if s.starts_with('-') => Err(format!(
+            "{command}: unexpected option {s:?} where {what} name belongs \
+             (write `{command} -- {s}` for a name that begins with -)"
+        )),
+        _ => Ok(a),
+    }
 }
 
 fn main() -> ExitCode {

@@ -107,6 +107,44 @@ fn version_flag() {
     );
 }
 
+/// Found by an audit of the binary: `set-password --help` created the user
+/// `--help`, `train --help` looked for an account of that name, and
+/// `--config=` with no path was a configuration error (1) rather than a
+/// usage one (2). `--help` after a command prints the usage; an option
+/// where a name belongs is a usage error; `--` lets a name begin with `-`.
+#[test]
+fn help_after_a_command_prints_the_usage_and_names_are_never_options() {
+    let m = Mailproc::prepare("storage: { path: \"{DIR}/mailproc.db\" }\n");
+    for cmd in ["set-password", "train", "oauth"] {
+        let (code, out, err) = m.run_cli(&[cmd, "--help"], "password123\n");
+        assert_eq!(code, 0, "{cmd} --help: {err}");
+        assert!(out.starts_with("usage: mailproc"), "{cmd} --help: {out}");
+    }
+    assert!(
+        !m.db_path().exists(),
+        "--help created the database, or a user"
+    );
+    let (code, _, err) = m.run_cli(&["set-password", "--force"], "password123\n");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("set-password -- --force"), "{err}");
+    let (code, _, err) = m.run_cli(&["set-password", "--"], "password123\n");
+    assert_eq!(code, 2, "{err}");
+    let (code, out, err) = m.run_cli(&["set-password", "--", "-dash"], "password123\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("password set for -dash"), "{out}");
+    for bad in [&["--config="][..], &["--config", ""]] {
+        let out = std::process::Command::new(common::mailproc::bin())
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--config needs a path"),
+            "{bad:?}"
+        );
+    }
+}
+
 /// Found by an audit of the binary: a second `mailproc run` on the same
 /// database (another port) started without a word, and both processed
 /// every new message (the model asked twice, every webhook sent twice).
