@@ -141,6 +141,18 @@ fn a_test_waiting_on_a_silent_target_holds_one_worker_not_all() {
             );
         }
         assert_eq!(ok.count(), 0, "a turned-away test sent nothing");
+        // A refused target is refused all the same, in the words of the
+        // spec (found by an audit: 429 until the slow test ended).
+        for url in ["http://[::1]:9/", "http://127.0.0.2:9/"] {
+            let r = test_webhook(&m, json!({ "url": url }));
+            assert_eq!(r.status, 400, "{url}: {}", r.text);
+            assert_eq!(
+                r.body,
+                json!({"success": false,
+                       "error": "Cannot test webhooks to private or local addresses"}),
+                "{url}"
+            );
+        }
         assert_eq!(m.get("/health").status, 200);
         silent.release();
         waiting.join().expect("the first test's client")
