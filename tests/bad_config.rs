@@ -292,3 +292,41 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
         "{err}"
     );
 }
+
+/// Found by an audit of the binary: each of these passed `check-config`.
+/// A SOCKS proxy made every model call panic (this build speaks HTTP
+/// proxies only); an empty session secret keyed the dashboard's cookies
+/// with nothing; an `activity_retention` of zero pruned every record at
+/// start.
+#[test]
+fn a_socks_proxy_an_empty_session_secret_and_no_retention_name_their_keys() {
+    refused(
+        "classifier: { providers: [ { name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, proxy: \"socks5://127.0.0.1:1\" } ] }\n",
+        "classifier.providers[0].proxy",
+        "SOCKS proxy is not supported",
+    );
+    refused(
+        "dashboard: { session_secret: \"\" }\n",
+        "dashboard.session_secret",
+        "must not be empty",
+    );
+    let m = Mailproc::prepare(
+        "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\", activity_retention: 0s }\n",
+    );
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("storage.activity_retention: must be longer than zero"),
+        "{err}"
+    );
+    // An HTTP proxy, and a short secret (a warning), still pass.
+    let m = Mailproc::prepare(&format!(
+        "{BASE}dashboard: {{ session_secret: short }}\nclassifier: {{ providers: [ {{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, proxy: \"http://127.0.0.1:3128\" }} ] }}\n"
+    ));
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: dashboard.session_secret: 5 characters"),
+        "{err}"
+    );
+}

@@ -140,6 +140,16 @@ pub fn warnings(c: &Config) -> Vec<String> {
             ));
         }
     }
+    if let Some(sec) = &c.dashboard.session_secret {
+        let n = sec.chars().count();
+        if (1..TOKEN_MIN).contains(&n) {
+            w.push(format!(
+                "dashboard.session_secret: {n} characters is short enough to guess, and it signs \
+                 the dashboard's cookies; use at least {TOKEN_MIN} (`openssl rand -hex 32`), \
+                 or leave it out to have one generated"
+            ));
+        }
+    }
     w
 }
 
@@ -189,6 +199,16 @@ pub fn validate(c: &Config) -> Vec<String> {
     );
     if c.dashboard.session_ttl.0.is_zero() {
         p.push("dashboard.session_ttl: must be longer than zero".into());
+    }
+    // Zero kept nothing: every record pruned at start (an audit).
+    if c.storage.activity_retention.0.is_zero() {
+        p.push("storage.activity_retention: must be longer than zero".into());
+    }
+    if c.dashboard.session_secret.as_deref() == Some("") {
+        p.push(
+            "dashboard.session_secret: must not be empty (leave it out to have one generated)"
+                .into(),
+        );
     }
     let mut key_names = HashSet::new();
     for (i, k) in c.dashboard.api_keys.iter().enumerate() {
@@ -284,8 +304,14 @@ pub fn validate(c: &Config) -> Vec<String> {
             }
         }
         if let Some(proxy) = &pr.proxy {
-            if let Err(e) = ureq::Proxy::new(proxy) {
-                p.push(format!("{at}.proxy: invalid proxy URL: {e}"));
+            match ureq::Proxy::new(proxy).map(|x| x.protocol()) {
+                Err(e) => p.push(format!("{at}.proxy: invalid proxy URL: {e}")),
+                Ok(ureq::ProxyProtocol::Http | ureq::ProxyProtocol::Https) => {}
+                // This build speaks to HTTP proxies only: a SOCKS one
+                // passed here and panicked at the first call (an audit).
+                Ok(_) => p.push(format!(
+                    "{at}.proxy: a SOCKS proxy is not supported; give an http:// or https:// proxy"
+                )),
             }
         }
     }
