@@ -442,6 +442,49 @@ fn dry_run_and_review_touch_nothing_they_should_not() {
     );
 }
 
+/// Found by an audit of the binary: a model's `noop` was dropped, so its
+/// record read `actions: []` and `actions_total{action="noop"}` never
+/// counted it, where a rule's `noop` is both. The model's "leave it" is
+/// recorded, counted and found by `actionType=noop` as the rule's is, and
+/// the message is left as it was.
+#[test]
+fn a_models_noop_is_recorded_and_counted_as_a_rules() {
+    let d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &[
+            msg_with("keep1", "Hello one", ""),
+            msg_with("keep2", "Hello two", ""),
+        ],
+    );
+    let model = Model::start(2, |_| answer(json!([{ "type": "noop" }]), "leave it"));
+    let m = Mailproc::start(&config(&d, Some(&model), "", ""));
+    wait_processed(&m, 2, Duration::from_secs(15));
+    let entries = m.get("/api/activity").body["entries"].clone();
+    for e in entries.as_array().unwrap() {
+        assert_eq!(e["actions"], json!([{ "type": "noop" }]), "{e}");
+        assert_eq!(e["status"], "ok", "{e}");
+    }
+    assert_eq!(total(&m, "&actionType=noop"), 2);
+    m.wait_pass_after("acct", 0);
+    let metrics = m.get("/metrics").text;
+    assert_eq!(
+        counter(
+            &metrics,
+            r#"mailproc_actions_total{account="acct",action="noop"}"#
+        ),
+        2.0,
+        "{metrics}"
+    );
+    let msgs = d.messages("test");
+    assert!(
+        msgs.iter()
+            .all(|x| x.mailbox == "INBOX" && x.flags.is_empty()),
+        "{msgs:?}"
+    );
+}
+
 #[test]
 fn processing_emits_webhooks_with_spec_payloads() {
     let d = Dovecot::start();

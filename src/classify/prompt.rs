@@ -220,7 +220,12 @@ pub fn parse_answer(
             return Err(invalid(format!("confidence {c} is outside 0..1")));
         }
     }
-    actions.retain(|a| *a != Action::Noop);
+    // `noop` beside another action says nothing; alone it is the answer
+    // "leave it", recorded and counted as a rule's is (an audit found the
+    // model's dropped: `actions: []`, never in `actions_total`).
+    if actions.iter().any(|a| *a != Action::Noop) {
+        actions.retain(|a| *a != Action::Noop);
+    }
     // A small model may say the same thing twice (`spam`, `spam`); doing it
     // twice would fail the second time (the message has moved).
     let mut seen = Vec::with_capacity(actions.len());

@@ -110,7 +110,15 @@ fn answers_are_parsed_tolerantly_and_validated_strictly() {
         r#"{"actions":[{"type":"noop"}],"reasoning":"fine"}"#,
     )
     .unwrap();
-    assert!(none.actions.is_empty());
+    assert_eq!(none.actions, [Action::Noop]);
+    let beside = parse_answer(
+        "p",
+        "m",
+        &a,
+        r#"{"actions":[{"type":"noop"},{"type":"read"},{"type":"noop"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(beside.actions, [Action::Read]);
     let twice = parse_answer(
         "p",
         "m",
