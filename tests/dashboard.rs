@@ -329,7 +329,14 @@ fn pages_show_processed_mail_escaped() {
         t.contains("b-failed") && t.contains(&format!("action=\"/activity/{failed_id}/retry\"")),
         "{t}"
     );
-    assert!(b.get("/failed").text.contains("please explode"));
+    let failed_page = b.get("/failed").text;
+    assert!(failed_page.contains("please explode"));
+    // A model that failed is not "no model" (found by an audit).
+    assert!(
+        failed_page.contains("nothing yet (the attempt failed: see the error)")
+            && !failed_page.contains("no rule matched, no model"),
+        "{failed_page}"
+    );
     let r = b.submit(
         &format!("/activity/{failed_id}/retry"),
         &[("back", "/failed")],

@@ -17,14 +17,19 @@ use crate::store::{self, ActivityEntry, ActivityQuery};
 const DAY_MS: i64 = 86_400_000;
 const PAGE_SIZE: u32 = 25;
 
-/// Who decided, from an entry's `model`.
-pub fn decided_by(model: &str) -> Markup {
+/// Who decided, from an entry's `model`; with its `error`, "none" is an
+/// attempt that failed before anything decided (a model's call or answer,
+/// the message unreadable), not the want of a rule and a model (an audit
+/// found model failures told as "no model").
+pub fn decided_by(model: &str, error: Option<&str>) -> Markup {
+    let failed = error.is_some_and(|e| !e.is_empty());
     html! {
         @if let Some(rule) = model.strip_prefix("rules:") {
             span.by { "rule " strong { (rule) } }
         } @else {
             @match model {
                 "learned" => span.by { "learned classifier" },
+                "none" if failed => span.by.muted { "nothing yet (the attempt failed: see the error)" },
                 "none" => span.by.muted { "nothing (no rule matched, no model)" },
                 "undo" => span.by { "you (undo)" },
                 "correction" => span.by { "you (moved by hand)" },
@@ -191,7 +196,7 @@ pub fn table(
                                 td.clip data-label="Subject" { a href=(detail(e.id)) {
                                     @if e.subject.is_empty() { "(no subject)" } @else { (e.subject) }
                                 } }
-                                td data-label="Decided by" { (decided_by(&e.model)) }
+                                td data-label="Decided by" { (decided_by(&e.model, e.error.as_deref())) }
                                 td data-label="Actions" { (actions_text(&e.actions)) }
                                 td data-label="Destination" { (destination(e)) }
                                 td data-label="Status" { (status(e)) }
@@ -422,7 +427,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
             (row("Mailbox", html! { (e.mailbox) }))
             (row("UID", html! { (e.uid) }))
             (row("Message-ID", text_or_none(&e.message_id)))
-            (row("Decided by", decided_by(&e.model)))
+            (row("Decided by", decided_by(&e.model, e.error.as_deref())))
             (row("Actions", html! { (actions_text(&e.actions)) }))
             (row("Destination", destination(&e)))
             (row("Confidence", html! { @match e.confidence {
