@@ -693,3 +693,40 @@ fn a_key_value_is_one_grant() {
         e.problems
     );
 }
+
+/// Found by an audit of the binary: with a provider of an unknown kind
+/// (an item that does not read, so validation did not run), `check-config`
+/// told only that, hiding `server.workers: 0` and an account's
+/// `max_attempts: 0`. The limits of the other sections are told too; the
+/// accounts', which may name the provider taken out, wait.
+#[test]
+fn an_item_that_does_not_read_hides_no_other_sections_problem() {
+    let e = parse_str(
+        "server: { workers: 0 }\nstorage: { activity_retention: 0s }\n\
+         classifier: { providers: [ { name: p, kind: foo, url: \"http://127.0.0.1:9/\", model: m } ] }\n\
+         accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, provider: p, max_attempts: 0 }\n",
+    )
+    .unwrap_err();
+    for want in [
+        "server.workers: must be between 1 and 256",
+        "storage.activity_retention: must be longer than zero",
+    ] {
+        assert!(
+            e.problems.iter().any(|p| p == want),
+            "{want}: {:#?}",
+            e.problems
+        );
+    }
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p.starts_with("classifier.providers[0].kind")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(
+        !e.problems.iter().any(|p| p.contains("unknown provider")),
+        "a reference to the item taken out is not a problem: {:#?}",
+        e.problems
+    );
+}

@@ -4,9 +4,19 @@
 
 use super::Config;
 
-/// The typed configuration, if the tree reads whole, and every problem
-/// found reading it (serde's, in an operator's words).
-pub(super) fn read(mut tree: serde_norway::Value) -> (Option<Config>, Vec<String>) {
+/// What reading the tree gave.
+pub(super) struct Read {
+    /// The typed configuration, if the tree reads whole.
+    pub config: Option<Config>,
+    /// Every problem found reading it (serde's, in an operator's words).
+    pub problems: Vec<String>,
+    /// When it read only with list items taken out: what it read, and the
+    /// top-level sections the items were taken from.
+    pub partial: Option<(Config, Vec<String>)>,
+}
+
+/// Reads the tree into [`Config`], every wrong value told at once.
+pub(super) fn read(mut tree: serde_norway::Value) -> Read {
     // A wrong value's default, if it has one, stands in once it is taken
     // out. A required value that is missing takes its list item (an
     // account, a rule, a webhook) out with it, so the other items are still
@@ -61,11 +71,28 @@ pub(super) fn read(mut tree: serde_norway::Value) -> (Option<Config>, Vec<String
             }
         }
     };
-    // With an item taken out, what `validate` would say of the rest (a
-    // reference to it, indexes) could mislead: it runs once the file reads
-    // whole.
-    let config = config.filter(|_| !item_taken);
-    (config, typed)
+    // With an item taken out, what `validate` would say of its section (a
+    // reference to it, indexes) could mislead: the caller keeps only what
+    // it says of the others.
+    if item_taken {
+        let sections = taken.iter().map(|t| section(&t.list).to_string()).collect();
+        return Read {
+            config: None,
+            problems: typed,
+            partial: config.map(|c| (c, sections)),
+        };
+    }
+    Read {
+        config,
+        problems: typed,
+        partial: None,
+    }
+}
+
+/// The top-level key a path begins with (`accounts` of
+/// `accounts[1].imap.port`).
+pub(super) fn section(path: &str) -> &str {
+    path.split(['.', '[', ':']).next().unwrap_or(path)
 }
 
 /// serde's error with the Rust type it expected said as an operator
