@@ -722,13 +722,40 @@ fn trouble_survives_a_restart_and_undecided_mail_is_found() {
         "/accounts/acct/pause",
         &[("_csrf", "x"), ("back", "/failed")],
     );
-    assert_redirect(&r, "/login?next=%2Ffailed&expired=1");
+    assert_redirect(&r, "/login?next=%2Ffailed&expired=1&unsent=1");
     let r = gone.post(
         "/accounts/acct/pause",
         &[("_csrf", "x"), ("back", "https://evil.example/")],
     );
-    assert_redirect(&r, "/login?next=%2Faccounts%2Facct&expired=1");
+    assert_redirect(&r, "/login?next=%2Faccounts%2Facct&expired=1&unsent=1");
     assert_ne!(m.get("/health").body["accounts"]["acct"], "paused");
+    // The login page and the page logged in to say that the Pause was not
+    // done (found by an audit: it came back to its page with no word).
+    gone.cookie = None;
+    let page = gone.get(location(&r)).text;
+    assert!(
+        page.contains("what you sent was not done") && page.contains(r#"name="unsent" value="1""#),
+        "{page}"
+    );
+    let r = gone.post(
+        "/login",
+        &[
+            ("username", "admin"),
+            ("password", PASSWORD),
+            ("next", "/accounts/acct"),
+            ("unsent", "1"),
+        ],
+    );
+    assert_redirect(&r, "/accounts/acct");
+    let page = gone.get("/accounts/acct").text;
+    assert!(
+        page.contains("What you sent before logging in was not done"),
+        "{page}"
+    );
+    assert!(
+        !gone.get("/accounts/acct").text.contains("was not done"),
+        "said once"
+    );
 }
 
 /// The account page lists every webhook that receives the account's

@@ -207,7 +207,14 @@ fn start_session(ctx: &Ctx, req: &Req, user: &str, to: &str) -> Reply {
 
 // ----- login and logout -----
 
-fn login_form(username: &str, next: &str, error: Option<&str>, info: Option<&str>) -> Markup {
+/// The login form. `unsent`: it follows a form posted without a live
+/// session, which was not carried out; the page logged in to says so.
+fn login_form(
+    username: &str,
+    (next, unsent): (&str, bool),
+    error: Option<&str>,
+    info: Option<&str>,
+) -> Markup {
     layout::bare(
         "Log in",
         html! {
@@ -215,6 +222,7 @@ fn login_form(username: &str, next: &str, error: Option<&str>, info: Option<&str
             @if let Some(e) = error { (notice("error", e)) }
             form.stack method="post" action="/login" {
                 input type="hidden" name="next" value=(next);
+                @if unsent { input type="hidden" name="unsent" value="1"; }
                 label for="username" { "Username" }
                 input #username name="username" type="text" required autocomplete="username"
                     value=(username);
@@ -238,14 +246,30 @@ pub fn login(ctx: &Ctx, req: &Req) -> Reply {
     }
 }
 
+/// What the page logged in to says when the form that led to the login
+/// was not carried out (found by an audit: a Pause sent after the session
+/// ended came back to its page with no word of it).
+const UNSENT: &str = "What you sent before logging in was not done (it needed a live \
+                      session): send it again.";
+
 fn login_page(ctx: &Ctx, req: &Req) -> Reply {
     let next = req.query("next").and_then(local_path).unwrap_or("/".into());
+    let unsent = req.query("unsent") == Some("1");
     if super::session(ctx, req).is_ok() {
-        return redirect(&next);
+        // Logged in again in another tab meanwhile.
+        return match unsent {
+            true => super::redirect_with(ctx, req, &next, &Flash::error("login", UNSENT)),
+            false => redirect(&next),
+        };
     }
-    let info = (req.query("expired") == Some("1"))
-        .then_some("Your session has ended. Log in again to continue.");
-    html(200, login_form("", &next, None, info))
+    let info = match (req.query("expired") == Some("1"), unsent) {
+        (_, true) => Some(
+            "Your session has ended, so what you sent was not done. Log in, then send it again.",
+        ),
+        (true, false) => Some("Your session has ended. Log in again to continue."),
+        _ => None,
+    };
+    html(200, login_form("", (&next, unsent), None, info))
 }
 
 fn login_post(ctx: &Ctx, req: &Req) -> Reply {
@@ -258,20 +282,32 @@ fn login_post(ctx: &Ctx, req: &Req) -> Reply {
         get("username"),
         local_path(get("next")).unwrap_or("/".into()),
     );
+    let unsent = get("unsent") == "1";
     match sessions::login(ctx, req, user, get("password"), " (dashboard)") {
-        Ok(cookies) => cookies
-            .into_iter()
-            .fold(redirect(&next), |r, c| r.with_header("Set-Cookie", c)),
+        Ok(cookies) => {
+            let to = match unsent {
+                true => super::redirect_with(ctx, req, &next, &Flash::error("login", UNSENT)),
+                false => redirect(&next),
+            };
+            cookies
+                .into_iter()
+                .fold(to, |r, c| r.with_header("Set-Cookie", c))
+        }
         Err(sessions::LoginError::TooMany) => too_many(),
         Err(sessions::LoginError::Wrong) => html(
             401,
-            login_form(user, &next, Some("Wrong username or password."), None),
+            login_form(
+                user,
+                (&next, unsent),
+                Some("Wrong username or password."),
+                None,
+            ),
         ),
         Err(sessions::LoginError::Busy) => html(
             503,
             login_form(
                 user,
-                &next,
+                (&next, unsent),
                 Some("Too many logins are being checked right now. Try again in a few seconds."),
                 None,
             ),

@@ -247,6 +247,7 @@ pub fn expired_post(ctx: &Ctx, req: &Req, why: NoSession) -> Reply {
     if matches!(why, NoSession::Ended) {
         q.append_pair("expired", "1");
     }
+    q.append_pair("unsent", "1");
     let reply = redirect(&format!("/login?{}", q.finish()));
     match draft {
         Some(cookie) => reply.with_header("Set-Cookie", cookie),
