@@ -40,6 +40,19 @@ pub fn decided_by(model: &str, error: Option<&str>) -> Markup {
     }
 }
 
+/// Longest subject or sender a list row shows (the entry's page shows it
+/// whole): a 998-character subject filled a screen (a browser audit).
+const LIST_CHARS: usize = 160;
+
+/// `text` as a list row shows it, cut at [`LIST_CHARS`] with "…", and
+/// the whole for the cell's title when it was cut.
+fn shortened(text: &str) -> (String, Option<&str>) {
+    match text.char_indices().nth(LIST_CHARS) {
+        Some((at, _)) => (format!("{}…", &text[..at]), Some(text)),
+        None => (text.to_string(), None),
+    }
+}
+
 /// Where the message went: a person's correction, our move, or nowhere.
 pub fn destination(e: &ActivityEntry) -> Markup {
     let moved = e.dest_folder.clone().or_else(|| {
@@ -192,9 +205,9 @@ pub fn table(
                             tr {
                                 td.nowrap data-label="Time" { (time_iso(&e.timestamp)) }
                                 td data-label="Account" { (e.account) }
-                                td.clip data-label="From" { (e.from) }
-                                td.clip data-label="Subject" { a href=(detail(e.id)) {
-                                    @if e.subject.is_empty() { "(no subject)" } @else { (e.subject) }
+                                td.clip data-label="From" title=[shortened(&e.from).1] { (shortened(&e.from).0) }
+                                td.clip data-label="Subject" { a href=(detail(e.id)) title=[shortened(&e.subject).1] {
+                                    @if e.subject.is_empty() { "(no subject)" } @else { (shortened(&e.subject).0) }
                                 } }
                                 td data-label="Decided by" { (decided_by(&e.model, e.error.as_deref())) }
                                 td data-label="Actions" { (actions_text(&e.actions)) }
@@ -211,7 +224,7 @@ pub fn table(
                                             (retry_button(e.id, &s.csrf, back, flash.is_some()))
                                         } @else if let Some(a) = correct {
                                             details.correct open[flash.is_some()] {
-                                                summary { "Correct…" span.sr { " " (e.subject) } }
+                                                summary { "Correct…" span.sr { " " (shortened(&e.subject).0) } }
                                                 (corrections(e, a, &s.csrf, back, flash.is_some()))
                                             }
                                         }
@@ -407,10 +420,11 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
             html! { (v) }
         }
     };
+    // The heading cut as a list row is; the Subject row below is whole.
     let title = if e.subject.is_empty() {
         "(no subject)".to_string()
     } else {
-        e.subject.clone()
+        shortened(&e.subject).0
     };
     let loaded = ctx.config();
     let at = format!("entry:{}", e.id);
@@ -462,4 +476,21 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
         }
     };
     html(200, layout::page(&title, "/activity", s, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_row_cuts_a_long_subject_and_titles_it_whole() {
+        assert_eq!(shortened("Hello"), ("Hello".to_string(), None));
+        let long = "é".repeat(998);
+        let (shown, title) = shortened(&long);
+        assert_eq!(shown.chars().count(), LIST_CHARS + 1);
+        assert!(shown.ends_with("é…"), "cut on a character: {shown}");
+        assert_eq!(title, Some(long.as_str()));
+        let exact = "x".repeat(LIST_CHARS);
+        assert_eq!(shortened(&exact).1, None);
+    }
 }
