@@ -765,3 +765,49 @@ fn a_thousand_real_messages_sorted_by_four_rules(kind: Kind) {
         latency.as_secs_f64()
     );
 }
+
+/// Found by an audit of the binary: a rule that moved mail to the folder
+/// it was in (there, `inbox` for a watched INBOX) gave the message a new
+/// UID at each move, processed again at once: 992 rows of one message in a
+/// minute, each with its webhooks. The configuration now refuses `inbox`
+/// beside a watched INBOX, but only the server knows every name of a
+/// folder: under Cyrus's `INBOX.` prefix `INBOX.Lists` is `Lists`. Such a
+/// move is not sent; the message is where the rule wants it.
+#[test]
+fn a_move_to_the_folder_the_message_is_in_is_not_sent() {
+    let s = server::shared(Kind::Cyrus);
+    let mb = Mailbox::new(&**s, "samefolder");
+    mb.create("Lists");
+    let m = Mailproc::start(&config(
+        &mb.account(
+            "acct",
+            "    folders: { watch: [Lists], allowed: [INBOX.Lists] }\n    backlog: all\n    \
+             poll_interval: 1s\n    rules:\n      - { name: again, when: { subject: \"^Loop\" }, \
+             actions: [ { type: move, folder: INBOX.Lists } ] }\n",
+        ),
+        None,
+    ));
+    mb.seed("Lists", &[msg_with("loop1", "Loop test", "")]);
+    m.wait_count(STALL, "the message recorded", 1, || ok_rows(&m));
+    // Two more passes: a moved message would have come back by now.
+    for _ in 0..2 {
+        let before = m.passes("acct");
+        let r = m.post("/api/accounts/acct/process", "");
+        assert!(r.status < 300, "{}", r.text);
+        m.wait_pass_after("acct", before);
+    }
+    let all = rows(&m, 100);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let at: Vec<_> = mb
+        .messages()
+        .into_iter()
+        .filter(|x| x.message_id == "<loop1@mailproc.test>")
+        .collect();
+    assert_eq!(at.len(), 1, "{at:?}");
+    assert_eq!(at[0].mailbox, mb.folder("Lists"), "{at:?}");
+    assert!(
+        m.log().contains("are in that folder already"),
+        "{}",
+        m.log()
+    );
+}

@@ -730,3 +730,31 @@ fn an_item_that_does_not_read_hides_no_other_sections_problem() {
         e.problems
     );
 }
+
+/// Found by an audit of the binary: `allowed: [inbox]` beside a watched
+/// INBOX passed, and a rule moving there processed one message for ever
+/// (IMAP names INBOX in any case).
+#[test]
+fn inbox_in_any_case_is_the_watched_inbox() {
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { watch: [INBOX], allowed: [inbox], junk: Inbox } }\n",
+    )
+    .unwrap_err();
+    for want in [
+        "accounts[0].folders.watch[0]: \"INBOX\" is also a move target",
+        "accounts[0].folders.junk: \"Inbox\" is also watched",
+    ] {
+        assert!(
+            e.problems.iter().any(|p| p.starts_with(want)),
+            "{want}: {:#?}",
+            e.problems
+        );
+    }
+    // Other names keep their case: `work` is not `Work`.
+    parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { watch: [Work], allowed: [work] } }\n",
+    )
+    .unwrap();
+}

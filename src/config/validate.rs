@@ -153,6 +153,14 @@ pub fn warnings(c: &Config) -> Vec<String> {
     w
 }
 
+/// Whether two configured names are one folder as any server sees them:
+/// equal, or INBOX in any case (RFC 3501 §5.1). (A server's prefix, as
+/// Cyrus's `INBOX.`, is known only once connected: the account loop
+/// checks a move against the folder it is in.)
+fn same_folder(a: &str, b: &str) -> bool {
+    a == b || (a.eq_ignore_ascii_case("INBOX") && b.eq_ignore_ascii_case("INBOX"))
+}
+
 pub fn validate(c: &Config) -> Vec<String> {
     let mut p = Vec::new();
     if c.server.port == 0 {
@@ -379,7 +387,7 @@ pub fn validate(c: &Config) -> Vec<String> {
         if let Some(j) = &a.folders.junk {
             if let Some(e) = folder_name_problem(j) {
                 p.push(format!("{at}.folders.junk: {e}"));
-            } else if a.folders.watch.contains(j) {
+            } else if a.folders.watch.iter().any(|w| same_folder(w, j)) {
                 p.push(format!(
                     "{at}.folders.junk: {j:?} is also watched in folders.watch; spam moved there would be processed again"
                 ));
@@ -391,7 +399,7 @@ pub fn validate(c: &Config) -> Vec<String> {
             ));
         }
         for (j, f) in a.folders.watch.iter().enumerate() {
-            if a.folders.allowed.contains(f) {
+            if a.folders.allowed.iter().any(|x| same_folder(x, f)) {
                 p.push(format!(
                     "{at}.folders.watch[{j}]: {f:?} is also a move target in folders.allowed; mail moved there would be processed again"
                 ));

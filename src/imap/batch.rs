@@ -313,6 +313,23 @@ impl Runner {
             if set.is_empty() {
                 continue;
             }
+            // A move to the folder the message is in (`inbox` for INBOX,
+            // `INBOX.Lists` for `Lists` under Cyrus's prefix) would give it
+            // a new UID here, to be processed again, for ever (an audit:
+            // 992 rows of one message in a minute). It is where it should
+            // be: nothing to send.
+            if folders.server(folder) == folders.server(mailbox) {
+                log::warn!(
+                    "{}: {} message(s) to be moved to {folder:?} are in that folder already: not moved",
+                    self.name(),
+                    set.len()
+                );
+                done(Confirmed {
+                    uids: set,
+                    to: None,
+                });
+                continue;
+            }
             let (set, copied) = self.reconcile(s, caps, folders, mailbox, folder, set, replayed)?;
             if !copied.is_empty() {
                 let uids: Vec<u32> = copied.iter().map(|(u, _)| *u).collect();
