@@ -11,11 +11,12 @@
 //!   setting left it alone then: so it stays (a rebuilt folder keeps its
 //!   mail's dates); but under `backlog: all` nothing was left alone then,
 //!   so such a message came since (a copy keeps its date) and is new;
-//! * a message without a Message-ID is matched by its subject and sender:
-//!   one a record of the old generation without a Message-ID carries was
-//!   handled (the folder's mail saved again, with new dates, found by an
-//!   audit: each was asked about and acted on twice); any other is taken
-//!   only when it arrived after the last record of the old generation;
+//! * a message without a Message-ID is matched by its subject and sender,
+//!   each record of the old generation without a Message-ID standing for
+//!   one message, the earliest first: a matched one was handled (the
+//!   folder's mail saved again, with new dates, found by an audit: each
+//!   was asked about and acted on twice); any other is taken only when it
+//!   arrived after the last record of the old generation;
 //! * every other message is new: it is processed.
 //!
 //! The new ones become due retries in the same transaction that moves the
@@ -98,12 +99,16 @@ impl Runner {
         // A message without a Message-ID stands for itself by its subject
         // and sender: one a record of the old generation carries (the
         // folder's mail saved again, which gives it new dates) was handled.
+        // Each record stands for one message, the earliest first: a
+        // nightly report that repeats its subject and sender, new since,
+        // is still new (an audit found it left without a row).
+        seen.sort_unstable_by_key(|(m, _)| m.uid);
         let idless: HashSet<(String, String)> = seen
             .iter()
             .filter(|(m, _)| m.message_id.is_empty())
             .map(|(m, _)| (m.subject.clone(), m.from.clone()))
             .collect();
-        let handled_idless =
+        let mut handled_idless =
             self.w
                 .store
                 .handled_earlier_without_id(self.name(), mailbox, uidvalidity, &idless)?;
@@ -119,7 +124,7 @@ impl Runner {
                     !all && at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
                 let unmatched_old = m.message_id.is_empty()
                     && (at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS)
-                        || handled_idless.contains(&(m.subject.clone(), m.from.clone())));
+                        || vouched(&mut handled_idless, m));
                 let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);
                 log::debug!(
                     "{}: {mailbox}: UID {} {:?} dated {at:?}: {}",
@@ -135,7 +140,8 @@ impl Runner {
         log::info!(
             "{}: {mailbox}: UIDVALIDITY {uidvalidity}: {} of {total} message(s) are new and will \
              be processed; the others were handled under an earlier UIDVALIDITY (same \
-             Message-ID) or were there before anything was handled in this folder",
+             Message-ID, or subject and sender for mail without one) or were there before \
+             anything was handled in this folder",
             self.name(),
             new.len()
         );
@@ -203,6 +209,18 @@ impl Runner {
             );
         }
         Ok(skipped)
+    }
+}
+
+/// Whether a record without a Message-ID of the old generation is left
+/// to stand for `m` (by subject and sender); taking it uses it up.
+fn vouched(left: &mut HashMap<(String, String), usize>, m: &EmailMeta) -> bool {
+    match left.get_mut(&(m.subject.clone(), m.from.clone())) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            true
+        }
+        _ => false,
     }
 }
 

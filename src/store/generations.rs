@@ -3,7 +3,7 @@
 //! Message-IDs they already handled; and the change to a new generation
 //! whose unhandled mail is taken up as due retries (see `imap::generation`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::params;
 
@@ -105,20 +105,20 @@ impl Store {
             Ok(out)
         })
     }
-    /// Which of `wanted` (subject, sender) a record of `mailbox` under
-    /// another UIDVALIDITY than `uidvalidity` carries, of the records
-    /// without a Message-ID that got to a decision: what stands for a
-    /// message that has none when a folder comes back. One pass over those
-    /// records; only matches are kept.
+    /// How many records of `mailbox` under another UIDVALIDITY than
+    /// `uidvalidity` carry each of `wanted` (subject, sender), of the
+    /// records without a Message-ID that got to a decision: what stands
+    /// for a message that has none when a folder comes back. One pass over
+    /// those records; only the pairs wanted are counted.
     pub fn handled_earlier_without_id(
         &self,
         account: &str,
         mailbox: &str,
         uidvalidity: u32,
         wanted: &HashSet<(String, String)>,
-    ) -> Result<HashSet<(String, String)>> {
+    ) -> Result<HashMap<(String, String), usize>> {
         if wanted.is_empty() {
-            return Ok(HashSet::new());
+            return Ok(HashMap::new());
         }
         self.op("handled_earlier_without_id", || {
             let conn = self.conn.lock();
@@ -131,11 +131,11 @@ impl Store {
             let rows = st.query_map(params![account, mailbox, uidvalidity], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })?;
-            let mut out = HashSet::new();
+            let mut out = HashMap::new();
             for pair in rows {
                 let pair = pair?;
                 if wanted.contains(&pair) {
-                    out.insert(pair);
+                    *out.entry(pair).or_insert(0) += 1;
                 }
             }
             Ok(out)
