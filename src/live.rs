@@ -62,6 +62,10 @@ struct Fleet {
     /// hand, with the thread that waits for it (see [`Live::retired`]).
     stopping: BTreeMap<String, JoinHandle<()>>,
     providers: HashMap<String, Arc<Provider>>,
+    /// Renamed accounts waiting for the old name's worker to end: old name
+    /// → new. The new one then takes the old one's watermarks and starts
+    /// (see [`Live::retired`]).
+    renames: BTreeMap<String, String>,
     /// Set by [`Live::shutdown`]: nothing starts any more.
     closed: bool,
 }
@@ -127,6 +131,7 @@ impl Live {
                 running: BTreeMap::new(),
                 stopping: BTreeMap::new(),
                 providers,
+                renames: BTreeMap::new(),
                 closed: false,
             }),
             deps,
@@ -331,6 +336,7 @@ impl Live {
         *self.loaded.write() = Arc::new(new);
 
         let config = self.config();
+        let renamed_from = renames(&old.config, &config.config, &applied.stopped);
         for a in &config.config.accounts {
             if fleet.running.contains_key(&a.name) {
                 continue;
@@ -342,21 +348,47 @@ impl Live {
                 }
                 continue;
             }
+            if fleet.renames.values().any(|n| n == &a.name) {
+                continue; // started by the waiter of its old name
+            }
+            if let Some(gone) = renamed_from.get(&a.name) {
+                // Renamed, not `backlog: all`: it goes on where the old
+                // name stopped (an audit found the mail the old name had
+                // not reached left without a row, under `new_only`), once
+                // the old name's batch in hand is done, so that nothing
+                // is taken twice.
+                log::info!(
+                    "{}: renamed from {gone}: goes on where {gone} stopped, once its batch in \
+                     hand is done",
+                    a.name
+                );
+                applied.started.push(a.name.clone());
+                if fleet.stopping.contains_key(gone) {
+                    fleet.renames.insert(gone.clone(), a.name.clone());
+                    continue;
+                }
+                self.inherit(gone, &a.name);
+            }
             match self.start_account(fleet, &config.config, a, false) {
                 Ok(()) => {
                     log::info!("{}: account added; started", a.name);
-                    applied.started.push(a.name.clone());
+                    if !applied.started.contains(&a.name) {
+                        applied.started.push(a.name.clone());
+                    }
                 }
                 // Only a thread that cannot be spawned ends up here.
                 Err(e) => log::error!("{}: cannot start: {e}", a.name),
             }
         }
-        // A rename is a removal and an addition: said, since the new name
-        // starts from nothing (its `backlog` applies again).
+        // A rename under `backlog: all` is a removal and an addition:
+        // said, since the new name starts from nothing.
         for added in &applied.started {
             let Some(a) = config.config.accounts.iter().find(|a| &a.name == added) else {
                 continue;
             };
+            if renamed_from.contains_key(added) {
+                continue;
+            }
             let same_mailbox = |o: &AccountConfig| {
                 o.imap.host == a.imap.host
                     && o.imap.port() == a.imap.port()
@@ -464,15 +496,26 @@ impl Live {
         let wanted = self.config();
         let again = wanted.config.accounts.iter().find(|a| a.name == name);
         if fleet.closed || again.is_none() {
-            let mut registry = self.accounts.write();
-            if registry.get(name).is_some_and(|h| Arc::ptr_eq(h, old)) {
-                registry.remove(name);
+            {
+                let mut registry = self.accounts.write();
+                if registry.get(name).is_some_and(|h| Arc::ptr_eq(h, old)) {
+                    registry.remove(name);
+                }
             }
             if !fleet.closed {
                 self.deps
                     .metrics
                     .remove_account(name, &crate::actions::ActionKind::ALL.map(|k| k.as_str()));
                 log::info!("{name}: account removed from the configuration; stopped");
+            }
+            let renamed = fleet.renames.remove(name);
+            let to = renamed.and_then(|n| wanted.config.accounts.iter().find(|a| a.name == n));
+            if let Some(a) = to.filter(|a| !fleet.closed && !fleet.running.contains_key(&a.name)) {
+                self.inherit(name, &a.name);
+                match self.start_account(&mut fleet, &wanted.config, a, old.is_paused()) {
+                    Ok(()) => log::info!("{}: renamed from {name}; started", a.name),
+                    Err(e) => log::error!("{}: cannot start: {e}", a.name),
+                }
             }
             return;
         }
@@ -483,6 +526,15 @@ impl Live {
         match self.start_account(&mut fleet, &wanted.config, a, old.is_paused()) {
             Ok(()) => log::info!("{name}: account changed; restarted"),
             Err(e) => log::error!("{name}: cannot start: {e}"),
+        }
+    }
+
+    /// `to`, renamed from `from`, takes its watermarks (see
+    /// [`Store::inherit_watermarks`]).
+    fn inherit(&self, from: &str, to: &str) {
+        match self.deps.store.inherit_watermarks(from, to) {
+            Ok(n) => log::info!("{to}: takes the watermarks of {n} folder(s) from {from}"),
+            Err(e) => log::error!("{to}: cannot take the watermarks of {from}: {e}"),
         }
     }
 
@@ -631,6 +683,31 @@ fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
         }
     }
     p
+}
+
+/// The accounts of `new` that are renames of one of `stopped` (gone from
+/// `old` in this change): the same mailbox (host, port, user), and not
+/// `backlog: all`, which asks for the mailbox again. New name → old.
+fn renames(old: &Config, new: &Config, stopped: &[String]) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for a in &new.accounts {
+        if old.accounts.iter().any(|o| o.name == a.name)
+            || matches!(a.backlog, crate::config::Backlog::All)
+        {
+            continue;
+        }
+        let gone = old.accounts.iter().find(|o| {
+            stopped.contains(&o.name)
+                && !out.values().any(|g| g == &o.name)
+                && o.imap.host == a.imap.host
+                && o.imap.port() == a.imap.port()
+                && o.imap.username == a.imap.username
+        });
+        if let Some(o) = gone {
+            out.insert(a.name.clone(), o.name.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

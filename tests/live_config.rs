@@ -652,6 +652,53 @@ fn a_rename_is_a_new_account_and_the_log_says_so() {
     });
 }
 
+/// Found by an audit of the binary: renamed under `backlog: new_only`, as
+/// the README advised, the new name started at the folder's UIDNEXT, and
+/// the mail the old name had not reached (here while it was paused) got no
+/// row. The new name now goes on where the old one stopped, paused as it
+/// was; nothing is taken twice.
+#[test]
+fn a_rename_under_new_only_goes_on_where_the_old_name_stopped() {
+    let (d, mut m) = start();
+    d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
+    wait_in(&m, &d, "test", "inv1", "Receipts");
+    let r = m.post_with("/api/accounts/one/pause", TOKEN, "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    d.seed("test", "INBOX", &msg_with("inv2", "Invoice 2", ""));
+    let renamed = account(&d, "two", "test", "(?i)invoice", "Receipts")
+        .replace("backlog: all", "backlog: new_only")
+        .replace("${PASS_two}", "${PASS_one}");
+    m.write_config(&base(&renamed));
+    m.signal("HUP");
+    let two = m.wait_for(Duration::from_secs(20), "two started", || {
+        let a = get(&m, "/api/accounts").body;
+        a["accounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == "two")
+            .cloned()
+    });
+    assert_eq!(two["paused"], true, "{two}");
+    assert_eq!(moved_to(&d, "test", "inv2").as_deref(), Some("INBOX"));
+    assert!(m.log().contains("two: renamed from one"), "{}", m.log());
+    let r = m.post_with("/api/accounts/two/resume", TOKEN, "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    wait_in(&m, &d, "test", "inv2", "Receipts");
+    let entries = get(&m, "/api/activity?pageSize=100").body["entries"].clone();
+    let of = |subject: &str| -> Vec<String> {
+        entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["subject"] == subject)
+            .map(|e| e["account"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(of("Invoice 1"), ["one"], "{entries:#}");
+    assert_eq!(of("Invoice 2"), ["two"], "{entries:#}");
+}
+
 /// Found by an audit of the binary: a provider removed from the
 /// configuration kept its `mailproc_llm_tokens_total` series until a
 /// restart (a removed account's go at once).

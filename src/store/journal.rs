@@ -388,6 +388,19 @@ impl Store {
         })
     }
 
+    /// An account renamed from `from` to `to` reads the same mailbox: `to`
+    /// takes the watermarks of `from` for the folders it has none of, so it
+    /// goes on where `from` stopped. Returns how many it took.
+    pub fn inherit_watermarks(&self, from: &str, to: &str) -> Result<usize> {
+        self.op("inherit_watermarks", || {
+            Ok(self.conn.lock().execute(
+                "INSERT OR IGNORE INTO folder_state (account, mailbox, uidvalidity, last_uid)
+                 SELECT ?2, mailbox, uidvalidity, last_uid FROM folder_state WHERE account = ?1",
+                params![from, to],
+            )?)
+        })
+    }
+
     /// Records decisions before acting on them: each message's row is
     /// written (or rewritten) as `pending` with its decision, so a run that
     /// stops before the outcome is recorded finishes it with that decision
@@ -597,6 +610,10 @@ mod tests {
         // First sight sets it, wherever it is.
         assert!(s.advance_watermark(&at(7, 10)).unwrap());
         assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 10)));
+        // A rename takes the watermarks the new name has none of.
+        assert_eq!(s.inherit_watermarks("a", "renamed").unwrap(), 1);
+        assert_eq!(s.folder_state("renamed", "INBOX").unwrap(), Some((7, 10)));
+        assert_eq!(s.inherit_watermarks("a", "renamed").unwrap(), 0);
         // Up moves it; down and level do not.
         assert!(s.advance_watermark(&at(7, 12)).unwrap());
         assert!(!s.advance_watermark(&at(7, 11)).unwrap());
