@@ -758,3 +758,41 @@ fn inbox_in_any_case_is_the_watched_inbox() {
     )
     .unwrap();
 }
+
+/// Found by an audit of the binary: an item of the wrong type (`"oops"`
+/// among the accounts) was taken out without being counted, and the next
+/// item's problems were told by its index: `accounts[0].max_attempts`
+/// for the account at [1].
+#[test]
+fn an_item_of_the_wrong_type_shifts_no_index() {
+    let e = parse_str(
+        "server: { workers: 0 }\n\
+         accounts:\n  - oops\n  - { name: b, imap: { host: x, username: u, password: p }, max_attempts: 0 }\n\
+         webhooks: [5, { url: \"ftp://127.0.0.1/\" }]\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.problems.iter().any(|p| p.starts_with("accounts[0]:")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(
+        e.problems.iter().any(|p| p.starts_with("webhooks[0]:")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p == "server.workers: must be between 1 and 256"),
+        "{:#?}",
+        e.problems
+    );
+    for wrong in ["accounts[0].max_attempts", "webhooks[0].url"] {
+        assert!(
+            !e.problems.iter().any(|p| p.starts_with(wrong)),
+            "{wrong}: {:#?}",
+            e.problems
+        );
+    }
+}

@@ -56,8 +56,12 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
                     }
                 } else if remove_path(&mut tree, &path) {
                     match enclosing_item(&path) {
+                        // A whole item of the wrong type: taken out as a
+                        // missing key's item is, so nothing is told of the
+                        // shortened list by the wrong index (an audit).
                         Some((list, index, item)) if item == path => {
-                            taken.push(Taken { list, index })
+                            taken.push(Taken { list, index });
+                            item_taken = true;
                         }
                         _ => touched.push(parent_path(&path).to_string()),
                     }
