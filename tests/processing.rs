@@ -459,24 +459,44 @@ fn a_models_noop_is_recorded_and_counted_as_a_rules() {
         ],
     );
     let model = Model::start(2, |_| answer(json!([{ "type": "noop" }]), "leave it"));
-    let m = Mailproc::start(&config(&d, Some(&model), "", ""));
+    let (port, got) = receiver();
+    let cfg = config(&d, Some(&model), "", "")
+        .replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[("HOOK_TOKEN", "t")]);
+    m.wait_ready();
     wait_processed(&m, 2, Duration::from_secs(15));
+    // The server did nothing: `email_processed` says so, and no
+    // `action_taken` follows (an audit found one for each noop).
+    // One delivery thread, in order: once a later message's
+    // `email_processed` is in, an `action_taken` of the first two would be.
+    d.seed("test", "INBOX", &msg_with("keep3", "Hello three", ""));
+    m.wait_for(Duration::from_secs(15), "three email_processed", || {
+        let g = got.lock().unwrap();
+        let n = g
+            .iter()
+            .filter(|(b, _)| b["event"] == "email_processed")
+            .count();
+        (n == 3).then_some(())
+    });
+    let events: Vec<String> = got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(b, _)| b["event"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(!events.iter().any(|e| e == "action_taken"), "{events:?}");
     let entries = m.get("/api/activity").body["entries"].clone();
     for e in entries.as_array().unwrap() {
         assert_eq!(e["actions"], json!([{ "type": "noop" }]), "{e}");
         assert_eq!(e["status"], "ok", "{e}");
     }
-    assert_eq!(total(&m, "&actionType=noop"), 2);
-    m.wait_pass_after("acct", 0);
-    let metrics = m.get("/metrics").text;
-    assert_eq!(
-        counter(
-            &metrics,
-            r#"mailproc_actions_total{account="acct",action="noop"}"#
-        ),
-        2.0,
-        "{metrics}"
-    );
+    assert_eq!(total(&m, "&actionType=noop"), 3);
+    m.wait_for(Duration::from_secs(15), "three noops counted", || {
+        let metrics = m.get("/metrics").text;
+        let series = r#"mailproc_actions_total{account="acct",action="noop"}"#;
+        (counter(&metrics, series) == 3.0).then_some(())
+    });
     let msgs = d.messages("test");
     assert!(
         msgs.iter()

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use mailproc::actions::Action;
 use mailproc::learn::features;
 
 use crate::ask::{ask, Answer};
@@ -83,7 +84,10 @@ pub fn run(s: &Setup, data: &str, limit: usize) {
     let by_model: Vec<usize> = to_model
         .iter()
         .copied()
-        .filter(|i| acted(&demo[i], min_conf).is_some_and(|c| !c.actions.is_empty()))
+        // Keeping it (`Inbox`: no action, or `noop`) is left to review.
+        .filter(|i| {
+            acted(&demo[i], min_conf).is_some_and(|c| c.actions.iter().any(|a| *a != Action::Noop))
+        })
         .collect();
     let ok_model = by_model
         .iter()

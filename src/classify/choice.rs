@@ -37,9 +37,16 @@ pub struct Choice {
 
 /// The choices an account allows, `Inbox` first.
 pub fn choices(account: &AccountConfig) -> Vec<Choice> {
+    // Keeping it is the model's `noop`, recorded and counted as the JSON
+    // answer's is (an audit found `[]` here), where the account allows it.
+    let keep = if account.allows(ActionKind::Noop) {
+        vec![Action::Noop]
+    } else {
+        Vec::new()
+    };
     let mut out = vec![Choice {
         label: "Inbox".into(),
-        actions: Vec::new(),
+        actions: keep,
         hint: "keep it in the inbox",
     }];
     let spam = account.allows(ActionKind::Spam);
@@ -315,7 +322,7 @@ mod tests {
     fn a_tie_goes_to_the_first_choice_keep() {
         let a = account();
         let c = parse_choice("p", "m", &a, &answer(&[("Hello", -0.1), ("Inbox", -5.0)])).unwrap();
-        assert_eq!(c.actions, Vec::<Action>::new(), "{}", c.reasoning);
+        assert_eq!(c.actions, [Action::Noop], "{}", c.reasoning);
         assert!(c.reasoning.starts_with("chose Inbox"), "{}", c.reasoning);
     }
 
@@ -356,7 +363,7 @@ mod tests {
             }]
         );
         let c = parse_choice("p", "m", &a, &answer(&[("inbox", -0.3), ("Junk", -1.5)])).unwrap();
-        assert!(c.actions.is_empty(), "Inbox keeps it");
+        assert_eq!(c.actions, [Action::Noop], "Inbox keeps it");
     }
 
     #[test]

@@ -824,6 +824,11 @@ impl Runner {
                     .actions
                     .with_label_values(&[self.name(), a.kind().as_str()])
                     .inc();
+                // A `noop` is counted, but the server did nothing: no
+                // `action_taken` (README, an audit).
+                if matches!(a, crate::actions::Action::Noop) {
+                    continue;
+                }
                 self.emit(Event::ActionTaken {
                     action: a,
                     subject: &meta.subject,
