@@ -1,15 +1,13 @@
 //! A decided group of messages, in stages: what each becomes, the plan,
-//! the actions on the server (each message made final as soon as the
-//! server confirmed its commands), then the rest recorded in one
+//! the actions on the server (`acting`: each message made final as soon
+//! as the server confirmed its commands), then the rest recorded in one
 //! transaction with the folder watermark, and everything announced.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
-use super::flags::Wanted;
-use super::session::{session_fatal, Caps, Folders, Session};
+use super::session::{Caps, Folders, Session};
 use super::state::{Failure, Item, Policy, State};
 use super::{ImapError, Runner};
 use crate::actions::{Destinations, Plan};
@@ -19,11 +17,6 @@ use crate::store::{
 };
 use crate::webhook::Event;
 
-/// How many more moves a destination's set may take after the server
-/// refused one with `[EXPUNGEISSUED]` (another client expunged some of its
-/// messages): each refused set is sent again in halves.
-const EXPUNGE_RETRIES: u32 = 64;
-
 /// Where each moved UID went: the folder, and its UID there when the server
 /// said (COPYUID).
 pub(super) type Moved = HashMap<u32, (String, Option<u32>)>;
@@ -31,8 +24,8 @@ pub(super) type Moved = HashMap<u32, (String, Option<u32>)>;
 /// Journalled decisions a group carries out again: UID → Message-ID, and
 /// the generation of the folder they belong to.
 pub(super) struct Replayed {
-    uidvalidity: u32,
-    ids: HashMap<u32, String>,
+    pub(super) uidvalidity: u32,
+    pub(super) ids: HashMap<u32, String>,
 }
 
 impl Replayed {
@@ -45,9 +38,6 @@ impl Replayed {
     }
 }
 
-/// Source UID and UID in the destination of messages an earlier run copied.
-type Copied = Vec<(u32, u32)>;
-
 /// What acting on a group did.
 pub(super) struct Acted {
     /// UIDs whose commands the server refused, with why.
@@ -56,18 +46,6 @@ pub(super) struct Acted {
     pub(super) finals: HashSet<u32>,
     /// Where the moved UIDs went.
     pub(super) moved: Moved,
-}
-
-/// One destination's move, what it reads: the folder it goes to from
-/// `mailbox`, and the flags set for it (`wanted`) over those each message
-/// had `before`, taken off again if it fails.
-struct MoveTo<'a> {
-    caps: &'a Caps,
-    folders: &'a Folders,
-    mailbox: &'a str,
-    folder: &'a str,
-    wanted: &'a Wanted,
-    before: &'a HashMap<u32, Vec<String>>,
 }
 
 /// UIDs whose every command the server has confirmed, and the folder they
@@ -232,431 +210,6 @@ impl Runner {
             finals,
             moved,
         })
-    }
-
-    /// Carries out the plan: the flags (of moving messages too, which the
-    /// moves carry along, see `flags`), then the moves.
-    /// `done` is told the UIDs whose every command the server has
-    /// confirmed, as soon as it has. `before` holds each message's flags
-    /// before we acted. Returns the UIDs whose commands the server refused,
-    /// with why, and where the moved ones went; a broken session is an
-    /// error.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn act(
-        &mut self,
-        s: &mut Session,
-        caps: &Caps,
-        folders: &Folders,
-        mailbox: &str,
-        plan: &Plan,
-        replayed: &Replayed,
-        before: &HashMap<u32, Vec<String>>,
-        done: &mut dyn FnMut(Confirmed),
-    ) -> Result<(HashMap<u32, String>, Moved), ImapError> {
-        let mut failed: HashMap<u32, String> = HashMap::new();
-        let mut moved: Moved = HashMap::new();
-        let moving: HashSet<u32> = plan.moves.values().flatten().copied().collect();
-        let mut wanted: Wanted = HashMap::new();
-        for (flags, set) in &plan.flag_sets {
-            for u in set.iter().filter(|u| moving.contains(u)) {
-                wanted.entry(*u).or_default().extend(flags.iter().cloned());
-            }
-            // A moving message gets its flags before the move, which
-            // carries them along (and they come off again if it fails):
-            // see `flags`. (A large fragmented set goes in several
-            // commands.)
-            for now in uid_pieces(set, set_max()) {
-                if let Err(e) = s.uid_store(
-                    uid_set(&now),
-                    format!("+FLAGS.SILENT ({})", flags.join(" ")),
-                ) {
-                    let e = session_fatal(e)?;
-                    for u in &now {
-                        failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
-                    }
-                }
-            }
-        }
-        // Flagged messages that move nowhere are done with their flags.
-        let flagged: BTreeSet<u32> = plan
-            .flag_sets
-            .values()
-            .flatten()
-            .copied()
-            .filter(|u| !moving.contains(u) && !failed.contains_key(u))
-            .collect();
-        if !flagged.is_empty() {
-            done(Confirmed {
-                uids: flagged.into_iter().collect(),
-                to: None,
-            });
-        }
-        let mut created: HashSet<String> = HashSet::new();
-        // The largest move first: its records are written while the
-        // smaller ones run, so little is left to write after the last.
-        // (A large fragmented set goes in several commands, see `SET_MAX`.)
-        let mut moves: Vec<(&String, Vec<u32>)> = plan
-            .moves
-            .iter()
-            .flat_map(|(folder, set)| {
-                uid_pieces(set, set_max())
-                    .into_iter()
-                    .map(move |piece| (folder, piece))
-            })
-            .collect();
-        moves.sort_by_key(|(_, set)| std::cmp::Reverse(set.len()));
-        for (folder, set) in moves {
-            let set: Vec<u32> = set
-                .into_iter()
-                .filter(|u| !failed.contains_key(u))
-                .collect();
-            if set.is_empty() {
-                continue;
-            }
-            // A move to the folder the message is in (`inbox` for INBOX,
-            // `INBOX.Lists` for `Lists` under Cyrus's prefix) would give it
-            // a new UID here, to be processed again, for ever (an audit:
-            // 992 rows of one message in a minute). It is where it should
-            // be: nothing to send.
-            if folders.server(folder) == folders.server(mailbox) {
-                log::warn!(
-                    "{}: {} message(s) to be moved to {folder:?} are in that folder already: not moved",
-                    self.name(),
-                    set.len()
-                );
-                done(Confirmed {
-                    uids: set,
-                    to: None,
-                });
-                continue;
-            }
-            let (set, copied) = self.reconcile(s, caps, folders, mailbox, folder, set, replayed)?;
-            if !copied.is_empty() {
-                let uids: Vec<u32> = copied.iter().map(|(u, _)| *u).collect();
-                match self.take_out(s, caps, mailbox, &uids)? {
-                    Ok(()) => {
-                        let dest: HashMap<u32, u32> = copied.iter().copied().collect();
-                        for (u, d) in &copied {
-                            moved.insert(*u, (folder.clone(), Some(*d)));
-                        }
-                        done(Confirmed {
-                            uids,
-                            to: Some((folder.clone(), dest)),
-                        });
-                    }
-                    Err(e) => {
-                        for u in &uids {
-                            failed.insert(*u, e.clone());
-                        }
-                    }
-                }
-            }
-            if set.is_empty() {
-                continue;
-            }
-            // `?`: a broken session ends the batch, decisions journalled.
-            let to = MoveTo {
-                caps,
-                folders,
-                mailbox,
-                folder,
-                wanted: &wanted,
-                before,
-            };
-            self.send_move(s, &to, &mut created, set, &mut failed, &mut moved, done)?;
-        }
-        Ok((failed, moved))
-    }
-
-    /// Sends the move of `set` as `to` says, then records what the server
-    /// did: the messages it took are `done` and `moved`, those it refused
-    /// `failed` (their flags set for the move taken off again). A set
-    /// refused because another client expunged some of its messages is
-    /// sent again in halves. A broken session is an error.
-    #[allow(clippy::too_many_arguments)]
-    fn send_move(
-        &self,
-        s: &mut Session,
-        to: &MoveTo<'_>,
-        created: &mut HashSet<String>,
-        set: Vec<u32>,
-        failed: &mut HashMap<u32, String>,
-        moved: &mut Moved,
-        done: &mut dyn FnMut(Confirmed),
-    ) -> Result<(), ImapError> {
-        let MoveTo {
-            caps,
-            folders,
-            mailbox,
-            folder,
-            wanted,
-            before,
-        } = *to;
-        // The sets still to send (more than one after a refusal for
-        // another client's expunge: see below).
-        let mut pending = std::collections::VecDeque::from([set]);
-        let mut tries = 0;
-        while let Some(set) = pending.pop_front() {
-            let sent = set.len();
-            let (landed, r) = self.move_uids(s, caps, folders, created, &set, folder, mailbox)?;
-            // Of the messages that left `mailbox`, the ones the move did not
-            // take (where the server says, `Landed::exact`) were taken by
-            // another client first: not recorded as moved.
-            let split = |left: Vec<u32>| -> (Vec<u32>, Vec<u32>) {
-                left.into_iter()
-                    .partition(|u| !landed.exact || landed.dest.contains_key(u))
-            };
-            let (took, kept, refused) = match r {
-                Ok(()) => {
-                    crate::failpoint::hit("after-move");
-                    (set, Vec::new(), None)
-                }
-                Err(e) => {
-                    let (left, kept) = self.split_refused(s, caps, &set)?;
-                    (left, kept, Some(e))
-                }
-            };
-            let (took, vanished) = split(took);
-            if !vanished.is_empty() {
-                log::warn!(
-                    "{}: {} message(s) left {mailbox:?} before their move to {folder:?} \
-                     (another client moved or deleted them): not recorded as moved",
-                    self.name(),
-                    vanished.len()
-                );
-                for u in &vanished {
-                    failed.insert(
-                        *u,
-                        format!(
-                            "the message left {mailbox:?} before its move to {folder:?} \
-                             (another client moved or deleted it)"
-                        ),
-                    );
-                }
-            }
-            if let (Some(e), false) = (&refused, took.is_empty()) {
-                log::warn!(
-                    "{}: the server refused the move of {} message(s) to {folder:?} \
-                     ({e}) after {} of them had moved: those are recorded as moved",
-                    self.name(),
-                    sent,
-                    took.len()
-                );
-            }
-            if !took.is_empty() {
-                for u in &took {
-                    moved.insert(*u, (folder.to_string(), landed.dest.get(u).copied()));
-                }
-                done(Confirmed {
-                    uids: took,
-                    to: Some((folder.to_string(), landed.dest)),
-                });
-            }
-            if let Some(e) = refused {
-                // RFC 5530: refused whole because another client expunged
-                // some of them meanwhile (Dovecot does so). The ones still
-                // here are moved again in halves, each sent sooner after
-                // the last sync than the whole, while that client goes on,
-                // instead of each being charged a failed attempt for a
-                // message it never was (an audit parked 450 of a
-                // 15,000-message backlog beside a client deleting mail;
-                // three retries of the whole set were not enough for one
-                // deleting every 10 ms).
-                if e.contains("[EXPUNGEISSUED]") && !kept.is_empty() && tries < EXPUNGE_RETRIES {
-                    tries += 1;
-                    let say = format!(
-                        "{}: the move of {sent} message(s) to {folder:?} was refused because \
-                         another client expunged some of them; moving the {} still here again",
-                        self.name(),
-                        kept.len()
-                    );
-                    if tries == 1 {
-                        log::info!("{say}");
-                    } else {
-                        log::debug!("{say}");
-                    }
-                    let (first, second) = kept.split_at(kept.len().div_ceil(2));
-                    if !second.is_empty() {
-                        pending.push_front(second.to_vec());
-                    }
-                    pending.push_front(first.to_vec());
-                    continue;
-                }
-                self.unflag(s, &kept, wanted, before)?;
-                for u in &kept {
-                    failed.insert(*u, e.clone());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// `set`, whose `UID MOVE` the server refused, split into the messages
-    /// that left the selected folder all the same and those still in it. A
-    /// MOVE may fail part-way, each message moved or untouched (RFC 6851,
-    /// 3.3): the ones moved are where the decision put them, only their
-    /// UIDs there are unknown (undo finds them by Message-ID). Without MOVE
-    /// (COPY is all or nothing), or when the server will not say, every
-    /// message counts as still there.
-    fn split_refused(
-        &self,
-        s: &mut Session,
-        caps: &Caps,
-        set: &[u32],
-    ) -> Result<(Vec<u32>, Vec<u32>), ImapError> {
-        if !caps.mv {
-            return Ok((Vec::new(), set.to_vec()));
-        }
-        match s.uid_search(format!("UID {}", uid_set(set))) {
-            Ok(here) => Ok(set.iter().partition(|u| !here.contains(u))),
-            Err(e) => {
-                let e = session_fatal(e)?;
-                log::warn!(
-                    "{}: after a refused move, which messages stayed is unknown: {e}",
-                    self.name()
-                );
-                Ok((Vec::new(), set.to_vec()))
-            }
-        }
-    }
-
-    /// Before a journalled move is carried out again on a server without
-    /// MOVE: a run before may have copied the message already and stopped
-    /// before the expunge (or lost the answer). Those of `set` already in
-    /// `folder` are not copied a second time. Returns the UIDs still to
-    /// move, and the found ones with their UID in `folder`. Leaves
-    /// `mailbox` selected again, as it found it.
-    ///
-    /// With MOVE there is nothing to find: a MOVE is one command, so a
-    /// message still in `mailbox` was not moved (one that left is `gone`,
-    /// and recorded as moved). Without it, a copy is a message in `folder`
-    /// with the same Message-ID, size and INTERNALDATE (COPY keeps both),
-    /// each taken for one original at most: a Message-ID alone proves
-    /// nothing (it is not unique), and taking the original out on it alone
-    /// would lose a message that was never copied.
-    #[allow(clippy::too_many_arguments)]
-    fn reconcile(
-        &mut self,
-        s: &mut Session,
-        caps: &Caps,
-        folders: &Folders,
-        mailbox: &str,
-        folder: &str,
-        set: Vec<u32>,
-        replayed: &Replayed,
-    ) -> Result<(Vec<u32>, Copied), ImapError> {
-        if caps.mv {
-            return Ok((set, Vec::new()));
-        }
-        let check: Vec<(u32, &str)> = set
-            .iter()
-            .filter_map(|u| {
-                let id = replayed.ids.get(u)?;
-                (!id.is_empty()).then_some((*u, id.as_str()))
-            })
-            .collect();
-        if check.is_empty() {
-            return Ok((set, Vec::new()));
-        }
-        // Size and INTERNALDATE (seconds since the epoch).
-        type Stamp = (u32, i64);
-        let stamps = |s: &mut Session, uids: &[u32]| -> Result<HashMap<u32, Stamp>, ImapError> {
-            match s.uid_fetch(uid_set(uids), "(UID RFC822.SIZE INTERNALDATE)") {
-                Ok(f) => Ok(f
-                    .iter()
-                    .filter_map(|f| Some((f.uid?, (f.size?, f.internal_date()?.timestamp()))))
-                    .collect()),
-                Err(e) => {
-                    session_fatal(e)?;
-                    Ok(HashMap::new())
-                }
-            }
-        };
-        let originals = stamps(s, &check.iter().map(|(u, _)| *u).collect::<Vec<_>>())?;
-        let mut found: Copied = Vec::new();
-        match folders.examine(s, folder) {
-            Ok(_) => {
-                let mut claimed: HashSet<u32> = HashSet::new();
-                for (u, id) in &check {
-                    let Some(stamp) = originals.get(u) else {
-                        continue;
-                    };
-                    let Ok(query) = search_message_id(id, caps) else {
-                        continue;
-                    };
-                    let hits: Vec<u32> = match query.run(s) {
-                        Ok(hits) => hits.into_iter().filter(|h| !claimed.contains(h)).collect(),
-                        Err(e) => {
-                            session_fatal(e)?;
-                            continue;
-                        }
-                    };
-                    if hits.is_empty() {
-                        continue;
-                    }
-                    let copy = stamps(s, &hits)?
-                        .into_iter()
-                        .filter(|(_, st)| st == stamp)
-                        .map(|(d, _)| d)
-                        .max();
-                    if let Some(dest) = copy {
-                        claimed.insert(dest);
-                        found.push((*u, dest));
-                    }
-                }
-            }
-            // No such folder yet: nothing was copied there.
-            Err(e) => {
-                session_fatal(e)?;
-            }
-        }
-        // A failed EXAMINE leaves no mailbox selected: select it again
-        // either way, and only the generation the UIDs belong to.
-        let mb = folders.select(s, mailbox)?;
-        if mb.uid_validity != Some(replayed.uidvalidity) {
-            return Err(ImapError::Io(std::io::Error::other(format!(
-                "{mailbox:?} changed UIDVALIDITY while its batch was acted on"
-            ))));
-        }
-        if !found.is_empty() {
-            log::info!(
-                "{}: {} journalled message(s) already in {folder:?} (an earlier run's copy: \
-                 same Message-ID, size and date): taken out of {mailbox:?}, not copied again",
-                self.name(),
-                found.len()
-            );
-        }
-        let copied: HashSet<u32> = found.iter().map(|(u, _)| *u).collect();
-        let rest = set.into_iter().filter(|u| !copied.contains(u)).collect();
-        Ok((rest, found))
-    }
-
-    /// Takes already copied messages out of `mailbox`: `\Deleted`, then
-    /// `UID EXPUNGE` of just those (UIDPLUS; without it they stay marked, as
-    /// after a COPY).
-    fn take_out(
-        &mut self,
-        s: &mut Session,
-        caps: &Caps,
-        mailbox: &str,
-        uids: &[u32],
-    ) -> Result<Result<(), String>, ImapError> {
-        let set = uid_set(uids);
-        if let Err(e) = s.uid_store(&set, "+FLAGS.SILENT (\\Deleted)") {
-            let e = session_fatal(e)?;
-            return Ok(Err(format!(
-                "marking copied messages in {mailbox:?} failed: {e}"
-            )));
-        }
-        if caps.uidplus {
-            if let Err(e) = s.uid_expunge(&set) {
-                let e = session_fatal(e)?;
-                return Ok(Err(format!(
-                    "expunging copied messages from {mailbox:?} failed: {e}"
-                )));
-            }
-        }
-        Ok(Ok(()))
     }
 
     /// Records a group in one transaction — finished messages not made final

@@ -25,6 +25,7 @@
 //! - Commands (pause, resume, reconnect, process, shutdown) take effect within
 //!   a second, also while blocked in IDLE (see `account`).
 
+mod acting;
 mod batch;
 mod careful;
 mod commands;
