@@ -1,6 +1,7 @@
 //! Outgoing webhooks: one dispatcher thread fed by a bounded channel; the
-//! SSRF guard (`ssrf`), Standard Webhooks signing (`sign`) and the pinned
-//! HTTP client (`client`) live beside it.
+//! events and their payloads (`event`), the SSRF guard (`ssrf`), Standard
+//! Webhooks signing (`sign`) and the pinned HTTP client (`client`) live
+//! beside it.
 //!
 //! Producers (account workers) call [`Webhooks::emit`], which only stamps the
 //! payload and `try_send`s it: it never blocks and never touches the network,
@@ -39,6 +40,7 @@
 //! interrupted), notes how many deliveries it skipped, and exits.
 
 mod client;
+mod event;
 mod sign;
 mod ssrf;
 
@@ -53,12 +55,13 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Mutex, RwLock};
 
-use crate::actions::Action;
 use crate::config::{Config, EventKind, WebhookConfig};
 use crate::metrics::Metrics;
 use crate::store::Store;
 
 use client::Client;
+use event::cap_strings;
+pub use event::{Event, MAX_FIELD_CHARS};
 pub use sign::{check_headers, header, request_headers, sign, signing_key, BadHeader};
 pub use ssrf::{blocked_reason, check_addrs, parse_url, vet, vet_with, AllowList, Lookup, Vetted};
 
@@ -77,10 +80,6 @@ pub const QUEUE_SIZE: usize = 1024;
 /// above bounds items, this bounds memory (payloads carry mail subjects and
 /// model output, whose sizes strangers and models choose).
 pub const QUEUE_BYTES: usize = 4 << 20;
-
-/// Longest string in a payload, in characters; longer ones are cut and end
-/// with `…`.
-pub const MAX_FIELD_CHARS: usize = 2048;
 
 /// How long queued events are still delivered after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -156,117 +155,11 @@ pub const TESTS_AT_ONCE: usize = 1;
 /// (`Retry-After`, seconds).
 pub const TEST_RETRY: &str = "5";
 
-/// An event as a producer reports it; [`Webhooks::emit`] turns it into the
-/// payload of SPEC §2 (plus `dry_run`, `review` and `confidence` where they
-/// apply), so the payload shapes are written here and nowhere else.
-#[derive(Debug, Clone)]
-pub enum Event<'a> {
-    EmailProcessed {
-        subject: &'a str,
-        from: &'a str,
-        actions: &'a [Action],
-        model: &'a str,
-        reasoning: &'a str,
-        dry_run: bool,
-        /// `Some(confidence)` when the message was left for review.
-        review: Option<Option<f64>>,
-    },
-    ActionTaken {
-        action: &'a Action,
-        subject: &'a str,
-        from: &'a str,
-    },
-    Error {
-        error: &'a str,
-        details: &'a str,
-    },
-    ConnectionLost {
-        error: &'a str,
-        details: &'a str,
-    },
-    ConnectionRestored {
-        details: &'a str,
-    },
-}
-
-impl Event<'_> {
-    pub fn kind(&self) -> EventKind {
-        match self {
-            Event::EmailProcessed { .. } => EventKind::EmailProcessed,
-            Event::ActionTaken { .. } => EventKind::ActionTaken,
-            Event::Error { .. } => EventKind::Error,
-            Event::ConnectionLost { .. } => EventKind::ConnectionLost,
-            Event::ConnectionRestored { .. } => EventKind::ConnectionRestored,
-        }
-    }
-
-    fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
-        use crate::config::redact_text;
-        use serde_json::json;
-        let v = match self {
-            Event::EmailProcessed {
-                subject,
-                from,
-                actions,
-                model,
-                reasoning,
-                dry_run,
-                review,
-            } => {
-                let mut v = json!({
-                    "subject": subject, "from": from, "actions": actions,
-                    "model": model, "reasoning": reasoning,
-                });
-                if *dry_run {
-                    v["dry_run"] = json!(true);
-                }
-                if let Some(confidence) = review {
-                    v["review"] = json!(true);
-                    v["confidence"] = json!(confidence);
-                }
-                v
-            }
-            Event::ActionTaken {
-                action,
-                subject,
-                from,
-            } => json!({ "action": action, "subject": subject, "from": from }),
-            // Errors may quote a URL with its credentials; they leave
-            // without them.
-            Event::Error { error, details } | Event::ConnectionLost { error, details } => {
-                json!({ "error": redact_text(error), "details": redact_text(details) })
-            }
-            Event::ConnectionRestored { details } => {
-                json!({ "error": "", "details": redact_text(details) })
-            }
-        };
-        match v {
-            serde_json::Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        }
-    }
-}
-
 /// One emitted event, stamped and serialized, waiting for the thread.
 struct Queued {
     kind: EventKind,
     account: String,
     body: String,
-}
-
-/// Cuts every string in `v` to [`MAX_FIELD_CHARS`].
-fn cap_strings(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::String(s) => {
-            if let Some((i, _)) = s.char_indices().nth(MAX_FIELD_CHARS) {
-                s.truncate(i);
-                s.push('…');
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(cap_strings),
-        serde_json::Value::Object(m) => m.values_mut().for_each(cap_strings),
-        _ => {}
-    }
 }
 
 /// Who receives what, from the current configuration.
