@@ -140,7 +140,15 @@ impl Live {
             let config = live.config();
             let mut fleet = live.fleet.lock();
             for a in &config.config.accounts {
-                live.start_account(&mut fleet, &config.config, a, false)?;
+                // Paused by the operator before the service stopped.
+                let paused = live.deps.store.account_paused(&a.name).unwrap_or(false);
+                if paused {
+                    log::info!(
+                        "{}: paused before the service stopped; starts paused",
+                        a.name
+                    );
+                }
+                live.start_account(&mut fleet, &config.config, a, paused)?;
             }
         }
         Ok(live)
@@ -508,10 +516,14 @@ impl Live {
                     .remove_account(name, &crate::actions::ActionKind::ALL.map(|k| k.as_str()));
                 log::info!("{name}: account removed from the configuration; stopped");
             }
+            if !fleet.closed {
+                let _ = self.deps.store.set_account_paused(name, false);
+            }
             let renamed = fleet.renames.remove(name);
             let to = renamed.and_then(|n| wanted.config.accounts.iter().find(|a| a.name == n));
             if let Some(a) = to.filter(|a| !fleet.closed && !fleet.running.contains_key(&a.name)) {
                 self.inherit(name, &a.name);
+                let _ = self.deps.store.set_account_paused(&a.name, old.is_paused());
                 match self.start_account(&mut fleet, &wanted.config, a, old.is_paused()) {
                     Ok(()) => log::info!("{}: renamed from {name}; started", a.name),
                     Err(e) => log::error!("{}: cannot start: {e}", a.name),

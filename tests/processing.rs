@@ -173,6 +173,30 @@ fn pause_resume_process_and_reconnect() {
     );
 }
 
+/// Found by an audit of the binary: an account paused through the API was
+/// processing again after a restart of the service, so a pause for rules
+/// gone wrong ended at the next upgrade. A pause now outlives a restart;
+/// a resume ends it, also for the next start.
+#[test]
+fn a_pause_outlives_a_restart_until_a_resume() {
+    let d = Dovecot::start();
+    let mut m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_state(&m, &["connected"], Duration::from_secs(10));
+    assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
+    m.restart();
+    wait_state(&m, &["paused"], Duration::from_secs(15));
+    assert!(m.log().contains("starts paused"), "{}", m.log());
+    d.seed("test", "INBOX", &msg_with("r1", "Invoice r1", ""));
+    paused_wake(&m, 1);
+    assert_eq!(processed(&m), 0, "paused after the restart");
+    assert_eq!(m.post("/api/accounts/acct/resume", "").status, 200);
+    wait_processed(&m, 1, Duration::from_secs(10));
+    m.restart();
+    wait_state(&m, &["connected"], Duration::from_secs(15));
+    d.seed("test", "INBOX", &msg_with("r2", "Invoice r2", ""));
+    wait_processed(&m, 2, Duration::from_secs(15));
+}
+
 #[test]
 fn model_failures_leave_mail_in_place_and_others_flow() {
     let d = Dovecot::start();

@@ -11,8 +11,22 @@ pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> 
     let Some(h) = ctx.account(name) else {
         return Err(Error::NotFound(format!("no account named {name:?}")));
     };
-    h.send(command)
-        .map_err(|msg| Error::Unavailable(msg.to_string()))
+    let state = h
+        .send(command)
+        .map_err(|msg| Error::Unavailable(msg.to_string()))?;
+    // A pause outlives a restart of the service (an audit found a paused
+    // account processing again after one); a resume ends it.
+    let paused = match command {
+        Command::Pause => Some(true),
+        Command::Resume => Some(false),
+        _ => None,
+    };
+    if let Some(p) = paused {
+        if let Err(e) = ctx.store.set_account_paused(name, p) {
+            log::warn!("{name}: the pause is not kept for the next start: {e}");
+        }
+    }
+    Ok(state)
 }
 
 /// Puts failed message `id` back in line and asks its account for a pass.

@@ -104,6 +104,17 @@ impl Store {
         })
     }
 
+    /// Keeps an operator's pause of `account` across restarts of the
+    /// service (a paused account starts paused), until a resume.
+    pub fn set_account_paused(&self, account: &str, paused: bool) -> Result<()> {
+        self.set_setting(&format!("paused:{account}"), if paused { "1" } else { "0" })
+    }
+
+    /// Whether the operator left `account` paused.
+    pub fn account_paused(&self, account: &str) -> Result<bool> {
+        Ok(self.setting(&format!("paused:{account}"))?.as_deref() == Some("1"))
+    }
+
     /// Keeps an account's error (connection, login, store) across restarts.
     pub fn set_account_error(&self, account: &str, error: &str) -> Result<()> {
         self.op("set_account_error", || {
