@@ -206,15 +206,25 @@ fn collect_swaps(
     match v {
         Value::String(s) if s.contains("${") => {
             let Ok(ps) = pieces(s) else { return };
+            // Only a reference brings a value in: text with `$${` escapes
+            // alone reads as the operator meant it (swapped back, `${X}`
+            // sent through the API read `$$${X}`: an audit).
+            if !ps.iter().any(|p| matches!(p, Piece::Ref { .. })) {
+                return;
+            }
             let mut add = |from: String, to: String| {
                 if !from.is_empty() && from != to {
-                    // As Display and as Debug (`{:?}`) would quote it.
+                    // As Display and as Debug (`{:?}`) would quote it,
+                    // each once.
                     let debug = |x: &str| format!("{x:?}").trim_matches('"').to_string();
-                    out.push(Swap {
-                        path: path.to_string(),
-                        from: debug(&from),
-                        to: debug(&to),
-                    });
+                    let (dfrom, dto) = (debug(&from), debug(&to));
+                    if dfrom != from {
+                        out.push(Swap {
+                            path: path.to_string(),
+                            from: dfrom,
+                            to: dto,
+                        });
+                    }
                     out.push(Swap {
                         path: path.to_string(),
                         from,

@@ -796,3 +796,23 @@ fn an_item_of_the_wrong_type_shifts_no_index() {
         );
     }
 }
+
+/// Found by audits of the binary: a value with only `$${` escapes (how the
+/// API keeps a `${X}` sent where no reference may be) was swapped back into
+/// its problem twice: `folder "$$${X}" is not in folders.allowed`.
+#[test]
+fn an_escaped_reference_is_quoted_once() {
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Work] }, \
+             rules: [ { name: r, when: { subject: x }, actions: [ { type: move, folder: \"$${TOKEN}\" } ] } ] }\n",
+    )
+    .unwrap_err();
+    let p = e
+        .problems
+        .iter()
+        .find(|p| p.contains("is not in folders.allowed"))
+        .unwrap_or_else(|| panic!("{:#?}", e.problems));
+    assert!(p.contains(r#"folder "${TOKEN}""#), "{p}");
+    assert!(!p.contains("$$"), "{p}");
+}
