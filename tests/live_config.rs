@@ -670,7 +670,14 @@ fn a_rename_under_new_only_goes_on_where_the_old_name_stopped() {
         .replace("${PASS_two}", "${PASS_one}");
     m.write_config(&base(&renamed));
     m.signal("HUP");
-    let two = m.wait_for(Duration::from_secs(20), "two started", || {
+    // Listed at once (a configured account not started yet reads
+    // `disconnected`), started once `one`'s worker has ended.
+    m.wait_for(Duration::from_secs(20), "two started", || {
+        m.log()
+            .contains("two: renamed from one; started")
+            .then_some(())
+    });
+    let two = m.wait_for(Duration::from_secs(20), "two listed", || {
         let a = get(&m, "/api/accounts").body;
         a["accounts"]
             .as_array()
