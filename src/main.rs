@@ -63,14 +63,19 @@ fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
     let mut config = PathBuf::from("config.yaml");
     let mut cmd = None;
     let mut args = args.peekable();
+    // An option where the path belongs (`-c --help`) is a usage error; a
+    // path that begins with `-` goes as `--config=PATH`.
     let path = |p: Option<String>| match p {
-        Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
-        _ => Err("--config needs a path".to_string()),
+        Some(p) if !p.is_empty() && !p.starts_with('-') => Ok(PathBuf::from(p)),
+        _ => Err("--config needs a path (one that begins with - as --config=PATH)".to_string()),
     };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--config" | "-c" => config = path(args.next())?,
-            s if s.starts_with("--config=") => config = path(Some(s["--config=".len()..].into()))?,
+            s if s.starts_with("--config=") => match &s["--config=".len()..] {
+                "" => return Err("--config needs a path".into()),
+                p => config = p.into(),
+            },
             "--version" | "-V" => {
                 println!("mailproc {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
@@ -114,6 +119,10 @@ fn operand(
     match a.as_str() {
         "--help" | "-h" => {
             print!("{USAGE}");
+            std::process::exit(0);
+        }
+        "--version" | "-V" => {
+            println!("mailproc {}", env!("CARGO_PKG_VERSION"));
             std::process::exit(0);
         }
         "--" => match args.next() {
@@ -230,7 +239,13 @@ fn main() -> ExitCode {
 }
 
 fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
-    if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_control() || c == ':') {
+    // A name that is blank or begins or ends with a space cannot be told
+    // apart on the login page (an audit made the user " ").
+    if user.trim() != user
+        || user.is_empty()
+        || user.len() > 64
+        || user.chars().any(|c| c.is_control() || c == ':')
+    {
         return Err(format!("invalid user name {user:?}"));
     }
     let password = if std::io::stdin().is_terminal() {

@@ -305,11 +305,13 @@ fn a_socks_proxy_an_empty_session_secret_and_no_retention_name_their_keys() {
         "classifier.providers[0].proxy",
         "SOCKS proxy is not supported",
     );
-    refused(
-        "dashboard: { session_secret: \"\" }\n",
-        "dashboard.session_secret",
-        "must not be empty",
-    );
+    for blank in ["\"\"", "\"   \""] {
+        refused(
+            &format!("dashboard: {{ session_secret: {blank} }}\n"),
+            "dashboard.session_secret",
+            "must not be empty or blank",
+        );
+    }
     let m = Mailproc::prepare(
         "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\", activity_retention: 0s }\n",
     );

@@ -132,7 +132,17 @@ fn help_after_a_command_prints_the_usage_and_names_are_never_options() {
     let (code, out, err) = m.run_cli(&["set-password", "--", "-dash"], "password123\n");
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("password set for -dash"), "{out}");
-    for bad in [&["--config="][..], &["--config", ""]] {
+    let (code, out, _) = m.run_cli(&["set-password", "--version"], "");
+    assert_eq!(code, 0);
+    assert!(out.starts_with("mailproc "), "{out}");
+    let (code, _, err) = m.run_cli(&["set-password", " "], "password123\n");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("invalid user name"), "{err}");
+    for bad in [
+        &["--config="][..],
+        &["--config", ""],
+        &["-c", "--help", "check-config"],
+    ] {
         let out = std::process::Command::new(common::mailproc::bin())
             .args(bad)
             .output()

@@ -212,9 +212,14 @@ pub fn validate(c: &Config) -> Vec<String> {
     if c.storage.activity_retention.0.is_zero() {
         p.push("storage.activity_retention: must be longer than zero".into());
     }
-    if c.dashboard.session_secret.as_deref() == Some("") {
+    if c.dashboard
+        .session_secret
+        .as_deref()
+        .is_some_and(|s| s.trim().is_empty())
+    {
         p.push(
-            "dashboard.session_secret: must not be empty (leave it out to have one generated)"
+            "dashboard.session_secret: must not be empty or blank (leave it out to have one \
+             generated)"
                 .into(),
         );
     }

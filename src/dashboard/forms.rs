@@ -70,7 +70,10 @@ fn too_many() -> Reply {
 // ----- first run -----
 
 fn valid_username(u: &str) -> bool {
-    !u.is_empty() && u.len() <= 64 && !u.chars().any(|c| c.is_control() || c == ':')
+    !u.is_empty()
+        && u.trim() == u
+        && u.len() <= 64
+        && !u.chars().any(|c| c.is_control() || c == ':')
 }
 
 fn setup_form(username: &str, error: Option<&str>) -> Markup {
