@@ -751,6 +751,21 @@ fn inbox_in_any_case_is_the_watched_inbox() {
             e.problems
         );
     }
+    // A level below INBOX too (a second audit: `inbox/Sub` beside a
+    // watched `INBOX/Sub` moved one message for ever on Dovecot).
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { watch: [INBOX/Sub], allowed: [inbox/Sub] } }\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p
+                .starts_with("accounts[0].folders.watch[0]: \"INBOX/Sub\" is also a move target")),
+        "{:#?}",
+        e.problems
+    );
     // Other names keep their case: `work` is not `Work`.
     parse_str(
         "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \

@@ -154,11 +154,12 @@ pub fn warnings(c: &Config) -> Vec<String> {
 }
 
 /// Whether two configured names are one folder as any server sees them:
-/// equal, or INBOX in any case (RFC 3501 §5.1). (A server's prefix, as
+/// equal, but for the case of a leading INBOX level (RFC 3501 §5.1). (A server's prefix, as
 /// Cyrus's `INBOX.`, is known only once connected: the account loop
 /// checks a move against the folder it is in.)
 fn same_folder(a: &str, b: &str) -> bool {
-    a == b || (a.eq_ignore_ascii_case("INBOX") && b.eq_ignore_ascii_case("INBOX"))
+    use crate::mailbox::namespace::inbox_upper;
+    inbox_upper(a) == inbox_upper(b)
 }
 
 pub fn validate(c: &Config) -> Vec<String> {

@@ -119,7 +119,8 @@ impl Runner {
             // a new UID here, to be processed again, for ever (an audit:
             // 992 rows of one message in a minute). It is where it should
             // be: nothing to send.
-            if folders.server(folder) == folders.server(mailbox) {
+            use crate::mailbox::namespace::inbox_upper;
+            if inbox_upper(&folders.server(folder)) == inbox_upper(&folders.server(mailbox)) {
                 log::warn!(
                     "{}: {} message(s) to be moved to {folder:?} are in that folder already: not moved",
                     self.name(),

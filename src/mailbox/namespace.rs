@@ -209,6 +209,22 @@ impl FolderNames {
     }
 }
 
+/// `name` with a leading `INBOX` level in capitals (`inbox/Sub` →
+/// `INBOX/Sub`, `Inbox.Sub` → `INBOX.Sub`): one folder, whatever the case
+/// it is written in (RFC 3501 §5.1; servers take the level below INBOX
+/// the same way). What compares folder names for sameness uses it.
+pub fn inbox_upper(name: &str) -> std::borrow::Cow<'_, str> {
+    let level = name.get(..5).filter(|h| h.eq_ignore_ascii_case("INBOX"));
+    let ends = name[level.map_or(0, str::len)..]
+        .chars()
+        .next()
+        .is_none_or(|c| !c.is_alphanumeric() && c != '_' && c != '-');
+    match level {
+        Some(h) if h != "INBOX" && ends => format!("INBOX{}", &name[5..]).into(),
+        _ => name.into(),
+    }
+}
+
 /// `name` starts with `prefix`; a leading `INBOX` level is compared without
 /// regard to case, as RFC 3501 §5.1 treats INBOX.
 fn has_prefix(name: &str, prefix: &str) -> bool {
@@ -226,6 +242,22 @@ fn has_prefix(name: &str, prefix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leading_inbox_level_reads_in_capitals() {
+        for (name, want) in [
+            ("inbox", "INBOX"),
+            ("Inbox/Sub", "INBOX/Sub"),
+            ("inbox.Sub", "INBOX.Sub"),
+            ("INBOX/Sub", "INBOX/Sub"),
+            ("Inboxes", "Inboxes"),
+            ("inbox-old", "inbox-old"),
+            ("Work/inbox", "Work/inbox"),
+            ("in", "in"),
+        ] {
+            assert_eq!(inbox_upper(name), want, "{name}");
+        }
+    }
 
     /// Answers recorded from the servers that tests/servers.rs starts:
     /// Dovecot 2.3.19 (Maildir++, tests/common/dovecot.rs), Cyrus 3.6.1 and
