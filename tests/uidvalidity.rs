@@ -262,3 +262,57 @@ fn a_message_without_a_message_id_is_not_acted_on_twice() {
         at[""]
     );
 }
+
+/// Found by the second regression audit: a restored copy that kept its
+/// date (older than the old generation's records) was left alone by its
+/// date without using up its record, which then vouched for a report of
+/// the same subject and sender that came since: no row for that one.
+#[test]
+fn a_restored_copy_that_kept_its_date_vouches_for_itself_only() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "noiddated");
+    mb.create("Work");
+    let idless = |n: &str, ago: i64| {
+        let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
+        let date = then
+            .format(&time::format_description::well_known::Rfc2822)
+            .unwrap();
+        String::from_utf8(msg(n, "Invoice nightly"))
+            .unwrap()
+            .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date)
+            .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
+            .into_bytes()
+    };
+    let old = idless("last-night", 3600);
+    mb.seed("Work", std::slice::from_ref(&old));
+    let m = watching_work(&mb);
+    wait_ok(&m, 1);
+    mb.recreate("Work");
+    // Restored with its date (INTERNALDATE an hour back), then tonight's.
+    let then = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ][usize::from(u8::from(then.month())) - 1];
+    let internal = format!(
+        "{:02}-{month}-{} {:02}:{:02}:{:02} +0000",
+        then.day(),
+        then.year(),
+        then.hour(),
+        then.minute(),
+        then.second()
+    );
+    let mut c = mb.imap();
+    let a = c
+        .append_dated(&mb.folder("Work"), "", Some(&internal), &old)
+        .unwrap();
+    assert!(a.ok(), "{} {}", a.status, a.text);
+    c.logout();
+    mb.seed("Work", &[idless("tonight", 0)]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 2);
+    assert_eq!(rows(&m, 100).len(), 2);
+    let at = mb.where_is();
+    let flagged = at[""].iter().filter(|x| has(&x.flags, "\\Flagged")).count();
+    assert_eq!(flagged, 1, "tonight's report is acted on: {:?}", at[""]);
+}

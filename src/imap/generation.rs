@@ -122,9 +122,13 @@ impl Runner {
                 // not handled came since (a copy keeps its date).
                 let before_first =
                     !all && at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
+                // The record is used up first, also by a copy that kept its
+                // date, so that it cannot vouch for a later one as well (the
+                // second regression audit: a report that came since, left
+                // without a row).
                 let unmatched_old = m.message_id.is_empty()
-                    && (at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS)
-                        || vouched(&mut handled_idless, m));
+                    && (vouched(&mut handled_idless, m)
+                        || at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS));
                 let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);
                 log::debug!(
                     "{}: {mailbox}: UID {} {:?} dated {at:?}: {}",
