@@ -65,7 +65,7 @@ struct Fleet {
     /// Renamed accounts waiting for the old name's worker to end: old name
     /// → new. The new one then takes the old one's watermarks and starts
     /// (see [`Live::retired`]).
-    renames: BTreeMap<String, String>,
+    renames: BTreeMap<String, Rename>,
     /// Set by [`Live::shutdown`]: nothing starts any more.
     closed: bool,
 }
@@ -139,6 +139,15 @@ impl Live {
         {
             let config = live.config();
             let mut fleet = live.fleet.lock();
+            let names: Vec<&str> = config
+                .config
+                .accounts
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect();
+            if let Err(e) = live.deps.store.forget_pauses_except(&names) {
+                log::warn!("cannot forget the pauses of removed accounts: {e}");
+            }
             for a in &config.config.accounts {
                 // Paused by the operator before the service stopped.
                 let paused = live.deps.store.account_paused(&a.name).unwrap_or(false);
@@ -344,7 +353,36 @@ impl Live {
         *self.loaded.write() = Arc::new(new);
 
         let config = self.config();
-        let renamed_from = renames(&old.config, &config.config, &applied.stopped);
+        // A rename waiting for its old name's worker that this change takes
+        // back (the new name gone, or the old one back): forgotten, and its
+        // old name may be the old name of a new rename (a → b → c).
+        let mut gone: Vec<(String, AccountConfig)> = applied
+            .stopped
+            .iter()
+            .filter_map(|n| old.config.accounts.iter().find(|o| &o.name == n))
+            .map(|o| (o.name.clone(), o.clone()))
+            .collect();
+        let taken_back: Vec<String> = fleet
+            .renames
+            .iter()
+            .filter(|(from, r)| {
+                !config.config.accounts.iter().any(|a| a.name == r.to)
+                    || config.config.accounts.iter().any(|a| &a.name == *from)
+            })
+            .map(|(from, _)| from.clone())
+            .collect();
+        for from in taken_back {
+            let r = fleet.renames.remove(&from).expect("listed above");
+            log::info!(
+                "{}: the rename from {from} is taken back by this change",
+                r.to
+            );
+            if !config.config.accounts.iter().any(|a| a.name == from) {
+                gone.push((from, r.was));
+            }
+        }
+        let renamed_from = renames(&old.config, &config.config, &gone);
+        let gone_list = gone;
         for a in &config.config.accounts {
             if fleet.running.contains_key(&a.name) {
                 continue;
@@ -356,7 +394,7 @@ impl Live {
                 }
                 continue;
             }
-            if fleet.renames.values().any(|n| n == &a.name) {
+            if fleet.renames.values().any(|r| r.to == a.name) {
                 continue; // started by the waiter of its old name
             }
             if let Some(gone) = renamed_from.get(&a.name) {
@@ -372,7 +410,14 @@ impl Live {
                 );
                 applied.started.push(a.name.clone());
                 if fleet.stopping.contains_key(gone) {
-                    fleet.renames.insert(gone.clone(), a.name.clone());
+                    let was = gone_config(&gone_list, gone);
+                    fleet.renames.insert(
+                        gone.clone(),
+                        Rename {
+                            to: a.name.clone(),
+                            was,
+                        },
+                    );
                     continue;
                 }
                 self.inherit(gone, &a.name);
@@ -519,8 +564,13 @@ impl Live {
             if !fleet.closed {
                 let _ = self.deps.store.set_account_paused(name, false);
             }
-            let renamed = fleet.renames.remove(name);
-            let to = renamed.and_then(|n| wanted.config.accounts.iter().find(|a| a.name == n));
+            // At a shutdown, `shutdown` hands a waiting rename over.
+            let renamed = if fleet.closed {
+                None
+            } else {
+                fleet.renames.remove(name)
+            };
+            let to = renamed.and_then(|r| wanted.config.accounts.iter().find(|a| a.name == r.to));
             if let Some(a) = to.filter(|a| !fleet.closed && !fleet.running.contains_key(&a.name)) {
                 self.inherit(name, &a.name);
                 let _ = self.deps.store.set_account_paused(&a.name, old.is_paused());
@@ -585,6 +635,16 @@ impl Live {
         }
         for (_, waiter) in stopping {
             let _ = waiter.join();
+        }
+        // Renames still waiting: their old names' workers have ended now;
+        // the new names take the watermarks and the pause, for the next
+        // start (the second regression audit: a stop in the wait lost them).
+        let renames = std::mem::take(&mut self.fleet.lock().renames);
+        for (from, r) in renames {
+            self.inherit(&from, &r.to);
+            let paused = self.deps.store.account_paused(&from).unwrap_or(false);
+            let _ = self.deps.store.set_account_paused(&r.to, paused);
+            let _ = self.deps.store.set_account_paused(&from, false);
         }
     }
 }
@@ -697,26 +757,72 @@ fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
     p
 }
 
-/// The accounts of `new` that are renames of one of `stopped` (gone from
-/// `old` in this change): the same mailbox (host, port, user), and not
-/// `backlog: all`, which asks for the mailbox again. New name → old.
-fn renames(old: &Config, new: &Config, stopped: &[String]) -> HashMap<String, String> {
+/// The account `name` of `gone`, as it was configured.
+fn gone_config(gone: &[(String, AccountConfig)], name: &str) -> AccountConfig {
+    gone.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, c)| c.clone())
+        .expect("a rename's old name is one of those gone")
+}
+
+/// A renamed account waiting for its old name's worker to end.
+struct Rename {
+    /// The new name.
+    to: String,
+    /// The old name's account, to match a further rename of the new one
+    /// against before it started.
+    was: AccountConfig,
+}
+
+/// The accounts of `new` that are renames of one of `gone` (old names
+/// whose workers this change stopped, or which were waiting to hand over
+/// to a rename this change took back): the same mailbox (host, port,
+/// user), and not `backlog: all`, which asks for the mailbox again. Where
+/// several old and new names share a mailbox, the watched folders must
+/// match too, and a match that is still not one to one is no rename (the
+/// second regression audit found two renamed at once swapping their pause
+/// and watermarks). New name → old.
+fn renames(
+    old: &Config,
+    new: &Config,
+    gone: &[(String, AccountConfig)],
+) -> HashMap<String, String> {
+    let same_mailbox = |o: &AccountConfig, a: &AccountConfig| {
+        o.imap.host == a.imap.host
+            && o.imap.port() == a.imap.port()
+            && o.imap.username == a.imap.username
+    };
+    let added: Vec<&AccountConfig> = new
+        .accounts
+        .iter()
+        .filter(|a| !old.accounts.iter().any(|o| o.name == a.name))
+        .filter(|a| !matches!(a.backlog, crate::config::Backlog::All))
+        .collect();
     let mut out = HashMap::new();
-    for a in &new.accounts {
-        if old.accounts.iter().any(|o| o.name == a.name)
-            || matches!(a.backlog, crate::config::Backlog::All)
-        {
-            continue;
-        }
-        let gone = old.accounts.iter().find(|o| {
-            stopped.contains(&o.name)
-                && !out.values().any(|g| g == &o.name)
-                && o.imap.host == a.imap.host
-                && o.imap.port() == a.imap.port()
-                && o.imap.username == a.imap.username
-        });
-        if let Some(o) = gone {
-            out.insert(a.name.clone(), o.name.clone());
+    for a in &added {
+        let matches = |strict: bool| -> Vec<&(String, AccountConfig)> {
+            gone.iter()
+                .filter(|(_, o)| same_mailbox(o, a))
+                .filter(|(_, o)| !strict || o.folders.watch == a.folders.watch)
+                .collect()
+        };
+        let rivals = |strict: bool| {
+            added
+                .iter()
+                .filter(|b| gone.iter().any(|(_, o)| same_mailbox(o, b)))
+                .filter(|b| !strict || gone.iter().any(|(_, o)| o.folders.watch == b.folders.watch))
+                .filter(|b| same_mailbox(b, a) && (!strict || b.folders.watch == a.folders.watch))
+                .count()
+        };
+        let one = match (matches(false).as_slice(), rivals(false)) {
+            ([o], 1) => Some(*o),
+            _ => match (matches(true).as_slice(), rivals(true)) {
+                ([o], 1) => Some(*o),
+                _ => None,
+            },
+        };
+        if let Some((name, _)) = one {
+            out.insert(a.name.clone(), name.clone());
         }
     }
     out
@@ -725,6 +831,72 @@ fn renames(old: &Config, new: &Config, stopped: &[String]) -> HashMap<String, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An account on host `h`, user `u`, watching `watch`, with `backlog`.
+    fn acct(name: &str, u: &str, watch: &str, backlog: &str) -> String {
+        format!(
+            "  - {{ name: {name}, imap: {{ host: h, username: {u}, password: p }}, \
+             folders: {{ watch: [{watch}] }}, backlog: {backlog} }}\n"
+        )
+    }
+
+    fn accounts(list: &[String]) -> Config {
+        let text = format!("accounts:\n{}", list.concat());
+        crate::config::parse(&text, &|_| None).unwrap().0
+    }
+
+    fn gone(c: &Config, names: &[&str]) -> Vec<(String, AccountConfig)> {
+        c.accounts
+            .iter()
+            .filter(|a| names.contains(&a.name.as_str()))
+            .map(|a| (a.name.clone(), a.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_rename_is_matched_one_to_one_or_not_at_all() {
+        let old = accounts(&[acct("a", "u", "INBOX", "new_only")]);
+        // One old name, one new, one mailbox: a rename.
+        let new = accounts(&[acct("b", "u", "INBOX", "new_only")]);
+        let r = renames(&old, &new, &gone(&old, &["a"]));
+        assert_eq!(r.get("b").map(String::as_str), Some("a"));
+        // `backlog: all` asks for the mailbox again: no rename.
+        let all = accounts(&[acct("b", "u", "INBOX", "all")]);
+        assert!(renames(&old, &all, &gone(&old, &["a"])).is_empty());
+        // Another mailbox: no rename.
+        let other = accounts(&[acct("b", "v", "INBOX", "new_only")]);
+        assert!(renames(&old, &other, &gone(&old, &["a"])).is_empty());
+        // Two on one mailbox renamed at once: told apart by their folders
+        // (listed in the other order, they swapped: the second regression
+        // audit), or not at all.
+        let old = accounts(&[
+            acct("a1", "u", "INBOX", "new_only"),
+            acct("a2", "u", "Work", "new_only"),
+        ]);
+        let new = accounts(&[
+            acct("b2", "u", "Work", "new_only"),
+            acct("b1", "u", "INBOX", "new_only"),
+        ]);
+        let r = renames(&old, &new, &gone(&old, &["a1", "a2"]));
+        assert_eq!(r.get("b1").map(String::as_str), Some("a1"));
+        assert_eq!(r.get("b2").map(String::as_str), Some("a2"));
+        let old = accounts(&[
+            acct("a1", "u", "INBOX", "new_only"),
+            acct("a2", "u", "INBOX", "new_only"),
+        ]);
+        let new = accounts(&[
+            acct("b1", "u", "INBOX", "new_only"),
+            acct("b2", "u", "INBOX", "new_only"),
+        ]);
+        assert!(renames(&old, &new, &gone(&old, &["a1", "a2"])).is_empty());
+        // a → b taken back by b → c before `a` ended: `a` is one of those
+        // gone (as the change hands it over), and `c` its rename.
+        let was = accounts(&[acct("a", "u", "INBOX", "new_only")]);
+        let old = accounts(&[acct("b", "u", "INBOX", "new_only")]);
+        let new = accounts(&[acct("c", "u", "INBOX", "new_only")]);
+        let r = renames(&old, &new, &gone(&was, &["a"]));
+        assert_eq!(r.get("c").map(String::as_str), Some("a"));
+    }
 
     #[test]
     fn only_start_up_settings_need_a_restart() {

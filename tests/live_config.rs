@@ -706,6 +706,55 @@ fn a_rename_under_new_only_goes_on_where_the_old_name_stopped() {
     assert_eq!(of("Invoice 2"), ["two"], "{entries:#}");
 }
 
+/// Found by the second regression audit: renamed twice (one → two →
+/// three) while the first name still finished its batch, the last name
+/// started at once from the folder's UIDNEXT, and mail that came in the
+/// wait got no row. It is the first name's rename now: it waits, takes its
+/// watermarks, and takes nothing twice; the middle name never starts.
+#[test]
+fn a_rename_taken_further_before_the_old_name_ended_still_hands_over() {
+    let (d, mut m, model, release, _answered) = held_batch();
+    let yaml = std::fs::read_to_string(&m.config_path).unwrap();
+    let renamed = |to: &str| {
+        yaml.replace("  - name: one\n", &format!("  - name: {to}\n"))
+            .replace("backlog: all", "backlog: new_only")
+    };
+    m.write_config(&renamed("two"));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the first rename", || {
+        m.log().contains("two: renamed from one").then_some(())
+    });
+    m.write_config(&renamed("three"));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the second rename", || {
+        m.log().contains("three: renamed from one").then_some(())
+    });
+    d.seed("test", "INBOX", &msg_with("held2", "Came in the wait", ""));
+    release.send(()).unwrap();
+    drop(release);
+    wait_in(&m, &d, "test", "held1", "Receipts");
+    wait_in(&m, &d, "test", "held2", "Receipts");
+    m.wait_for(Duration::from_secs(10), "three started", || {
+        m.log()
+            .contains("three: renamed from one; started")
+            .then_some(())
+    });
+    let entries = get(&m, "/api/activity?pageSize=100").body["entries"].clone();
+    let of = |subject: &str| -> Vec<String> {
+        entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["subject"] == subject)
+            .map(|e| e["account"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(of("Held by the model"), ["one"], "{entries:#}");
+    assert_eq!(of("Came in the wait"), ["three"], "{entries:#}");
+    assert!(!m.log().contains("two: account added"), "{}", m.log());
+    assert_eq!(model.count(), 2);
+}
+
 /// Found by an audit of the binary: a provider removed from the
 /// configuration kept its `mailproc_llm_tokens_total` series until a
 /// restart (a removed account's go at once).

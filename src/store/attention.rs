@@ -110,6 +110,26 @@ impl Store {
         self.set_setting(&format!("paused:{account}"), if paused { "1" } else { "0" })
     }
 
+    /// Forgets the pause of every account not in `configured`: one removed
+    /// while the service was down (the second regression audit found it
+    /// paused again, silently, once re-added and restarted).
+    pub fn forget_pauses_except(&self, configured: &[&str]) -> Result<usize> {
+        self.op("forget_pauses_except", || {
+            let conn = self.conn.lock();
+            let keys: Vec<String> = conn
+                .prepare("SELECT key FROM settings WHERE key LIKE 'paused:%'")?
+                .query_map([], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?;
+            let mut n = 0;
+            for k in keys {
+                if !configured.contains(&&k["paused:".len()..]) {
+                    n += conn.execute("DELETE FROM settings WHERE key = ?1", [&k])?;
+                }
+            }
+            Ok(n)
+        })
+    }
+
     /// Whether the operator left `account` paused.
     pub fn account_paused(&self, account: &str) -> Result<bool> {
         Ok(self.setting(&format!("paused:{account}"))?.as_deref() == Some("1"))
@@ -168,6 +188,22 @@ mod tests {
     use super::*;
     use crate::actions::Action;
     use crate::store::{EmailMeta, Outcome, Status};
+
+    #[test]
+    fn a_pause_is_kept_until_a_resume_or_the_account_is_gone() {
+        let s = Store::open_in_memory().unwrap();
+        assert!(!s.account_paused("a").unwrap());
+        s.set_account_paused("a", true).unwrap();
+        s.set_account_paused("b", true).unwrap();
+        assert!(s.account_paused("a").unwrap());
+        s.set_account_paused("a", false).unwrap();
+        assert!(!s.account_paused("a").unwrap());
+        s.set_account_paused("a", true).unwrap();
+        // `b` removed while the service was down: forgotten at the start.
+        assert_eq!(s.forget_pauses_except(&["a"]).unwrap(), 1);
+        assert!(s.account_paused("a").unwrap());
+        assert!(!s.account_paused("b").unwrap());
+    }
 
     fn meta(uid: u32) -> EmailMeta {
         EmailMeta {
