@@ -756,6 +756,26 @@ fn trouble_survives_a_restart_and_undecided_mail_is_found() {
         !gone.get("/accounts/acct").text.contains("was not done"),
         "said once"
     );
+    // Also when `next` is the post-only address itself, which redirects to
+    // its page (found by an audit: the redirect cleared the notice).
+    let mut other = Browser::new(&m);
+    let r = other.post(
+        "/login",
+        &[
+            ("username", "admin"),
+            ("password", PASSWORD),
+            ("next", "/accounts/acct/pause"),
+            ("unsent", "1"),
+        ],
+    );
+    assert_redirect(&r, "/accounts/acct/pause");
+    let r = other.get("/accounts/acct/pause");
+    assert_redirect(&r, "/accounts/acct");
+    let page = other.get("/accounts/acct").text;
+    assert!(
+        page.contains("What you sent before logging in was not done"),
+        "{page}"
+    );
 }
 
 /// The account page lists every webhook that receives the account's

@@ -111,7 +111,10 @@ pub fn clear(req: &Req) -> String {
 
 /// `reply` clearing the notice the request carried (the page showed it).
 pub fn cleared(req: &Req, reply: crate::http::Reply) -> crate::http::Reply {
-    if present(req) {
+    // A redirect shows nothing: the notice goes on to the page it leads to
+    // (the second regression audit: a `next` that was a post-only address
+    // redirected to its page and took the notice with it).
+    if present(req) && !(300..400).contains(&reply.status) {
         reply.with_header("Set-Cookie", clear(req))
     } else {
         reply
