@@ -169,8 +169,13 @@ pub(super) fn as_written(
         .into_iter()
         .map(|mut p| {
             for s in &swaps {
-                if is_about(&p, &s.path) || s.from.chars().count() > 2 {
+                if s.from.chars().count() > 2 {
                     p = p.replace(&s.from, &s.to);
+                } else if is_about(&p, &s.path) {
+                    // A value of a character or two is found in any word:
+                    // only where the problem quotes it whole (the second
+                    // regression audit: `F=a` made `${F}ccounts[0]…`).
+                    p = p.replace(&format!("\"{}\"", s.from), &format!("\"{}\"", s.to));
                 }
             }
             p

@@ -831,3 +831,27 @@ fn an_escaped_reference_is_quoted_once() {
     assert!(p.contains(r#"folder "${TOKEN}""#), "{p}");
     assert!(!p.contains("$$"), "{p}");
 }
+
+/// Found by the second regression audit: a reference whose value is one
+/// character (`F=a`) was swapped back into every word of its problem:
+/// `${F}ccounts[0].folders.w${F}tch[0]`. It is swapped back where the
+/// problem quotes it whole.
+#[test]
+fn a_short_value_is_swapped_back_only_where_quoted() {
+    let env = |name: &str| (name == "F").then(|| "a".to_string());
+    let e = parse(
+        "accounts:\n  - { name: x, imap: { host: h, username: u, password: p }, \
+             folders: { watch: [\"${F}\"], allowed: [a] } }\n",
+        &env,
+    )
+    .unwrap_err();
+    let p = e
+        .problems
+        .iter()
+        .find(|p| p.contains("is also a move target"))
+        .unwrap_or_else(|| panic!("{:#?}", e.problems));
+    assert!(
+        p.starts_with("accounts[0].folders.watch[0]: \"${F}\""),
+        "{p}"
+    );
+}
