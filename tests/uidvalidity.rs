@@ -289,7 +289,21 @@ fn a_restored_copy_that_kept_its_date_vouches_for_itself_only() {
     wait_ok(&m, 1);
     mb.recreate("Work");
     // Restored with its date (INTERNALDATE an hour back), then tonight's.
-    let then = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    append_dated_back(&mb, "Work", &old, 3600);
+    mb.seed("Work", &[idless("tonight", 0)]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 2);
+    assert_eq!(rows(&m, 100).len(), 2);
+    let at = mb.where_is();
+    let flagged = at[""].iter().filter(|x| has(&x.flags, "\\Flagged")).count();
+    assert_eq!(flagged, 1, "tonight's report is acted on: {:?}", at[""]);
+}
+
+/// Appends `raw` to `folder` of `mb` with an INTERNALDATE `ago` seconds
+/// back: a copy restored with its date.
+fn append_dated_back(mb: &Mailbox, folder: &str, raw: &[u8], ago: i64) {
+    let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
     let month = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ][usize::from(u8::from(then.month())) - 1];
@@ -303,16 +317,57 @@ fn a_restored_copy_that_kept_its_date_vouches_for_itself_only() {
     );
     let mut c = mb.imap();
     let a = c
-        .append_dated(&mb.folder("Work"), "", Some(&internal), &old)
+        .append_dated(&mb.folder(folder), "", Some(&internal), raw)
         .unwrap();
     assert!(a.ok(), "{} {}", a.status, a.text);
     c.logout();
-    mb.seed("Work", &[idless("tonight", 0)]);
+}
+
+/// Found by the third regression audit: under `backlog: new_only`, a copy
+/// from before anything was handled (left alone at first sight, never
+/// handled) used up the record of a later message of the same subject and
+/// sender, which, saved again after the folder was made again, was acted
+/// on a second time. Mail from before the first record takes no record.
+#[test]
+fn mail_from_before_anything_was_handled_takes_no_record() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "noidfirst");
+    mb.create("Work");
+    let digest = |n: &str| {
+        String::from_utf8(msg_now(n, "Invoice digest"))
+            .unwrap()
+            .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
+            .into_bytes()
+    };
+    let first = digest("before");
+    append_dated_back(&mb, "Work", &first, 3 * 3600);
+    let m = Mailproc::start(&config(
+        &mb.account(
+            "acct",
+            &format!(
+                "    folders: {{ watch: [Work] }}\n    backlog: new_only\n    poll_interval: 1s\n{INVOICES}"
+            ),
+        ),
+        None,
+    ));
+    m.wait_for(Duration::from_secs(30), "first sight", || {
+        m.log().contains("first sight").then_some(())
+    });
+    let handled = digest("handled");
+    mb.seed("Work", std::slice::from_ref(&handled));
+    wait_ok(&m, 1);
+    mb.recreate("Work");
+    append_dated_back(&mb, "Work", &first, 3 * 3600);
+    mb.seed("Work", &[handled]);
+    let before = m.passes("acct");
     let r = m.post("/api/accounts/acct/process", "");
     assert!(r.status < 300, "{}", r.text);
-    wait_ok(&m, 2);
-    assert_eq!(rows(&m, 100).len(), 2);
-    let at = mb.where_is();
-    let flagged = at[""].iter().filter(|x| has(&x.flags, "\\Flagged")).count();
-    assert_eq!(flagged, 1, "tonight's report is acted on: {:?}", at[""]);
+    m.wait_pass_after("acct", before);
+    m.wait_for(
+        Duration::from_secs(30),
+        "the new generation sorted out",
+        || m.log().contains("message(s) are new").then_some(()),
+    );
+    assert_eq!(rows(&m, 100).len(), 1, "{:#?}", rows(&m, 100));
+    assert!(m.log().contains("0 of 2 message(s) are new"), "{}", m.log());
 }

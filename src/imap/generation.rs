@@ -114,21 +114,29 @@ impl Runner {
                 .handled_earlier_without_id(self.name(), mailbox, uidvalidity, &idless)?;
         let total = seen.len();
         let all = matches!(self.w.account.backlog, crate::config::Backlog::All);
+        // Under `backlog: all` whatever was there at first sight was
+        // processed (and its Message-ID is `handled`): an older one not
+        // handled came since (a copy keeps its date).
+        let before_first =
+            |at: &Option<i64>| !all && at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
+        let handled_era =
+            |at: &Option<i64>| at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS);
+        // Copies dated in the old generation's time take their records
+        // first (a restored copy that kept its date: the second regression
+        // audit found its record vouching for a report that came since);
+        // mail from before anything was handled takes none (it was never
+        // handled: the third found a re-saved handled copy taken again).
+        for (m, at) in &seen {
+            if m.message_id.is_empty() && !before_first(at) && handled_era(at) {
+                vouched(&mut handled_idless, m);
+            }
+        }
         let new: Vec<EmailMeta> = seen
             .into_iter()
             .filter(|(m, at)| {
-                // Under `backlog: all` whatever was there at first sight was
-                // processed (and its Message-ID is `handled`): an older one
-                // not handled came since (a copy keeps its date).
-                let before_first =
-                    !all && at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
-                // The record is used up first, also by a copy that kept its
-                // date, so that it cannot vouch for a later one as well (the
-                // second regression audit: a report that came since, left
-                // without a row).
-                let unmatched_old = m.message_id.is_empty()
-                    && (vouched(&mut handled_idless, m)
-                        || at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS));
+                let before_first = before_first(at);
+                let unmatched_old =
+                    m.message_id.is_empty() && (handled_era(at) || vouched(&mut handled_idless, m));
                 let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);
                 log::debug!(
                     "{}: {mailbox}: UID {} {:?} dated {at:?}: {}",
