@@ -172,15 +172,37 @@ pub(super) fn as_written(
                 if s.from.chars().count() > 2 {
                     p = p.replace(&s.from, &s.to);
                 } else if is_about(&p, &s.path) {
-                    // A value of a character or two is found in any word:
-                    // only where the problem quotes it whole (the second
-                    // regression audit: `F=a` made `${F}ccounts[0]…`).
-                    p = p.replace(&format!("\"{}\"", s.from), &format!("\"{}\"", s.to));
+                    // A value of a character or two is found inside words:
+                    // only where it stands alone (the second regression
+                    // audit: `F=a` made `${F}ccounts[0]…`), however it is
+                    // quoted ("…", '…', `…`, or a number as `-1.0`: the
+                    // third found those shown).
+                    p = replace_alone(&p, &s.from, &s.to);
                 }
             }
             p
         })
         .collect()
+}
+
+/// `text` with each `from` that no letter or digit touches made `to`.
+fn replace_alone(text: &str, from: &str, to: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let before = rest[..i].chars().last().or_else(|| out.chars().last());
+        let after = rest[i + from.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        if word(before) || word(after) {
+            out.push_str(from);
+        } else {
+            out.push_str(to);
+        }
+        rest = &rest[i + from.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether `problem` is about the value at `path` or inside it.

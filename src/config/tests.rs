@@ -834,10 +834,10 @@ fn an_escaped_reference_is_quoted_once() {
 
 /// Found by the second regression audit: a reference whose value is one
 /// character (`F=a`) was swapped back into every word of its problem:
-/// `${F}ccounts[0].folders.w${F}tch[0]`. It is swapped back where the
-/// problem quotes it whole.
+/// `${F}ccounts[0].folders.w${F}tch[0]`. It is swapped back where it
+/// stands alone, however the problem quotes it.
 #[test]
-fn a_short_value_is_swapped_back_only_where_quoted() {
+fn a_short_value_is_swapped_back_where_it_stands_alone() {
     let env = |name: &str| (name == "F").then(|| "a".to_string());
     let e = parse(
         "accounts:\n  - { name: x, imap: { host: h, username: u, password: p }, \
@@ -848,10 +848,31 @@ fn a_short_value_is_swapped_back_only_where_quoted() {
     let p = e
         .problems
         .iter()
-        .find(|p| p.contains("is also a move target"))
+        .find(|p| p.contains("move target"))
         .unwrap_or_else(|| panic!("{:#?}", e.problems));
+    // The path and the words around are whole; where the value stands
+    // alone it is the reference (`is also ${F} move target`: a word of
+    // its own cannot be told from the value).
     assert!(
-        p.starts_with("accounts[0].folders.watch[0]: \"${F}\""),
+        p.starts_with("accounts[0].folders.watch[0]: \"${F}\" is also"),
         "{p}"
     );
+    assert!(p.contains("folders.allowed; mail moved there"), "{p}");
+    // However the problem quotes it (the third regression audit: an
+    // `auth_token` of one character shown as `'é'`, a security as `zq`).
+    let env = |name: &str| match name {
+        "T" => Some("é".to_string()),
+        "S" => Some("zq".to_string()),
+        _ => None,
+    };
+    let e = parse(
+        "server: { auth_token: \"${T}\" }\naccounts:\n  - { name: x, imap: { host: h, \
+             username: u, password: p, security: \"${S}\" } }\n",
+        &env,
+    )
+    .unwrap_err();
+    assert!(!e.problems.is_empty());
+    for p in &e.problems {
+        assert!(!p.contains('é') && !p.contains("zq"), "{p}");
+    }
 }
