@@ -729,6 +729,10 @@ fn a_rename_taken_further_before_the_old_name_ended_still_hands_over() {
     m.wait_for(Duration::from_secs(10), "the second rename", || {
         m.log().contains("three: renamed from one").then_some(())
     });
+    // Listed, not started yet: a command says so (it was 404).
+    let r = m.post_with("/api/accounts/three/pause", TOKEN, "");
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(r.text.contains("has not started yet"), "{}", r.text);
     d.seed("test", "INBOX", &msg_with("held2", "Came in the wait", ""));
     release.send(()).unwrap();
     drop(release);

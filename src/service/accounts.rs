@@ -9,6 +9,14 @@ use crate::account::{Command, State};
 /// next.
 pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> {
     let Some(h) = ctx.account(name) else {
+        // Configured, not started yet: a rename waiting for its old name's
+        // batch in hand (the third regression audit found 404 here).
+        if ctx.config().config.accounts.iter().any(|a| a.name == name) {
+            return Err(Error::Unavailable(format!(
+                "account {name:?} has not started yet (renamed, it waits for its old name's \
+                 batch in hand); try again in a few seconds"
+            )));
+        }
         return Err(Error::NotFound(format!("no account named {name:?}")));
     };
     let state = h
