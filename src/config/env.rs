@@ -177,7 +177,17 @@ pub(super) fn as_written(
                     // audit: `F=a` made `${F}ccounts[0]…`), however it is
                     // quoted ("…", '…', `…`, or a number as `-1.0`: the
                     // third found those shown).
-                    p = replace_alone(&p, &s.from, &s.to);
+                    p = if s.from.chars().all(|c| c.is_ascii_digit()) {
+                        // A number of a digit or two is also every index
+                        // and limit of the problem (`api_keys[0]`, `at
+                        // least 16`: the fourth regression audit): only
+                        // where it is quoted.
+                        ['"', '\'', '`'].iter().fold(p, |p, q| {
+                            p.replace(&format!("{q}{}{q}", s.from), &format!("{q}{}{q}", s.to))
+                        })
+                    } else {
+                        replace_alone(&p, &s.from, &s.to)
+                    };
                 }
             }
             p

@@ -399,12 +399,13 @@ fn unsendable_keys_are_refused_with_their_path() {
     let all = e.problems.join("\n");
     assert!(
         all.contains("server.auth_token: must be visible ASCII characters only")
-            && all.contains("has ' '"),
+            && all.contains("has a space at character 6"),
         "{all}"
     );
     assert!(
         all.contains("dashboard.api_keys[0].key: must be visible ASCII characters only")
-            && all.contains("has 'é'"),
+            && all.contains("has a character outside ASCII at character 1")
+            && !all.contains('é'),
         "{all}"
     );
     let e = parse_str(
@@ -875,4 +876,28 @@ fn a_short_value_is_swapped_back_where_it_stands_alone() {
     for p in &e.problems {
         assert!(!p.contains('é') && !p.contains("zq"), "{p}");
     }
+    // Nor a character of a longer one (`has 'é'`); and a number of a digit
+    // or two leaves the indexes and limits of its problem alone
+    // (`api_keys[${V}]`, `at least ${V} characters`: the fourth audit).
+    let env = |name: &str| match name {
+        "T" => Some("abcdefghijklmnopé".to_string()),
+        "V" => Some("16".to_string()),
+        _ => None,
+    };
+    let e = parse(
+        "server: { auth_token: \"${T}\" }\n\
+         dashboard: { api_keys: [ { name: k, key: \"${V}\" } ] }\n",
+        &env,
+    )
+    .unwrap_err();
+    for p in &e.problems {
+        assert!(!p.contains('é'), "{p}");
+    }
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p.starts_with("dashboard.api_keys[0].key: must be at least 16 characters")),
+        "{:#?}",
+        e.problems
+    );
 }

@@ -658,10 +658,21 @@ pub fn signing_key(secret: &str) -> Result<Vec<u8>, String> {
 /// past ASCII as malformed, so a key with an accent, a space or a control
 /// character would pass the check and never let anyone in.
 fn unsendable(secret: &str) -> Option<String> {
-    let bad = secret.chars().find(|c| !c.is_ascii_graphic())?;
+    let (at, bad) = secret
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !c.is_ascii_graphic())?;
+    // Told by its kind and place, never quoted: the character is part of
+    // a secret (the fourth regression audit found `has 'é'`).
+    let kind = match bad {
+        ' ' => "a space",
+        c if c.is_control() => "a control character",
+        _ => "a character outside ASCII",
+    };
     Some(format!(
         "must be visible ASCII characters only (letters, digits, punctuation; no spaces), \
-         as an HTTP header carries it: has {bad:?}"
+         as an HTTP header carries it: has {kind} at character {}",
+        at + 1
     ))
 }
 
