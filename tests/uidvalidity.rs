@@ -304,6 +304,11 @@ fn a_restored_copy_that_kept_its_date_vouches_for_itself_only() {
 /// back: a copy restored with its date.
 fn append_dated_back(mb: &Mailbox, folder: &str, raw: &[u8], ago: i64) {
     let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
+    append_at(mb, folder, raw, then);
+}
+
+/// Appends `raw` to `folder` of `mb` with INTERNALDATE `then`.
+fn append_at(mb: &Mailbox, folder: &str, raw: &[u8], then: time::OffsetDateTime) {
     let month = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ][usize::from(u8::from(then.month())) - 1];
@@ -370,4 +375,52 @@ fn mail_from_before_anything_was_handled_takes_no_record() {
     );
     assert_eq!(rows(&m, 100).len(), 1, "{:#?}", rows(&m, 100));
     assert!(m.log().contains("0 of 2 message(s) are new"), "{}", m.log());
+}
+
+/// Found by the fourth regression audit: a message handled well after it
+/// came (the account paused) is dated before the folder's first record;
+/// restored with its date, it was taken for mail from before anything was
+/// handled and took no record, so its record vouched for a new message
+/// of the same subject and sender, which was never processed. What came
+/// before the folder was first seen is what was there before; the rest
+/// takes its records.
+#[test]
+fn a_message_handled_late_still_takes_its_record() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "noidlate");
+    mb.create("Work");
+    let m = Mailproc::start(&config(
+        &mb.account(
+            "acct",
+            &format!(
+                "    folders: {{ watch: [Work] }}\n    backlog: new_only\n    poll_interval: 1s\n{INVOICES}"
+            ),
+        ),
+        None,
+    ));
+    m.wait_for(Duration::from_secs(30), "first sight", || {
+        m.log().contains("first sight").then_some(())
+    });
+    let digest = |n: &str| {
+        String::from_utf8(msg_now(n, "Invoice digest"))
+            .unwrap()
+            .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
+            .into_bytes()
+    };
+    assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
+    let came = time::OffsetDateTime::now_utc();
+    let late = digest("late");
+    append_at(&mb, "Work", &late, came);
+    // Handled more than the clock slack (2 s) after it came.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(m.post("/api/accounts/acct/resume", "").status, 200);
+    wait_ok(&m, 1);
+    mb.recreate("Work");
+    append_at(&mb, "Work", &late, came);
+    mb.seed("Work", &[digest("tonight")]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 2);
+    assert_eq!(rows(&m, 100).len(), 2, "{:#?}", rows(&m, 100));
+    assert!(m.log().contains("1 of 2 message(s) are new"), "{}", m.log());
 }

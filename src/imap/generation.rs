@@ -117,8 +117,17 @@ impl Runner {
         // Under `backlog: all` whatever was there at first sight was
         // processed (and its Message-ID is `handled`): an older one not
         // handled came since (a copy keeps its date).
+        // Before the folder was first seen, else (seen by an older
+        // version) before its first record: the first record may come well
+        // after the mail it handled (a paused account: the fourth
+        // regression audit found such mail taken for mail from before).
+        let since = self
+            .w
+            .store
+            .first_sight(self.name(), mailbox)?
+            .unwrap_or(earlier.first_at);
         let before_first =
-            |at: &Option<i64>| !all && at.is_some_and(|t| t < earlier.first_at - CLOCK_SLACK_MS);
+            |at: &Option<i64>| !all && at.is_some_and(|t| t < since - CLOCK_SLACK_MS);
         let handled_era =
             |at: &Option<i64>| at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS);
         // Copies dated in the old generation's time take their records

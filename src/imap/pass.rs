@@ -287,6 +287,7 @@ impl Runner {
                     uidvalidity,
                     w,
                 ))?;
+                self.w.store.note_first_sight(&account, mailbox)?;
                 w
             }
         };

@@ -51,6 +51,20 @@ impl Store {
         })
     }
 
+    /// Notes when `mailbox` of `account` was first seen (its first
+    /// watermark set): mail dated before was there before mailproc could
+    /// handle anything in it. Kept across the folder's generations.
+    pub fn note_first_sight(&self, account: &str, mailbox: &str) -> Result<()> {
+        self.set_setting(&first_sight_key(account, mailbox), &now_ms().to_string())
+    }
+
+    /// When `mailbox` of `account` was first seen, if this version saw it.
+    pub fn first_sight(&self, account: &str, mailbox: &str) -> Result<Option<i64>> {
+        Ok(self
+            .setting(&first_sight_key(account, mailbox))?
+            .and_then(|v| v.parse().ok()))
+    }
+
     /// Whether `mailbox` has records under another UIDVALIDITY than
     /// `uidvalidity`: two steps along the (account, mailbox, uidvalidity,
     /// uid) index, so cheap enough for every pass.
@@ -194,6 +208,12 @@ impl Store {
             Ok(closed)
         })
     }
+}
+
+/// The settings key of a folder's first sight (a unit separator between
+/// account and folder, which neither name can hold).
+fn first_sight_key(account: &str, mailbox: &str) -> String {
+    format!("first_sight:{account}\u{1f}{mailbox}")
 }
 
 #[cfg(test)]
