@@ -76,6 +76,17 @@ fn wait_in(m: &Mailproc, d: &Dovecot, user: &str, id: &str, folder: &str) {
     );
 }
 
+/// The accounts of the activity `entries` with `subject`, in order.
+fn accounts_of(entries: &Value, subject: &str) -> Vec<String> {
+    entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["subject"] == subject)
+        .map(|e| e["account"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 fn start() -> (Dovecot, Mailproc) {
     let d = Dovecot::start();
     d.add_user("two", "secret2");
@@ -693,15 +704,7 @@ fn a_rename_under_new_only_goes_on_where_the_old_name_stopped() {
     assert_eq!(r.status, 200, "{}", r.text);
     wait_in(&m, &d, "test", "inv2", "Receipts");
     let entries = get(&m, "/api/activity?pageSize=100").body["entries"].clone();
-    let of = |subject: &str| -> Vec<String> {
-        entries
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["subject"] == subject)
-            .map(|e| e["account"].as_str().unwrap_or_default().to_string())
-            .collect()
-    };
+    let of = |subject: &str| accounts_of(&entries, subject);
     assert_eq!(of("Invoice 1"), ["one"], "{entries:#}");
     assert_eq!(of("Invoice 2"), ["two"], "{entries:#}");
 }
@@ -744,15 +747,7 @@ fn a_rename_taken_further_before_the_old_name_ended_still_hands_over() {
             .then_some(())
     });
     let entries = get(&m, "/api/activity?pageSize=100").body["entries"].clone();
-    let of = |subject: &str| -> Vec<String> {
-        entries
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["subject"] == subject)
-            .map(|e| e["account"].as_str().unwrap_or_default().to_string())
-            .collect()
-    };
+    let of = |subject: &str| accounts_of(&entries, subject);
     assert_eq!(of("Held by the model"), ["one"], "{entries:#}");
     assert_eq!(of("Came in the wait"), ["three"], "{entries:#}");
     assert!(!m.log().contains("two: account added"), "{}", m.log());
