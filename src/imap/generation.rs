@@ -121,13 +121,14 @@ impl Runner {
         // version) before its first record: the first record may come well
         // after the mail it handled (a paused account: the fourth
         // regression audit found such mail taken for mail from before).
-        let since = self
-            .w
-            .store
-            .first_sight(self.name(), mailbox)?
-            .unwrap_or(earlier.first_at);
+        // Under `backlog: all` then (whatever the setting now: the fifth
+        // found it read from the setting now), nothing was before.
+        let (since, none_before) = match self.w.store.first_sight(self.name(), mailbox)? {
+            Some(f) => (f.at, f.all),
+            None => (earlier.first_at, all),
+        };
         let before_first =
-            |at: &Option<i64>| !all && at.is_some_and(|t| t < since - CLOCK_SLACK_MS);
+            |at: &Option<i64>| !none_before && at.is_some_and(|t| t < since - CLOCK_SLACK_MS);
         let handled_era =
             |at: &Option<i64>| at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS);
         // Copies dated in the old generation's time take their records

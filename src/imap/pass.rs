@@ -256,6 +256,14 @@ impl Runner {
                             &Watermark::new(&account, mailbox, uidvalidity, w),
                             v,
                         )?;
+                        // Seen for the first time, under `backlog`: what is
+                        // there now was there before (the fifth regression
+                        // audit found it taken at the next change).
+                        self.w.store.note_first_sight(
+                            &account,
+                            mailbox,
+                            matches!(self.w.account.backlog, crate::config::Backlog::All),
+                        )?;
                         (w, closed, None)
                     }
                 };
@@ -287,7 +295,11 @@ impl Runner {
                     uidvalidity,
                     w,
                 ))?;
-                self.w.store.note_first_sight(&account, mailbox)?;
+                self.w.store.note_first_sight(
+                    &account,
+                    mailbox,
+                    matches!(self.w.account.backlog, crate::config::Backlog::All),
+                )?;
                 w
             }
         };

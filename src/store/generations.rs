@@ -20,6 +20,14 @@ pub struct Earlier {
     pub last_at: i64,
 }
 
+/// When a folder was first seen, and whether `backlog: all` took what was
+/// there then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstSight {
+    pub at: i64,
+    pub all: bool,
+}
+
 /// Message-IDs asked about per query (SQLite's default limit of bound
 /// parameters is 32,766; this keeps each statement small).
 const IDS_PER_QUERY: usize = 500;
@@ -52,17 +60,44 @@ impl Store {
     }
 
     /// Notes when `mailbox` of `account` was first seen (its first
-    /// watermark set): mail dated before was there before mailproc could
-    /// handle anything in it. Kept across the folder's generations.
-    pub fn note_first_sight(&self, account: &str, mailbox: &str) -> Result<()> {
-        self.set_setting(&first_sight_key(account, mailbox), &now_ms().to_string())
+    /// watermark set, or set again for a generation with nothing handled
+    /// before it), and whether `backlog: all` took what was there: mail
+    /// dated before was there before mailproc could handle anything in it,
+    /// unless it was all taken.
+    pub fn note_first_sight(&self, account: &str, mailbox: &str, all: bool) -> Result<()> {
+        let value = format!("{}{}", now_ms(), if all { " all" } else { "" });
+        self.set_setting(&first_sight_key(account, mailbox), &value)
     }
 
     /// When `mailbox` of `account` was first seen, if this version saw it.
-    pub fn first_sight(&self, account: &str, mailbox: &str) -> Result<Option<i64>> {
+    pub fn first_sight(&self, account: &str, mailbox: &str) -> Result<Option<FirstSight>> {
         Ok(self
             .setting(&first_sight_key(account, mailbox))?
-            .and_then(|v| v.parse().ok()))
+            .and_then(|v| {
+                let (at, all) = match v.strip_suffix(" all") {
+                    Some(at) => (at.to_string(), true),
+                    None => (v, false),
+                };
+                Some(FirstSight {
+                    at: at.parse().ok()?,
+                    all,
+                })
+            }))
+    }
+
+    /// A renamed account's folders were first seen under its old name
+    /// (the fifth regression audit): `to` takes the first sights of
+    /// `from` it has none of.
+    pub fn inherit_first_sights(&self, from: &str, to: &str) -> Result<usize> {
+        self.op("inherit_first_sights", || {
+            let (old, new) = (first_sight_key(from, ""), first_sight_key(to, ""));
+            Ok(self.conn.lock().execute(
+                "INSERT OR IGNORE INTO settings (key, value)
+                 SELECT ?2 || substr(key, length(?1) + 1), value FROM settings
+                 WHERE substr(key, 1, length(?1)) = ?1",
+                params![old, new],
+            )?)
+        })
     }
 
     /// Whether `mailbox` has records under another UIDVALIDITY than
@@ -220,6 +255,30 @@ fn first_sight_key(account: &str, mailbox: &str) -> String {
 mod tests {
     use super::*;
     use crate::store::{EmailMeta, Outcome, Status};
+
+    /// A folder's first sight is kept with whether `backlog: all` took
+    /// what was there, and a rename takes it with the watermarks (the
+    /// fifth regression audit: lost in a rename, and read from the
+    /// setting in force now).
+    #[test]
+    fn a_first_sight_is_kept_and_goes_with_a_rename() {
+        let s = Store::open_in_memory().unwrap();
+        assert_eq!(s.first_sight("a", "INBOX").unwrap(), None);
+        s.note_first_sight("a", "INBOX", false).unwrap();
+        s.note_first_sight("a", "Work", true).unwrap();
+        s.note_first_sight("ab", "Other", false).unwrap();
+        let inbox = s.first_sight("a", "INBOX").unwrap().unwrap();
+        assert!(!inbox.all && inbox.at > 0);
+        assert!(s.first_sight("a", "Work").unwrap().unwrap().all);
+        s.advance_watermark(&Watermark::new("a", "INBOX", 7, 10))
+            .unwrap();
+        s.inherit_watermarks("a", "b").unwrap();
+        assert_eq!(s.first_sight("b", "INBOX").unwrap(), Some(inbox));
+        assert!(s.first_sight("b", "Work").unwrap().unwrap().all);
+        // `ab` is another account, not a folder of `a`.
+        assert_eq!(s.first_sight("b", "Other").unwrap(), None);
+        assert_eq!(s.first_sight("bb", "Other").unwrap(), None);
+    }
 
     fn meta(uidvalidity: u32, uid: u32, id: &str) -> EmailMeta {
         EmailMeta {

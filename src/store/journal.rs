@@ -395,6 +395,7 @@ impl Store {
     /// never moved down (the second regression audit: the older one kept,
     /// what `b` had handled was taken again). Returns how many it took.
     pub fn inherit_watermarks(&self, from: &str, to: &str) -> Result<usize> {
+        self.inherit_first_sights(from, to)?;
         self.op("inherit_watermarks", || {
             Ok(self.conn.lock().execute(
                 "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid)

@@ -50,7 +50,7 @@ pub use activity::{search_refusal, ActivityEntry, ActivityQuery, Stats, MAX_SEAR
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
 pub use finished::{Finished, FinishedIn, FinishedMove};
-pub use generations::Earlier;
+pub use generations::{Earlier, FirstSight};
 pub use journal::{
     EmailMeta, FailedAttempt, FailureRecord, Final, KnownEmail, Outcome, Outcomes, Watermark,
 };
