@@ -338,12 +338,7 @@ fn mail_from_before_anything_was_handled_takes_no_record() {
     let s = server::shared(Kind::Dovecot);
     let mb = Mailbox::new(&**s, "noidfirst");
     mb.create("Work");
-    let digest = |n: &str| {
-        String::from_utf8(msg_now(n, "Invoice digest"))
-            .unwrap()
-            .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
-            .into_bytes()
-    };
+    let digest = |n: &str| idless_digest(n);
     let first = digest("before");
     append_dated_back(&mb, "Work", &first, 3 * 3600);
     let m = Mailproc::start(&config(
@@ -401,12 +396,7 @@ fn a_message_handled_late_still_takes_its_record() {
     m.wait_for(Duration::from_secs(30), "first sight", || {
         m.log().contains("first sight").then_some(())
     });
-    let digest = |n: &str| {
-        String::from_utf8(msg_now(n, "Invoice digest"))
-            .unwrap()
-            .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
-            .into_bytes()
-    };
+    let digest = |n: &str| idless_digest(n);
     assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
     let came = time::OffsetDateTime::now_utc();
     let late = digest("late");
@@ -423,4 +413,12 @@ fn a_message_handled_late_still_takes_its_record() {
     wait_ok(&m, 2);
     assert_eq!(rows(&m, 100).len(), 2, "{:#?}", rows(&m, 100));
     assert!(m.log().contains("1 of 2 message(s) are new"), "{}", m.log());
+}
+
+/// A message dated now with subject "Invoice digest" and no Message-ID.
+fn idless_digest(n: &str) -> Vec<u8> {
+    String::from_utf8(msg_now(n, "Invoice digest"))
+        .unwrap()
+        .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
+        .into_bytes()
 }

@@ -19,7 +19,11 @@
 //!   else read per request or per message take effect at once (handlers and
 //!   workers read [`Live::config`] each time);
 //! - settings only a restart can change are reported in
-//!   [`Applied::restart_required`] and keep their running values.
+//!   [`Applied::restart_required`] and keep their running values;
+//! - an account renamed on the same mailbox takes over where the old name
+//!   left (`rename`).
+//!
+//! What a change may not do is checked first (`checks`).
 //!
 //! One change at a time: a mutex around the whole of validate, write and
 //! apply serialises concurrent requests and signals, so the file is always
@@ -38,6 +42,13 @@ use crate::config::{AccountConfig, Config, ConfigError, Loaded, ProviderConfig};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::webhook::Webhooks;
+
+mod checks;
+mod rename;
+
+pub use checks::restart_required;
+use checks::{auth_problems, outgoing_problems};
+use rename::{gone_config, renames, Rename};
 
 /// What the workers need that does not change with the configuration.
 pub struct Deps {
@@ -657,281 +668,4 @@ fn stop_grace() -> Duration {
     crate::failpoint::number("stop_grace")
         .map(|ms| Duration::from_millis(ms as u64))
         .unwrap_or(Duration::from_secs(30))
-}
-
-/// Settings read once at start-up, by path, that differ between `old` and
-/// `new`.
-pub fn restart_required(old: &Config, new: &Config) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |path: &str, differs: bool| {
-        if differs {
-            out.push(path.to_string());
-        }
-    };
-    check("server.bind", old.server.bind != new.server.bind);
-    check("server.port", old.server.port != new.server.port);
-    check("server.workers", old.server.workers != new.server.workers);
-    check(
-        "server.max_connections",
-        old.server.max_connections != new.server.max_connections,
-    );
-    check("storage.path", old.storage.path != new.storage.path);
-    check(
-        "classifier.concurrency",
-        old.classifier.concurrency != new.classifier.concurrency,
-    );
-    check(
-        "dashboard.session_secret",
-        old.dashboard.session_secret != new.dashboard.session_secret,
-    );
-    check("log_level", old.log_level != new.log_level);
-    out
-}
-
-/// How long a new outgoing URL's host may take to resolve.
-const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// What the validated configuration `new`, sent through the API, may not
-/// do to outgoing requests, against the running `old`: widen
-/// `webhook_settings.allow_private`, or name a provider URL, a provider
-/// proxy or an OAuth2 token or device endpoint (one not in `old` already)
-/// that the SSRF guard refuses. Resolves new host names (each within
-/// [`RESOLVE_TIMEOUT`]).
-/// A change through the API or the dashboard may not leave the API without
-/// authentication when it has some: it came from someone signed in, and
-/// would open every endpoint to anyone who reaches the port. Running open
-/// (development only) is chosen in the file.
-fn auth_problems(old: &Config, new: &Config) -> Vec<String> {
-    if crate::auth::api_is_open(new) && !crate::auth::api_is_open(old) {
-        vec![
-            "server.auth_token: neither server.auth_token nor dashboard.api_keys would be \
-              left, which opens the API to anyone who reaches it; a change through the API \
-              keeps one of them (running without authentication is chosen in the file)"
-                .to_string(),
-        ]
-    } else {
-        Vec::new()
-    }
-}
-
-fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
-    let mut p = Vec::new();
-    let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
-    for (i, e) in new.webhook_settings.allow_private.iter().enumerate() {
-        if !old
-            .webhook_settings
-            .allow_private
-            .iter()
-            .any(|o| same(o, e))
-        {
-            p.push(format!(
-                "webhook_settings.allow_private[{i}]: {e:?} is not in the file's list; which \
-                 private addresses outgoing requests may reach is widened only in the file"
-            ));
-        }
-    }
-    let known: Vec<&str> = crate::config::outgoing_urls(old)
-        .into_iter()
-        .map(|(_, u)| u)
-        .collect();
-    let allow = crate::webhook::AllowList::new(&old.webhook_settings.allow_private);
-    for (at, url) in crate::config::outgoing_urls(new) {
-        if known.contains(&url) {
-            continue;
-        }
-        if let Err(e) = crate::webhook::vet(url, &allow, RESOLVE_TIMEOUT) {
-            let said = crate::config::redact_text(&e.to_string());
-            p.push(match e {
-                // Where it points is unknown: checked again when it resolves.
-                crate::webhook::WebhookError::Resolve { .. } => format!(
-                    "{at}: {said}; a new outgoing URL is checked against the private \
-                     and local addresses before it is accepted, so its host must resolve"
-                ),
-                _ => format!(
-                    "{at}: {said}; private and local addresses need \
-                     webhook_settings.allow_private, which only the file can set"
-                ),
-            });
-        }
-    }
-    p
-}
-
-/// The account `name` of `gone`, as it was configured.
-fn gone_config(gone: &[(String, AccountConfig)], name: &str) -> AccountConfig {
-    gone.iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, c)| c.clone())
-        .expect("a rename's old name is one of those gone")
-}
-
-/// A renamed account waiting for its old name's worker to end.
-struct Rename {
-    /// The new name.
-    to: String,
-    /// The old name's account, to match a further rename of the new one
-    /// against before it started.
-    was: AccountConfig,
-}
-
-/// The accounts of `new` that are renames of one of `gone` (old names
-/// whose workers this change stopped, or which were waiting to hand over
-/// to a rename this change took back): the same mailbox (host, port,
-/// user), and not `backlog: all`, which asks for the mailbox again. Where
-/// several old and new names share a mailbox, the watched folders must
-/// match too, and a match that is still not one to one is no rename (the
-/// second regression audit found two renamed at once swapping their pause
-/// and watermarks). New name → old.
-fn renames(
-    old: &Config,
-    new: &Config,
-    gone: &[(String, AccountConfig)],
-) -> HashMap<String, String> {
-    let same_mailbox = |o: &AccountConfig, a: &AccountConfig| {
-        o.imap.host == a.imap.host
-            && o.imap.port() == a.imap.port()
-            && o.imap.username == a.imap.username
-    };
-    let added: Vec<&AccountConfig> = new
-        .accounts
-        .iter()
-        .filter(|a| !old.accounts.iter().any(|o| o.name == a.name))
-        .filter(|a| !matches!(a.backlog, crate::config::Backlog::All))
-        .collect();
-    let mut out = HashMap::new();
-    for a in &added {
-        let matches = |strict: bool| -> Vec<&(String, AccountConfig)> {
-            gone.iter()
-                .filter(|(_, o)| same_mailbox(o, a))
-                .filter(|(_, o)| !strict || o.folders.watch == a.folders.watch)
-                .collect()
-        };
-        let rivals = |strict: bool| {
-            added
-                .iter()
-                .filter(|b| gone.iter().any(|(_, o)| same_mailbox(o, b)))
-                .filter(|b| !strict || gone.iter().any(|(_, o)| o.folders.watch == b.folders.watch))
-                .filter(|b| same_mailbox(b, a) && (!strict || b.folders.watch == a.folders.watch))
-                .count()
-        };
-        let one = match (matches(false).as_slice(), rivals(false)) {
-            ([o], 1) => Some(*o),
-            _ => match (matches(true).as_slice(), rivals(true)) {
-                ([o], 1) => Some(*o),
-                _ => None,
-            },
-        };
-        if let Some((name, _)) = one {
-            out.insert(a.name.clone(), name.clone());
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An account on host `h`, user `u`, watching `watch`, with `backlog`.
-    fn acct(name: &str, u: &str, watch: &str, backlog: &str) -> String {
-        format!(
-            "  - {{ name: {name}, imap: {{ host: h, username: {u}, password: p }}, \
-             folders: {{ watch: [{watch}] }}, backlog: {backlog} }}\n"
-        )
-    }
-
-    fn accounts(list: &[String]) -> Config {
-        let text = format!("accounts:\n{}", list.concat());
-        crate::config::parse(&text, &|_| None).unwrap().0
-    }
-
-    fn gone(c: &Config, names: &[&str]) -> Vec<(String, AccountConfig)> {
-        c.accounts
-            .iter()
-            .filter(|a| names.contains(&a.name.as_str()))
-            .map(|a| (a.name.clone(), a.clone()))
-            .collect()
-    }
-
-    #[test]
-    fn a_rename_is_matched_one_to_one_or_not_at_all() {
-        let old = accounts(&[acct("a", "u", "INBOX", "new_only")]);
-        // One old name, one new, one mailbox: a rename.
-        let new = accounts(&[acct("b", "u", "INBOX", "new_only")]);
-        let r = renames(&old, &new, &gone(&old, &["a"]));
-        assert_eq!(r.get("b").map(String::as_str), Some("a"));
-        // `backlog: all` asks for the mailbox again: no rename.
-        let all = accounts(&[acct("b", "u", "INBOX", "all")]);
-        assert!(renames(&old, &all, &gone(&old, &["a"])).is_empty());
-        // Another mailbox: no rename.
-        let other = accounts(&[acct("b", "v", "INBOX", "new_only")]);
-        assert!(renames(&old, &other, &gone(&old, &["a"])).is_empty());
-        // Two on one mailbox renamed at once: told apart by their folders
-        // (listed in the other order, they swapped: the second regression
-        // audit), or not at all.
-        let old = accounts(&[
-            acct("a1", "u", "INBOX", "new_only"),
-            acct("a2", "u", "Work", "new_only"),
-        ]);
-        let new = accounts(&[
-            acct("b2", "u", "Work", "new_only"),
-            acct("b1", "u", "INBOX", "new_only"),
-        ]);
-        let r = renames(&old, &new, &gone(&old, &["a1", "a2"]));
-        assert_eq!(r.get("b1").map(String::as_str), Some("a1"));
-        assert_eq!(r.get("b2").map(String::as_str), Some("a2"));
-        let old = accounts(&[
-            acct("a1", "u", "INBOX", "new_only"),
-            acct("a2", "u", "INBOX", "new_only"),
-        ]);
-        let new = accounts(&[
-            acct("b1", "u", "INBOX", "new_only"),
-            acct("b2", "u", "INBOX", "new_only"),
-        ]);
-        assert!(renames(&old, &new, &gone(&old, &["a1", "a2"])).is_empty());
-        // a → b taken back by b → c before `a` ended: `a` is one of those
-        // gone (as the change hands it over), and `c` its rename.
-        let was = accounts(&[acct("a", "u", "INBOX", "new_only")]);
-        let old = accounts(&[acct("b", "u", "INBOX", "new_only")]);
-        let new = accounts(&[acct("c", "u", "INBOX", "new_only")]);
-        let r = renames(&old, &new, &gone(&was, &["a"]));
-        assert_eq!(r.get("c").map(String::as_str), Some("a"));
-    }
-
-    #[test]
-    fn only_start_up_settings_need_a_restart() {
-        let parse = |text: &str| crate::config::parse(text, &|_| None).unwrap().0;
-        let old = parse("server: { port: 8080 }\n");
-        let same = parse("server: { port: 8080, auth_token: abcdefghijklmnopqrstuvwxyz012345 }\n");
-        assert!(restart_required(&old, &same).is_empty());
-        let new = parse("server: { port: 9090, workers: 2 }\nstorage: { path: /tmp/x.db }\n");
-        assert_eq!(
-            restart_required(&old, &new),
-            ["server.port", "server.workers", "storage.path"]
-        );
-    }
-
-    #[test]
-    fn allow_private_cannot_grow_and_new_outgoing_urls_are_vetted() {
-        let parse = |t: &str| crate::config::parse(t, &|_| None).unwrap().0;
-        let old = parse(
-            "webhook_settings: { allow_private: [127.0.0.1/32] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m } ] }\n",
-        );
-        // What the file had stays, whatever it points at.
-        assert!(outgoing_problems(&old, &old).is_empty());
-        let new = parse(
-            "webhook_settings: { allow_private: [127.0.0.1/32, 10.0.0.0/8] }\nclassifier: { providers: [ { name: p, kind: openai, url: \"http://10.1.2.3/v1\", model: m }, { name: q, kind: openai, url: \"http://169.254.169.254/v1\", model: m, proxy: \"http://192.168.1.1:3128\" }, { name: r, kind: openai, url: \"http://127.0.0.1:9/v1\", model: m } ] }\n",
-        );
-        let p = outgoing_problems(&old, &new);
-        let at: Vec<&str> = p.iter().map(|p| p.split(':').next().unwrap()).collect();
-        assert_eq!(
-            at,
-            [
-                "webhook_settings.allow_private[1]",
-                "classifier.providers[1].url",
-                "classifier.providers[1].proxy",
-            ],
-            "{p:#?}"
-        );
-    }
 }
