@@ -258,4 +258,6 @@ pub fn parse_net(s: &str) -> Option<IpNet> {
 }
 
 #[cfg(test)]
+mod problem_tests;
+#[cfg(test)]
 mod tests;

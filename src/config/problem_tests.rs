@@ -1,0 +1,219 @@
+//! What a configuration's problems say: every problem told at once, each
+//! by the path the file has, quoting the text as written and never a value
+//! a `${NAME}` brought in. Found by audits of the binary, each.
+
+use super::*;
+
+fn parse_str(s: &str) -> Result<Config, ConfigError> {
+    parse(s, &|name| {
+        (name == "TOKEN").then(|| "abcdefghijklmnopqrstu".into())
+    })
+    .map(|(c, _)| c)
+}
+
+/// Found by an audit of the binary: with a provider of an unknown kind
+/// (an item that does not read, so validation did not run), `check-config`
+/// told only that, hiding `server.workers: 0` and an account's
+/// `max_attempts: 0`. The limits of the other sections are told too; the
+/// accounts', which may name the provider taken out, wait.
+#[test]
+fn an_item_that_does_not_read_hides_no_other_sections_problem() {
+    let e = parse_str(
+        "server: { workers: 0 }\nstorage: { activity_retention: 0s }\n\
+         classifier: { providers: [ { name: p, kind: foo, url: \"http://127.0.0.1:9/\", model: m } ] }\n\
+         accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, provider: p, max_attempts: 0 }\n",
+    )
+    .unwrap_err();
+    for want in [
+        "server.workers: must be between 1 and 256",
+        "storage.activity_retention: must be longer than zero",
+    ] {
+        assert!(
+            e.problems.iter().any(|p| p == want),
+            "{want}: {:#?}",
+            e.problems
+        );
+    }
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p.starts_with("classifier.providers[0].kind")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(
+        !e.problems.iter().any(|p| p.contains("unknown provider")),
+        "a reference to the item taken out is not a problem: {:#?}",
+        e.problems
+    );
+}
+
+/// Found by an audit of the binary: `allowed: [inbox]` beside a watched
+/// INBOX passed, and a rule moving there processed one message for ever
+/// (IMAP names INBOX in any case).
+#[test]
+fn inbox_in_any_case_is_the_watched_inbox() {
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { watch: [INBOX], allowed: [inbox], junk: Inbox } }\n",
+    )
+    .unwrap_err();
+    for want in [
+        "accounts[0].folders.watch[0]: \"INBOX\" is also a move target",
+        "accounts[0].folders.junk: \"Inbox\" is also watched",
+    ] {
+        assert!(
+            e.problems.iter().any(|p| p.starts_with(want)),
+            "{want}: {:#?}",
+            e.problems
+        );
+    }
+    // A level below INBOX too (a second audit: `inbox/Sub` beside a
+    // watched `INBOX/Sub` moved one message for ever on Dovecot).
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { watch: [INBOX/Sub], allowed: [inbox/Sub] } }\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p
+                .starts_with("accounts[0].folders.watch[0]: \"INBOX/Sub\" is also a move target")),
+        "{:#?}",
+        e.problems
+    );
+    // Other names keep their case: `work` is not `Work`.
+    parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { watch: [Work], allowed: [work] } }\n",
+    )
+    .unwrap();
+}
+
+/// Found by an audit of the binary: an item of the wrong type (`"oops"`
+/// among the accounts) was taken out without being counted, and the next
+/// item's problems were told by its index: `accounts[0].max_attempts`
+/// for the account at [1].
+#[test]
+fn an_item_of_the_wrong_type_shifts_no_index() {
+    let e = parse_str(
+        "server: { workers: 0 }\n\
+         accounts:\n  - oops\n  - { name: b, imap: { host: x, username: u, password: p }, max_attempts: 0 }\n\
+         webhooks: [5, { url: \"ftp://127.0.0.1/\" }]\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.problems.iter().any(|p| p.starts_with("accounts[0]:")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(
+        e.problems.iter().any(|p| p.starts_with("webhooks[0]:")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p == "server.workers: must be between 1 and 256"),
+        "{:#?}",
+        e.problems
+    );
+    for wrong in ["accounts[0].max_attempts", "webhooks[0].url"] {
+        assert!(
+            !e.problems.iter().any(|p| p.starts_with(wrong)),
+            "{wrong}: {:#?}",
+            e.problems
+        );
+    }
+}
+
+/// Found by audits of the binary: a value with only `$${` escapes (how the
+/// API keeps a `${X}` sent where no reference may be) was swapped back into
+/// its problem twice: `folder "$$${X}" is not in folders.allowed`.
+#[test]
+fn an_escaped_reference_is_quoted_once() {
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Work] }, \
+             rules: [ { name: r, when: { subject: x }, actions: [ { type: move, folder: \"$${TOKEN}\" } ] } ] }\n",
+    )
+    .unwrap_err();
+    let p = e
+        .problems
+        .iter()
+        .find(|p| p.contains("is not in folders.allowed"))
+        .unwrap_or_else(|| panic!("{:#?}", e.problems));
+    assert!(p.contains(r#"folder "${TOKEN}""#), "{p}");
+    assert!(!p.contains("$$"), "{p}");
+}
+
+/// Found by the second regression audit: a reference whose value is one
+/// character (`F=a`) was swapped back into every word of its problem:
+/// `${F}ccounts[0].folders.w${F}tch[0]`. It is swapped back where it
+/// stands alone, however the problem quotes it.
+#[test]
+fn a_short_value_is_swapped_back_where_it_stands_alone() {
+    let env = |name: &str| (name == "F").then(|| "a".to_string());
+    let e = parse(
+        "accounts:\n  - { name: x, imap: { host: h, username: u, password: p }, \
+             folders: { watch: [\"${F}\"], allowed: [a] } }\n",
+        &env,
+    )
+    .unwrap_err();
+    let p = e
+        .problems
+        .iter()
+        .find(|p| p.contains("move target"))
+        .unwrap_or_else(|| panic!("{:#?}", e.problems));
+    // The path and the words around are whole; where the value stands
+    // alone it is the reference (`is also ${F} move target`: a word of
+    // its own cannot be told from the value).
+    assert!(
+        p.starts_with("accounts[0].folders.watch[0]: \"${F}\" is also"),
+        "{p}"
+    );
+    assert!(p.contains("folders.allowed; mail moved there"), "{p}");
+    // However the problem quotes it (the third regression audit: an
+    // `auth_token` of one character shown as `'é'`, a security as `zq`).
+    let env = |name: &str| match name {
+        "T" => Some("é".to_string()),
+        "S" => Some("zq".to_string()),
+        _ => None,
+    };
+    let e = parse(
+        "server: { auth_token: \"${T}\" }\naccounts:\n  - { name: x, imap: { host: h, \
+             username: u, password: p, security: \"${S}\" } }\n",
+        &env,
+    )
+    .unwrap_err();
+    assert!(!e.problems.is_empty());
+    for p in &e.problems {
+        assert!(!p.contains('é') && !p.contains("zq"), "{p}");
+    }
+    // Nor a character of a longer one (`has 'é'`); and a number of a digit
+    // or two leaves the indexes and limits of its problem alone
+    // (`api_keys[${V}]`, `at least ${V} characters`: the fourth audit).
+    let env = |name: &str| match name {
+        "T" => Some("abcdefghijklmnopé".to_string()),
+        "V" => Some("16".to_string()),
+        _ => None,
+    };
+    let e = parse(
+        "server: { auth_token: \"${T}\" }\n\
+         dashboard: { api_keys: [ { name: k, key: \"${V}\" } ] }\n",
+        &env,
+    )
+    .unwrap_err();
+    for p in &e.problems {
+        assert!(!p.contains('é'), "{p}");
+    }
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p.starts_with("dashboard.api_keys[0].key: must be at least 16 characters")),
+        "{:#?}",
+        e.problems
+    );
+}
