@@ -30,15 +30,29 @@ const INVOICES: &str = "    rules:\n      \
 
 /// mailproc with one account watching `Work` of `mb`, flagging invoices.
 fn watching_work(mb: &Mailbox) -> Mailproc {
+    watching_work_with(mb, "all")
+}
+
+/// [`watching_work`] under `backlog`.
+fn watching_work_with(mb: &Mailbox, backlog: &str) -> Mailproc {
     Mailproc::start(&config(
         &mb.account(
             "acct",
             &format!(
-                "    folders: {{ watch: [Work] }}\n    backlog: all\n    poll_interval: 1s\n{INVOICES}"
+                "    folders: {{ watch: [Work] }}\n    backlog: {backlog}\n    poll_interval: 1s\n{INVOICES}"
             ),
         ),
         None,
     ))
+}
+
+/// [`watching_work`] under `backlog: new_only`, once `Work` is first seen.
+fn watching_work_new_only(mb: &Mailbox) -> Mailproc {
+    let m = watching_work_with(mb, "new_only");
+    m.wait_for(Duration::from_secs(30), "first sight", || {
+        m.log().contains("first sight").then_some(())
+    });
+    m
 }
 
 fn wait_ok(m: &Mailproc, n: u64) {
@@ -338,22 +352,10 @@ fn mail_from_before_anything_was_handled_takes_no_record() {
     let s = server::shared(Kind::Dovecot);
     let mb = Mailbox::new(&**s, "noidfirst");
     mb.create("Work");
-    let digest = |n: &str| idless_digest(n);
-    let first = digest("before");
+    let first = idless_digest("before");
     append_dated_back(&mb, "Work", &first, 3 * 3600);
-    let m = Mailproc::start(&config(
-        &mb.account(
-            "acct",
-            &format!(
-                "    folders: {{ watch: [Work] }}\n    backlog: new_only\n    poll_interval: 1s\n{INVOICES}"
-            ),
-        ),
-        None,
-    ));
-    m.wait_for(Duration::from_secs(30), "first sight", || {
-        m.log().contains("first sight").then_some(())
-    });
-    let handled = digest("handled");
+    let m = watching_work_new_only(&mb);
+    let handled = idless_digest("handled");
     mb.seed("Work", std::slice::from_ref(&handled));
     wait_ok(&m, 1);
     mb.recreate("Work");
@@ -384,22 +386,10 @@ fn a_message_handled_late_still_takes_its_record() {
     let s = server::shared(Kind::Dovecot);
     let mb = Mailbox::new(&**s, "noidlate");
     mb.create("Work");
-    let m = Mailproc::start(&config(
-        &mb.account(
-            "acct",
-            &format!(
-                "    folders: {{ watch: [Work] }}\n    backlog: new_only\n    poll_interval: 1s\n{INVOICES}"
-            ),
-        ),
-        None,
-    ));
-    m.wait_for(Duration::from_secs(30), "first sight", || {
-        m.log().contains("first sight").then_some(())
-    });
-    let digest = |n: &str| idless_digest(n);
+    let m = watching_work_new_only(&mb);
     assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
     let came = time::OffsetDateTime::now_utc();
-    let late = digest("late");
+    let late = idless_digest("late");
     append_at(&mb, "Work", &late, came);
     // Handled more than the clock slack (2 s) after it came.
     std::thread::sleep(Duration::from_secs(4));
@@ -407,7 +397,7 @@ fn a_message_handled_late_still_takes_its_record() {
     wait_ok(&m, 1);
     mb.recreate("Work");
     append_at(&mb, "Work", &late, came);
-    mb.seed("Work", &[digest("tonight")]);
+    mb.seed("Work", &[idless_digest("tonight")]);
     let r = m.post("/api/accounts/acct/process", "");
     assert!(r.status < 300, "{}", r.text);
     wait_ok(&m, 2);
