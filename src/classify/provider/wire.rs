@@ -1,0 +1,182 @@
+//! One exchange with a model endpoint: the request sent, the answer
+//! read within its limits, and the provider's errors told apart.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::Provider;
+use crate::classify::{truncate, ClassifyError};
+use crate::config::ProviderKind;
+
+/// What a model answered.
+pub(super) struct Reply {
+    pub(super) text: String,
+    /// The whole answer (`answer: choice` reads its log-probabilities).
+    pub(super) raw: Value,
+    pub(super) prompt_tokens: Option<u64>,
+    pub(super) completion_tokens: Option<u64>,
+}
+
+impl Provider {
+    /// Sends one request and reads its answer; the wait the server asked
+    /// for (`Retry-After`) goes with an error.
+    pub(super) fn call(&self, body: Value) -> Result<Reply, (ClassifyError, Option<Duration>)> {
+        let c = &self.config;
+        let mut req = self
+            .agent
+            .post(&c.url)
+            .header("Content-Type", "application/json");
+        let key = c.api_key.as_deref().filter(|k| !k.is_empty());
+        // The URL's user-info goes decoded (`agent::basic_auth`), unless
+        // the API key takes the Authorization header.
+        let basic = crate::agent::basic_auth(&c.url);
+        match (c.kind, key) {
+            (ProviderKind::Openai, Some(k)) => {
+                req = req.header("Authorization", &format!("Bearer {k}"));
+            }
+            (ProviderKind::Openai, None) => {
+                if let Some(b) = &basic {
+                    req = req.header("Authorization", b);
+                }
+            }
+            (ProviderKind::Anthropic, key) => {
+                req = req.header("anthropic-version", "2023-06-01");
+                if let Some(k) = key {
+                    req = req.header("x-api-key", k);
+                }
+                if let Some(b) = &basic {
+                    req = req.header("Authorization", b);
+                }
+            }
+        }
+        let provider = c.name.clone();
+        let started = Instant::now();
+        // A time-out in either phase (sending, or reading the answer) is a
+        // time-out of the call; anything else the transport says is kept.
+        let failed = |e: ureq::Error| {
+            let err = match e {
+                ureq::Error::Timeout(_) => ClassifyError::Timeout {
+                    provider: provider.clone(),
+                    after: started.elapsed(),
+                },
+                e => ClassifyError::Transport {
+                    provider: provider.clone(),
+                    error: e.to_string(),
+                },
+            };
+            (err, None)
+        };
+        let mut res = req.send(body.to_string().as_bytes()).map_err(failed)?;
+        let status = res.status().as_u16();
+        let retry_after = crate::agent::retry_after(res.headers(), Duration::MAX);
+        let text = match res.body_mut().with_config().limit(4 << 20).read_to_string() {
+            Ok(text) => text,
+            // An answer that arrived whole but cannot be read (over 4 MiB,
+            // not UTF-8) would be the same if asked again: not retried (a
+            // 2xx is an invalid answer), and an error status keeps its own
+            // say on retrying. A time-out or a connection lost half-way is
+            // the transport's, as before.
+            Err(e @ (ureq::Error::BodyExceedsLimit(_) | ureq::Error::Io(_))) if unreadable(&e) => {
+                let why = format!("the answer cannot be read: {e}");
+                let err = if (200..300).contains(&status) {
+                    ClassifyError::InvalidAnswer {
+                        provider: provider.clone(),
+                        error: why,
+                    }
+                } else {
+                    ClassifyError::Http {
+                        provider: provider.clone(),
+                        status,
+                        body: why,
+                    }
+                };
+                return Err((err, retry_after));
+            }
+            Err(e) => return Err(failed(e)),
+        };
+        // A server may quote back what it was sent ("invalid key sk-…");
+        // the answer's text reaches records, logs and webhooks, the
+        // provider's secrets never do (found by an audit).
+        let text = self.without_secrets(text);
+        if !(200..300).contains(&status) {
+            return Err((
+                ClassifyError::Http {
+                    provider,
+                    status,
+                    body: text,
+                },
+                retry_after,
+            ));
+        }
+        // A URL that reaches some other API (a models list, a web page, an
+        // event stream) must say so, not "invalid answer" for every email.
+        let not_api = |why: String| {
+            let (api, path) = match c.kind {
+                ProviderKind::Openai => {
+                    ("an OpenAI Chat Completions answer", "/v1/chat/completions")
+                }
+                ProviderKind::Anthropic => ("an Anthropic Messages answer", "/v1/messages"),
+            };
+            (
+                ClassifyError::InvalidAnswer {
+                    provider: provider.clone(),
+                    error: format!(
+                        "the server's answer is not {api} ({why}): {:?}; does url {} end in {path}?",
+                        truncate(text.trim(), 120),
+                        crate::config::redact_url(&c.url)
+                    ),
+                },
+                None,
+            )
+        };
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| not_api(format!("not JSON: {e}")))?;
+        let (content, pt, ct) = match c.kind {
+            ProviderKind::Openai => (
+                v.pointer("/choices/0/message/content")
+                    .and_then(Value::as_str),
+                v.pointer("/usage/prompt_tokens").and_then(Value::as_u64),
+                v.pointer("/usage/completion_tokens")
+                    .and_then(Value::as_u64),
+            ),
+            ProviderKind::Anthropic => (
+                v.pointer("/content/0/text").and_then(Value::as_str),
+                v.pointer("/usage/input_tokens").and_then(Value::as_u64),
+                v.pointer("/usage/output_tokens").and_then(Value::as_u64),
+            ),
+        };
+        let content = content.ok_or_else(|| match c.kind {
+            ProviderKind::Openai if v.pointer("/choices/0/message").is_none() => {
+                not_api("no choices[0].message".into())
+            }
+            ProviderKind::Anthropic if v.get("content").is_none() => not_api("no content".into()),
+            _ => (
+                ClassifyError::InvalidAnswer {
+                    provider: provider.clone(),
+                    error: format!(
+                        "the answer has no text content: {:?}",
+                        truncate(text.trim(), 200)
+                    ),
+                },
+                None,
+            ),
+        })?;
+        Ok(Reply {
+            text: content.to_string(),
+            raw: v.clone(),
+            prompt_tokens: pt,
+            completion_tokens: ct,
+        })
+    }
+}
+
+/// Whether a failed read of an answer's body failed on the answer itself
+/// (too large, not UTF-8) rather than on the way (a time-out, a reset).
+fn unreadable(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::BodyExceedsLimit(_) => true,
+        ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
+}
