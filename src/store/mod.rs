@@ -23,6 +23,7 @@
 mod activity;
 mod attention;
 mod deliveries;
+mod file;
 mod finished;
 mod generations;
 mod journal;
@@ -43,12 +44,14 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::actions::Action;
 use crate::timestamp::now_ms;
+use file::{file_id, foreign, owner_only};
 use read::{Counts, ReadGuard, Reader, READERS};
 use schema::MIGRATIONS;
 
 pub use activity::{search_refusal, ActivityEntry, ActivityQuery, Stats, MAX_SEARCH_CHARS};
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
+pub use file::{check_path, hold_for_service};
 pub use finished::{Finished, FinishedIn, FinishedMove};
 pub use generations::{Earlier, FirstSight};
 pub use journal::{
@@ -287,209 +290,8 @@ fn set_wal(conn: &Connection) -> Result<()> {
     }
 }
 
-/// Makes the database and its `-wal` and `-shm` readable by their owner
-/// only: they hold every subject, sender and session of the service. New
-/// files get that from the umask (set by `main`), but a database made by
-/// an older version or another tool may be world-readable. A file that
-/// cannot be changed is logged, not fatal.
-/// The database held for one service: a second `mailproc run` on the same
-/// file would decide, act on and record every new message again beside
-/// the first. An advisory lock (`flock`) on the database file itself, held
-/// while the returned value lives and released by the kernel when the
-/// process ends, however it ends; SQLite's own locks (`fcntl`) are
-/// separate, so the commands of the shell (`set-password`, `train`) and
-/// readers like `sqlite3` still open the file.
-pub fn hold_for_service(path: &Path) -> std::result::Result<impl Sized, String> {
-    use nix::fcntl::{Flock, FlockArg};
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| match e {
-        nix::errno::Errno::EWOULDBLOCK => format!(
-            "{} is in use by another mailproc service (it holds the file's lock): two \
-             services on one database would each process every message",
-            path.display()
-        ),
-        e => format!("{}: cannot lock it: {e}", path.display()),
-    })
-}
-
-/// A file's device and inode: which file a path names.
-fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).map(|m| (m.dev(), m.ino()))
-}
-
-fn owner_only(db: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let mut paths = vec![db.to_path_buf()];
-    for suffix in ["-wal", "-shm"] {
-        let mut p = db.as_os_str().to_os_string();
-        p.push(suffix);
-        paths.push(p.into());
-    }
-    for p in paths {
-        let Ok(meta) = std::fs::metadata(&p) else {
-            continue;
-        };
-        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
-            if let Err(e) = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
-                log::warn!(
-                    "cannot make {} readable by its owner only: {e}",
-                    p.display()
-                );
-            }
-        }
-    }
-}
-
 fn parse_actions(s: &str) -> Vec<Action> {
     serde_json::from_str(s).unwrap_or_default()
-}
-
-/// Whether the database at `path` could be opened for writing, without
-/// touching anything (`mailproc check-config`): an existing file must be a
-/// regular file this user may write, and its directory too (SQLite writes
-/// its `-wal` and `-shm` beside it); a missing directory must be one this
-/// user could create, its nearest existing ancestor a directory it may
-/// write. `Err` says why, naming the path.
-pub fn check_path(path: &Path) -> std::result::Result<(), String> {
-    use nix::unistd::{access, AccessFlags};
-    let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();
-    match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => return Err(format!("{} is not a file", path.display())),
-        Ok(_) if access(path, AccessFlags::R_OK | AccessFlags::W_OK).is_err() => {
-            return Err(format!(
-                "{} exists but mailproc's user may not read and write it{}",
-                path.display(),
-                as_whom()
-            ))
-        }
-        Ok(m) if m.len() > 0 => {
-            // An empty file is what SQLite makes of a new database too.
-            let mut head = [0u8; 16];
-            let read = std::fs::File::open(path).and_then(|mut f| {
-                use std::io::Read;
-                f.read_exact(&mut head)
-            });
-            if read.is_err() || &head != b"SQLite format 3\0" {
-                return Err(format!("{} is not an SQLite database", path.display()));
-            }
-            check_contents(path)?;
-        }
-        _ => {}
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut at = dir;
-    loop {
-        match std::fs::metadata(at) {
-            Ok(m) if !m.is_dir() => {
-                return Err(format!("{} is not a directory", at.display()));
-            }
-            Ok(_) if writable(at) => return Ok(()),
-            Ok(_) => {
-                return Err(if at == dir {
-                    format!(
-                        "mailproc's user may not write in {}, where the database and its -wal and -shm files go{}",
-                        at.display(),
-                        as_whom()
-                    )
-                } else {
-                    format!(
-                        "{} is missing and mailproc's user may not create it in {}{}",
-                        dir.display(),
-                        at.display(),
-                        as_whom()
-                    )
-                });
-            }
-            Err(_) => match at.parent() {
-                Some(up) if !up.as_os_str().is_empty() => at = up,
-                _ => return Ok(()),
-            },
-        }
-    }
-}
-
-/// Refuses another program's database before anything of it is changed
-/// (its journal mode, its tables): no schema version of mailproc's, yet
-/// tables. A mistyped `storage.path` must not migrate someone's data.
-fn foreign(conn: &Connection) -> Result<()> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    // Migration 1 made these; every later one keeps them (their names
-    // alone are common: the columns too).
-    let columns: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info('emails')")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let ours = ["settings", "emails", "folder_state"]
-        .iter()
-        .all(|t| names.iter().any(|n| n == t))
-        && ["account", "mailbox", "uidvalidity", "uid", "message_id"]
-            .iter()
-            .all(|c| columns.iter().any(|n| n == c));
-    if names.is_empty() || (version != 0 && ours) {
-        return Ok(());
-    }
-    Err(StoreError::new(
-        "open",
-        Cause::Schema(format!(
-            "the file holds another program's tables ({}{}){}, not mailproc's: name a new file or mailproc's own",
-            names[..names.len().min(3)].join(", "),
-            if names.len() > 3 { ", …" } else { "" },
-            if version != 0 {
-                format!(" at schema version {version}")
-            } else {
-                String::new()
-            }
-        )),
-    ))
-}
-
-/// The file at `path`, when it exists, is mailproc's database (or empty)
-/// and not newer than this mailproc: read without changing anything (no
-/// migration, no journal mode), for `check-config`.
-fn check_contents(path: &Path) -> std::result::Result<(), String> {
-    use rusqlite::OpenFlags;
-    let conn = match Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) {
-        Ok(c) => c,
-        // Not readable this way (a WAL file without its -shm in a directory
-        // this user may not write): `run` will say.
-        Err(_) => return Ok(()),
-    };
-    foreign(&conn).map_err(|e| match e.cause {
-        Cause::Schema(why) => format!("{}: {why}", path.display()),
-        other => format!("{}: {}", path.display(), StoreError::new("read", other)),
-    })?;
-    let version: usize = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .unwrap_or(0);
-    if version > MIGRATIONS.len() {
-        return Err(format!(
-            "{}: database schema version {version} is newer than this mailproc ({}); upgrade mailproc",
-            path.display(),
-            MIGRATIONS.len()
-        ));
-    }
-    Ok(())
-}
-
-/// Who the check ran as: an operator checking a file as themselves, not
-/// as the service's user, is told so.
-fn as_whom() -> String {
-    use std::os::unix::fs::MetadataExt;
-    match std::fs::metadata("/proc/self") {
-        Ok(m) => format!(" (checked as uid {}: check as the service's user)", m.uid()),
-        Err(_) => String::new(),
-    }
 }
 
 impl Store {
