@@ -23,6 +23,7 @@ pub mod flash;
 pub mod forms;
 mod layout;
 pub mod pages;
+pub mod rule_form;
 mod words;
 
 use std::cell::Cell;

@@ -372,13 +372,13 @@ static ROUTES: &[Route] = &[
         "GET",
         "/config/rule",
         Access::Session,
-        Page(|c, r, s, _| dash::editor::rule_page(c, r, s)),
+        Page(|c, r, s, _| dash::rule_form::rule_page(c, r, s)),
     ),
     r(
         "POST",
         "/config/rule",
         Form,
-        Page(|c, r, s, _| dash::editor::save_rule(c, r, s)),
+        Page(|c, r, s, _| dash::rule_form::save_rule(c, r, s)),
     ),
 ];
 
