@@ -682,7 +682,7 @@ fn a_rename_under_new_only_goes_on_where_the_old_name_stopped() {
     m.write_config(&base(&renamed));
     m.signal("HUP");
     // Listed at once (a configured account not started yet reads
-    // `disconnected`), started once `one`'s worker has ended.
+    // `connecting`), started once `one`'s worker has ended.
     m.wait_for(Duration::from_secs(20), "two started", || {
         m.log()
             .contains("two: renamed from one; started")
@@ -736,6 +736,20 @@ fn a_rename_taken_further_before_the_old_name_ended_still_hands_over() {
     let r = m.post_with("/api/accounts/three/pause", TOKEN, "");
     assert_eq!(r.status, 503, "{}", r.text);
     assert!(r.text.contains("has not started yet"), "{}", r.text);
+    assert_eq!(r.header("retry-after"), Some("5"), "{:?}", r.headers);
+    // Shown as what it is, connecting (it read `disconnected`), and
+    // counted in /health (it was left out).
+    let three = get(&m, "/api/accounts").body["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "three")
+        .cloned()
+        .expect("three listed");
+    assert_eq!(three["state"], "connecting", "{three}");
+    let health = get(&m, "/health").body;
+    assert_eq!(health["accounts"]["three"], "connecting", "{health}");
+    assert_eq!(health["status"], "degraded", "{health}");
     d.seed("test", "INBOX", &msg_with("held2", "Came in the wait", ""));
     release.send(()).unwrap();
     drop(release);

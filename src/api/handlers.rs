@@ -33,6 +33,14 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
             );
         accounts.insert(name.clone(), st.state.as_str());
     }
+    // A configured account not started yet (a rename waiting for its old
+    // name's batch) is there too, and not up.
+    for a in &ctx.config().config.accounts {
+        if !accounts.contains_key(&a.name) {
+            accounts.insert(a.name.clone(), service::accounts::state_name(None));
+            all_up = false;
+        }
+    }
     // Without a classifier thread no model answer can ever come back.
     let status = if database != "ok" || ctx.classifier.live_threads() == 0 {
         "unhealthy"
@@ -269,7 +277,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
             let (processed, _) = service::accounts::history(ctx, &a.name, st.as_ref());
             json!({
                 "name": a.name,
-                "state": st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"),
+                "state": service::accounts::state_name(st.as_ref()),
                 "connected": st.as_ref().is_some_and(|s| s.connected),
                 "paused": st.as_ref().is_some_and(|s| s.paused),
                 "lastError": st.as_ref().and_then(|s| s.last_error.clone()),

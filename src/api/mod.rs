@@ -42,10 +42,17 @@ impl From<service::Error> for Reply {
             service::Error::NotFound(_) => 404,
             service::Error::Conflict(_) => 409,
             service::Error::Failed(_) => 502,
-            service::Error::Unavailable(_) => 503,
+            service::Error::Unavailable(_) | service::Error::Unwritable(_) => 503,
             service::Error::Internal(_) => 500,
         };
-        Reply::error(status, e.message())
+        let reply = Reply::error(status, e.message());
+        // Not now (an account connecting, busy, not started yet; the disk
+        // full, as a store error's own reply says): when to ask again.
+        match e {
+            service::Error::Unavailable(_) => reply.with_header("Retry-After", "5"),
+            service::Error::Unwritable(_) => reply.with_header("Retry-After", "30"),
+            _ => reply,
+        }
     }
 }
 
@@ -74,5 +81,32 @@ mod tests {
             Reply::from(StoreError::new("x", Cause::Sqlite(busy))).status,
             500
         );
+    }
+
+    /// Every "not now" says when to ask again: an account not started
+    /// yet (an audit found its 503 bare), and a full disk however the
+    /// refusal came.
+    #[test]
+    fn a_503_says_when_to_ask_again() {
+        let retry = |e: service::Error| {
+            let r = Reply::from(e);
+            let after = r
+                .headers
+                .iter()
+                .find(|(k, _)| k == "Retry-After")
+                .map(|(_, v)| v.clone());
+            (r.status, after)
+        };
+        assert_eq!(
+            retry(service::Error::Unavailable("not started".into())),
+            (503, Some("5".into()))
+        );
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        let e = service::Error::from(StoreError::new("record", Cause::Sqlite(full)));
+        assert_eq!(retry(e), (503, Some("30".into())));
+        assert_eq!(retry(service::Error::Conflict("x".into())), (409, None));
     }
 }

@@ -61,7 +61,7 @@ fn backlog(b: &Backlog) -> String {
 pub(super) fn name_and_state(name: &str, st: Option<&Status>) -> Markup {
     html! {
         th scope="row" { a href=(layout::account_url(name)) { (name) } }
-        td data-label="State" { (badge(st.map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+        td data-label="State" { (badge(crate::service::accounts::state_name(st))) }
     }
 }
 
@@ -289,7 +289,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
         section aria-labelledby="h-state" {
             h2 #h-state { "State" }
             dl.details {
-                dt { "State" } dd { (badge(st.as_ref().map(|s| s.state.as_str()).unwrap_or("disconnected"))) }
+                dt { "State" } dd { (badge(crate::service::accounts::state_name(st.as_ref()))) }
                 dt { "Since" } dd { @match &st { Some(s) => (time_ms(s.since)), None => "—" } }
                 dt { "Last processed" } dd { @match processed {
                     Some(t) => (time_ms(t)), None => span.muted { "never" } } }

@@ -5,6 +5,13 @@
 use super::{Ctx, Error};
 use crate::account::{Command, State};
 
+/// The state shown for a configured account: its thread's, or
+/// `connecting` for one not started yet (renamed, it waits for its old
+/// name's batch in hand: an audit found it shown as `disconnected`).
+pub fn state_name(st: Option<&crate::account::Status>) -> &'static str {
+    st.map_or(State::Connecting.as_str(), |s| s.state.as_str())
+}
+
 /// Sends `command` to account `name`; the state an observer should expect
 /// next.
 pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> {

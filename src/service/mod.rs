@@ -83,6 +83,9 @@ pub enum Error {
     /// The account cannot take it now (not connected, busy); nothing was
     /// changed: 503.
     Unavailable(String),
+    /// The database cannot take writes now (a full disk, a read-only file
+    /// system): 503, to be asked again later than [`Error::Unavailable`].
+    Unwritable(String),
     /// The store failed (a bug or a full disk): 500.
     Internal(String),
 }
@@ -95,6 +98,7 @@ impl Error {
             | Error::Conflict(m)
             | Error::Failed(m)
             | Error::Unavailable(m)
+            | Error::Unwritable(m)
             | Error::Internal(m) => m,
         }
     }
@@ -110,7 +114,7 @@ impl From<StoreError> for Error {
     /// A failure for want of the disk is the host's state, not a bug.
     fn from(e: StoreError) -> Error {
         if e.is_unwritable() {
-            return Error::Unavailable(format!("the database cannot be written now: {e}"));
+            return Error::Unwritable(format!("the database cannot be written now: {e}"));
         }
         Error::Internal(e.to_string())
     }
