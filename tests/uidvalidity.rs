@@ -412,3 +412,69 @@ fn idless_digest(n: &str) -> Vec<u8> {
         .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
         .into_bytes()
 }
+
+/// Found by an audit of the binary: renamed, an account read only the
+/// records made under its new name, so when the folder came back (a new
+/// UIDVALIDITY, its mail restored) what the old name had handled was acted
+/// on again, and a message the old name had waiting for a retry stayed
+/// `retrying` for ever (a retry is refused for that status). The records
+/// go with the name now.
+#[test]
+fn a_renamed_account_takes_its_records_along() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "renamed");
+    mb.create("Work");
+    let extra = "    folders: { watch: [Work], allowed: [Parcels], create: false }\n    \
+        backlog: new_only\n    poll_interval: 1s\n    retry_delay: 1s\n    max_attempts: 100\n    \
+        rules:\n      \
+        - { name: invoices, when: { subject: \"(?i)^invoice\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n      \
+        - { name: parcels, when: { subject: \"(?i)^parcel\" }, actions: [ { type: move, folder: Parcels } ] }\n";
+    let yaml = config(&mb.account("acct", extra), None);
+    let mut m = Mailproc::start(&yaml);
+    m.wait_for(Duration::from_secs(30), "first sight", || {
+        m.log().contains("first sight").then_some(())
+    });
+    let old: Vec<Vec<u8>> = (0..2)
+        .map(|i| msg_with(&format!("old{i}"), &format!("Invoice old {i}"), ""))
+        .collect();
+    mb.seed("Work", &old);
+    mb.seed("Work", &[msg_with("parcel", "Parcel on its way", "")]);
+    wait_ok(&m, 2);
+    m.wait_for(Duration::from_secs(30), "the parcel waiting", || {
+        row_of(&m, "parcel").filter(|r| r["status"] == "retrying")
+    });
+
+    m.write_config(&yaml.replace("- name: acct\n", "- name: renamed\n"));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(30), "the rename", || {
+        m.log().contains("renamed: renamed from acct").then_some(())
+    });
+    // The folder the parcel waits for is made: the new name retries it.
+    mb.create("Parcels");
+    let parcel = m.wait_for(Duration::from_secs(30), "the parcel moved", || {
+        row_of(&m, "parcel").filter(|r| r["status"] == "ok")
+    });
+    assert_eq!(parcel["account"], "renamed", "{parcel}");
+
+    // The folder comes back: its mail restored, flags lost, one new.
+    mb.recreate("Work");
+    let mut again = old.clone();
+    again.push(msg_now("new0", "Invoice new 0"));
+    mb.seed("Work", &again);
+    let r = m.post("/api/accounts/renamed/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 4);
+    let at = mb.where_is();
+    assert!(has(&at["<new0@mailproc.test>"][0].flags, "\\Flagged"));
+    for i in 0..2 {
+        let id = format!("<old{i}@mailproc.test>");
+        assert!(
+            !has(&at[&id][0].flags, "\\Flagged"),
+            "{id} acted on again: {:?}",
+            at[&id]
+        );
+    }
+    let all = rows(&m, 100);
+    assert_eq!(all.len(), 4, "{all:#?}");
+    assert!(all.iter().all(|r| r["account"] == "renamed"), "{all:#?}");
+}

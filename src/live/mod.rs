@@ -66,12 +66,19 @@ struct Running {
     provider: Option<ProviderConfig>,
 }
 
+/// A worker told to stop: the thread waiting for it, and its handle (a
+/// shutdown cuts its sessions too when its batch outlasts the grace).
+struct Stopping {
+    waiter: JoinHandle<()>,
+    handle: Arc<Handle>,
+}
+
 /// The workers, changed only under [`Live::fleet`]'s lock.
 struct Fleet {
     running: BTreeMap<String, Running>,
     /// Accounts whose worker was told to stop and is finishing the batch in
     /// hand, with the thread that waits for it (see [`Live::retired`]).
-    stopping: BTreeMap<String, JoinHandle<()>>,
+    stopping: BTreeMap<String, Stopping>,
     providers: HashMap<String, Arc<Provider>>,
     /// Renamed accounts waiting for the old name's worker to end: old name
     /// → new. The new one then takes the old one's watermarks and starts
@@ -156,6 +163,9 @@ impl Live {
                 .iter()
                 .map(|a| a.name.as_str())
                 .collect();
+            // A rename that waited for its old name's batch when the
+            // process ended (a crash, a stop cut short) hands over now.
+            live.hand_over_noted(&names);
             if let Err(e) = live.deps.store.forget_pauses_except(&names) {
                 log::warn!("cannot forget the pauses of removed accounts: {e}");
             }
@@ -172,6 +182,29 @@ impl Live {
             }
         }
         Ok(live)
+    }
+
+    /// At start, before any account runs: each rename noted and not handed
+    /// over whose new name is configured and old name is not hands over
+    /// (the pause too); any other is forgotten.
+    fn hand_over_noted(&self, configured: &[&str]) {
+        let noted = match self.deps.store.noted_renames() {
+            Ok(n) => n,
+            Err(e) => {
+                log::error!("cannot read the renames waiting to hand over: {e}");
+                return;
+            }
+        };
+        for (from, to) in noted {
+            if configured.contains(&to.as_str()) && !configured.contains(&from.as_str()) {
+                log::info!("{to}: renamed from {from} before the service stopped");
+                self.inherit(&from, &to);
+                let paused = self.deps.store.account_paused(&from).unwrap_or(false);
+                let _ = self.deps.store.set_account_paused(&to, paused);
+            } else {
+                let _ = self.deps.store.forget_rename(&from);
+            }
+        }
     }
 
     /// The configuration in effect.
@@ -336,9 +369,10 @@ impl Live {
                 );
                 applied.stopped.push(name.clone());
             }
+            let handle = r.handle.clone();
             match self.wait_for_stop(&name, r) {
                 Ok(waiter) => {
-                    fleet.stopping.insert(name, waiter);
+                    fleet.stopping.insert(name, Stopping { waiter, handle });
                 }
                 Err(e) => log::error!("{name}: cannot wait for the worker to stop: {e}"),
             }
@@ -384,6 +418,7 @@ impl Live {
             .collect();
         for from in taken_back {
             let r = fleet.renames.remove(&from).expect("listed above");
+            let _ = self.deps.store.forget_rename(&from);
             log::info!(
                 "{}: the rename from {from} is taken back by this change",
                 r.to
@@ -421,6 +456,10 @@ impl Live {
                 );
                 applied.started.push(a.name.clone());
                 if fleet.stopping.contains_key(gone) {
+                    // Noted, so that a crash in the wait still hands over.
+                    if let Err(e) = self.deps.store.note_rename(gone, &a.name) {
+                        log::warn!("{}: the rename from {gone} is not noted: {e}", a.name);
+                    }
                     let was = gone_config(&gone_list, gone);
                     fleet.renames.insert(
                         gone.clone(),
@@ -602,12 +641,21 @@ impl Live {
         }
     }
 
-    /// `to`, renamed from `from`, takes its watermarks (see
-    /// [`Store::inherit_watermarks`]).
+    /// `to`, renamed from `from`, takes over what `from` kept: watermarks,
+    /// records, learned classifier (see [`Store::hand_over`]).
     fn inherit(&self, from: &str, to: &str) {
-        match self.deps.store.inherit_watermarks(from, to) {
-            Ok(n) => log::info!("{to}: takes the watermarks of {n} folder(s) from {from}"),
-            Err(e) => log::error!("{to}: cannot take the watermarks of {from}: {e}"),
+        match self.deps.store.hand_over(from, to) {
+            Ok(h) => log::info!(
+                "{to}: takes over from {from}: the watermarks of {} folder(s), {} record(s){}",
+                h.folders,
+                h.records,
+                if h.learned {
+                    ", the learned classifier"
+                } else {
+                    ""
+                }
+            ),
+            Err(e) => log::error!("{to}: cannot take over from {from}: {e}"),
         }
     }
 
@@ -627,25 +675,40 @@ impl Live {
         // Waited for without the lock: a waiter takes it when its worker
         // ends. A batch still in hand after the grace has its sessions cut
         // (its decisions are journalled; the next start finishes them).
+        // Workers stopping already (removed, renamed away: an audit found a
+        // renamed one's slow batch holding the stop past systemd's
+        // patience) get the same grace.
         let grace = Instant::now() + stop_grace();
-        while Instant::now() < grace && running.values().any(|r| !r.thread.is_finished()) {
+        let busy = |running: &BTreeMap<String, Running>, stopping: &BTreeMap<String, Stopping>| {
+            running.values().any(|r| !r.thread.is_finished())
+                || stopping.values().any(|s| !s.waiter.is_finished())
+        };
+        while Instant::now() < grace && busy(&running, &stopping) {
             std::thread::sleep(Duration::from_millis(50));
         }
-        for (name, r) in &running {
-            if !r.thread.is_finished() {
-                log::warn!(
-                    "{name}: the batch in hand did not end within {:?} of the stop; its IMAP \
-                     session is cut (what it decided is finished at the next start)",
-                    stop_grace()
-                );
-                r.handle.cut_sessions();
-            }
+        let late = running
+            .iter()
+            .filter(|(_, r)| !r.thread.is_finished())
+            .map(|(name, r)| (name, &r.handle))
+            .chain(
+                stopping
+                    .iter()
+                    .filter(|(_, s)| !s.waiter.is_finished())
+                    .map(|(name, s)| (name, &s.handle)),
+            );
+        for (name, handle) in late {
+            log::warn!(
+                "{name}: the batch in hand did not end within {:?} of the stop; its IMAP \
+                 session is cut (what it decided is finished at the next start)",
+                stop_grace()
+            );
+            handle.cut_sessions();
         }
         for (_, r) in running {
             let _ = r.thread.join();
         }
-        for (_, waiter) in stopping {
-            let _ = waiter.join();
+        for (_, s) in stopping {
+            let _ = s.waiter.join();
         }
         // Renames still waiting: their old names' workers have ended now;
         // the new names take the watermarks and the pause, for the next

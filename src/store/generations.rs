@@ -85,21 +85,6 @@ impl Store {
             }))
     }
 
-    /// A renamed account's folders were first seen under its old name
-    /// (the fifth regression audit): `to` takes the first sights of
-    /// `from` it has none of.
-    pub fn inherit_first_sights(&self, from: &str, to: &str) -> Result<usize> {
-        self.op("inherit_first_sights", || {
-            let (old, new) = (first_sight_key(from, ""), first_sight_key(to, ""));
-            Ok(self.conn.lock().execute(
-                "INSERT OR IGNORE INTO settings (key, value)
-                 SELECT ?2 || substr(key, length(?1) + 1), value FROM settings
-                 WHERE substr(key, 1, length(?1)) = ?1",
-                params![old, new],
-            )?)
-        })
-    }
-
     /// Whether `mailbox` has records under another UIDVALIDITY than
     /// `uidvalidity`: two steps along the (account, mailbox, uidvalidity,
     /// uid) index, so cheap enough for every pass.
@@ -247,7 +232,7 @@ impl Store {
 
 /// The settings key of a folder's first sight (a unit separator between
 /// account and folder, which neither name can hold).
-fn first_sight_key(account: &str, mailbox: &str) -> String {
+pub(super) fn first_sight_key(account: &str, mailbox: &str) -> String {
     format!("first_sight:{account}\u{1f}{mailbox}")
 }
 
@@ -272,7 +257,7 @@ mod tests {
         assert!(s.first_sight("a", "Work").unwrap().unwrap().all);
         s.advance_watermark(&Watermark::new("a", "INBOX", 7, 10))
             .unwrap();
-        s.inherit_watermarks("a", "b").unwrap();
+        s.hand_over("a", "b").unwrap();
         assert_eq!(s.first_sight("b", "INBOX").unwrap(), Some(inbox));
         assert!(s.first_sight("b", "Work").unwrap().unwrap().all);
         // `ab` is another account, not a folder of `a`.

@@ -388,27 +388,6 @@ impl Store {
         })
     }
 
-    /// An account renamed from `from` to `to` reads the same mailbox: `to`
-    /// takes the watermarks of `from`, so it goes on where `from` stopped.
-    /// A watermark `to` has already (a name given back: `a` → `b` → `a`) is
-    /// moved up to `from`'s, or replaced by it for another UIDVALIDITY,
-    /// never moved down (the second regression audit: the older one kept,
-    /// what `b` had handled was taken again). Returns how many it took.
-    pub fn inherit_watermarks(&self, from: &str, to: &str) -> Result<usize> {
-        self.inherit_first_sights(from, to)?;
-        self.op("inherit_watermarks", || {
-            Ok(self.conn.lock().execute(
-                "INSERT INTO folder_state (account, mailbox, uidvalidity, last_uid)
-                 SELECT ?2, mailbox, uidvalidity, last_uid FROM folder_state WHERE account = ?1
-                 ON CONFLICT (account, mailbox) DO UPDATE
-                    SET uidvalidity = excluded.uidvalidity, last_uid = excluded.last_uid
-                    WHERE folder_state.uidvalidity != excluded.uidvalidity
-                       OR folder_state.last_uid < excluded.last_uid",
-                params![from, to],
-            )?)
-        })
-    }
-
     /// Records decisions before acting on them: each message's row is
     /// written (or rewritten) as `pending` with its decision, so a run that
     /// stops before the outcome is recorded finishes it with that decision
@@ -615,22 +594,22 @@ mod tests {
     fn a_rename_takes_the_watermarks_and_never_moves_one_down() {
         let s = Store::open_in_memory().unwrap();
         assert!(s.advance_watermark(&at(7, 10)).unwrap());
-        assert_eq!(s.inherit_watermarks("a", "renamed").unwrap(), 1);
+        assert_eq!(s.hand_over("a", "renamed").unwrap().folders, 1);
         assert_eq!(s.folder_state("renamed", "INBOX").unwrap(), Some((7, 10)));
-        assert_eq!(s.inherit_watermarks("a", "renamed").unwrap(), 0);
+        assert_eq!(s.hand_over("a", "renamed").unwrap().folders, 0);
         // Given back (a → renamed → a), the old name's older watermark
         // moves up to the new name's, never down.
         assert!(s
             .advance_watermark(&Watermark::new("renamed", "INBOX", 7, 14))
             .unwrap());
-        assert_eq!(s.inherit_watermarks("renamed", "a").unwrap(), 1);
+        assert_eq!(s.hand_over("renamed", "a").unwrap().folders, 1);
         assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 14)));
-        assert_eq!(s.inherit_watermarks("a", "renamed").unwrap(), 0);
+        assert_eq!(s.hand_over("a", "renamed").unwrap().folders, 0);
         // Another UIDVALIDITY is the folder's now: taken as it is.
         assert!(s
             .advance_watermark(&Watermark::new("b", "INBOX", 8, 3))
             .unwrap());
-        assert_eq!(s.inherit_watermarks("b", "a").unwrap(), 1);
+        assert_eq!(s.hand_over("b", "a").unwrap().folders, 1);
         assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((8, 3)));
     }
 

@@ -31,6 +31,7 @@ mod learn;
 mod oauth;
 mod read;
 mod recorded;
+mod rename;
 mod retries;
 mod schema;
 mod undo;
@@ -58,6 +59,7 @@ pub use journal::{
     EmailMeta, FailedAttempt, FailureRecord, Final, KnownEmail, Outcome, Outcomes, Watermark,
 };
 pub use learn::LearnState;
+pub use rename::HandOver;
 pub use undo::{MoveRecord, UndoTarget};
 
 /// A failed store operation: which one, and why.
