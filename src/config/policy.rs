@@ -250,7 +250,16 @@ impl<'o> Walk<'o> {
             return;
         }
         let at = shown(&self.path);
-        let stored = old.and_then(Value::as_str);
+        // A secret written as a number or a boolean (`password: 12345`) is
+        // shown masked as any other: its mask keeps it (an audit found every
+        // change refused while one was in the file).
+        let stored_text = old.and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        });
+        let stored = stored_text.as_deref();
         let value = if masked {
             let shown_as = |o: &str| {
                 if secret {
@@ -617,6 +626,20 @@ server: { auth_token: "x-${T:-********}" }
                  write the value in full"
                     .to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn a_number_for_a_secret_is_kept_by_its_mask() {
+        let old =
+            tree("accounts:\n  - name: a\n    imap: { host: h, username: u, password: 12345 }\n");
+        let mut new = tree(
+            "accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"********\" }\n",
+        );
+        unmask(&mut new, &old).unwrap();
+        assert_eq!(
+            new["accounts"][0]["imap"]["password"].as_str(),
+            Some("12345")
         );
     }
 
