@@ -809,3 +809,32 @@ fn the_account_page_lists_its_own_and_the_global_webhooks() {
     let page = b.get("/accounts/acct").text;
     assert!(page.contains("No webhook receives this account"), "{page}");
 }
+
+/// Found by an audit of the binary: a page's 405 gave a fixed `Allow`
+/// (`GET, HEAD, POST` for `DELETE /activity`, `GET, HEAD` for a POST to a
+/// page that takes one elsewhere). It lists what the address takes.
+#[test]
+fn a_pages_405_allows_what_the_address_takes() {
+    let m = with_user(PLAIN);
+    let mut b = Browser::new(&m);
+    b.login("admin", PASSWORD);
+    let cookie = b.cookie_header().unwrap();
+    let token = b.csrf();
+    let origin = b.origin();
+    let ask = |method: &str, path: &str| {
+        let h = [
+            ("Cookie", cookie.as_str()),
+            ("Origin", origin.as_str()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ];
+        let body = form(&[("_csrf", token.as_str())]);
+        let r = m.request(method, path, &h, Some(&body));
+        (r.status, r.header("allow").map(str::to_string))
+    };
+    let only_get = (405, Some("GET, HEAD".to_string()));
+    assert_eq!(ask("DELETE", "/activity"), only_get);
+    assert_eq!(ask("POST", "/activity"), only_get);
+    let both = (405, Some("GET, HEAD, POST".to_string()));
+    assert_eq!(ask("PUT", "/config/rule"), both);
+    assert_eq!(ask("DELETE", "/config"), both);
+}

@@ -262,7 +262,7 @@ pub fn redirect_with(ctx: &Ctx, req: &Req, to: &str, f: &flash::Flash) -> Reply 
 }
 
 /// 405 as a page, with `Allow`.
-pub fn method_not_allowed(allow: &'static str) -> Reply {
+pub fn method_not_allowed(allow: &str) -> Reply {
     html(
         405,
         layout::bare(

@@ -462,6 +462,25 @@ fn wants_a_page(req: &Req) -> bool {
 
 type Fits<'a, 'p> = [(&'a Route, Vec<&'p str>)];
 
+/// The `Allow` of a 405: the methods the rows of the path take (HEAD
+/// with GET), as RFC 9110 §15.5.6 asks.
+fn allowed(rows: &Fits<'_, '_>) -> String {
+    let mut allowed: Vec<&str> = Vec::new();
+    for (r, _) in rows {
+        let methods: &[&str] = match r.method {
+            "*" => &["GET", "HEAD", "POST"],
+            "GET" => &["GET", "HEAD"],
+            _ => std::slice::from_ref(&r.method),
+        };
+        for m in methods {
+            if !allowed.contains(m) {
+                allowed.push(m);
+            }
+        }
+    }
+    allowed.join(", ")
+}
+
 /// An API request: the row of its method, authenticated when it needs a
 /// permission; JSON errors.
 fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str) {
@@ -477,19 +496,11 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
             };
             return (Reply::error(404, message), "unknown");
         }
-        let mut allowed: Vec<&str> = Vec::new();
-        for (r, _) in rows {
-            allowed.push(r.method);
-            if r.method == "GET" {
-                allowed.push("HEAD");
-            }
-        }
-        allowed.dedup();
         let reply = Reply::error(
             405,
             format!("method {} is not allowed on {}", req.method, req.path),
         )
-        .with_header("Allow", allowed.join(", "));
+        .with_header("Allow", allowed(rows));
         return (reply, "unknown");
     };
     let answer = match (r.access, &r.handler) {
@@ -550,7 +561,7 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
     if !get {
         // Every state change: a POST from our own origin with our token.
         if req.method != "POST" {
-            return (dash::method_not_allowed("GET, HEAD, POST"), "/dashboard");
+            return (dash::method_not_allowed(&allowed(rows)), "/dashboard");
         }
         if let Err(r) = dash::forms::check_post(req, &s) {
             return (r, "/dashboard/forbidden");
@@ -569,10 +580,7 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
         None if get && rows.iter().all(|(r, _)| r.access == Form) => {
             (dash::redirect(&dash::page_of(&req.path)), "/dashboard")
         }
-        None => (
-            dash::method_not_allowed(if get { "POST" } else { "GET, HEAD" }),
-            "/dashboard",
-        ),
+        None => (dash::method_not_allowed(&allowed(rows)), "/dashboard"),
     };
     if get {
         reply = dash::flash::cleared(req, reply);
