@@ -128,6 +128,21 @@ pub trait Permits {
     fn allowed_folders(&self) -> &[String];
 }
 
+/// Problems named one by one in an error, at most.
+const MAX_NAMED: usize = 10;
+
+/// A name from outside (a model's answer, a rule) quoted in an error: its
+/// first 200 characters (a model's folder of 3,000,000 characters filled
+/// the log, the record and the API's answer: found by an audit).
+fn quoted(name: &str) -> String {
+    let cut = crate::email::truncate(name, 200);
+    if cut.len() < name.len() {
+        format!("{cut:?}… ({} bytes)", name.len())
+    } else {
+        format!("{name:?}")
+    }
+}
+
 /// Whether `act` is permitted for account `a`: the single check used for rules
 /// at start-up and for model answers at run time.
 pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
@@ -142,7 +157,8 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
     match act {
         Action::Move { folder } if !a.allowed_folders().iter().any(|f| f == folder) => {
             return Err(format!(
-                "folder {folder:?} is not in folders.allowed of account {:?}",
+                "folder {} is not in folders.allowed of account {:?}",
+                quoted(folder),
                 a.name()
             ));
         }
@@ -155,28 +171,36 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
             for f in flags {
                 let system = f.strip_prefix('\\');
                 if !system.map_or_else(|| is_keyword(f), is_keyword) {
-                    bad.push(format!("invalid flag {f:?}"));
+                    bad.push(format!("invalid flag {}", quoted(f)));
                 } else if flag_is_forbidden(f) {
-                    bad.push(format!("flag {f:?} may not be set"));
+                    bad.push(format!("flag {} may not be set", quoted(f)));
                 } else if system.is_some_and(|name| {
                     !["seen", "answered", "flagged"].contains(&name.to_ascii_lowercase().as_str())
                 }) {
                     // The server answers BAD to a system flag it does not
                     // define: every message the rule matched would fail.
                     bad.push(format!(
-                        "flag {f:?} is no IMAP system flag (\\Seen, \\Answered, \\Flagged; a keyword has no backslash)"
+                        "flag {} is no IMAP system flag (\\Seen, \\Answered, \\Flagged; a keyword has no backslash)",
+                        quoted(f)
                     ));
                 } else if let Some(needs) = flag_implies(f).filter(|n| !a.allows(*n)) {
                     // A flag that does what another action does needs that
                     // action: marking read is `read`, marking junk is `spam`.
                     bad.push(format!(
-                        "flag {f:?} needs action {:?}, which is not in allowed_actions of account {:?}",
+                        "flag {} needs action {:?}, which is not in allowed_actions of account {:?}",
+                        quoted(f),
                         needs.as_str(),
                         a.name()
                     ));
                 }
             }
             if !bad.is_empty() {
+                // A model may answer thousands: the first few say enough.
+                let more = bad.len().saturating_sub(MAX_NAMED);
+                bad.truncate(MAX_NAMED);
+                if more > 0 {
+                    bad.push(format!("and {more} more"));
+                }
                 return Err(bad.join("; "));
             }
         }
@@ -193,7 +217,7 @@ pub fn one_destination(actions: &[Action]) -> Result<(), String> {
     let moves: Vec<String> = actions
         .iter()
         .filter_map(|a| match a {
-            Action::Move { folder } => Some(format!("move to {folder:?}")),
+            Action::Move { folder } => Some(format!("move to {}", quoted(folder))),
             Action::Spam => Some("spam".into()),
             Action::Trash => Some("trash".into()),
             _ => None,
@@ -329,5 +353,20 @@ mod tests {
             4,
             "uid 5 needs nothing: {p:?}"
         );
+    }
+
+    /// Found by an audit: a model's folder of 3,000,000 characters, and
+    /// 20,000 flags, made errors of that size in the log and the record.
+    #[test]
+    fn names_from_outside_are_quoted_short_in_an_error() {
+        let a = All;
+        let long = "F".repeat(3_000_000);
+        let e = check_action(&a, &Action::Move { folder: long }).unwrap_err();
+        assert!(e.len() < 400, "{}", e.len());
+        assert!(e.contains("… (3000000 bytes)"), "{e}");
+        let flags = (0..20_000).map(|i| format!("\\X{i}")).collect();
+        let e = check_action(&a, &Action::Flag { flags }).unwrap_err();
+        assert!(e.ends_with("; and 19990 more"), "{e}");
+        assert!(e.len() < 2000, "{}", e.len());
     }
 }

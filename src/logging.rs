@@ -57,9 +57,14 @@ pub const MAX_CLIENT_CHARS: usize = 200;
 /// a backslash is doubled so an escape cannot be forged either, and the
 /// text is clipped to [`MAX_CLIENT_CHARS`] with its full length noted.
 pub fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(MAX_CLIENT_CHARS + 16));
+    clean_up_to(text, MAX_CLIENT_CHARS)
+}
+
+/// [`clean`], clipped to `max` characters.
+pub fn clean_up_to(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max + 16));
     for (n, c) in text.chars().enumerate() {
-        if n == MAX_CLIENT_CHARS {
+        if n == max {
             out.push_str(&format!("… ({} bytes)", text.len()));
             break;
         }
@@ -68,8 +73,17 @@ pub fn clean(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            // Line and paragraph separators split a line for many log
+            // viewers; zero-width marks and direction overrides hide or
+            // turn text (found by an audit, in a sender's Message-ID).
             c if c.is_control()
-                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+                || matches!(
+                    c,
+                    '\u{200b}'..='\u{200f}'
+                        | '\u{2028}'..='\u{202e}'
+                        | '\u{2060}'..='\u{2069}'
+                        | '\u{feff}'
+                ) =>
             {
                 out.extend(c.escape_unicode())
             }
@@ -358,6 +372,12 @@ mod tests {
         assert!(long.starts_with(&"é".repeat(200)), "{long}");
         assert!(long.ends_with("… (1000000 bytes)"), "{long}");
         assert!(long.len() < 500);
+        // A line separator, zero-width and isolating marks: escaped too (a
+        // Message-ID with U+2028 made two lines of one for a log viewer).
+        assert_eq!(
+            clean("<a\u{2028}[ERROR] b\u{200b}\u{2066}@x>"),
+            "<a\\u{2028}[ERROR] b\\u{200b}\\u{2066}@x>"
+        );
     }
 
     #[test]

@@ -992,3 +992,42 @@ fn a_folder_created_once_is_not_created_again() {
     assert_eq!(log.matches("created folder").count(), 1, "{log}");
     assert!(!log.contains("CREATE"), "{log}");
 }
+
+/// Found by an audit of the binary: a header padded past
+/// `max_message_bytes` left the model's copy of the message (cut there)
+/// without the From and Subject that came after the padding, so the model
+/// judged an empty message; rules and the record had them. The fields
+/// fetched for the rules stand in.
+#[test]
+fn a_header_padded_past_the_message_limit_hides_nothing_from_the_model() {
+    let d = Dovecot::start();
+    let padding = "Received: from pad.example by pad.example; Sat, 21 Nov 2026 10:00:00 +0000\r\n"
+        .repeat(15_000);
+    let padded = format!(
+        "{padding}From: Sender <sender@example.org>\r\nSubject: Padded and hidden\r\n\
+         Message-ID: <padded2@mailproc.test>\r\n\r\nBody.\r\n"
+    );
+    assert!(padded.len() > 1_100_000);
+    d.seed("test", "INBOX", padded.as_bytes());
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    let asked = seen.clone();
+    let model = Model::start(1, move |r| {
+        asked.lock().push(r.user.clone());
+        answer(json!([{ "type": "noop" }]), "seen")
+    });
+    let top = format!(
+        "classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 30s, max_retries: 0 }}\n",
+        model.url()
+    );
+    let m = Mailproc::start(&config(&d, &top, "    provider: fake\n"));
+    let e = wait_entry(&m, "<padded2@mailproc.test>");
+    assert_eq!(e["status"], "ok", "{e}");
+    let prompts = seen.lock().clone();
+    assert_eq!(prompts.len(), 1);
+    assert!(
+        prompts[0].contains("Subject: Padded and hidden")
+            && prompts[0].contains("sender@example.org"),
+        "{}",
+        &prompts[0][..prompts[0].len().min(2000)]
+    );
+}

@@ -322,8 +322,8 @@ impl Runner {
                 "{}: {mailbox} UID {} ({}): {} (attempt {n}, {st})",
                 self.name(),
                 m.uid,
-                m.message_id,
-                f.error
+                crate::logging::clean(&m.message_id),
+                crate::logging::clean_up_to(&f.error, 1000)
             );
             self.emit(Event::Error {
                 error: &f.error,

@@ -152,7 +152,7 @@ impl Runner {
                     "{}: {mailbox}: UID {} {:?} dated {at:?}: {}",
                     self.name(),
                     m.uid,
-                    m.message_id,
+                    crate::logging::clean(&m.message_id),
                     if take { "new" } else { "left alone" }
                 );
                 take

@@ -163,6 +163,7 @@ fn whole_lines(h: &[u8], cap: usize) -> std::borrow::Cow<'_, [u8]> {
                 while line.last() == Some(&b'\r') {
                     line.pop();
                 }
+                without_a_cut_char(&mut line);
                 line.extend_from_slice(b"\r\n");
                 return line.into();
             }
@@ -190,9 +191,53 @@ fn whole_lines(h: &[u8], cap: usize) -> std::borrow::Cow<'_, [u8]> {
     }
 }
 
+/// `line` without a UTF-8 character the byte cut split at its end: left,
+/// the line was no longer UTF-8 and was read as 8-bit text in a guessed
+/// charset, the whole Subject turned to mojibake and rules matched or not
+/// by where the cut fell (found by an audit).
+fn without_a_cut_char(line: &mut Vec<u8>) {
+    let n = line.len();
+    for back in 1..=n.min(4) {
+        let b = line[n - back];
+        if b & 0xc0 == 0x80 {
+            continue;
+        }
+        let needs = match b {
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf7 => 4,
+            _ => 1,
+        };
+        // Only a line that is UTF-8 up to there: 8-bit text in another
+        // charset is read as a whole, as it came.
+        if needs > back && std::str::from_utf8(&line[..n - back]).is_ok() {
+            line.truncate(n - back);
+        }
+        return;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_field_cut_inside_a_character_loses_that_character_only() {
+        for pad in 0..4 {
+            let mut h = b"Subject: ".to_vec();
+            h.extend(std::iter::repeat_n(b'x', pad));
+            h.extend("é€😀".repeat(5000).as_bytes());
+            let cut = &h[..8192];
+            let line = whole_lines(cut, 8192).into_owned();
+            let text = std::str::from_utf8(&line).expect("still UTF-8");
+            assert!(text.ends_with("\r\n") && text.len() > 8180, "{pad}");
+        }
+        // 8-bit text that is not UTF-8 is left as it came.
+        let mut latin = b"Subject: caf".to_vec();
+        latin.extend(std::iter::repeat_n(0xe9u8, 9000));
+        let line = whole_lines(&latin[..8192], 8192).into_owned();
+        assert_eq!(line.len(), 8194);
+    }
 
     #[test]
     fn a_cut_field_keeps_its_whole_lines_only() {

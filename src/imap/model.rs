@@ -192,7 +192,19 @@ impl Runner {
         let mut indexes = Vec::with_capacity(items.len());
         for mut it in items {
             let email = match bodies.get(&it.meta.uid) {
-                Some(raw) => Email::parse(raw),
+                Some(raw) => Email::parse(raw).map(|mut e| {
+                    // A header padded past `max_message_bytes` leaves the
+                    // parse without the fields after the cut: the ones
+                    // fetched for the rules stand in (an audit found the
+                    // model shown an empty From and Subject).
+                    if e.subject.is_empty() {
+                        e.subject.clone_from(&it.meta.subject);
+                    }
+                    if e.from.is_empty() {
+                        e.from.clone_from(&it.meta.from);
+                    }
+                    e
+                }),
                 None if withheld.contains(&it.meta.uid) => {
                     it.body_withheld();
                     flow.settled(it, now);

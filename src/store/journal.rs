@@ -235,6 +235,9 @@ pub(super) fn action_columns(a: &Action) -> (&'static str, Option<&str>, Option<
 /// Longest wait between two attempts at a message, however often it failed.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(24 * 3600);
 
+/// The longest error a record keeps, in characters.
+const MAX_ERROR_CHARS: usize = 4000;
+
 /// Upserts a failed attempt inside `tx`: one more attempt, the error, and
 /// either a retry due after the back-off of that many attempts
 /// (`retry_delay_ms` doubled each time, at most a day) or, at
@@ -254,7 +257,10 @@ fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<F
             sender = CASE WHEN excluded.sender = '' THEN emails.sender ELSE excluded.sender END
          RETURNING id, attempts",
     )?;
-    let (id, attempts): (i64, u32) = st.query_row(m.row(&[&now, &f.error]).as_slice(), |r| {
+    // Whatever made the error (a server's words, a model's answer), a
+    // record keeps its first characters.
+    let error = crate::email::truncate(&f.error, MAX_ERROR_CHARS);
+    let (id, attempts): (i64, u32) = st.query_row(m.row(&[&now, &error]).as_slice(), |r| {
         Ok((r.get(0)?, r.get(1)?))
     })?;
     let status = if attempts >= f.max_attempts {
