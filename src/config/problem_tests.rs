@@ -245,3 +245,27 @@ fn collections_nested_too_deep_are_refused_before_parsing() {
     let example = std::fs::read_to_string("config.example.yaml").unwrap();
     assert!(tree_of(&example).is_ok());
 }
+
+/// Found by an audit: 12,000 rules sent by a key with `write:accounts`
+/// took 200 MB. An account has at most 1,000.
+#[test]
+fn an_account_has_at_most_a_thousand_rules() {
+    let rule = "      - { name: r{i}, when: { subject: x }, actions: [ { type: read } ] }\n";
+    let rules = |n: usize| -> String {
+        (0..n)
+            .map(|i| rule.replace("{i}", &i.to_string()))
+            .collect()
+    };
+    let yaml = |n: usize| {
+        format!(
+            "accounts:\n  - name: a\n    imap: {{ host: h, username: u, password: p }}\n    rules:\n{}",
+            rules(n)
+        )
+    };
+    assert!(parse_str(&yaml(1000)).is_ok());
+    let e = parse_str(&yaml(1001)).unwrap_err();
+    assert_eq!(
+        e.problems,
+        ["accounts[0].rules: at most 1000 rules, this account has 1001"]
+    );
+}
