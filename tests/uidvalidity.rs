@@ -478,3 +478,77 @@ fn a_renamed_account_takes_its_records_along() {
     assert_eq!(all.len(), 4, "{all:#?}");
     assert!(all.iter().all(|r| r["account"] == "renamed"), "{all:#?}");
 }
+
+/// "Invoice nightly" without a Message-ID, its Date `ago` seconds back (a
+/// negative `ago` is ahead), as message `n`.
+fn nightly(n: &str, ago: i64) -> Vec<u8> {
+    let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
+    let date = then
+        .format(&time::format_description::well_known::Rfc2822)
+        .unwrap();
+    String::from_utf8(msg(n, "Invoice nightly"))
+        .unwrap()
+        .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date)
+        .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
+        .into_bytes()
+}
+
+/// Found by an audit of the binary: after the folder was made again, a
+/// new report without a Message-ID, of the subject and sender of one
+/// handled before, was taken for that one (its record left over) and got
+/// no row. Its Date, a day after the record, says it came since; a copy
+/// saved again keeps its old Date.
+#[test]
+fn a_report_sent_after_the_old_records_is_new_whatever_record_is_left() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "noidnext");
+    mb.create("Work");
+    mb.seed("Work", &[nightly("yesterday", 3600)]);
+    let m = watching_work(&mb);
+    wait_ok(&m, 1);
+    mb.recreate("Work");
+    // Nothing restored; tomorrow's report comes (its Date a day ahead).
+    mb.seed("Work", &[nightly("tomorrow", -86_400)]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 2);
+    let at = mb.where_is();
+    assert!(has(&at[""][0].flags, "\\Flagged"), "{:?}", at[""]);
+}
+
+/// Found by an audit of the binary: a message without a Message-ID,
+/// restored with its date after mailproc had seen the folder made again
+/// empty, was acted on again (a Message-ID's was left alone). Its subject
+/// and sender, sent before the old generation's last record, leave it
+/// alone too.
+#[test]
+fn a_later_restore_without_a_message_id_is_not_acted_on_twice() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "noidlater");
+    mb.create("Work");
+    let old = nightly("last-night", 3600);
+    mb.seed("Work", std::slice::from_ref(&old));
+    let m = watching_work(&mb);
+    wait_ok(&m, 1);
+    let (_, after) = mb.recreate("Work");
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    m.wait_for(Duration::from_secs(30), "the empty folder seen", || {
+        m.log()
+            .contains(&format!("to {after}; 0 message(s)"))
+            .then_some(())
+    });
+    append_dated_back(&mb, "Work", &old, 3600);
+    // And a message that is new, to know the pass ran.
+    mb.seed("Work", &[msg_now("fresh", "Invoice fresh")]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 2);
+    assert_eq!(rows(&m, 100).len(), 2);
+    let at = mb.where_is();
+    assert!(
+        !at[""].iter().any(|x| has(&x.flags, "\\Flagged")),
+        "the restored report is left alone: {:?}",
+        at[""]
+    );
+}

@@ -16,7 +16,11 @@
 //!   one message, the earliest first: a matched one was handled (the
 //!   folder's mail saved again, with new dates, found by an audit: each
 //!   was asked about and acted on twice); any other is taken only when it
-//!   arrived after the last record of the old generation;
+//!   arrived after the last record of the old generation; and one whose
+//!   Date says it was sent after that last record (by more than five
+//!   minutes of a sender's clock) came since, whatever record is left: a
+//!   copy saved again keeps its Date (an audit found a new nightly report
+//!   taken for the handled one of the day before);
 //! * every other message is new: it is processed.
 //!
 //! The new ones become due retries in the same transaction that moves the
@@ -24,8 +28,10 @@
 //! crash at any point loses none and doubles none. Mail arriving later is
 //! above the watermark and processed as always, but for a message whose
 //! Message-ID an earlier generation's record carries (a folder restored
-//! from a backup after mailproc saw it empty): that one is left alone too,
-//! for as long as such records are kept (`storage.activity_retention`).
+//! from a backup after mailproc saw it empty), or, without one, whose
+//! subject and sender one carries, sent (Date, else INTERNALDATE) before
+//! the last of them: that one is left alone too, for as long as such
+//! records are kept (`storage.activity_retention`).
 //! Without records of the old generation nothing was handled there: the
 //! folder is seen for the first time, under the `backlog` setting.
 
@@ -41,6 +47,9 @@ const CHUNK: usize = 1000;
 /// INTERNALDATE has whole seconds, and the server's clock is not ours:
 /// dates this close to a record's time count as after it.
 const CLOCK_SLACK_MS: i64 = 2000;
+/// A sender's clock is less sure still: a Date this far after a record's
+/// time says the message was sent after it.
+const SENDER_CLOCK_SLACK_MS: i64 = 5 * 60 * 1000;
 
 impl Runner {
     /// The messages of the selected `mailbox` (new `uidvalidity`, `exists`
@@ -59,37 +68,10 @@ impl Runner {
         }
         let mut uids: Vec<u32> = s.uid_search("ALL")?.into_iter().collect();
         uids.sort_unstable();
-        // UID, its Message-ID, subject and sender, INTERNALDATE (epoch ms).
-        let mut seen: Vec<(EmailMeta, Option<i64>)> = Vec::with_capacity(uids.len());
-        for chunk in uids.chunks(CHUNK) {
-            let fetched = s.uid_fetch(
-                uid_set(chunk),
-                "(UID INTERNALDATE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT FROM)])",
-            )?;
-            for f in fetched.iter() {
-                let Some(uid) = f.uid else { continue };
-                let e = f
-                    .header()
-                    .and_then(crate::classify::Email::parse_headers)
-                    .unwrap_or_default();
-                let at = f.internal_date().map(|d| d.timestamp_millis());
-                seen.push((
-                    EmailMeta {
-                        account: self.name().to_string(),
-                        mailbox: mailbox.to_string(),
-                        uidvalidity,
-                        uid,
-                        message_id: e.message_id,
-                        subject: e.subject,
-                        from: e.from,
-                    },
-                    at,
-                ));
-            }
-        }
+        let mut seen = self.fetch_seen(s, mailbox, uidvalidity, &uids)?;
         let ids: Vec<&str> = seen
             .iter()
-            .map(|(m, _)| m.message_id.as_str())
+            .map(|x| x.meta.message_id.as_str())
             .filter(|id| whole(id))
             .collect();
         let handled: HashSet<String> =
@@ -102,62 +84,55 @@ impl Runner {
         // Each record stands for one message, the earliest first: a
         // nightly report that repeats its subject and sender, new since,
         // is still new (an audit found it left without a row).
-        seen.sort_unstable_by_key(|(m, _)| m.uid);
-        let idless: HashSet<(String, String)> = seen
-            .iter()
-            .filter(|(m, _)| m.message_id.is_empty())
-            .map(|(m, _)| (m.subject.clone(), m.from.clone()))
-            .collect();
+        seen.sort_unstable_by_key(|x| x.meta.uid);
+        let idless = idless_pairs(&seen);
         let mut handled_idless =
             self.w
                 .store
                 .handled_earlier_without_id(self.name(), mailbox, uidvalidity, &idless)?;
         let total = seen.len();
-        let all = matches!(self.w.account.backlog, crate::config::Backlog::All);
         // Under `backlog: all` whatever was there at first sight was
         // processed (and its Message-ID is `handled`): an older one not
         // handled came since (a copy keeps its date).
-        // Before the folder was first seen, else (seen by an older
-        // version) before its first record: the first record may come well
-        // after the mail it handled (a paused account: the fourth
-        // regression audit found such mail taken for mail from before).
-        // Under `backlog: all` then (whatever the setting now: the fifth
-        // found it read from the setting now), nothing was before.
-        let (since, none_before) = match self.w.store.first_sight(self.name(), mailbox)? {
-            Some(f) => (f.at, f.all),
-            None => (earlier.first_at, all),
-        };
-        let before_first =
-            |at: &Option<i64>| !none_before && at.is_some_and(|t| t < since - CLOCK_SLACK_MS);
-        let handled_era =
-            |at: &Option<i64>| at.is_none_or(|t| t < earlier.last_at - CLOCK_SLACK_MS);
+        let era = self.era(mailbox, earlier)?;
         // Copies dated in the old generation's time take their records
         // first (a restored copy that kept its date: the second regression
         // audit found its record vouching for a report that came since);
         // mail from before anything was handled takes none (it was never
         // handled: the third found a re-saved handled copy taken again).
-        for (m, at) in &seen {
-            if m.message_id.is_empty() && !before_first(at) && handled_era(at) {
-                vouched(&mut handled_idless, m);
+        for x in &seen {
+            if x.meta.message_id.is_empty()
+                && !era.before_first(x)
+                && !era.sent_since(x)
+                && era.handled(x)
+            {
+                vouched(&mut handled_idless, &x.meta);
             }
         }
         let new: Vec<EmailMeta> = seen
             .into_iter()
-            .filter(|(m, at)| {
-                let before_first = before_first(at);
-                let unmatched_old =
-                    m.message_id.is_empty() && (handled_era(at) || vouched(&mut handled_idless, m));
+            .filter(|x| {
+                let m = &x.meta;
+                let before_first = era.before_first(x);
+                // Sent after the old generation's last record (its Date,
+                // which a copy saved again keeps): a report that came
+                // since, whatever record is left (an audit found one taken
+                // for the handled report of the day before).
+                let unmatched_old = m.message_id.is_empty()
+                    && !era.sent_since(x)
+                    && (era.handled(x) || vouched(&mut handled_idless, m));
                 let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);
                 log::debug!(
-                    "{}: {mailbox}: UID {} {:?} dated {at:?}: {}",
+                    "{}: {mailbox}: UID {} {:?} dated {:?}: {}",
                     self.name(),
                     m.uid,
                     crate::logging::clean(&m.message_id),
+                    x.at,
                     if take { "new" } else { "left alone" }
                 );
                 take
             })
-            .map(|(m, _)| m)
+            .map(|x| x.meta)
             .collect();
         log::info!(
             "{}: {mailbox}: UIDVALIDITY {uidvalidity}: {} of {total} message(s) are new and will \
@@ -171,8 +146,12 @@ impl Runner {
     }
 
     /// Takes out of `uids` (new to the folder, not known by any record of
-    /// this generation) the messages whose Message-ID a record of an
-    /// earlier generation of `mailbox` carries. Returns how many.
+    /// this generation) the messages an earlier generation of `mailbox`
+    /// handled: its records carry their Message-ID, or, for a message
+    /// without one, their subject and sender, the message sent (its Date,
+    /// else its INTERNALDATE) before the last of them (a copy restored after
+    /// mailproc saw the folder empty: found by an audit acted on again).
+    /// Returns how many.
     pub(super) fn skip_handled_earlier(
         &self,
         s: &mut Session,
@@ -186,51 +165,174 @@ impl Runner {
             .copied()
             .filter(|u| !known.contains_key(u))
             .collect();
-        if new.is_empty()
-            || !self
-                .w
-                .store
-                .has_earlier_generation(self.name(), mailbox, uidvalidity)?
-        {
+        if new.is_empty() {
             return Ok(0);
         }
-        let mut ids: HashMap<u32, String> = HashMap::with_capacity(new.len());
-        for chunk in new.chunks(CHUNK) {
-            let fetched = s.uid_fetch(
-                uid_set(chunk),
-                "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])",
-            )?;
-            for f in fetched.iter() {
-                let (Some(uid), Some(h)) = (f.uid, f.header()) else {
-                    continue;
-                };
-                if let Some(e) = crate::classify::Email::parse_headers(h) {
-                    if whole(&e.message_id) {
-                        ids.insert(uid, e.message_id);
-                    }
-                }
-            }
-        }
-        let list: Vec<&str> = ids.values().map(String::as_str).collect();
+        let Some(earlier) = self
+            .w
+            .store
+            .earlier_generation(self.name(), mailbox, uidvalidity)?
+        else {
+            return Ok(0);
+        };
+        let seen = self.fetch_seen(s, mailbox, uidvalidity, &new)?;
+        let ids: Vec<&str> = seen
+            .iter()
+            .map(|x| x.meta.message_id.as_str())
+            .filter(|id| whole(id))
+            .collect();
         let handled = self
             .w
             .store
-            .handled_earlier(self.name(), mailbox, uidvalidity, &list)?;
+            .handled_earlier(self.name(), mailbox, uidvalidity, &ids)?;
+        let records = self.w.store.handled_earlier_without_id(
+            self.name(),
+            mailbox,
+            uidvalidity,
+            &idless_pairs(&seen),
+        )?;
+        let era = self.era(mailbox, &earlier)?;
         let mut skipped = 0;
-        for (uid, id) in &ids {
-            if handled.contains(id) {
-                uids.remove(uid);
+        for x in &seen {
+            let m = &x.meta;
+            let left = if m.message_id.is_empty() {
+                !era.before_first(x)
+                    && era.sent_before(x)
+                    && records
+                        .get(&(m.subject.clone(), m.from.clone()))
+                        .is_some_and(|n| *n > 0)
+            } else {
+                handled.contains(&m.message_id)
+            };
+            if left {
+                uids.remove(&m.uid);
                 skipped += 1;
             }
         }
         if skipped > 0 {
             log::info!(
                 "{}: {mailbox}: {skipped} message(s) were handled under an earlier UIDVALIDITY \
-                 (same Message-ID): left alone",
+                 (same Message-ID, or subject and sender for mail without one): left alone",
                 self.name()
             );
         }
         Ok(skipped)
+    }
+
+    /// The Message-ID, subject, sender, INTERNALDATE and Date of each of
+    /// `uids` in the selected `mailbox`.
+    fn fetch_seen(
+        &self,
+        s: &mut Session,
+        mailbox: &str,
+        uidvalidity: u32,
+        uids: &[u32],
+    ) -> Result<Vec<Seen>, ImapError> {
+        let mut seen = Vec::with_capacity(uids.len());
+        for chunk in uids.chunks(CHUNK) {
+            let fetched = s.uid_fetch(
+                uid_set(chunk),
+                "(UID INTERNALDATE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT FROM DATE)])",
+            )?;
+            for f in fetched.iter() {
+                let Some(uid) = f.uid else { continue };
+                let e = f
+                    .header()
+                    .and_then(crate::classify::Email::parse_headers)
+                    .unwrap_or_default();
+                let sent = e
+                    .header("Date")
+                    .and_then(mail_parser::DateTime::parse_rfc822)
+                    .filter(|d| d.is_valid())
+                    .map(|d| d.to_timestamp().saturating_mul(1000));
+                seen.push(Seen {
+                    meta: EmailMeta {
+                        account: self.name().to_string(),
+                        mailbox: mailbox.to_string(),
+                        uidvalidity,
+                        uid,
+                        message_id: e.message_id,
+                        subject: e.subject,
+                        from: e.from,
+                    },
+                    at: f.internal_date().map(|d| d.timestamp_millis()),
+                    sent,
+                });
+            }
+        }
+        Ok(seen)
+    }
+
+    /// The times that place a message of a new generation of `mailbox`
+    /// against what the `earlier` one handled.
+    fn era(&self, mailbox: &str, earlier: &Earlier) -> Result<Era, ImapError> {
+        // Before the folder was first seen, else (seen by an older
+        // version) before its first record: the first record may come well
+        // after the mail it handled (a paused account: the fourth
+        // regression audit found such mail taken for mail from before).
+        // Under `backlog: all` then (whatever the setting now: the fifth
+        // found it read from the setting now), nothing was before.
+        let all = matches!(self.w.account.backlog, crate::config::Backlog::All);
+        let (since, none_before) = match self.w.store.first_sight(self.name(), mailbox)? {
+            Some(f) => (f.at, f.all),
+            None => (earlier.first_at, all),
+        };
+        Ok(Era {
+            since,
+            none_before,
+            last_at: earlier.last_at,
+        })
+    }
+}
+
+/// A message of a new generation: what identifies it, when the server got
+/// it (INTERNALDATE, ms) and when it says it was sent (Date, ms).
+struct Seen {
+    meta: EmailMeta,
+    at: Option<i64>,
+    sent: Option<i64>,
+}
+
+/// The (subject, sender) of the messages of `seen` without a Message-ID.
+fn idless_pairs(seen: &[Seen]) -> HashSet<(String, String)> {
+    seen.iter()
+        .filter(|x| x.meta.message_id.is_empty())
+        .map(|x| (x.meta.subject.clone(), x.meta.from.clone()))
+        .collect()
+}
+
+/// When a folder was first seen (and whether `backlog: all` took what
+/// was there then), and when the old generation's last record was made.
+struct Era {
+    since: i64,
+    none_before: bool,
+    last_at: i64,
+}
+
+impl Era {
+    /// There before mailproc handled anything in the folder.
+    fn before_first(&self, x: &Seen) -> bool {
+        !self.none_before && x.at.is_some_and(|t| t < self.since - CLOCK_SLACK_MS)
+    }
+
+    /// Dated (INTERNALDATE) in the old generation's time, or undated.
+    fn handled(&self, x: &Seen) -> bool {
+        x.at.is_none_or(|t| t < self.last_at - CLOCK_SLACK_MS)
+    }
+
+    /// Sent (its Date) after the old generation's last record: it came
+    /// since, whatever its INTERNALDATE.
+    fn sent_since(&self, x: &Seen) -> bool {
+        x.sent
+            .is_some_and(|t| t > self.last_at + SENDER_CLOCK_SLACK_MS)
+    }
+
+    /// Sent (its Date, else its INTERNALDATE) before the old generation's
+    /// last record.
+    fn sent_before(&self, x: &Seen) -> bool {
+        x.sent
+            .or(x.at)
+            .is_some_and(|t| t < self.last_at - CLOCK_SLACK_MS)
     }
 }
 
