@@ -135,11 +135,9 @@ const MAX_NAMED: usize = 10;
 /// first 200 characters (a model's folder of 3,000,000 characters filled
 /// the log, the record and the API's answer: found by an audit).
 fn quoted(name: &str) -> String {
-    let cut = crate::email::truncate(name, 200);
-    if cut.len() < name.len() {
-        format!("{cut:?}… ({} bytes)", name.len())
-    } else {
-        format!("{name:?}")
+    match name.char_indices().nth(200) {
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &name[..cut], name.len()),
+        None => format!("{name:?}"),
     }
 }
 
