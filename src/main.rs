@@ -143,6 +143,10 @@ fn main() -> ExitCode {
     // the configuration it rewrites, its .bak) is its user's alone, also
     // when it is not started by systemd (whose unit sets UMask=0077).
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    // The service's own reader of configuration text from outside.
+    if std::env::args().nth(1).as_deref() == Some(config::untrusted::CHILD_COMMAND) {
+        return config::untrusted::child_main();
+    }
     let (path, cmd) = match parse_args() {
         Ok(x) => x,
         Err(e) => {

@@ -838,3 +838,46 @@ fn a_pages_405_allows_what_the_address_takes() {
     assert_eq!(ask("PUT", "/config/rule"), both);
     assert_eq!(ask("DELETE", "/config"), both);
 }
+
+/// Found by audits of the binary: text posted to the editor was parsed by
+/// the service itself, so 5 KB of YAML aliases (each repeating a thousand
+/// of the one before) took it from 100 MB to gigabytes and down, and
+/// 100,000 nested collections held an HTTP worker for 20 s (a count of
+/// brackets beforehand was got round with tags and anchors). A child
+/// process reads the text now, counting the values as it builds them,
+/// within 5 s; the service stays up and answers meanwhile.
+#[test]
+fn the_editor_reads_hostile_yaml_in_a_child_within_a_deadline() {
+    let m = with_user(PLAIN);
+    let mut b = Browser::new(&m);
+    b.login("admin", PASSWORD);
+    let a = vec!["x"; 1000].join(", ");
+    let aliases = vec!["*a"; 1000].join(", ");
+    let again = vec!["*b"; 100].join(", ");
+    let bomb = format!("a: &a [{a}]\nb: &b [{aliases}]\nc: [{again}]\n");
+    let started = std::time::Instant::now();
+    let r = b.submit("/config", &[("yaml", &bomb)]);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("more than 1000000 values"), "{}", r.text);
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // Nested 60,000 deep behind tags: cut at the deadline, while
+    // /health answers.
+    let deep = format!("x: {}{}\n", "!t [".repeat(60_000), "]".repeat(60_000));
+    let started = std::time::Instant::now();
+    let r = std::thread::scope(|s| {
+        let post = s.spawn(|| b.submit("/config", &[("yaml", &deep)]));
+        std::thread::sleep(Duration::from_secs(1));
+        let health = m.get("/health");
+        assert_eq!(health.status, 200, "{}", health.text);
+        assert!(started.elapsed() < Duration::from_secs(4));
+        post.join().unwrap()
+    });
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("takes more than 5s to read"), "{}", r.text);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // The configuration is as it was, and a good one still saves.
+    assert_eq!(m.get("/health").status, 200);
+    let r = b.submit("/config", &[("yaml", "{}\n")]);
+    assert!(r.status < 400, "{} {}", r.status, r.text);
+}

@@ -18,12 +18,14 @@
 //! `schema` holds the typed sections and their defaults; the
 //! action types and their rules live in `crate::actions`.
 
+mod bounded;
 mod comments;
 mod env;
 mod policy;
 mod redact;
 mod schema;
 mod typed;
+pub mod untrusted;
 mod validate;
 pub use validate::MAX_RULE_NAME;
 mod write;
@@ -188,16 +190,10 @@ pub fn parse(
 /// wish for every default: read as defaults, a `systemctl reload` of it
 /// stopped every account. `{}` says "every default" on purpose.
 pub fn tree_of(text: &str) -> Result<serde_norway::Value, ConfigError> {
-    if let Some((line, column)) = too_deep(text) {
-        return Err(ConfigError::one(format!(
-            "config: collections nested more than {MAX_FLOW_DEPTH} deep at line {line} column \
-             {column}"
-        )));
-    }
     let raw: serde_norway::Value = if text.trim().is_empty() {
         serde_norway::Value::Null
     } else {
-        serde_norway::from_str(text).map_err(|e| ConfigError::one(format!("config: {e}")))?
+        bounded::from_str(text).map_err(|e| ConfigError::one(format!("config: {e}")))?
     };
     if raw.is_null() {
         return Err(ConfigError::one(
@@ -207,76 +203,6 @@ pub fn tree_of(text: &str) -> Result<serde_norway::Value, ConfigError> {
         ));
     }
     Ok(raw)
-}
-
-/// The deepest nesting of `[…]` and `{…}` a configuration may have; the
-/// schema's deepest is 4 (`accounts: [{rules: [{actions: [{flags: […]}]}]}]`
-/// written in flow style is 6).
-const MAX_FLOW_DEPTH: usize = 64;
-
-/// Where `text` opens a flow collection ([`MAX_FLOW_DEPTH`] + 1) deep, as
-/// (line, column) from 1. The YAML parser takes time growing with the
-/// square of the depth before its own limit speaks (an audit posted
-/// 100,000 `[` to the editor: 22 s of an HTTP worker each, four at once
-/// held every worker), so the depth is counted first, in one pass: a
-/// bracket counts where a collection can open (a value's start, after
-/// `- `, `,`, or another opening), not inside quotes, comments or a plain
-/// value (`subject: \[urgent\]`).
-fn too_deep(text: &str) -> Option<(usize, usize)> {
-    let mut depth = 0usize;
-    let mut can_open = true;
-    let mut quote: Option<char> = None;
-    let (mut line, mut column) = (1, 0);
-    let mut chars = text.chars().peekable();
-    let mut prev = '\n';
-    while let Some(c) = chars.next() {
-        column += 1;
-        if c == '\n' {
-            (line, column) = (line + 1, 0);
-        }
-        match quote {
-            Some('"') if c == '\\' => {
-                chars.next();
-                column += 1;
-            }
-            Some(q) if c == q => {
-                quote = None;
-                can_open = false;
-            }
-            Some(_) => {}
-            None => match c {
-                '#' if prev.is_whitespace() => {
-                    for c in chars.by_ref() {
-                        if c == '\n' {
-                            (line, column) = (line + 1, 0);
-                            break;
-                        }
-                    }
-                    can_open = true;
-                    prev = '\n';
-                    continue;
-                }
-                '\n' => can_open = true,
-                '"' | '\'' if can_open => quote = Some(c),
-                '[' | '{' if can_open => {
-                    depth += 1;
-                    if depth > MAX_FLOW_DEPTH {
-                        return Some((line, column));
-                    }
-                }
-                ']' | '}' => {
-                    depth = depth.saturating_sub(1);
-                    can_open = false;
-                }
-                ',' => can_open = depth > 0,
-                ':' | '-' if chars.peek().is_none_or(|n| n.is_whitespace()) => can_open = true,
-                c if c.is_whitespace() => {}
-                _ => can_open = false,
-            },
-        }
-        prev = c;
-    }
-    None
 }
 
 /// Stage two and three for an already parsed tree (also used by `PUT /api/config`).

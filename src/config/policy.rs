@@ -237,7 +237,17 @@ impl<'o> Walk<'o> {
                 }
             }
             Value::Tagged(t) => self.walk(&mut t.value, old),
-            Value::String(s) => self.string(s, old),
+            Value::String(s) => {
+                let masked = s.contains(MASK);
+                self.string(s, old);
+                // A number or a boolean kept by its mask stays what it was
+                // (a GET put back unchanged leaves the file alone).
+                if let Some(o) = old.filter(|o| scalar_text(o).is_some_and(|t| t == *s)) {
+                    if masked && !o.is_string() {
+                        *new = o.clone();
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -253,12 +263,7 @@ impl<'o> Walk<'o> {
         // A secret written as a number or a boolean (`password: 12345`) is
         // shown masked as any other: its mask keeps it (an audit found every
         // change refused while one was in the file).
-        let stored_text = old.and_then(|v| match v {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        });
+        let stored_text = old.and_then(scalar_text);
         let stored = stored_text.as_deref();
         let value = if masked {
             let shown_as = |o: &str| {
@@ -470,6 +475,24 @@ pub fn outgoing_urls(c: &Config) -> Vec<(String, &str)> {
     out
 }
 
+/// A scalar as the configuration reads it into a string field (see
+/// `schema::de_string`: `1.0` is "1"), so that a mask keeps the value the
+/// service runs with (an audit found `password: 1.0` put back as "1.0").
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(if let Some(i) = n.as_i64() {
+            i.to_string()
+        } else if let Some(u) = n.as_u64() {
+            u.to_string()
+        } else {
+            n.as_f64()?.to_string()
+        }),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,10 +660,16 @@ server: { auth_token: "x-${T:-********}" }
             "accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"********\" }\n",
         );
         unmask(&mut new, &old).unwrap();
-        assert_eq!(
-            new["accounts"][0]["imap"]["password"].as_str(),
-            Some("12345")
+        // Kept as it was: the tree put back is the stored one.
+        assert_eq!(new, old);
+        // As the service reads it: 1.0 is "1".
+        let old =
+            tree("accounts:\n  - name: a\n    imap: { host: h, username: u, password: 1.0 }\n");
+        let mut new = tree(
+            "accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"********\" }\n",
         );
+        unmask(&mut new, &old).unwrap();
+        assert_eq!(new, old);
     }
 
     #[test]

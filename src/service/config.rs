@@ -17,6 +17,7 @@ pub fn replace(ctx: &Ctx, raw: serde_norway::Value) -> Result<Applied, ChangeErr
 /// A text with no settings (empty, or comments only) is refused as the
 /// file is by `run` and SIGHUP; `{}` is every default.
 pub fn replace_text(ctx: &Ctx, text: &str) -> Result<Applied, ChangeError> {
-    let raw = crate::config::tree_of(text)?;
+    // Read by a child process, with a deadline (see `config::untrusted`).
+    let raw = crate::config::untrusted::tree_of_untrusted(text)?;
     ctx.live.replace(raw, Some(text))
 }

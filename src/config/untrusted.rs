@@ -1,0 +1,158 @@
+//! Configuration text from outside the host (the dashboard's editor): read
+//! by a child process of this binary with a bound on its memory and a
+//! deadline, never by the service itself. YAML's aliases can make a few
+//! kilobytes expand to gigabytes (an audit's 5 KB took the service down;
+//! the parser bounds the number of alias jumps, not what each copies), and
+//! the parser's time grows with the square of the nesting of flow
+//! collections; no count of characters beforehand can tell either from
+//! what the parser does. The child (`mailproc __read-yaml`, see
+//! [`child_main`]) parses the text (the tree counted as it is built, see
+//! `bounded`), and sends back the tree with its aliases expanded, at most
+//! [`MAX_EXPANDED`] bytes of YAML; the service parses that. Where no child
+//! can be started the text is read here, with a warning.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{tree_of, ConfigError};
+
+/// The command the child is started with (not in `--help`).
+pub const CHILD_COMMAND: &str = "__read-yaml";
+/// How long the child may take.
+const DEADLINE: Duration = Duration::from_secs(5);
+/// The address space the child may use.
+const CHILD_MEMORY: u64 = 512 << 20;
+/// The most YAML the child sends back (aliases expanded).
+const MAX_EXPANDED: usize = 4 << 20;
+/// The most text the child reads: the editor's body is at most 1 MiB.
+const MAX_TEXT: usize = 1 << 20;
+/// One child at a time: four editors posting at once must not take four
+/// times [`CHILD_MEMORY`].
+static ONE_AT_A_TIME: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// The YAML tree of `text` (see [`tree_of`]), read by a child process.
+pub fn tree_of_untrusted(text: &str) -> Result<serde_norway::Value, ConfigError> {
+    let busy = || {
+        ConfigError::one(
+            "config: another configuration is being read; try again in a few seconds".to_string(),
+        )
+    };
+    let _turn = ONE_AT_A_TIME.try_lock_for(DEADLINE).ok_or_else(busy)?;
+    match read_in_child(text) {
+        Ok(expanded) => tree_of(&expanded),
+        Err(Unread::Refused(e)) => Err(e),
+        Err(Unread::NoChild(e)) => {
+            log::warn!("config: the text is read by the service itself: {e}");
+            tree_of(text)
+        }
+    }
+}
+
+/// Why the child did not give a tree.
+enum Unread {
+    /// The text is refused: its problem.
+    Refused(ConfigError),
+    /// No child could be started (why).
+    NoChild(String),
+}
+
+fn read_in_child(text: &str) -> Result<String, Unread> {
+    let failed = |why: String| Unread::Refused(ConfigError::one(format!("config: {why}")));
+    // The running binary even when its file was replaced (an upgrade).
+    let mut child = Command::new("/proc/self/exe")
+        .arg(CHILD_COMMAND)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Unread::NoChild(format!("cannot start a reader of it: {e}")))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = text.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = (&mut stdout)
+            .take(MAX_EXPANDED as u64 + 1)
+            .read_to_end(&mut out);
+        out
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < DEADLINE => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let _ = writer.join();
+    let out = reader.join().unwrap_or_default();
+    let Some(status) = status else {
+        return Err(failed(format!(
+            "the text takes more than {}s to read",
+            DEADLINE.as_secs()
+        )));
+    };
+    let out = String::from_utf8_lossy(&out).into_owned();
+    match status.code() {
+        Some(0) if out.len() <= MAX_EXPANDED => Ok(out),
+        Some(0) => Err(failed(expands_past())),
+        Some(2) => Err(Unread::Refused(ConfigError::one(out))),
+        // Out of its memory (an allocation failed), or killed.
+        _ => Err(failed(format!(
+            "the text expands past what a configuration may be ({} MiB; aliases?)",
+            CHILD_MEMORY >> 20
+        ))),
+    }
+}
+
+fn expands_past() -> String {
+    format!(
+        "the text expands past {} MiB (its aliases written out)",
+        MAX_EXPANDED >> 20
+    )
+}
+
+/// The child: reads YAML on standard input, writes the tree with its
+/// aliases expanded (exit 0) or the problem (exit 2) on standard output.
+pub fn child_main() -> std::process::ExitCode {
+    use nix::sys::resource::{setrlimit, Resource};
+    let _ = setrlimit(Resource::RLIMIT_AS, CHILD_MEMORY, CHILD_MEMORY);
+    let mut text = String::new();
+    if std::io::stdin()
+        .take(MAX_TEXT as u64 + 1)
+        .read_to_string(&mut text)
+        .is_err()
+        || text.len() > MAX_TEXT
+    {
+        print!("config: the text is not UTF-8 of at most 1 MiB");
+        return std::process::ExitCode::from(2);
+    }
+    let answer = tree_of(&text).and_then(|tree| {
+        serde_norway::to_string(&tree).map_err(|e| ConfigError::one(format!("config: {e}")))
+    });
+    match answer {
+        Ok(yaml) if yaml.len() <= MAX_EXPANDED => {
+            print!("{yaml}");
+            std::process::ExitCode::SUCCESS
+        }
+        Ok(_) => {
+            print!("config: {}", expands_past());
+            std::process::ExitCode::from(2)
+        }
+        Err(e) => {
+            print!("{}", e.problems.join("\n"));
+            std::process::ExitCode::from(2)
+        }
+    }
+}
