@@ -79,10 +79,16 @@ pub fn clean_up_to(text: &str, max: usize) -> String {
             c if c.is_control()
                 || matches!(
                     c,
-                    '\u{200b}'..='\u{200f}'
+                    '\u{ad}'
+                        | '\u{61c}'
+                        | '\u{180e}'
+                        | '\u{200b}'..='\u{200f}'
                         | '\u{2028}'..='\u{202e}'
-                        | '\u{2060}'..='\u{2069}'
+                        | '\u{2060}'..='\u{206f}'
                         | '\u{feff}'
+                        | '\u{fff9}'..='\u{fffb}'
+                        | '\u{1d173}'..='\u{1d17a}'
+                        | '\u{e0000}'..='\u{e007f}'
                 ) =>
             {
                 out.extend(c.escape_unicode())
@@ -378,6 +384,17 @@ mod tests {
             clean("<a\u{2028}[ERROR] b\u{200b}\u{2066}@x>"),
             "<a\\u{2028}[ERROR] b\\u{200b}\\u{2066}@x>"
         );
+        // And the other invisible ones (a second audit's list).
+        for c in [
+            '\u{ad}',
+            '\u{61c}',
+            '\u{180e}',
+            '\u{fff9}',
+            '\u{1d173}',
+            '\u{e0041}',
+        ] {
+            assert!(clean(&format!("a{c}b")).contains("\\u{"), "{c:?}");
+        }
     }
 
     #[test]

@@ -240,11 +240,14 @@ impl Runner {
                     .header()
                     .and_then(crate::classify::Email::parse_headers)
                     .unwrap_or_default();
+                // A Date ahead of now says nothing (an audit found a
+                // handled copy with one taken for mail that came since).
                 let sent = e
                     .header("Date")
                     .and_then(mail_parser::DateTime::parse_rfc822)
                     .filter(|d| d.is_valid())
-                    .map(|d| d.to_timestamp().saturating_mul(1000));
+                    .map(|d| d.to_timestamp().saturating_mul(1000))
+                    .filter(|t| *t <= crate::timestamp::now_ms() + SENDER_CLOCK_SLACK_MS);
                 seen.push(Seen {
                     meta: EmailMeta {
                         account: self.name().to_string(),

@@ -50,6 +50,17 @@ pub fn retry(ctx: &Ctx, id: i64) -> Result<String, Error> {
     // A failed message of an account no longer configured: nothing would
     // take the retry, so it is refused rather than left `retrying`.
     if let Some(e) = ctx.store.activity_entry(id)? {
+        // Renamed, waiting for its batch in hand: its records go over to
+        // the new name in a moment (an audit found "add the account back"
+        // advised here, which would take the rename back).
+        let renamed = ctx.store.noted_renames().unwrap_or_default();
+        if let Some((_, to)) = renamed.iter().find(|(from, _)| *from == e.account) {
+            return Err(Error::Unavailable(format!(
+                "activity {id}: its account {:?} is being renamed to {to:?}, which takes its \
+                 records once its batch in hand is done; try again in a few seconds",
+                e.account
+            )));
+        }
         if e.status == crate::store::Status::Failed && ctx.account(&e.account).is_none() {
             return Err(Error::Conflict(format!(
                 "activity {id}: its account {:?} is not in the configuration, so nothing \

@@ -42,7 +42,8 @@ impl Store {
     ///   one can be retried and a move undone (an audit found restored
     ///   mail acted on again, and retries left `retrying` for ever, under
     ///   the old name). A record `to` has for the same message stays;
-    /// * its learned classifier, when `to` has none.
+    /// * its learned classifier, when `to` has none;
+    /// * the refresh token an OAuth2 provider rotated for it.
     ///
     /// The note of the rename ([`Store::note_rename`]) goes in the same
     /// transaction.
@@ -99,6 +100,31 @@ impl Store {
                     )?;
                 }
             }
+            // Counts kept for rows pruned since (retention) go along once
+            // no row is left under the old name (an audit found the
+            // history split between the names).
+            let left: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM emails WHERE account = ?1)",
+                [from],
+                |r| r.get(0),
+            )?;
+            if !left {
+                tx.execute(
+                    "INSERT INTO stats_daily (day, account, key, n)
+                     SELECT day, ?2, key, n FROM stats_daily WHERE account = ?1 AND n != 0
+                     ON CONFLICT DO UPDATE SET n = n + excluded.n",
+                    params![from, to],
+                )?;
+                tx.execute("DELETE FROM stats_daily WHERE account = ?1", [from])?;
+            }
+            // The refresh token a provider rotated is the mailbox's: the
+            // same host and user sign in under the new name (an audit
+            // found the superseded one from the file used instead). A
+            // token the new name has of its own stays.
+            tx.execute(
+                "UPDATE OR IGNORE oauth_tokens SET account = ?2 WHERE account = ?1",
+                params![from, to],
+            )?;
             tx.execute(
                 "DELETE FROM settings WHERE key = ?1",
                 [format!("{RENAMING}{from}")],
@@ -214,6 +240,33 @@ mod tests {
             s.activity(&q).unwrap().1
         };
         assert_eq!((retrying("a"), retrying("b")), (0, 1));
+    }
+
+    /// Counts of rows pruned since go along when nothing is left under
+    /// the old name, and so does a rotated refresh token.
+    #[test]
+    fn pruned_counts_and_a_rotated_token_go_along() {
+        let s = Store::open_in_memory().unwrap();
+        let read = Outcome {
+            status: Status::Ok,
+            actions: vec![Action::Read],
+            model: "rules:r".into(),
+            ..Default::default()
+        };
+        let long_ago = crate::timestamp::now_ms() - 400 * 86_400_000;
+        s.insert_history_bulk(&[(meta("c", 1, "<1@x>"), read, long_ago)])
+            .unwrap();
+        assert_eq!(s.prune(std::time::Duration::from_secs(86_400)).unwrap(), 1);
+        s.set_oauth_refresh_token("c", "rotated", "origin").unwrap();
+        s.hand_over("c", "d").unwrap();
+        let stats = s.stats(None, None).unwrap();
+        assert_eq!(stats.by_account.get("c"), None, "{stats:?}");
+        assert_eq!(stats.by_account.get("d"), Some(&1), "{stats:?}");
+        assert_eq!(
+            s.oauth_refresh_token("d").unwrap(),
+            Some(("rotated".into(), "origin".into()))
+        );
+        assert_eq!(s.oauth_refresh_token("c").unwrap(), None);
     }
 
     #[test]
