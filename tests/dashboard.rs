@@ -870,6 +870,19 @@ fn the_editor_reads_hostile_yaml_in_a_child_within_a_deadline() {
         std::thread::sleep(Duration::from_secs(1));
         let health = m.get("/health");
         assert_eq!(health.status, 200, "{}", health.text);
+        // A second post meanwhile is told at once, not held in a worker
+        // (four at once held every worker, found by an audit).
+        let mut other = Browser::new(&m);
+        other.login("admin", PASSWORD);
+        let asked = std::time::Instant::now();
+        let second = other.submit("/config", &[("yaml", "{}\n")]);
+        assert!(asked.elapsed() < Duration::from_secs(2));
+        assert_eq!(second.status, 400, "{}", second.text);
+        assert!(
+            second.text.contains("another configuration is being read"),
+            "{}",
+            second.text
+        );
         assert!(started.elapsed() < Duration::from_secs(4));
         post.join().unwrap()
     });

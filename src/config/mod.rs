@@ -18,7 +18,7 @@
 //! `schema` holds the typed sections and their defaults; the
 //! action types and their rules live in `crate::actions`.
 
-mod bounded;
+pub(crate) mod bounded;
 mod comments;
 mod env;
 mod policy;
@@ -133,7 +133,7 @@ pub fn load_for_oauth_helper(path: &Path) -> Result<Loaded, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::one(format!("{}: {e}", path.display())))?;
     let raw: Value =
-        serde_norway::from_str(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
+        bounded::from_str(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
     let mut lenient = raw.clone();
     if let Some(accounts) = lenient.get_mut("accounts").and_then(Value::as_sequence_mut) {
         for a in accounts {

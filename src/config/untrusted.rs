@@ -9,7 +9,7 @@
 //! [`child_main`]) parses the text (the tree counted as it is built, see
 //! `bounded`), and sends back the tree with its aliases expanded, at most
 //! [`MAX_EXPANDED`] bytes of YAML; the service parses that. Where no child
-//! can be started the text is read here, with a warning.
+//! can be started the text is refused.
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -38,27 +38,14 @@ pub fn tree_of_untrusted(text: &str) -> Result<serde_norway::Value, ConfigError>
             "config: another configuration is being read; try again in a few seconds".to_string(),
         )
     };
-    let _turn = ONE_AT_A_TIME.try_lock_for(DEADLINE).ok_or_else(busy)?;
-    match read_in_child(text) {
-        Ok(expanded) => tree_of(&expanded),
-        Err(Unread::Refused(e)) => Err(e),
-        Err(Unread::NoChild(e)) => {
-            log::warn!("config: the text is read by the service itself: {e}");
-            tree_of(text)
-        }
-    }
+    // Not waited for: a post waiting its turn held an HTTP worker (four
+    // at once held them all, found by an audit).
+    let _turn = ONE_AT_A_TIME.try_lock().ok_or_else(busy)?;
+    tree_of(&read_in_child(text)?)
 }
 
-/// Why the child did not give a tree.
-enum Unread {
-    /// The text is refused: its problem.
-    Refused(ConfigError),
-    /// No child could be started (why).
-    NoChild(String),
-}
-
-fn read_in_child(text: &str) -> Result<String, Unread> {
-    let failed = |why: String| Unread::Refused(ConfigError::one(format!("config: {why}")));
+fn read_in_child(text: &str) -> Result<String, ConfigError> {
+    let failed = |why: String| ConfigError::one(format!("config: {why}"));
     // The running binary even when its file was replaced (an upgrade).
     let mut child = Command::new("/proc/self/exe")
         .arg(CHILD_COMMAND)
@@ -67,20 +54,35 @@ fn read_in_child(text: &str) -> Result<String, Unread> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| Unread::NoChild(format!("cannot start a reader of it: {e}")))?;
+        // Refused, never read here instead: the service would take the
+        // text's risks itself (found by an audit at the process limit).
+        .map_err(|e| failed(format!("cannot start a reader of the text: {e}")))?;
     let mut stdin = child.stdin.take().expect("piped");
     let input = text.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(input.as_bytes());
-    });
     let mut stdout = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = (&mut stdout)
-            .take(MAX_EXPANDED as u64 + 1)
-            .read_to_end(&mut out);
-        out
-    });
+    let threads = std::thread::Builder::new()
+        .spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+        })
+        .and_then(|writer| {
+            std::thread::Builder::new()
+                .spawn(move || {
+                    let mut out = Vec::new();
+                    let _ = (&mut stdout)
+                        .take(MAX_EXPANDED as u64 + 1)
+                        .read_to_end(&mut out);
+                    out
+                })
+                .map(|reader| (writer, reader))
+        });
+    let (writer, reader) = match threads {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failed(format!("cannot start a reader of the text: {e}")));
+        }
+    };
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -107,7 +109,7 @@ fn read_in_child(text: &str) -> Result<String, Unread> {
     match status.code() {
         Some(0) if out.len() <= MAX_EXPANDED => Ok(out),
         Some(0) => Err(failed(expands_past())),
-        Some(2) => Err(Unread::Refused(ConfigError::one(out))),
+        Some(2) => Err(ConfigError::one(out)),
         // Out of its memory (an allocation failed), or killed.
         _ => Err(failed(format!(
             "the text expands past what a configuration may be ({} MiB; aliases?)",

@@ -260,8 +260,8 @@ impl Live {
         // not written: the operator's layout stays, and the backup keeps
         // the version before. Text from the editor is compared as text
         // (`write_atomically`): a comment is a change there.
-        let same_tree = posted.is_none()
-            && serde_norway::from_str::<serde_norway::Value>(&on_disk).is_ok_and(|v| v == raw);
+        let same_tree =
+            posted.is_none() && crate::config::bounded::from_str(&on_disk).is_ok_and(|v| v == raw);
         if same_tree {
             log::info!(
                 "configuration unchanged: {} left as it is",

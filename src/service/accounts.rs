@@ -44,6 +44,19 @@ pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> 
     Ok(state)
 }
 
+/// 503 for entry `id` of `account` while `account` is renamed and waits
+/// for its batch in hand: its records go to the new name in a moment (an
+/// audit found "add the account back" advised, which would take the
+/// rename back).
+pub(super) fn being_renamed(ctx: &Ctx, id: i64, account: &str) -> Option<Error> {
+    let renames = ctx.store.noted_renames().unwrap_or_default();
+    let (_, to) = renames.iter().find(|(from, _)| from == account)?;
+    Some(Error::Unavailable(format!(
+        "activity {id}: its account {account:?} is being renamed to {to:?}, which takes its \
+         records once its batch in hand is done; try again in a few seconds"
+    )))
+}
+
 /// Puts failed message `id` back in line and asks its account for a pass.
 /// Returns the account's name.
 pub fn retry(ctx: &Ctx, id: i64) -> Result<String, Error> {
@@ -53,13 +66,8 @@ pub fn retry(ctx: &Ctx, id: i64) -> Result<String, Error> {
         // Renamed, waiting for its batch in hand: its records go over to
         // the new name in a moment (an audit found "add the account back"
         // advised here, which would take the rename back).
-        let renamed = ctx.store.noted_renames().unwrap_or_default();
-        if let Some((_, to)) = renamed.iter().find(|(from, _)| *from == e.account) {
-            return Err(Error::Unavailable(format!(
-                "activity {id}: its account {:?} is being renamed to {to:?}, which takes its \
-                 records once its batch in hand is done; try again in a few seconds",
-                e.account
-            )));
+        if let Some(busy) = being_renamed(ctx, id, &e.account) {
+            return Err(busy);
         }
         if e.status == crate::store::Status::Failed && ctx.account(&e.account).is_none() {
             return Err(Error::Conflict(format!(

@@ -21,6 +21,9 @@ pub fn undo(ctx: &Ctx, id: i64) -> Result<Undone, Error> {
         return Err(Error::Conflict(format!("activity {id}: {why}")));
     }
     let Some(h) = ctx.account(&t.account) else {
+        if let Some(busy) = super::accounts::being_renamed(ctx, id, &t.account) {
+            return Err(busy);
+        }
         return Err(Error::Conflict(format!(
             "account {:?} is no longer configured",
             t.account
@@ -46,7 +49,11 @@ pub fn move_to(ctx: &Ctx, id: i64, folder: &str) -> Result<Moved, Error> {
         .undo_target(id)?
         .ok_or_else(|| Error::NotFound(format!("no activity entry with id {id}")))?;
     let loaded = ctx.config();
-    let gone = || Error::Conflict(format!("account {:?} is no longer configured", e.account));
+    let gone = || {
+        super::accounts::being_renamed(ctx, id, &e.account).unwrap_or_else(|| {
+            Error::Conflict(format!("account {:?} is no longer configured", e.account))
+        })
+    };
     let a = loaded
         .config
         .accounts

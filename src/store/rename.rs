@@ -119,10 +119,16 @@ impl Store {
             }
             // The refresh token a provider rotated is the mailbox's: the
             // same host and user sign in under the new name (an audit
-            // found the superseded one from the file used instead). A
-            // token the new name has of its own stays.
+            // found the superseded one from the file used instead).
+            // One the new name's row holds from a removed account of its
+            // name is not this mailbox's (found by an audit).
             tx.execute(
-                "UPDATE OR IGNORE oauth_tokens SET account = ?2 WHERE account = ?1",
+                "DELETE FROM oauth_tokens WHERE account = ?2
+                   AND EXISTS (SELECT 1 FROM oauth_tokens WHERE account = ?1)",
+                params![from, to],
+            )?;
+            tx.execute(
+                "UPDATE oauth_tokens SET account = ?2 WHERE account = ?1",
                 params![from, to],
             )?;
             tx.execute(
@@ -258,6 +264,8 @@ mod tests {
             .unwrap();
         assert_eq!(s.prune(std::time::Duration::from_secs(86_400)).unwrap(), 1);
         s.set_oauth_refresh_token("c", "rotated", "origin").unwrap();
+        s.set_oauth_refresh_token("d", "a removed account's", "other")
+            .unwrap();
         s.hand_over("c", "d").unwrap();
         let stats = s.stats(None, None).unwrap();
         assert_eq!(stats.by_account.get("c"), None, "{stats:?}");
