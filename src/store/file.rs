@@ -134,6 +134,11 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
 /// (its journal mode, its tables): no schema version of mailproc's, yet
 /// tables. A mistyped `storage.path` must not migrate someone's data.
 pub(super) fn foreign(conn: &Connection) -> Result<()> {
+    // One snapshot: read apart, another process's first migration could
+    // commit between the version (0) and the tables (there), and the file
+    // was taken for another program's (a flaky test found it).
+    let tx = conn.unchecked_transaction()?;
+    let conn = &*tx;
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let names: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
