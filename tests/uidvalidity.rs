@@ -286,25 +286,14 @@ fn a_restored_copy_that_kept_its_date_vouches_for_itself_only() {
     let s = server::shared(Kind::Dovecot);
     let mb = Mailbox::new(&**s, "noiddated");
     mb.create("Work");
-    let idless = |n: &str, ago: i64| {
-        let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
-        let date = then
-            .format(&time::format_description::well_known::Rfc2822)
-            .unwrap();
-        String::from_utf8(msg(n, "Invoice nightly"))
-            .unwrap()
-            .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date)
-            .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
-            .into_bytes()
-    };
-    let old = idless("last-night", 3600);
+    let old = nightly("last-night", 3600);
     mb.seed("Work", std::slice::from_ref(&old));
     let m = watching_work(&mb);
     wait_ok(&m, 1);
     mb.recreate("Work");
     // Restored with its date (INTERNALDATE an hour back), then tonight's.
     append_dated_back(&mb, "Work", &old, 3600);
-    mb.seed("Work", &[idless("tonight", 0)]);
+    mb.seed("Work", &[nightly("tonight", 0)]);
     let r = m.post("/api/accounts/acct/process", "");
     assert!(r.status < 300, "{}", r.text);
     wait_ok(&m, 2);

@@ -196,15 +196,19 @@ mod tests {
     /// The records go with the name: what was handled is found under the
     /// new one, a retry is the new one's, and the counts move with them;
     /// a record the new name has for the same message stays its own.
-    #[test]
-    fn a_hand_over_takes_the_records_the_counts_and_the_note() {
-        let s = Store::open_in_memory().unwrap();
-        let read = Outcome {
+    /// Marked read by rule `r`.
+    fn read() -> Outcome {
+        Outcome {
             status: Status::Ok,
             actions: vec![Action::Read],
             model: "rules:r".into(),
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn a_hand_over_takes_the_records_the_counts_and_the_note() {
+        let s = Store::open_in_memory().unwrap();
         let retrying = Outcome {
             status: Status::Retrying,
             error: Some("folder missing".into()),
@@ -212,9 +216,9 @@ mod tests {
         };
         let now = crate::timestamp::now_ms();
         s.insert_history_bulk(&[
-            (meta("a", 1, "<1@x>"), read.clone(), now),
-            (meta("a", 2, "<2@x>"), read.clone(), now),
-            (meta("b", 2, "<2@x>"), read.clone(), now),
+            (meta("a", 1, "<1@x>"), read(), now),
+            (meta("a", 2, "<2@x>"), read(), now),
+            (meta("b", 2, "<2@x>"), read(), now),
             (meta("a", 3, "<3@x>"), retrying, now),
         ])
         .unwrap();
@@ -253,14 +257,8 @@ mod tests {
     #[test]
     fn pruned_counts_and_a_rotated_token_go_along() {
         let s = Store::open_in_memory().unwrap();
-        let read = Outcome {
-            status: Status::Ok,
-            actions: vec![Action::Read],
-            model: "rules:r".into(),
-            ..Default::default()
-        };
         let long_ago = crate::timestamp::now_ms() - 400 * 86_400_000;
-        s.insert_history_bulk(&[(meta("c", 1, "<1@x>"), read, long_ago)])
+        s.insert_history_bulk(&[(meta("c", 1, "<1@x>"), read(), long_ago)])
             .unwrap();
         assert_eq!(s.prune(std::time::Duration::from_secs(86_400)).unwrap(), 1);
         s.set_oauth_refresh_token("c", "rotated", "origin").unwrap();
