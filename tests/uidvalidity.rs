@@ -229,12 +229,7 @@ fn a_message_without_a_message_id_is_not_acted_on_twice() {
     mb.create("Work");
     // Dated now: Dovecot files it as mail that just came, after every
     // record of the old generation.
-    let idless = |n: &str, subject: &str| {
-        let raw = String::from_utf8(msg_now(n, subject)).unwrap();
-        let id = format!("Message-ID: <{n}@mailproc.test>\r\n");
-        assert!(raw.contains(&id));
-        raw.replace(&id, "").into_bytes()
-    };
+    let idless = |n: &str, subject: &str| without_message_id(n, msg_now(n, subject));
     let old = [
         idless("one", "Invoice nightly"),
         idless("two", "Invoice two"),
@@ -396,10 +391,15 @@ fn a_message_handled_late_still_takes_its_record() {
 
 /// A message dated now with subject "Invoice digest" and no Message-ID.
 fn idless_digest(n: &str) -> Vec<u8> {
-    String::from_utf8(msg_now(n, "Invoice digest"))
-        .unwrap()
-        .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
-        .into_bytes()
+    without_message_id(n, msg_now(n, "Invoice digest"))
+}
+
+/// `raw` (message `n` of `common::mail`) without its Message-ID.
+fn without_message_id(n: &str, raw: Vec<u8>) -> Vec<u8> {
+    let raw = String::from_utf8(raw).unwrap();
+    let id = format!("Message-ID: <{n}@mailproc.test>\r\n");
+    assert!(raw.contains(&id), "{raw}");
+    raw.replace(&id, "").into_bytes()
 }
 
 /// Found by an audit of the binary: renamed, an account read only the
@@ -475,11 +475,10 @@ fn nightly(n: &str, ago: i64) -> Vec<u8> {
     let date = then
         .format(&time::format_description::well_known::Rfc2822)
         .unwrap();
-    String::from_utf8(msg(n, "Invoice nightly"))
+    let raw = String::from_utf8(msg(n, "Invoice nightly"))
         .unwrap()
-        .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date)
-        .replace(&format!("Message-ID: <{n}@mailproc.test>\r\n"), "")
-        .into_bytes()
+        .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date);
+    without_message_id(n, raw.into_bytes())
 }
 
 /// Found by an audit of the binary: after the folder was made again, a

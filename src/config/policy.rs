@@ -654,22 +654,19 @@ server: { auth_token: "x-${T:-********}" }
 
     #[test]
     fn a_number_for_a_secret_is_kept_by_its_mask() {
-        let old =
-            tree("accounts:\n  - name: a\n    imap: { host: h, username: u, password: 12345 }\n");
-        let mut new = tree(
-            "accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"********\" }\n",
-        );
-        unmask(&mut new, &old).unwrap();
-        // Kept as it was: the tree put back is the stored one.
-        assert_eq!(new, old);
-        // As the service reads it: 1.0 is "1".
-        let old =
-            tree("accounts:\n  - name: a\n    imap: { host: h, username: u, password: 1.0 }\n");
-        let mut new = tree(
-            "accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"********\" }\n",
-        );
-        unmask(&mut new, &old).unwrap();
-        assert_eq!(new, old);
+        // Kept as it was, the tree put back the stored one; read as the
+        // service reads it (1.0 is "1").
+        for password in ["12345", "1.0"] {
+            let account = |p: &str| {
+                format!(
+                    "accounts:\n  - name: a\n    imap: {{ host: h, username: u, password: {p} }}\n"
+                )
+            };
+            let old = tree(&account(password));
+            let mut new = tree(&account("\"********\""));
+            unmask(&mut new, &old).unwrap();
+            assert_eq!(new, old, "{password}");
+        }
     }
 
     #[test]

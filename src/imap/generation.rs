@@ -168,13 +168,13 @@ impl Runner {
         if new.is_empty() {
             return Ok(0);
         }
-        let Some(earlier) = self
+        if !self
             .w
             .store
-            .earlier_generation(self.name(), mailbox, uidvalidity)?
-        else {
+            .has_earlier_generation(self.name(), mailbox, uidvalidity)?
+        {
             return Ok(0);
-        };
+        }
         let seen = self.fetch_seen(s, mailbox, uidvalidity, &new)?;
         let ids: Vec<&str> = seen
             .iter()
@@ -185,17 +185,36 @@ impl Runner {
             .w
             .store
             .handled_earlier(self.name(), mailbox, uidvalidity, &ids)?;
-        let records = self.w.store.handled_earlier_without_id(
-            self.name(),
-            mailbox,
-            uidvalidity,
-            &idless_pairs(&seen),
-        )?;
-        let era = self.era(mailbox, &earlier)?;
+        // The old generation's times and records without a Message-ID
+        // are read only for new mail without one: a scan of the old
+        // records on every pass with new mail is not needed otherwise.
+        let pairs = idless_pairs(&seen);
+        let earlier = match pairs.is_empty() {
+            true => None,
+            false => self
+                .w
+                .store
+                .earlier_generation(self.name(), mailbox, uidvalidity)?,
+        };
+        let idless = match earlier {
+            Some(e) => Some((
+                self.era(mailbox, &e)?,
+                self.w.store.handled_earlier_without_id(
+                    self.name(),
+                    mailbox,
+                    uidvalidity,
+                    &pairs,
+                )?,
+            )),
+            None => None,
+        };
         let mut skipped = 0;
         for x in &seen {
             let m = &x.meta;
             let left = if m.message_id.is_empty() {
+                let Some((era, records)) = &idless else {
+                    continue;
+                };
                 !era.before_first(x)
                     && era.sent_before(x)
                     && records
