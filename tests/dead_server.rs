@@ -5,7 +5,8 @@
 //! nothing is acted on twice (the model is not asked again about a
 //! message whose decision was journalled). The time-outs are configured short so the
 //! test runs in seconds; the defaults bound the same waits at 100 s idling
-//! and 120 s per command.
+//! and 120 s per command. A stop does not wait past its grace for either
+//! a server or a model that stopped answering.
 
 mod common;
 
@@ -429,4 +430,76 @@ fn a_stop_mid_pass_on_a_server_that_stopped_answering_cuts_it_after_the_grace() 
     });
     let all = d.messages("test");
     assert_eq!(all.len(), 50, "a message lost or doubled: {all:?}");
+}
+
+/// Found by a review: a model call in flight at SIGTERM held the stop for
+/// the provider's whole `timeout` (120 s for the local model), past
+/// systemd's `TimeoutStopSec=60`: the account waited for the answer even
+/// after the grace, and the classifier pool waited for the call. After the
+/// grace (2 s here) the answer is not waited for; the message stays
+/// unrecorded, and the next start asks again and files it, once.
+#[test]
+fn a_stop_does_not_wait_past_the_grace_for_a_model_that_does_not_answer() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.seed("test", "INBOX", &msg("slow", "Your receipt"));
+    let slow = Arc::new(AtomicBool::new(true));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (sl, ak) = (slow.clone(), asked.clone());
+    let model = Model::start(2, move |_| {
+        ak.fetch_add(1, Ordering::SeqCst);
+        // Longer than the stop may take, shorter than the call's timeout.
+        let started = Instant::now();
+        while sl.load(Ordering::SeqCst) && started.elapsed() < Duration::from_secs(40) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        answer(
+            json!([{ "type": "move", "folder": "Receipts" }]),
+            "a receipt",
+        )
+    });
+    let yaml = format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: scripted, timeout: 120s, max_retries: 0 }}\n\
+         accounts:\n  - name: acct\n    \
+         imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts] }}\n    backlog: all\n    provider: fake\n",
+        model.url(),
+        d.imap_port
+    );
+    let mut m = Mailproc::prepare(&yaml);
+    m.spawn(&[("MAILPROC_FAILPOINTS", "stop_grace=2000")]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(30), "the model asked", || {
+        (asked.load(Ordering::SeqCst) == 1).then_some(())
+    });
+    let stopping = Instant::now();
+    m.signal("TERM");
+    let status = m.wait_exit(Duration::from_secs(60));
+    let took = stopping.elapsed();
+    slow.store(false, Ordering::SeqCst);
+    let status = status.expect("mailproc exits on SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", m.log());
+    assert!(
+        took < Duration::from_secs(20),
+        "SIGTERM took {took:?} with a model call in flight (the grace is 2 s)\n{}",
+        m.log()
+    );
+    assert!(m.log().contains("not waited for"), "{}", m.log());
+    assert!(
+        d.messages("test").iter().all(|x| x.mailbox == "INBOX"),
+        "nothing acted on before the answer"
+    );
+
+    // The next start asks again: the receipt filed once, recorded once.
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(60), "the receipt filed", || {
+        let filed = d.messages("test");
+        (filed.len() == 1 && filed[0].mailbox == "Receipts").then_some(())
+    });
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let recorded = rows(&m, 10);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0]["status"], "ok", "{recorded:?}");
 }

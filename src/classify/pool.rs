@@ -113,12 +113,25 @@ impl Pool {
         &self.tx
     }
 
-    /// Closes the queue and waits for calls in flight.
-    pub fn stop(self) {
+    /// Closes the queue and waits for calls in flight, up to `patience`:
+    /// a call still running then (a model takes up to its `timeout`) is
+    /// left to end with the process; no account waits for its answer any
+    /// more. Returns how many were left.
+    pub fn stop(self, patience: Duration) -> usize {
         drop(self.tx);
-        for t in self.threads {
-            let _ = t.join();
+        let deadline = Instant::now() + patience;
+        while Instant::now() < deadline && self.threads.iter().any(|t| !t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(20));
         }
+        let mut left = 0;
+        for t in self.threads {
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                left += 1;
+            }
+        }
+        left
     }
 }
 

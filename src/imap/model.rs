@@ -80,6 +80,20 @@ impl Runner {
                     );
                 }
             }
+            // Cut after the stop's grace: the answers still to come are
+            // not waited for (a model may take its whole `timeout`, past
+            // systemd's patience). Their messages, and those answered but
+            // not acted on, stay unrecorded above the watermark, as after
+            // a crash: the next start asks again.
+            if stopped && self.w.handle.is_cut() {
+                log::warn!(
+                    "{}: {}: {} model answer(s) not waited for: the stop cut the batch",
+                    self.name(),
+                    f.mailbox,
+                    flow.unanswered_count()
+                );
+                return Err(ImapError::Io(std::io::Error::other("cut by the stop")));
+            }
             if !stopped && rest.peek().is_some() && flow.wants_group() {
                 let group = next_group(&mut rest, max_message);
                 groups.push(self.ask(s, group, &mut flow)?);
