@@ -10,10 +10,13 @@
 //! builds llama-server (~4 min on 2 cores, cached in ~/.cache/mailproc).
 //!
 //! Twenty messages show every path (spam, plain ham, commercial ham) as
-//! well as fifty did. The wait fails when no answer has come for three
-//! minutes, never because the whole took long: on a machine busy with other
-//! builds the model takes several times as long per message, and is no less
-//! right for it.
+//! well as fifty did. The wait fails when no answer has come for five and
+//! a half minutes, never because the whole took long: on a machine busy
+//! with other builds the model takes several times as long per message,
+//! and is no less right for it. For the same reason the call's `timeout`
+//! is 300 s rather than the demo's 120 s: once, with the machine's two
+//! cores shared with three other test runs, one answer took 121 s and the
+//! message was recorded as failed, which says nothing about the plumbing.
 
 mod common;
 
@@ -68,7 +71,7 @@ fn a_real_local_model_sorts_twenty_real_messages_inside_the_allow_lists() {
     // message is the model's. The default prompt and allow-lists.
     let m = Mailproc::start(&format!(
         "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         classifier:\n  concurrency: 1\n  providers:\n    - {{ name: local, kind: openai, url: \"{}\", model: \"{}\", timeout: 120s, max_retries: 0, max_body_chars: 2000, max_tokens: 400 }}\n\
+         classifier:\n  concurrency: 1\n  providers:\n    - {{ name: local, kind: openai, url: \"{}\", model: \"{}\", timeout: 300s, max_retries: 0, max_body_chars: 2000, max_tokens: 400 }}\n\
          accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
          folders: {{ watch: [INBOX], allowed: [{}], create: true }}\n    \
          backlog: all\n    poll_interval: 30s\n    max_attempts: 1\n    provider: local\n",
@@ -84,7 +87,7 @@ fn a_real_local_model_sorts_twenty_real_messages_inside_the_allow_lists() {
             .as_u64()
             .unwrap_or(0)
     };
-    // Each answer is progress; three minutes without one is a stuck model
+    // Each answer is progress; 330 s without one is a stuck model
     // or a stuck service (a single answer takes 2-3 s on a quiet machine,
     // 12-18 s on a busy one). Answers show as the model gives them, in the
     // tokens counted (`mailproc_llm_tokens_total`), before their group of
@@ -97,7 +100,7 @@ fn a_real_local_model_sorts_twenty_real_messages_inside_the_allow_lists() {
         ) as u64
     };
     common::wait::until_done(
-        Duration::from_secs(180),
+        Duration::from_secs(330),
         &format!("all {n} messages answered and recorded"),
         || {
             let recorded = total("ok") + total("failed");
