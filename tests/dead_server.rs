@@ -34,6 +34,20 @@ fn config(d: &Dovecot, hook_port: u16, provider: &str, account_extra: &str) -> S
     )
 }
 
+/// SIGTERM, and how long the exit took (at most `max`); `then` runs once it
+/// exited or `max` passed (a frozen server thawed, a slow model let go),
+/// before the exit status is checked: 0.
+fn stop(m: &mut Mailproc, max: Duration, then: impl FnOnce()) -> Duration {
+    let stopping = Instant::now();
+    m.signal("TERM");
+    let status = m.wait_exit(max);
+    let took = stopping.elapsed();
+    then();
+    let status = status.expect("mailproc exits on SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", m.log());
+    took
+}
+
 #[test]
 fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_with_backoff() {
     let d = Dovecot::start();
@@ -403,13 +417,7 @@ fn a_stop_mid_pass_on_a_server_that_stopped_answering_cuts_it_after_the_grace() 
     // The server stops answering; the pass's MOVE waits on it.
     d.freeze();
     std::thread::sleep(Duration::from_secs(2));
-    let stopping = Instant::now();
-    m.signal("TERM");
-    let status = m.wait_exit(Duration::from_secs(100));
-    let took = stopping.elapsed();
-    d.thaw();
-    let status = status.expect("mailproc exits on SIGTERM");
-    assert!(status.success(), "{status:?}\n{}", m.log());
+    let took = stop(&mut m, Duration::from_secs(100), || d.thaw());
     assert!(
         took < Duration::from_secs(60),
         "SIGTERM took {took:?} (imap.timeout is 120 s)\n{}",
@@ -473,13 +481,9 @@ fn a_stop_does_not_wait_past_the_grace_for_a_model_that_does_not_answer() {
     m.wait_for(Duration::from_secs(30), "the model asked", || {
         (asked.load(Ordering::SeqCst) == 1).then_some(())
     });
-    let stopping = Instant::now();
-    m.signal("TERM");
-    let status = m.wait_exit(Duration::from_secs(60));
-    let took = stopping.elapsed();
-    slow.store(false, Ordering::SeqCst);
-    let status = status.expect("mailproc exits on SIGTERM");
-    assert!(status.success(), "{status:?}\n{}", m.log());
+    let took = stop(&mut m, Duration::from_secs(60), || {
+        slow.store(false, Ordering::SeqCst)
+    });
     assert!(
         took < Duration::from_secs(20),
         "SIGTERM took {took:?} with a model call in flight (the grace is 2 s)\n{}",
