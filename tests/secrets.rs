@@ -216,6 +216,26 @@ fn no_environment_variable_can_be_read_through_the_api() {
     }
     assert_eq!(file(&m), before, "nothing was written");
 
+    // A guess at a value comes back as written, right or wrong (an audit:
+    // a right one came back as its reference, `folder "${MAILPROC_TOKEN}"`,
+    // so one request could try a thousand guesses at any secret of the
+    // file).
+    let guess = |folder: &str| {
+        let mut body = c.clone();
+        body["accounts"][0]["rules"] = json!([{ "name": "g", "when": { "subject": "x" },
+            "actions": [{ "type": "move", "folder": folder }] }]);
+        let r = put(&m, &body);
+        assert_eq!(r.status, 400, "{}", r.text);
+        let p = problems(&r).join("\n");
+        assert!(p.contains(&format!("folder \"{folder}\"")), "{p}");
+        p.replace(folder, "GUESS")
+    };
+    let wrong = guess("not-a-secret-0123456789");
+    for secret in [TOKEN, "imap-pass-Xy93kq"] {
+        assert_eq!(guess(secret), wrong);
+    }
+    assert_eq!(file(&m), before, "nothing was written");
+
     // The dashboard's editor takes the same path.
     let mut s = Session::log_in(&m);
     let page = s.get("/config");

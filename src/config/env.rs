@@ -151,11 +151,19 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
 
 /// `problems` (found in the substituted tree) worded against `raw`, the
 /// tree as written: every value a reference brought in is replaced by the
-/// reference, in the problems about the key that holds it and, when it is
-/// longer than two characters, in every other problem too (a problem may
-/// quote another key's value: `no provider named "..."`). A 400 answer, a
-/// refused reload in the log and `check-config` then never show what a
-/// variable holds, whatever the key it was written at.
+/// reference in the problems about the key that holds it, about a key
+/// inside it, or about a key it is inside (`…actions[0]: folder "${F}" is
+/// not in folders.allowed`). A 400 answer, a refused reload in the log and
+/// `check-config` then never show what a variable holds.
+///
+/// Only there, and only after the problem's path: a problem about another
+/// key is worded with the text its own request wrote. Swapping a value
+/// back everywhere (as before) garbled key names (`act${PW}s[0]` for
+/// `PW=ion`) and, worse, told a client that may only change accounts
+/// whether a folder name it sent was a secret of the file (`folder
+/// "${MP_TOKEN}"`): a thousand guesses a request (an audit). For the same
+/// reason a problem about a key a reference is inside leaves alone the text
+/// that request wrote there itself (an unknown field's name, say).
 pub(super) fn as_written(
     problems: Vec<String>,
     raw: &serde_norway::Value,
@@ -165,34 +173,95 @@ pub(super) fn as_written(
     collect_swaps(raw, "", env, &mut swaps);
     // Longest first, so a whole value goes before a part of it.
     swaps.sort_by_key(|s| std::cmp::Reverse(s.from.len()));
+    let mut literals = Vec::new();
+    collect_literals(raw, "", &mut literals);
     problems
         .into_iter()
-        .map(|mut p| {
+        .map(|p| {
+            let (at, rest) = p.split_once(": ").unwrap_or((p.as_str(), ""));
+            let at_path = if at == "config" { "" } else { at };
+            let mut rest = rest.to_string();
             for s in &swaps {
-                if s.from.chars().count() > 2 {
-                    p = p.replace(&s.from, &s.to);
-                } else if is_about(&p, &s.path) {
+                let around = under(&s.path, at_path) && s.path != at_path;
+                if !(under(at_path, &s.path) || around) {
+                    continue;
+                }
+                if around
+                    && literals
+                        .iter()
+                        .any(|(lp, text)| under(lp, at_path) && text.contains(&s.from))
+                {
+                    continue;
+                }
+                rest = if s.from.chars().count() > 2 {
+                    rest.replace(&s.from, &s.to)
+                } else if s.from.chars().all(|c| c.is_ascii_digit()) {
                     // A value of a character or two is found inside words:
                     // only where it stands alone (the second regression
                     // audit: `F=a` made `${F}ccounts[0]…`), however it is
                     // quoted ("…", '…', `…`, or a number as `-1.0`: the
-                    // third found those shown).
-                    p = if s.from.chars().all(|c| c.is_ascii_digit()) {
-                        // A number of a digit or two is also every index
-                        // and limit of the problem (`api_keys[0]`, `at
-                        // least 16`: the fourth regression audit): only
-                        // where it is quoted.
-                        ['"', '\'', '`'].iter().fold(p, |p, q| {
-                            p.replace(&format!("{q}{}{q}", s.from), &format!("{q}{}{q}", s.to))
-                        })
-                    } else {
-                        replace_alone(&p, &s.from, &s.to)
-                    };
-                }
+                    // third found those shown). A number of a digit or two
+                    // is also every index and limit of the problem
+                    // (`api_keys[0]`, `at least 16`: the fourth regression
+                    // audit): only where it is quoted.
+                    ['"', '\'', '`'].iter().fold(rest, |p, q| {
+                        p.replace(&format!("{q}{}{q}", s.from), &format!("{q}{}{q}", s.to))
+                    })
+                } else {
+                    replace_alone(&rest, &s.from, &s.to)
+                };
             }
-            p
+            if p.contains(": ") {
+                format!("{at}: {rest}")
+            } else {
+                p
+            }
         })
         .collect()
+}
+
+/// Whether `path` is `at` or a key inside it (`at` empty: the whole file).
+fn under(path: &str, at: &str) -> bool {
+    at.is_empty()
+        || path
+            .strip_prefix(at)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// The text written as is (no reference in it), with where: every key, and
+/// every scalar value without a reference.
+fn collect_literals(v: &serde_norway::Value, path: &str, out: &mut Vec<(String, String)>) {
+    use serde_norway::Value;
+    match v {
+        Value::String(s) => {
+            if let Ok(ps) = pieces(s) {
+                if !ps.iter().any(|p| matches!(p, Piece::Ref { .. })) {
+                    if let Ok(text) = substitute(s, &|_| None) {
+                        out.push((path.to_string(), text));
+                    }
+                }
+            }
+        }
+        Value::Number(n) => out.push((path.to_string(), n.to_string())),
+        Value::Sequence(items) => {
+            for (i, x) in items.iter().enumerate() {
+                collect_literals(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Mapping(m) => {
+            for (k, x) in m {
+                let key = k
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("{k:?}"));
+                let at = join(path, &key);
+                out.push((at.clone(), key));
+                collect_literals(x, &at, out);
+            }
+        }
+        Value::Tagged(t) => collect_literals(&t.value, path, out),
+        _ => {}
+    }
 }
 
 /// `text` with each `from` that no letter or digit touches made `to`.

@@ -241,3 +241,67 @@ fn an_account_has_at_most_a_thousand_rules() {
         ["accounts[0].rules: at most 1000 rules, this account has 1001"]
     );
 }
+
+/// Found by an audit of the binary: a variable's value was swapped back
+/// wherever it stood in any problem, so key names were garbled
+/// (`webhooks[0].${PW}` for `PW=secret`, `act${PW}s[0]` for `PW=ion`), and
+/// a client that may only change accounts learnt whether a folder name it
+/// sent was the file's token (`folder "${T}"` came back for the token,
+/// `folder "guess"` for anything else). A problem is worded with the text
+/// its own key wrote; only a key that holds a reference, is inside one or
+/// has one inside it shows the reference.
+#[test]
+fn a_variable_is_swapped_back_only_in_problems_about_its_own_key() {
+    let file = |folder: &str| {
+        format!(
+            "server: {{ auth_token: \"${{T}}\" }}\n\
+             webhooks: [ {{ url: \"https://203.0.113.5/hook\", secret: tooshort }} ]\n\
+             accounts:\n  - {{ name: acct, imap: {{ host: h, username: u, password: \"${{PW}}\" }}, \
+             folders: {{ allowed: [Archive] }}, \
+             rules: [ {{ name: r, when: {{ from: x }}, actions: [ {{ type: move, folder: \"{folder}\" }} ] }} ] }}\n"
+        )
+    };
+    for pw in ["secret", "ion", "folder", "Archive"] {
+        let env = |name: &str| match name {
+            "T" => Some("admintokenadmintoken1234".to_string()),
+            "PW" => Some(pw.to_string()),
+            _ => None,
+        };
+        let e = parse(&file("Archives"), &env).unwrap_err();
+        assert_eq!(
+            e.problems,
+            [
+                "webhooks[0].secret: must be at least 16 characters",
+                "accounts[0].rules[0].actions[0]: folder \"Archives\" is not in folders.allowed \
+                 of account \"acct\"",
+            ],
+            "PW={pw}"
+        );
+        // A guess at the token is told as written, as any other folder.
+        let e = parse(&file("admintokenadmintoken1234"), &env).unwrap_err();
+        assert!(
+            e.problems
+                .iter()
+                .any(|p| p.contains("folder \"admintokenadmintoken1234\" is not in")),
+            "{:#?}",
+            e.problems
+        );
+    }
+    // A key with a reference inside: the reference, not the value; the
+    // name of an unknown field the same request wrote beside it, as written.
+    let env = |name: &str| (name == "F").then(|| "Hidden-Folder".to_string());
+    let e = parse(
+        "accounts:\n  - { name: a, imap: { host: h, username: u, password: p }, folders: { allowed: [Work] }, \
+         rules: [ { name: r, when: { from: x }, actions: [ { type: move, folder: \"${F}\" } ] } ] }\n",
+        &env,
+    )
+    .unwrap_err();
+    assert!(
+        e.problems
+            .iter()
+            .any(|p| p.starts_with("accounts[0].rules[0].actions[0]: folder \"${F}\" is not in")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(!e.problems.join("\n").contains("Hidden-Folder"));
+}
