@@ -237,6 +237,16 @@ pub struct Destinations<'a> {
     pub trash: &'a str,
 }
 
+/// Where `actions` send a message: the last move-like action's folder.
+pub fn destination(actions: &[Action], to: &Destinations<'_>) -> Option<String> {
+    actions.iter().rev().find_map(|a| match a {
+        Action::Move { folder } => Some(folder.clone()),
+        Action::Spam => Some(to.junk.to_string()),
+        Action::Trash => Some(to.trash.to_string()),
+        _ => None,
+    })
+}
+
 /// What a batch needs on the server: one `UID STORE` per flag set and one
 /// move per destination. Executed flags first, moves last (a moved message
 /// has a new UID in its new folder).
@@ -258,19 +268,16 @@ impl Plan {
         to: &Destinations<'_>,
     ) {
         let mut flags: BTreeSet<String> = extra_flag.map(str::to_string).into_iter().collect();
-        let mut dest = None;
         for a in actions {
             match a {
                 Action::Read => {
                     flags.insert("\\Seen".into());
                 }
                 Action::Flag { flags: f } => flags.extend(f.iter().cloned()),
-                Action::Move { folder } => dest = Some(folder.clone()),
-                Action::Spam => dest = Some(to.junk.to_string()),
-                Action::Trash => dest = Some(to.trash.to_string()),
-                Action::Noop => {}
+                _ => {}
             }
         }
+        let dest = destination(actions, to);
         if !flags.is_empty() {
             self.flag_sets
                 .entry(flags.into_iter().collect())

@@ -225,7 +225,11 @@ fn a_replayed_move_never_takes_a_same_message_id_for_the_copy() {
 /// the moment the server confirmed the move: its flags were set on the
 /// copy after the move, so the copy stayed unread for good (the journal
 /// took the message for moved; `crash_rounds` caught it once). The flags
-/// now go before the move, which carries them along.
+/// now go before the move, which carries them along. And it can be undone:
+/// an audit found such moves recorded without their destination, so Undo
+/// answered "the message was not moved" (1,500 of them after a SIGKILL);
+/// the destination is the journalled decision's, the flags to restore the
+/// journal's, and undo finds the copy by its Message-ID.
 #[test]
 fn a_crash_right_after_a_move_leaves_the_copy_with_its_flags() {
     let d = Dovecot::start();
@@ -235,6 +239,7 @@ fn a_crash_right_after_a_move_leaves_the_copy_with_its_flags() {
         "INBOX",
         &msg_with("read1", "Weekly list mail", "List-Id: <weekly.example>\r\n"),
     );
+    d.add_flag("test", "INBOX", "\\Flagged");
     let rules = "    rules:\n      - { name: lists, when: { header: List-Id }, actions: [ { type: move, folder: Lists }, { type: read }, { type: flag, flags: [\"$Listed\"] } ] }\n";
     let mut m = Mailproc::prepare(&config(&d, None, rules, ""));
     m.spawn(&[("MAILPROC_FAILPOINTS", "after-move=abort")]);
@@ -254,9 +259,19 @@ fn a_crash_right_after_a_move_leaves_the_copy_with_its_flags() {
     assert_eq!(stored.len(), 1, "{stored:?}");
     let x = &stored[0];
     assert_eq!(x.mailbox, "Lists", "{x:?}");
-    for f in ["\\Seen", "$Listed"] {
+    for f in ["\\Seen", "$Listed", "\\Flagged"] {
         assert!(x.flags.iter().any(|g| g == f), "{f} missing: {x:?}");
     }
+
+    let entry = &m.get("/api/activity").body["entries"][0];
+    let id = entry["id"].as_i64().unwrap();
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 200, "{entry}\n{}\n{}", r.text, m.log());
+    let stored = d.messages("test");
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let x = &stored[0];
+    assert_eq!(x.mailbox, "INBOX", "{x:?}");
+    assert_eq!(x.flags, ["\\Flagged"], "the flags it had before: {x:?}");
 }
 
 /// Found by an audit of the binary: the database removed under a running

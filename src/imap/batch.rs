@@ -3,14 +3,14 @@
 //! as the server confirmed its commands), then the rest recorded in one
 //! transaction with the folder watermark, and everything announced.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::session::{Caps, Folders, Session};
 use super::state::{Failure, Item, Policy, State};
 use super::{ImapError, Runner};
-use crate::actions::{Destinations, Plan};
+use crate::actions::{destination, Destinations, Plan};
 use crate::store::{
     EmailMeta, FailedAttempt, FailureRecord, Final, Finished, FinishedMove, MoveRecord, Outcome,
     Outcomes, Status, Watermark,
@@ -186,10 +186,43 @@ impl Runner {
             writer.outcomes(out);
             finals.extend(c.uids);
         };
+        // A journalled message moved before a restart went where its
+        // decision said: recorded so, its flags the journal's, and undo
+        // finds it there by its Message-ID (an audit: 1,500 moves recorded
+        // after a SIGKILL could be neither undone nor corrected, "the
+        // message was not moved").
+        let to = Destinations {
+            junk: &folders.junk,
+            trash: &folders.trash,
+        };
+        let mut gone_to: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        let untouched: Vec<u32> = untouched
+            .into_iter()
+            .filter(|u| {
+                let i = index[u];
+                let dest = (items[i].gone())
+                    .then(|| outcomes[i].as_ref())
+                    .flatten()
+                    .and_then(|o| destination(&o.actions, &to));
+                match dest {
+                    Some(d) => {
+                        gone_to.entry(d).or_default().push(*u);
+                        false
+                    }
+                    None => true,
+                }
+            })
+            .collect();
         if !untouched.is_empty() {
             confirmed(Confirmed {
                 uids: untouched,
                 to: None,
+            });
+        }
+        for (dest, uids) in gone_to {
+            confirmed(Confirmed {
+                uids,
+                to: Some((dest, HashMap::new())),
             });
         }
         let acted = self.act(

@@ -13,7 +13,7 @@ use super::session::{Caps, Folders, Session};
 use super::state::{Failure, Item, Seen, Stop, Window};
 use super::{ImapError, Runner};
 use crate::classify::{Classification, Email};
-use crate::store::{EmailMeta, KnownEmail, Outcome, Status};
+use crate::store::{Decision, EmailMeta, KnownEmail, Status};
 
 /// The folder a window belongs to.
 #[derive(Clone, Copy)]
@@ -429,7 +429,7 @@ impl Runner {
     /// journal writer; `finish` waits for them before acting.
     fn journal(&self, items: &mut [Item]) {
         let outcomes = self.outcomes(items);
-        let (at, journal): (Vec<usize>, Vec<(EmailMeta, Outcome)>) = items
+        let (at, journal): (Vec<usize>, Vec<Decision>) = items
             .iter()
             .zip(outcomes)
             .enumerate()
@@ -440,7 +440,7 @@ impl Runner {
                         && !it.is_replay()
                         && !it.journalled_now()
                 })
-                .map(|o| (i, (it.meta.clone(), o)))
+                .map(|o| (i, (it.meta.clone(), o, it.seen.flags.clone())))
             })
             .unzip();
         self.writer.decisions(journal);

@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-use crate::store::{Cause, EmailMeta, Outcome, Outcomes, Store, StoreError};
+use crate::store::{Cause, Decision, Outcomes, Store, StoreError};
 
 /// Writes waiting for the thread. A window sends one per FETCH of headers
 /// (40 in a 20,000-UID window) and one per confirmed command of a group
@@ -35,7 +35,7 @@ use crate::store::{Cause, EmailMeta, Outcome, Outcomes, Store, StoreError};
 const QUEUE: usize = 16;
 
 enum Write {
-    Decisions(Vec<(EmailMeta, Outcome)>),
+    Decisions(Vec<Decision>),
     Outcomes(Box<Outcomes>),
     /// Answered once every write before it is done.
     Barrier(Sender<Result<(), StoreError>>),
@@ -96,7 +96,7 @@ impl Writer {
     }
 
     /// Records decisions (see `Store::record_decisions`).
-    pub(super) fn decisions(&self, rows: Vec<(EmailMeta, Outcome)>) {
+    pub(super) fn decisions(&self, rows: Vec<Decision>) {
         if !rows.is_empty() {
             self.send(Write::Decisions(rows));
         }
@@ -199,7 +199,7 @@ fn apply(store: &Store, w: Write) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{FailedAttempt, Final, Status, Watermark};
+    use crate::store::{EmailMeta, FailedAttempt, Final, Outcome, Status, Watermark};
 
     fn meta(uid: u32) -> EmailMeta {
         EmailMeta {
@@ -239,7 +239,10 @@ mod tests {
         for n in 0..2 {
             let store = Arc::new(Store::open_in_memory().unwrap());
             let w = writer(n, &store);
-            w.decisions(vec![(meta(1), decision()), (meta(2), decision())]);
+            w.decisions(vec![
+                (meta(1), decision(), Vec::new()),
+                (meta(2), decision(), Vec::new()),
+            ]);
             w.outcomes(Outcomes {
                 finals: vec![Final::new(meta(1), decision())],
                 watermark: Some(Watermark::new("a", "INBOX", 7, 1)),
@@ -264,10 +267,10 @@ mod tests {
                 "CREATE TRIGGER no_uid_2 BEFORE INSERT ON emails WHEN new.uid = 2
                  BEGIN SELECT RAISE(ABORT, 'refused'); END;",
             );
-            w.decisions(vec![(meta(1), decision())]);
-            w.decisions(vec![(meta(2), decision())]);
+            w.decisions(vec![(meta(1), decision(), Vec::new())]);
+            w.decisions(vec![(meta(2), decision(), Vec::new())]);
             // Behind the failure: not attempted.
-            w.decisions(vec![(meta(3), decision())]);
+            w.decisions(vec![(meta(3), decision(), Vec::new())]);
             let e = w.barrier().unwrap_err();
             assert!(e.to_string().contains("refused"), "writer {n}: {e}");
             assert_eq!(statuses(&store), [(1, Status::Pending)], "writer {n}");
@@ -307,7 +310,7 @@ mod tests {
         // (A thread names itself as it starts: once it answered, it has.)
         w.barrier().unwrap();
         assert!(thread_names().contains(&"journal-wr-test".to_string()));
-        w.decisions(vec![(meta(1), decision())]);
+        w.decisions(vec![(meta(1), decision(), Vec::new())]);
         // Dropping it writes what is queued and ends the thread.
         drop(w);
         assert!(!thread_names().contains(&"journal-wr-test".to_string()));

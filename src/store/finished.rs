@@ -86,7 +86,8 @@ pub(super) fn finish_journalled(tx: &rusqlite::Transaction<'_>, sets: &[Finished
                 next_attempt_at = NULL,
                 dest_folder = coalesce(j.value ->> 1, dest_folder),
                 dest_uid = CASE WHEN j.value ->> 1 IS NULL THEN dest_uid ELSE j.value ->> 2 END,
-                orig_flags = CASE WHEN j.value ->> 1 IS NULL THEN orig_flags ELSE j.value -> 3 END,
+                orig_flags = CASE WHEN j.value ->> 1 IS NULL THEN orig_flags
+                    ELSE coalesce(orig_flags, j.value -> 3) END,
                 undone_at = CASE WHEN j.value ->> 1 IS NULL THEN undone_at ELSE NULL END
              FROM json_each(?1) j WHERE emails.id = j.value ->> 0",
         )?

@@ -86,6 +86,10 @@ impl Default for Outcome {
     }
 }
 
+/// A decision journalled before acting: the message, what it becomes, and
+/// its flags before (what undo restores).
+pub type Decision = (EmailMeta, Outcome, Vec<String>);
+
 /// An outcome written whole: not journalled (left alone, a dry run, for
 /// review), or journalled by an earlier run.
 #[derive(Debug, Clone)]
@@ -320,7 +324,8 @@ fn write_finals(tx: &rusqlite::Transaction<'_>, finals: &[Final]) -> Result<()> 
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     let mut moved = tx.prepare_cached(
-        "UPDATE emails SET dest_folder = ?2, dest_uid = ?3, orig_flags = ?4, undone_at = NULL
+        "UPDATE emails SET dest_folder = ?2, dest_uid = ?3,
+            orig_flags = coalesce(orig_flags, ?4), undone_at = NULL
          WHERE id = ?1",
     )?;
     let now = now_ms();
@@ -397,9 +402,11 @@ impl Store {
     /// Records decisions before acting on them: each message's row is
     /// written (or rewritten) as `pending` with its decision, so a run that
     /// stops before the outcome is recorded finishes it with that decision
-    /// instead of asking the model again. Returns the row ids in the order
-    /// of `items`.
-    pub fn record_decisions(&self, items: &[(EmailMeta, Outcome)]) -> Result<Vec<i64>> {
+    /// instead of asking the model again, with the message's flags before
+    /// it is acted on (what undo restores: a message moved before a crash
+    /// is recorded after it from its journal alone). Returns the row ids in
+    /// the order of `items`.
+    pub fn record_decisions(&self, items: &[Decision]) -> Result<Vec<i64>> {
         self.op("record_decisions", || {
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
@@ -407,10 +414,12 @@ impl Store {
             {
                 let mut st = tx.prepare_cached(
                     "INSERT INTO emails (account, mailbox, uidvalidity, uid, message_id, subject, sender,
-                        processed_at, status, actions, model, reasoning, confidence, error, attempts)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?10, ?11, ?12, NULL, 0)
+                        processed_at, status, actions, model, reasoning, confidence, error, attempts,
+                        orig_flags)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?10, ?11, ?12, NULL, 0, ?13)
                      ON CONFLICT (account, mailbox, uidvalidity, uid) DO UPDATE SET
                         status = 'pending', actions = excluded.actions, model = excluded.model,
+                        orig_flags = coalesce(emails.orig_flags, excluded.orig_flags),
                         reasoning = excluded.reasoning, confidence = excluded.confidence,
                         processed_at = excluded.processed_at,
                         message_id = CASE WHEN excluded.message_id = '' THEN emails.message_id ELSE excluded.message_id END,
@@ -419,7 +428,8 @@ impl Store {
                      RETURNING id",
                 )?;
                 let now = now_ms();
-                for (m, o) in items {
+                for (m, o, flags) in items {
+                    let flags = serde_json::to_string(flags).unwrap_or_else(|_| "[]".into());
                     let id: i64 = st.query_row(
                         m.row(&[
                             &now,
@@ -427,6 +437,7 @@ impl Store {
                             &o.model,
                             &o.reasoning,
                             &o.confidence,
+                            &flags,
                         ])
                         .as_slice(),
                         |r| r.get(0),

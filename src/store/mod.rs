@@ -56,7 +56,8 @@ pub use file::{check_path, hold_for_service};
 pub use finished::{Finished, FinishedIn, FinishedMove};
 pub use generations::{Earlier, FirstSight};
 pub use journal::{
-    EmailMeta, FailedAttempt, FailureRecord, Final, KnownEmail, Outcome, Outcomes, Watermark,
+    Decision, EmailMeta, FailedAttempt, FailureRecord, Final, KnownEmail, Outcome, Outcomes,
+    Watermark,
 };
 pub use learn::LearnState;
 pub use rename::HandOver;

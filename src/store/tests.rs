@@ -197,12 +197,13 @@ fn concurrent_opens_of_a_new_file_migrate_once() {
 #[test]
 fn a_new_uidvalidity_closes_unfinished_rows_of_the_old_one() {
     let s = Store::open_in_memory().unwrap();
-    s.record_decisions(&[(meta(5), ok(vec![Action::Read]))])
+    s.record_decisions(&[(meta(5), ok(vec![Action::Read]), vec![])])
         .unwrap();
     record_failure(&s, &meta(6), "model down", 5, now_ms() - 1);
     let mut done = meta(4);
     done.uidvalidity = 7;
-    s.record_decisions(&[(done.clone(), ok(vec![]))]).unwrap();
+    s.record_decisions(&[(done.clone(), ok(vec![]), vec![])])
+        .unwrap();
     record_final(&s, &[(done, ok(vec![]))], None);
     // Before: a due retry the new generation can never take up.
     assert!(s.next_retry_at("a").unwrap().is_some());
@@ -256,8 +257,8 @@ fn confirmed_rows_are_recorded_as_the_row_by_row_path_records_them() {
         flags: vec!["\\Seen".into()],
     };
     let journal = [
-        (meta(5), ok(actions.clone())),
-        (meta(6), ok(vec![Action::Read])),
+        (meta(5), ok(actions.clone()), moved.flags.clone()),
+        (meta(6), ok(vec![Action::Read]), vec![]),
     ];
     let (fast, slow) = (
         Store::open_in_memory().unwrap(),
@@ -384,7 +385,7 @@ fn a_kept_count_is_dropped_by_the_next_commit() {
 fn final_record_advances_watermark_and_counts_actions() {
     let s = Store::open_in_memory().unwrap();
     let m = meta(5);
-    s.record_decisions(&[(m.clone(), ok(vec![Action::Read]))])
+    s.record_decisions(&[(m.clone(), ok(vec![Action::Read]), vec![])])
         .unwrap();
     assert_eq!(
         s.known_emails("a", "INBOX", 7, 0).unwrap()[0].status,
@@ -510,7 +511,7 @@ fn search_index_is_fed_in_bulk_and_stays_consistent() {
     // A journalled row: queued, found beside the indexed ones.
     let mut m = meta(21);
     m.subject = "Invoice 1 late".into();
-    s.record_decisions(&[(m.clone(), ok(vec![Action::Read]))])
+    s.record_decisions(&[(m.clone(), ok(vec![Action::Read]), vec![])])
         .unwrap();
     assert_eq!(found("voice 1"), 12);
     // Its final record, then indexing: counted once.
@@ -767,8 +768,8 @@ fn finished_rows_of_two_folders_and_one_never_journalled_are_written_together() 
         ..meta(5)
     };
     s.record_decisions(&[
-        (meta(5), ok(vec![Action::Read])),
-        (other.clone(), ok(vec![Action::Read])),
+        (meta(5), ok(vec![Action::Read]), vec![]),
+        (other.clone(), ok(vec![Action::Read]), vec![]),
     ])
     .unwrap();
     let mut out = Outcomes::default();

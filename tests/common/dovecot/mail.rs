@@ -197,6 +197,19 @@ impl Dovecot {
         }
     }
 
+    /// Adds `flag` to every message of `mailbox`.
+    pub fn add_flag(&self, user: &str, mailbox: &str, flag: &str) {
+        let out = self.doveadm(
+            &["flags", "add", "-u", user, flag, "mailbox", mailbox, "all"],
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "doveadm flags add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Store many messages in this order, each as its own message (UIDs
     /// ascending in slice order). One `doveadm import` from a scratch maildir:
     /// no mbox "From " escaping issues, ~0.1 s for 300 messages. Mailbox names
