@@ -894,3 +894,41 @@ fn the_editor_reads_hostile_yaml_in_a_child_within_a_deadline() {
     let r = b.submit("/config", &[("yaml", "{}\n")]);
     assert!(r.status < 400, "{} {}", r.status, r.text);
 }
+
+/// Found by an audit: "Process now" and "Resume" on an account whose
+/// sign-in the server refused said "Processing acct now" and "what arrived
+/// meanwhile is processed now", while nothing would happen until its next
+/// try, minutes away. The notice says it is not connected and that
+/// Reconnect tries now; Reconnect says what it does.
+#[test]
+fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let m =
+        with_user(&account_config(&d, &model, "").replace("password: secret", "password: wrong"));
+    m.wait_for(Duration::from_secs(20), "the login refused", || {
+        (m.get("/health").body["accounts"]["acct"] == "error").then_some(())
+    });
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    for (control, said) in [
+        (
+            "process",
+            "Nothing is processed now: acct is not connected (error)",
+        ),
+        ("pause", "Paused acct"),
+        ("resume", "Resumed acct, but acct is not connected (error)"),
+    ] {
+        let path = format!("/accounts/acct/{control}");
+        assert_redirect(
+            &b.submit(&path, &[("back", "/accounts/acct")]),
+            "/accounts/acct",
+        );
+        let page = b.get("/accounts/acct").text;
+        assert!(page.contains(said), "{control}: {page}");
+        if control != "pause" {
+            assert!(page.contains("Reconnect tries now"), "{control}: {page}");
+            assert!(!page.contains("processed now."), "{control}: {page}");
+        }
+    }
+}

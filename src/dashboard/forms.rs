@@ -363,6 +363,32 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, command: Command) -> Re
                 "{name}: {cmd} requested from the dashboard (now {})",
                 state.as_str()
             );
+            // Without a session nothing is processed now: after a refused
+            // sign-in not before the next try, minutes away (an audit found
+            // "Processing f now" shown for an account in `error`).
+            let offline = matches!(command, Command::Process | Command::Resume)
+                && ctx.account(name).is_some_and(|h| !h.status().connected);
+            if offline {
+                let done = if command == Command::Resume {
+                    format!("Resumed {name}, but")
+                } else {
+                    "Nothing is processed now:".to_string()
+                };
+                return super::redirect_with(
+                    ctx,
+                    req,
+                    &to,
+                    &Flash::error(
+                        at,
+                        format!(
+                            "{done} {name} is not connected ({}): its mail is processed once it \
+                             signs in again, at its next try (see its last error). Reconnect \
+                             tries now.",
+                            state.as_str()
+                        ),
+                    ),
+                );
+            }
             Flash::ok(
                 at,
                 match command {
