@@ -474,6 +474,10 @@ fn the_operators_loop_in_a_real_browser() {
     b.wait(WAIT, "the save", |b| {
         has_text(b, "Configuration saved and applied.")
     });
+    // The button is at the end of a long file: the notice at the top has
+    // the focus, in view (an audit found the focus on nothing).
+    assert_eq!(b.focused()["id"], "config-saved", "{}", b.focused());
+    assert!(b.in_view("#config-saved"));
     let written = std::fs::read_to_string(&m.config_path).unwrap();
     assert!(written.contains("(?i)invoice|bill"), "{written}");
 

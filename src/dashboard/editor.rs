@@ -211,7 +211,12 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
             "without writing YAML, use " strong { "Edit" } " or " strong { "Add a rule" }
             " on an account's page." }
         @if let Some(lines) = &applied {
-            (notice("ok", "Configuration saved and applied."))
+            // At the top, far from the button (the file is long): the
+            // notice has the focus, so the browser shows it and a screen
+            // reader reads it (an audit found the focus on nothing).
+            p.notice.ok #config-saved role="status" tabindex="-1" autofocus {
+                "Configuration saved and applied."
+            }
             @if !lines.is_empty() {
                 ul.changes { @for l in lines { li { (l) } } }
             }
