@@ -182,9 +182,14 @@ fn an_expiring_access_token_is_renewed_without_losing_mail() {
     let top = format!(
         "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  - {{ url: \"http://127.0.0.1:{port}/\", events: [connection_lost] }}\n"
     );
+    // (A token is renewed 30 s after it was fetched at the soonest; 1 s
+    // here.)
     let m = Mailproc::start_with_env(
         &config(&oauth_account(&d, &t, ""), &top),
-        &[("REFRESH_TOKEN", REFRESH)],
+        &[
+            ("REFRESH_TOKEN", REFRESH),
+            ("MAILPROC_FAILPOINTS", "min_renewal=1000"),
+        ],
     );
     wait_processed(&m, "acct", 1);
     // Well past the first token's expiry, and several renewals later.
@@ -202,6 +207,32 @@ fn an_expiring_access_token_is_renewed_without_losing_mail() {
     );
     assert!(!m.log().contains("connection lost"), "{}", m.log());
     assert!(hooks.lock().unwrap().is_empty(), "{:?}", hooks.lock());
+}
+
+/// Found by an audit: a token endpoint answering `expires_in: 0` had
+/// mailproc fetch a token and sign in again about ten times a second,
+/// without end (63 token requests in 7 s). A token is renewed 30 s after
+/// it was fetched at the soonest.
+#[test]
+fn a_token_said_to_last_no_time_is_not_fetched_over_and_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("z1", "Zero"));
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, REFRESH);
+    t.claim_expires_in(0);
+    let m = Mailproc::start_with_env(
+        &config(&oauth_account(&d, &t, ""), ""),
+        &[("REFRESH_TOKEN", REFRESH)],
+    );
+    wait_processed(&m, "acct", 1);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(t.refreshes().len(), 1, "token requests in 5 s");
+    assert_eq!(
+        m.log().matches("signing in again").count(),
+        0,
+        "{}",
+        m.log()
+    );
 }
 
 #[test]

@@ -54,8 +54,16 @@ fn config(d: &Dovecot, t: &TokenServer, hook_port: u16, imap_extra: &str, extra:
     )
 }
 
+/// The tests' tokens live 20 s, renewed 10 s in: below the 30 s a token
+/// is kept at the least (1 s here).
 fn start(yaml: &str) -> Mailproc {
-    Mailproc::start_with_env(yaml, &[("REFRESH_TOKEN", REFRESH)])
+    Mailproc::start_with_env(
+        yaml,
+        &[
+            ("REFRESH_TOKEN", REFRESH),
+            ("MAILPROC_FAILPOINTS", "min_renewal=1000"),
+        ],
+    )
 }
 
 fn account(m: &Mailproc) -> Value {

@@ -32,6 +32,18 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// for very short-lived tokens: half their lifetime), so a login never
 /// races the expiry and clocks may differ a little.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
+/// The soonest a token is renewed after it was fetched, whatever lifetime
+/// the provider gives: `expires_in: 0` had mailproc fetch a token and sign
+/// in again about ten times a second, without end (an audit). The
+/// failpoint `min_renewal=MS` shortens it for the tests of short-lived
+/// tokens.
+const MIN_RENEWAL: Duration = Duration::from_secs(30);
+
+fn min_renewal() -> Duration {
+    crate::failpoint::number("min_renewal")
+        .map(|ms| Duration::from_millis(ms as u64))
+        .unwrap_or(MIN_RENEWAL)
+}
 /// Lifetime assumed when the token answer has no `expires_in` (RFC 6749
 /// makes it optional; Google and Microsoft give one hour).
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
@@ -443,12 +455,15 @@ impl Tokens {
 
 /// When a token of `expires_in` seconds is due for renewal, and when it
 /// expires, from now: the lifetime (one hour when absent, at most a day)
-/// less the margin.
+/// less the margin, and not sooner than [`MIN_RENEWAL`].
 fn lifetime(expires_in: Option<u64>) -> (Duration, Duration) {
     let life = expires_in
         .map_or(DEFAULT_LIFETIME, Duration::from_secs)
         .min(MAX_LIFETIME);
-    (life - EXPIRY_MARGIN.min(life / 2), life)
+    (
+        (life - EXPIRY_MARGIN.min(life / 2)).max(min_renewal()),
+        life,
+    )
 }
 
 #[cfg(test)]
@@ -460,10 +475,11 @@ mod tests {
         assert_eq!(lifetime(Some(u64::MAX)).1, MAX_LIFETIME);
         assert_eq!(lifetime(None).1, DEFAULT_LIFETIME);
         assert_eq!(
-            lifetime(Some(20)),
-            (Duration::from_secs(10), Duration::from_secs(20))
+            lifetime(Some(100)),
+            (Duration::from_secs(50), Duration::from_secs(100))
         );
-        assert_eq!(lifetime(Some(0)).0, Duration::ZERO);
+        assert_eq!(lifetime(Some(20)), (MIN_RENEWAL, Duration::from_secs(20)));
+        assert_eq!(lifetime(Some(0)).0, MIN_RENEWAL);
         let g = |v: &str| -> Option<u64> {
             serde_json::from_str::<Grant>(&format!(r#"{{"access_token":"a","expires_in":{v}}}"#))
                 .unwrap()
