@@ -108,8 +108,14 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let mut next_prune = Instant::now();
     loop {
         if Instant::now() >= next_prune {
-            let retention = live.config().config.storage.activity_retention.0;
-            match store.prune(retention) {
+            let config = live.config();
+            let accounts: Vec<&str> = config
+                .config
+                .accounts
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect();
+            match store.prune(config.config.storage.activity_retention.0, &accounts) {
                 Ok(0) => {}
                 Ok(n) => log::info!("store: pruned {n} activity rows older than the retention"),
                 Err(e) => log::error!("{e}"),

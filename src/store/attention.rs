@@ -313,7 +313,7 @@ mod tests {
         s.test_sql("ROLLBACK TO gone; RELEASE gone;");
         // ...but retention prunes the rows, not the counts.
         std::thread::sleep(std::time::Duration::from_millis(5));
-        s.prune(std::time::Duration::ZERO).unwrap();
+        s.prune(std::time::Duration::ZERO, &["a"]).unwrap();
         assert_eq!(s.rule_hits("a", Some(day)).unwrap(), hits);
         assert_eq!(s.stats(None, None).unwrap().total_processed, 9);
     }

@@ -579,9 +579,15 @@ impl Store {
     }
 
     /// Deletes activity and delivery rows older than `retention`, and expired
-    /// sessions. Rows still pending or waiting for a retry are kept: they are
-    /// work, not history. Returns the number of emails deleted.
-    pub fn prune(&self, retention: Duration) -> Result<usize> {
+    /// sessions. Rows still pending or waiting for a retry are kept while
+    /// their account is one of `accounts` (those configured) or a rename's
+    /// old name: they are work, not history. A removed account's are
+    /// history (an audit found them kept for good, `retrying` with no one
+    /// to retry them). Returns the number of emails deleted.
+    pub fn prune(&self, retention: Duration, accounts: &[&str]) -> Result<usize> {
+        let mut working: Vec<String> = accounts.iter().map(|a| a.to_string()).collect();
+        working.extend(self.noted_renames()?.into_iter().map(|(from, _)| from));
+        let working = serde_json::to_string(&working).unwrap_or_else(|_| "[]".into());
         self.op("prune", || {
             let age = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
             let cutoff = now_ms().saturating_sub(age);
@@ -597,8 +603,10 @@ impl Store {
                 [cutoff.div_euclid(86_400_000)],
             )?;
             let n = tx.execute(
-                "DELETE FROM emails WHERE processed_at < ?1 AND status NOT IN ('pending', 'retrying')",
-                [cutoff],
+                "DELETE FROM emails WHERE processed_at < ?1
+                   AND (status NOT IN ('pending', 'retrying')
+                        OR account NOT IN (SELECT value FROM json_each(?2)))",
+                params![cutoff, working],
             )?;
             tx.execute_batch(
                 "INSERT OR REPLACE INTO stats_daily SELECT * FROM temp.pruned_stats;

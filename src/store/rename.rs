@@ -260,7 +260,11 @@ mod tests {
         let long_ago = crate::timestamp::now_ms() - 400 * 86_400_000;
         s.insert_history_bulk(&[(meta("c", 1, "<1@x>"), read(), long_ago)])
             .unwrap();
-        assert_eq!(s.prune(std::time::Duration::from_secs(86_400)).unwrap(), 1);
+        assert_eq!(
+            s.prune(std::time::Duration::from_secs(86_400), &["a"])
+                .unwrap(),
+            1
+        );
         s.set_oauth_refresh_token("c", "rotated", "origin").unwrap();
         s.set_oauth_refresh_token("d", "a removed account's", "other")
             .unwrap();

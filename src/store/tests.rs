@@ -528,7 +528,7 @@ fn search_index_is_fed_in_bulk_and_stays_consistent() {
     assert_eq!(found("Invoice 3"), 0);
     // Deleting indexed and queued rows keeps the index whole.
     s.insert_history(&meta(22), &ok(vec![]), 1).unwrap();
-    assert!(s.prune(Duration::from_secs(1)).unwrap() >= 20);
+    assert!(s.prune(Duration::from_secs(1), &["a"]).unwrap() >= 20);
     check();
     assert_eq!(s.index_search().unwrap(), 0);
     assert_eq!(found("nvoice"), 1); // "Invoice 1 late", stamped now
@@ -742,7 +742,7 @@ fn prune_keeps_the_statistics() {
         .unwrap();
     let before = s.stats(None, None).unwrap();
     assert_eq!(before.total_processed, 3);
-    assert_eq!(s.prune(Duration::from_secs(3600)).unwrap(), 2);
+    assert_eq!(s.prune(Duration::from_secs(3600), &["a"]).unwrap(), 2);
     let after = s.stats(None, None).unwrap();
     assert_eq!(after.total_processed, 3);
     assert_eq!(after.by_action.get("read"), Some(&3));
@@ -756,8 +756,30 @@ fn prune_keeps_pending_work() {
     let s = Store::open_in_memory().unwrap();
     s.insert_history(&meta(1), &ok(vec![]), 1).unwrap();
     record_failure(&s, &meta(2), "x", 5, 0);
-    assert_eq!(s.prune(Duration::from_secs(1)).unwrap(), 1);
+    assert_eq!(s.prune(Duration::from_secs(1), &["a"]).unwrap(), 1);
     assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 1);
+}
+
+/// Found by an audit: a removed account's rows waiting for a retry were
+/// kept for good, `retrying` with no one to retry them.
+#[test]
+fn prune_takes_a_removed_accounts_work_as_history() {
+    let s = Store::open_in_memory().unwrap();
+    let gone = EmailMeta {
+        account: "gone".into(),
+        ..meta(3)
+    };
+    record_failure(&s, &meta(2), "x", 5, 0);
+    record_failure(&s, &gone, "x", 5, 0);
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(s.prune(Duration::ZERO, &["a"]).unwrap(), 1);
+    assert_eq!(s.known_emails("a", "INBOX", 7, 0).unwrap().len(), 1);
+    assert!(s.known_emails("gone", "INBOX", 7, 0).unwrap().is_empty());
+    // A rename's old name is still at work: its rows go to the new name.
+    record_failure(&s, &gone, "x", 5, 0);
+    s.note_rename("gone", "new").unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(s.prune(Duration::ZERO, &["a", "new"]).unwrap(), 0);
 }
 
 #[test]
