@@ -508,6 +508,15 @@ fn new_outgoing_urls_pass_the_ssrf_guard_and_allow_private_stays_the_files() {
     let mut body = c.clone();
     body["classifier"]["providers"][0]["url"] = json!("http://127.0.0.1:10/v1/chat/completions");
     assert_eq!(put(&m, &body).status, 200);
+    // The same range written another way, or a range inside the file's, is
+    // no wider (an audit found `127.0.0.1` refused as widening
+    // `127.0.0.0/8`); one a bit wider is refused.
+    body["webhook_settings"]["allow_private"] = json!(["127.0.0.1"]);
+    let r = put(&m, &body);
+    assert_eq!(r.status, 200, "{}", r.text);
+    body["webhook_settings"]["allow_private"] = json!(["127.0.0.0/31"]);
+    let r = put(&m, &body);
+    assert_eq!(r.status, 400, "{}", r.text);
     body["webhook_settings"]["allow_private"] = json!([]);
     let r = put(&m, &body);
     assert_eq!(r.status, 200, "{}", r.text);

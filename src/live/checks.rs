@@ -62,12 +62,22 @@ pub(super) fn auth_problems(old: &Config, new: &Config) -> Vec<String> {
 pub(super) fn outgoing_problems(old: &Config, new: &Config) -> Vec<String> {
     let mut p = Vec::new();
     let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
+    let old_nets: Vec<ipnet::IpNet> = (old.webhook_settings.allow_private.iter())
+        .filter_map(|o| crate::config::parse_net(o.trim()))
+        .collect();
+    // Narrower is an entry of the file, or a range inside one of them
+    // (`127.0.0.1` within `127.0.0.0/8`: an audit found it refused as
+    // widening).
+    let within = |e: &str| {
+        crate::config::parse_net(e.trim()).is_some_and(|n| old_nets.iter().any(|o| o.contains(&n)))
+    };
     for (i, e) in new.webhook_settings.allow_private.iter().enumerate() {
-        if !old
+        if !(old
             .webhook_settings
             .allow_private
             .iter()
             .any(|o| same(o, e))
+            || within(e))
         {
             p.push(format!(
                 "webhook_settings.allow_private[{i}]: {e:?} is not in the file's list; which \
