@@ -173,17 +173,21 @@ pub struct ServerConfig {
     pub public_url: Option<String>,
 }
 
+/// Every entry that is not an address or CIDR is named, with its index
+/// (an audit found only the first told, without one).
 fn de_nets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|n| {
-            parse_net(n).ok_or_else(|| {
-                serde::de::Error::custom(format!(
-                    "expected an address or CIDR such as 127.0.0.1/32, got {n:?}"
-                ))
-            })
-        })
-        .collect()
+    let entries = Vec::<String>::deserialize(d)?;
+    let bad: Vec<String> = (entries.iter().enumerate())
+        .filter(|(_, n)| parse_net(n).is_none())
+        .map(|(i, n)| format!("[{i}] {n:?}"))
+        .collect();
+    if !bad.is_empty() {
+        return Err(serde::de::Error::custom(format!(
+            "expected addresses or CIDRs such as 127.0.0.1/32; not one: {}",
+            bad.join(", ")
+        )));
+    }
+    Ok(entries.iter().filter_map(|n| parse_net(n)).collect())
 }
 
 impl Default for ServerConfig {

@@ -431,6 +431,15 @@ fn trusted_proxies_parse_once_with_their_path() {
     assert!(c.server.trusted_proxies[0].contains(&"10.1.2.3".parse::<IpAddr>().unwrap()));
     let e = parse_str("server: { trusted_proxies: [proxy.example] }").unwrap_err();
     assert!(e.problems[0].starts_with("server.trusted_proxies"), "{e}");
+    let e = parse_str("server: { trusted_proxies: [bad, 10.0.0.0/33, 10.0.0.1, also bad] }")
+        .unwrap_err();
+    assert_eq!(
+        e.problems,
+        [
+            "server.trusted_proxies: expected addresses or CIDRs such as 127.0.0.1/32; not one: \
+          [0] \"bad\", [1] \"10.0.0.0/33\", [3] \"also bad\""
+        ]
+    );
 }
 
 #[test]
