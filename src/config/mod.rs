@@ -221,17 +221,9 @@ pub fn from_tree(
         problems.extend(validate(c));
     } else if let Some((c, taken)) = &partial {
         // A file with an item that does not read (a provider of an
-        // unknown kind) still has its plain limits told (an audit found
-        // `server.workers: 0` hidden): what validation says of a section
-        // no item was taken from, and of the accounts only while every
-        // provider they may name is there.
-        let taken_from = |s: &str| taken.iter().any(|t| t == s);
-        let apart = |p: &String| {
-            let s = typed::section(p);
-            let names_taken = s == "accounts" && taken_from("classifier");
-            !(taken_from(s) || names_taken)
-        };
-        problems.extend(validate(c).into_iter().filter(apart));
+        // unknown kind) still has its other problems told (an audit found
+        // `server.workers: 0` hidden, another a webhook's wrong URL).
+        problems.extend(typed::problems_as_in_file(validate(c), taken));
     }
     // A value whose variable is unset was read as written: its one
     // problem is the variable, said first; every other is still listed.

@@ -305,3 +305,43 @@ fn a_variable_is_swapped_back_only_in_problems_about_its_own_key() {
     );
     assert!(!e.problems.join("\n").contains("Hidden-Folder"));
 }
+
+/// Found by an audit of the binary: a webhook's unknown event (an item of
+/// its `events` taken out to read the rest) hid what validation says of the
+/// whole `webhooks` section: another webhook's `ftp://` URL and short
+/// secret came only once the event was fixed. Now only what it says of the
+/// list the item left is held back, and the other items' problems carry
+/// their index in the file.
+#[test]
+fn an_item_that_does_not_read_hides_nothing_of_the_other_items() {
+    let e = parse_str(
+        "storage: { activity_retention: 0d }\n\
+         webhooks:\n  - { url: \"ftp://203.0.113.5/x\", secret: tiny }\n  \
+         - { url: \"https://203.0.113.5/y\", events: [email_processed, bogus_event] }\n\
+         accounts:\n  - { name: a, imap: { host: x, username: u, password: p } }\n  \
+         - { name: b }\n  \
+         - { name: c, imap: { host: x, username: u, password: p }, max_attempts: 0 }\n",
+    )
+    .unwrap_err();
+    for want in [
+        "webhooks[1].events[1]: unknown variant `bogus_event`",
+        "accounts[1]: missing field `imap`",
+        "storage.activity_retention: must be longer than zero",
+        "webhooks[0].url: expected an http or https URL",
+        "webhooks[0].secret: must be at least 16 characters",
+        "accounts[2].max_attempts: must be at least 1",
+    ] {
+        assert!(
+            e.problems.iter().any(|p| p.starts_with(want)),
+            "{want}: {:#?}",
+            e.problems
+        );
+    }
+    assert!(
+        !e.problems
+            .iter()
+            .any(|p| p.starts_with("accounts[1].max_attempts")),
+        "{:#?}",
+        e.problems
+    );
+}

@@ -11,8 +11,8 @@ pub(super) struct Read {
     /// Every problem found reading it (serde's, in an operator's words).
     pub problems: Vec<String>,
     /// When it read only with list items taken out: what it read, and the
-    /// top-level sections the items were taken from.
-    pub partial: Option<(Config, Vec<String>)>,
+    /// items taken out.
+    pub partial: Option<(Config, Vec<Taken>)>,
 }
 
 /// Reads the tree into [`Config`], every wrong value told at once.
@@ -79,11 +79,10 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
     // reference to it, indexes) could mislead: the caller keeps only what
     // it says of the others.
     if item_taken {
-        let sections = taken.iter().map(|t| section(&t.list).to_string()).collect();
         return Read {
             config: None,
             problems: typed,
-            partial: config.map(|c| (c, sections)),
+            partial: config.map(|c| (c, taken)),
         };
     }
     Read {
@@ -128,9 +127,30 @@ pub fn plain_types(msg: &str) -> String {
 /// A list item taken out of the tree while its problems were read: the
 /// list's path (`accounts`, `accounts[1].rules`) and the item's place in
 /// it, both as the tree was then.
-struct Taken {
-    list: String,
+pub(super) struct Taken {
+    pub list: String,
     index: usize,
+}
+
+/// What validation says of a tree read with `taken` out, as of the file:
+/// each problem's path where the file has it; none about a list an item
+/// was taken from (`webhooks[1].events` without its unknown event may
+/// look empty), nor about the accounts while a provider they may name is
+/// out. The other items of a list are told (an audit found a webhook's
+/// unknown event hiding another webhook's `ftp://` URL and short secret).
+pub(super) fn problems_as_in_file(problems: Vec<String>, taken: &[Taken]) -> Vec<String> {
+    let provider_out = taken.iter().any(|t| section(&t.list) == "classifier");
+    problems
+        .into_iter()
+        .filter_map(|p| {
+            let end = p.find([':', ' ']).unwrap_or(p.len());
+            let (at, rest) = p.split_at(end);
+            if (provider_out && section(at) == "accounts") || taken.iter().any(|t| t.list == at) {
+                return None;
+            }
+            Some(format!("{}{rest}", as_in_file(at, taken)))
+        })
+        .collect()
 }
 
 /// `path`, read in the tree after `taken`, as the file has it: each item
