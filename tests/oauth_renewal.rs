@@ -297,6 +297,47 @@ fn the_token_endpoint_down_at_renewal_keeps_the_working_session() {
     );
 }
 
+/// Found by an audit: a refresh token revoked while the session was up
+/// left the account `connected` and healthy for as long as the server kept
+/// the session (Dovecot keeps it past the token's expiry), with no
+/// `connection_lost`. A refused grant is for good: once the token in hand
+/// has expired the session ends, and the account is in `error`, said once.
+#[test]
+fn a_refresh_token_revoked_during_a_session_ends_it_once_its_token_expires() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dovecot::start_oauth2(&["xoauth2", "oauthbearer"], KEY);
+    d.seed("test", "INBOX", &msg("v1", "Before the revocation"));
+    let t = TokenServer::start(tmp.path(), KEY, "test", 20, REFRESH);
+    let (hook_port, hooks) = receiver();
+    let m = start(&config(&d, &t, hook_port, "", ""));
+    wait_processed(&m, 1, Duration::from_secs(30));
+    t.revoke();
+    // Renewal is due 10 s in and refused; the token expires at 20 s.
+    m.wait_for(Duration::from_secs(60), "the account in error", || {
+        (account(&m)["state"] == "error").then_some(())
+    });
+    assert!(
+        t.refreshes()[0].at.elapsed() >= Duration::from_secs(19),
+        "not before the token in hand expired"
+    );
+    let a = account(&m);
+    assert!(
+        a["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("invalid_grant"),
+        "{a}"
+    );
+    assert_eq!(m.get("/health").body["status"], "degraded");
+    m.wait_for(Duration::from_secs(10), "connection_lost", || {
+        (!bodies(&hooks).is_empty()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = bodies(&hooks);
+    assert_eq!(sent.len(), 1, "said once: {sent:?}");
+    assert_eq!(sent[0]["event"], "connection_lost", "{sent:?}");
+}
+
 /// A token endpoint that answers 500 with an HTML page, 503 with
 /// `Retry-After`, 429 with `Retry-After` and 502, in turn, at start-up:
 /// each is retried (waiting as long as asked), never taken for a refused

@@ -191,6 +191,10 @@ enum Exit {
     /// sign in again with a fresh one before the server ends the session
     /// (Microsoft 365 does, at the token's expiry).
     Renew,
+    /// The provider refused the refresh token and the access token the
+    /// session signed in with has expired: the session ends, and the
+    /// sign-in that follows says so (state `error`, `connection_lost`).
+    Refused,
 }
 
 /// Everything an account thread needs.
@@ -409,133 +413,140 @@ impl Runner {
                 }
                 continue;
             }
-            let wait =
-                match session::connect(&self.w.account, self.tokens.as_mut(), Some(&self.w.handle))
-                {
-                    Ok(c) => {
-                        let signed_in = Instant::now();
-                        let session::Connected {
-                            mut session,
-                            control,
-                            caps,
-                            folders,
-                            wake,
-                        } = c;
-                        self.w.handle.set_waker(Some(wake));
-                        self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
-                        self.token_backoff.reset();
-                        if let Some(err) = outage.take() {
-                            log::info!("{}: connection restored", self.name());
-                            self.emit(Event::ConnectionRestored {
-                                details: &format!("reconnected after: {err}"),
-                            });
-                        }
-                        self.w.handle.set_error(None);
-                        self.w
-                            .metrics
-                            .account_connected
-                            .with_label_values(&[self.name()])
-                            .set(1);
-                        let r = self.serve_despite_store_errors(
-                            &mut session,
-                            &control,
-                            &caps,
-                            &folders,
-                        );
-                        // A long session (however it ended) proves the server
-                        // and the account fine again.
-                        if signed_in.elapsed() >= STABLE_SESSION {
-                            backoff.reset();
-                        }
-                        self.w.handle.set_waker(None);
-                        self.refuse_requests("the IMAP session ended; try again");
-                        self.w
-                            .metrics
-                            .account_connected
-                            .with_label_values(&[self.name()])
-                            .set(0);
-                        match r {
-                            Ok(Exit::Shutdown) => {
-                                let _ = session.logout();
-                                break;
-                            }
-                            Ok(Exit::Reconnect) => {
-                                let _ = session.logout();
-                                log::info!("{}: reconnecting on request", self.name());
-                                backoff.reset();
-                                continue;
-                            }
-                            Ok(Exit::Renew) => {
-                                let _ = session.logout();
-                                log::info!(
-                                    "{}: a new access token is in hand; signing in again with it",
-                                    self.name()
-                                );
-                                continue;
-                            }
-                            Err(_) if self.w.handle.take_interrupted() => {
-                                self.reading = None;
-                                continue;
-                            }
-                            Err(e) => {
-                                let e = e.to_string();
-                                self.lost_while_reading(&e);
-                                // A session that broke soon after its login
-                                // keeps the back-off growing (a server, or a
-                                // message, that breaks every session).
-                                let wait = backoff.next_wait();
-                                log::warn!(
-                                    "{}: connection lost: {e}; reconnecting in {wait:?}",
-                                    self.name()
-                                );
-                                self.lost(&mut outage, &e);
-                                Some(wait)
-                            }
-                        }
-                    }
-                    // Cut by a stop while the session was being opened: not an
-                    // outage, nothing to report.
-                    Err(_) if self.w.handle.is_shutting_down() => {
-                        self.w.handle.take_interrupted();
-                        break;
-                    }
-                    Err(ImapError::Login(e)) => {
-                        let msg = format!("login failed: {e}");
-                        log::error!("{}: {msg}", self.name());
-                        self.w.handle.set_state(State::Error);
-                        self.w.handle.set_error(Some(msg.clone()));
-                        self.count_error("login");
-                        let imap = &self.w.account.imap;
-                        self.emit(Event::Error {
-                            error: &msg,
-                            details: &format!("{}@{}", imap.username, imap.host),
+            let wait = match session::connect(
+                &self.w.account,
+                self.tokens.as_mut(),
+                Some(&self.w.handle),
+            ) {
+                Ok(c) => {
+                    let signed_in = Instant::now();
+                    let session::Connected {
+                        mut session,
+                        control,
+                        caps,
+                        folders,
+                        wake,
+                    } = c;
+                    self.w.handle.set_waker(Some(wake));
+                    self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
+                    self.token_backoff.reset();
+                    if let Some(err) = outage.take() {
+                        log::info!("{}: connection restored", self.name());
+                        self.emit(Event::ConnectionRestored {
+                            details: &format!("reconnected after: {err}"),
                         });
-                        refused = true;
-                        Some(LOGIN_RETRY)
                     }
-                    Err(ImapError::Token(e)) if !e.is_transient() => {
-                        self.token_refused(&mut outage, &e);
-                        Some(LOGIN_RETRY)
+                    self.w.handle.set_error(None);
+                    self.w
+                        .metrics
+                        .account_connected
+                        .with_label_values(&[self.name()])
+                        .set(1);
+                    let r =
+                        self.serve_despite_store_errors(&mut session, &control, &caps, &folders);
+                    // A long session (however it ended) proves the server
+                    // and the account fine again.
+                    if signed_in.elapsed() >= STABLE_SESSION {
+                        backoff.reset();
                     }
-                    Err(ImapError::Token(e)) => {
-                        // The provider is down or busy: asked again soon (or
-                        // when it said), so mail flows within half a minute of
-                        // its return, whatever the IMAP back-off.
-                        let msg = e.to_string();
-                        let wait = self.next_token_try(&e);
-                        log::warn!("{}: {msg}; asking again in {wait:?}", self.name());
-                        self.count_error("oauth");
-                        self.lost(&mut outage, &msg);
-                        Some(wait)
+                    self.w.handle.set_waker(None);
+                    self.refuse_requests("the IMAP session ended; try again");
+                    self.w
+                        .metrics
+                        .account_connected
+                        .with_label_values(&[self.name()])
+                        .set(0);
+                    match r {
+                        Ok(Exit::Shutdown) => {
+                            let _ = session.logout();
+                            break;
+                        }
+                        Ok(Exit::Reconnect) => {
+                            let _ = session.logout();
+                            log::info!("{}: reconnecting on request", self.name());
+                            backoff.reset();
+                            continue;
+                        }
+                        Ok(Exit::Renew) => {
+                            let _ = session.logout();
+                            log::info!(
+                                "{}: a new access token is in hand; signing in again with it",
+                                self.name()
+                            );
+                            continue;
+                        }
+                        Ok(Exit::Refused) => {
+                            let _ = session.logout();
+                            log::warn!(
+                                "{}: the provider refused the refresh token and the access token \
+                                     in hand has expired: the session ends",
+                                self.name()
+                            );
+                            continue;
+                        }
+                        Err(_) if self.w.handle.take_interrupted() => {
+                            self.reading = None;
+                            continue;
+                        }
+                        Err(e) => {
+                            let e = e.to_string();
+                            self.lost_while_reading(&e);
+                            // A session that broke soon after its login
+                            // keeps the back-off growing (a server, or a
+                            // message, that breaks every session).
+                            let wait = backoff.next_wait();
+                            log::warn!(
+                                "{}: connection lost: {e}; reconnecting in {wait:?}",
+                                self.name()
+                            );
+                            self.lost(&mut outage, &e);
+                            Some(wait)
+                        }
                     }
-                    Err(e) => {
-                        let e = e.to_string();
-                        let wait = backoff.next_wait();
-                        log::warn!("{}: {e}; retrying in {wait:?}", self.name());
-                        self.lost(&mut outage, &e);
-                        Some(wait)
-                    }
-                };
+                }
+                // Cut by a stop while the session was being opened: not an
+                // outage, nothing to report.
+                Err(_) if self.w.handle.is_shutting_down() => {
+                    self.w.handle.take_interrupted();
+                    break;
+                }
+                Err(ImapError::Login(e)) => {
+                    let msg = format!("login failed: {e}");
+                    log::error!("{}: {msg}", self.name());
+                    self.w.handle.set_state(State::Error);
+                    self.w.handle.set_error(Some(msg.clone()));
+                    self.count_error("login");
+                    let imap = &self.w.account.imap;
+                    self.emit(Event::Error {
+                        error: &msg,
+                        details: &format!("{}@{}", imap.username, imap.host),
+                    });
+                    refused = true;
+                    Some(LOGIN_RETRY)
+                }
+                Err(ImapError::Token(e)) if !e.is_transient() => {
+                    self.token_refused(&mut outage, &e);
+                    Some(LOGIN_RETRY)
+                }
+                Err(ImapError::Token(e)) => {
+                    // The provider is down or busy: asked again soon (or
+                    // when it said), so mail flows within half a minute of
+                    // its return, whatever the IMAP back-off.
+                    let msg = e.to_string();
+                    let wait = self.next_token_try(&e);
+                    log::warn!("{}: {msg}; asking again in {wait:?}", self.name());
+                    self.count_error("oauth");
+                    self.lost(&mut outage, &msg);
+                    Some(wait)
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    let wait = backoff.next_wait();
+                    log::warn!("{}: {e}; retrying in {wait:?}", self.name());
+                    self.lost(&mut outage, &e);
+                    Some(wait)
+                }
+            };
             if let Some(wait) = wait {
                 // After a refused login only `reconnect` cuts the wait
                 // short: automatic retries of bad credentials (and every
@@ -591,24 +602,35 @@ impl Runner {
     /// (the session is then replaced, signing in with it). When the
     /// endpoint fails, the session is kept — as long as the server keeps
     /// it, past the old token's expiry too — and the request is made again
-    /// after the token back-off; a renewal is never an outage.
-    fn prepare_renewal(&mut self) -> bool {
+    /// after the token back-off; a renewal is never an outage. But a refused
+    /// grant (revoked, expired, password changed) is for good: once the
+    /// token in hand has expired the session ends ([`Exit::Refused`]), and
+    /// the sign-in after it puts the account in `error` and says so (an
+    /// audit found a revoked grant left `connected` and healthy for as long
+    /// as the server kept the session).
+    fn prepare_renewal(&mut self) -> Option<Exit> {
         let Some(tokens) = self.tokens.as_mut() else {
             self.renew_at = None;
-            return false;
+            return None;
         };
         let expires = tokens.expires_at();
         match tokens.renew() {
             Ok(()) => {
                 self.token_backoff.reset();
                 self.w.handle.set_error(None);
-                true
+                Some(Exit::Renew)
             }
             Err(e) => {
+                let until_expiry = expires.map(|t| t.saturating_duration_since(Instant::now()));
+                if !e.is_transient() && until_expiry.is_none_or(|d| d.is_zero()) {
+                    tokens.discard();
+                    return Some(Exit::Refused);
+                }
                 let wait = if e.is_transient() {
                     self.next_token_try(&e)
                 } else {
-                    LOGIN_RETRY
+                    // Asked again when the token in hand expires.
+                    LOGIN_RETRY.min(until_expiry.unwrap_or(LOGIN_RETRY))
                 };
                 let left = match expires.map(|t| t.saturating_duration_since(Instant::now())) {
                     Some(d) if !d.is_zero() => format!("its token expires in {}s", d.as_secs()),
@@ -622,7 +644,7 @@ impl Runner {
                 self.count_error("oauth");
                 self.w.handle.set_error(Some(msg));
                 self.renew_at = Some(Instant::now() + wait);
-                false
+                None
             }
         }
     }

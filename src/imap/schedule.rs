@@ -231,8 +231,10 @@ impl Runner {
             });
             // After the pass, so a session that took long to open still
             // does its work before signing in again.
-            if self.renew_due() && self.prepare_renewal() {
-                return Ok(Exit::Renew);
+            if self.renew_due() {
+                if let Some(exit) = self.prepare_renewal() {
+                    return Ok(exit);
+                }
             }
             // IDLE needs its folder selected; if it is missing, poll instead.
             let first = &self.w.account.folders.watch[0];
