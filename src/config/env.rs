@@ -151,9 +151,8 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
 
 /// `problems` (found in the substituted tree) worded against `raw`, the
 /// tree as written: every value a reference brought in is replaced by the
-/// reference in the problems about the key that holds it, about a key
-/// inside it, or about a key it is inside (`…actions[0]: folder "${F}" is
-/// not in folders.allowed`). A 400 answer, a refused reload in the log and
+/// reference in the problems about the key that holds it, or about a key
+/// it is inside (`…actions[0]: folder "${F}" is not in folders.allowed`). A 400 answer, a refused reload in the log and
 /// `check-config` then never show what a variable holds.
 ///
 /// Only there, and only after the problem's path: a problem about another
@@ -182,8 +181,13 @@ pub(super) fn as_written(
             let at_path = if at == "config" { "" } else { at };
             let mut rest = rest.to_string();
             for s in &swaps {
+                // A reference is a string: nothing is inside its key. A
+                // problem whose path only reads as if it were (a key named
+                // `password.GUESS` beside `password`, a second audit: its
+                // unknown-field problem came back as `password.${PW}` for
+                // a right guess) is about another key.
                 let around = under(&s.path, at_path) && s.path != at_path;
-                if !(under(at_path, &s.path) || around) {
+                if !(at_path == s.path || around) {
                     continue;
                 }
                 if around

@@ -304,6 +304,27 @@ fn a_variable_is_swapped_back_only_in_problems_about_its_own_key() {
         e.problems
     );
     assert!(!e.problems.join("\n").contains("Hidden-Folder"));
+    // A key whose name only reads as a path inside the reference's key
+    // (the second audit: `password.GUESS` came back as `password.${PW}`
+    // for a right guess) is told as written, right or wrong.
+    let env = |name: &str| (name == "PW").then(|| "pwa-secret".to_string());
+    for guess in ["pwa-secret", "wrong"] {
+        let e = parse(
+            &format!(
+                "accounts:\n  - {{ name: a, imap: {{ host: h, username: u, password: \"${{PW}}\", \
+                 \"password.{guess}\": 1 }} }}\n"
+            ),
+            &env,
+        )
+        .unwrap_err();
+        assert!(
+            e.problems[0].starts_with(&format!(
+                "accounts[0].imap.password.{guess}: unknown field `password.{guess}`"
+            )),
+            "{:#?}",
+            e.problems
+        );
+    }
 }
 
 /// Found by an audit of the binary: a webhook's unknown event (an item of

@@ -413,140 +413,142 @@ impl Runner {
                 }
                 continue;
             }
-            let wait = match session::connect(
-                &self.w.account,
-                self.tokens.as_mut(),
-                Some(&self.w.handle),
-            ) {
-                Ok(c) => {
-                    let signed_in = Instant::now();
-                    let session::Connected {
-                        mut session,
-                        control,
-                        caps,
-                        folders,
-                        wake,
-                    } = c;
-                    self.w.handle.set_waker(Some(wake));
-                    self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
-                    self.token_backoff.reset();
-                    if let Some(err) = outage.take() {
-                        log::info!("{}: connection restored", self.name());
-                        self.emit(Event::ConnectionRestored {
-                            details: &format!("reconnected after: {err}"),
-                        });
-                    }
-                    self.w.handle.set_error(None);
-                    self.w
-                        .metrics
-                        .account_connected
-                        .with_label_values(&[self.name()])
-                        .set(1);
-                    let r =
-                        self.serve_despite_store_errors(&mut session, &control, &caps, &folders);
-                    // A long session (however it ended) proves the server
-                    // and the account fine again.
-                    if signed_in.elapsed() >= STABLE_SESSION {
-                        backoff.reset();
-                    }
-                    self.w.handle.set_waker(None);
-                    self.refuse_requests("the IMAP session ended; try again");
-                    self.w
-                        .metrics
-                        .account_connected
-                        .with_label_values(&[self.name()])
-                        .set(0);
-                    match r {
-                        Ok(Exit::Shutdown) => {
-                            let _ = session.logout();
-                            break;
+            let wait =
+                match session::connect(&self.w.account, self.tokens.as_mut(), Some(&self.w.handle))
+                {
+                    Ok(c) => {
+                        let signed_in = Instant::now();
+                        let session::Connected {
+                            mut session,
+                            control,
+                            caps,
+                            folders,
+                            wake,
+                        } = c;
+                        self.w.handle.set_waker(Some(wake));
+                        self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
+                        self.token_backoff.reset();
+                        if let Some(err) = outage.take() {
+                            log::info!("{}: connection restored", self.name());
+                            self.emit(Event::ConnectionRestored {
+                                details: &format!("reconnected after: {err}"),
+                            });
                         }
-                        Ok(Exit::Reconnect) => {
-                            let _ = session.logout();
-                            log::info!("{}: reconnecting on request", self.name());
+                        self.w.handle.set_error(None);
+                        self.w
+                            .metrics
+                            .account_connected
+                            .with_label_values(&[self.name()])
+                            .set(1);
+                        let r = self.serve_despite_store_errors(
+                            &mut session,
+                            &control,
+                            &caps,
+                            &folders,
+                        );
+                        // A long session (however it ended) proves the server
+                        // and the account fine again.
+                        if signed_in.elapsed() >= STABLE_SESSION {
                             backoff.reset();
-                            continue;
                         }
-                        Ok(Exit::Renew) => {
-                            let _ = session.logout();
-                            log::info!(
-                                "{}: a new access token is in hand; signing in again with it",
-                                self.name()
-                            );
-                            continue;
-                        }
-                        Ok(Exit::Refused) => {
-                            let _ = session.logout();
-                            log::warn!(
+                        self.w.handle.set_waker(None);
+                        self.refuse_requests("the IMAP session ended; try again");
+                        self.w
+                            .metrics
+                            .account_connected
+                            .with_label_values(&[self.name()])
+                            .set(0);
+                        match r {
+                            Ok(Exit::Shutdown) => {
+                                let _ = session.logout();
+                                break;
+                            }
+                            Ok(Exit::Reconnect) => {
+                                let _ = session.logout();
+                                log::info!("{}: reconnecting on request", self.name());
+                                backoff.reset();
+                                continue;
+                            }
+                            Ok(Exit::Renew) => {
+                                let _ = session.logout();
+                                log::info!(
+                                    "{}: a new access token is in hand; signing in again with it",
+                                    self.name()
+                                );
+                                continue;
+                            }
+                            Ok(Exit::Refused) => {
+                                let _ = session.logout();
+                                log::warn!(
                                 "{}: the provider refused the refresh token and the access token \
                                      in hand has expired: the session ends",
                                 self.name()
                             );
-                            continue;
-                        }
-                        Err(_) if self.w.handle.take_interrupted() => {
-                            self.reading = None;
-                            continue;
-                        }
-                        Err(e) => {
-                            let e = e.to_string();
-                            self.lost_while_reading(&e);
-                            // A session that broke soon after its login
-                            // keeps the back-off growing (a server, or a
-                            // message, that breaks every session).
-                            let wait = backoff.next_wait();
-                            log::warn!(
-                                "{}: connection lost: {e}; reconnecting in {wait:?}",
-                                self.name()
-                            );
-                            self.lost(&mut outage, &e);
-                            Some(wait)
+                                continue;
+                            }
+                            Err(_) if self.w.handle.take_interrupted() => {
+                                self.reading = None;
+                                continue;
+                            }
+                            Err(e) => {
+                                let e = e.to_string();
+                                self.lost_while_reading(&e);
+                                // A session that broke soon after its login
+                                // keeps the back-off growing (a server, or a
+                                // message, that breaks every session).
+                                let wait = backoff.next_wait();
+                                log::warn!(
+                                    "{}: connection lost: {e}; reconnecting in {wait:?}",
+                                    self.name()
+                                );
+                                self.lost(&mut outage, &e);
+                                Some(wait)
+                            }
                         }
                     }
-                }
-                // Cut by a stop while the session was being opened: not an
-                // outage, nothing to report.
-                Err(_) if self.w.handle.is_shutting_down() => {
-                    self.w.handle.take_interrupted();
-                    break;
-                }
-                Err(ImapError::Login(e)) => {
-                    let msg = format!("login failed: {e}");
-                    log::error!("{}: {msg}", self.name());
-                    self.w.handle.set_state(State::Error);
-                    self.w.handle.set_error(Some(msg.clone()));
-                    self.count_error("login");
-                    let imap = &self.w.account.imap;
-                    self.emit(Event::Error {
-                        error: &msg,
-                        details: &format!("{}@{}", imap.username, imap.host),
-                    });
-                    refused = true;
-                    Some(LOGIN_RETRY)
-                }
-                Err(ImapError::Token(e)) if !e.is_transient() => {
-                    self.token_refused(&mut outage, &e);
-                    Some(LOGIN_RETRY)
-                }
-                Err(ImapError::Token(e)) => {
-                    // The provider is down or busy: asked again soon (or
-                    // when it said), so mail flows within half a minute of
-                    // its return, whatever the IMAP back-off.
-                    let msg = e.to_string();
-                    let wait = self.next_token_try(&e);
-                    log::warn!("{}: {msg}; asking again in {wait:?}", self.name());
-                    self.count_error("oauth");
-                    self.lost(&mut outage, &msg);
-                    Some(wait)
-                }
-                Err(e) => {
-                    let e = e.to_string();
-                    let wait = backoff.next_wait();
-                    log::warn!("{}: {e}; retrying in {wait:?}", self.name());
-                    self.lost(&mut outage, &e);
-                    Some(wait)
-                }
-            };
+                    // Cut by a stop while the session was being opened: not an
+                    // outage, nothing to report.
+                    Err(_) if self.w.handle.is_shutting_down() => {
+                        self.w.handle.take_interrupted();
+                        break;
+                    }
+                    Err(ImapError::Login(e)) => {
+                        let msg = format!("login failed: {e}");
+                        log::error!("{}: {msg}", self.name());
+                        self.w.handle.set_state(State::Error);
+                        self.w.handle.set_error(Some(msg.clone()));
+                        self.count_error("login");
+                        let imap = &self.w.account.imap;
+                        self.emit(Event::Error {
+                            error: &msg,
+                            details: &format!("{}@{}", imap.username, imap.host),
+                        });
+                        refused = true;
+                        Some(LOGIN_RETRY)
+                    }
+                    Err(ImapError::Token(e)) if !e.is_transient() => {
+                        self.token_refused(&mut outage, &e);
+                        Some(LOGIN_RETRY)
+                    }
+                    Err(ImapError::Token(e)) => {
+                        // The provider is down or busy: asked again soon (or
+                        // when it said), so mail flows within half a minute of
+                        // its return, whatever the IMAP back-off.
+                        let msg = e.to_string();
+                        let wait = self.next_token_try(&e);
+                        log::warn!("{}: {msg}; asking again in {wait:?}", self.name());
+                        self.count_error("oauth");
+                        self.lost(&mut outage, &msg);
+                        Some(wait)
+                    }
+                    Err(e) => {
+                        let e = e.to_string();
+                        let wait = backoff.next_wait();
+                        log::warn!("{}: {e}; retrying in {wait:?}", self.name());
+                        self.lost(&mut outage, &e);
+                        Some(wait)
+                    }
+                };
             if let Some(wait) = wait {
                 // After a refused login only `reconnect` cuts the wait
                 // short: automatic retries of bad credentials (and every
