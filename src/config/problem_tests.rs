@@ -366,3 +366,17 @@ fn an_item_that_does_not_read_hides_nothing_of_the_other_items() {
         e.problems
     );
 }
+
+/// Found by an audit: `auth_token:` with nothing after it was called "a
+/// list or a mapping".
+#[test]
+fn a_key_with_no_value_says_so() {
+    for text in ["server: { auth_token: }\n", "server: { auth_token: ~ }\n"] {
+        let e = parse_str(text).unwrap_err();
+        assert_eq!(
+            e.problems,
+            ["server.auth_token: no value: write one, or leave the key out"],
+            "{text}"
+        );
+    }
+}

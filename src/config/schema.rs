@@ -86,6 +86,7 @@ fn de_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         U(u64),
         F(f64),
         B(bool),
+        Null(()),
     }
     // serde's own words here ("did not match any variant of untagged
     // enum Scalar") tell an operator nothing.
@@ -98,6 +99,13 @@ fn de_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         Scalar::U(u) => u.to_string(),
         Scalar::F(f) => f.to_string(),
         Scalar::B(b) => b.to_string(),
+        // `auth_token:` with nothing after it (an audit found it called a
+        // list or a mapping).
+        Scalar::Null(()) => {
+            return Err(serde::de::Error::custom(
+                "no value: write one, or leave the key out",
+            ))
+        }
     })
 }
 
