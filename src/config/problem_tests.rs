@@ -380,3 +380,21 @@ fn a_key_with_no_value_says_so() {
         );
     }
 }
+
+/// Found by an audit: an unknown key inside an action was told at the
+/// action (`actions[0]: unknown field \`extra\``), where every other
+/// unknown key is told at itself; the action is read without it.
+#[test]
+fn an_unknown_key_of_an_action_is_told_at_itself() {
+    let e = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, folders: { allowed: [Work] }, \
+         rules: [ { name: r, when: { subject: x }, actions: [ { type: move, folder: Work, extra: 1 } ] } ] }\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.problems.len(), 1, "{:#?}", e.problems);
+    assert!(
+        e.problems[0].starts_with("accounts[0].rules[0].actions[0].extra: unknown field `extra`"),
+        "{:#?}",
+        e.problems
+    );
+}

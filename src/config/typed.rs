@@ -30,8 +30,17 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
         match serde_path_to_error::deserialize::<_, Config>(tree.clone()) {
             Ok(c) => break Some(c),
             Err(e) => {
-                let path = e.path().to_string();
+                let mut path = e.path().to_string();
                 let inner = plain_types(&e.into_inner().to_string());
+                // An unknown key of an action (a tagged enum) is told at the
+                // action; named at itself, as everywhere else (an audit),
+                // and taken out alone, so the action is still read.
+                if let Some(key) = unknown_field(&inner) {
+                    let at = format!("{path}.{key}");
+                    if !path.ends_with(&format!(".{key}")) && find_path(&tree, &at) {
+                        path = at;
+                    }
+                }
                 let missing = inner.starts_with("missing field");
                 // An empty key at the top has an empty path: the file is named.
                 let problem = if path == "." || path.is_empty() {
@@ -192,6 +201,19 @@ fn parent_path(path: &str) -> &str {
         Some(i) => &path[..i],
         None => "",
     }
+}
+
+/// The key an `unknown field` error names.
+fn unknown_field(inner: &str) -> Option<&str> {
+    inner
+        .strip_prefix("unknown field `")?
+        .split_once('`')
+        .map(|(k, _)| k)
+}
+
+/// Whether `tree` has a value at `path` (see [`remove_path`]).
+fn find_path(tree: &serde_norway::Value, path: &str) -> bool {
+    remove_path(&mut tree.clone(), path)
 }
 
 /// Takes the value at `path` (`accounts[1].imap.port`, as
