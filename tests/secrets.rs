@@ -236,14 +236,21 @@ fn no_environment_variable_can_be_read_through_the_api() {
     }
     // Nor as a key whose name reads as a path inside the password's key
     // (a second audit: `password.${IMAP_PASS}` came back for a right one).
-    let key_guess = |g: &str| {
-        let mut body = c.clone();
-        body["accounts"][0]["imap"][format!("password.{g}")] = json!(1);
-        let r = put(&m, &body);
-        assert_eq!(r.status, 400, "{}", r.text);
-        problems(&r).join("\n").replace(g, "GUESS")
-    };
-    assert_eq!(key_guess("imap-pass-Xy93kq"), key_guess("wrong-0123456789"));
+    // (and a third: `password: ${IMAP_PASS}` for a key `password: GUESS`).
+    for shape in ["password.{}", "password: {}", "x{}y"] {
+        let key_guess = |g: &str| {
+            let mut body = c.clone();
+            body["accounts"][0]["imap"][shape.replace("{}", g)] = json!(1);
+            let r = put(&m, &body);
+            assert_eq!(r.status, 400, "{}", r.text);
+            problems(&r).join("\n").replace(g, "GUESS")
+        };
+        assert_eq!(
+            key_guess("imap-pass-Xy93kq"),
+            key_guess("wrong-0123456789"),
+            "{shape}"
+        );
+    }
     assert_eq!(file(&m), before, "nothing was written");
 
     // The dashboard's editor takes the same path.

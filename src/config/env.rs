@@ -174,11 +174,30 @@ pub(super) fn as_written(
     swaps.sort_by_key(|s| std::cmp::Reverse(s.from.len()));
     let mut literals = Vec::new();
     collect_literals(raw, "", &mut literals);
+    // Every path the text has, longest first: a problem is about the
+    // longest one it begins with. Split at its first ": " instead, a key
+    // named `password: GUESS` read as a problem about `password` (a third
+    // audit: a right guess came back as `${PW}`, thousands to a request).
+    let mut paths = Vec::new();
+    collect_paths(raw, "", &mut paths);
+    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    paths.dedup();
     problems
         .into_iter()
         .map(|p| {
-            let (at, rest) = p.split_once(": ").unwrap_or((p.as_str(), ""));
-            let at_path = if at == "config" { "" } else { at };
+            let at = if let Some(rest) = p.strip_prefix("config: ") {
+                Some(("", "config: ".len(), rest))
+            } else {
+                paths.iter().find_map(|path| {
+                    let rest = p.strip_prefix(path.as_str())?;
+                    let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix(' '))?;
+                    Some((path.as_str(), p.len() - rest.len(), rest))
+                })
+            };
+            // Not about a key the text has: about none a reference is in.
+            let Some((at_path, head, rest)) = at else {
+                return p;
+            };
             let mut rest = rest.to_string();
             for s in &swaps {
                 // A reference is a string: nothing is inside its key. A
@@ -188,6 +207,14 @@ pub(super) fn as_written(
                 // a right guess) is about another key.
                 let around = under(&s.path, at_path) && s.path != at_path;
                 if !(at_path == s.path || around) {
+                    continue;
+                }
+                // A value the request also wrote itself, anywhere (a key's
+                // name, a folder), is not swapped back: which text came
+                // back as a reference would tell a guess right.
+                if s.from.chars().count() > 2
+                    && literals.iter().any(|(_, text)| text.contains(&s.from))
+                {
                     continue;
                 }
                 if around
@@ -215,11 +242,7 @@ pub(super) fn as_written(
                     replace_alone(&rest, &s.from, &s.to)
                 };
             }
-            if p.contains(": ") {
-                format!("{at}: {rest}")
-            } else {
-                p
-            }
+            format!("{}{rest}", &p[..head])
         })
         .collect()
 }
@@ -230,6 +253,30 @@ fn under(path: &str, at: &str) -> bool {
         || path
             .strip_prefix(at)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// The path of every value of the tree.
+fn collect_paths(v: &serde_norway::Value, path: &str, out: &mut Vec<String>) {
+    use serde_norway::Value;
+    out.push(path.to_string());
+    match v {
+        Value::Sequence(items) => {
+            for (i, x) in items.iter().enumerate() {
+                collect_paths(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Mapping(m) => {
+            for (k, x) in m {
+                let key = k
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("{k:?}"));
+                collect_paths(x, &join(path, &key), out);
+            }
+        }
+        Value::Tagged(t) => collect_paths(&t.value, path, out),
+        _ => {}
+    }
 }
 
 /// The text written as is (no reference in it), with where: every key, and

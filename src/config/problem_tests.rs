@@ -308,6 +308,32 @@ fn a_variable_is_swapped_back_only_in_problems_about_its_own_key() {
     // (the second audit: `password.GUESS` came back as `password.${PW}`
     // for a right guess) is told as written, right or wrong.
     let env = |name: &str| (name == "PW").then(|| "pwa-secret".to_string());
+    // Nor keys with ": " in their names, which read as a problem about the
+    // password itself or about a key it is inside (a third audit), nor a
+    // guess written anywhere else: the answer is the same, right or wrong.
+    let answer = |extra: &str, guess: &str| {
+        let e = parse(
+            &format!(
+                "accounts:\n  - {{ name: a, imap: {{ host: h, username: u, password: \"${{PW}}\"{} }}{} }}\n{}",
+                extra.replace("G", guess).split('|').next().unwrap(),
+                extra.replace("G", guess).split('|').nth(1).unwrap_or(""),
+                extra.replace("G", guess).split('|').nth(2).unwrap_or(""),
+            ),
+            &env,
+        )
+        .unwrap_err();
+        e.problems.join("\n").replace(guess, "GUESS")
+    };
+    for extra in [
+        ", \"password: G\": 1",
+        ", \"password: xxGyy\": 1",
+        "|, \"imap: G\": 1",
+        "||\"accounts: G\": 1\n",
+        "|, folders: { allowed: [Work] }, rules: [ { name: r, when: { from: x }, actions: [ { type: move, folder: \"G\" } ] } ]",
+    ] {
+        assert_eq!(answer(extra, "pwa-secret"), answer(extra, "wrong-guess"), "{extra}");
+        assert!(!answer(extra, "wrong-guess").contains("${PW}"), "{extra}");
+    }
     for guess in ["pwa-secret", "wrong"] {
         let e = parse(
             &format!(
