@@ -163,10 +163,21 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
 /// "${MP_TOKEN}"`): a thousand guesses a request (an audit). For the same
 /// reason a problem about a key a reference is inside leaves alone the text
 /// that request wrote there itself (an unknown field's name, say).
+///
+/// For a `client` (the API, the editor, the rule form: text someone else
+/// sent) no value is swapped at all: which text came back as a reference
+/// would tell a guess right, wherever the guess stood (four audits found
+/// ways to put it into such a problem: a folder, key names with `.` or
+/// `: ` in them, a header name Debug-quoting changes; and the text the
+/// request wrote was shown as the value itself). A problem about a key
+/// that holds a reference, or one it is inside, says so and quotes
+/// nothing; the others are about the client's own text and are told as
+/// they are.
 pub(super) fn as_written(
     problems: Vec<String>,
     raw: &serde_norway::Value,
     env: &dyn Fn(&str) -> Option<String>,
+    client: bool,
 ) -> Vec<String> {
     let mut swaps = Vec::new();
     collect_swaps(raw, "", env, &mut swaps);
@@ -198,6 +209,20 @@ pub(super) fn as_written(
             let Some((at_path, head, rest)) = at else {
                 return p;
             };
+            if client {
+                let about_a_secret =
+                    !at_path.is_empty() && swaps.iter().any(|s| under(&s.path, at_path));
+                return if about_a_secret {
+                    format!(
+                        "{}: not valid; why would quote what a ${{NAME}} of the file holds, \
+                         which is not said to a client (`mailproc check-config` on the host \
+                         says it of a file)",
+                        &p[..head].trim_end_matches([':', ' '])
+                    )
+                } else {
+                    p
+                };
+            }
             let mut rest = rest.to_string();
             for s in &swaps {
                 // A reference is a string: nothing is inside its key. A

@@ -205,10 +205,29 @@ pub fn tree_of(text: &str) -> Result<serde_norway::Value, ConfigError> {
     Ok(raw)
 }
 
-/// Stage two and three for an already parsed tree (also used by `PUT /api/config`).
+/// Stage two and three for an already parsed tree: the file's.
 pub fn from_tree(
     raw: &serde_norway::Value,
     env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    read_tree(raw, env, false)
+}
+
+/// [`from_tree`] for a tree a client sent (`PUT /api/config`, the
+/// dashboard's editor and rule form): its problems quote nothing a `${NAME}`
+/// of the file holds, nor say where such a value stands (see
+/// `env::as_written`).
+pub fn from_client_tree(
+    raw: &serde_norway::Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    read_tree(raw, env, true)
+}
+
+fn read_tree(
+    raw: &serde_norway::Value,
+    env: &dyn Fn(&str) -> Option<String>,
+    client: bool,
 ) -> Result<Config, ConfigError> {
     let mut unset = Vec::new();
     let substituted = substitute_tree(raw, "", env, &mut unset);
@@ -237,7 +256,7 @@ pub fn from_tree(
         // What was found in the substituted tree is told against the text
         // as written: no problem shows a variable's value.
         _ => Err(ConfigError {
-            problems: as_written(problems, raw, env),
+            problems: as_written(problems, raw, env, client),
         }),
     }
 }

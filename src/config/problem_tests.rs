@@ -424,3 +424,64 @@ fn an_unknown_key_of_an_action_is_told_at_itself() {
         e.problems
     );
 }
+
+/// Four audits found ways to learn a `${NAME}` value from the problems of
+/// a tree a client sent, each by text of the client's that came back
+/// differently when it held the value: a folder, keys with `.` or `: `
+/// in their names, a header name holding `"` or `\` (whose quoted form
+/// the swap missed), and the value shown in full when the request held
+/// it elsewhere. A client's problems swap nothing: one about a key that
+/// holds a reference (or is around one) quotes nothing, the others are
+/// the client's own text.
+#[test]
+fn a_clients_problems_tell_nothing_of_a_variable_right_or_wrong() {
+    let env = |name: &str| match name {
+        "HOOK" => Some("ht\"ok\\en99".to_string()),
+        "F" => Some("Arch-S3cret".to_string()),
+        "PW" => Some("pwa-secret".to_string()),
+        _ => None,
+    };
+    let tree = |guess: &str| {
+        let g = serde_json::to_string(guess).unwrap();
+        let text = format!(
+            "webhooks:\n  - {{ url: \"https://203.0.113.5/h\", headers: {{ Authorization: \"Bearer ${{HOOK}}\", {g}: v }} }}\n\
+             accounts:\n  - {{ name: {g}, imap: {{ host: h, username: u, password: \"${{PW}}\", \"password: {}\": 1 }}, \
+             folders: {{ allowed: [Other] }}, \
+             rules: [ {{ name: r, when: {{ subject: {g} }}, actions: [ {{ type: move, folder: \"${{F}}\" }} ] }} ] }}\n",
+            guess.replace(['"', '\\'], "")
+        );
+        serde_norway::from_str::<serde_norway::Value>(&text).unwrap()
+    };
+    for right in ["ht\"ok\\en99", "Arch-S3cret", "pwa-secret"] {
+        let wrong = format!("{}Z", &right[..right.len() - 1]);
+        let answer = |guess: &str| {
+            let e = from_client_tree(&tree(guess), &env).unwrap_err();
+            let all = e.problems.join("\n");
+            // No value but the one the request wrote itself.
+            for value in ["ht\"ok\\en99", "Arch-S3cret", "pwa-secret"] {
+                let debug = format!("{value:?}");
+                let debug = &debug[1..debug.len() - 1];
+                if value != guess {
+                    assert!(
+                        !all.contains(value) && !all.contains(debug),
+                        "{value} shown: {all}"
+                    );
+                }
+            }
+            let quoted = serde_json::to_string(guess).unwrap();
+            let quoted = &quoted[1..quoted.len() - 1];
+            all.replace(quoted, "GUESS")
+                .replace(guess, "GUESS")
+                .replace(&guess.replace(['"', '\\'], ""), "GUESS")
+        };
+        assert_eq!(answer(right), answer(&wrong), "{right}");
+        let said = answer(&wrong);
+        for r in ["${HOOK}", "${F}", "${PW}"] {
+            assert!(!said.contains(r), "{said}");
+        }
+        assert!(
+            said.contains("accounts[0].rules[0].actions[0]: not valid; why would quote"),
+            "{said}"
+        );
+    }
+}

@@ -243,7 +243,7 @@ impl Live {
         let mut problems = crate::config::unmask(&mut raw, &current.raw)
             .err()
             .unwrap_or_default();
-        let config = match crate::config::from_tree(&raw, &|name| std::env::var(name).ok()) {
+        let config = match crate::config::from_client_tree(&raw, &|name| std::env::var(name).ok()) {
             Ok(c) => c,
             Err(e) => {
                 problems.extend(e.problems);
