@@ -27,12 +27,19 @@ pub(super) fn substitute_tree(
                 let whole = s.trim().starts_with("${")
                     && s.trim().ends_with('}')
                     && s.matches("${").count() == 1;
+                // Only when the number reads back as the same text: a
+                // password `007`, `1e3` or `+5` read as a number became `7`,
+                // `1000`, `5` in a string key (an audit).
                 if whole {
                     if let Ok(n) = out.parse::<u64>() {
-                        return Value::Number(n.into());
+                        if n.to_string() == out {
+                            return Value::Number(n.into());
+                        }
                     }
                     if let Ok(n) = out.parse::<f64>() {
-                        return Value::Number(n.into());
+                        if n.to_string() == out {
+                            return Value::Number(n.into());
+                        }
                     }
                     match out.as_str() {
                         "true" => return Value::Bool(true),

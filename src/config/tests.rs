@@ -273,6 +273,25 @@ fn problems_quote_the_text_as_written_not_the_variable() {
     );
 }
 
+/// Found by an audit: a whole reference whose text reads as a number
+/// took the number's type, and a string key printed it back otherwise:
+/// `007` became `7`, `1e3` `1000`, `+5` `5`.
+#[test]
+fn a_secret_that_reads_as_a_number_keeps_its_text() {
+    for pw in ["007", "1e3", "+5", "0.90", "12345", "1.5", "inf"] {
+        let env = |name: &str| (name == "PW").then(|| pw.to_string());
+        let (c, _) = super::parse(
+            "accounts:\n - name: a\n   imap: {host: h, username: u, password: \"${PW}\"}\n",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.accounts[0].imap.password.as_deref(), Some(pw));
+    }
+    let env = |name: &str| (name == "PORT").then(|| "8082".to_string());
+    let (c, _) = super::parse("server: { port: \"${PORT}\" }\n", &env).unwrap();
+    assert_eq!(c.server.port, 8082, "a number still reads as one");
+}
+
 #[test]
 fn numeric_secret_stays_a_string() {
     let c = parse_str(
