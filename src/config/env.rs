@@ -186,18 +186,15 @@ pub(super) fn as_written(
     env: &dyn Fn(&str) -> Option<String>,
     client: bool,
 ) -> Vec<String> {
-    let mut swaps = Vec::new();
-    collect_swaps(raw, "", env, &mut swaps);
+    let mut swaps = collect_swaps(raw, env);
     // Longest first, so a whole value goes before a part of it.
     swaps.sort_by_key(|s| std::cmp::Reverse(s.from.len()));
-    let mut literals = Vec::new();
-    collect_literals(raw, "", &mut literals);
+    let literals = collect_literals(raw);
     // Every path the text has, longest first: a problem is about the
     // longest one it begins with. Split at its first ": " instead, a key
     // named `password: GUESS` read as a problem about `password` (a third
     // audit: a right guess came back as `${PW}`, thousands to a request).
-    let mut paths = Vec::new();
-    collect_paths(raw, "", &mut paths);
+    let mut paths = collect_paths(raw);
     paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
     paths.dedup();
     problems
@@ -287,14 +284,20 @@ fn under(path: &str, at: &str) -> bool {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
-/// The path of every value of the tree.
-fn collect_paths(v: &serde_norway::Value, path: &str, out: &mut Vec<String>) {
+/// Calls `f` with every value of the tree, its path, and the key that
+/// names it when a mapping holds it. The one walk of the tree's paths.
+fn each_value(
+    v: &serde_norway::Value,
+    path: &str,
+    key: Option<&str>,
+    f: &mut dyn FnMut(&str, Option<&str>, &serde_norway::Value),
+) {
     use serde_norway::Value;
-    out.push(path.to_string());
+    f(path, key, v);
     match v {
         Value::Sequence(items) => {
             for (i, x) in items.iter().enumerate() {
-                collect_paths(x, &format!("{path}[{i}]"), out);
+                each_value(x, &format!("{path}[{i}]"), None, f);
             }
         }
         Value::Mapping(m) => {
@@ -303,48 +306,43 @@ fn collect_paths(v: &serde_norway::Value, path: &str, out: &mut Vec<String>) {
                     .as_str()
                     .map(str::to_string)
                     .unwrap_or_else(|| format!("{k:?}"));
-                collect_paths(x, &join(path, &key), out);
+                each_value(x, &join(path, &key), Some(&key), f);
             }
         }
-        Value::Tagged(t) => collect_paths(&t.value, path, out),
+        Value::Tagged(t) => each_value(&t.value, path, None, f),
         _ => {}
     }
 }
 
+/// The path of every value of the tree.
+fn collect_paths(v: &serde_norway::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    each_value(v, "", None, &mut |path, _, _| out.push(path.to_string()));
+    out
+}
+
 /// The text written as is (no reference in it), with where: every key, and
 /// every scalar value without a reference.
-fn collect_literals(v: &serde_norway::Value, path: &str, out: &mut Vec<(String, String)>) {
+fn collect_literals(v: &serde_norway::Value) -> Vec<(String, String)> {
     use serde_norway::Value;
-    match v {
-        Value::String(s) => {
-            if let Ok(ps) = pieces(s) {
-                if !ps.iter().any(|p| matches!(p, Piece::Ref { .. })) {
-                    if let Ok(text) = substitute(s, &|_| None) {
-                        out.push((path.to_string(), text));
-                    }
+    let mut out = Vec::new();
+    each_value(v, "", None, &mut |path, key, v| {
+        if let Some(k) = key {
+            out.push((path.to_string(), k.to_string()));
+        }
+        match v {
+            Value::String(s) => {
+                let plain =
+                    pieces(s).is_ok_and(|ps| !ps.iter().any(|p| matches!(p, Piece::Ref { .. })));
+                if let (true, Ok(text)) = (plain, substitute(s, &|_| None)) {
+                    out.push((path.to_string(), text));
                 }
             }
+            Value::Number(n) => out.push((path.to_string(), n.to_string())),
+            _ => {}
         }
-        Value::Number(n) => out.push((path.to_string(), n.to_string())),
-        Value::Sequence(items) => {
-            for (i, x) in items.iter().enumerate() {
-                collect_literals(x, &format!("{path}[{i}]"), out);
-            }
-        }
-        Value::Mapping(m) => {
-            for (k, x) in m {
-                let key = k
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| format!("{k:?}"));
-                let at = join(path, &key);
-                out.push((at.clone(), key));
-                collect_literals(x, &at, out);
-            }
-        }
-        Value::Tagged(t) => collect_literals(&t.value, path, out),
-        _ => {}
-    }
+    });
+    out
 }
 
 /// `text` with each `from` that no letter or digit touches made `to`.
@@ -385,72 +383,56 @@ struct Swap {
     to: String,
 }
 
-fn collect_swaps(
-    v: &serde_norway::Value,
-    path: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    out: &mut Vec<Swap>,
-) {
-    use serde_norway::Value;
-    match v {
-        Value::String(s) if s.contains("${") => {
-            let Ok(ps) = pieces(s) else { return };
-            // Only a reference brings a value in: text with `$${` escapes
-            // alone reads as the operator meant it (swapped back, `${X}`
-            // sent through the API read `$$${X}`: an audit).
-            if !ps.iter().any(|p| matches!(p, Piece::Ref { .. })) {
-                return;
-            }
-            let mut add = |from: String, to: String| {
-                if !from.is_empty() && from != to {
-                    // As Display and as Debug (`{:?}`) would quote it,
-                    // each once.
-                    let debug = |x: &str| format!("{x:?}").trim_matches('"').to_string();
-                    let (dfrom, dto) = (debug(&from), debug(&to));
-                    if dfrom != from {
-                        out.push(Swap {
-                            path: path.to_string(),
-                            from: dfrom,
-                            to: dto,
-                        });
-                    }
+fn collect_swaps(v: &serde_norway::Value, env: &dyn Fn(&str) -> Option<String>) -> Vec<Swap> {
+    let mut out = Vec::new();
+    each_value(v, "", None, &mut |path, _, v| {
+        let serde_norway::Value::String(s) = v else {
+            return;
+        };
+        if !s.contains("${") {
+            return;
+        }
+        let Ok(ps) = pieces(s) else { return };
+        // Only a reference brings a value in: text with `$${` escapes
+        // alone reads as the operator meant it (swapped back, `${X}`
+        // sent through the API read `$$${X}`: an audit).
+        if !ps.iter().any(|p| matches!(p, Piece::Ref { .. })) {
+            return;
+        }
+        let mut add = |from: String, to: String| {
+            if !from.is_empty() && from != to {
+                // As Display and as Debug (`{:?}`) would quote it,
+                // each once.
+                let debug = |x: &str| format!("{x:?}").trim_matches('"').to_string();
+                let (dfrom, dto) = (debug(&from), debug(&to));
+                if dfrom != from {
                     out.push(Swap {
                         path: path.to_string(),
-                        from,
-                        to,
+                        from: dfrom,
+                        to: dto,
                     });
                 }
-            };
-            if let Ok(whole) = substitute(s, env) {
-                add(whole, s.clone());
+                out.push(Swap {
+                    path: path.to_string(),
+                    from,
+                    to,
+                });
             }
-            for p in ps {
-                if let Piece::Ref { name, default } = p {
-                    let shown = match default {
-                        None => format!("${{{name}}}"),
-                        Some(d) => format!("${{{name}:-{d}}}"),
-                    };
-                    if let Some(value) = env(name) {
-                        add(value, shown);
-                    }
+        };
+        if let Ok(whole) = substitute(s, env) {
+            add(whole, s.clone());
+        }
+        for p in ps {
+            if let Piece::Ref { name, default } = p {
+                let shown = match default {
+                    None => format!("${{{name}}}"),
+                    Some(d) => format!("${{{name}:-{d}}}"),
+                };
+                if let Some(value) = env(name) {
+                    add(value, shown);
                 }
             }
         }
-        Value::Sequence(items) => {
-            for (i, x) in items.iter().enumerate() {
-                collect_swaps(x, &format!("{path}[{i}]"), env, out);
-            }
-        }
-        Value::Mapping(m) => {
-            for (k, x) in m {
-                let key = k
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| format!("{k:?}"));
-                collect_swaps(x, &join(path, &key), env, out);
-            }
-        }
-        Value::Tagged(t) => collect_swaps(&t.value, path, env, out),
-        _ => {}
-    }
+    });
+    out
 }
