@@ -301,6 +301,18 @@ fn no_environment_variable_can_be_read_through_the_api() {
     );
     assert_clean("the log", &m.log(), &env_values());
     assert_clean("the file", &file(&m), &env_values());
+
+    // A password written in full where its reference was is a change,
+    // whether or not it is the variable's value: the account restarts
+    // either way (an audit found `restarted` empty for the right value,
+    // a yes to the guess).
+    for guess in ["imap-pass-Xy93kq", "a-wrong-guess-0123"] {
+        let mut c = current(&m);
+        c["accounts"][0]["imap"]["password"] = json!(guess);
+        let r = put(&m, &c);
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["restarted"], json!(["acct"]), "{guess}: {}", r.text);
+    }
 }
 
 /// Item 7, the file's side: what a broken file's problems say (SIGHUP in

@@ -347,12 +347,27 @@ impl Live {
                 .and_then(|p| c.classifier.providers.iter().find(|x| &x.name == p))
                 .cloned()
         };
+        // An account is kept only while its text is the same too: a
+        // password written in full where a `${NAME}` was is a change even
+        // when it is the same value (an audit found the `restarted` list
+        // telling a client whether its guess was the variable's value).
+        let written = |raw: &serde_norway::Value, name: &str| {
+            raw.get("accounts")
+                .and_then(serde_norway::Value::as_sequence)
+                .and_then(|l| {
+                    l.iter()
+                        .find(|a| a.get("name").and_then(serde_norway::Value::as_str) == Some(name))
+                })
+                .cloned()
+        };
         let names: Vec<String> = fleet.running.keys().cloned().collect();
         for name in names {
             let wanted = new.config.accounts.iter().find(|a| a.name == name);
             let keep = wanted.is_some_and(|a| {
                 let r = &fleet.running[&name];
-                r.account == *a && r.provider == provider_of(&new.config, a)
+                r.account == *a
+                    && r.provider == provider_of(&new.config, a)
+                    && written(&old.raw, &name) == written(&new.raw, &name)
             });
             if keep {
                 continue;
