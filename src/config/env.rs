@@ -159,8 +159,9 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
 /// `problems` (found in the substituted tree) worded against `raw`, the
 /// tree as written: every value a reference brought in is replaced by the
 /// reference in the problems about the key that holds it, or about a key
-/// it is inside (`…actions[0]: folder "${F}" is not in folders.allowed`). A 400 answer, a refused reload in the log and
-/// `check-config` then never show what a variable holds.
+/// it is inside (`…actions[0]: folder "${F}" is not in folders.allowed`):
+/// `check-config` and a refused reload in the log never show what a
+/// variable holds.
 ///
 /// Only there, and only after the problem's path: a problem about another
 /// key is worded with the text its own request wrote. Swapping a value
@@ -189,25 +190,27 @@ pub(super) fn as_written(
     let mut swaps = collect_swaps(raw, env);
     // Longest first, so a whole value goes before a part of it.
     swaps.sort_by_key(|s| std::cmp::Reverse(s.from.len()));
-    let literals = collect_literals(raw);
-    // Every path the text has, longest first: a problem is about the
-    // longest one it begins with. Split at its first ": " instead, a key
-    // named `password: GUESS` read as a problem about `password` (a third
-    // audit: a right guess came back as `${PW}`, thousands to a request).
-    let mut paths = collect_paths(raw);
-    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    paths.dedup();
+    let literals = if client {
+        Vec::new()
+    } else {
+        collect_literals(raw)
+    };
+    // Every path the text has: a problem is about the longest one it
+    // begins with (followed by `:` or a space), looked up at each such
+    // place of its text. Split at its first ": " instead, a key named
+    // `password: GUESS` read as a problem about `password` (a third audit:
+    // a right guess came back as `${PW}`, thousands to a request).
+    let paths: std::collections::HashSet<String> = collect_paths(raw).into_iter().collect();
     problems
         .into_iter()
         .map(|p| {
             let at = if let Some(rest) = p.strip_prefix("config: ") {
                 Some(("", "config: ".len(), rest))
             } else {
-                paths.iter().find_map(|path| {
-                    let rest = p.strip_prefix(path.as_str())?;
-                    let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix(' '))?;
-                    Some((path.as_str(), p.len() - rest.len(), rest))
-                })
+                (p.char_indices().rev())
+                    .filter(|&(i, c)| (c == ':' || c == ' ') && paths.contains(&p[..i]))
+                    .map(|(i, _)| (&p[..i], i + 1, &p[i + 1..]))
+                    .next()
             };
             // Not about a key the text has: about none a reference is in.
             let Some((at_path, head, rest)) = at else {
