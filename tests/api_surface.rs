@@ -114,6 +114,146 @@ fn json_body_errors_name_the_body_or_the_field() {
     }
 }
 
+/// Audit (stop 51): a body was acted on when JSON was followed by more
+/// (`{..} garbage`, or a second object naming another URL), an unknown
+/// field was ignored (a misspelt `header` tested nothing and reported
+/// success), and `PUT /api/config` took the last of two equal keys (so a
+/// reviewer reading the first saw another configuration than the one
+/// written). Each is a 400 naming what is wrong, and nothing is done.
+#[test]
+fn a_json_body_is_one_object_with_known_fields_and_no_key_twice() {
+    let m = start();
+    for (path, body, says) in [
+        (
+            "/api/test-webhook",
+            r#"{"url":"http://127.0.0.1:9/"} garbage"#,
+            "body: trailing characters",
+        ),
+        (
+            "/api/test-webhook",
+            r#"{"url":"http://127.0.0.1:9/"}{"url":"http://127.0.0.1:9/b"}"#,
+            "body: trailing characters",
+        ),
+        (
+            "/api/test-webhook",
+            r#"{"url":"http://127.0.0.1:9/","header":{"A":"b"}}"#,
+            "header: unknown field",
+        ),
+        (
+            "/login",
+            r#"{"username":"a","password":"bbbbbbbb","remember":true}"#,
+            "remember: unknown field",
+        ),
+        (
+            "/login",
+            r#"{"username":"a","password":"bbbbbbbb"} x"#,
+            "body: trailing characters",
+        ),
+    ] {
+        let r = m.post_with(path, TOKEN, body);
+        assert_eq!(r.status, 400, "{path} {body}: {}", r.text);
+        let e = r.body["error"].as_str().unwrap_or_default();
+        assert!(e.starts_with(says), "{path} {body}: {}", r.text);
+    }
+    let before = std::fs::read_to_string(m.dir.path().join("config.yaml")).unwrap();
+    for (body, says) in [
+        (
+            r#"{"log_level":"error","storage":{"path":"x.db"},"log_level":"trace"}"#,
+            "body: duplicate entry with key \"log_level\"",
+        ),
+        (
+            r#"{"server":{"port":1,"port":2}}"#,
+            "server: duplicate entry with key \"port\"",
+        ),
+    ] {
+        let r = m.request(
+            "PUT",
+            "/api/config",
+            &[("Authorization", &format!("Bearer {TOKEN}"))],
+            Some(body),
+        );
+        assert_eq!(r.status, 400, "{body}: {}", r.text);
+        let e = r.body["error"].as_str().unwrap_or_default();
+        assert!(e.contains(says), "{body}: {}", r.text);
+    }
+    let after = std::fs::read_to_string(m.dir.path().join("config.yaml")).unwrap();
+    assert_eq!(before, after, "the file must be left as it was");
+}
+
+/// Audit (stop 51): `/login` refused another site's `Origin`, but the
+/// JSON `/logout` did not, so a page on a sibling port (which `SameSite`
+/// still sends the cookie from) could end the operator's session.
+#[test]
+fn another_sites_page_cannot_sign_the_operator_out() {
+    let m = start();
+    let (code, out, err) = m.run_cli(&["set-password", "ops"], "long enough pw\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let r = m.post(
+        "/login",
+        r#"{"username":"ops","password":"long enough pw"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let cookie = r
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_string();
+    let host = format!("127.0.0.1:{}", m.port);
+    for origin in ["http://evil.example", "http://127.0.0.1:9999"] {
+        let r = m.request(
+            "POST",
+            "/logout",
+            &[("Cookie", &cookie), ("Origin", origin)],
+            Some("{}"),
+        );
+        assert_eq!(r.status, 403, "{origin}: {}", r.text);
+    }
+    let r = m.request("GET", "/api/stats", &[("Cookie", &cookie)], None);
+    assert_eq!(r.status, 200, "the session must still be open: {}", r.text);
+    // The page's own origin, and a client naming none, sign out.
+    let r = m.request(
+        "POST",
+        "/logout",
+        &[("Cookie", &cookie), ("Origin", &format!("http://{host}"))],
+        Some("{}"),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = m.request("GET", "/api/stats", &[("Cookie", &cookie)], None);
+    assert_eq!(r.status, 401, "{}", r.text);
+}
+
+/// Audit (stop 51): a body too large to read (413) and a request asking
+/// for an upgrade closed the connection without `Connection: close`, so a
+/// client pipelining behind them lost what it queued without being told.
+#[test]
+fn an_answer_after_which_the_connection_closes_says_so() {
+    use std::io::{Read, Write};
+    let m = start();
+    for request in [
+        format!(
+            "POST /api/test-webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 2000000\r\n\r\n"
+        ),
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n".to_string(),
+        "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".to_string(),
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".to_string(),
+    ] {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        let got = String::from_utf8_lossy(&got);
+        let head = got.split("\r\n\r\n").next().unwrap_or_default();
+        assert!(
+            head.lines().any(|l| l.eq_ignore_ascii_case("Connection: close")),
+            "{request:?}: {head}"
+        );
+    }
+    // A kept-alive request still says nothing of the kind.
+    let r = m.get("/health");
+    assert_eq!(r.status, 200);
+}
+
 /// One response read off a kept-alive connection: status, headers, body
 /// (`Content-Length` bytes, chunked decoded, or none after `HEAD`).
 struct Raw {

@@ -130,11 +130,25 @@ pub fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> 
         return Err(Reply::error(400, "body: expected a JSON object"));
     }
     let de = &mut serde_json::Deserializer::from_slice(&req.body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = known_path(e.path());
         let inner = crate::config::plain_types(&e.into_inner().to_string());
         Reply::error(400, format!("{path}: {inner}"))
-    })
+    })?;
+    // One JSON text and nothing after it (`{..} garbage` was acted on).
+    de.end()
+        .map_err(|e| Reply::error(400, format!("body: {e}")))?;
+    Ok(value)
+}
+
+/// A body that is a JSON object, as a tree, with no key twice in any
+/// object: a `serde_json::Value` keeps the last of two, so a reviewer (or
+/// a proxy) reading the first saw another configuration than the one
+/// applied (an audit). Each object is read as YAML's mapping, which
+/// refuses a second entry, naming the object's path and the key.
+pub fn json_object_body(req: &Req) -> Result<serde_json::Value, Reply> {
+    let tree: serde_norway::Value = json_body(req)?;
+    serde_json::to_value(tree).map_err(|e| Reply::error(400, format!("body: {e}")))
 }
 
 /// The part of serde's path that names something: the segments before the

@@ -15,6 +15,7 @@ use crate::service::sessions::{self, LoginError};
 use crate::service::Ctx;
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct LoginBody {
     username: String,
     password: String,
@@ -81,6 +82,15 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
 
 /// `POST /logout`: ends the session the cookie names.
 pub fn logout(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    // Another site's page (a sibling port or subdomain: SameSite sends
+    // the cookie there) may not sign the operator out; clients that send
+    // neither `Origin` nor `Referer` (curl, scripts) are not browsers.
+    if !req.same_origin(false) {
+        return Err(Reply::error(
+            403,
+            "cross-origin request refused: Origin or Referer must match the Host",
+        ));
+    }
     if let Some(token) = req
         .header("Cookie")
         .and_then(|c| auth::cookie(c, SESSION_COOKIE))

@@ -20,6 +20,13 @@ use crate::config::Config;
 /// Largest request body accepted; larger ones get 413 unread.
 pub const MAX_BODY: usize = 1 << 20;
 
+/// Largest body of a request without valid credentials (a sign-in or the
+/// first user's form need a few hundred bytes): its body is read before
+/// any handler looks at it, so without this bound 256 connections that
+/// each sent most of 1 MiB held 280 MB of an unauthenticated client's
+/// bytes (an audit). See [`Site::body_limit`].
+pub const ANONYMOUS_BODY: usize = 16 << 10;
+
 /// What one connection may cost. tiny_http (patched, see
 /// `vendor/tiny_http/PATCHES.md`) reads bodies up to [`MAX_BODY`] on the
 /// connection's own thread, so an HTTP worker never waits on a slow client;
@@ -76,6 +83,12 @@ pub trait Site: Send + Sync + 'static {
     /// The reply to `req`, and a low-cardinality label of its route for
     /// metrics.
     fn answer(&self, req: &Req) -> (Reply, &'static str);
+    /// Asked on the connection's thread before a request's body is read,
+    /// given a lookup of its header fields: `None` to read up to
+    /// [`MAX_BODY`], or a smaller limit and why (said in the 413).
+    fn body_limit(&self, _header: &dyn Fn(&str) -> Option<String>) -> Option<(usize, String)> {
+        None
+    }
 }
 
 /// A request as handlers see it: already read, parsed and size-checked.

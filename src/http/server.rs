@@ -40,8 +40,18 @@ impl HttpServer {
             max_connections_per_address: per_address_cap(max_connections),
             ..LIMITS
         };
+        let admitting = site.clone();
+        let admission: tiny_http::BodyAdmission = Arc::new(move |_, _, fields: &[Header]| {
+            let header = |name: &str| -> Option<String> {
+                let field = fields
+                    .iter()
+                    .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))?;
+                Some(field.value.as_str().to_string())
+            };
+            admitting.body_limit(&header)
+        });
         let server = Arc::new(
-            Server::from_listener_with_limits(listener, None, limits)
+            Server::from_listener_with_admission(listener, None, limits, Some(admission))
                 .map_err(|e| std::io::Error::other(e.to_string()))?,
         );
         metrics.watch_connections(server.connection_stats());

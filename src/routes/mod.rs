@@ -414,6 +414,31 @@ impl Site for Ctx {
     fn answer(&self, req: &Req) -> (Reply, &'static str) {
         route(self, req)
     }
+
+    /// A body is read before any handler sees it: up to 1 MiB for a
+    /// request with a valid bearer token or session (or in open mode,
+    /// where anyone may), [`crate::http::ANONYMOUS_BODY`] for the rest (a
+    /// sign-in, or a request about to be answered 401).
+    fn body_limit(&self, header: &dyn Fn(&str) -> Option<String>) -> Option<(usize, String)> {
+        let loaded = self.config();
+        if crate::auth::api_is_open(&loaded.config)
+            || matches!(
+                crate::auth::bearer(&loaded.config, header("Authorization").as_deref()),
+                Ok(Some(_))
+            )
+        {
+            return None;
+        }
+        let session = header("Cookie")
+            .and_then(|c| crate::auth::cookie(&c, crate::auth::SESSION_COOKIE).map(str::to_string));
+        if session.is_some_and(|token| crate::service::sessions::user(self, &token).is_some()) {
+            return None;
+        }
+        Some((
+            crate::http::ANONYMOUS_BODY,
+            "without valid credentials (up to 1 MiB with a bearer token or a session)".into(),
+        ))
+    }
 }
 
 /// Routes a request; returns the reply and a low-cardinality route label

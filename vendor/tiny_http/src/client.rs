@@ -56,6 +56,10 @@ pub struct ClientConnection {
 
     /// mailproc patch: whether a request was read; later ones start idle.
     served: bool,
+
+    /// mailproc patch: asked, for a request that has a body, how much of
+    /// it may be buffered (see [`crate::BodyAdmission`]).
+    admission: Option<crate::BodyAdmission>,
 }
 
 /// Error that can happen when reading a request.
@@ -89,6 +93,7 @@ impl ClientConnection {
         limits: crate::Limits,
         clock: Arc<ReadClock>,
         remote_addr: Option<SocketAddr>,
+        admission: Option<crate::BodyAdmission>,
     ) -> ClientConnection {
         let secure = read_socket.secure();
         let shutdown = Arc::from(read_socket.shutdown_handle());
@@ -108,6 +113,7 @@ impl ClientConnection {
             shutdown,
             clock,
             served: false,
+            admission,
         }
     }
 
@@ -228,6 +234,19 @@ impl ClientConnection {
         let head = self.read_head()?;
         let (method, path, version, headers) = parse_head(&head)?;
         self.clock.body();
+        // mailproc patch: a request with a body may be held to less than
+        // `buffer_body_up_to` before any of it is read (say, one without
+        // credentials): over that, 413 and the connection closes.
+        let has_body = headers
+            .iter()
+            .any(|h| h.field.equiv("Content-Length") || h.field.equiv("Transfer-Encoding"));
+        let (body_limit, limit_note) = match &self.admission {
+            Some(admit) if has_body => match admit(&method, &path, &headers) {
+                Some((n, note)) if n < self.limits.buffer_body_up_to => (n, Some(note)),
+                _ => (self.limits.buffer_body_up_to, None),
+            },
+            _ => (self.limits.buffer_body_up_to, None),
+        };
 
         // building the writer for the request
         let writer = self.sink.next().unwrap();
@@ -250,7 +269,8 @@ impl ClientConnection {
                 flag: self.abandoned.clone(),
                 shutdown: self.shutdown.clone(),
             }),
-            self.limits.buffer_body_up_to,
+            body_limit,
+            limit_note.is_some(),
         )
         .map_err(|e| {
             use crate::request;
@@ -272,10 +292,12 @@ impl ClientConnection {
                 ),
                 request::RequestCreationError::BodyTooLarge => ReadError::Refused(
                     413,
-                    format!(
-                        "request body is larger than {}",
-                        bytes(self.limits.buffer_body_up_to)
-                    ),
+                    match &limit_note {
+                        Some(note) => {
+                            format!("request body is larger than {} {note}", bytes(body_limit))
+                        }
+                        None => format!("request body is larger than {}", bytes(body_limit)),
+                    },
                 ),
                 request::RequestCreationError::BadChunk => {
                     ReadError::Refused(400, "request body: not valid chunked coding".into())
@@ -374,29 +396,12 @@ impl Iterator for ClientConnection {
             Ok(rq) => rq,
         };
 
-        // updating the status of the connection
-        let connection_header = rq
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Connection"))
-            .map(|h| h.value.as_str());
-
-        let lowercase = connection_header.map(|h| h.to_ascii_lowercase());
-
-        match lowercase {
-            Some(ref val) if val.contains("close") => self.no_more_requests = true,
-            // mailproc patch: no protocol is switched to (the request is
-            // framed as any other), but what the client sends after it
-            // is not meant as HTTP: the connection closes after it.
-            Some(ref val) if val.contains("upgrade") => self.no_more_requests = true,
-            Some(ref val)
-                if !val.contains("keep-alive") && *rq.http_version() == HTTPVersion(1, 0) =>
-            {
-                self.no_more_requests = true
-            }
-            None if *rq.http_version() == HTTPVersion(1, 0) => self.no_more_requests = true,
-            _ => (),
-        };
+        // updating the status of the connection (mailproc patch: no
+        // protocol is switched to on an upgrade, but what the client sends
+        // after it is not meant as HTTP: the connection closes after it)
+        if crate::request::last_on_connection(rq.headers(), rq.http_version()) {
+            self.no_more_requests = true;
+        }
 
         // returning the request
         Some(rq)
@@ -454,7 +459,18 @@ fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>),
     let mut headers = Vec::with_capacity(req.headers.len());
     for f in req.headers.iter() {
         let field: HeaderField = f.name.parse().map_err(|_| ReadError::BadHead)?;
-        let value = AsciiString::from_ascii(f.value.trim_ascii()).map_err(|_| ReadError::BadHead)?;
+        // RFC 9110 §5.5 lets a value carry obs-text (bytes 0x80 to 0xFF:
+        // a cookie another application of the host set in UTF-8, say),
+        // which an `AsciiString` cannot hold; each such byte becomes DEL
+        // (0x7f), which no valid value contains, so it can never equal
+        // anything the application compares it with.
+        let value: Vec<u8> = f
+            .value
+            .trim_ascii()
+            .iter()
+            .map(|b| if b.is_ascii() { *b } else { 0x7f })
+            .collect();
+        let value = AsciiString::from_ascii(value).map_err(|_| ReadError::BadHead)?;
         headers.push(Header { field, value });
     }
     // mailproc patch: RFC 9112 §3.2, a request carries one Host field, and

@@ -120,6 +120,13 @@ pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
 pub use util::ConnectionStats;
 
+/// Asked on the connection's own thread, before any of a request's body is
+/// read, how much of it may be buffered (mailproc patch): `None` for
+/// [`Limits::buffer_body_up_to`], or a smaller limit and a note for the
+/// `413` a larger body gets (unread; the connection closes). Given the
+/// method, the target and the header fields.
+pub type BodyAdmission = Arc<dyn Fn(&Method, &str, &[Header]) -> Option<(usize, String)> + Send + Sync>;
+
 /// Bounds on what one connection may cost the server (mailproc patch: the
 /// release has none, see PATCHES.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,6 +333,17 @@ impl Server {
         ssl_config: Option<SslConfig>,
         limits: Limits,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::from_listener_with_admission(listener, ssl_config, limits, None)
+    }
+
+    /// [`Server::from_listener_with_limits`] with a [`BodyAdmission`]
+    /// (mailproc patch).
+    pub fn from_listener_with_admission<L: Into<Listener>>(
+        listener: L,
+        ssl_config: Option<SslConfig>,
+        limits: Limits,
+        admission: Option<BodyAdmission>,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
         let listener = listener.into();
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
@@ -429,6 +447,7 @@ impl Server {
                                 limits,
                                 clock,
                                 peer,
+                                admission.clone(),
                             ),
                             slot,
                         ))

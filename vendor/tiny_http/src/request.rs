@@ -72,6 +72,28 @@ pub struct Request {
     /// mailproc patch: marks the connection busy until this request is
     /// answered and dropped (it is then neither idle nor sheddable).
     in_flight: Option<crate::util::InFlight>,
+
+    /// mailproc patch: the connection closes after this request's answer
+    /// (see [`last_on_connection`], or a body too large to buffer, which
+    /// is read, if at all, by the application): the answer says
+    /// `Connection: close` (RFC 9112 §9.6).
+    closes: bool,
+}
+
+/// Whether the client said this is its last request on the connection
+/// (mailproc patch): `Connection: close`, an upgrade (no protocol is
+/// switched to, but what follows is not meant as HTTP), or HTTP/1.0
+/// without keep-alive.
+pub(crate) fn last_on_connection(headers: &[Header], version: &HTTPVersion) -> bool {
+    let connection = headers
+        .iter()
+        .find(|h| h.field.equiv("Connection"))
+        .map(|h| h.value.as_str().to_ascii_lowercase());
+    match connection {
+        Some(ref v) if v.contains("close") || v.contains("upgrade") => true,
+        Some(ref v) => !v.contains("keep-alive") && *version == HTTPVersion(1, 0),
+        None => *version == HTTPVersion(1, 0),
+    }
 }
 
 /// A response printed to memory, the writer it is for, and the request's
@@ -185,6 +207,7 @@ pub fn new_request<R, W>(
     mut writer: W,
     abandon: Option<Abandon>,
     buffer_body_up_to: usize,
+    refuse_larger: bool,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -281,7 +304,13 @@ where
     // mailproc patch: `Connection: upgrade` no longer hands the raw socket
     // over as the body (a client trickling bytes held a thread for ever);
     // no protocol is switched to and the request is framed as any other.
+    let mut closes = last_on_connection(&headers, &version);
     let reader = if let Some(content_length) = content_length {
+        // mailproc patch: a body held to less than the usual limit (see
+        // `BodyAdmission`) is refused unread, not handed out unbuffered.
+        if refuse_larger && content_length > buffer_body_up_to {
+            return Err(RequestCreationError::BodyTooLarge);
+        }
         if content_length == 0 {
             Box::new(io::empty()) as Box<dyn Read + Send + 'static>
         } else if content_length <= buffer_limit
@@ -317,6 +346,7 @@ where
 
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
         } else {
+            closes = true;
             let (data_reader, _) = EqualReader::new(source_data, content_length); // TODO:
             let guarded = BodyGuard::new(data_reader, abandon);
             Box::new(FusedReader::new(guarded)) as Box<dyn Read + Send + 'static>
@@ -337,6 +367,7 @@ where
                 })?;
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
         } else {
+            closes = true;
             let decoder = ChunkedReader::new(source_data, usize::MAX);
             let guarded = BodyGuard::new(decoder, abandon);
             Box::new(FusedReader::new(guarded)) as Box<dyn Read + Send + 'static>
@@ -362,6 +393,7 @@ where
         notify_when_responded: None,
         handed: None,
         in_flight: None,
+        closes,
     })
 }
 
@@ -451,6 +483,7 @@ impl Request {
                 &self.headers,
                 true,
                 None,
+                false,
             )
             .ok();
             self.response_writer.as_mut().unwrap().flush().ok();
@@ -554,6 +587,7 @@ impl Request {
                 &self.headers,
                 do_not_send_body,
                 None,
+                self.closes,
             )?;
             let writer = self.extract_writer_impl();
             self.handed = Some((writer, bytes, self.data_reader.take()));
@@ -568,6 +602,7 @@ impl Request {
             &self.headers,
             do_not_send_body,
             None,
+            self.closes,
         ))?;
 
         Self::ignore_client_closing_errors(writer.flush())

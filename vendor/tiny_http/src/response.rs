@@ -338,6 +338,7 @@ where
         request_headers: &[Header],
         do_not_send_body: bool,
         upgrade: Option<&str>,
+        close: bool,
     ) -> IoResult<()> {
         let mut transfer_encoding = Some(choose_transfer_encoding(
             self.status_code,
@@ -358,6 +359,15 @@ where
             self.headers.insert(
                 0,
                 Header::from_bytes(&b"Server"[..], &b"tiny-http (Rust)"[..]).unwrap(),
+            );
+        }
+
+        // mailproc patch: a connection closed after this response says so
+        // (RFC 9112 §9.6), so a client does not queue a next request on it.
+        if close && upgrade.is_none() {
+            self.headers.insert(
+                0,
+                Header::from_bytes(&b"Connection"[..], &b"close"[..]).unwrap(),
             );
         }
 

@@ -75,6 +75,7 @@ impl From<TestRequest> for Request {
             std::io::sink(),
             None,
             0,
+            false,
         )
         .unwrap()
     }
