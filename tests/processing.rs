@@ -938,3 +938,50 @@ fn a_slow_model_keeps_the_session_in_use() {
         .collect();
     assert_eq!(lists.len(), 2, "{lists:?}");
 }
+
+/// Audit (stop 51): `backlog: since:D` searched `SINCE <date>`, which
+/// IMAP compares by day, so `since:1h` took in every message since the
+/// server's midnight (up to a day more than asked). Mail that arrived
+/// (INTERNALDATE) before the hour is left alone; what came since is
+/// processed.
+#[test]
+fn backlog_since_a_duration_counts_to_the_second_not_the_day() {
+    let d = Dovecot::start();
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    let fmt = time::macros::format_description!(
+        "[day]-[month repr:short]-[year] [hour]:[minute]:[second] +0000"
+    );
+    let at = |ago: time::Duration| (time::OffsetDateTime::now_utc() - ago).format(fmt).unwrap();
+    // Earlier today or yesterday (SINCE's day or the day before it), and
+    // well within the last hour.
+    for (i, ago) in [
+        (1, 3 * 3600),
+        (2, 2 * 3600),
+        (3, 90 * 60),
+        (4, 600),
+        (5, 60),
+    ] {
+        let raw = common::dashboard::msg(
+            &format!("since-{i}"),
+            "a@example.test",
+            &format!("Since {i}"),
+        );
+        let answer = c
+            .append_dated("INBOX", "", Some(&at(time::Duration::seconds(ago))), &raw)
+            .unwrap();
+        assert!(answer.ok(), "{}", answer.text_of_untagged());
+    }
+    c.logout();
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         backlog: \"since:1h\"\n    rules:\n      - {{ name: all, when: {{ subject: Since }}, actions: [ {{ type: read }} ] }}\n",
+        d.imap_port
+    ));
+    wait_processed(&m, 2, Duration::from_secs(30));
+    m.wait_pass_after("acct", 0);
+    assert_eq!(processed(&m), 2, "{}", m.log());
+    for i in [4, 5] {
+        assert_eq!(total(&m, &format!("&search=Since%20{i}")), 1, "since-{i}");
+    }
+}

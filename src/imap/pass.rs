@@ -489,28 +489,66 @@ impl Runner {
                 }
             }
             Backlog::Since(d) => {
-                let found: Vec<u32> = if exists == 0 {
+                let cutoff = since_cutoff(d);
+                let mut found: Vec<u32> = if exists == 0 {
                     Vec::new()
                 } else {
-                    s.uid_search(format!("SINCE {}", since_date(d)))?
+                    s.uid_search(format!("SINCE {}", since_date(cutoff)))?
                         .into_iter()
                         .collect()
                 };
-                since_watermark(&found, uid_next)
+                found.sort_unstable();
+                since_watermark(&arrived_since(s, &found, cutoff)?, uid_next)
             }
         })
     }
 }
 
-/// `backlog: since:D` as an IMAP date: the day `D` ago, or the epoch when
-/// that lies before it.
-fn since_date(d: Duration) -> String {
-    let since = time::OffsetDateTime::now_utc()
+/// `backlog: since:D`: the moment `D` ago (the epoch when that lies
+/// before it).
+fn since_cutoff(d: Duration) -> time::OffsetDateTime {
+    time::OffsetDateTime::now_utc()
         .checked_sub(time::Duration::try_from(d).unwrap_or(time::Duration::MAX))
+        .filter(|t| t.unix_timestamp() >= 0)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+}
+
+/// The IMAP date for `SEARCH SINCE` that surely takes in `cutoff`: the
+/// day before its own (SINCE compares dates only, in the server's time
+/// zone), or the epoch's.
+fn since_date(cutoff: time::OffsetDateTime) -> String {
+    let day = cutoff
+        .checked_sub(time::Duration::DAY)
         .filter(|t| t.unix_timestamp() >= 0)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let fmt = time::macros::format_description!("[day]-[month repr:short]-[year]");
-    since.format(fmt).unwrap_or_else(|_| "01-Jan-1970".into())
+    day.format(fmt).unwrap_or_else(|_| "01-Jan-1970".into())
+}
+
+/// Of `found` (ascending), the UIDs that arrived (INTERNALDATE) at or after
+/// `cutoff`, read in chunks from the oldest and stopping at the first chunk
+/// that has one: only the lowest matters (see [`since_watermark`]). SEARCH
+/// SINCE knows days only, so `since:30s` took in everything since the
+/// server's midnight (an audit). A message without a date counts as
+/// arrived since.
+fn arrived_since(
+    s: &mut Session,
+    found: &[u32],
+    cutoff: time::OffsetDateTime,
+) -> Result<Vec<u32>, ImapError> {
+    let cutoff = cutoff.unix_timestamp();
+    for chunk in found.chunks(HEADER_CHUNK) {
+        let fetched = s.uid_fetch(super::commands::uid_set(chunk), "(UID INTERNALDATE)")?;
+        let young: Vec<u32> = fetched
+            .iter()
+            .filter(|f| f.internal_date().is_none_or(|at| at.timestamp() >= cutoff))
+            .filter_map(|f| f.uid)
+            .collect();
+        if !young.is_empty() {
+            return Ok(young);
+        }
+    }
+    Ok(Vec::new())
 }
 
 /// The watermark before the first UID found by `SINCE`; with none found,
@@ -533,13 +571,14 @@ mod tests {
         assert_eq!(since_watermark(&[0, 3], 10), 0);
         assert_eq!(since_watermark(&[], 0), 0);
         assert_eq!(since_watermark(&[], 12), 11);
-        assert_eq!(since_date(Duration::from_secs(u64::MAX)), "01-Jan-1970");
-        assert_eq!(
-            since_date(Duration::from_secs(100 * 365 * 86_400)),
-            "01-Jan-1970"
-        );
-        let day = since_date(Duration::from_secs(86_400));
+        let date = |d: Duration| since_date(since_cutoff(d));
+        assert_eq!(date(Duration::from_secs(u64::MAX)), "01-Jan-1970");
+        assert_eq!(date(Duration::from_secs(100 * 365 * 86_400)), "01-Jan-1970");
+        let day = date(Duration::from_secs(86_400));
         assert_eq!(day.len(), 11, "DD-Mon-YYYY: {day}");
         assert_ne!(day, "01-Jan-1970");
+        // The day before the cutoff's: SINCE is by the server's date.
+        let cutoff = time::macros::datetime!(2026-11-29 00:30 UTC);
+        assert_eq!(since_date(cutoff), "28-Nov-2026");
     }
 }
