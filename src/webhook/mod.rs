@@ -211,9 +211,47 @@ struct Shared {
     deadline: Mutex<Option<Instant>>,
     /// Bytes of the events in the queue (see [`QUEUE_BYTES`]).
     queued_bytes: std::sync::atomic::AtomicUsize,
+    /// Events dropped since the last line that said so.
+    unlogged_drops: AtomicU64,
+    last_drop_warn_ms: AtomicI64,
 }
 
 impl Shared {
+    /// Logs the drops not yet logged: at most one line a second (a flood
+    /// of drops must not flood the log) unless `now_or_never`, as when the
+    /// queue closes. Called at each drop and by the delivery thread after
+    /// each event, so a burst of drops is told in full once it is over
+    /// (an audit found 784 drops logged as "dropped 1").
+    fn log_drops(&self, latest: Option<(EventKind, &str)>, now_or_never: bool) {
+        if self.unlogged_drops.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let now = crate::timestamp::now_ms();
+        let last = self.last_drop_warn_ms.load(Ordering::Relaxed);
+        if !now_or_never
+            && (now - last < DROP_WARN_EVERY_MS
+                || self
+                    .last_drop_warn_ms
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err())
+        {
+            return;
+        }
+        let n = self.unlogged_drops.swap(0, Ordering::Relaxed);
+        if n == 0 {
+            return;
+        }
+        match latest {
+            Some((kind, account)) => log::warn!(
+                "webhooks: delivery queue full ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting); dropped {n} event(s), the latest {} for {account}",
+                kind.as_str()
+            ),
+            None => log::warn!(
+                "webhooks: delivery queue full ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting); dropped {n} more event(s) since the last warning"
+            ),
+        }
+    }
+
     /// The timeout for the next request, or `None` once the shutdown grace
     /// period is over.
     fn next_timeout(&self, configured: Duration) -> Option<Duration> {
@@ -339,8 +377,6 @@ pub struct Webhooks {
     agent: ureq::Agent,
     /// Tells the shutdown watchdog that the thread has finished.
     done: Receiver<()>,
-    unlogged_drops: AtomicU64,
-    last_drop_warn_ms: AtomicI64,
     /// Tests in flight ([`TESTS_AT_ONCE`]).
     tests: AtomicUsize,
 }
@@ -360,6 +396,8 @@ impl Webhooks {
             targets: RwLock::new(Arc::new(Targets::from_config(config))),
             deadline: Mutex::new(None),
             queued_bytes: Default::default(),
+            unlogged_drops: AtomicU64::new(0),
+            last_drop_warn_ms: AtomicI64::new(i64::MIN / 2),
         });
         let client = Client::new();
         let w = Arc::new(Webhooks {
@@ -367,8 +405,6 @@ impl Webhooks {
             shared: shared.clone(),
             agent: client.agent.clone(),
             done: done_rx,
-            unlogged_drops: AtomicU64::new(0),
-            last_drop_warn_ms: AtomicI64::new(i64::MIN / 2),
             tests: AtomicUsize::new(0),
         });
         let h = std::thread::Builder::new()
@@ -452,22 +488,8 @@ impl Webhooks {
 
     fn note_drop(&self, kind: EventKind, account: &str) {
         self.shared.metrics.webhook_dropped.inc();
-        self.unlogged_drops.fetch_add(1, Ordering::Relaxed);
-        // One line per second at most: a flood of drops must not flood the log.
-        let now = crate::timestamp::now_ms();
-        let last = self.last_drop_warn_ms.load(Ordering::Relaxed);
-        if now - last >= DROP_WARN_EVERY_MS
-            && self
-                .last_drop_warn_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            let n = self.unlogged_drops.swap(0, Ordering::Relaxed);
-            log::warn!(
-                "webhooks: delivery queue full ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting); dropped {n} event(s), the latest {} for {account}",
-                kind.as_str()
-            );
-        }
+        self.shared.unlogged_drops.fetch_add(1, Ordering::Relaxed);
+        self.shared.log_drops(Some((kind, account)), false);
     }
 
     /// Sends a test payload to `url` (SSRF-guarded) and reports the outcome.
@@ -592,7 +614,9 @@ fn run(rx: Receiver<Queued>, shared: &Shared, mut client: Client) {
                 .with_label_values(&[&account, "panic"])
                 .inc();
         }
+        shared.log_drops(None, false);
     }
+    shared.log_drops(None, true);
     if skipped > 0 {
         log::warn!("webhooks: the {SHUTDOWN_GRACE:?} shutdown grace ran out; {skipped} delivery(ies) not attempted");
     }
