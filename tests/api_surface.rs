@@ -249,6 +249,16 @@ fn an_answer_after_which_the_connection_closes_says_so() {
             "{request:?}: {head}"
         );
     }
+    // `OPTIONS *` asks about the server (RFC 9110 §9.3.7): it was a 404.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.starts_with("HTTP/1.1 204"), "{got}");
+    assert!(got.contains("Allow: GET, HEAD, POST"), "{got}");
     // A kept-alive request still says nothing of the kind.
     let r = m.get("/health");
     assert_eq!(r.status, 200);

@@ -447,6 +447,13 @@ pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
     if let Some(refused) = access::open_mode_refusal(ctx, req) {
         return (refused, "refused");
     }
+    // The server as a whole (RFC 9110 §9.3.7): the methods some route
+    // takes, and nothing else to say.
+    if req.method == "OPTIONS" && req.path == "*" {
+        let reply = Reply::text(204, "text/plain", Vec::new())
+            .with_header("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS");
+        return (reply, "options");
+    }
     let pages_on = ctx.config().config.dashboard.enabled;
     let json_post = req.method == "POST" && !req.is_form();
     let (mut pages, mut apis) = (Vec::new(), Vec::new());
