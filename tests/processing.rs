@@ -985,3 +985,75 @@ fn backlog_since_a_duration_counts_to_the_second_not_the_day() {
         assert_eq!(total(&m, &format!("&search=Since%20{i}")), 1, "since-{i}");
     }
 }
+
+/// Audit (stop 51), DESIGN §3.8: the watched folders after the first are
+/// looked at with `STATUS (UIDNEXT UIDVALIDITY)`; every pass selected each
+/// of them, one round trip more per folder and wake-up. A quiet folder is
+/// not selected; mail that arrives in it is still found and processed.
+#[test]
+fn a_second_watched_folder_is_looked_at_with_status_and_selected_only_for_news() {
+    let d = Dovecot::start();
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    common::imap_client::create_mailbox(&mut c, "Extra");
+    let (port, sent) = common::relay::tap(d.imap_port);
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX, Extra] }}\n    poll_interval: 1s\n    \
+         rules:\n      - {{ name: all, when: {{ subject: Extra }}, actions: [ {{ type: read }} ] }}\n"
+    ));
+    common::dashboard::wait_connected(&m);
+    let seen = m.passes("acct");
+    m.wait_pass_after("acct", seen + 3);
+    let commands = || String::from_utf8_lossy(&sent.lock().unwrap()).to_string();
+    let count = |text: &str, verb: &str| {
+        text.lines()
+            .filter(|l| {
+                let l = l.to_ascii_uppercase();
+                l.contains(&format!(" {verb} ")) && l.contains("EXTRA")
+            })
+            .count()
+    };
+    let before = commands();
+    assert_eq!(
+        count(&before, "SELECT"),
+        1,
+        "only at first sight:\n{before}"
+    );
+    assert!(count(&before, "STATUS") >= 3, "{before}");
+    // News in the quiet folder: selected and processed.
+    let raw = common::dashboard::msg("extra-1", "a@example.test", "Extra news");
+    assert!(c.append("Extra", "", &raw).unwrap().ok());
+    wait_processed(&m, 1, Duration::from_secs(20));
+    assert_eq!(total(&m, "&search=Extra%20news"), 1);
+    assert_eq!(count(&commands(), "SELECT"), 2, "{}", commands());
+}
+
+/// Audit (stop 51): one message of 1 MB, `message/rfc822` nested 33,000
+/// deep, aborted the whole service (a stack overflow while the parsed
+/// message was dropped) when an account with a model read it, and again
+/// at each start while it waited. It is now recorded like any other, the
+/// next message after it too, and the process lives.
+#[test]
+fn a_message_nested_thirty_three_thousand_deep_is_recorded_and_the_service_lives() {
+    let d = Dovecot::start();
+    let mut bomb = b"From: t@example.com\r\nTo: test@example.test\r\nSubject: nested bomb\r\n\
+        Message-ID: <bomb@example.test>\r\nMIME-Version: 1.0\r\n"
+        .to_vec();
+    for _ in 0..33_000 {
+        bomb.extend_from_slice(b"Content-Type:message/rfc822\r\n\r\n");
+    }
+    bomb.extend_from_slice(b"Subject: inner\r\n\r\ntext\r\n");
+    let after = common::dashboard::msg("after-bomb", "b@example.test", "Newsletter after");
+    d.seed_many("test", "INBOX", &[bomb, after]);
+    let model = sorter(Duration::ZERO);
+    let mut m = Mailproc::start(&config(&d, Some(&model), "", ""));
+    wait_processed(&m, 2, Duration::from_secs(60));
+    assert_eq!(total(&m, "&search=nested%20bomb"), 1);
+    assert_eq!(total(&m, "&search=Newsletter%20after"), 1);
+    assert!(
+        m.wait_exit(Duration::from_millis(10)).is_none(),
+        "the process died:\n{}",
+        m.log()
+    );
+}

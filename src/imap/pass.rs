@@ -196,6 +196,50 @@ impl Runner {
         Ok(top.saturating_add(1))
     }
 
+    /// Whether a watched folder after the first (the one IDLE watches) has
+    /// nothing to do, by `STATUS (MESSAGES UIDNEXT UIDVALIDITY)` (DESIGN
+    /// §3.8): the same UIDVALIDITY, nothing above its watermark, and none
+    /// of its mail pending or due for a retry. It is then not selected: a
+    /// SELECT per folder per wake-up cost round trips and, on servers that
+    /// hand out `\Recent` per session, the user's client lost it (an
+    /// audit). "Process now" selects every folder; so does anything the
+    /// server's answer leaves in doubt.
+    fn nothing_new(
+        &self,
+        s: &mut Session,
+        folders: &Folders,
+        mailbox: &str,
+    ) -> Result<bool, ImapError> {
+        let watch = &self.w.account.folders.watch;
+        if self.forced || watch.first().is_none_or(|f| f == mailbox) {
+            return Ok(false);
+        }
+        let Some((v, last)) = self.w.store.folder_state(self.name(), mailbox)? else {
+            return Ok(false);
+        };
+        let (_, uid_next, uidvalidity) = match folders.status_counts(s, mailbox) {
+            Ok(Some(counts)) => counts,
+            // A folder the server refuses is reported by the SELECT.
+            Ok(None) | Err(imap::Error::No(_) | imap::Error::Bad(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        if uidvalidity != v || uid_next > last.saturating_add(1) {
+            return Ok(false);
+        }
+        let now = now_ms();
+        let due = self
+            .w
+            .store
+            .known_emails(self.name(), mailbox, v, last)?
+            .iter()
+            .any(|k| match k.status {
+                Status::Pending => true,
+                Status::Retrying => k.next_attempt_at.is_none_or(|t| t <= now),
+                _ => false,
+            });
+        Ok(!due)
+    }
+
     /// Processes new (and due) messages of one watched folder.
     fn process_folder(
         &mut self,
@@ -204,6 +248,9 @@ impl Runner {
         folders: &Folders,
         mailbox: &str,
     ) -> Result<Option<Exit>, ImapError> {
+        if self.nothing_new(s, folders, mailbox)? {
+            return Ok(None);
+        }
         let mb = match folders.select(s, mailbox) {
             Ok(mb) => mb,
             // A watched folder that is missing (deleted, renamed, not yet
