@@ -154,6 +154,58 @@ fn stored_file(d: &Dovecot, user: &str, id: &str) -> PathBuf {
     panic!("no file holds {id} under {}", root.display());
 }
 
+/// Audit (stop 51): after a folder's UIDVALIDITY changed, the messages of
+/// the new generation were read (to tell what the old one handled) in one
+/// FETCH of 1,000 with none of a pass's care: one message the server
+/// cannot read ended every session there, and nothing of the folder was
+/// processed again. That read now shrinks and parks as a pass does: the
+/// unreadable message is parked `failed`, the others are processed.
+#[test]
+fn after_a_new_uidvalidity_a_message_the_server_cannot_read_is_parked_and_the_rest_go_on() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    let old: Vec<Vec<u8>> = (0..3)
+        .map(|i| msg(&format!("old{i}"), &format!("Your receipt old {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &old);
+    let m = Mailproc::start(&config(&d, FILE_RECEIPTS));
+    let stall = Duration::from_secs(90);
+    for i in 0..3 {
+        let id = format!("<old{i}@mailproc.test>");
+        m.wait_for(stall, &format!("{id} filed"), || {
+            entry_of(&m, &id).filter(|e| e["status"] == "ok")
+        });
+    }
+    d.set_uidvalidity("test", "INBOX", 777);
+    let raws: Vec<Vec<u8>> = (0..20)
+        .map(|i| msg(&format!("n{i}"), &format!("Your receipt {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &raws);
+    let bad = stored_file(&d, "test", "<n7@mailproc.test>");
+    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    let parked = m.wait_for(stall, "the unreadable message parked", || {
+        entry_of(&m, "").filter(|e| e["status"] == "failed")
+    });
+    let error = parked["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("ended the session each time this message was read"),
+        "{parked}"
+    );
+    for i in (0..20).filter(|i| *i != 7) {
+        let id = format!("<n{i}@mailproc.test>");
+        m.wait_for(stall, &format!("{id} filed"), || {
+            entry_of(&m, &id).filter(|e| e["status"] == "ok")
+        });
+    }
+    assert!(
+        m.log().contains("UIDVALIDITY changed"),
+        "the change must have been met: {}",
+        m.log()
+    );
+}
+
 /// Found by an audit: one stored message Dovecot cannot read (a damaged
 /// file; here, one its mail user may not read) ends every session at the
 /// header FETCH (`* BYE Internal error occurred`). The account read the

@@ -145,6 +145,19 @@ impl Runner {
         c.size = Some(size);
     }
 
+    /// Which of `uids` are parked in `mailbox` (usually none, without a
+    /// lookup).
+    pub(super) fn parked_among(&self, mailbox: &str, uidvalidity: u32, uids: &[u32]) -> Vec<u32> {
+        match self.careful_of(mailbox, uidvalidity) {
+            Some(c) if !c.parked.is_empty() => uids
+                .iter()
+                .copied()
+                .filter(|u| c.parked.contains_key(u))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `uids` without the parked ones of `mailbox`, and a failed item for
     /// each parked one, recorded as such (`known` loses their rows); `None`
     /// when the folder has none.

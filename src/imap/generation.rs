@@ -44,6 +44,10 @@ use crate::store::{Earlier, EmailMeta, KnownEmail};
 
 /// UIDs read per FETCH while sorting a generation out.
 const CHUNK: usize = 1000;
+
+/// The most of a message's four fields read to place it in its
+/// generation: a Message-ID, a Subject, a From and a Date fit many times.
+const FIELDS_CAP: usize = 8 * 1024;
 /// INTERNALDATE has whole seconds, and the server's clock is not ours:
 /// dates this close to a record's time count as after it.
 const CLOCK_SLACK_MS: i64 = 2000;
@@ -56,7 +60,7 @@ impl Runner {
     /// messages) that no record of an `earlier` generation handled or
     /// meant to leave alone (see the module documentation).
     pub(super) fn unhandled_in_new_generation(
-        &self,
+        &mut self,
         s: &mut Session,
         mailbox: &str,
         uidvalidity: u32,
@@ -68,7 +72,7 @@ impl Runner {
         }
         let mut uids: Vec<u32> = s.uid_search("ALL")?.into_iter().collect();
         uids.sort_unstable();
-        let mut seen = self.fetch_seen(s, mailbox, uidvalidity, &uids)?;
+        let (mut seen, parked) = self.fetch_seen(s, mailbox, uidvalidity, &uids)?;
         let ids: Vec<&str> = seen
             .iter()
             .map(|x| x.meta.message_id.as_str())
@@ -133,6 +137,13 @@ impl Runner {
                 take
             })
             .map(|x| x.meta)
+            .chain(
+                // Parked: never read, so never known to be handled. Taken
+                // up as new, the pass meets them and records them failed.
+                parked
+                    .iter()
+                    .map(|&uid| self.meta(mailbox, uidvalidity, uid, None)),
+            )
             .collect();
         log::info!(
             "{}: {mailbox}: UIDVALIDITY {uidvalidity}: {} of {total} message(s) are new and will \
@@ -153,7 +164,7 @@ impl Runner {
     /// mailproc saw the folder empty: found by an audit acted on again).
     /// Returns how many.
     pub(super) fn skip_handled_earlier(
-        &self,
+        &mut self,
         s: &mut Session,
         mailbox: &str,
         uidvalidity: u32,
@@ -175,7 +186,8 @@ impl Runner {
         {
             return Ok(0);
         }
-        let seen = self.fetch_seen(s, mailbox, uidvalidity, &new)?;
+        // A parked message stays in `uids`: the pass records it failed.
+        let (seen, _parked) = self.fetch_seen(s, mailbox, uidvalidity, &new)?;
         let ids: Vec<&str> = seen
             .iter()
             .map(|x| x.meta.message_id.as_str())
@@ -239,20 +251,47 @@ impl Runner {
     }
 
     /// The Message-ID, subject, sender, INTERNALDATE and Date of each of
-    /// `uids` in the selected `mailbox`.
+    /// `uids` in the selected `mailbox`, but for the parked ones (returned
+    /// beside). Read as a pass reads headers (see `careful`): each message's
+    /// fields cut at [`FIELDS_CAP`], and a session lost while a chunk was
+    /// read makes the next try read smaller ones, down to one message,
+    /// which is parked when it ends the session again. Without that, one
+    /// unreadable message (or a few with 1 MB subjects) ended every session
+    /// at the same FETCH, and nothing of the folder was processed again
+    /// (an audit).
     fn fetch_seen(
-        &self,
+        &mut self,
         s: &mut Session,
         mailbox: &str,
         uidvalidity: u32,
         uids: &[u32],
-    ) -> Result<Vec<Seen>, ImapError> {
+    ) -> Result<(Vec<Seen>, Vec<u32>), ImapError> {
+        let parked = self.parked_among(mailbox, uidvalidity, uids);
+        let uids: Vec<u32> = uids
+            .iter()
+            .copied()
+            .filter(|u| !parked.contains(u))
+            .collect();
+        let size = CHUNK.min(self.window_for(mailbox, uidvalidity));
         let mut seen = Vec::with_capacity(uids.len());
-        for chunk in uids.chunks(CHUNK) {
-            let fetched = s.uid_fetch(
+        for chunk in uids.chunks(size) {
+            self.reading(mailbox, uidvalidity, chunk);
+            let fetched = match s.uid_fetch(
                 uid_set(chunk),
-                "(UID INTERNALDATE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT FROM DATE)])",
-            )?;
+                format!(
+                    "(UID INTERNALDATE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT FROM DATE)]<0.{FIELDS_CAP}>)"
+                ),
+            ) {
+                Ok(fetched) => fetched,
+                // Refused with the session kept (a NO): as good as lost for
+                // this chunk, which the next pass reads in smaller ones.
+                Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
+                    self.lost_while_reading(&e.to_string());
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            self.read_done();
             for f in fetched.iter() {
                 let Some(uid) = f.uid else { continue };
                 let e = f
@@ -282,7 +321,7 @@ impl Runner {
                 });
             }
         }
-        Ok(seen)
+        Ok((seen, parked))
     }
 
     /// The times that place a message of a new generation of `mailbox`

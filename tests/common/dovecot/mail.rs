@@ -178,6 +178,30 @@ impl Dovecot {
         );
     }
 
+    /// Gives `mailbox` a new UIDVALIDITY, `value` (as a server rebuilding
+    /// its index does), its mail kept.
+    pub fn set_uidvalidity(&self, user: &str, mailbox: &str, value: u32) {
+        let value = value.to_string();
+        let out = self.doveadm(
+            &[
+                "mailbox",
+                "update",
+                "-u",
+                user,
+                "--uid-validity",
+                &value,
+                mailbox,
+            ],
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "doveadm mailbox update -u {user} --uid-validity {value} {mailbox}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Store one raw message (a leading mbox `From ` line is dropped),
     /// creating the mailbox when it is missing.
     pub fn seed(&self, user: &str, mailbox: &str, raw: &[u8]) {
