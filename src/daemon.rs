@@ -162,7 +162,7 @@ fn reload(live: &Live) {
                     problems.len()
                 );
             }
-            ChangeError::Write(e) => log::error!("reload: {e}"),
+            ChangeError::Write(e) | ChangeError::Stale(e) => log::error!("reload: {e}"),
         }
     }
 }

@@ -932,3 +932,85 @@ fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
         }
     }
 }
+
+/// Audit (stop 51): a hand edit of the file not reloaded yet was written
+/// over by the next save from the editor, the rule form or the API (the
+/// running values, with the backup then taking the edit's place too), and
+/// a file the service could not write answered a bare 500 page that lost
+/// the editor's text. Now the editor says the file differs, every save is
+/// refused 409 with the text kept, until a reload runs the file; and a
+/// write that fails is a 503 that keeps the text.
+#[test]
+fn a_hand_edit_not_reloaded_is_never_written_over_and_a_failed_write_keeps_the_text() {
+    const TOKEN: &str = "dash-token-0123456789abcdef";
+    let m = with_user(&format!(
+        "server: {{ port: {{PORT}}, auth_token: {TOKEN} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\nlog_level: info\n"
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let auth = format!("Bearer {TOKEN}");
+    let put = |m: &Mailproc, body: &str| {
+        m.request(
+            "PUT",
+            "/api/config",
+            &[("Authorization", &auth)],
+            Some(body),
+        )
+    };
+    let read_back = m.get_with("/api/config", TOKEN).text;
+
+    // Edited by hand, not reloaded.
+    let edited = std::fs::read_to_string(&m.config_path)
+        .unwrap()
+        .replace("log_level: info", "log_level: debug");
+    std::fs::write(&m.config_path, &edited).unwrap();
+    let page = b.get("/config");
+    assert!(page.text.contains("id=\"config-differs\""), "{}", page.text);
+    assert!(
+        page.text.contains("changed since the service read it"),
+        "{}",
+        page.text
+    );
+    let r = put(&m, &read_back);
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(
+        r.text.contains("changed since the service read it"),
+        "{}",
+        r.text
+    );
+    let mine = "server: { port: 1 }\n# my edit\n";
+    let r = b.submit("/config", &[("yaml", mine)]);
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(r.text.contains("# my edit"), "the text is kept: {}", r.text);
+    assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), edited);
+
+    // Reloaded: it runs, and saving works again.
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the reload", || {
+        (m.get_with("/api/config", TOKEN).body["log_level"] == "debug").then_some(())
+    });
+    assert!(!b.get("/config").text.contains("id=\"config-differs\""));
+    let r = put(&m, &m.get_with("/api/config", TOKEN).text);
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    // The backup cannot be written (a directory stands in its place): 503,
+    // nothing changed, the editor's text kept.
+    let bak = m.config_path.with_file_name("config.yaml.bak");
+    let _ = std::fs::remove_file(&bak);
+    std::fs::create_dir_all(bak.join("in-the-way")).unwrap();
+    let before = std::fs::read_to_string(&m.config_path).unwrap();
+    let mut changed: serde_json::Value = m.get_with("/api/config", TOKEN).body;
+    changed["log_level"] = "warn".into();
+    let r = put(&m, &changed.to_string());
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(r.text.contains("cannot be written"), "{}", r.text);
+    let text = before.replace("log_level: debug", "log_level: warn");
+    let r = b.submit("/config", &[("yaml", &text)]);
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(
+        r.text.contains("log_level: warn"),
+        "the text is kept: {}",
+        r.text
+    );
+    assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
+}

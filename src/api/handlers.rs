@@ -261,7 +261,13 @@ pub fn change_answer(result: Result<crate::live::Applied, crate::live::ChangeErr
                 "problems": problems,
             }),
         )),
-        Err(ChangeError::Write(e)) => Err(Reply::error(500, e)),
+        // The file's owner or directory, a full disk: not a bug, and
+        // nothing changed (an audit found a 500).
+        Err(ChangeError::Write(e)) => Err(Reply::error(
+            503,
+            format!("the configuration cannot be written, nothing changed: {e}"),
+        )),
+        Err(ChangeError::Stale(e)) => Err(Reply::error(409, e)),
     }
 }
 

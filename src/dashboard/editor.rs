@@ -15,8 +15,13 @@ use crate::service::Ctx;
 pub enum Outcome {
     /// Applied; the lines say what changed.
     Applied(Vec<String>),
-    /// Refused; the text as posted is shown again with the problems.
-    Refused { text: String, problems: Vec<String> },
+    /// Refused; the text as posted is shown again with the problems,
+    /// answered with `status`.
+    Refused {
+        text: String,
+        problems: Vec<String>,
+        status: u16,
+    },
     /// Posted after its session ended: kept, not saved yet.
     Draft(String),
 }
@@ -188,19 +193,28 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
             .and_then(|tree| config::keep_comments(&file, &tree))
             .unwrap_or_else(|_| serde_json::to_string_pretty(&redacted).unwrap_or_default())
     };
+    let mut status = 200;
     let (text, problems, applied, draft) = match outcome {
         None => (current(), Vec::new(), None, false),
         Some(Outcome::Applied(lines)) => (current(), Vec::new(), Some(lines), false),
-        Some(Outcome::Refused { text, problems }) => (text, problems, None, false),
+        Some(Outcome::Refused {
+            text,
+            problems,
+            status: refused,
+        }) => {
+            status = refused;
+            (text, problems, None, false)
+        }
         Some(Outcome::Draft(text)) => (text, Vec::new(), None, true),
     };
+    // Shown before a save would be refused for it.
+    let differs = ctx.live.file_differs();
     let located: Vec<(Option<usize>, &String)> = problems
         .iter()
         .map(|p| (problem_line(&text, p), p))
         .collect();
     let bad: std::collections::BTreeSet<usize> = located.iter().filter_map(|(l, _)| *l).collect();
     let n_lines = text.lines().count().max(1);
-    let status = if problems.is_empty() { 200 } else { 400 };
     let focus_editor = draft || !problems.is_empty();
     let body = html! {
         p { "Edits " code { (loaded.path.display()) } ". Secrets read "
@@ -220,6 +234,9 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
             @if !lines.is_empty() {
                 ul.changes { @for l in lines { li { (l) } } }
             }
+        }
+        @if let (Some(why), true) = (&differs, problems.is_empty()) {
+            div #config-differs.notice.error role="alert" { p { (why) } }
         }
         @if draft {
             (notice("info", "Your session had ended before this edit was saved. It was kept: \

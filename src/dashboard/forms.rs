@@ -518,9 +518,34 @@ pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             let lines = super::editor::applied_lines(&a).join("\n");
             super::redirect_with(ctx, req, "/config", &Flash::ok(CONFIG_SAVED, lines))
         }
-        Err(crate::live::ChangeError::Invalid(problems)) => {
-            config(ctx, s, Some(Outcome::Refused { text, problems }))
-        }
-        Err(crate::live::ChangeError::Write(e)) => super::pages::error_page(&e),
+        Err(crate::live::ChangeError::Invalid(problems)) => config(
+            ctx,
+            s,
+            Some(Outcome::Refused {
+                text,
+                problems,
+                status: 400,
+            }),
+        ),
+        // The text is kept, with why it was not saved (an audit found a
+        // bare error page that lost it).
+        Err(crate::live::ChangeError::Write(e)) => config(
+            ctx,
+            s,
+            Some(Outcome::Refused {
+                text,
+                problems: vec![format!("the file cannot be written: {e}")],
+                status: 503,
+            }),
+        ),
+        Err(crate::live::ChangeError::Stale(e)) => config(
+            ctx,
+            s,
+            Some(Outcome::Refused {
+                text,
+                problems: vec![e],
+                status: 409,
+            }),
+        ),
     }
 }

@@ -456,7 +456,15 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             let said: Vec<String> = problems.iter().map(|p| in_form_words(p, &this)).collect();
             rule_form(ctx, s, a, &f, &said, 400)
         }
-        Err(crate::live::ChangeError::Write(e)) => super::pages::error_page(&e),
+        Err(crate::live::ChangeError::Write(e)) => rule_form(
+            ctx,
+            s,
+            a,
+            &f,
+            &[format!("the file cannot be written: {e}")],
+            503,
+        ),
+        Err(crate::live::ChangeError::Stale(e)) => rule_form(ctx, s, a, &f, &[e], 409),
     }
 }
 

@@ -118,13 +118,17 @@ pub enum ChangeError {
     Invalid(Vec<String>),
     /// It is valid but could not be written; nothing changed.
     Write(String),
+    /// The file was changed since the service read it (an edit not
+    /// reloaded yet, or a reload that was refused): writing would undo
+    /// that edit; nothing changed.
+    Stale(String),
 }
 
 impl std::fmt::Display for ChangeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ChangeError::Invalid(problems) => write!(f, "{}", problems.join("; ")),
-            ChangeError::Write(e) => write!(f, "{e}"),
+            ChangeError::Write(e) | ChangeError::Stale(e) => write!(f, "{e}"),
         }
     }
 }
@@ -237,6 +241,9 @@ impl Live {
     ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
+        if let Some(why) = file_differs(&current) {
+            return Err(ChangeError::Stale(why));
+        }
         let as_posted = raw.clone();
         // Every problem at once: a masked secret that cannot be kept does
         // not hide a wrong value elsewhere.
@@ -285,6 +292,12 @@ impl Live {
             path: current.path.clone(),
         };
         Ok(self.apply(&mut fleet, loaded))
+    }
+
+    /// Why the file on disk is not the configuration in effect, when it is
+    /// not (see [`file_differs`]).
+    pub fn file_differs(&self) -> Option<String> {
+        file_differs(&self.config())
     }
 
     /// Reads the file again (SIGHUP) and applies it when valid; when it is
@@ -746,4 +759,24 @@ fn stop_grace() -> Duration {
     crate::failpoint::number("stop_grace")
         .map(|ms| Duration::from_millis(ms as u64))
         .unwrap_or(Duration::from_secs(30))
+}
+
+/// Why the configuration file no longer reads as `running`, the
+/// configuration last loaded from it or written to it: edited since and
+/// not reloaded, or a reload of it refused. A change through the API, the
+/// editor or the rule form would then write the running values over that
+/// edit (and the backup over the file before it), which an audit found
+/// undoing an operator's hand edits without a word. A file that is gone
+/// is written again; one that cannot be read is left to the write's error.
+fn file_differs(running: &Loaded) -> Option<String> {
+    let text = std::fs::read_to_string(&running.path).ok()?;
+    let same = crate::config::bounded::from_str(&text).is_ok_and(|v| v == running.raw);
+    (!same).then(|| {
+        format!(
+            "{} was changed since the service read it (an edit not reloaded yet, or a reload \
+             it refused): saving here would undo that edit. Reload it (`systemctl reload \
+             mailproc`, or SIGHUP) to run it and edit here, or edit the file itself",
+            running.path.display()
+        )
+    })
 }
