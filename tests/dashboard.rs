@@ -1014,3 +1014,33 @@ fn a_hand_edit_not_reloaded_is_never_written_over_and_a_failed_write_keeps_the_t
     );
     assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
 }
+
+/// Audit (stop 51): the editor's text posted with the token of a session
+/// that ended, after signing in again in another tab, met a 403 "token is
+/// stale" and was lost. It is shown again to save, nothing written.
+#[test]
+fn an_edit_posted_with_an_earlier_sessions_token_is_kept_to_save() {
+    let m = with_user(PLAIN);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let old_token = b.csrf();
+    // Signed in again (another tab): a new session, a new token.
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let before = std::fs::read_to_string(&m.config_path).unwrap();
+    let text = format!("{before}# typed before the new sign-in\n");
+    let r = b.post("/config", &[("_csrf", &old_token), ("yaml", &text)]);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.text.contains("# typed before the new sign-in"),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("It was kept"), "{}", r.text);
+    assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
+    // Any other form with that token is still refused.
+    assert_eq!(
+        b.post("/accounts/acct/pause", &[("_csrf", &old_token)])
+            .status,
+        403
+    );
+}

@@ -596,6 +596,16 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
             return (dash::method_not_allowed(&allowed(rows)), "/dashboard");
         }
         if let Err(r) = dash::forms::check_post(req, &s) {
+            // The editor's text posted with the token of an earlier session
+            // (the user signed in again in another tab): shown again to
+            // save, not lost behind a 403 (an audit).
+            if req.path == "/config" && req.same_origin(true) {
+                if let Some(text) = dash::forms::fields(req).remove("yaml") {
+                    dash::prepare(ctx, req, &mut s);
+                    let draft = dash::editor::Outcome::Draft(text);
+                    return (dash::editor::config(ctx, &s, Some(draft)), "/config");
+                }
+            }
             return (r, "/dashboard/forbidden");
         }
         dash::count_attention(ctx, &mut s);
