@@ -918,6 +918,12 @@ fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
         ),
         ("pause", "Paused acct"),
         ("resume", "Resumed acct, but acct is not connected (error)"),
+        // Audit (stop 51): "the session is opened again now", in green,
+        // for a server that would refuse it again.
+        (
+            "reconnect",
+            "Reconnecting acct: trying to sign in now. It was not connected",
+        ),
     ] {
         let path = format!("/accounts/acct/{control}");
         assert_redirect(
@@ -926,7 +932,8 @@ fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
         );
         let page = b.get("/accounts/acct").text;
         assert!(page.contains(said), "{control}: {page}");
-        if control != "pause" {
+        assert!(!page.contains("opened again now"), "{control}: {page}");
+        if control == "process" || control == "resume" {
             assert!(page.contains("Reconnect tries now"), "{control}: {page}");
             assert!(!page.contains("processed now."), "{control}: {page}");
         }

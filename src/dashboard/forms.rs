@@ -398,8 +398,21 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, command: Command) -> Re
                     Command::Resume => {
                         format!("Resumed {name}: what arrived meanwhile is processed now.")
                     }
+                    // Asked, not done: the sign-in may still fail (an
+                    // audit found "opened again" shown for an account
+                    // whose server was down).
+                    Command::Reconnect
+                        if ctx.account(name).is_some_and(|h| !h.status().connected) =>
+                    {
+                        format!(
+                            "Reconnecting {name}: trying to sign in now. It was not connected \
+                             ({}); its state here says whether it does, and its last error why \
+                             not.",
+                            state.as_str()
+                        )
+                    }
                     Command::Reconnect => {
-                        format!("Reconnecting {name}: the session is opened again now.")
+                        format!("Reconnecting {name}: a new session is being opened now.")
                     }
                     _ => format!("Processing {name} now: one pass over its folders."),
                 },
