@@ -648,6 +648,22 @@ fn open_mode_serves_only_local_hosts_and_same_origin_posts() {
         "same origin: on to the route"
     );
     assert_eq!(post(None), 404, "no Origin: not a browser");
+    // Audit (stop 51): a dashboard button behind a proxy that rewrote the
+    // Host was answered with the API's raw JSON. A browser's form gets a
+    // page saying why.
+    let (status, text) = raw(
+        m.port,
+        format!(
+            "POST /accounts/acct/pause HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nOrigin: http://evil.example\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            m.port
+        )
+        .as_bytes(),
+        Duration::from_secs(5),
+    );
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("text/html"), "{text}");
+    assert!(text.contains("Origin must match the Host"), "{text}");
 }
 
 #[test]

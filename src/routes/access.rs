@@ -48,7 +48,25 @@ pub fn authenticate(ctx: &Ctx, req: &Req) -> Result<Principal, Reply> {
 /// `server.public_url` are served, and a browser's state change (a request
 /// carrying `Origin`) must come from the same origin. Clients that send no
 /// `Origin` (curl, scripts) are not browsers and pass.
+///
+/// The refusal is a 403: JSON for the API, a page for a browser's form or
+/// page (an audit found a dashboard button answered with raw JSON behind a
+/// proxy that rewrote `Host`).
 pub fn open_mode_refusal(ctx: &Ctx, req: &Req) -> Option<Reply> {
+    let why = open_mode_refusal_reason(ctx, req)?;
+    let browser = !req.path.starts_with("/api/")
+        && (req.is_form()
+            || req
+                .header("Accept")
+                .is_some_and(|a| a.contains("text/html")));
+    Some(if browser {
+        crate::dashboard::forms::forbidden(&why)
+    } else {
+        Reply::error(403, why)
+    })
+}
+
+fn open_mode_refusal_reason(ctx: &Ctx, req: &Req) -> Option<String> {
     let loaded = ctx.config();
     let config = &loaded.config;
     if !auth::api_is_open(config) {
@@ -60,20 +78,14 @@ pub fn open_mode_refusal(ctx: &Ctx, req: &Req) -> Option<Reply> {
     let monitor = matches!(req.method.as_str(), "GET" | "HEAD")
         && matches!(req.path.as_str(), "/health" | "/metrics");
     if !monitor && !host_allowed(host, config) {
-        return Some(Reply::error(
-            403,
-            format!(
-                "Host {host:?} is not served without authentication: use a loopback address, \
-                 set server.public_url, or configure server.auth_token"
-            ),
+        return Some(format!(
+            "Host {host:?} is not served without authentication: use a loopback address, \
+             set server.public_url, or configure server.auth_token"
         ));
     }
     let state_change = !matches!(req.method.as_str(), "GET" | "HEAD");
     if state_change && req.header("Origin").is_some() && !req.same_origin(true) {
-        return Some(Reply::error(
-            403,
-            "cross-origin request refused: Origin must match the Host",
-        ));
+        return Some("cross-origin request refused: Origin must match the Host".into());
     }
     None
 }
