@@ -620,6 +620,20 @@ fn logs_and_export() {
         "header and five rows:\n{}",
         csv.text
     );
+    // Audit (stop 51): the CSV had none of the JSON's `attempts`,
+    // `undoneAt` and `correctedTo`; it has every field, in its order.
+    assert_eq!(
+        csv.text.lines().next(),
+        Some(
+            "id,timestamp,account,mailbox,uid,messageId,subject,from,actions,model,reasoning,\
+             confidence,status,error,attempts,undoneAt,correctedTo"
+        )
+    );
+    let json_all = m.get_with("/api/export?format=json", TOKEN).body;
+    let first = &json_all[0];
+    for field in ["attempts", "undoneAt", "correctedTo"] {
+        assert!(first.get(field).is_some(), "{field} in {first}");
+    }
     let json = m.get_with("/api/export?format=json&accountName=personal", TOKEN);
     assert_eq!(json.body.as_array().map(Vec::len), Some(2));
     assert_eq!(m.get_with("/api/export?format=xml", TOKEN).status, 400);

@@ -54,7 +54,10 @@ pub fn export(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
 /// Rows of an export per store lock: a few hundred KiB of output.
 const EXPORT_PAGE: u32 = 500;
 
-const EXPORT_COLUMNS: [&str; 14] = [
+/// The JSON export's fields, in its order (an audit found `attempts`,
+/// `undoneAt` and `correctedTo` only there: a corrected move exported as
+/// the model's call alone).
+const EXPORT_COLUMNS: [&str; 17] = [
     "id",
     "timestamp",
     "account",
@@ -69,6 +72,9 @@ const EXPORT_COLUMNS: [&str; 14] = [
     "confidence",
     "status",
     "error",
+    "attempts",
+    "undoneAt",
+    "correctedTo",
 ];
 
 /// A CSV cell a spreadsheet will not run: one starting with `=`, `+`, `-`,
@@ -136,6 +142,9 @@ impl Export {
                         e.confidence.map(|c| c.to_string()).unwrap_or_default(),
                         e.status.to_string(),
                         e.error.clone().unwrap_or_default(),
+                        e.attempts.to_string(),
+                        e.undone_at.clone().unwrap_or_default(),
+                        e.corrected_to.clone().unwrap_or_default(),
                     ]
                     .map(inert_cell),
                 )?;
