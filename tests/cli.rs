@@ -95,6 +95,24 @@ fn example_config_validates() {
         .contains("ok (1 account(s), 1 provider(s), 1 API key(s))"));
 }
 
+/// Audit (stop 51): a missing or unreadable file said only "No such file
+/// or directory" or "Permission denied": now where it was looked for and
+/// what to do.
+#[test]
+fn a_config_file_that_cannot_be_read_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.yaml");
+    let out = std::process::Command::new(common::mailproc::bin())
+        .args(["--config", missing.to_str().unwrap(), "check-config"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(missing.to_str().unwrap()), "{err}");
+    assert!(err.contains("--config PATH"), "{err}");
+    assert!(err.contains("config.example.yaml"), "{err}");
+}
+
 #[test]
 fn version_flag() {
     let out = std::process::Command::new(common::mailproc::bin())

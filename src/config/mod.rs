@@ -111,10 +111,32 @@ pub struct Loaded {
     pub path: PathBuf,
 }
 
+/// The file's text, or what to do when it cannot be read: a missing file
+/// names where it was looked for and how to give another; one the
+/// service's user may not read says whose it must be (an audit found a
+/// bare "Permission denied").
+fn read_file(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                " (give another with --config PATH; config.example.yaml shows every key)"
+                    .to_string()
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                " (the user the service runs as, `mailproc` under the shipped unit, must be \
+                 able to read it and, to save changes from the API or the dashboard, write \
+                 its directory)"
+                    .to_string()
+            }
+            _ => String::new(),
+        };
+        ConfigError::one(format!("{}: {e}{hint}", path.display()))
+    })
+}
+
 /// Reads, substitutes, deserializes and validates the file at `path`.
 pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::one(format!("{}: {e}", path.display())))?;
+    let text = read_file(path)?;
     let (config, raw) = parse(&text, &|name| std::env::var(name).ok())?;
     Ok(Loaded {
         config,
@@ -130,8 +152,7 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 /// valid, as for `load`.
 pub fn load_for_oauth_helper(path: &Path) -> Result<Loaded, ConfigError> {
     use serde_norway::Value;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::one(format!("{}: {e}", path.display())))?;
+    let text = read_file(path)?;
     let raw: Value =
         bounded::from_str(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
     let mut lenient = raw.clone();
