@@ -140,13 +140,40 @@ fn an_answer_trickled_a_byte_at_a_time_is_dropped_after_imap_timeout() {
             // Each loss once: the line that says the session was lost (the
             // careful reading's line quotes the error too).
             let log = m.log();
-            let lost = log
-                .lines()
-                .filter(|l| l.contains("connection lost:") && l.contains("answer came too slowly"));
+            let lost = log.lines().filter(|l| {
+                l.contains("connection lost:") && l.contains("answer came slower than")
+            });
             (lost.count() >= 2).then_some(())
         },
     );
     assert!(server.sessions.load(Ordering::SeqCst) >= 2);
+}
+
+/// Audit (stop 51): the credit an answer earned had no cap, so 100 MB sent
+/// at once bought a day of a byte a second, the account held all that time
+/// (and Reconnect with it). What a burst earns is capped at the first
+/// wait: the trickle after 3 MB is dropped as soon as the one before.
+#[test]
+fn a_burst_buys_no_hours_of_trickle_after_it() {
+    let server = fake_imap::start(
+        "UID FETCH",
+        Box::new(|out: &mut TcpStream, _tag: &str, _line: &str| {
+            let _ = out.write_all(b"* OK ");
+            let _ = out.write_all(&vec![b'x'; 3 << 20]);
+            while out.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            true
+        }),
+    );
+    let m = start(&server, ", timeout: 2s");
+    m.wait_for(Duration::from_secs(60), "the trickle dropped twice", || {
+        let log = m.log();
+        let lost = log
+            .lines()
+            .filter(|l| l.contains("connection lost:") && l.contains("answer came slower than"));
+        (lost.count() >= 2).then_some(())
+    });
 }
 
 /// A header FETCH answered with another section (the whole message here):

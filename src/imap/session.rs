@@ -58,8 +58,25 @@ const MIN_RATE: u64 = 1024;
 
 #[derive(Debug, Clone, Copy)]
 struct Pace {
-    since: Instant,
+    /// When `left` was last settled.
+    at: Instant,
+    /// Time the answer had left then.
+    left: Duration,
+    /// The most it may have left: its first wait.
+    cap: Duration,
+    /// Bytes of it received so far.
     got: u64,
+}
+
+impl Pace {
+    fn new(first: Duration) -> Pace {
+        Pace {
+            at: Instant::now(),
+            left: first,
+            cap: first,
+            got: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,31 +100,39 @@ impl Control {
             at_line_start: AtomicBool::new(true),
             idle_exit,
             timeout,
-            pace: Mutex::new(Pace {
-                since: Instant::now(),
-                got: 0,
-            }),
+            pace: Mutex::new(Pace::new(timeout)),
         }
     }
 
-    /// An answer begins: a command went out, or a line while idling.
-    fn restart_pace(&self) {
-        *self.pace.lock() = Pace {
-            since: Instant::now(),
-            got: 0,
-        };
+    /// An answer begins, with `first` to start: a command went out
+    /// (`imap.timeout`), or a line began while idling (the IDLE exit's).
+    fn restart_pace(&self, first: Duration) {
+        *self.pace.lock() = Pace::new(first);
     }
 
-    /// What is left for the answer under way: `first` from its start, and
-    /// a second more for every [`MIN_RATE`] bytes received of it.
-    fn pace_left(&self, first: Duration) -> Duration {
+    /// What is left for the answer under way: a bucket that starts at its
+    /// first wait, drains with time and fills a second for every
+    /// [`MIN_RATE`] bytes received, never past the first wait. Credit
+    /// without a cap let a 100 MB burst buy a day of trickling a byte a
+    /// second, the account held all that time (an audit).
+    fn pace_left(&self) -> Duration {
         let p = *self.pace.lock();
-        let earned = Duration::from_millis(p.got.saturating_mul(1000) / MIN_RATE);
-        (p.since + first + earned).saturating_duration_since(Instant::now())
+        p.left.saturating_sub(p.at.elapsed())
+    }
+
+    /// Whether any of the answer under way has come.
+    fn answered_some(&self) -> bool {
+        self.pace.lock().got > 0
     }
 
     fn received(&self, n: usize) {
-        self.pace.lock().got += n as u64;
+        let mut p = self.pace.lock();
+        let now = Instant::now();
+        let left = p.left.saturating_sub(now.saturating_duration_since(p.at));
+        let earned = Duration::from_micros((n as u64).saturating_mul(1_000_000) / MIN_RATE);
+        p.left = left.saturating_add(earned).min(p.cap);
+        p.at = now;
+        p.got = p.got.saturating_add(n as u64);
     }
 
     fn wait(&self) -> Wait {
@@ -190,19 +215,25 @@ impl Tcp {
         match self.control.wait() {
             Wait::Command => {
                 let c = &self.control;
-                let left = c.pace_left(c.timeout);
-                if left.is_zero() {
-                    return Err(timed_out(&format!(
-                        "the server's answer came slower than {} KiB/s after imap.timeout",
+                let left = c.pace_left();
+                let slow = || {
+                    timed_out(&format!(
+                        "the server's answer came slower than {} KiB/s (imap.timeout to start)",
                         MIN_RATE / 1024
-                    )));
+                    ))
+                };
+                if left.is_zero() {
+                    return Err(slow());
                 }
                 if !self.poll(left.min(c.timeout), false)?.0 {
-                    return Err(timed_out(if left < c.timeout {
-                        "the server's answer came too slowly (imap.timeout)"
+                    // Silence from the start is no answer, not a slow one
+                    // (an audit found a server mute after the login told
+                    // as "came too slowly").
+                    return Err(if c.answered_some() {
+                        slow()
                     } else {
-                        "no answer within imap.timeout"
-                    }));
+                        timed_out("no answer within imap.timeout")
+                    });
                 }
                 self.tcp.read(buf)
             }
@@ -219,10 +250,10 @@ impl Tcp {
                 let between = self.control.at_line_start.load(Ordering::SeqCst);
                 let left = deadline.saturating_duration_since(Instant::now());
                 let (limit, wake) = if between {
-                    self.control.restart_pace();
+                    self.control.restart_pace(self.control.idle_exit);
                     (left, true)
                 } else {
-                    let limit = self.control.pace_left(self.control.idle_exit);
+                    let limit = self.control.pace_left();
                     if limit.is_zero() {
                         return Err(timed_out("the server stopped within a line"));
                     }
@@ -284,7 +315,7 @@ impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // What the client sends (a command, `DONE`) starts an answer; the
         // TLS layer's own writes below do not.
-        self.control.restart_pace();
+        self.control.restart_pace(self.control.timeout);
         match &mut self.inner {
             Inner::Plain(s) => s.write(buf),
             Inner::Tls(s) => s.write(buf),
