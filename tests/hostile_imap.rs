@@ -393,3 +393,25 @@ fn a_move_refused_after_the_message_moved_is_recorded_as_moved() {
         m.log()
     );
 }
+
+/// Audit (stop 51): a response the parser could not read ended the
+/// session with "Bye Response: no explanation given", as if the server
+/// had said BYE. The error now says what happened.
+#[test]
+fn a_malformed_response_is_named_as_such() {
+    let server = fake_imap::start(
+        "UID FETCH",
+        Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
+            let _ = out.write_all(b"* 1 FETCH (UID 1 RFC822.SIZE abc)\r\n");
+            let _ = out.write_all(format!("{tag} OK done\r\n").as_bytes());
+            true
+        }),
+    );
+    let m = start(&server, ", timeout: 2s");
+    m.wait_for(Duration::from_secs(60), "the malformed answer told", || {
+        m.log()
+            .contains("the server sent a response that is not valid IMAP")
+            .then_some(())
+    });
+    assert!(!m.log().contains("no explanation given"), "{}", m.log());
+}

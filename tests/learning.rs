@@ -239,7 +239,7 @@ fn receipt_with_a_megabyte_cc(i: usize) -> Vec<u8> {
 }
 
 /// Training reads a folder whose messages have megabyte headers (150 MB in
-/// all, past the 128 MiB an IMAP answer may take) like any other: each
+/// all, past the 48 MiB an IMAP answer may take) like any other: each
 /// message costs at most its fields' 64 KB and 16 KB of text. It failed
 /// before, when training fetched whole headers 500 at a time.
 #[test]

@@ -385,6 +385,16 @@ pub(super) struct Connected {
     pub(super) wake: Wake,
 }
 
+/// The most one IMAP answer may hold: mailproc's largest, a window's
+/// header fields and text, a model group's bodies or a training chunk,
+/// are at most about 40 MiB, or one message of `max_message_bytes`. Past
+/// it the server is broken or hostile and the session is dropped; the
+/// crate's own 128 MiB let one such server take 0.5 to 0.8 GB while its
+/// answer was read and parsed (an audit).
+pub(super) fn response_cap(account: &AccountConfig) -> usize {
+    (48usize << 20).max(account.max_message_bytes.saturating_add(1 << 20))
+}
+
 /// Opens the socket (TLS or STARTTLS as configured) and reads the
 /// greeting: a client ready to sign in, the deadlines of its reads and its
 /// wake-up.
@@ -444,11 +454,13 @@ fn dial(
                 .connect(&c.host, wrap(tcp))
                 .map_err(|e| ImapError::Connect(format!("TLS handshake with {}: {e}", c.host)))?;
             let mut client = imap::Client::new(stream(Inner::Tls(Box::new(s))));
+            client.max_response_bytes = response_cap(account);
             client.read_greeting()?;
             client
         }
         Security::None => {
             let mut client = imap::Client::new(stream(Inner::Plain(wrap(tcp))));
+            client.max_response_bytes = response_cap(account);
             client.read_greeting()?;
             client
         }
@@ -458,7 +470,9 @@ fn dial(
             let s = tls()?.connect(&c.host, wrap(tcp)).map_err(|e| {
                 ImapError::Connect(format!("STARTTLS handshake with {}: {e}", c.host))
             })?;
-            imap::Client::new(stream(Inner::Tls(Box::new(s))))
+            let mut client = imap::Client::new(stream(Inner::Tls(Box::new(s))));
+            client.max_response_bytes = response_cap(account);
+            client
         }
     };
     Ok((client, control, wake))

@@ -176,6 +176,10 @@ pub struct Connection<T: Read + Write> {
 
     /// Tracks if we have read a greeting.
     pub greeting_read: bool,
+
+    /// mailproc patch: the most one response may hold, [`MAX_RESPONSE_BYTES`]
+    /// unless the client knows its answers to be smaller.
+    pub max_response_bytes: usize,
 }
 
 impl<T: Read + Write> Connection<T> {
@@ -355,6 +359,7 @@ impl<T: Read + Write> Client<T> {
                 tag: INITIAL_TAG,
                 debug: false,
                 greeting_read: false,
+                max_response_bytes: MAX_RESPONSE_BYTES,
             },
         }
     }
@@ -1523,13 +1528,14 @@ impl<T: Read + Write> Session<T> {
     }
 }
 
-/// mailproc patch: a response past [`MAX_RESPONSE_BYTES`].
-fn too_long() -> Error {
+/// mailproc patch: a response past `limit` (see
+/// [`Connection::max_response_bytes`]).
+fn too_long(limit: usize) -> Error {
     Error::Io(std::io::Error::new(
         std::io::ErrorKind::InvalidData,
         format!(
             "the server's response passed {} MiB without ending",
-            MAX_RESPONSE_BYTES >> 20
+            limit >> 20
         ),
     ))
 }
@@ -1661,7 +1667,17 @@ impl<T: Read + Write> Connection<T> {
                     }
                     Ok((..)) => None,
                     // Whole, yet short of a response: malformed, as below.
-                    _ => Some(Err((Status::Bye, None, None))),
+                    // mailproc patch: said so; "no explanation given" read
+                    // as if the server had said BYE (an audit).
+                    _ => Some(Err((
+                        Status::Bye,
+                        Some(
+                            "the server sent a response that is not valid IMAP; the session \
+                             cannot go on after it"
+                                .to_string(),
+                        ),
+                        None,
+                    ))),
                 }
             };
 
@@ -1730,8 +1746,8 @@ impl<T: Read + Write> Connection<T> {
                     return Ok(());
                 }
                 Ok(Next::Literal(n)) => {
-                    if n > MAX_RESPONSE_BYTES.saturating_sub(into.len()) {
-                        return Err(too_long());
+                    if n > self.max_response_bytes.saturating_sub(into.len()) {
+                        return Err(too_long(self.max_response_bytes));
                     }
                     let got = (&mut self.stream).take(n as u64).read_to_end(into)?;
                     if got < n {
@@ -1757,13 +1773,14 @@ impl<T: Read + Write> Connection<T> {
         // server is broken or hostile (a line never ended, a literal never
         // finished, untagged answers without end) and the read stops
         // instead of buffering without bound.
-        let room = MAX_RESPONSE_BYTES.saturating_sub(into.len()) as u64;
+        let limit = self.max_response_bytes;
+        let room = limit.saturating_sub(into.len()) as u64;
         if room == 0 {
-            return Err(too_long());
+            return Err(too_long(limit));
         }
         let read = (&mut self.stream).take(room).read_until(LF, into)?;
-        if into.len() >= MAX_RESPONSE_BYTES && into.last() != Some(&LF) {
-            return Err(too_long());
+        if into.len() >= limit && into.last() != Some(&LF) {
+            return Err(too_long(limit));
         }
         if read == 0 {
             return Err(Error::ConnectionLost);
