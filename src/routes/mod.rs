@@ -599,8 +599,9 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
             // The editor's text posted with the token of an earlier session
             // (the user signed in again in another tab): shown again to
             // save, not lost behind a 403 (an audit).
-            if req.path == "/config" && req.same_origin(true) {
-                if let Some(text) = dash::forms::fields(req).remove("yaml") {
+            let mut fields = dash::forms::fields(req);
+            if req.path == "/config" && req.same_origin(true) && fields.contains_key("_csrf") {
+                if let Some(text) = fields.remove("yaml") {
                     dash::prepare(ctx, req, &mut s);
                     let draft = dash::editor::Outcome::Draft(text);
                     return (dash::editor::config(ctx, &s, Some(draft)), "/config");
