@@ -1011,6 +1011,8 @@ fn a_hand_edit_not_reloaded_is_never_written_over_and_a_failed_write_keeps_the_t
     let r = put(&m, &changed.to_string());
     assert_eq!(r.status, 503, "{}", r.text);
     assert!(r.text.contains("cannot be written"), "{}", r.text);
+    // The file that could not be written is named: the backup.
+    assert!(r.text.contains("config.yaml.bak: "), "{}", r.text);
     let text = before.replace("log_level: debug", "log_level: warn");
     let r = b.submit("/config", &[("yaml", &text)]);
     assert_eq!(r.status, 503, "{}", r.text);
@@ -1050,4 +1052,51 @@ fn an_edit_posted_with_an_earlier_sessions_token_is_kept_to_save() {
             .status,
         403
     );
+}
+
+/// Regression audit (stop 51): with bodies held to 16 KiB without valid
+/// credentials, an editor's post of 22 KB after its session ended was
+/// refused unread (413, raw JSON), and the edit kept for after the login
+/// was lost. A browser that signed in before (its device cookie) is read
+/// whole: the edit is kept as the README says.
+#[test]
+fn an_edit_over_16_kib_posted_after_the_session_ended_is_kept() {
+    const TOKEN: &str = "dash-token-0123456789abcdef";
+    let m = with_user(&format!(
+        "server: {{ port: {{PORT}}, auth_token: {TOKEN} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n"
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let token = b.csrf();
+    let session = b.cookie.clone().expect("a session");
+    // The session ends elsewhere (another tab's logout, or its time).
+    let r = m.request("POST", "/logout", &[("Cookie", &session)], Some(""));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let before = std::fs::read_to_string(&m.config_path).unwrap();
+    let big = format!("{before}{}", "# a long comment line\n".repeat(1200));
+    assert!(big.len() > 20 << 10);
+    let r = b.post("/config", &[("_csrf", &token), ("yaml", &big)]);
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert!(
+        r.header("location")
+            .is_some_and(|l| l.starts_with("/login")),
+        "{:?}",
+        r.header("location")
+    );
+    assert_eq!(b.login("admin", PASSWORD).status, 303);
+    let page = b.get("/config");
+    assert!(page.text.contains("It was kept"), "{}", page.text);
+    assert_eq!(page.text.matches("# a long comment line").count(), 1200);
+    assert_eq!(std::fs::read_to_string(&m.config_path).unwrap(), before);
+    // Without that browser's cookies, the same post is held to 16 KiB.
+    let r = m.request(
+        "POST",
+        "/config",
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Cookie", &session),
+        ],
+        Some(&form(&[("_csrf", &token), ("yaml", &big)])),
+    );
+    assert_eq!(r.status, 413, "{}", r.text);
 }

@@ -23,6 +23,17 @@ pub fn backup_path(path: &Path) -> PathBuf {
 /// moment is there a partial file at `path`. A file that already reads
 /// `text` is left as it is, and so is its backup.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    // A symlinked file is written where it points: renamed over, the link
+    // became a file of its own and the file it named kept the old text,
+    // which a reload then never read (an audit). The backup goes beside
+    // the file it keeps.
+    let resolved;
+    let path = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        resolved = fs::canonicalize(path).map_err(|e| naming(path, e))?;
+        resolved.as_path()
+    } else {
+        path
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -55,16 +66,48 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         if previous == text.as_bytes() {
             return Ok(());
         }
-        write(&backup_path(path), &previous)?;
+        let backup = backup_path(path);
+        write(&backup, &previous).map_err(|e| naming(&backup, e))?;
     }
-    write(path, text.as_bytes())?;
+    write(path, text.as_bytes()).map_err(|e| naming(path, e))?;
     // The renames are durable once the directory is.
-    fs::File::open(&dir)?.sync_all()
+    fs::File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| naming(&dir, e))
+}
+
+/// `e` saying which file it is about: the backup is written first, and
+/// its failure read as the configuration's own (an audit).
+fn naming(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symlinked_file_is_written_where_it_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        fs::create_dir(&real).unwrap();
+        fs::write(real.join("config.yaml"), "old: 1\n").unwrap();
+        let link = dir.path().join("config.yaml");
+        std::os::unix::fs::symlink(real.join("config.yaml"), &link).unwrap();
+        write_atomically(&link, "new: 2\n").unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            fs::read_to_string(real.join("config.yaml")).unwrap(),
+            "new: 2\n"
+        );
+        assert_eq!(
+            fs::read_to_string(real.join("config.yaml.bak")).unwrap(),
+            "old: 1\n"
+        );
+    }
 
     #[test]
     fn the_file_is_replaced_whole_and_the_old_one_kept() {

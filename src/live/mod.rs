@@ -281,9 +281,8 @@ impl Live {
                 None => crate::config::keep_comments(&on_disk, &raw),
             }
             .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
-            crate::config::write_atomically(&current.path, &text).map_err(|e| {
-                ChangeError::Write(format!("cannot write {}: {e}", current.path.display()))
-            })?;
+            crate::config::write_atomically(&current.path, &text)
+                .map_err(|e| ChangeError::Write(format!("cannot write {e}")))?;
             log::info!("configuration written to {}", current.path.display());
         }
         let loaded = Loaded {

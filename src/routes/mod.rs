@@ -416,9 +416,11 @@ impl Site for Ctx {
     }
 
     /// A body is read before any handler sees it: up to 1 MiB for a
-    /// request with a valid bearer token or session (or in open mode,
-    /// where anyone may), [`crate::http::ANONYMOUS_BODY`] for the rest (a
-    /// sign-in, or a request about to be answered 401).
+    /// request with a valid bearer token, session or device cookie (a
+    /// browser that signed in before, whose post after its session ended
+    /// is kept), or in open mode, where anyone may;
+    /// [`crate::http::ANONYMOUS_BODY`] for the rest (a sign-in, or a
+    /// request about to be answered 401).
     fn body_limit(&self, header: &dyn Fn(&str) -> Option<String>) -> Option<(usize, String)> {
         let loaded = self.config();
         if crate::auth::api_is_open(&loaded.config)
@@ -429,9 +431,14 @@ impl Site for Ctx {
         {
             return None;
         }
-        let session = header("Cookie")
-            .and_then(|c| crate::auth::cookie(&c, crate::auth::SESSION_COOKIE).map(str::to_string));
-        if session.is_some_and(|token| crate::service::sessions::user(self, &token).is_some()) {
+        let cookies = header("Cookie").unwrap_or_default();
+        let session = crate::auth::cookie(&cookies, crate::auth::SESSION_COOKIE);
+        if session.is_some_and(|token| crate::service::sessions::user(self, token).is_some()) {
+            return None;
+        }
+        // A browser that signed in before, whose session ended: its post
+        // is kept as a draft, whole.
+        if crate::service::sessions::known_browser(self, &cookies) {
             return None;
         }
         Some((
@@ -439,6 +446,23 @@ impl Site for Ctx {
             "without valid credentials (up to 1 MiB with a bearer token or a session)".into(),
         ))
     }
+}
+
+/// The methods some route takes (a `GET` answers `HEAD` too), and
+/// `OPTIONS` for `OPTIONS *` itself: what `Allow` says of the server as a
+/// whole (an audit found `DELETE` listed, which no route takes).
+fn server_methods() -> String {
+    let mut methods: Vec<&str> = Vec::new();
+    for m in ROUTES.iter().map(|r| r.method).filter(|m| *m != "*") {
+        let with_head: &[&str] = if m == "GET" { &["GET", "HEAD"] } else { &[m] };
+        for m in with_head {
+            if !methods.contains(m) {
+                methods.push(m);
+            }
+        }
+    }
+    methods.push("OPTIONS");
+    methods.join(", ")
 }
 
 /// Routes a request; returns the reply and a low-cardinality route label
@@ -450,8 +474,8 @@ pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
     // The server as a whole (RFC 9110 §9.3.7): the methods some route
     // takes, and nothing else to say.
     if req.method == "OPTIONS" && req.path == "*" {
-        let reply = Reply::text(204, "text/plain", Vec::new())
-            .with_header("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS");
+        let reply =
+            Reply::text(204, "text/plain", Vec::new()).with_header("Allow", server_methods());
         return (reply, "options");
     }
     let pages_on = ctx.config().config.dashboard.enabled;

@@ -110,6 +110,26 @@ pub fn user(ctx: &Ctx, token: &str) -> Option<String> {
     ctx.store.session_user(&mac).ok().flatten()
 }
 
+/// Whether `cookies` carry a device cookie valid for one of the users: a
+/// browser that signed in with the current password before. Its session
+/// may have ended; what it posts then is kept as a draft (see
+/// `dashboard::flash::draft`), so its body is read whole (see
+/// `http::Site::body_limit`: an audit found an editor's 22 KB post after
+/// its session ended refused unread, and the edit lost).
+pub fn known_browser(ctx: &Ctx, cookies: &str) -> bool {
+    // More users than this share a host seldom; a device cookie of a later
+    // one is then not recognised here, and its post after the session
+    // ended is held to the anonymous limit.
+    const USERS_CHECKED: usize = 64;
+    ctx.store
+        .user_hashes(USERS_CHECKED)
+        .unwrap_or_default()
+        .iter()
+        .any(|(user, hash)| {
+            auth::known_device(&ctx.session_secret, Some(cookies), user, hash).is_some()
+        })
+}
+
 /// Ends the session `token` names.
 pub fn logout(ctx: &Ctx, token: &str) -> Result<(), StoreError> {
     ctx.store

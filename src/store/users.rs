@@ -29,6 +29,19 @@ impl Store {
         })
     }
 
+    /// The first `limit` users and their password hashes (to check a
+    /// device cookie, which names no user).
+    pub fn user_hashes(&self, limit: usize) -> Result<Vec<(String, String)>> {
+        self.op("user_hashes", || {
+            let conn = self.conn.lock();
+            let mut st = conn.prepare_cached(
+                "SELECT username, password_hash FROM users ORDER BY username LIMIT ?1",
+            )?;
+            let rows = st.query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     /// Creates the user or replaces its password; existing sessions of the
     /// user end, since a reset password must lock out whoever had the old one.
     pub fn set_password(&self, username: &str, hash: &str) -> Result<()> {
