@@ -344,4 +344,41 @@ Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
             .expect("no overflow");
         assert_eq!(parsed.as_deref(), Some("nested bomb"));
     }
+
+    /// Regression audit (stop 51): the same nesting inside a
+    /// `message/rfc822` part in base64 (130 KB for 3,000 levels) overflowed
+    /// the stack while mail-parser made the decoded message owned (its
+    /// `into_owned` recurses). Such a part is an attachment, not parsed
+    /// (vendor/mail-parser/PATCHES.md); the message's own fields and text
+    /// are read as ever.
+    #[test]
+    fn nesting_inside_an_encoded_message_part_does_not_overflow_the_stack() {
+        use base64::Engine;
+        let mut inner = b"From: mid@example.com\r\nSubject: mid\r\n".to_vec();
+        for _ in 0..30_000 {
+            inner.extend_from_slice(b"Content-Type: message/rfc822\r\n\r\n");
+        }
+        inner.extend_from_slice(b"Subject: inner\r\n\r\ntext\r\n");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&inner);
+        let mut raw = b"From: t@example.com\r\nSubject: wrapped bomb\r\nMIME-Version: 1.0\r\n\
+            Content-Type: multipart/mixed; boundary=\"OUT\"\r\n\r\n--OUT\r\n\
+            Content-Type: text/plain\r\n\r\nthe body\r\n--OUT\r\n\
+            Content-Type: message/rfc822\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+            .to_vec();
+        for line in encoded.as_bytes().chunks(76) {
+            raw.extend_from_slice(line);
+            raw.extend_from_slice(b"\r\n");
+        }
+        raw.extend_from_slice(b"--OUT--\r\n");
+        let parsed = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || Email::parse(&raw).map(|e| (e.subject, e.body, e.attachments.len())))
+            .unwrap()
+            .join()
+            .expect("no overflow");
+        let (subject, body, attachments) = parsed.expect("parsed");
+        assert_eq!(subject, "wrapped bomb");
+        assert!(body.contains("the body"), "{body:?}");
+        assert_eq!(attachments, 1);
+    }
 }

@@ -1044,12 +1044,36 @@ fn a_message_nested_thirty_three_thousand_deep_is_recorded_and_the_service_lives
         bomb.extend_from_slice(b"Content-Type:message/rfc822\r\n\r\n");
     }
     bomb.extend_from_slice(b"Subject: inner\r\n\r\ntext\r\n");
+    // Regression audit: the same nesting inside a base64 message/rfc822
+    // part, 3,000 levels in 130 KB, aborted it too (mail-parser made the
+    // decoded message owned by recursion).
+    let mut inner = b"From: mid@example.com\r\nSubject: mid\r\n".to_vec();
+    for _ in 0..3_000 {
+        inner.extend_from_slice(b"Content-Type: message/rfc822\r\n\r\n");
+    }
+    inner.extend_from_slice(b"Subject: inner\r\n\r\ntext\r\n");
+    let mut wrapped = b"From: t@example.com\r\nTo: test@example.test\r\nSubject: wrapped bomb\r\n\
+        Message-ID: <wrapped@example.test>\r\nMIME-Version: 1.0\r\n\
+        Content-Type: multipart/mixed; boundary=\"OUT\"\r\n\r\n--OUT\r\n\
+        Content-Type: text/plain\r\n\r\nhi\r\n--OUT\r\n\
+        Content-Type: message/rfc822\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        .to_vec();
+    {
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&inner);
+        for line in encoded.as_bytes().chunks(76) {
+            wrapped.extend_from_slice(line);
+            wrapped.extend_from_slice(b"\r\n");
+        }
+    }
+    wrapped.extend_from_slice(b"--OUT--\r\n");
     let after = common::dashboard::msg("after-bomb", "b@example.test", "Newsletter after");
-    d.seed_many("test", "INBOX", &[bomb, after]);
+    d.seed_many("test", "INBOX", &[bomb, wrapped, after]);
     let model = sorter(Duration::ZERO);
     let mut m = Mailproc::start(&config(&d, Some(&model), "", ""));
-    wait_processed(&m, 2, Duration::from_secs(60));
+    wait_processed(&m, 3, Duration::from_secs(60));
     assert_eq!(total(&m, "&search=nested%20bomb"), 1);
+    assert_eq!(total(&m, "&search=wrapped%20bomb"), 1);
     assert_eq!(total(&m, "&search=Newsletter%20after"), 1);
     assert!(
         m.wait_exit(Duration::from_millis(10)).is_none(),
