@@ -1081,3 +1081,65 @@ fn a_message_nested_thirty_three_thousand_deep_is_recorded_and_the_service_lives
         m.log()
     );
 }
+
+/// Regression audit (stop 51): a message whose body the server cannot read
+/// while its header fields come from the server's cache (Dovecot caches
+/// the fields mailproc asks for) passed the header read and ended every
+/// session at the model's body FETCH: the account stalled for good, the
+/// message after it never recorded. That read now shrinks and parks as a
+/// header read does: the unreadable message is parked `failed`, the rest
+/// are processed.
+#[test]
+fn a_body_the_server_cannot_read_behind_cached_headers_is_parked_and_the_rest_go_on() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = Dovecot::start();
+    d.seed(
+        "test",
+        "INBOX",
+        &common::dashboard::msg("warm", "a@example.test", "Newsletter warm"),
+    );
+    let model = sorter(Duration::ZERO);
+    let m = Mailproc::start(&config(&d, Some(&model), "", ""));
+    wait_processed(&m, 1, Duration::from_secs(60));
+    let r = m.post("/api/accounts/acct/pause", "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    for (id, subject) in [("bad", "Newsletter bad"), ("good", "Newsletter good")] {
+        let raw = common::dashboard::msg(id, "a@example.test", subject);
+        assert!(c.append("INBOX", "", &raw).unwrap().ok());
+    }
+    c.logout();
+    // The stored file of `bad`, made unreadable to Dovecot's mail user.
+    let root = d.dir().join("mail").join("test");
+    let bad = ["new", "cur"]
+        .iter()
+        .flat_map(|sub| {
+            std::fs::read_dir(root.join(sub))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|f| f.path())
+        .find(|p| {
+            String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default())
+                .contains("<bad@mailproc.test>")
+        })
+        .expect("the stored file of bad");
+    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let r = m.post("/api/accounts/acct/resume", "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    let stall = Duration::from_secs(90);
+    m.wait_for(stall, "the good message recorded", || {
+        (total(&m, "&search=Newsletter%20good") == 1).then_some(())
+    });
+    let parked = m.wait_for(stall, "the unreadable message parked", || {
+        m.get("/api/activity?status=failed").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+    });
+    let error = parked["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("ended the session each time this message was read"),
+        "{parked}"
+    );
+}

@@ -182,7 +182,27 @@ impl Runner {
     ) -> Result<Asked, ImapError> {
         let uids: Vec<u32> = items.iter().map(|it| it.meta.uid).collect();
         let max = self.w.account.max_message_bytes;
-        let fetched = s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)"))?;
+        // Read as a window's headers are (see `careful`): a session lost
+        // here shrinks the next pass's windows, and so its groups, down to
+        // one message, parked when it ends the session again. A server
+        // with the fields in its cache answered the header FETCH of a
+        // message it could not read and ended every session here, for
+        // good (a regression audit).
+        let generation = items
+            .first()
+            .map(|it| (it.meta.mailbox.clone(), it.meta.uidvalidity));
+        if let Some((mailbox, uidvalidity)) = &generation {
+            self.reading(mailbox, *uidvalidity, &uids);
+        }
+        let fetched = match s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)")) {
+            Ok(fetched) => fetched,
+            Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
+                self.lost_while_reading(&e.to_string());
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.read_done();
         let mut bodies: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
         // UIDs answered for without the body asked for.
         let mut withheld = std::collections::HashSet::new();
