@@ -576,19 +576,21 @@ fn since_date(cutoff: time::OffsetDateTime) -> String {
 /// `cutoff`, read in chunks from the oldest and stopping at the first chunk
 /// that has one: only the lowest matters (see [`since_watermark`]). SEARCH
 /// SINCE knows days only, so `since:30s` took in everything since the
-/// server's midnight (an audit). A message without a date counts as
-/// arrived since.
+/// server's midnight (an audit). See [`came_since`].
 fn arrived_since(
     s: &mut Session,
     found: &[u32],
     cutoff: time::OffsetDateTime,
 ) -> Result<Vec<u32>, ImapError> {
-    let cutoff = cutoff.unix_timestamp();
+    let (cutoff, now) = (
+        cutoff.unix_timestamp(),
+        time::OffsetDateTime::now_utc().unix_timestamp(),
+    );
     for chunk in found.chunks(HEADER_CHUNK) {
         let fetched = s.uid_fetch(super::commands::uid_set(chunk), "(UID INTERNALDATE)")?;
         let young: Vec<u32> = fetched
             .iter()
-            .filter(|f| f.internal_date().is_none_or(|at| at.timestamp() >= cutoff))
+            .filter(|f| came_since(f.internal_date().map(|at| at.timestamp()), cutoff, now))
             .filter_map(|f| f.uid)
             .collect();
         if !young.is_empty() {
@@ -596,6 +598,15 @@ fn arrived_since(
         }
     }
     Ok(Vec::new())
+}
+
+/// Whether a message that arrived at `at` (INTERNALDATE, seconds; `None`
+/// for none given) came since `cutoff`. A date ahead of `now` by more than
+/// an hour (the server's clock) says nothing of when it came: one such
+/// message made everything above it "recent" (a regression audit; Dovecot
+/// itself clamps a future date to now).
+fn came_since(at: Option<i64>, cutoff: i64, now: i64) -> bool {
+    at.is_none_or(|at| (cutoff..=now.saturating_add(3600)).contains(&at))
 }
 
 /// The watermark before the first UID found by `SINCE`; with none found,
@@ -611,6 +622,20 @@ fn since_watermark(found: &[u32], uid_next: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_date_far_ahead_is_no_sign_of_having_come_since() {
+        let (cutoff, now) = (1_000_000, 1_003_600);
+        assert!(came_since(Some(now), cutoff, now));
+        assert!(came_since(Some(cutoff), cutoff, now));
+        assert!(came_since(None, cutoff, now), "undated: taken");
+        assert!(!came_since(Some(cutoff - 1), cutoff, now));
+        assert!(
+            came_since(Some(now + 600), cutoff, now),
+            "a clock a little ahead"
+        );
+        assert!(!came_since(Some(now + 86_400), cutoff, now));
+    }
 
     #[test]
     fn since_never_wraps() {
