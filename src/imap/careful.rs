@@ -90,6 +90,30 @@ impl Runner {
         self.reading = None;
     }
 
+    /// `UID FETCH uids (items)` of `mailbox`, read carefully: between
+    /// [`Runner::reading`] and [`Runner::read_done`], and a refusal that
+    /// keeps the session (a NO) counted as a loss too, so the next pass
+    /// reads fewer at a time and parks the message that keeps failing.
+    pub(super) fn fetch_carefully(
+        &mut self,
+        s: &mut super::session::Session,
+        (mailbox, uidvalidity): (&str, u32),
+        uids: &[u32],
+        items: &str,
+    ) -> Result<imap::types::Fetches, super::ImapError> {
+        self.reading(mailbox, uidvalidity, uids);
+        let fetched = match s.uid_fetch(super::commands::uid_set(uids), items) {
+            Ok(fetched) => fetched,
+            Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
+                self.lost_while_reading(&e.to_string());
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.read_done();
+        Ok(fetched)
+    }
+
     /// A pass of `mailbox` read it through: whole windows again. A parked
     /// message that pass did not meet is gone from the folder (its row
     /// was written when the pass met it), so nothing is kept.

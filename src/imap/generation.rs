@@ -37,7 +37,6 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::commands::uid_set;
 use super::session::Session;
 use super::{ImapError, Runner};
 use crate::store::{Earlier, EmailMeta, KnownEmail};
@@ -275,23 +274,14 @@ impl Runner {
         let size = CHUNK.min(self.window_for(mailbox, uidvalidity));
         let mut seen = Vec::with_capacity(uids.len());
         for chunk in uids.chunks(size) {
-            self.reading(mailbox, uidvalidity, chunk);
-            let fetched = match s.uid_fetch(
-                uid_set(chunk),
-                format!(
+            let fetched = self.fetch_carefully(
+                s,
+                (mailbox, uidvalidity),
+                chunk,
+                &format!(
                     "(UID INTERNALDATE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT FROM DATE)]<0.{FIELDS_CAP}>)"
                 ),
-            ) {
-                Ok(fetched) => fetched,
-                // Refused with the session kept (a NO): as good as lost for
-                // this chunk, which the next pass reads in smaller ones.
-                Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
-                    self.lost_while_reading(&e.to_string());
-                    return Err(e.into());
-                }
-                Err(e) => return Err(e.into()),
-            };
-            self.read_done();
+            )?;
             for f in fetched.iter() {
                 let Some(uid) = f.uid else { continue };
                 let e = f

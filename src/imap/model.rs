@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select};
 
-use super::commands::uid_set;
 use super::flow::Flow;
 use super::session::{Caps, Folders, Session};
 use super::state::{next_group, Item, Window};
@@ -188,21 +187,16 @@ impl Runner {
         // with the fields in its cache answered the header FETCH of a
         // message it could not read and ended every session here, for
         // good (a regression audit).
-        let generation = items
+        let (mailbox, uidvalidity) = items
             .first()
-            .map(|it| (it.meta.mailbox.clone(), it.meta.uidvalidity));
-        if let Some((mailbox, uidvalidity)) = &generation {
-            self.reading(mailbox, *uidvalidity, &uids);
-        }
-        let fetched = match s.uid_fetch(uid_set(&uids), format!("(UID BODY.PEEK[]<0.{max}>)")) {
-            Ok(fetched) => fetched,
-            Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {
-                self.lost_while_reading(&e.to_string());
-                return Err(e.into());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        self.read_done();
+            .map(|it| (it.meta.mailbox.clone(), it.meta.uidvalidity))
+            .unwrap_or_default();
+        let fetched = self.fetch_carefully(
+            s,
+            (&mailbox, uidvalidity),
+            &uids,
+            &format!("(UID BODY.PEEK[]<0.{max}>)"),
+        )?;
         let mut bodies: HashMap<u32, &[u8]> = HashMap::with_capacity(uids.len());
         // UIDs answered for without the body asked for.
         let mut withheld = std::collections::HashSet::new();
