@@ -13,6 +13,11 @@ use serde_json::json;
 
 const PLAIN: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
 
+/// [`PLAIN`] with the API closed by [`TOKEN`] (bodies without credentials
+/// are then held to 16 KiB).
+const TOKEN: &str = "dash-token-0123456789abcdef";
+const WITH_TOKEN: &str = "server: { port: {PORT}, auth_token: dash-token-0123456789abcdef }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
+
 #[test]
 fn setup_needs_the_logged_code_and_then_closes() {
     let mut m = Mailproc::start(PLAIN);
@@ -949,10 +954,7 @@ fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
 /// write that fails is a 503 that keeps the text.
 #[test]
 fn a_hand_edit_not_reloaded_is_never_written_over_and_a_failed_write_keeps_the_text() {
-    const TOKEN: &str = "dash-token-0123456789abcdef";
-    let m = with_user(&format!(
-        "server: {{ port: {{PORT}}, auth_token: {TOKEN} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\nlog_level: info\n"
-    ));
+    let m = with_user(&format!("{WITH_TOKEN}log_level: info\n"));
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");
     let auth = format!("Bearer {TOKEN}");
@@ -1061,10 +1063,7 @@ fn an_edit_posted_with_an_earlier_sessions_token_is_kept_to_save() {
 /// whole: the edit is kept as the README says.
 #[test]
 fn an_edit_over_16_kib_posted_after_the_session_ended_is_kept() {
-    const TOKEN: &str = "dash-token-0123456789abcdef";
-    let m = with_user(&format!(
-        "server: {{ port: {{PORT}}, auth_token: {TOKEN} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n"
-    ));
+    let m = with_user(WITH_TOKEN);
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");
     let token = b.csrf();

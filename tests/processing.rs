@@ -1110,21 +1110,7 @@ fn a_body_the_server_cannot_read_behind_cached_headers_is_parked_and_the_rest_go
     }
     c.logout();
     // The stored file of `bad`, made unreadable to Dovecot's mail user.
-    let root = d.dir().join("mail").join("test");
-    let bad = ["new", "cur"]
-        .iter()
-        .flat_map(|sub| {
-            std::fs::read_dir(root.join(sub))
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .map(|f| f.path())
-        .find(|p| {
-            String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default())
-                .contains("<bad@mailproc.test>")
-        })
-        .expect("the stored file of bad");
+    let bad = d.stored_file("test", "<bad@mailproc.test>");
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
     let r = m.post("/api/accounts/acct/resume", "");
     assert_eq!(r.status, 200, "{}", r.text);

@@ -9,7 +9,6 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::dovecot::Dovecot;
@@ -136,22 +135,18 @@ fn a_folder_with_too_many_keywords_is_still_read() {
     assert!(!m.log().contains("more than 10000 items"), "{}", m.log());
 }
 
-/// The file of the message `id` in `user`'s INBOX maildir.
-fn stored_file(d: &Dovecot, user: &str, id: &str) -> PathBuf {
-    let root = d.dir().join("mail").join(user);
-    for sub in ["new", "cur"] {
-        for f in std::fs::read_dir(root.join(sub))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let text = std::fs::read(f.path()).unwrap_or_default();
-            if String::from_utf8_lossy(&text).contains(id) {
-                return f.path();
-            }
-        }
-    }
-    panic!("no file holds {id} under {}", root.display());
+/// Waits for the unreadable message's row, parked `failed`, and checks it
+/// says why.
+fn wait_parked(m: &Mailproc, stall: Duration) -> Value {
+    let parked = m.wait_for(stall, "the unreadable message parked", || {
+        entry_of(m, "").filter(|e| e["status"] == "failed")
+    });
+    let error = parked["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("ended the session each time this message was read"),
+        "{parked}"
+    );
+    parked
 }
 
 /// Audit (stop 51): after a folder's UIDVALIDITY changed, the messages of
@@ -181,18 +176,11 @@ fn after_a_new_uidvalidity_a_message_the_server_cannot_read_is_parked_and_the_re
         .map(|i| msg(&format!("n{i}"), &format!("Your receipt {i}")))
         .collect();
     d.seed_many("test", "INBOX", &raws);
-    let bad = stored_file(&d, "test", "<n7@mailproc.test>");
+    let bad = d.stored_file("test", "<n7@mailproc.test>");
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
     let r = m.post("/api/accounts/acct/process", "");
     assert!(r.status < 300, "{}", r.text);
-    let parked = m.wait_for(stall, "the unreadable message parked", || {
-        entry_of(&m, "").filter(|e| e["status"] == "failed")
-    });
-    let error = parked["error"].as_str().unwrap_or_default();
-    assert!(
-        error.contains("ended the session each time this message was read"),
-        "{parked}"
-    );
+    wait_parked(&m, stall);
     for i in (0..20).filter(|i| *i != 7) {
         let id = format!("<n{i}@mailproc.test>");
         m.wait_for(stall, &format!("{id} filed"), || {
@@ -221,22 +209,21 @@ fn a_message_the_server_cannot_read_is_parked_and_the_rest_go_on() {
         .map(|i| msg(&format!("r{i}"), &format!("Your receipt {i}")))
         .collect();
     d.seed_many("test", "INBOX", &raws);
-    let bad = stored_file(&d, "test", "<r12@mailproc.test>");
+    let bad = d.stored_file("test", "<r12@mailproc.test>");
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
 
     let m = Mailproc::start(&config(&d, FILE_RECEIPTS));
     let stall = Duration::from_secs(90);
-    let parked = m.wait_for(stall, "the unreadable message parked", || {
-        entry_of(&m, "").filter(|e| e["status"] == "failed")
-    });
-    let error = parked["error"].as_str().unwrap_or_default();
-    assert!(
-        error.contains("ended the session each time this message was read"),
-        "{parked}"
-    );
+    let parked = wait_parked(&m, stall);
     // The server's own words (its BYE before closing), not only
     // "connection lost".
-    assert!(error.contains("Internal error"), "{parked}");
+    assert!(
+        parked["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Internal error"),
+        "{parked}"
+    );
     for i in (0..30).filter(|i| *i != 12) {
         let id = format!("<r{i}@mailproc.test>");
         let e = m.wait_for(stall, &format!("{id} filed"), || {
@@ -244,10 +231,10 @@ fn a_message_the_server_cannot_read_is_parked_and_the_rest_go_on() {
         });
         assert_eq!(e["model"], "rules:shop", "{e}");
     }
-    assert!(bad.exists() || stored_file(&d, "test", "<r12@").exists());
+    assert!(bad.exists() || d.stored_file("test", "<r12@").exists());
 
     // Readable again, and retried: filed like the rest.
-    let bad = stored_file(&d, "test", "<r12@mailproc.test>");
+    let bad = d.stored_file("test", "<r12@mailproc.test>");
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o644)).unwrap();
     let id = parked["id"].as_i64().unwrap();
     let r = m.post(&format!("/api/activity/{id}/retry"), "");

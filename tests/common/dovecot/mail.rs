@@ -178,6 +178,20 @@ impl Dovecot {
         );
     }
 
+    /// The file of the message `message_id` in `user`'s INBOX maildir
+    /// (for a test that makes it unreadable to Dovecot's mail user).
+    pub fn stored_file(&self, user: &str, message_id: &str) -> std::path::PathBuf {
+        let root = self.dir().join("mail").join(user);
+        ["new", "cur"]
+            .iter()
+            .flat_map(|sub| fs::read_dir(root.join(sub)).into_iter().flatten().flatten())
+            .map(|f| f.path())
+            .find(|p| {
+                String::from_utf8_lossy(&fs::read(p).unwrap_or_default()).contains(message_id)
+            })
+            .unwrap_or_else(|| panic!("no file holds {message_id} under {}", root.display()))
+    }
+
     /// Gives `mailbox` a new UIDVALIDITY, `value` (as a server rebuilding
     /// its index does), its mail kept.
     pub fn set_uidvalidity(&self, user: &str, mailbox: &str, value: u32) {
