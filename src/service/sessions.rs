@@ -121,6 +121,11 @@ pub fn known_browser(ctx: &Ctx, cookies: &str) -> bool {
     // one is then not recognised here, and its post after the session
     // ended is held to the anonymous limit.
     const USERS_CHECKED: usize = 64;
+    // Most requests without credentials carry no device cookie: no lookup
+    // for them (this runs on the connection's thread for every body).
+    if auth::cookie(cookies, auth::DEVICE_COOKIE).is_none() {
+        return false;
+    }
     ctx.store
         .user_hashes(USERS_CHECKED)
         .unwrap_or_default()
