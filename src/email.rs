@@ -140,7 +140,7 @@ impl Email {
                     .filter(|(k, _)| {
                         names.len() < MAX_FIELD_NAMES && names.insert(k.to_ascii_lowercase())
                     })
-                    .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+                    .map(|(k, v)| (k.to_string(), decoded_value(v)))
                     .collect()
             },
             body: if body {
@@ -166,6 +166,21 @@ impl Email {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A field's value as rules and the model read it: RFC 2047 encoded words
+/// decoded (`=?UTF-8?Q?M=C3=BCller?=` reads `Müller`), as the subject
+/// is; a value without one is kept as written. A `header:` or `list_id`
+/// rule matched the encoded text before (an audit).
+fn decoded_value(raw: &str) -> String {
+    if !raw.contains("=?") {
+        return raw.trim().to_string();
+    }
+    let line = format!("{raw}\n");
+    match mail_parser::parsers::MessageStream::new(line.as_bytes()).parse_unstructured() {
+        mail_parser::HeaderValue::Text(text) => text.trim().to_string(),
+        _ => raw.trim().to_string(),
     }
 }
 
@@ -209,7 +224,7 @@ fn header_as_utf8(raw: &[u8]) -> Option<Vec<u8>> {
 /// would recolour a terminal, a tab) replaced by `with`: what is recorded,
 /// shown, logged and sent in webhooks is text a person can read, whatever
 /// bytes a header's encoded words decoded to.
-fn visible(s: &str, with: char) -> String {
+pub(crate) fn visible(s: &str, with: char) -> String {
     s.chars()
         .map(|c| if c.is_control() { with } else { c })
         .collect()
@@ -305,6 +320,28 @@ Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
         assert!(header_as_utf8(utf8.as_bytes()).is_none());
         // Only the header is read: an 8-bit body is the MIME parser's.
         assert!(header_as_utf8(b"Subject: x\r\n\r\n\xe9\r\n").is_none());
+    }
+
+    /// Found by an audit: `header:` and `list_id` rules read the encoded
+    /// words as written, so `value: Müller` never matched a From written
+    /// `=?UTF-8?Q?M=C3=BCller?=`, while `subject:` matched decoded text.
+    #[test]
+    fn header_fields_read_by_rules_are_decoded() {
+        let raw = "From: =?UTF-8?Q?M=C3=BCller?= <m@example.de>\r\n\
+                   X-Kategorie: =?UTF-8?B?UmVjaG51bmc=?=\r\n\
+                   List-Id: =?UTF-8?Q?Gr=C3=B6=C3=9Fe_Liste?=\r\n <liste.example.org>\r\n\
+                   X-Plain:  as =?written\r\n\
+                   X-Broken: =?UTF-8?B?not base64?=\r\n\r\nbody\r\n";
+        for e in [
+            Email::parse(raw.as_bytes()).unwrap(),
+            Email::parse_headers(raw.as_bytes()).unwrap(),
+        ] {
+            assert_eq!(e.header("From"), Some("Müller <m@example.de>"));
+            assert_eq!(e.header("x-kategorie"), Some("Rechnung"));
+            assert_eq!(e.header("List-Id"), Some("Größe Liste <liste.example.org>"));
+            assert_eq!(e.header("X-Plain"), Some("as =?written"));
+            assert!(e.header("X-Broken").is_some());
+        }
     }
 
     #[test]

@@ -412,3 +412,94 @@ fn a_malformed_response_is_named_as_such() {
     });
     assert!(!m.log().contains("no explanation given"), "{}", m.log());
 }
+
+/// Found by an audit: a server that quotes the refused command in its
+/// answer (`NO … a1 LOGIN "user" "password"`) had the password logged,
+/// shown as the account's `lastError` (which a `read:accounts` key reads)
+/// and sent to every `error` webhook. What the server says is kept, the
+/// password masked; a `BYE` that quotes it is a refused login.
+#[test]
+fn a_server_quoting_the_refused_login_does_not_publish_the_password() {
+    const PASSWORD: &str = "pw-Echo-7731";
+    let echo = |word: &'static str| {
+        fake_imap::start(
+            "LOGIN",
+            Box::new(move |out: &mut TcpStream, tag: &str, line: &str| {
+                let line = line.trim_end();
+                let said = match word {
+                    "NO" => format!("{tag} NO [AUTHENTICATIONFAILED] you sent: {line}\r\n"),
+                    _ => format!("* BYE you sent: {line}\r\n"),
+                };
+                let _ = out.write_all(said.as_bytes());
+                if word == "BYE" {
+                    let _ = out.shutdown(std::net::Shutdown::Both);
+                }
+                true
+            }),
+        )
+    };
+    let (no, bye) = (echo("NO"), echo("BYE"));
+    let account = |name: &str, server: &FakeImap| {
+        format!(
+            "  - name: {name}\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
+             username: test, password: {PASSWORD} }}\n    folders: {{ watch: [INBOX] }}\n",
+            server.port
+        )
+    };
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\naccounts:\n{}{}",
+        account("no", &no),
+        account("bye", &bye)
+    ));
+    let errors = m.wait_for(Duration::from_secs(60), "both logins refused", || {
+        let list = m.get("/api/accounts").body["accounts"].clone();
+        let errors: Vec<String> = list
+            .as_array()?
+            .iter()
+            .filter_map(|a| a["lastError"].as_str().map(str::to_string))
+            .collect();
+        (errors.len() == 2 && errors.iter().all(|e| e.starts_with("login failed")))
+            .then_some(errors)
+    });
+    for e in &errors {
+        assert!(e.contains("you sent:") && e.contains("********"), "{e}");
+    }
+    let logs = m.get("/api/logs?level=debug&limit=2000").text;
+    for (what, text) in [
+        ("the log", m.log()),
+        ("/api/logs", logs),
+        ("/api/accounts", errors.join("\n")),
+    ] {
+        assert!(text.contains("you sent:"), "{what}: {text}");
+        assert!(!text.contains(PASSWORD), "{what}: {text}");
+    }
+}
+
+/// Found by an audit on a real Cyrus: a mailbox over its quota is answered
+/// `* NO [ALERT] Mailbox is over STORAGE quota` before the SELECT's OK,
+/// and the imap crate's SELECT met it with `unreachable!()`: the account's
+/// thread panicked at every start, and no mail was processed. An untagged
+/// NO is a warning (RFC 3501 §7.1.2): the SELECT goes on, and the log says
+/// what the server warned of.
+#[test]
+fn a_warning_with_the_select_is_logged_and_the_folder_read() {
+    let server = fake_imap::start(
+        "SELECT",
+        Box::new(|out: &mut TcpStream, _tag: &str, _line: &str| {
+            let _ = out.write_all(b"* NO [ALERT] Mailbox is over STORAGE quota\r\n");
+            false
+        }),
+    );
+    let m = start(&server, "");
+    m.wait_for(Duration::from_secs(30), "UID 1 recorded", || {
+        (m.get("/api/activity").body["total"] == 1).then_some(())
+    });
+    let log = m.log();
+    assert!(
+        log.contains(
+            "acct: the server sent a warning (NO) with INBOX: [ALERT] Mailbox is over STORAGE quota"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("panicked") && !log.contains("crashed"), "{log}");
+}

@@ -43,6 +43,8 @@ pub(crate) struct Folders {
     names: FolderNames,
     /// `ENABLE UTF8=ACCEPT` succeeded: names go as UTF-8, not modified UTF-7.
     utf8: bool,
+    /// The account, for what the server warns of.
+    account: String,
 }
 
 impl Folders {
@@ -57,6 +59,7 @@ impl Folders {
             trash: "Trash".into(),
             names,
             utf8,
+            account: "test".into(),
         }
     }
 
@@ -124,7 +127,9 @@ impl Folders {
     }
 
     pub(super) fn select(&self, s: &mut Session, name: &str) -> imap::Result<imap::types::Mailbox> {
-        s.select(self.wire(name))
+        let selected = s.select(self.wire(name));
+        self.tell_warnings(s, name);
+        selected
     }
 
     pub(super) fn examine(
@@ -132,7 +137,41 @@ impl Folders {
         s: &mut Session,
         name: &str,
     ) -> imap::Result<imap::types::Mailbox> {
-        s.examine(self.wire(name))
+        let examined = s.examine(self.wire(name));
+        self.tell_warnings(s, name);
+        examined
+    }
+
+    /// Logs what the server warned of since the last command that looked
+    /// (an untagged `NO` or `BAD`, an `[ALERT]`, which RFC 3501 §7.1 says
+    /// a user must be shown): Cyrus says `* NO [ALERT] Mailbox is over
+    /// STORAGE quota` with the `SELECT` of a full mailbox, and a move into
+    /// it will fail. Every other unsolicited answer is dropped here:
+    /// nothing reads it after the command it came with.
+    fn tell_warnings(&self, s: &mut Session, name: &str) {
+        use imap::types::UnsolicitedResponse as U;
+        use imap_proto::types::ResponseCode;
+        for said in s.take_all_unsolicited() {
+            let (what, code, words) = match said {
+                U::No { code, information } => ("a warning (NO)", code, information),
+                U::Bad { code, information } => ("an error (BAD)", code, information),
+                U::Ok {
+                    code: code @ Some(ResponseCode::Alert),
+                    information,
+                } => ("an alert", code, information),
+                _ => continue,
+            };
+            let alert = if matches!(code, Some(ResponseCode::Alert)) {
+                "[ALERT] "
+            } else {
+                ""
+            };
+            log::warn!(
+                "{}: the server sent {what} with {name}: {alert}{}",
+                self.account,
+                crate::email::visible(words.as_deref().unwrap_or(""), '\u{FFFD}')
+            );
+        }
     }
 
     /// `CREATE name`; the folder counts as existing for the rest of the
@@ -345,6 +384,7 @@ pub(super) fn discover(
         trash,
         names,
         utf8: caps.utf8,
+        account: account.name.clone(),
     })
 }
 

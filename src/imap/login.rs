@@ -22,6 +22,27 @@ fn refused(e: imap::Error) -> ImapError {
     }
 }
 
+/// `e` with each of `secrets` masked out of what the server said: a server
+/// may quote the command it refused (an audit: `NO … a1 LOGIN "user"
+/// "password"` was logged, shown as the account's `lastError` and sent to
+/// every webhook). Any other answer to the login that quotes a secret
+/// (a `BYE`) is a refusal of it.
+fn masked(e: ImapError, secrets: &[String]) -> ImapError {
+    match e {
+        ImapError::Login(said) => ImapError::Login(crate::agent::mask_secrets(said, secrets)),
+        ImapError::Protocol(p) => {
+            let said = p.to_string();
+            let hidden = crate::agent::mask_secrets(said.clone(), secrets);
+            if hidden == said {
+                ImapError::Protocol(p)
+            } else {
+                ImapError::Login(hidden)
+            }
+        }
+        other => other,
+    }
+}
+
 pub(super) fn login(
     client: imap::Client<Stream>,
     account: &AccountConfig,
@@ -29,9 +50,12 @@ pub(super) fn login(
 ) -> Result<Session, ImapError> {
     let c = &account.imap;
     match (c.auth, tokens) {
-        (ImapAuth::Password, _) => client
-            .login(&c.username, c.password.as_deref().unwrap_or_default())
-            .map_err(|(e, _)| refused(e)),
+        (ImapAuth::Password, _) => {
+            let password = c.password.clone().unwrap_or_default();
+            client
+                .login(&c.username, &password)
+                .map_err(|(e, _)| masked(refused(e), &[password]))
+        }
         (ImapAuth::Oauth2, Some(tokens)) => oauth_login(client, account, tokens),
         (ImapAuth::Oauth2, None) => Err(ImapError::Login(
             "auth: oauth2 without a token source".into(),
@@ -56,6 +80,7 @@ fn oauth_login(
     let (mut token, mut fresh) = tokens.access_token(false).map_err(ImapError::Token)?;
     loop {
         let auth = TokenAuth::new(mechanism, &c.username, &c.host, c.port(), &token.token);
+        let secrets = [token.token.clone(), auth.initial_response()];
         match client.authenticate(mechanism.name(), &auth) {
             Ok(session) => {
                 log::debug!("{}: signed in with {}", account.name, mechanism.name());
@@ -69,20 +94,21 @@ fn oauth_login(
                     .as_deref()
                     .map(|r| format!(" (server said {r})"))
                     .unwrap_or_default();
+                let said = crate::agent::mask_secrets(format!("{e}{said}"), &secrets);
                 if fresh {
                     return Err(ImapError::Login(format!(
-                        "{} with a fresh access token: {e}{said}",
+                        "{} with a fresh access token: {said}",
                         mechanism.name()
                     )));
                 }
                 log::info!(
-                    "{}: the server refused the access token{said}; refreshing it once",
+                    "{}: the server refused the access token ({said}); refreshing it once",
                     account.name
                 );
                 client = back;
                 (token, fresh) = tokens.access_token(true).map_err(ImapError::Token)?;
             }
-            Err((other, _)) => return Err(ImapError::Protocol(other)),
+            Err((other, _)) => return Err(masked(ImapError::Protocol(other), &secrets)),
         }
     }
 }

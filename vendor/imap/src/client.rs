@@ -1888,7 +1888,7 @@ pub(crate) mod testutils {
 pub const MAX_SERVER_WORDS: usize = 500;
 
 /// `words` cut to [`MAX_SERVER_WORDS`] characters, marked where cut.
-fn server_words(mut words: String) -> String {
+pub(crate) fn server_words(mut words: String) -> String {
     if let Some((at, _)) = words.char_indices().nth(MAX_SERVER_WORDS) {
         words.truncate(at);
         words.push('…');
@@ -2340,6 +2340,53 @@ mod tests {
         let mut session = mock_session!(MockStream::new(response));
         let e = session.noop().unwrap_err().to_string();
         assert!(e.len() < MAX_SERVER_WORDS + 100, "BYE: {} bytes", e.len());
+    }
+
+    /// mailproc patch: an untagged NO or BAD is a warning, kept as
+    /// unsolicited, and the command succeeds: Cyrus over its quota says
+    /// `* NO [ALERT] Mailbox is over STORAGE quota` before a SELECT's OK
+    /// (the release panicked there), and a warning after a SEARCH ended
+    /// the session as "Unexpected Response".
+    #[test]
+    fn an_untagged_no_or_bad_is_a_warning() {
+        let response = b"* NO [ALERT] Mailbox is over STORAGE quota\r\n\
+            * 3 EXISTS\r\n\
+            * OK [UIDVALIDITY 77] UIDs valid\r\n\
+            * BAD stray\r\n\
+            a1 OK [READ-WRITE] Select completed.\r\n"
+            .to_vec();
+        let mut session = mock_session!(MockStream::new(response));
+        let mailbox = session.select("INBOX").unwrap();
+        assert_eq!((mailbox.exists, mailbox.uid_validity), (3, Some(77)));
+        match session.unsolicited_responses.pop_front() {
+            Some(crate::types::UnsolicitedResponse::No {
+                code: Some(imap_proto::ResponseCode::Alert),
+                information: Some(i),
+            }) => assert!(i.contains("over STORAGE quota"), "{i}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            session.unsolicited_responses.pop_front(),
+            Some(crate::types::UnsolicitedResponse::Bad { .. })
+        ));
+        // Last in the SELECT's answer too.
+        let response = b"* 3 EXISTS\r\n* NO [ALERT] at 98% of quota\r\na1 OK done\r\n".to_vec();
+        let mut session = mock_session!(MockStream::new(response));
+        assert_eq!(session.select("INBOX").unwrap().exists, 3);
+        // Beside a SEARCH's results.
+        let response = b"* NO [ALERT] at 98% of quota\r\n* SEARCH 2 4\r\na1 OK done\r\n".to_vec();
+        let mut session = mock_session!(MockStream::new(response));
+        let found = session.uid_search("ALL").unwrap();
+        assert_eq!(found, [2, 4].into_iter().collect());
+        // A BYE before the command's OK is kept as every unilateral BYE
+        // is: the connection's close ends the session.
+        let response = b"* BYE going away\r\na1 OK done\r\n".to_vec();
+        let mut session = mock_session!(MockStream::new(response));
+        assert!(session.select("INBOX").is_ok());
+        assert!(matches!(
+            session.unsolicited_responses.pop_front(),
+            Some(crate::types::UnsolicitedResponse::Bye { .. })
+        ));
     }
 
     /// mailproc patch: a folder whose clients set more keywords than

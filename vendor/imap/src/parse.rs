@@ -297,13 +297,26 @@ pub fn parse_mailbox(
                     mailbox.is_read_only = true;
                 }
             }
-            Ok((rest, Response::Data { status, code, .. })) => {
+            Ok((rest, Response::Data { status, code, information })) => {
                 lines = rest;
 
-                if let imap_proto::Status::Ok = status {
-                } else {
-                    // how can this happen for a Response::Data?
-                    unreachable!();
+                // mailproc patch: an untagged NO or BAD is a warning the
+                // SELECT succeeds despite (Cyrus: `* NO [ALERT] Mailbox is
+                // over STORAGE quota`), kept as unsolicited; a BYE ends
+                // the session. The release had `unreachable!()` here: a
+                // real Cyrus over its quota panicked the account's thread
+                // at every SELECT (an audit).
+                if status != imap_proto::Status::Ok {
+                    let data = Response::Data {
+                        status,
+                        code,
+                        information,
+                    };
+                    match try_handle_unilateral(data, unsolicited) {
+                        Some(other) => break Err(other.into()),
+                        None if lines.is_empty() => break Ok(mailbox),
+                        None => continue,
+                    }
                 }
 
                 match code {

@@ -2,7 +2,7 @@
 //! 2177](https://tools.ietf.org/html/rfc2177).
 
 use crate::client::Session;
-use crate::error::{Error, Result};
+use crate::error::{Error, ParseError, Result};
 use crate::parse::parse_idle;
 use crate::types::UnsolicitedResponse;
 use crate::Connection;
@@ -114,7 +114,9 @@ impl<'a, T: Read + Write + 'a> Handle<'a, T> {
 
         self.session.read_response_onto(&mut v)?;
         // We should *only* get a continuation on an error (i.e., it gives BAD or NO).
-        unreachable!();
+        // mailproc patch: a server that ends IDLE with OK at once (or
+        // says something first) is an error, not a panic of the thread.
+        Err(Error::Parse(ParseError::Invalid(v)))
     }
 
     fn terminate(&mut self) -> Result<()> {

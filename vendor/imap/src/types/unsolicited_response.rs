@@ -31,6 +31,30 @@ pub enum UnsolicitedResponse {
         information: Option<String>,
     },
 
+    /// mailproc patch: an untagged `NO`, a warning the command it came
+    /// with still succeeds despite
+    /// ([RFC 3501 §7.1.2](https://tools.ietf.org/html/rfc3501#section-7.1.2)):
+    /// Cyrus says `* NO [ALERT] Mailbox is over STORAGE quota` before a
+    /// `SELECT`'s `OK`. The release had no place for one: `SELECT` panicked
+    /// and other commands ended the session as "Unexpected Response".
+    No {
+        /// Optional response code.
+        code: Option<ResponseCode<'static>>,
+        /// Information text that may be presented to the user.
+        information: Option<String>,
+    },
+
+    /// mailproc patch: an untagged `BAD`, an error the server could not
+    /// tie to a command
+    /// ([RFC 3501 §7.1.3](https://tools.ietf.org/html/rfc3501#section-7.1.3)),
+    /// kept as `No` is.
+    Bad {
+        /// Optional response code.
+        code: Option<ResponseCode<'static>>,
+        /// Information text that may be presented to the user.
+        information: Option<String>,
+    },
+
     /// An unsolicited [`EXISTS` response](https://tools.ietf.org/html/rfc3501#section-7.3.1) that
     /// reports the number of messages in the mailbox. This response occurs if the size of the
     /// mailbox changes (e.g., new messages arrive).
@@ -176,6 +200,22 @@ impl<'a> TryFrom<Response<'a>> for UnsolicitedResponse {
             } => Ok(UnsolicitedResponse::Ok {
                 code: code.map(|c| c.into_owned()),
                 information: information.map(|s| s.to_string()),
+            }),
+            Response::Data {
+                status: Status::No,
+                code,
+                information,
+            } => Ok(UnsolicitedResponse::No {
+                code: code.map(|c| c.into_owned()),
+                information: information.map(|s| crate::client::server_words(s.to_string())),
+            }),
+            Response::Data {
+                status: Status::Bad,
+                code,
+                information,
+            } => Ok(UnsolicitedResponse::Bad {
+                code: code.map(|c| c.into_owned()),
+                information: information.map(|s| crate::client::server_words(s.to_string())),
             }),
             Response::Expunge(n) => Ok(UnsolicitedResponse::Expunge(n)),
             Response::Fetch(id, attributes) => Ok(UnsolicitedResponse::Fetch {
