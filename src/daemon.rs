@@ -162,7 +162,9 @@ fn reload(live: &Live) {
                     problems.len()
                 );
             }
-            ChangeError::Write(e) | ChangeError::Stale(e) => log::error!("reload: {e}"),
+            e @ (ChangeError::Write(_) | ChangeError::Stale(_) | ChangeError::Overtaken(_)) => {
+                log::error!("reload: {e}")
+            }
         }
     }
 }

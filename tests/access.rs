@@ -517,3 +517,36 @@ fn strangers_guessing_a_username_do_not_lock_out_a_browser_it_signed_in_from() {
         429
     );
 }
+
+/// Found by an audit: a JSON body posted with a form's `Content-Type`
+/// (curl's `-d` default) was read as a form with no username and answered
+/// "Wrong username or password", each one counted toward the address's
+/// lockout. A form without a username or a password is 400 naming what it
+/// lacks, and counts for nothing.
+#[test]
+fn a_login_form_without_its_fields_is_400_and_not_a_failed_sign_in() {
+    let m = common::secured::start_secured();
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let form = |body: &str| {
+        m.request(
+            "POST",
+            "/login",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            Some(body),
+        )
+    };
+    let json_body = json!({"username": "admin", "password": "correct horse battery"}).to_string();
+    for _ in 0..12 {
+        let r = form(&json_body);
+        assert_eq!(r.status, 400, "{}", r.text);
+        assert!(r.text.contains("The form had no username"), "{}", r.text);
+    }
+    let r = form("username=admin");
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("The form had no password"), "{}", r.text);
+    assert!(!m.log().contains("login failed"), "{}", m.log());
+    // Not locked out: the form filled in signs in.
+    let r = form("username=admin&password=correct+horse+battery&next=%2F");
+    assert_eq!(r.status, 303, "{}", r.text);
+}

@@ -771,6 +771,44 @@ fn logs_limit_stats_account_and_period_are_checked() {
     let r = m.get_with("/api/activity?accountName=retired", TOKEN);
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["total"], 1, "{}", r.text);
+    // A parameter the route does not read, or one given twice, is 400
+    // naming it (an audit: `account=`, the name of `/api/stats`, answered
+    // with every account's entries; a second `page` was ignored).
+    for (path, named) in [
+        (
+            "/api/activity?account=nosuch",
+            "account: unknown query parameter (the account is `accountName` here)",
+        ),
+        (
+            "/api/activity?pagesize=1",
+            "pagesize: unknown query parameter",
+        ),
+        (
+            "/api/export?format=csv&start_date=1",
+            "start_date: unknown query parameter",
+        ),
+        (
+            "/api/stats?period=day&foo=bar",
+            "foo: unknown query parameter",
+        ),
+        (
+            "/api/accounts?x",
+            "x: unknown query parameter; this route takes none",
+        ),
+        ("/api/activity?page=1&page=2", "page: given more than once"),
+        (
+            "/api/stats?period=day&period=week",
+            "period: given more than once",
+        ),
+    ] {
+        let r = m.get_with(path, TOKEN);
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+        let e = r.body["error"].as_str().unwrap_or_default();
+        assert!(e.starts_with(named), "{path}: {}", r.text);
+    }
+    // Checked after the credentials: no key, no word on the parameters.
+    let r = m.get("/api/activity?account=nosuch");
+    assert_eq!(r.status, 401, "{}", r.text);
     // An id in the path is a positive whole number, as the query's are.
     for id in [
         "-1",

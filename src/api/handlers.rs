@@ -152,26 +152,79 @@ fn path_id(s: &str) -> Result<i64, Reply> {
 /// `GET /api/config` with `read:config`: the file as written, secrets
 /// masked.
 pub fn config(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
-    Ok(Reply::ok(&crate::config::redacted_json(&ctx.config().raw)))
+    let loaded = ctx.config();
+    Ok(versioned(
+        Reply::ok(&crate::config::redacted_json(&loaded.raw)),
+        &loaded.path,
+    ))
+}
+
+/// `reply` with the `ETag` of the configuration file at `path`, which a
+/// `PUT /api/config` may send back as `If-Match`.
+fn versioned(reply: Reply, path: &std::path::Path) -> Reply {
+    reply.with_header("ETag", format!("\"{}\"", crate::config::file_version(path)))
+}
+
+/// The version a `PUT /api/config` is made from, by its `If-Match`
+/// (RFC 9110 §13.1.1): none to check without the header or with `*`;
+/// else the file's version when the header names it, or another it names
+/// (which [`crate::live::Live::replace`] then refuses, 412). A weak tag
+/// never matches; a header that is no list of tags is 400.
+fn if_match(ctx: &Ctx, req: &Req) -> Result<Option<String>, Reply> {
+    let Some(header) = req.header("If-Match") else {
+        return Ok(None);
+    };
+    let header = header.trim();
+    if header == "*" {
+        return Ok(None);
+    }
+    let now = crate::config::file_version(&ctx.config().path);
+    let mut named = Vec::new();
+    for tag in header.split(',').map(str::trim) {
+        let strong = tag.strip_prefix("W/").unwrap_or(tag);
+        let Some(opaque) = strong
+            .strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .filter(|t| !t.contains('"'))
+        else {
+            return Err(Reply::error(
+                400,
+                format!(
+                    "If-Match: expected * or entity tags as ETag gives them (\"{now}\"), got {tag:?}"
+                ),
+            ));
+        };
+        if !tag.starts_with("W/") {
+            named.push(opaque.to_string());
+        }
+    }
+    Ok(Some(match named.iter().find(|t| **t == now) {
+        Some(t) => t.clone(),
+        None => named.into_iter().next().unwrap_or_default(),
+    }))
 }
 
 /// `GET /api/config` with `read:stats` only: the settings that shape
 /// processing, without a host, user name, URL, proxy, header or key.
 pub fn config_summary(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
-    Ok(Reply::ok(&crate::config::summary_json(&ctx.config().raw)))
+    let loaded = ctx.config();
+    Ok(versioned(
+        Reply::ok(&crate::config::summary_json(&loaded.raw)),
+        &loaded.path,
+    ))
 }
 
 /// `GET /api/config` with `write:accounts` but not `read:config`: the
 /// summary, with the accounts whole (secrets masked), which this caller
 /// may replace and so must be able to read and send back.
 pub fn config_for_accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
-    let raw = &ctx.config().raw;
-    let mut answer = crate::config::summary_json(raw);
-    let accounts = crate::config::redacted_json(raw)["accounts"].take();
+    let loaded = ctx.config();
+    let mut answer = crate::config::summary_json(&loaded.raw);
+    let accounts = crate::config::redacted_json(&loaded.raw)["accounts"].take();
     if !accounts.is_null() {
         answer["accounts"] = accounts;
     }
-    Ok(Reply::ok(&answer))
+    Ok(versioned(Reply::ok(&answer), &loaded.path))
 }
 
 /// `PUT /api/config`: a whole configuration in the shape `GET` gives,
@@ -186,7 +239,9 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     }
     let raw: serde_norway::Value =
         serde_json::from_value(body).map_err(|e| Reply::error(400, format!("body: {e}")))?;
-    change_answer(service::config::replace(ctx, raw))
+    let base = if_match(ctx, req)?;
+    let done = change_answer(service::config::replace(ctx, raw, base.as_deref()));
+    with_version(ctx, done)
 }
 
 /// `PUT /api/config` for a key with `write:accounts` but not
@@ -239,7 +294,18 @@ pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
                 serde_norway::Value::Mapping([("accounts".into(), accounts)].into_iter().collect())
         }
     }
-    change_answer(service::config::replace(ctx, raw))
+    let base = if_match(ctx, req)?;
+    let done = change_answer(service::config::replace(ctx, raw, base.as_deref()));
+    with_version(ctx, done)
+}
+
+/// A change's answer with the file's `ETag` as it is now: the version a
+/// next change is made from, or the one that overtook this one.
+fn with_version(ctx: &Ctx, answer: Answer) -> Answer {
+    let path = ctx.config().path.clone();
+    answer
+        .map(|r| versioned(r, &path))
+        .map_err(|r| versioned(r, &path))
 }
 
 /// The answer to a configuration change, for the API and the dashboard.
@@ -268,6 +334,7 @@ pub fn change_answer(result: Result<crate::live::Applied, crate::live::ChangeErr
             format!("the configuration cannot be written, nothing changed: {e}"),
         )),
         Err(ChangeError::Stale(e)) => Err(Reply::error(409, e)),
+        Err(e @ ChangeError::Overtaken(_)) => Err(Reply::error(412, format!("If-Match: {e}"))),
     }
 }
 

@@ -40,9 +40,10 @@ pub use redact::{
 pub use schema::*;
 pub use typed::plain_types;
 pub use validate::{
-    read_certificate, sendable_header_value, signing_key, validate, warnings, BAD_HEADER_VALUE,
+    framing_header, read_certificate, sendable_header_value, signing_key, too_many_headers,
+    validate, warnings, BAD_HEADER_VALUE, FRAMING_HEADER, TOO_MANY_HEADERS,
 };
-pub use write::{backup_path, write_atomically};
+pub use write::{backup_path, file_version, version_of, write_atomically};
 
 use std::fmt;
 use std::net::IpAddr;
@@ -109,6 +110,9 @@ pub struct Loaded {
     /// The tree as written in the file, before `${NAME}` substitution.
     pub raw: serde_norway::Value,
     pub path: PathBuf,
+    /// The version of the file (`file_version`) `raw` was read from or
+    /// written as: a change made from `raw` is made from it.
+    pub version: String,
 }
 
 /// The file's text, or what to do when it cannot be read: a missing file
@@ -142,6 +146,7 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
         config,
         raw,
         path: path.to_path_buf(),
+        version: version_of(text.as_bytes()),
     })
 }
 
@@ -173,6 +178,7 @@ pub fn load_for_oauth_helper(path: &Path) -> Result<Loaded, ConfigError> {
         config,
         raw,
         path: path.to_path_buf(),
+        version: version_of(text.as_bytes()),
     })
 }
 

@@ -391,11 +391,21 @@ fn a_wrong_type_is_named_in_words_not_rust_types() {
 #[test]
 fn unsendable_header_values_and_passwords_are_refused() {
     let e = parse_str(
-        "webhooks: [ { url: \"https://h.example/x\", headers: { X-Token: \"a\\u0001b\" } } ]\n\
+        "webhooks: [ { url: \"https://h.example/x\", headers: { X-Token: \"a\\u0001b\", Host: h } } ]\n\
+             classifier: { providers: [ { name: p, kind: openai, url: \"https://m.example/v1\", model: m, api_key: \"sk\\nx\" } ] }\n\
              accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"pw\\n\" }\n",
     )
     .unwrap_err();
     let all = e.problems.join("\n");
+    assert!(
+        all.contains("webhooks[0].headers.Host: written by the HTTP client itself"),
+        "{all}"
+    );
+    assert!(
+        all.contains("classifier.providers[0].api_key: not a valid header value"),
+        "{all}"
+    );
+    assert!(!all.contains("sk\nx"), "{all}");
     assert!(
         all.contains("webhooks[0].headers.X-Token: not a valid header value"),
         "{all}"

@@ -42,12 +42,57 @@ fn valid_http_url(s: &str) -> Result<(), String> {
 /// spaces and tabs. A CR, LF or other control character could end the line
 /// and forge another; the one rule of webhook headers (config and
 /// deliveries alike).
+/// Past [`MAX_HEADER_VALUE`] it is refused too: the HTTP client could not
+/// write it (an audit found "protocol: output too small to write output"
+/// for a 900 KB value), and receivers refuse far less.
 pub fn sendable_header_value(v: &str) -> bool {
-    v.chars().all(|c| c == '\t' || (' '..='~').contains(&c))
+    v.len() <= MAX_HEADER_VALUE && v.chars().all(|c| c == '\t' || (' '..='~').contains(&c))
 }
 
-pub const BAD_HEADER_VALUE: &str =
-    "not a valid header value (visible ASCII only: no CR, LF or other control character)";
+/// The longest value of one webhook header, and of all of a webhook's
+/// headers together (names and values).
+pub const MAX_HEADER_VALUE: usize = 8 << 10;
+pub const MAX_HEADERS: usize = 64 << 10;
+
+pub const BAD_HEADER_VALUE: &str = "not a valid header value (visible ASCII only: no CR, LF or \
+     other control character; at most 8 KiB)";
+
+/// Whether `name` is a header that frames the request or steers its
+/// connection: the HTTP client writes those itself. Sent as configured
+/// (`Content-Length: 0` beside `Transfer-Encoding: chunked`, another
+/// `Host`), they were the shape of request smuggling toward a receiver
+/// behind a proxy (an audit).
+pub fn framing_header(name: &str) -> bool {
+    const FRAMING: &[&str] = &[
+        "content-length",
+        "transfer-encoding",
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "upgrade",
+        "te",
+        "trailer",
+        "expect",
+    ];
+    FRAMING.iter().any(|f| f.eq_ignore_ascii_case(name))
+}
+
+pub const FRAMING_HEADER: &str =
+    "written by the HTTP client itself (framing and connection headers cannot be set)";
+
+/// The header of `headers` at which they together pass [`MAX_HEADERS`].
+pub fn too_many_headers<'a>(
+    headers: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Option<&'a String> {
+    let mut total = 0;
+    headers.into_iter().find_map(|(name, value)| {
+        total += name.len() + value.len();
+        (total > MAX_HEADERS).then_some(name)
+    })
+}
+
+pub const TOO_MANY_HEADERS: &str = "the headers together (names and values) pass 64 KiB";
 
 fn valid_account_name(s: &str) -> bool {
     !s.is_empty()
@@ -294,6 +339,15 @@ pub fn validate(c: &Config) -> Vec<String> {
         }
         if pr.model.trim().is_empty() {
             p.push(format!("{at}.model: must not be empty"));
+        }
+        // Sent in a header: a line break in it failed every call as "http:
+        // failed to parse header value", no key named (an audit).
+        if pr
+            .api_key
+            .as_deref()
+            .is_some_and(|k| !sendable_header_value(k))
+        {
+            p.push(format!("{at}.api_key: {BAD_HEADER_VALUE}"));
         }
         check_duration(&format!("{at}.timeout"), pr.timeout.0, &mut p);
         if pr.timeout.0.is_zero() {
@@ -557,6 +611,8 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
             {
                 p.push(format!("{at}[{i}].headers: invalid header name {name:?}"));
+            } else if framing_header(name) {
+                p.push(format!("{at}[{i}].headers.{name}: {FRAMING_HEADER}"));
             }
         }
         // A value every delivery would fail on (the test endpoint refuses
@@ -565,6 +621,9 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
             if !sendable_header_value(value) {
                 p.push(format!("{at}[{i}].headers.{name}: {BAD_HEADER_VALUE}"));
             }
+        }
+        if let Some(name) = too_many_headers(&h.headers) {
+            p.push(format!("{at}[{i}].headers.{name}: {TOO_MANY_HEADERS}"));
         }
         if let Some(s) = &h.secret {
             if s.len() < 16 {

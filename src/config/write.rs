@@ -11,6 +11,25 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// The version of the configuration file at `path`: a digest of its bytes
+/// (16 hex digits), the same for a file that is gone or unreadable and an
+/// empty one. A change made from one version (the editor's page, the
+/// `ETag` of `GET /api/config`) is refused when the file is at another:
+/// without it, of two people editing, the second save undid the first
+/// without a word, and so did a save over a comment added by hand.
+pub fn file_version(path: &Path) -> String {
+    version_of(&fs::read(path).unwrap_or_default())
+}
+
+/// The version of a file that holds `bytes` (see [`file_version`]).
+pub fn version_of(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The file kept of the previous version: `config.yaml.bak`.
 pub fn backup_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();

@@ -21,9 +21,11 @@ pub enum Outcome {
         text: String,
         problems: Vec<String>,
         status: u16,
+        /// The version of the file it was made from; none: as it is now.
+        base: Option<String>,
     },
     /// Posted after its session ended: kept, not saved yet.
-    Draft(String),
+    Draft(crate::service::sessions::Draft),
 }
 
 /// What a change did, a line per kind.
@@ -185,28 +187,33 @@ pub fn page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
 /// beside it, problems listed by line above it.
 pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
     let loaded = ctx.config();
+    let file = std::fs::read(&loaded.path).unwrap_or_default();
+    // What a save from this page is made from, unless it is a text made
+    // from an earlier version.
+    let now = config::version_of(&file);
     // The file's text, secrets masked and its comments kept.
     let current = || {
         let redacted = config::redacted_json(&loaded.raw);
-        let file = std::fs::read_to_string(&loaded.path).unwrap_or_default();
         serde_norway::to_value(&redacted)
-            .and_then(|tree| config::keep_comments(&file, &tree))
+            .and_then(|tree| config::keep_comments(&String::from_utf8_lossy(&file), &tree))
             .unwrap_or_else(|_| serde_json::to_string_pretty(&redacted).unwrap_or_default())
     };
     let mut status = 200;
-    let (text, problems, applied, draft) = match outcome {
-        None => (current(), Vec::new(), None, false),
-        Some(Outcome::Applied(lines)) => (current(), Vec::new(), Some(lines), false),
+    let (text, problems, applied, draft, base) = match outcome {
+        None => (current(), Vec::new(), None, false, None),
+        Some(Outcome::Applied(lines)) => (current(), Vec::new(), Some(lines), false, None),
         Some(Outcome::Refused {
             text,
             problems,
             status: refused,
+            base,
         }) => {
             status = refused;
-            (text, problems, None, false)
+            (text, problems, None, false, base)
         }
-        Some(Outcome::Draft(text)) => (text, Vec::new(), None, true),
+        Some(Outcome::Draft(d)) => (d.text, Vec::new(), None, true, d.base),
     };
+    let base = base.unwrap_or(now);
     // Shown before a save would be refused for it.
     let differs = ctx.live.file_differs();
     let located: Vec<(Option<usize>, &String)> = problems
@@ -253,6 +260,7 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
         }
         form.stack.editor method="post" action="/config" aria-label="Edit the configuration" {
             input type="hidden" name="_csrf" value=(s.csrf);
+            input type="hidden" name="base" value=(base);
             label for="config-yaml" { "config.yaml" }
             div.gutter {
                 // Line numbers: the textarea shows every line (no wrapping,

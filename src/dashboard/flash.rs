@@ -127,17 +127,18 @@ pub mod draft {
     use super::{cookie, DRAFT_COOKIE};
     use crate::auth;
     use crate::http::Req;
-    use crate::service::{sessions::DRAFT_TTL, Ctx};
+    use crate::service::sessions::{Draft, DRAFT_TTL};
+    use crate::service::Ctx;
 
-    /// Keeps `text` and returns the `Set-Cookie` value that lets this
+    /// Keeps `draft` and returns the `Set-Cookie` value that lets this
     /// browser have it back.
-    pub fn keep(ctx: &Ctx, req: &Req, text: String) -> String {
-        let id = ctx.drafts.keep(text);
+    pub fn keep(ctx: &Ctx, req: &Req, draft: Draft) -> String {
+        let id = ctx.drafts.keep(draft);
         cookie(DRAFT_COOKIE, &id, DRAFT_TTL.as_secs(), req.secure)
     }
 
     /// The draft this browser left, taken out of the store.
-    pub fn take(ctx: &Ctx, req: &Req) -> Option<String> {
+    pub fn take(ctx: &Ctx, req: &Req) -> Option<Draft> {
         let id = auth::cookie(req.header("Cookie")?, DRAFT_COOKIE)?;
         ctx.drafts.take(id)
     }

@@ -286,6 +286,16 @@ fn login_post(ctx: &Ctx, req: &Req) -> Reply {
         local_path(get("next")).unwrap_or("/".into()),
     );
     let unsent = get("unsent") == "1";
+    // Nothing to check, so no failed sign-in to count against the address
+    // (an audit: JSON posted as a form was "wrong username or password",
+    // and counted toward the lockout).
+    let missing = ["username", "password"]
+        .into_iter()
+        .find(|k| f.get(*k).is_none_or(String::is_empty));
+    if let Some(field) = missing {
+        let why = format!("The form had no {field}: enter a username and a password.");
+        return html(400, login_form(user, (&next, unsent), Some(&why), None));
+    }
     match sessions::login(ctx, req, user, get("password"), " (dashboard)") {
         Ok(cookies) => {
             let to = match unsent {
@@ -522,8 +532,20 @@ pub const CONFIG_SAVED: &str = "config:saved";
 /// `PUT /api/config`.
 pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     use super::editor::{config, Outcome};
-    let text = fields(req).remove("yaml").unwrap_or_default();
-    match service::config::replace_text(ctx, &text) {
+    let mut posted = fields(req);
+    let text = posted.remove("yaml").unwrap_or_default();
+    // The version of the file the page showed (none from a page older
+    // than the field).
+    let base = posted.remove("base").filter(|b| !b.is_empty());
+    let refused = |text: String, problems: Vec<String>, status: u16, base: Option<String>| {
+        Some(Outcome::Refused {
+            text,
+            problems,
+            status,
+            base,
+        })
+    };
+    match service::config::replace_text(ctx, &text, base.as_deref()) {
         Ok(a) => {
             log::info!("{}: configuration changed from the dashboard", s.user);
             // Post, redirect, get: reloading the page that says so must
@@ -531,34 +553,37 @@ pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             let lines = super::editor::applied_lines(&a).join("\n");
             super::redirect_with(ctx, req, "/config", &Flash::ok(CONFIG_SAVED, lines))
         }
-        Err(crate::live::ChangeError::Invalid(problems)) => config(
-            ctx,
-            s,
-            Some(Outcome::Refused {
-                text,
-                problems,
-                status: 400,
-            }),
-        ),
+        Err(crate::live::ChangeError::Invalid(problems)) => {
+            config(ctx, s, refused(text, problems, 400, base))
+        }
         // The text is kept, with why it was not saved (an audit found a
         // bare error page that lost it).
         Err(crate::live::ChangeError::Write(e)) => config(
             ctx,
             s,
-            Some(Outcome::Refused {
+            refused(
                 text,
-                problems: vec![format!("the file cannot be written: {e}")],
-                status: 503,
-            }),
+                vec![format!("the file cannot be written: {e}")],
+                503,
+                base,
+            ),
         ),
-        Err(crate::live::ChangeError::Stale(e)) => config(
+        Err(crate::live::ChangeError::Stale(e)) => {
+            config(ctx, s, refused(text, vec![e], 409, base))
+        }
+        // Shown again made from the file as it is now: a second save is
+        // the author's choice, made knowing.
+        Err(crate::live::ChangeError::Overtaken(_)) => config(
             ctx,
             s,
-            Some(Outcome::Refused {
-                text,
-                problems: vec![e],
-                status: 409,
-            }),
+            refused(text, vec![OVERTAKEN_HERE.into()], 409, None),
         ),
     }
 }
+
+/// Why the editor's text was not saved when the file changed after its
+/// page was loaded.
+pub const OVERTAKEN_HERE: &str = "the file was changed after this page was loaded (a save from \
+     another page or through the API, or an edit of the file), and saving would have undone \
+     that change. Your text is below as you left it; “Validate and save” again writes it over \
+     that change. To see the file as it is now, open the editor in another tab.";

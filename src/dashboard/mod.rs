@@ -235,11 +235,15 @@ pub fn expired_post(ctx: &Ctx, req: &Req, why: NoSession) -> Reply {
     let mut next = return_path(req);
     let mut draft = None;
     if req.path.trim_matches('/') == "config" && req.is_form() && req.same_origin(false) {
-        if let Some(text) = url::form_urlencoded::parse(&req.body)
-            .find(|(k, _)| k == "yaml")
-            .map(|(_, v)| v.into_owned())
-        {
-            draft = Some(flash::draft::keep(ctx, req, text));
+        let field = |name: &str| {
+            url::form_urlencoded::parse(&req.body)
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        if let Some(text) = field("yaml") {
+            let base = field("base");
+            let kept = crate::service::sessions::Draft { text, base };
+            draft = Some(flash::draft::keep(ctx, req, kept));
             next = "/config".into();
         }
     }

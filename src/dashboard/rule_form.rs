@@ -434,7 +434,9 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         (true, _) if f.first => rules.insert(0, f.tree()),
         (true, _) => rules.push(f.tree()),
     }
-    match crate::service::config::replace(ctx, raw) {
+    // Made from the running configuration: refused if another change
+    // (a save elsewhere, a reload) came after it was read.
+    match crate::service::config::replace(ctx, raw, Some(&loaded.version)) {
         Ok(applied) => {
             log::info!(
                 "{}: rule {:?} of {} saved from the dashboard",
@@ -465,6 +467,19 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             503,
         ),
         Err(crate::live::ChangeError::Stale(e)) => rule_form(ctx, s, a, &f, &[e], 409),
+        Err(crate::live::ChangeError::Overtaken(_)) => rule_form(
+            ctx,
+            s,
+            a,
+            &f,
+            &[
+                "The configuration changed while this rule was being saved (a save elsewhere, \
+               or a reload); nothing changed. “Check and save” again puts this rule into the \
+               configuration as it is now."
+                    .into(),
+            ],
+            409,
+        ),
     }
 }
 

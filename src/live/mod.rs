@@ -122,6 +122,10 @@ pub enum ChangeError {
     /// reloaded yet, or a reload that was refused): writing would undo
     /// that edit; nothing changed.
     Stale(String),
+    /// The file is no longer at the version the change was made from
+    /// (another save, or an edit by hand, came first): writing would undo
+    /// that change; nothing changed. Carries the file's version now.
+    Overtaken(String),
 }
 
 impl std::fmt::Display for ChangeError {
@@ -129,9 +133,15 @@ impl std::fmt::Display for ChangeError {
         match self {
             ChangeError::Invalid(problems) => write!(f, "{}", problems.join("; ")),
             ChangeError::Write(e) | ChangeError::Stale(e) => write!(f, "{e}"),
+            ChangeError::Overtaken(_) => write!(f, "{OVERTAKEN}"),
         }
     }
 }
+
+/// Why a change made from an earlier version of the file is refused.
+pub const OVERTAKEN: &str = "the configuration file was changed since this version of it was \
+     read (a save from another page or through the API, or an edit of the file): saving would \
+     undo that change; nothing changed";
 
 impl From<ConfigError> for ChangeError {
     fn from(e: ConfigError) -> Self {
@@ -234,13 +244,24 @@ impl Live {
     /// was unmasked, else with its comments kept. A tree that came as such
     /// (the API, the rule form) keeps the comments of the file as it is now
     /// (see `config::keep_comments`).
+    ///
+    /// `base` is the version of the file (`config::file_version`) the
+    /// change was made from, when its author says: the change is refused
+    /// if the file is at another one now.
     pub fn replace(
         &self,
         mut raw: serde_norway::Value,
         posted: Option<&str>,
+        base: Option<&str>,
     ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
+        if let Some(base) = base {
+            let now = crate::config::file_version(&current.path);
+            if now != base {
+                return Err(ChangeError::Overtaken(now));
+            }
+        }
         if let Some(why) = file_differs(&current) {
             return Err(ChangeError::Stale(why));
         }
@@ -269,11 +290,12 @@ impl Live {
         // (`write_atomically`): a comment is a change there.
         let same_tree =
             posted.is_none() && crate::config::bounded::from_str(&on_disk).is_ok_and(|v| v == raw);
-        if same_tree {
+        let version = if same_tree {
             log::info!(
                 "configuration unchanged: {} left as it is",
                 current.path.display()
             );
+            crate::config::version_of(on_disk.as_bytes())
         } else {
             let text = match posted {
                 Some(t) if as_posted == raw => Ok(t.to_string()),
@@ -284,11 +306,13 @@ impl Live {
             crate::config::write_atomically(&current.path, &text)
                 .map_err(|e| ChangeError::Write(format!("cannot write {e}")))?;
             log::info!("configuration written to {}", current.path.display());
-        }
+            crate::config::version_of(text.as_bytes())
+        };
         let loaded = Loaded {
             config,
             raw,
             path: current.path.clone(),
+            version,
         };
         Ok(self.apply(&mut fleet, loaded))
     }
@@ -425,6 +449,10 @@ impl Live {
         *self.loaded.write() = Arc::new(new);
 
         let config = self.config();
+        // The webhooks before any account starts: a new account's first
+        // event (a `connection_lost` at once) went to the targets this
+        // change removed, and missed its own (an audit).
+        self.deps.webhooks.reload(&config.config);
         // A rename waiting for its old name's worker that this change takes
         // back (the new name gone, or the old one back): forgotten, and its
         // old name may be the old name of a new rename (a → b → c).
@@ -540,7 +568,6 @@ impl Live {
                 }
             }
         }
-        self.deps.webhooks.reload(&config.config);
         if !applied.restart_required.is_empty() {
             log::warn!(
                 "configuration applied; these settings keep their running values until a restart: {}",

@@ -88,6 +88,10 @@ pub struct Route {
     pattern: &'static str,
     access: Access,
     handler: Handler,
+    /// The query parameters an API route reads: any other, or one given
+    /// twice, is 400 naming it (an audit found `/api/activity?account=x`,
+    /// the name `/api/stats` takes, answered with every account's entries).
+    query: &'static [&'static str],
 }
 
 use Access::{Anyone, Asset, Form, Needs, SignIn};
@@ -99,8 +103,44 @@ const fn r(method: &'static str, pattern: &'static str, access: Access, handler:
         pattern,
         access,
         handler,
+        query: &[],
     }
 }
+
+impl Route {
+    /// This route with the query parameters it reads.
+    const fn taking(self, query: &'static [&'static str]) -> Route {
+        Route { query, ..self }
+    }
+}
+
+/// The query parameters of `/api/activity`, and of `/api/export` with
+/// `format`.
+const ACTIVITY_QUERY: &[&str] = &[
+    "page",
+    "pageSize",
+    "accountName",
+    "actionType",
+    "status",
+    "search",
+    "startDate",
+    "endDate",
+    "open",
+    "undecided",
+];
+const EXPORT_QUERY: &[&str] = &[
+    "format",
+    "page",
+    "pageSize",
+    "accountName",
+    "actionType",
+    "status",
+    "search",
+    "startDate",
+    "endDate",
+    "open",
+    "undecided",
+];
 
 /// Every route, once.
 static ROUTES: &[Route] = &[
@@ -115,13 +155,15 @@ static ROUTES: &[Route] = &[
         "/api/stats",
         Needs("read:stats"),
         Api(handlers::stats),
-    ),
+    )
+    .taking(&["period", "account"]),
     r(
         "GET",
         "/api/activity",
         Needs("read:activity"),
         Api(handlers::activity),
-    ),
+    )
+    .taking(ACTIVITY_QUERY),
     r(
         "POST",
         "/api/activity/:id/retry",
@@ -204,19 +246,21 @@ static ROUTES: &[Route] = &[
         Needs("read:accounts"),
         Api(handlers::learned),
     ),
-    r("GET", "/api/logs", Needs("read:logs"), Api(handlers::logs)),
+    r("GET", "/api/logs", Needs("read:logs"), Api(handlers::logs)).taking(&["limit", "level"]),
     r(
         "GET",
         "/api/export",
         Needs("read:export"),
         Api(export::export),
-    ),
+    )
+    .taking(EXPORT_QUERY),
     r(
         "GET",
         "/api/webhooks/deliveries",
         Needs("read:activity"),
         Api(handlers::deliveries),
-    ),
+    )
+    .taking(&["page", "pageSize"]),
     r(
         "POST",
         "/api/test-webhook",
@@ -578,12 +622,39 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
                     ))
                 }
             };
-            f(ctx, req, params)
+            query_refusal(req, r.query).map_or_else(|| f(ctx, req, params), Err)
         }),
         // The table's test holds every API row to an API handler.
         _ => Err(Reply::error(500, "internal error")),
     };
     (answer.unwrap_or_else(|e| e), r.pattern)
+}
+
+/// 400 for a query parameter the route does not read, or one given twice
+/// (the first was read, the second ignored): a misspelt filter must not
+/// answer as if there were none.
+fn query_refusal(req: &Req, takes: &[&str]) -> Option<Reply> {
+    for (i, (name, _)) in req.query.iter().enumerate() {
+        if !takes.contains(&name.as_str()) {
+            let known = if takes.is_empty() {
+                "this route takes none".to_string()
+            } else {
+                format!("this route takes {}", takes.join(", "))
+            };
+            let hint = match (name.as_str(), takes.contains(&"accountName")) {
+                ("account", true) => " (the account is `accountName` here)",
+                _ => "",
+            };
+            return Some(Reply::error(
+                400,
+                format!("{name}: unknown query parameter{hint}; {known}"),
+            ));
+        }
+        if req.query[..i].iter().any(|(seen, _)| seen == name) {
+            return Some(Reply::error(400, format!("{name}: given more than once")));
+        }
+    }
+    None
 }
 
 /// A dashboard request: the checks of its access in order, then the
@@ -627,7 +698,11 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
             if req.path == "/config" && req.same_origin(true) && fields.contains_key("_csrf") {
                 if let Some(text) = fields.remove("yaml") {
                     dash::prepare(ctx, req, &mut s);
-                    let draft = dash::editor::Outcome::Draft(text);
+                    let base = fields.remove("base").filter(|b| !b.is_empty());
+                    let draft = dash::editor::Outcome::Draft(crate::service::sessions::Draft {
+                        text,
+                        base,
+                    });
                     return (dash::editor::config(ctx, &s, Some(draft)), "/config");
                 }
             }

@@ -8,16 +8,22 @@ use crate::live::{Applied, ChangeError};
 use super::Ctx;
 
 /// Replaces the configuration with `raw`, a whole tree as `GET
-/// /api/config` shows it (secrets may read `********`).
-pub fn replace(ctx: &Ctx, raw: serde_norway::Value) -> Result<Applied, ChangeError> {
-    ctx.live.replace(raw, None)
+/// /api/config` shows it (secrets may read `********`), made from the
+/// file at version `base` when the caller says (`If-Match`).
+pub fn replace(
+    ctx: &Ctx,
+    raw: serde_norway::Value,
+    base: Option<&str>,
+) -> Result<Applied, ChangeError> {
+    ctx.live.replace(raw, None, base)
 }
 
 /// Replaces the configuration with `text`, YAML as the editor posts it.
 /// A text with no settings (empty, or comments only) is refused as the
-/// file is by `run` and SIGHUP; `{}` is every default.
-pub fn replace_text(ctx: &Ctx, text: &str) -> Result<Applied, ChangeError> {
+/// file is by `run` and SIGHUP; `{}` is every default. `base` is the
+/// version of the file the editor's page showed.
+pub fn replace_text(ctx: &Ctx, text: &str, base: Option<&str>) -> Result<Applied, ChangeError> {
     // Read by a child process, with a deadline (see `config::untrusted`).
     let raw = crate::config::untrusted::tree_of_untrusted(text)?;
-    ctx.live.replace(raw, Some(text))
+    ctx.live.replace(raw, Some(text), base)
 }

@@ -229,12 +229,20 @@ pub const DRAFT_TTL: Duration = Duration::from_secs(30 * 60);
 /// only for the id, which only its author's browser holds.
 #[derive(Default)]
 pub struct Drafts {
-    kept: Mutex<HashMap<String, (Instant, String)>>,
+    kept: Mutex<HashMap<String, (Instant, Draft)>>,
+}
+
+/// An edit of the configuration posted after its author's session ended.
+pub struct Draft {
+    pub text: String,
+    /// The version of the file it was made from (`config::file_version`),
+    /// as its page said.
+    pub base: Option<String>,
 }
 
 impl Drafts {
-    /// Keeps `text` and returns the id that gets it back.
-    pub fn keep(&self, text: String) -> String {
+    /// Keeps `draft` and returns the id that gets it back.
+    pub fn keep(&self, draft: Draft) -> String {
         let id = auth::new_token();
         let mut kept = self.kept.lock();
         kept.retain(|_, (at, _)| at.elapsed() < DRAFT_TTL);
@@ -248,15 +256,15 @@ impl Drafts {
                 None => break,
             };
         }
-        kept.insert(id.clone(), (Instant::now(), text));
+        kept.insert(id.clone(), (Instant::now(), draft));
         id
     }
 
     /// The draft kept under `id`, taken out of the store.
-    pub fn take(&self, id: &str) -> Option<String> {
+    pub fn take(&self, id: &str) -> Option<Draft> {
         let mut kept = self.kept.lock();
         kept.retain(|_, (at, _)| at.elapsed() < DRAFT_TTL);
-        kept.remove(id).map(|(_, text)| text)
+        kept.remove(id).map(|(_, draft)| draft)
     }
 }
 

@@ -153,9 +153,17 @@ impl Store {
     pub fn account_note(&self, account: &str) -> Result<AccountNote> {
         self.op("account_note", || {
             let conn = self.reader();
+            // An undo's or a correction's own row is no mail processed (an
+            // audit found an undo moving `lastProcessedAt`); the index walks
+            // back from the newest row to the first that is.
             let last_processed_at: Option<i64> = conn
-                .prepare_cached("SELECT max(processed_at) FROM emails WHERE account = ?1")?
-                .query_row([account], |r| r.get(0))?;
+                .prepare_cached(
+                    "SELECT processed_at FROM emails
+                     WHERE account = ?1 AND model NOT IN ('undo', 'correction')
+                     ORDER BY processed_at DESC LIMIT 1",
+                )?
+                .query_row([account], |r| r.get(0))
+                .optional()?;
             let kept: Option<(i64, String)> = conn
                 .prepare_cached(
                     "SELECT last_error_at, last_error FROM account_state
@@ -316,6 +324,20 @@ mod tests {
         s.prune(std::time::Duration::ZERO, &["a"]).unwrap();
         assert_eq!(s.rule_hits("a", Some(day)).unwrap(), hits);
         assert_eq!(s.stats(None, None).unwrap().total_processed, 9);
+    }
+
+    #[test]
+    fn an_undo_or_a_correction_is_no_mail_processed() {
+        let s = Store::open_in_memory().unwrap();
+        s.test_sql(
+            "INSERT INTO emails (account, mailbox, uidvalidity, uid, sender, processed_at, status, model)
+             VALUES ('a', 'INBOX', 1, 1, 'x@example.test', 1000, 'ok', 'rules:x'),
+                    ('a', 'INBOX', 1, 2, 'x@example.test', 2000, 'ok', 'undo'),
+                    ('a', 'Junk', 1, 3, 'x@example.test', 3000, 'ok', 'correction'),
+                    ('b', 'INBOX', 1, 1, 'x@example.test', 4000, 'ok', 'undo');",
+        );
+        assert_eq!(s.account_note("a").unwrap().last_processed_at, Some(1000));
+        assert_eq!(s.account_note("b").unwrap().last_processed_at, None);
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), BadH
         problem,
     };
     let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("not a valid header name"))?;
+    if crate::config::framing_header(name) {
+        return Err(bad(crate::config::FRAMING_HEADER));
+    }
     let bad_value = || bad(crate::config::BAD_HEADER_VALUE);
     if !crate::config::sendable_header_value(value) {
         return Err(bad_value());
@@ -67,7 +70,16 @@ pub fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), BadH
 
 /// The first of `headers` that cannot be sent, checked before anything is.
 pub fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), BadHeader> {
-    headers.iter().try_for_each(|(k, v)| header(k, v).map(drop))
+    headers
+        .iter()
+        .try_for_each(|(k, v)| header(k, v).map(drop))?;
+    match crate::config::too_many_headers(headers) {
+        Some(name) => Err(BadHeader {
+            name: name.clone(),
+            problem: crate::config::TOO_MANY_HEADERS,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The headers of one request: the configured (or caller's) headers, then
@@ -196,11 +208,30 @@ mod tests {
             Err(WebhookError::Request(_))
         ));
         assert_eq!(check_headers(&bad).unwrap_err().name, "X-Bad");
+        // Longer than a client writes or a receiver reads: refused, by name.
+        let long: BTreeMap<String, String> = [("X-Long".to_string(), "b".repeat(9000))].into();
+        assert_eq!(check_headers(&long).unwrap_err().name, "X-Long");
+        let many: BTreeMap<String, String> = (0..9)
+            .map(|i| (format!("X-{i}"), "b".repeat(8000)))
+            .collect();
+        let e = check_headers(&many).unwrap_err();
+        assert_eq!(
+            (e.name.as_str(), e.problem),
+            ("X-8", crate::config::TOO_MANY_HEADERS)
+        );
+        let fits: BTreeMap<String, String> = (0..8)
+            .map(|i| (format!("X-{i}"), "b".repeat(8000)))
+            .collect();
+        assert_eq!(check_headers(&fits), Ok(()));
         for (name, value) in [
             ("Bad Name", "v"),
             ("", "v"),
             ("X-A", "a\r\nX-B: b"),
             ("X-A", "\0"),
+            ("Content-Length", "0"),
+            ("transfer-encoding", "chunked"),
+            ("Host", "other.example"),
+            ("Connection", "keep-alive"),
         ] {
             let e = header(name, value).unwrap_err();
             assert_eq!(e.name, name);

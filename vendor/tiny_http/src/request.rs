@@ -257,11 +257,10 @@ where
         match values.next() {
             None => None,
             Some(first) => {
-                let n = first
-                    .bytes()
-                    .all(|b| b.is_ascii_digit())
-                    .then(|| usize::from_str(first).ok())
-                    .flatten()
+                // mailproc patch: a number past usize is still a number,
+                // too large for any limit (413), not a malformed one (400).
+                let n = (!first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| usize::from_str(first).unwrap_or(usize::MAX))
                     .ok_or(RequestCreationError::BadContentLength)?;
                 if values.any(|v| v != first) {
                     return Err(RequestCreationError::BadContentLength);

@@ -1,0 +1,154 @@
+//! Two people changing the configuration at once, against the real binary:
+//! a change is made from a version of the file (the editor's page, the
+//! `ETag` of `GET /api/config`), and refused when the file has moved on
+//! since, so the second save never undoes the first without a word.
+
+mod common;
+
+use common::dashboard::*;
+use common::mailproc::{Mailproc, Resp};
+
+const TOKEN: &str = "edit-token-0123456789abcdef";
+const CONFIG: &str = "server: { port: {PORT}, auth_token: edit-token-0123456789abcdef }\n\
+    storage: { path: \"{DIR}/mailproc.db\" }\nlog_level: info\n";
+
+/// The version a page's form was made from (its hidden `base` field).
+fn base_of(page: &str) -> String {
+    let (_, rest) = page
+        .split_once("name=\"base\" value=\"")
+        .expect("a base field");
+    rest.split('"').next().unwrap().to_string()
+}
+
+fn file(m: &Mailproc) -> String {
+    std::fs::read_to_string(&m.config_path).unwrap()
+}
+
+fn put(m: &Mailproc, body: &str, if_match: Option<&str>) -> Resp {
+    let auth = format!("Bearer {TOKEN}");
+    let mut headers = vec![("Authorization", auth.as_str())];
+    if let Some(tag) = if_match {
+        headers.push(("If-Match", tag));
+    }
+    m.request("PUT", "/api/config", &headers, Some(body))
+}
+
+/// Audit (stop 52): the editor wrote its text over whatever the file held,
+/// so of two people editing the second save undid the first, and a
+/// comment added to the file by hand (the same values, so not "changed
+/// since the service read it") was dropped by the next save.
+#[test]
+fn a_save_from_an_editor_page_the_file_has_moved_past_is_refused_and_kept() {
+    let m = with_user(CONFIG);
+    let mut alice = Browser::new(&m);
+    let mut bob = Browser::new(&m);
+    assert_redirect(&alice.login("admin", PASSWORD), "/");
+    assert_redirect(&bob.login("admin", PASSWORD), "/");
+    let alice_page = alice.get("/config").text;
+    let bob_page = bob.get("/config").text;
+    assert_eq!(base_of(&alice_page), base_of(&bob_page));
+
+    // Alice saves first.
+    let hers = textarea(&alice_page).replace("log_level: info", "log_level: debug");
+    let r = alice.submit(
+        "/config",
+        &[("yaml", &hers), ("base", &base_of(&alice_page))],
+    );
+    assert_redirect(&r, "/config");
+    assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
+
+    // Bob's save, made from the file before hers, is refused; his text is
+    // kept, and her change stays.
+    let his = textarea(&bob_page).replace("log_level: info", "log_level: warn");
+    let r = bob.submit("/config", &[("yaml", &his), ("base", &base_of(&bob_page))]);
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(
+        r.text.contains("changed after this page was loaded"),
+        "{}",
+        r.text
+    );
+    assert!(textarea(&r.text).contains("log_level: warn"), "{}", r.text);
+    assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
+    assert_eq!(
+        m.get_with("/api/config", TOKEN).body["log_level"],
+        "debug",
+        "the running configuration is hers"
+    );
+
+    // Told, he saves again from the page he got: his choice, made knowing.
+    let again = base_of(&r.text);
+    assert_ne!(again, base_of(&bob_page));
+    let r = bob.submit("/config", &[("yaml", &his), ("base", &again)]);
+    assert_redirect(&r, "/config");
+    assert!(file(&m).contains("log_level: warn"), "{}", file(&m));
+
+    // A comment added by hand changes no value, so the service runs what
+    // the file says; a page loaded before it does not drop it.
+    let page = alice.get("/config").text;
+    let with_note = format!("{}# the hand-written note\n", file(&m));
+    std::fs::write(&m.config_path, &with_note).unwrap();
+    let r = alice.submit(
+        "/config",
+        &[("yaml", &textarea(&page)), ("base", &base_of(&page))],
+    );
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(file(&m), with_note);
+    let page = alice.get("/config").text;
+    assert!(page.contains("# the hand-written note"), "{page}");
+    assert!(!page.contains("id=\"config-differs\""), "{page}");
+}
+
+/// The API's form of the same: `GET /api/config` gives the file's version
+/// as `ETag`, and a `PUT` sent with it as `If-Match` is refused 412 when
+/// the file has moved on (RFC 9110 §13.1.1). Without `If-Match`, or with
+/// `*`, a `PUT` replaces whatever is there, as before.
+#[test]
+fn a_put_with_if_match_of_an_earlier_version_is_refused_412() {
+    let m = Mailproc::start(CONFIG);
+    let first = m.get_with("/api/config", TOKEN);
+    let tag = first.header("etag").expect("an ETag").to_string();
+    assert!(tag.starts_with('"') && tag.ends_with('"'), "{tag}");
+    let mut body = first.body.clone();
+
+    body["log_level"] = "debug".into();
+    let r = put(&m, &body.to_string(), Some(&tag));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let next = r.header("etag").expect("the new ETag").to_string();
+    assert_ne!(next, tag);
+    assert_eq!(
+        m.get_with("/api/config", TOKEN).header("etag"),
+        Some(&*next)
+    );
+
+    // Made from the first version: refused, nothing written.
+    let before = file(&m);
+    body["log_level"] = "warn".into();
+    let r = put(&m, &body.to_string(), Some(&tag));
+    assert_eq!(r.status, 412, "{}", r.text);
+    assert!(r.text.contains("If-Match"), "{}", r.text);
+    assert_eq!(r.header("etag"), Some(&*next), "the version it is at now");
+    assert_eq!(file(&m), before);
+    // A weak tag never matches, even of the version now.
+    let r = put(&m, &body.to_string(), Some(&format!("W/{next}")));
+    assert_eq!(r.status, 412, "{}", r.text);
+    // One of a list matching is enough.
+    let r = put(&m, &body.to_string(), Some(&format!("{tag}, {next}")));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(file(&m).contains("log_level: warn"), "{}", file(&m));
+
+    // Not a tag: 400 naming the header; nothing written.
+    let before = file(&m);
+    let r = put(&m, &body.to_string(), Some("version-1"));
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("If-Match"), "{}", r.text);
+    assert_eq!(file(&m), before);
+
+    // `*`, or no If-Match: replaced as it is sent.
+    body["log_level"] = "error".into();
+    let r = put(&m, &body.to_string(), Some("*"));
+    assert_eq!(r.status, 200, "{}", r.text);
+    body["log_level"] = "info".into();
+    let r = put(&m, &body.to_string(), None);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(file(&m).contains("log_level: info"), "{}", file(&m));
+}
