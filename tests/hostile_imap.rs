@@ -501,5 +501,8 @@ fn a_warning_with_the_select_is_logged_and_the_folder_read() {
         ),
         "{log}"
     );
-    assert!(!log.contains("panicked") && !log.contains("crashed"), "{log}");
+    assert!(
+        !log.contains("panicked") && !log.contains("crashed"),
+        "{log}"
+    );
 }

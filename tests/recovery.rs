@@ -255,6 +255,15 @@ fn a_crash_right_after_a_move_leaves_the_copy_with_its_flags() {
     m.wait_for(Duration::from_secs(30), "the row finished", || {
         (total(&m, "&status=ok") == 1).then_some(())
     });
+    // Said once for the window, by what happened (not "a line per UID").
+    assert!(
+        m.log().contains(
+            "acct: INBOX: 1 message(s) (UIDs 1 to 1) were moved as journalled before their \
+             records were written"
+        ),
+        "{}",
+        m.log()
+    );
     let stored = d.messages("test");
     assert_eq!(stored.len(), 1, "{stored:?}");
     let x = &stored[0];

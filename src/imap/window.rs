@@ -336,6 +336,7 @@ impl Runner {
 
         let mut ready: Vec<Item> = Vec::with_capacity(uids.len());
         let mut to_model: Vec<Item> = Vec::new();
+        let mut moved_already: Vec<u32> = Vec::new();
         for &uid in uids {
             let k = known.remove(&uid);
             let Some((raw, text, flags, size, long)) = heads.remove(&uid) else {
@@ -354,6 +355,9 @@ impl Runner {
                 }
                 // Gone between SEARCH and FETCH, or moved by us before a crash.
                 if let Some(item) = self.gone(mailbox, uidvalidity, uid, k.as_ref()) {
+                    if item.gone() {
+                        moved_already.push(uid);
+                    }
                     ready.push(item);
                 }
                 continue;
@@ -420,6 +424,19 @@ impl Runner {
             };
             ready.push(item);
         }
+        // One line for the window: a database that could not take the
+        // records (a full disk) had a line per message at each retry, 800
+        // at a time, saying "before a restart" when none had happened (an
+        // audit), hiding the error that mattered.
+        if let (Some(first), Some(last)) = (moved_already.first(), moved_already.last()) {
+            log::info!(
+                "{}: {mailbox}: {} message(s) (UIDs {first} to {last}) were moved as journalled \
+                 before their records were written (a restart, or a record that failed); \
+                 recording them",
+                self.name(),
+                moved_already.len()
+            );
+        }
         (ready, to_model)
     }
 
@@ -450,7 +467,8 @@ impl Runner {
     }
 
     /// A message the FETCH did not return: a journalled one we moved before
-    /// a restart is finished with its decision; one that was failing is
+    /// its record was written (a restart, a record that failed) is finished
+    /// with its decision; one that was failing is
     /// given up; a new one is simply gone.
     fn gone(
         &self,
@@ -460,18 +478,12 @@ impl Runner {
         k: Option<&KnownEmail>,
     ) -> Option<Item> {
         match k {
-            Some(k) if k.status == Status::Pending => {
-                log::info!(
-                    "{}: UID {uid} was already moved before a restart; recording it",
-                    self.name()
-                );
-                Some(Item::journalled(
-                    self.meta(mailbox, uidvalidity, uid, None),
-                    Seen::default(),
-                    journalled(k),
-                    true,
-                ))
-            }
+            Some(k) if k.status == Status::Pending => Some(Item::journalled(
+                self.meta(mailbox, uidvalidity, uid, None),
+                Seen::default(),
+                journalled(k),
+                true,
+            )),
             Some(k) if k.status == Status::Retrying => Some(Item::failed(
                 self.meta(mailbox, uidvalidity, uid, None),
                 Seen::default(),

@@ -111,11 +111,26 @@ impl Store {
             Ok(n)
         })?;
         if n > 0 {
-            if let Some(conn) = self.checkpointer.as_ref().and_then(|c| c.try_lock()) {
-                self.op("checkpoint", || {
+            if let Some(mut conn) = self.checkpointer.as_ref().and_then(|c| c.try_lock()) {
+                let done = self.op("checkpoint", || {
                     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
                         .map_err(Into::into)
-                })?;
+                });
+                // A connection that first read the log while its files
+                // could only be read keeps it read-only for its life: after
+                // a spell of read-only files, every checkpoint failed and
+                // `/health` read 503 until a restart (an audit). Opened
+                // afresh, it sees the files as they are now.
+                if done.is_err() {
+                    if let Some(fresh) = self
+                        .file
+                        .as_ref()
+                        .and_then(|(p, _)| Connection::open(p).ok())
+                    {
+                        *conn = fresh;
+                    }
+                }
+                done?;
             }
         }
         Ok(n)

@@ -345,6 +345,28 @@ fn confirmed_rows_are_recorded_as_the_row_by_row_path_records_them() {
         .all(|k| k.status == Status::Ok));
 }
 
+/// Found by an audit: after the database's files were read-only for a
+/// while, the checkpoint connection kept the log read-only, so every
+/// checkpoint failed and `/health` read 503 until a restart. A failed
+/// checkpoint opens its connection afresh for the next.
+#[test]
+fn a_checkpoint_that_failed_is_tried_on_a_fresh_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let s = Store::open(&path).unwrap();
+    // As a connection that opened the files while they were read-only.
+    let read_only =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    *s.checkpointer.as_ref().unwrap().lock() = read_only;
+    record_final(&s, &[(meta(1), ok(vec![]))], None);
+    assert!(s.index_search().is_err());
+    assert!(s.ping().is_err(), "the trouble is told");
+    record_final(&s, &[(meta(2), ok(vec![]))], None);
+    assert_eq!(s.index_search().unwrap(), 1);
+    s.ping().unwrap();
+}
+
 #[test]
 fn a_kept_count_is_dropped_by_the_next_commit() {
     let dir = tempfile::tempdir().unwrap();
