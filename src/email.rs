@@ -221,13 +221,26 @@ fn header_as_utf8(raw: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// `s` with every control character (a NUL, a lone CR, an escape that
-/// would recolour a terminal, a tab) replaced by `with`: what is recorded,
-/// shown, logged and sent in webhooks is text a person can read, whatever
-/// bytes a header's encoded words decoded to.
+/// would recolour a terminal, a tab) and every [`unseen`] one replaced by
+/// `with`: what is recorded, shown, logged and sent in webhooks is text a
+/// person can read, whatever bytes a header's encoded words decoded to.
 pub(crate) fn visible(s: &str, with: char) -> String {
     s.chars()
-        .map(|c| if c.is_control() { with } else { c })
+        .map(|c| if c.is_control() || unseen(c) { with } else { c })
         .collect()
+}
+
+/// A character that changes how the text around it is shown without being
+/// seen itself: bidi embeddings, overrides and isolates (U+202E showed
+/// `evil@example.org` turned around in the activity table, an audit), and
+/// zero-width spaces and the BOM (a subject of U+200B alone was a link no
+/// one could see to click). The joiners (U+200C, U+200D), which scripts
+/// and emoji need, and the directional marks of right-to-left text stay.
+fn unseen(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'
+    )
 }
 
 /// The first `max` characters of `s`.
@@ -320,6 +333,24 @@ Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
         assert!(header_as_utf8(utf8.as_bytes()).is_none());
         // Only the header is read: an 8-bit body is the MIME parser's.
         assert!(header_as_utf8(b"Subject: x\r\n\r\n\xe9\r\n").is_none());
+    }
+
+    /// Found by an audit: a sender `\u{202E}evil@example.org` was shown
+    /// turned around, and a subject of a zero-width space alone was an
+    /// empty link.
+    #[test]
+    fn text_that_turns_or_hides_what_is_shown_is_replaced() {
+        let raw = "From: <\u{202E}gro.elpmaxe@live>\r\nSubject: \u{200B}\r\n\r\nbody\r\n";
+        let e = Email::parse(raw.as_bytes()).unwrap();
+        assert!(!e.from.contains('\u{202E}'), "{:?}", e.from);
+        assert_eq!(e.subject.trim(), "");
+        let kept =
+            "Subject: =?UTF-8?Q?=F0=9F=91=A8=E2=80=8D=F0=9F=91=A9_=D9=85=E2=80=8F?=\r\n\r\nx\r\n";
+        assert_eq!(
+            Email::parse(kept.as_bytes()).unwrap().subject,
+            "\u{1F468}\u{200D}\u{1F469} \u{0645}\u{200F}",
+            "joiners and right-to-left marks stay"
+        );
     }
 
     /// Found by an audit: `header:` and `list_id` rules read the encoded

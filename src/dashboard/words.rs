@@ -8,14 +8,22 @@ use maud::{html, Markup};
 /// What went wrong, said plainly; `None` when the raw text is the
 /// clearest there is.
 pub fn plain(raw: &str) -> Option<String> {
-    let l = raw.to_ascii_lowercase();
+    // Quoted text is a name (a folder's, a rule's), never what happened: a
+    // move to "~Timeout-Meldungen" read "did not answer in time" (an audit).
+    let l = unquoted(raw).to_ascii_lowercase();
     let has = |s: &str| l.contains(s);
     // Errors reach the dashboard from the mail server, the model provider
     // and webhook targets alike, and the text does not always say which:
     // what only a mail server says is said as the mail server's (a missing
     // folder names a mailbox or folder; a model's "the model `x` does not
     // exist" is not one), the rest as a server's.
-    let text: &str = if (has("doesn't exist")
+    let text: &str = if has("refused to create the folder") {
+        "The mail server refused to create this folder (see Details): it may not allow such a \
+             name. Rename the folder in the configuration, or create it there under a name it \
+             allows."
+    } else if has("invalid mailbox name") {
+        "The mail server does not allow this folder name: rename it in the configuration."
+    } else if (has("doesn't exist")
         || has("does not exist")
         || has("nonexistent")
         || has("no such mailbox"))
@@ -53,6 +61,22 @@ pub fn plain(raw: &str) -> Option<String> {
         return None;
     };
     Some(text.to_string())
+}
+
+/// `raw` without its double-quoted parts (a `\"` inside one is part of it).
+fn unquoted(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let (mut inside, mut escaped) = (false, false);
+    for c in raw.chars() {
+        match (inside, escaped, c) {
+            (true, false, '\\') => escaped = true,
+            (true, true, _) => escaped = false,
+            (_, _, '"') => inside = !inside,
+            (false, _, c) => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// An error as a notice's content: the plain words, and the exact text in
@@ -102,6 +126,26 @@ mod tests {
         assert!(
             said("folder \"Offers\" does not exist and folders.create is false")
                 .contains("This folder does not exist")
+        );
+        // A name is not what happened (an audit: "did not answer in time"
+        // for a folder named `~Timeout-Meldungen`), and the server's own
+        // refusal of the name is said as such.
+        let named = said(
+            "moving to \"~Timeout-Meldungen\": No Response: [CANNOT] Invalid mailbox name: \
+             Begins with '~'",
+        );
+        assert!(named.contains("does not allow this folder name"), "{named}");
+        assert!(
+            said("moving to \"dns \\\"lookup\\\" database\": something new").starts_with("moving"),
+            "quoted words, escaped quotes and all, say nothing"
+        );
+        let refused = said(
+            "moving to \"Say \\\"hi\\\"\": No Response: Mailbox does not exist; the server \
+             refused to create the folder: No Response: Invalid mailbox name",
+        );
+        assert!(
+            refused.contains("refused to create this folder"),
+            "{refused}"
         );
         // Found by an audit: every failed "Move to…" was explained as a
         // failed undo.

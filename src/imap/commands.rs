@@ -29,6 +29,11 @@ impl Runner {
         if let Err(e) = folders.arg(folder) {
             return Ok((Landed::default(), Err(e)));
         }
+        // Why the server would not create the folder, said with the move's
+        // own failure: Cyrus refuses names such as `Say "hi"`, and the
+        // move's "Mailbox does not exist" alone read as if creating it by
+        // hand would do (an audit).
+        let mut create_refused: Option<String> = None;
         if !folders.exists(folder) && !created.contains(folder) {
             if !self.w.account.folders.create {
                 // The list is the one read at login: the user may have made
@@ -53,12 +58,17 @@ impl Runner {
                 // Another client may have created it meanwhile (MOVE will
                 // tell); else the server's answer is why every move there
                 // fails, and the operator must see it.
-                Err(e) => log::warn!(
-                    "{}: CREATE {} refused: {}",
-                    self.name(),
-                    folders.describe(folder),
-                    session_fatal(e)?
-                ),
+                Err(e) => {
+                    let why = session_fatal(e)?;
+                    log::warn!(
+                        "{}: CREATE {} refused: {why}",
+                        self.name(),
+                        folders.describe(folder),
+                    );
+                    if !folders.exists(folder) {
+                        create_refused = Some(why);
+                    }
+                }
             }
             created.insert(folder.to_string());
         }
@@ -88,6 +98,9 @@ impl Runner {
                     session_fatal(e)?;
                 }
             }
+        }
+        if let (Err(e), Some(why)) = (&mut r.1, create_refused) {
+            *e = format!("{e}; the server refused to create the folder: {why}");
         }
         log::debug!(
             "{}: {} of {} message(s) to {folder:?} took {:?}",
