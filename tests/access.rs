@@ -87,6 +87,16 @@ fn changing_the_configuration_needs_write_config() {
         m.get_with("/api/stats", "attacker-key-0123456789").status,
         401
     );
+    // Nor test a guess of a secret the file holds written out: a section
+    // with the right token is refused as one with a wrong guess is (an
+    // audit: the right one was accepted as "unchanged", telling it).
+    for guess in [TOKEN, "not-the-token-0123456789"] {
+        let mut probe =
+            json!({ "accounts": full["accounts"].clone(), "server": full["server"].clone() });
+        probe["server"]["auth_token"] = json!(guess);
+        let r = put_with(&m, WRITE_ACCOUNTS_KEY, &probe);
+        assert_eq!(r.status, 403, "{guess}: {}", r.text);
+    }
     // ...but changes the accounts: sent whole, or the accounts alone.
     let mut filing = full.clone();
     filing["accounts"][0]["folders"]["allowed"] = json!(["Receipts", "Travel"]);

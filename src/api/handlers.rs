@@ -247,10 +247,12 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
 /// `PUT /api/config` for a key with `write:accounts` but not
 /// `write:config` (the permission SPEC §4 names for it): the `accounts` it
 /// sends replace the configuration's. Any other section it sends must be
-/// as the file has it, or as `GET /api/config` shows it (secrets masked,
-/// or the summary a key without `read:config` reads):
-/// changing the server, the dashboard's keys, the providers or the global
-/// webhooks is administering the service (`write:config`).
+/// as `GET /api/config` shows it (secrets masked, or the summary a key
+/// without `read:config` reads): changing the server, the dashboard's
+/// keys, the providers or the global webhooks is administering the
+/// service (`write:config`). A section as the file has it, a secret
+/// written out, is not taken for unchanged: its 200 told a guess of the
+/// secret right where a wrong one got 403 (an audit).
 pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let body = json_object_body(req)?;
     let Some(sections) = body.as_object() else {
@@ -266,15 +268,12 @@ pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         ));
     };
     let mut raw = ctx.config().raw.clone();
-    let as_json = serde_json::to_value(&raw).unwrap_or_default();
     let shown = crate::config::redacted_json(&raw);
     let summary = crate::config::summary_json(&raw);
-    if let Some((name, _)) = sections.iter().find(|(k, v)| {
-        *k != "accounts"
-            && as_json.get(k) != Some(v)
-            && shown.get(k) != Some(v)
-            && summary.get(k) != Some(v)
-    }) {
+    if let Some((name, _)) = sections
+        .iter()
+        .find(|(k, v)| *k != "accounts" && shown.get(k) != Some(v) && summary.get(k) != Some(v))
+    {
         return Err(Reply::error(
             403,
             format!(
