@@ -641,6 +641,16 @@ fn without_move_only_an_exact_copy_counts_as_an_earlier_runs_copy() {
         || (entries(&m, "&status=ok").len() == 2).then_some(()),
     );
     assert!(m.log().contains("move=false"), "{}", m.log());
+    // Looked for together: one search for both, not a round trip each (an
+    // audit: minutes for 2,000 after a crash, and no progress under
+    // crash after crash).
+    assert!(
+        m.log().contains(
+            "looked for 2 journalled message(s) in \"Lists\": 1 search(es) of many, 0 of one"
+        ),
+        "{}",
+        m.log()
+    );
     assert_eq!(
         d.mailboxes_of("test", "<a@mailproc.test>"),
         ["Lists", "Lists"],

@@ -8,7 +8,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::batch::{Confirmed, Moved, Replayed};
-use super::commands::{search_message_id, set_max, uid_pieces, uid_set};
+use super::commands::{ids_in_folder, search_message_id, set_max, uid_pieces, uid_set};
 use super::flags::Wanted;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
@@ -378,25 +378,57 @@ impl Runner {
         let mut found: Copied = Vec::new();
         match folders.examine(s, folder) {
             Ok(_) => {
+                // Many ids to a search, and the stamps of every hit in one
+                // FETCH (see `ids_in_folder`); the rest one at a time.
+                let wanted: Vec<&str> = check
+                    .iter()
+                    .filter(|(u, _)| originals.contains_key(u))
+                    .map(|(_, id)| *id)
+                    .collect();
+                let many = ids_in_folder(s, caps, &wanted)?;
+                let all_hits: Vec<u32> = many.uids.values().flatten().copied().collect();
+                let mut hit_stamps: HashMap<u32, Stamp> = HashMap::new();
+                for piece in uid_pieces(&all_hits, set_max()) {
+                    hit_stamps.extend(stamps(s, &piece)?);
+                }
+                log::debug!(
+                    "{}: looked for {} journalled message(s) in {folder:?}: {} search(es) of many, \
+                     {} of one",
+                    self.name(),
+                    wanted.len(),
+                    many.searches,
+                    many.left.len()
+                );
                 let mut claimed: HashSet<u32> = HashSet::new();
                 for (u, id) in &check {
                     let Some(stamp) = originals.get(u) else {
                         continue;
                     };
-                    let Ok(query) = search_message_id(id, caps) else {
-                        continue;
-                    };
-                    let hits: Vec<u32> = match query.run(s) {
-                        Ok(hits) => hits.into_iter().filter(|h| !claimed.contains(h)).collect(),
-                        Err(e) => {
-                            session_fatal(e)?;
+                    let hits: Vec<u32> = if many.left.contains(*id) {
+                        let Ok(query) = search_message_id(id, caps) else {
                             continue;
+                        };
+                        match query.run(s) {
+                            Ok(hits) => hits,
+                            Err(e) => {
+                                session_fatal(e)?;
+                                continue;
+                            }
                         }
+                    } else {
+                        many.uids.get(*id).cloned().unwrap_or_default()
                     };
+                    let hits: Vec<u32> =
+                        hits.into_iter().filter(|h| !claimed.contains(h)).collect();
                     if hits.is_empty() {
                         continue;
                     }
-                    let copy = stamps(s, &hits)?
+                    let known = |h: &u32| hit_stamps.get(h).map(|st| (*h, *st));
+                    let mut of_hits: Vec<(u32, Stamp)> = hits.iter().filter_map(known).collect();
+                    if of_hits.len() < hits.len() {
+                        of_hits = stamps(s, &hits)?.into_iter().collect();
+                    }
+                    let copy = of_hits
                         .into_iter()
                         .filter(|(_, st)| st == stamp)
                         .map(|(d, _)| d)
