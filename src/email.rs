@@ -375,6 +375,58 @@ Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
         }
     }
 
+    /// Found by an audit: a character split between two encoded words
+    /// (against RFC 2047 §5, as some senders do) read as two U+FFFD, so a
+    /// subject rule on "Größe" could not match.
+    #[test]
+    fn a_character_split_between_encoded_words_is_read_whole() {
+        for (subject, want) in [
+            (
+                "=?UTF-8?B?R3LD?= =?UTF-8?B?tsOfZSBSZWNobnVuZw==?=",
+                "Größe Rechnung",
+            ),
+            (
+                "=?UTF-8?Q?Gr=C3?=\r\n =?utf-8?Q?=B6=C3=9Fe?= jetzt",
+                "Größe jetzt",
+            ),
+            // Words in two charsets are each their own.
+            (
+                "=?ISO-8859-1?Q?Gr=F6=DFe?= =?UTF-8?Q?_=E2=82=AC?=",
+                "Größe €",
+            ),
+            ("a =?UTF-8?Q?=C3=A4?= b =?UTF-8?Q?=C3=B6?=", "a ä b ö"),
+        ] {
+            let raw = format!("Subject: {subject}\r\n\r\nx\r\n");
+            assert_eq!(
+                Email::parse(raw.as_bytes()).unwrap().subject,
+                want,
+                "{subject}"
+            );
+        }
+    }
+
+    /// Found by an audit: an HTML body declaring its charset only in a
+    /// `<meta>` tag was read as UTF-8 (`Gr\u{FFFD}\u{FFFD}e`), in the model's
+    /// prompt and the learned classifier alike.
+    #[test]
+    fn an_html_body_is_read_in_the_charset_its_meta_tag_declares() {
+        for meta in [
+            "<meta charset=\"iso-8859-1\">",
+            "<META HTTP-EQUIV=\"Content-Type\" CONTENT=\"text/html; charset=ISO-8859-1\">",
+        ] {
+            let mut raw =
+                b"Subject: x\r\nMIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n".to_vec();
+            raw.extend_from_slice(format!("<html><head>{meta}</head><body>Gr").as_bytes());
+            raw.extend_from_slice(b"\xf6\xdfe</body></html>\r\n");
+            let e = Email::parse(&raw).unwrap();
+            assert!(e.body.contains("Größe"), "{meta}: {:?}", e.body);
+        }
+        // UTF-8 stays UTF-8, whatever a tag says.
+        let raw =
+            "Subject: x\r\nContent-Type: text/html\r\n\r\n<meta charset=\"iso-8859-1\">Größe\r\n";
+        assert!(Email::parse(raw.as_bytes()).unwrap().body.contains("Größe"));
+    }
+
     #[test]
     fn a_header_of_200_000_fields_keeps_the_first_of_each_name() {
         let mut raw = String::from("X-Pad: first\r\n");

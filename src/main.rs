@@ -18,8 +18,8 @@ commands:
   oauth ACCOUNT       get the first OAuth2 refresh token of ACCOUNT (imap.auth: oauth2)
                       with the device authorization grant; prints it on stdout
   train ACCOUNT       fit ACCOUNT's learned classifier from the mail already in its
-                      watched folders and folders.allowed (read-only); a running
-                      service picks it up at the account's next pass
+                      watched folders, folders.allowed and its junk folder (read-only);
+                      a running service picks it up at the account's next pass
 
 options:
   -c, --config PATH   configuration file (default ./config.yaml); also --config=PATH
@@ -98,6 +98,12 @@ fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
             }
             "train" if cmd.is_none() => {
                 cmd = Some(Cmd::Train(operand(&mut args, "train", "an account")?));
+            }
+            other if cmd.is_none() && !other.starts_with('-') => {
+                return Err(format!(
+                    "unknown command {other:?} (commands: run, check-config, set-password, \
+                     oauth, train)"
+                ))
             }
             other => return Err(format!("unexpected argument {other:?}")),
         }
@@ -295,5 +301,14 @@ fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(),
         "trained {} on {} message(s) in {} ms",
         account.name, report.examples, report.duration_ms
     );
+    // Kept all the same, for when it is switched on (an audit found the
+    // silence misleading).
+    if !account.learned.enabled {
+        eprintln!(
+            "note: learned.enabled is false for {}: the service decides nothing by this \
+             classifier until it is set to true",
+            account.name
+        );
+    }
     Ok(())
 }

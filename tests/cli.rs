@@ -147,6 +147,14 @@ fn help_after_a_command_prints_the_usage_and_names_are_never_options() {
     assert!(err.contains("set-password -- --force"), "{err}");
     let (code, _, err) = m.run_cli(&["set-password", "--"], "password123\n");
     assert_eq!(code, 2, "{err}");
+    // A command's name mistyped is told as such (an audit: "unexpected
+    // argument"), with the commands there are.
+    let (code, _, err) = m.run_cli(&["chek-config"], "");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("unknown command \"chek-config\" (commands: run, check-config"),
+        "{err}"
+    );
     let (code, out, err) = m.run_cli(&["set-password", "--", "-dash"], "password123\n");
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("password set for -dash"), "{out}");

@@ -506,3 +506,37 @@ fn a_warning_with_the_select_is_logged_and_the_folder_read() {
         "{log}"
     );
 }
+
+/// Found by the regression audit (stop 52): an untagged NO before IDLE's
+/// continuation was taken for the start of a tagged answer, waited for
+/// until the read timed out (while the server waited for DONE), and the
+/// account reconnected at every IDLE; warnings with the sign-in were
+/// never logged. Both are logged now, and the IDLE goes on.
+#[test]
+fn warnings_with_the_sign_in_and_before_idle_are_logged_and_idle_goes_on() {
+    let server = fake_imap::start(
+        "*",
+        Box::new(|out: &mut TcpStream, _tag: &str, line: &str| {
+            let command = line.trim_end().to_ascii_uppercase();
+            if command.contains(" LOGIN ") {
+                let _ = out.write_all(b"* NO [ALERT] Your password expires in 3 days\r\n");
+            } else if command.ends_with(" IDLE") {
+                let _ = out.write_all(b"* NO before the continuation\r\n");
+            }
+            false
+        }),
+    );
+    let m = start(&server, ", timeout: 5s");
+    m.wait_for(Duration::from_secs(30), "both warnings logged", || {
+        let log = m.log();
+        (log.contains(
+            "acct: the server sent a warning (NO) with the sign-in: [ALERT] Your password expires",
+        ) && log.contains("acct: the server sent a warning (NO) with the IDLE: before the"))
+        .then_some(())
+    });
+    // Longer than imap.timeout: the IDLE waited for its continuation only.
+    std::thread::sleep(Duration::from_secs(7));
+    let log = m.log();
+    assert!(!log.contains("connection lost"), "{log}");
+    assert_eq!(server.sessions.load(Ordering::SeqCst), 1, "{log}");
+}

@@ -197,7 +197,11 @@ fn a_replay_without_move_finds_the_earlier_copies_in_one_search(kind: Kind) {
     m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=abort")]);
     let st = m.wait_exit(STALL);
     let name = kind.name();
-    assert!(st.is_some_and(|s| !s.success()), "{name}: {st:?}\n{}", m.log());
+    assert!(
+        st.is_some_and(|s| !s.success()),
+        "{name}: {st:?}\n{}",
+        m.log()
+    );
     // An earlier run's copies of three of them (COPY keeps size and date).
     mb.create("Lists");
     let mut c = mb.imap();

@@ -180,7 +180,8 @@ fn if_match(ctx: &Ctx, req: &Req) -> Result<Option<String>, Reply> {
     }
     let now = crate::config::file_version(&ctx.config().path);
     let mut named = Vec::new();
-    for tag in header.split(',').map(str::trim) {
+    // Empty elements of the list are allowed and ignored (RFC 9110 §5.6.1).
+    for tag in header.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let strong = tag.strip_prefix("W/").unwrap_or(tag);
         let Some(opaque) = strong
             .strip_prefix('"')
@@ -197,6 +198,12 @@ fn if_match(ctx: &Ctx, req: &Req) -> Result<Option<String>, Reply> {
         if !tag.starts_with("W/") {
             named.push(opaque.to_string());
         }
+    }
+    if named.is_empty() && !header.split(',').any(|t| t.trim().starts_with("W/")) {
+        return Err(Reply::error(
+            400,
+            format!("If-Match: expected * or entity tags as ETag gives them (\"{now}\")"),
+        ));
     }
     Ok(Some(match named.iter().find(|t| **t == now) {
         Some(t) => t.clone(),

@@ -732,3 +732,20 @@ fn a_key_value_is_one_grant() {
         e.problems
     );
 }
+
+/// Found by an audit: `trusted_proxies` in open mode does nothing, and
+/// nothing said so.
+#[test]
+fn trusted_proxies_without_authentication_is_a_warning() {
+    let open = parse_str("server: { trusted_proxies: [127.0.0.1] }\naccounts: []\n").unwrap();
+    let w = warnings(&open).join("\n");
+    assert!(
+        w.contains("server.trusted_proxies: ignored while neither"),
+        "{w}"
+    );
+    let closed = parse_str(
+        "server: { trusted_proxies: [127.0.0.1], auth_token: a-token-0123456789abcdef }\naccounts: []\n",
+    )
+    .unwrap();
+    assert!(warnings(&closed).is_empty(), "{:?}", warnings(&closed));
+}

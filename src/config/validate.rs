@@ -197,6 +197,18 @@ pub fn warnings(c: &Config) -> Vec<String> {
             ));
         }
     }
+    // Open mode believes no proxy (a page that rebound its name to
+    // 127.0.0.1 could name an allowed host), so the list does nothing: an
+    // operator behind nginx who forgot the token got 403 through the proxy
+    // with no word of why (an audit).
+    if !c.server.trusted_proxies.is_empty() && crate::auth::api_is_open(c) {
+        w.push(
+            "server.trusted_proxies: ignored while neither server.auth_token nor \
+             dashboard.api_keys is set (open mode believes no forwarded header); a request \
+             through the proxy for another host is refused 403"
+                .into(),
+        );
+    }
     w
 }
 

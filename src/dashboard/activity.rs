@@ -207,7 +207,7 @@ pub fn table(
                                 td data-label="Account" { (e.account) }
                                 td.clip data-label="From" title=[shortened(&e.from).1] { (shortened(&e.from).0) }
                                 td.clip data-label="Subject" { a href=(detail(e.id)) title=[shortened(&e.subject).1] {
-                                    @if e.subject.is_empty() { "(no subject)" } @else { (shortened(&e.subject).0) }
+                                    @if e.subject.trim().is_empty() { "(no subject)" } @else { (shortened(&e.subject).0) }
                                 } }
                                 td data-label="Decided by" { (decided_by(&e.model, e.error.as_deref())) }
                                 td data-label="Actions" { (actions_text(&e.actions)) }
@@ -421,7 +421,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
         }
     };
     // The heading cut as a list row is; the Subject row below is whole.
-    let title = if e.subject.is_empty() {
+    let title = if e.subject.trim().is_empty() {
         "(no subject)".to_string()
     } else {
         shortened(&e.subject).0

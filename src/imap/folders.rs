@@ -142,36 +142,10 @@ impl Folders {
         examined
     }
 
-    /// Logs what the server warned of since the last command that looked
-    /// (an untagged `NO` or `BAD`, an `[ALERT]`, which RFC 3501 §7.1 says
-    /// a user must be shown): Cyrus says `* NO [ALERT] Mailbox is over
-    /// STORAGE quota` with the `SELECT` of a full mailbox, and a move into
-    /// it will fail. Every other unsolicited answer is dropped here:
-    /// nothing reads it after the command it came with.
+    /// Logs what the server warned of with the SELECT or EXAMINE of `name`
+    /// (see [`tell_warnings`]).
     fn tell_warnings(&self, s: &mut Session, name: &str) {
-        use imap::types::UnsolicitedResponse as U;
-        use imap_proto::types::ResponseCode;
-        for said in s.take_all_unsolicited() {
-            let (what, code, words) = match said {
-                U::No { code, information } => ("a warning (NO)", code, information),
-                U::Bad { code, information } => ("an error (BAD)", code, information),
-                U::Ok {
-                    code: code @ Some(ResponseCode::Alert),
-                    information,
-                } => ("an alert", code, information),
-                _ => continue,
-            };
-            let alert = if matches!(code, Some(ResponseCode::Alert)) {
-                "[ALERT] "
-            } else {
-                ""
-            };
-            log::warn!(
-                "{}: the server sent {what} with {name}: {alert}{}",
-                self.account,
-                crate::email::visible(words.as_deref().unwrap_or(""), '\u{FFFD}')
-            );
-        }
+        tell_warnings(&self.account, s, name);
     }
 
     /// `CREATE name`; the folder counts as existing for the rest of the
@@ -221,6 +195,42 @@ impl Folders {
         s.run_command_and_read_response(format!("STATUS {arg} ({items})"))
             .map(Some)
     }
+}
+
+/// Logs what the server warned of since the last command that looked, with
+/// `what` (a folder's SELECT, the sign-in): an untagged `NO` or `BAD`, an
+/// `[ALERT]` (which RFC 3501 §7.1 says a user must be shown). Cyrus says
+/// `* NO [ALERT] Mailbox is over STORAGE quota` with the `SELECT` of a
+/// full mailbox, and a move into it will fail. Every other unsolicited
+/// answer is dropped here: nothing reads it after the command it came with.
+pub(super) fn tell_warnings(account: &str, s: &mut Session, what: &str) {
+    for said in s.take_all_unsolicited() {
+        tell_warning(account, &said, what);
+    }
+}
+
+/// Logs `said` when it is a warning (see [`tell_warnings`]).
+pub(super) fn tell_warning(account: &str, said: &imap::types::UnsolicitedResponse, what: &str) {
+    use imap::types::UnsolicitedResponse as U;
+    use imap_proto::types::ResponseCode;
+    let (kind, code, words) = match said {
+        U::No { code, information } => ("a warning (NO)", code, information),
+        U::Bad { code, information } => ("an error (BAD)", code, information),
+        U::Ok {
+            code: code @ Some(ResponseCode::Alert),
+            information,
+        } => ("an alert", code, information),
+        _ => return,
+    };
+    let alert = if matches!(code, Some(ResponseCode::Alert)) {
+        "[ALERT] "
+    } else {
+        ""
+    };
+    log::warn!(
+        "{account}: the server sent {kind} with {what}: {alert}{}",
+        crate::email::visible(words.as_deref().unwrap_or(""), '\u{FFFD}')
+    );
 }
 
 /// A folder's `MESSAGES`, `UIDNEXT` and `UIDVALIDITY`: the same exactly
@@ -377,6 +387,9 @@ pub(super) fn discover(
             }
         }
     }
+    // What the server warned of with the sign-in, NAMESPACE or LIST (a
+    // password about to expire, say).
+    tell_warnings(&account.name, s, "the sign-in");
     Ok(Folders {
         existing: entries.into_iter().map(|e| e.name).collect(),
         created: Default::default(),

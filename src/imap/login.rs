@@ -28,11 +28,12 @@ fn refused(e: imap::Error) -> ImapError {
 /// every webhook). Any other answer to the login that quotes a secret
 /// (a `BYE`) is a refusal of it.
 fn masked(e: ImapError, secrets: &[String]) -> ImapError {
+    let hide = |said: String| mask_cut(crate::agent::mask_secrets(said, secrets), secrets);
     match e {
-        ImapError::Login(said) => ImapError::Login(crate::agent::mask_secrets(said, secrets)),
+        ImapError::Login(said) => ImapError::Login(hide(said)),
         ImapError::Protocol(p) => {
             let said = p.to_string();
-            let hidden = crate::agent::mask_secrets(said.clone(), secrets);
+            let hidden = hide(said.clone());
             if hidden == said {
                 ImapError::Protocol(p)
             } else {
@@ -41,6 +42,34 @@ fn masked(e: ImapError, secrets: &[String]) -> ImapError {
         }
         other => other,
     }
+}
+
+/// `said` with the start of a secret masked where the server's words were
+/// cut (`…`, the imap crate keeps 500 characters of them): the cut may fall
+/// inside an echoed password, whose whole then no longer matches (an audit
+/// read `"pw-Ech…` after 444 characters of padding).
+fn mask_cut(said: String, secrets: &[String]) -> String {
+    let Some(body) = said.strip_suffix('…') else {
+        return said;
+    };
+    for secret in secrets {
+        // Its starts, longest first (the whole secret too).
+        let mut ends: Vec<usize> = secret.char_indices().map(|(i, _)| i).skip(1).collect();
+        ends.push(secret.len());
+        let cut = ends
+            .into_iter()
+            .rev()
+            .map(|end| &secret[..end])
+            .find(|start| body.ends_with(start));
+        if let Some(start) = cut {
+            return format!(
+                "{}{}…",
+                &body[..body.len() - start.len()],
+                crate::config::MASK
+            );
+        }
+    }
+    said
 }
 
 pub(super) fn login(
@@ -110,5 +139,25 @@ fn oauth_login(
             }
             Err((other, _)) => return Err(masked(ImapError::Protocol(other), &secrets)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_cut_with_the_servers_words_is_masked_to_its_end() {
+        let pw = vec!["pw-Echo-7731".to_string()];
+        let cut = format!("{}you sent: a1 LOGIN \"test\" \"pw-Ech…", "x".repeat(20));
+        assert_eq!(
+            mask_cut(cut, &pw),
+            format!("{}you sent: a1 LOGIN \"test\" \"********…", "x".repeat(20))
+        );
+        // Words not cut, or cut elsewhere, are left as they are.
+        assert_eq!(mask_cut("no echo".into(), &pw), "no echo");
+        assert_eq!(mask_cut("cut here…".into(), &pw), "cut here…");
+        // The whole secret before the cut is masked too.
+        assert_eq!(mask_cut("a pw-Echo-7731…".into(), &pw), "a ********…");
     }
 }

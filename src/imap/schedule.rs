@@ -307,7 +307,10 @@ impl Runner {
             .idle()
             .timeout(wake.after)
             .keepalive(false)
-            .wait_while(|resp| !matches!(resp, imap::types::UnsolicitedResponse::Exists(_)));
+            .wait_while(|resp| {
+                super::folders::tell_warning(&self.w.account.name, &resp, "the IDLE");
+                !matches!(resp, imap::types::UnsolicitedResponse::Exists(_))
+            });
         self.w.handle.arm_wake(false);
         let outcome = match r {
             Ok(o) => o,

@@ -256,14 +256,15 @@ impl Live {
     ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
+        // A file that is not what runs says so first: that is what to mend.
+        if let Some(why) = file_differs(&current) {
+            return Err(ChangeError::Stale(why));
+        }
         if let Some(base) = base {
             let now = crate::config::file_version(&current.path);
             if now != base {
                 return Err(ChangeError::Overtaken(now));
             }
-        }
-        if let Some(why) = file_differs(&current) {
-            return Err(ChangeError::Stale(why));
         }
         let as_posted = raw.clone();
         // Every problem at once: a masked secret that cannot be kept does
@@ -315,6 +316,19 @@ impl Live {
             version,
         };
         Ok(self.apply(&mut fleet, loaded))
+    }
+
+    /// The version of the file a change made from `running` is made from:
+    /// the file's as it is now when it reads as `running` (a comment added
+    /// by hand changes the bytes, not the configuration), else the one
+    /// `running` was read from or written as. The rule form, made from the
+    /// running configuration, was refused for good after a comment-only
+    /// edit (an audit).
+    pub fn version_made_from(&self, running: &Loaded) -> String {
+        match std::fs::read(&running.path) {
+            Ok(bytes) if file_differs(running).is_none() => crate::config::version_of(&bytes),
+            _ => running.version.clone(),
+        }
     }
 
     /// Why the file on disk is not the configuration in effect, when it is
@@ -795,8 +809,14 @@ fn stop_grace() -> Duration {
 /// undoing an operator's hand edits without a word. A file that is gone
 /// is written again; one that cannot be read is left to the write's error.
 fn file_differs(running: &Loaded) -> Option<String> {
-    let text = std::fs::read_to_string(&running.path).ok()?;
-    let same = crate::config::bounded::from_str(&text).is_ok_and(|v| v == running.raw);
+    // Bytes, not text: a file made not UTF-8 by an edit cannot be what is
+    // running (an audit found it read as "no difference", and the edit
+    // written over).
+    let bytes = std::fs::read(&running.path).ok()?;
+    let same = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| crate::config::bounded::from_str(text).ok())
+        .is_some_and(|v| v == running.raw);
     (!same).then(|| {
         format!(
             "{} was changed since the service read it (an edit not reloaded yet, or a reload \

@@ -115,28 +115,47 @@ impl std::fmt::Display for OAuthError {
                 error,
                 description,
             } => {
-                write!(f, "oauth2 token endpoint refused (HTTP {status}): {error}")?;
+                write!(f, "oauth2 endpoint refused (HTTP {status}): {error}")?;
                 if let Some(d) = description {
                     write!(f, ": {d}")?;
                 }
+                // What to do (an audit: a revoked token said only that).
+                if error == "invalid_grant" {
+                    write!(
+                        f,
+                        " (the refresh token is expired or revoked: get a new one with \
+                         `mailproc oauth ACCOUNT`)"
+                    )?;
+                }
                 Ok(())
             }
-            OAuthError::Transport(e) => write!(f, "oauth2 token endpoint: {e}"),
+            // The URL is in `e`: the device authorization endpoint's
+            // trouble was told as the token endpoint's (an audit).
+            OAuthError::Transport(e) => {
+                write!(f, "oauth2: {e}")?;
+                if e.contains("certificate verify failed")
+                    || e.contains("unable to get local issuer")
+                {
+                    write!(
+                        f,
+                        " (a server with a private CA: name its certificate in \
+                         imap.oauth2.ca_file)"
+                    )?;
+                }
+                Ok(())
+            }
             OAuthError::Unavailable {
                 status,
                 retry_after,
                 detail,
             } => {
-                write!(
-                    f,
-                    "oauth2 token endpoint unavailable (HTTP {status}): {detail}"
-                )?;
+                write!(f, "oauth2 endpoint unavailable (HTTP {status}): {detail}")?;
                 if let Some(d) = retry_after {
                     write!(f, "; asked to try again after {}s", d.as_secs())?;
                 }
                 Ok(())
             }
-            OAuthError::BadAnswer(e) => write!(f, "oauth2 token endpoint: {e}"),
+            OAuthError::BadAnswer(e) => write!(f, "oauth2: {e}"),
             OAuthError::Store(e) => write!(f, "oauth2: {e}"),
         }
     }
@@ -560,7 +579,9 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "oauth2 token endpoint refused (HTTP 400): invalid_grant: Token has been expired or revoked."
+            "oauth2 endpoint refused (HTTP 400): invalid_grant: Token has been expired or revoked. \
+             (the refresh token is expired or revoked: get a new one with `mailproc oauth \
+             ACCOUNT`)"
         );
         assert!(!e.is_transient());
     }

@@ -419,12 +419,17 @@ impl<T: Read + Write> Client<T> {
             ok_or_unauth_client_err!(validate_str(synopsis, "username", username.as_ref()), self);
         let p =
             ok_or_unauth_client_err!(validate_str(synopsis, "password", password.as_ref()), self);
-        ok_or_unauth_client_err!(
-            self.run_command_and_check_ok(&format!("LOGIN {} {}", u, p)),
+        let said = ok_or_unauth_client_err!(
+            self.run_command_and_read_response(&format!("LOGIN {} {}", u, p)),
             self
         );
 
-        Ok(Session::new(self.conn))
+        let mut session = Session::new(self.conn);
+        // mailproc patch: what the server said with the LOGIN (an
+        // `[ALERT]` of a password about to expire, which RFC 3501 §7.1 says
+        // a user must be shown) is kept as unsolicited, not dropped.
+        crate::parse::keep_what_it_can(&said, &mut session.unsolicited_responses);
+        Ok(session)
     }
 
     /// Authenticate with the server using the given custom `authenticator` to handle the server's
@@ -2387,6 +2392,32 @@ mod tests {
             session.unsolicited_responses.pop_front(),
             Some(crate::types::UnsolicitedResponse::Bye { .. })
         ));
+    }
+
+    /// mailproc patch: an untagged NO before IDLE's continuation is a
+    /// warning too; the first line not a continuation was taken for the
+    /// start of a tagged answer, waited for until the read timed out while
+    /// the server waited for DONE.
+    #[test]
+    fn an_untagged_no_before_the_idle_continuation_is_a_warning() {
+        let response = b"* NO [ALERT] at 98% of quota\r\n+ idling\r\n* 4 EXISTS\r\n\
+            a1 OK IDLE done\r\n"
+            .to_vec();
+        let mut session = mock_session!(MockStream::new(response));
+        let mut seen = Vec::new();
+        let outcome = session
+            .idle()
+            .wait_while(|r| {
+                seen.push(format!("{r:?}").split([' ', '(', '{']).next().unwrap().to_string());
+                !matches!(r, crate::types::UnsolicitedResponse::Exists(_))
+            })
+            .unwrap();
+        assert_eq!(outcome, crate::extensions::idle::WaitOutcome::MailboxChanged);
+        assert_eq!(
+            seen.first(),
+            Some(&"No".to_string()),
+            "the warning first, to the callback: {seen:?}"
+        );
     }
 
     /// mailproc patch: a folder whose clients set more keywords than

@@ -85,3 +85,11 @@ impl Write for MockStream {
         Ok(())
     }
 }
+
+/// mailproc patch: a mock stream takes any read timeout (it never waits),
+/// so that IDLE can be tested on one.
+impl crate::extensions::idle::SetReadTimeout for MockStream {
+    fn set_read_timeout(&mut self, _: Option<std::time::Duration>) -> crate::error::Result<()> {
+        Ok(())
+    }
+}

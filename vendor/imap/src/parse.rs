@@ -278,6 +278,24 @@ pub fn parse_noop(lines: Vec<u8>, unsolicited: &mut VecDeque<UnsolicitedResponse
     }
 }
 
+/// mailproc patch: keeps each untagged response of `lines` that is an
+/// [`UnsolicitedResponse`], and passes over the rest; reading stops at the
+/// first it cannot parse. For an answer whose command has nothing else to
+/// read (LOGIN).
+pub(crate) fn keep_what_it_can(mut lines: &[u8], unsolicited: &mut VecDeque<UnsolicitedResponse>) {
+    while !lines.is_empty() {
+        match imap_proto::parser::parse_response(lines) {
+            Ok((rest, response)) => {
+                lines = rest;
+                if let Ok(kept) = UnsolicitedResponse::try_from(response) {
+                    keep_unsolicited(unsolicited, kept);
+                }
+            }
+            _ => break,
+        }
+    }
+}
+
 pub fn parse_mailbox(
     mut lines: &[u8],
     unsolicited: &mut VecDeque<UnsolicitedResponse>,

@@ -59,6 +59,9 @@ pub struct Handle<'a, T: Read + Write> {
     timeout: Duration,
     keepalive: bool,
     done: bool,
+    /// mailproc patch: untagged responses that came before the
+    /// continuation, handed to the wait's callback first.
+    early: std::collections::VecDeque<UnsolicitedResponse>,
 }
 
 /// The result of a wait on a [`Handle`]
@@ -92,6 +95,7 @@ impl<'a, T: Read + Write + 'a> Handle<'a, T> {
             timeout: Duration::from_secs(29 * 60),
             keepalive: true,
             done: false,
+            early: Default::default(),
         }
     }
 
@@ -106,10 +110,29 @@ impl<'a, T: Read + Write + 'a> Handle<'a, T> {
         //   a) if there's an error, or
         //   b) *after* we send DONE
         let mut v = Vec::new();
-        self.session.readline(&mut v)?;
-        if v.starts_with(b"+") {
-            self.done = false;
-            return Ok(());
+        // mailproc patch: untagged responses may come before the
+        // continuation (RFC 3501 §7: any time); they are kept as any
+        // unsolicited response is. Before, the first was taken for the
+        // start of a tagged answer, and the wait for it lasted until the
+        // read timed out while the server waited for DONE (an audit).
+        // A line announcing a literal is left to the reading below.
+        loop {
+            v.clear();
+            self.session.readline(&mut v)?;
+            if v.starts_with(b"+") {
+                self.done = false;
+                return Ok(());
+            }
+            if !v.starts_with(b"* ") || v.ends_with(b"}\r\n") {
+                break;
+            }
+            match parse_idle(&v) {
+                (_, Some(Ok(response))) if self.early.len() < crate::parse::MAX_UNSOLICITED => {
+                    self.early.push_back(response)
+                }
+                (_, Some(Ok(_))) => {}
+                _ => break,
+            }
         }
 
         self.session.read_response_onto(&mut v)?;
@@ -136,6 +159,13 @@ impl<'a, T: Read + Write + 'a> Handle<'a, T> {
     where
         F: FnMut(UnsolicitedResponse) -> bool,
     {
+        // mailproc patch: what came before the continuation first.
+        while let Some(response) = self.early.pop_front() {
+            if !callback(response) {
+                self.early.clear();
+                return Ok(WaitOutcome::MailboxChanged);
+            }
+        }
         let mut v = Vec::new();
         // mailproc patch: one whole response at a time (`crate::frame`),
         // parsed once. The wait ends (`TimedOut`) only between responses;

@@ -14,8 +14,17 @@ enum Rfc2047State {
     Data,
 }
 
-impl MessageStream<'_> {
+impl<'x> MessageStream<'x> {
     pub fn decode_rfc2047(&mut self) -> Option<String> {
+        self.decode_rfc2047_bytes()
+            .map(|(charset, bytes)| decode_charset(charset, bytes))
+    }
+
+    /// mailproc patch: an encoded word's charset and its bytes, not yet
+    /// decoded by it, so that the bytes of adjacent words in one charset
+    /// are decoded together: a sender that splits a character between two
+    /// words (against RFC 2047 §5, as some do) had two U+FFFD for it.
+    pub fn decode_rfc2047_bytes(&mut self) -> Option<(&'x [u8], Vec<u8>)> {
         let mut state = Rfc2047State::Init;
 
         let mut charset_start = 0;
@@ -72,17 +81,18 @@ impl MessageStream<'_> {
             }
         }
 
-        if let Some(bytes) = decode_fnc.and_then(|fnc| fnc(self)) {
-            if let Some(decoder) = charset_decoder(self.bytes(charset_start..charset_end)) {
-                decoder(&bytes).into()
-            } else {
-                String::from_utf8(bytes)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-                    .into()
-            }
-        } else {
-            None
-        }
+        let bytes = decode_fnc.and_then(|fnc| fnc(self))?;
+        Some((self.bytes(charset_start..charset_end), bytes))
+    }
+}
+
+/// `bytes` decoded by `charset` (as UTF-8 when it names none known).
+pub(crate) fn decode_charset(charset: &[u8], bytes: Vec<u8>) -> String {
+    if let Some(decoder) = charset_decoder(charset) {
+        decoder(&bytes)
+    } else {
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 }
 #[cfg(test)]

@@ -319,13 +319,21 @@ impl MessageParser {
                 }
 
                 if is_text {
-                    let text = match (
-                        bytes,
-                        content_type.and_then(|ct| {
-                            ct.attribute("charset")
-                                .and_then(|c| charset_decoder(c.as_bytes()))
-                        }),
-                    ) {
+                    let declared = content_type.and_then(|ct| {
+                        ct.attribute("charset")
+                            .and_then(|c| charset_decoder(c.as_bytes()))
+                    });
+                    // mailproc patch: an HTML part with no charset
+                    // parameter, not UTF-8, may declare its charset in a
+                    // `<meta>` tag, which browsers and mail clients read
+                    // (`Größe` read as `Gr��e` otherwise: an audit).
+                    let declared = declared.or_else(|| {
+                        (mime_type == MimeType::TextHtml && std::str::from_utf8(&bytes).is_err())
+                            .then(|| meta_charset(&bytes))
+                            .flatten()
+                            .and_then(charset_decoder)
+                    });
+                    let text = match (bytes, declared) {
                         (Cow::Owned(vec), Some(charset_decoder)) => charset_decoder(&vec).into(),
                         (Cow::Owned(vec), None) => String::from_utf8(vec)
                             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
@@ -586,6 +594,39 @@ impl<'x> Message<'x> {
     pub fn is_empty(&self) -> bool {
         self.parts.is_empty()
     }
+}
+
+/// mailproc patch: the charset an HTML document declares in its first
+/// 1,024 bytes (`<meta charset="…">`, or `charset=…` in a `<meta
+/// http-equiv="Content-Type" content="…">`), as a browser's prescan reads
+/// it (HTML's "determining the character encoding", simplified).
+fn meta_charset(html: &[u8]) -> Option<&[u8]> {
+    let head = &html[..html.len().min(1024)];
+    let lower: Vec<u8> = head.to_ascii_lowercase();
+    let mut at = 0;
+    while let Some(meta) = find(&lower[at..], b"<meta").map(|i| at + i) {
+        let end = find(&lower[meta..], b">").map_or(lower.len(), |i| meta + i);
+        if let Some(c) = find(&lower[meta..end], b"charset=").map(|i| meta + i + 8) {
+            let value = &head[c..end];
+            let value = value
+                .strip_prefix(b"\"")
+                .or_else(|| value.strip_prefix(b"'"))
+                .unwrap_or(value);
+            let len = value
+                .iter()
+                .position(|b| !(b.is_ascii_alphanumeric() || b"-_.:".contains(b)))
+                .unwrap_or(value.len());
+            if len > 0 {
+                return Some(&value[..len]);
+            }
+        }
+        at = end;
+    }
+    None
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]

@@ -12,11 +12,16 @@ struct UnstructuredParser<'x> {
     token_end: usize,
     tokens: Vec<Cow<'x, str>>,
     last_is_encoded: bool,
+    /// mailproc patch: the charset and bytes of the encoded words read
+    /// since the last other token, decoded together (see
+    /// `decode_rfc2047_bytes`).
+    pending: Option<(&'x [u8], Vec<u8>)>,
 }
 
 impl<'x> UnstructuredParser<'x> {
     fn add_token(&mut self, stream: &MessageStream<'x>) {
         if self.token_start > 0 {
+            self.flush();
             if !self.tokens.is_empty() {
                 self.tokens.push(" ".into());
             }
@@ -36,6 +41,24 @@ impl<'x> UnstructuredParser<'x> {
         self.tokens.push(token.into());
         self.last_is_encoded = true;
     }
+
+    /// An encoded word's bytes: joined to the words before it in the same
+    /// charset, decoded once another token (or the end) comes.
+    fn add_rfc2047_bytes(&mut self, charset: &'x [u8], bytes: Vec<u8>) {
+        match &mut self.pending {
+            Some((c, b)) if c.eq_ignore_ascii_case(charset) => b.extend_from_slice(&bytes),
+            _ => {
+                self.flush();
+                self.pending = Some((charset, bytes));
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some((charset, bytes)) = self.pending.take() {
+            self.add_rfc2047(crate::decoders::encoded_word::decode_charset(charset, bytes));
+        }
+    }
 }
 
 impl<'x> MessageStream<'x> {
@@ -45,6 +68,7 @@ impl<'x> MessageStream<'x> {
             token_end: 0,
             tokens: Vec::new(),
             last_is_encoded: true,
+            pending: None,
         };
 
         while let Some(ch) = self.next() {
@@ -53,6 +77,7 @@ impl<'x> MessageStream<'x> {
                     parser.add_token(self);
 
                     if !self.try_next_is_space() {
+                        parser.flush();
                         return match parser.tokens.len() {
                             1 => HeaderValue::Text(parser.tokens.pop().unwrap()),
                             0 => HeaderValue::Empty,
@@ -67,9 +92,9 @@ impl<'x> MessageStream<'x> {
                 }
                 b'=' if self.peek_char(b'?') => {
                     self.checkpoint();
-                    if let Some(token) = self.decode_rfc2047() {
+                    if let Some((charset, bytes)) = self.decode_rfc2047_bytes() {
                         parser.add_token(self);
-                        parser.add_rfc2047(token);
+                        parser.add_rfc2047_bytes(charset, bytes);
                         continue;
                     }
                     self.restore();
