@@ -59,11 +59,18 @@ pub fn build(
 /// A `Retry-After` of whole seconds (what model providers and token
 /// endpoints send), at most `cap`; an HTTP date or garbage reads as none.
 pub fn retry_after(headers: &ureq::http::HeaderMap, cap: Duration) -> Option<Duration> {
-    headers
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(|s| Duration::from_secs(s).min(cap))
+    let v = headers.get("retry-after")?.to_str().ok()?.trim();
+    // Seconds, or an HTTP-date (RFC 9110 §10.2.3): both were asked for and
+    // only the first was honoured; seconds past u64 are the cap (an audit
+    // found both retried after 500 ms).
+    let wait = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        v.parse::<u64>().map_or(cap, Duration::from_secs)
+    } else {
+        let at = httpdate::parse_http_date(v).ok()?;
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+    };
+    Some(wait.min(cap))
 }
 
 /// `text` (a server's answer, quoted in records, logs and webhooks) with
@@ -197,6 +204,29 @@ pub fn basic_auth(url: &str) -> Option<String> {
 #[cfg(test)]
 mod mask_tests {
     use super::*;
+
+    /// Found by an audit: an HTTP-date, and seconds past u64, were ignored
+    /// (retried after 500 ms).
+    #[test]
+    fn retry_after_takes_seconds_and_dates() {
+        let cap = Duration::from_secs(60);
+        let of = |v: &str| {
+            let mut h = ureq::http::HeaderMap::new();
+            h.insert("retry-after", v.parse().unwrap());
+            retry_after(&h, cap)
+        };
+        assert_eq!(of("7"), Some(Duration::from_secs(7)));
+        assert_eq!(of("99999999999999999999999"), Some(cap));
+        let soon = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(30));
+        let d = of(&soon).unwrap();
+        assert!(
+            (Duration::from_secs(28)..=Duration::from_secs(30)).contains(&d),
+            "{d:?}"
+        );
+        assert_eq!(of("Sun, 06 Nov 1994 08:49:37 GMT"), Some(Duration::ZERO));
+        assert_eq!(of("Fri, 31 Dec 9999 23:59:59 GMT"), Some(cap));
+        assert_eq!(of("soon"), None);
+    }
 
     #[test]
     fn a_secret_is_masked_however_it_is_echoed() {

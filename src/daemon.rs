@@ -136,11 +136,9 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     http.stop();
     live.shutdown();
     // Every account has ended: an answer still coming is for nobody.
-    if let Ok(pool) = Arc::try_unwrap(pool) {
-        let left = pool.stop(Duration::from_secs(2));
-        if left > 0 {
-            log::info!("{left} model call(s) still in flight are left unanswered");
-        }
+    let left = pool.stop(Duration::from_secs(2));
+    if left > 0 {
+        log::info!("{left} model call(s) still in flight are left unanswered");
     }
     webhooks.shutdown();
     let _ = webhook_thread.join();

@@ -395,6 +395,13 @@ Message-ID: <x\x00y\x1b@example.com>\r\n\r\nbody\r\n";
                 "Größe €",
             ),
             ("a =?UTF-8?Q?=C3=A4?= b =?UTF-8?Q?=C3=B6?=", "a ä b ö"),
+            // A charset with shifts: each word stands alone (joined, the
+            // escape out of one and into the next read as U+FFFD).
+            (
+                "=?iso-2022-jp?B?GyRCRnxLXDhsJE43b0w+IUolNSVWJTglJyUvJUghSyEhJTkbKEI=?=\r\n\t\
+                 =?iso-2022-jp?B?GyRCJVElYCVhITwlayRHJE8kIiRqJF4kOyRzISobKEI=?=",
+                "日本語の件名（サブジェクト）\u{3000}スパムメールではありません！",
+            ),
         ] {
             let raw = format!("Subject: {subject}\r\n\r\nx\r\n");
             assert_eq!(

@@ -252,3 +252,68 @@ fn durations_beyond_ten_years_are_configuration_errors() {
     let (code, out, err) = m.run_cli(&["check-config"], "");
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// Found by an audit: one provider that never answers held every
+/// classifier thread with its calls, and an account on another, healthy
+/// provider waited minutes for its first. Each provider has threads of its
+/// own: the healthy one's account is decided while the other's calls all
+/// still hang.
+#[test]
+fn a_provider_that_never_answers_holds_up_no_other_provider() {
+    let d = Dovecot::start();
+    d.add_user("other", "secret2");
+    for i in 0..6 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("hung{i}"), &format!("Order {i}")),
+        );
+    }
+    let hang = Arc::new(AtomicBool::new(true));
+    let held = hang.clone();
+    let stuck = Model::start(8, move |_| {
+        while held.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        receipt()
+    });
+    let healthy = Model::start(2, |_| receipt());
+    let yaml = format!(
+        "{}  - name: other\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: other, password: secret2 }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts], create: true }}\n    backlog: all\n    poll_interval: 300s\n    provider: healthy\n",
+        config(&d, &stuck.url(), 2, "").replace(
+            "  providers:\n",
+            &format!(
+                "  providers:\n    - {{ name: healthy, kind: openai, url: \"{}\", model: scripted, timeout: 10s, max_retries: 0 }}\n",
+                healthy.url()
+            ),
+        ),
+        d.imap_port
+    );
+    // The stuck provider's calls outlast the test's waits.
+    let yaml = yaml.replace(
+        "timeout: 10s, max_retries: 0 }\naccounts",
+        "timeout: 120s, max_retries: 0 }\naccounts",
+    );
+    assert!(yaml.contains("timeout: 120s"), "{yaml}");
+    let m = Mailproc::start(&yaml);
+    // The stuck provider has its calls (both of its threads) in hand.
+    m.wait_for(Duration::from_secs(30), "the stuck calls", || {
+        (stuck.count() >= 2).then_some(())
+    });
+    d.seed("other", "INBOX", &msg("quick", "Order quick"));
+    m.wait_for(Duration::from_secs(30), "the other account decided", || {
+        ok_rows(&m)
+            .iter()
+            .any(|r| r["account"] == "other")
+            .then_some(())
+    });
+    assert!(
+        ok_rows(&m).iter().all(|r| r["account"] == "other"),
+        "the stuck provider answered nothing yet"
+    );
+    hang.store(false, Ordering::SeqCst);
+    m.wait_for(Duration::from_secs(60), "every message decided", || {
+        (ok_rows(&m).len() == 7).then_some(())
+    });
+}

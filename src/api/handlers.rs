@@ -42,7 +42,7 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
         }
     }
     // Without a classifier thread no model answer can ever come back.
-    let status = if database != "ok" || ctx.classifier.live_threads() == 0 {
+    let status = if database != "ok" || !ctx.classifier.healthy() {
         "unhealthy"
     } else if all_up {
         "healthy"

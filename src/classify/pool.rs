@@ -27,7 +27,15 @@ pub struct Job {
     pub requester: Arc<crate::account::Handle>,
 }
 
-/// A fixed pool of classifier threads shared by every account.
+/// The classifier threads: `classifier.concurrency` of them for each
+/// provider (a lane each, started at its first question), shared by the
+/// accounts that use it.
+///
+/// One lane for all let one provider starve the others: a provider that
+/// never answered, or one under its `rate_limit_rpm`, held every thread
+/// with its waits, and an account on another, healthy provider waited
+/// minutes for its first call (an audit). A lane's waits hold only its own
+/// threads.
 ///
 /// A panic while classifying (a bug, say in a parser) is caught around that
 /// one job: the job is answered with [`ClassifyError::Panicked`], the panic
@@ -35,96 +43,87 @@ pub struct Job {
 /// the failed attempt and counts it (`mailproc_errors_total{kind="panic"}`).
 /// No job is ever left without an answer.
 pub struct Pool {
+    /// Threads of each lane.
+    each: usize,
+    lanes: parking_lot::Mutex<HashMap<String, Lane>>,
+    /// Set by [`Pool::stop`]: no lane starts after it.
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+/// The threads of one provider and their queue.
+struct Lane {
     tx: Sender<Job>,
     threads: Vec<JoinHandle<()>>,
-    /// Threads still taking jobs; `/health` is unhealthy at zero.
+    /// Threads still taking jobs; `/health` is unhealthy when a lane has none.
     live: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Pool {
     pub fn start(threads: usize) -> std::io::Result<Pool> {
-        use std::sync::atomic::Ordering;
-        // One queued job per thread keeps account threads from piling up
-        // work no model can start yet; they block on send instead.
-        let (tx, rx): (Sender<Job>, Receiver<Job>) = crossbeam_channel::bounded(threads);
-        let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut handles = Vec::with_capacity(threads);
-        for i in 0..threads {
-            let (rx, live) = (rx.clone(), live.clone());
-            live.fetch_add(1, Ordering::SeqCst);
-            handles.push(
-                std::thread::Builder::new()
-                    .name(format!("classify-{i}"))
-                    .spawn(move || {
-                        for job in rx {
-                            let started = Instant::now();
-                            if job.requester.is_shutting_down() {
-                                let cancelled = Err(ClassifyError::Cancelled);
-                                let _ = job.reply.send((job.index, cancelled, Duration::ZERO));
-                                continue;
-                            }
-                            let result =
-                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                    crate::failpoint::hit("classify");
-                                    job.provider.classify_with(
-                                        &job.account,
-                                        &job.email,
-                                        &job.shots,
-                                        &|| job.requester.is_shutting_down(),
-                                    )
-                                }))
-                                .unwrap_or_else(|panic| {
-                                    let message = crate::failpoint::panic_message(&*panic);
-                                    log::error!(
-                                        "{}: classifier thread panicked on {}: {message}",
-                                        job.account.name,
-                                        job.email.message_id
-                                    );
-                                    Err(ClassifyError::Panicked {
-                                        provider: job.provider.config.name.clone(),
-                                        message,
-                                    })
-                                });
-                            let _ = job.reply.send((job.index, result, started.elapsed()));
-                        }
-                        live.fetch_sub(1, Ordering::SeqCst);
-                    })?,
-            );
-        }
         Ok(Pool {
-            tx,
-            threads: handles,
-            live,
+            each: threads.max(1),
+            lanes: Default::default(),
+            stopped: Default::default(),
         })
     }
 
-    /// Classifier threads still taking jobs.
-    pub fn live_threads(&self) -> usize {
-        self.live.load(std::sync::atomic::Ordering::SeqCst)
+    /// Whether every lane still has a thread taking jobs (a lane whose
+    /// threads all ended would leave its accounts' questions unanswered).
+    pub fn healthy(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.lanes
+            .lock()
+            .values()
+            .all(|l| l.live.load(Ordering::SeqCst) > 0)
     }
 
-    pub fn submit(&self, job: Job) {
-        let _ = self.tx.send(job);
+    /// The queue of `provider`'s lane, its threads started at the first
+    /// question, for a caller that waits for room in it together with
+    /// something else (`crossbeam_channel::Select`). One queued job per
+    /// thread keeps account threads from piling up work no model can start
+    /// yet; they wait for room instead. After [`Pool::stop`], a queue whose
+    /// sends fail.
+    pub fn queue(&self, provider: &str) -> Sender<Job> {
+        use std::sync::atomic::Ordering;
+        let mut lanes = self.lanes.lock();
+        if let Some(l) = lanes.get(provider) {
+            return l.tx.clone();
+        }
+        if self.stopped.load(Ordering::SeqCst) {
+            return crossbeam_channel::bounded(0).0;
+        }
+        match lane(provider, self.each) {
+            Ok(l) => {
+                let tx = l.tx.clone();
+                lanes.insert(provider.to_string(), l);
+                tx
+            }
+            Err(e) => {
+                log::error!("classifier threads for provider {provider}: {e}");
+                crossbeam_channel::bounded(0).0
+            }
+        }
     }
 
-    /// The queue of jobs, for a caller that waits for room in it together
-    /// with something else (`crossbeam_channel::Select`).
-    pub fn queue(&self) -> &Sender<Job> {
-        &self.tx
-    }
-
-    /// Closes the queue and waits for calls in flight, up to `patience`:
+    /// Closes the queues and waits for calls in flight, up to `patience`:
     /// a call still running then (a model takes up to its `timeout`) is
     /// left to end with the process; no account waits for its answer any
     /// more. Returns how many were left.
-    pub fn stop(self, patience: Duration) -> usize {
-        drop(self.tx);
+    pub fn stop(&self, patience: Duration) -> usize {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let lanes: Vec<Lane> = self.lanes.lock().drain().map(|(_, l)| l).collect();
+        let mut threads = Vec::new();
+        for l in lanes {
+            drop(l.tx);
+            threads.extend(l.threads);
+        }
         let deadline = Instant::now() + patience;
-        while Instant::now() < deadline && self.threads.iter().any(|t| !t.is_finished()) {
+        while Instant::now() < deadline && threads.iter().any(|t| !t.is_finished()) {
             std::thread::sleep(Duration::from_millis(20));
         }
         let mut left = 0;
-        for t in self.threads {
+        for t in threads {
             if t.is_finished() {
                 let _ = t.join();
             } else {
@@ -133,6 +132,63 @@ impl Pool {
         }
         left
     }
+}
+
+/// Starts `threads` classifier threads for `provider`.
+fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
+    use std::sync::atomic::Ordering;
+    let (tx, rx): (Sender<Job>, Receiver<Job>) = crossbeam_channel::bounded(threads);
+    let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut handles = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let (rx, live) = (rx.clone(), live.clone());
+        live.fetch_add(1, Ordering::SeqCst);
+        let name: String = format!("classify-{provider}-{i}")
+            .chars()
+            .take(15)
+            .collect();
+        handles.push(std::thread::Builder::new().name(name).spawn(move || {
+            for job in rx {
+                answer(job);
+            }
+            live.fetch_sub(1, Ordering::SeqCst);
+        })?);
+    }
+    Ok(Lane {
+        tx,
+        threads: handles,
+        live,
+    })
+}
+
+/// Answers one job, a panic included.
+fn answer(job: Job) {
+    let started = Instant::now();
+    if job.requester.is_shutting_down() {
+        let cancelled = Err(ClassifyError::Cancelled);
+        let _ = job.reply.send((job.index, cancelled, Duration::ZERO));
+        return;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::failpoint::hit("classify");
+        job.provider
+            .classify_with(&job.account, &job.email, &job.shots, &|| {
+                job.requester.is_shutting_down()
+            })
+    }))
+    .unwrap_or_else(|panic| {
+        let message = crate::failpoint::panic_message(&*panic);
+        log::error!(
+            "{}: classifier thread panicked on {}: {message}",
+            job.account.name,
+            job.email.message_id
+        );
+        Err(ClassifyError::Panicked {
+            provider: job.provider.config.name.clone(),
+            message,
+        })
+    });
+    let _ = job.reply.send((job.index, result, started.elapsed()));
 }
 
 /// Every provider by name, built once at start-up.

@@ -241,11 +241,16 @@ pub fn parse_answer(
         actions,
         // Stored, shown and sent in webhooks: a model that writes an essay
         // must not grow them without bound.
-        reasoning: truncate(
-            answer.reasoning.as_deref().unwrap_or_default(),
-            MAX_REASONING_CHARS,
-        )
-        .to_string(),
+        // Control characters (a NUL, an escape that recolours a
+        // terminal, U+202E) are replaced as in subjects: they were stored
+        // and served as sent (an audit).
+        reasoning: crate::email::visible(
+            truncate(
+                answer.reasoning.as_deref().unwrap_or_default(),
+                MAX_REASONING_CHARS,
+            ),
+            ' ',
+        ),
         model: model.into(),
         confidence: answer.confidence,
     })

@@ -131,6 +131,21 @@ fn answers_are_parsed_tolerantly_and_validated_strictly() {
 
 /// Braces in the prose around an answer (found by an audit of the binary:
 /// a fenced answer followed by `because {x}` was parked as failed).
+/// Found by an audit: a model's reasoning with a NUL, an escape sequence
+/// and U+202E was stored and served as sent.
+#[test]
+fn control_characters_in_a_reasoning_are_replaced() {
+    let a = account();
+    let ok = parse_answer(
+        "p",
+        "m",
+        &a,
+        "{\"actions\":[{\"type\":\"noop\"}],\"reasoning\":\"a\\u0000b\\u001b[31mc\\u202ed\\ne\",\"confidence\":0.9}",
+    )
+    .unwrap();
+    assert_eq!(ok.reasoning, "a b [31mc d e");
+}
+
 #[test]
 fn braces_in_the_prose_around_an_answer_are_prose() {
     let a = account();

@@ -773,16 +773,34 @@ impl AccountConfig {
     }
 
     /// The account as the model may act on it: `allowed_actions` cut to
-    /// `model_actions`, and without `spam` no folder named Junk; `None`
-    /// when `model_actions` is not set (the account as it is).
+    /// `model_actions`, and without `spam` no junk folder: not
+    /// `folders.junk`, nor a folder one of whose levels is named as junk
+    /// folders usually are (`Junk`, `Spam/Old`, `Junk E-mail`…). An audit moved
+    /// mail to `folders.junk: Spam` by a model without `spam`: only a folder
+    /// named `Junk` was kept from it. `None` when `model_actions` is not
+    /// set (the account as it is).
     pub fn for_model(&self) -> Option<AccountConfig> {
+        use crate::mailbox::special_use::SpecialUse;
         let only = self.model_actions.as_ref()?;
         let mut a = self.clone();
         a.allowed_actions.retain(|k| only.contains(k));
         if !a.allows(ActionKind::Spam) {
-            a.folders
-                .allowed
-                .retain(|f| !f.eq_ignore_ascii_case("junk"));
+            let junk = self.folders.junk.clone();
+            let usual = |level: &str| {
+                SpecialUse::Junk
+                    .usual_names()
+                    .iter()
+                    .any(|n| n.to_lowercase() == level.to_lowercase())
+            };
+            // The junk folder, or a folder in it (`Junk/Old`).
+            let in_junk = |f: &str| {
+                f.split(['/', '.']).any(usual)
+                    || junk.as_deref().is_some_and(|j| {
+                        let (f, j) = (f.to_lowercase(), j.to_lowercase());
+                        f == j || f.starts_with(&format!("{j}/")) || f.starts_with(&format!("{j}."))
+                    })
+            };
+            a.folders.allowed.retain(|f| !in_junk(f));
         }
         Some(a)
     }

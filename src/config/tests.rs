@@ -48,6 +48,16 @@ fn model_actions_are_some_of_the_allowed_ones_and_the_model_sees_only_them() {
     assert!(!m.allows(ActionKind::Read) && m.allows(ActionKind::Move));
     assert_eq!(m.folders.allowed, ["Receipts"], "no Junk without spam");
     assert_eq!(a.folders.allowed, ["Receipts", "Junk"]);
+    // Nor the configured junk folder, nor one named as junk folders
+    // usually are, at any level (an audit moved mail to `Spam`).
+    let c = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Receipts, Spam, Junk/Old, Quarantine, Quarantine/2026, QuarantineNot, \"Archive/Junk E-mail\"], junk: Quarantine }, \
+             model_actions: [move, noop] }\n",
+    )
+    .unwrap();
+    let m = c.accounts[0].for_model().unwrap();
+    assert_eq!(m.folders.allowed, ["Receipts", "QuarantineNot"]);
     // Two destinations: only the last was carried out, both recorded.
     let e = parse_str(
         "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \

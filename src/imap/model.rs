@@ -66,6 +66,8 @@ impl Runner {
         let mut noop = true;
         let mut stopped = false;
         let pool = self.w.pool.clone();
+        // The lane of the account's provider (see `classify::pool`).
+        let provider = self.w.account.provider.clone().unwrap_or_default();
         loop {
             if !stopped {
                 if let Some(why) = self.stop_now() {
@@ -123,11 +125,12 @@ impl Runner {
             for g in &groups {
                 sel.recv(&g.answers);
             }
-            let send = flow.next_question().map(|_| sel.send(pool.queue()));
+            let queue = pool.queue(&provider);
+            let send = flow.next_question().map(|_| sel.send(&queue));
             let event = match sel.select_deadline(deadline) {
                 Ok(op) if Some(op.index()) == send => {
                     if let Some(job) = flow.handed() {
-                        if let Err(e) = op.send(pool.queue(), job) {
+                        if let Err(e) = op.send(&queue, job) {
                             // The pool is gone (stopping): nobody will answer.
                             flow.unanswered(&[e.into_inner().index], Instant::now());
                         }

@@ -37,7 +37,7 @@ impl SpecialUse {
     /// Names (last level, compared without regard to case) that mean this
     /// use on servers that do not mark it: the defaults of common servers
     /// and clients, in English and the languages whose clients create them.
-    fn usual_names(self) -> &'static [&'static str] {
+    pub(crate) fn usual_names(self) -> &'static [&'static str] {
         match self {
             SpecialUse::Junk => &[
                 "Junk",

@@ -15,6 +15,10 @@ use crate::learn::Shot;
 use crate::metrics::Metrics;
 
 /// A configured model endpoint with its own rate limit.
+/// How long a provider that refused the best way to ask for JSON is asked
+/// a lesser way before the best is tried again.
+const ASK_AGAIN: Duration = Duration::from_secs(10 * 60);
+
 pub struct Provider {
     pub config: ProviderConfig,
     agent: ureq::Agent,
@@ -22,6 +26,12 @@ pub struct Provider {
     next_slot: Mutex<Instant>,
     /// Index into [`JsonMode::ALL`] of the way this server last accepted.
     json_mode: std::sync::atomic::AtomicUsize,
+    /// When it last fell back to a lesser way: the best is asked again
+    /// after [`ASK_AGAIN`], so one refusal that was the server's hiccup does
+    /// not cost the schema for good (an audit: one 400, then `json_object`
+    /// until a restart, and with it the schema that keeps a llama.cpp
+    /// model's folders inside `allowed`).
+    fell_back: Mutex<Option<Instant>>,
     metrics: Arc<Metrics>,
 }
 
@@ -50,6 +60,7 @@ impl Provider {
             agent,
             next_slot: Mutex::new(Instant::now()),
             json_mode: std::sync::atomic::AtomicUsize::new(0),
+            fell_back: Mutex::new(None),
             metrics,
         })
     }
@@ -177,10 +188,19 @@ impl Provider {
         if self.config.kind != ProviderKind::Openai {
             return self.call(self.json_body(None, messages));
         }
-        let start = self
+        let mut start = self
             .json_mode
             .load(Ordering::Relaxed)
             .min(JsonMode::ALL.len() - 1);
+        if start > 0
+            && self
+                .fell_back
+                .lock()
+                .is_some_and(|at| at.elapsed() >= ASK_AGAIN)
+        {
+            *self.fell_back.lock() = Some(Instant::now());
+            start = 0;
+        }
         let mut first_refusal = None;
         for (i, mode) in JsonMode::ALL.iter().enumerate().skip(start) {
             match self.call(self.json_body(mode.response_format(account), messages)) {
@@ -212,6 +232,9 @@ impl Provider {
                             mode.label()
                         );
                         self.json_mode.store(i, Ordering::Relaxed);
+                        *self.fell_back.lock() = Some(Instant::now());
+                    } else if i == 0 {
+                        self.json_mode.store(0, Ordering::Relaxed);
                     }
                     return Ok(reply);
                 }
@@ -241,6 +264,9 @@ impl Provider {
         let c = &self.config;
         let mut secrets = crate::agent::url_secrets(&c.url);
         secrets.extend(c.api_key.clone());
+        // The header as sent, base64-encoded whole (an audit's server
+        // echoed that, and the key was read back from it).
+        secrets.extend(c.api_key.as_ref().map(|k| format!("Bearer {k}")));
         crate::agent::mask_secrets(text, &secrets)
     }
 

@@ -110,6 +110,31 @@ fn json_schema_first_then_json_object_then_plain_and_the_way_that_worked_is_kept
     }
 }
 
+/// Found by an audit: one refusal of `json_schema` (a hiccup of the
+/// server) cost the schema until a restart. The best way is asked again
+/// once `ASK_AGAIN` has passed since the fall-back.
+#[test]
+fn the_best_way_is_asked_again_a_while_after_a_fall_back() {
+    let a = account();
+    let e = email("From: a@b.c\r\nSubject: hi");
+    let (url, seen, server) = server();
+    let t = answer_requests(server, 3, &[], GOOD, seen.clone());
+    let p = provider(&url);
+    p.json_mode.store(1, std::sync::atomic::Ordering::Relaxed);
+    *p.fell_back.lock() = Some(Instant::now());
+    p.classify(&a, &e).unwrap();
+    assert_eq!(seen.lock().as_slice(), ["json_object"], "within the while");
+    *p.fell_back.lock() = Some(Instant::now() - ASK_AGAIN);
+    p.classify(&a, &e).unwrap();
+    p.classify(&a, &e).unwrap();
+    assert_eq!(
+        seen.lock().as_slice(),
+        ["json_object", "json_schema", "json_schema"],
+        "asked again, and kept"
+    );
+    t.join().unwrap();
+}
+
 #[test]
 fn a_refusal_of_every_way_is_the_first_refusal() {
     let (url, seen, server) = server();
@@ -165,7 +190,9 @@ fn secrets_a_server_quotes_back_are_masked() {
         let _ = req.as_reader().read_to_string(&mut body);
         let _ = req.respond(
             tiny_http::Response::from_string(
-                "invalid key sk-secret-key-4411 for user:url-pass-7731",
+                // And the header as sent, base64-encoded whole.
+                "invalid key sk-secret-key-4411 for user:url-pass-7731 \
+                 (QmVhcmVyIHNrLXNlY3JldC1rZXktNDQxMQ==)",
             )
             .with_status_code(401),
         );
@@ -185,6 +212,7 @@ fn secrets_a_server_quotes_back_are_masked() {
         !e.contains("sk-secret-key-4411") && !e.contains("url-pass-7731"),
         "{e}"
     );
+    assert!(!e.contains("QmVhcmVy"), "{e}");
 }
 
 #[test]

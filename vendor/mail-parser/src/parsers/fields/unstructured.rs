@@ -46,7 +46,9 @@ impl<'x> UnstructuredParser<'x> {
     /// charset, decoded once another token (or the end) comes.
     fn add_rfc2047_bytes(&mut self, charset: &'x [u8], bytes: Vec<u8>) {
         match &mut self.pending {
-            Some((c, b)) if c.eq_ignore_ascii_case(charset) => b.extend_from_slice(&bytes),
+            Some((c, b)) if c.eq_ignore_ascii_case(charset) && stateless(charset) => {
+                b.extend_from_slice(&bytes)
+            }
             _ => {
                 self.flush();
                 self.pending = Some((charset, bytes));
@@ -59,6 +61,18 @@ impl<'x> UnstructuredParser<'x> {
             self.add_rfc2047(crate::decoders::encoded_word::decode_charset(charset, bytes));
         }
     }
+}
+
+/// mailproc patch: whether the bytes of two words in `charset` may be
+/// joined: not a charset with shifts or a byte-order mark, whose words each
+/// stand alone (ISO-2022-JP's escape back to ASCII at the end of one word
+/// and out of it at the start of the next read as U+FFFD once joined).
+fn stateless(charset: &[u8]) -> bool {
+    let c = charset.to_ascii_lowercase();
+    !["iso-2022", "utf-7", "utf-16", "utf-32", "hz"]
+        .iter()
+        .any(|s| c.starts_with(s.as_bytes()))
+        && !c.starts_with(b"unicode")
 }
 
 impl<'x> MessageStream<'x> {
