@@ -317,3 +317,42 @@ fn a_provider_that_never_answers_holds_up_no_other_provider() {
         (ok_rows(&m).len() == 7).then_some(())
     });
 }
+
+/// The regression audit of the lanes: each provider name ever used kept
+/// its classifier threads until a restart (two more at each rename). A
+/// provider renamed or removed ends its lane; a name with a NUL (its
+/// threads' names could not hold it) panicked every account on it.
+#[test]
+fn a_renamed_provider_leaves_no_threads_behind() {
+    let d = Dovecot::start();
+    let model = Model::start(2, |_| receipt());
+    let threads = |m: &Mailproc| -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", m.pid()))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    };
+    let named = |name: &str| config(&d, &model.url(), 2, "").replace("fake", name);
+    // As YAML writes a NUL: a double-quoted escape.
+    let nul = r#""p\0q""#;
+    let m = Mailproc::start(&named(nul));
+    let mut after = Vec::new();
+    for (round, name) in [nul, "one", "two", "three", "four"].iter().enumerate() {
+        if round > 0 {
+            std::fs::write(&m.config_path, named(name)).unwrap();
+            m.signal("HUP");
+        }
+        d.seed("test", "INBOX", &msg(&format!("r{round}"), "Order"));
+        m.wait_for(Duration::from_secs(30), "the message decided", || {
+            (ok_rows(&m).len() == round + 1).then_some(())
+        });
+        after.push(threads(&m));
+    }
+    assert!(!m.log().contains("panicked"), "{}", m.log());
+    // A lane of the renamed provider ends once its calls are answered.
+    m.wait_for(Duration::from_secs(10), "the old lanes ended", || {
+        (threads(&m) <= after[1]).then_some(())
+    });
+}

@@ -262,3 +262,85 @@ fn model_actions_keep_spam_and_read_from_the_model_but_not_from_rules() {
         assert!(flags.is_empty(), "{tag}: {flags:?}");
     }
 }
+
+/// Found by the regression audit (stop 52): with `model_actions` lacking
+/// `spam`, the folder the server marks `\Junk` under a name of its own
+/// (`Werbung`) was offered to the model and moved to. It is kept from the
+/// model as a folder named Junk is; a rule may still move there.
+#[test]
+fn the_folder_the_server_marks_junk_is_not_the_models_without_spam() {
+    let model = Model::start(2, |r| {
+        assert!(!r.system.contains("Werbung"), "offered: {}", r.system);
+        Reply::Answer(
+            r#"{"actions":[{"type":"move","folder":"Werbung"}],"reasoning":"x","confidence":1}"#
+                .into(),
+        )
+    });
+    let d = Dovecot::start_with(
+        "namespace inbox {\n  mailbox Junk {\n    special_use =\n  }\n  \
+         mailbox Werbung {\n    special_use = \\Junk\n    auto = create\n  }\n}\n",
+        false,
+    );
+    for tag in ["ask-werbung", "rule-werbung"] {
+        d.seed(
+            "test",
+            "INBOX",
+            format!(
+                "From: a@sender.example\r\nTo: test@example.test\r\nSubject: {tag}\r\n\
+                 Message-ID: <{tag}@sender.example>\r\n\r\nhello\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: obedient, timeout: 5s, max_retries: 0 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts, Werbung] }}\n    \
+         allowed_actions: [move, spam, noop]\n    model_actions: [move, noop]\n    \
+         backlog: all\n    max_attempts: 1\n    provider: fake\n    \
+         rules:\n      - {{ name: ads, when: {{ subject: \"^rule-werbung$\" }}, actions: [ {{ type: move, folder: Werbung }} ] }}\n",
+        model.url(),
+        d.imap_port
+    ));
+    let rows: Vec<Value> = m.wait_for(Duration::from_secs(60), "2 messages decided", || {
+        let e = m.get("/api/activity?pageSize=100").body["entries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        (e.iter()
+            .filter(|x| x["status"] == "ok" || x["status"] == "failed")
+            .count()
+            >= 2)
+            .then_some(e)
+    });
+    assert!(m.log().contains("junk \"Werbung\""), "{}", m.log());
+    let row = |tag: &str| {
+        rows.iter()
+            .find(|r| r["messageId"] == format!("<{tag}@sender.example>"))
+            .unwrap_or_else(|| panic!("no row for {tag}: {rows:#?}"))
+            .clone()
+    };
+    let asked = row("ask-werbung");
+    assert_eq!(asked["status"], "failed", "{asked:#}");
+    assert!(
+        asked["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("\"Werbung\" is not for the model")),
+        "{asked:#}"
+    );
+    assert_eq!(row("rule-werbung")["status"], "ok");
+    let at: Vec<(String, String)> = d
+        .messages("test")
+        .into_iter()
+        .map(|x| (x.message_id, x.mailbox))
+        .collect();
+    assert!(
+        at.contains(&("<ask-werbung@sender.example>".into(), "INBOX".into())),
+        "{at:?}"
+    );
+    assert!(
+        at.contains(&("<rule-werbung@sender.example>".into(), "Werbung".into())),
+        "{at:?}"
+    );
+}

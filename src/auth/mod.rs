@@ -129,7 +129,7 @@ pub fn bearer(config: &Config, header: Option<&str>) -> Result<Option<Principal>
 
 /// Whether the API needs credentials at all.
 pub fn api_is_open(config: &Config) -> bool {
-    config.server.auth_token.is_none() && config.dashboard.api_keys.is_empty()
+    config.api_is_open()
 }
 
 pub fn random_bytes<const N: usize>() -> [u8; N] {

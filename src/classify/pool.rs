@@ -105,6 +105,16 @@ impl Pool {
         }
     }
 
+    /// Ends the lanes of providers not in `kept` (a provider renamed or
+    /// removed): their queues close, and their threads end once the calls
+    /// in hand are answered. Every name ever used kept its threads until a
+    /// restart (an audit counted two more at each rename).
+    pub fn retire_all_but(&self, kept: &[&str]) {
+        self.lanes
+            .lock()
+            .retain(|name, _| kept.contains(&name.as_str()));
+    }
+
     /// Closes the queues and waits for calls in flight, up to `patience`:
     /// a call still running then (a model takes up to its `timeout`) is
     /// left to end with the process; no account waits for its answer any
@@ -143,10 +153,15 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
     for i in 0..threads {
         let (rx, live) = (rx.clone(), live.clone());
         live.fetch_add(1, Ordering::SeqCst);
-        let name: String = format!("classify-{provider}-{i}")
+        // A thread's name holds no NUL and 15 bytes at most (Linux): the
+        // provider's name as far as it is plain (a NUL in one panicked
+        // every account on it, an audit).
+        let plain: String = provider
             .chars()
-            .take(15)
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(8)
             .collect();
+        let name = format!("cls-{plain}-{i}");
         handles.push(std::thread::Builder::new().name(name).spawn(move || {
             for job in rx {
                 answer(job);

@@ -171,20 +171,19 @@ pub(super) fn extract_json(text: &str) -> Result<Value, String> {
 
 /// A refusal of the model's `action` in the words of the setting that made
 /// it: with `model_actions` the account the model answers for was cut to
-/// them (and, without `spam`, to no folder named Junk), and "not in
+/// them (and, without `spam`, to no junk folder), and "not in
 /// allowed_actions" sent the operator to a list that has it.
 fn for_the_model(account: &AccountConfig, action: &Action, error: String) -> String {
     if account.model_actions.is_none() {
         return error;
     }
     match action {
-        Action::Move { folder }
-            if folder.eq_ignore_ascii_case("junk")
-                && !account.allows(crate::actions::ActionKind::Spam) =>
-        {
+        // The account was cut to no junk folder (see `for_model`), which
+        // the folder's name alone may not show (`Werbung`, marked `\Junk`).
+        Action::Move { folder } if !account.allows(crate::actions::ActionKind::Spam) => {
             format!(
-                "folder {folder:?} is not for the model of account {:?}: moving to Junk is spam, \
-                 which is not in its model_actions",
+                "folder {folder:?} is not for the model of account {:?}: not in folders.allowed, \
+                 or the junk folder (moving there is spam, which is not in its model_actions)",
                 account.name
             )
         }

@@ -775,7 +775,9 @@ impl AccountConfig {
     /// The account as the model may act on it: `allowed_actions` cut to
     /// `model_actions`, and without `spam` no junk folder: not
     /// `folders.junk`, nor a folder one of whose levels is named as junk
-    /// folders usually are (`Junk`, `Spam/Old`, `Junk E-mail`…). An audit moved
+    /// folders usually are (`Junk`, `Spam/Old`, `Junk E-mail`…); the folder
+    /// the server marks `\Junk` is kept from it at run time
+    /// ([`AccountConfig::keep_from_model`]). An audit moved
     /// mail to `folders.junk: Spam` by a model without `spam`: only a folder
     /// named `Junk` was kept from it. `None` when `model_actions` is not
     /// set (the account as it is).
@@ -792,17 +794,36 @@ impl AccountConfig {
                     .iter()
                     .any(|n| n.to_lowercase() == level.to_lowercase())
             };
-            // The junk folder, or a folder in it (`Junk/Old`).
-            let in_junk = |f: &str| {
-                f.split(['/', '.']).any(usual)
-                    || junk.as_deref().is_some_and(|j| {
-                        let (f, j) = (f.to_lowercase(), j.to_lowercase());
-                        f == j || f.starts_with(&format!("{j}/")) || f.starts_with(&format!("{j}."))
-                    })
-            };
-            a.folders.allowed.retain(|f| !in_junk(f));
+            a.folders
+                .allowed
+                .retain(|f| !f.split(['/', '.']).any(usual));
+            if let Some(j) = &junk {
+                a.keep_from_model(j);
+            }
         }
         Some(a)
+    }
+
+    /// Drops `junk` (the account's junk folder, as configured or as the
+    /// server marks it `\Junk`) and the folders in it from what the model
+    /// may move to, when it may not `spam`.
+    pub fn keep_from_model(&mut self, junk: &str) {
+        if self.allows(ActionKind::Spam) {
+            return;
+        }
+        let j = junk.to_lowercase();
+        self.folders.allowed.retain(|f| {
+            let f = f.to_lowercase();
+            !(f == j || f.starts_with(&format!("{j}/")) || f.starts_with(&format!("{j}.")))
+        });
+    }
+}
+
+impl Config {
+    /// Open mode: neither `server.auth_token` nor `dashboard.api_keys`, so
+    /// every endpoint is anyone's (see `auth`).
+    pub fn api_is_open(&self) -> bool {
+        self.server.auth_token.is_none() && self.dashboard.api_keys.is_empty()
     }
 }
 

@@ -201,7 +201,7 @@ pub fn warnings(c: &Config) -> Vec<String> {
     // 127.0.0.1 could name an allowed host), so the list does nothing: an
     // operator behind nginx who forgot the token got 403 through the proxy
     // with no word of why (an audit).
-    if !c.server.trusted_proxies.is_empty() && crate::auth::api_is_open(c) {
+    if !c.server.trusted_proxies.is_empty() && c.api_is_open() {
         w.push(
             "server.trusted_proxies: ignored while neither server.auth_token nor \
              dashboard.api_keys is set (open mode believes no forwarded header); a request \

@@ -297,10 +297,15 @@ impl Runner {
     /// its instructions as examples. Only the sender's address and the
     /// words of the subject (no punctuation, cut short) are quoted: they
     /// are written by strangers and go into the instructions.
-    pub(super) fn prompt_account(&self) -> Arc<AccountConfig> {
-        // What the model may do (`model_actions`).
+    pub(super) fn prompt_account(&self, junk: &str) -> Arc<AccountConfig> {
+        // What the model may do (`model_actions`): without `spam`, not the
+        // junk folder the server marks either (an audit moved mail to a
+        // `\Junk`-marked `Werbung` by a model without `spam`).
         let a = &match self.w.account.for_model() {
-            Some(m) => Arc::new(m),
+            Some(mut m) => {
+                m.keep_from_model(junk);
+                Arc::new(m)
+            }
             None => self.w.account.clone(),
         };
         if !a.learned.enabled {

@@ -375,6 +375,14 @@ impl Live {
             }
         }
         let metrics = &self.deps.metrics;
+        let kept: Vec<&str> = new
+            .config
+            .classifier
+            .providers
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        self.deps.pool.retire_all_but(&kept);
         fleet.providers.retain(|name, _| {
             let kept = new
                 .config
