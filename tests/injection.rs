@@ -51,6 +51,63 @@ fn fixtures() -> Vec<Fixture> {
 }
 
 /// The fixture's tag, `inj-NN`, found in its Subject and Message-ID.
+/// One message per tag in test's INBOX: subject `tag`, Message-ID
+/// `<tag@sender.example>`.
+fn seed_tagged(d: &Dovecot, tags: &[&str]) {
+    for tag in tags {
+        d.seed(
+            "test",
+            "INBOX",
+            format!(
+                "From: a@sender.example\r\nTo: test@example.test\r\nSubject: {tag}\r\n\
+                 Message-ID: <{tag}@sender.example>\r\n\r\nhello\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+}
+
+/// One account `acct` on `d` asking `model` (the obedient fake), with
+/// `account` (its further lines: folders, actions, rules) after the
+/// settings every test here shares.
+fn obedient_config(model: &Model, d: &Dovecot, account: &str) -> String {
+    format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: obedient, timeout: 5s, max_retries: 0 }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
+         {account}",
+        model.url(),
+        d.imap_port
+    )
+}
+
+/// The activity once `n` messages are decided (ok or failed).
+fn decided(m: &Mailproc, n: usize) -> Vec<Value> {
+    m.wait_for(
+        Duration::from_secs(60),
+        &format!("{n} messages decided"),
+        || {
+            let e = m.get("/api/activity?pageSize=100").body["entries"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let done = e
+                .iter()
+                .filter(|x| x["status"] == "ok" || x["status"] == "failed")
+                .count();
+            (done >= n).then_some(e)
+        },
+    )
+}
+
+/// The row of the message seeded with `tag`.
+fn row_of(rows: &[Value], tag: &str) -> Value {
+    rows.iter()
+        .find(|r| r["messageId"] == format!("<{tag}@sender.example>"))
+        .unwrap_or_else(|| panic!("no row for {tag}: {rows:#?}"))
+        .clone()
+}
+
 fn tag(name: &str) -> String {
     format!("inj-{}", &name[..2])
 }
@@ -195,43 +252,20 @@ fn model_actions_keep_spam_and_read_from_the_model_but_not_from_rules() {
         Reply::Answer(answer.into())
     });
     let d = Dovecot::start();
-    for tag in ["ask-spam", "ask-read", "ask-junk", "ask-move", "rule-spam"] {
-        d.seed(
-            "test",
-            "INBOX",
-            format!(
-                "From: a@sender.example\r\nTo: test@example.test\r\nSubject: {tag}\r\n\
-                 Message-ID: <{tag}@sender.example>\r\n\r\nhello\r\n"
-            )
-            .as_bytes(),
-        );
-    }
-    let m = Mailproc::start(&format!(
-        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: obedient, timeout: 5s, max_retries: 0 }}\n\
-         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
-         folders: {{ watch: [INBOX], allowed: [Receipts, Junk], create: true }}\n    \
-         allowed_actions: [move, read, spam, noop]\n    model_actions: [move, noop]\n    \
-         backlog: all\n    max_attempts: 1\n    provider: fake\n    \
-         rules:\n      - {{ name: spammy, when: {{ subject: \"^rule-spam$\" }}, actions: [ {{ type: spam }} ] }}\n",
-        model.url(),
-        d.imap_port
+    seed_tagged(
+        &d,
+        &["ask-spam", "ask-read", "ask-junk", "ask-move", "rule-spam"],
+    );
+    let m = Mailproc::start(&obedient_config(
+        &model,
+        &d,
+        "folders: { watch: [INBOX], allowed: [Receipts, Junk], create: true }\n    \
+            allowed_actions: [move, read, spam, noop]\n    model_actions: [move, noop]\n    \
+            backlog: all\n    max_attempts: 1\n    provider: fake\n    \
+            rules:\n      - { name: spammy, when: { subject: \"^rule-spam$\" }, actions: [ { type: spam } ] }\n",
     ));
-    let rows: Vec<Value> = m.wait_for(Duration::from_secs(60), "5 messages decided", || {
-        let r = m.get("/api/activity?pageSize=100");
-        let e = r.body["entries"].as_array().cloned().unwrap_or_default();
-        let done = e
-            .iter()
-            .filter(|x| x["status"] == "ok" || x["status"] == "failed")
-            .count();
-        (done >= 5).then_some(e)
-    });
-    let row = |tag: &str| {
-        rows.iter()
-            .find(|r| r["messageId"] == format!("<{tag}@sender.example>"))
-            .unwrap_or_else(|| panic!("no row for {tag}: {rows:#?}"))
-            .clone()
-    };
+    let rows = decided(&m, 5);
+    let row = |tag: &str| row_of(&rows, tag);
     for (tag, refused) in [
         // Named by the setting that refuses them (the lists named before,
         // allowed_actions and folders.allowed, have them).
@@ -281,46 +315,18 @@ fn the_folder_the_server_marks_junk_is_not_the_models_without_spam() {
          mailbox Werbung {\n    special_use = \\Junk\n    auto = create\n  }\n}\n",
         false,
     );
-    for tag in ["ask-werbung", "rule-werbung"] {
-        d.seed(
-            "test",
-            "INBOX",
-            format!(
-                "From: a@sender.example\r\nTo: test@example.test\r\nSubject: {tag}\r\n\
-                 Message-ID: <{tag}@sender.example>\r\n\r\nhello\r\n"
-            )
-            .as_bytes(),
-        );
-    }
-    let m = Mailproc::start(&format!(
-        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         classifier:\n  providers:\n    - {{ name: fake, kind: openai, url: \"{}\", model: obedient, timeout: 5s, max_retries: 0 }}\n\
-         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret }}\n    \
-         folders: {{ watch: [INBOX], allowed: [Receipts, Werbung] }}\n    \
-         allowed_actions: [move, spam, noop]\n    model_actions: [move, noop]\n    \
-         backlog: all\n    max_attempts: 1\n    provider: fake\n    \
-         rules:\n      - {{ name: ads, when: {{ subject: \"^rule-werbung$\" }}, actions: [ {{ type: move, folder: Werbung }} ] }}\n",
-        model.url(),
-        d.imap_port
+    seed_tagged(&d, &["ask-werbung", "rule-werbung"]);
+    let m = Mailproc::start(&obedient_config(
+        &model,
+        &d,
+        "folders: { watch: [INBOX], allowed: [Receipts, Werbung] }\n    \
+            allowed_actions: [move, spam, noop]\n    model_actions: [move, noop]\n    \
+            backlog: all\n    max_attempts: 1\n    provider: fake\n    \
+            rules:\n      - { name: ads, when: { subject: \"^rule-werbung$\" }, actions: [ { type: move, folder: Werbung } ] }\n",
     ));
-    let rows: Vec<Value> = m.wait_for(Duration::from_secs(60), "2 messages decided", || {
-        let e = m.get("/api/activity?pageSize=100").body["entries"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        (e.iter()
-            .filter(|x| x["status"] == "ok" || x["status"] == "failed")
-            .count()
-            >= 2)
-            .then_some(e)
-    });
+    let rows = decided(&m, 2);
     assert!(m.log().contains("junk \"Werbung\""), "{}", m.log());
-    let row = |tag: &str| {
-        rows.iter()
-            .find(|r| r["messageId"] == format!("<{tag}@sender.example>"))
-            .unwrap_or_else(|| panic!("no row for {tag}: {rows:#?}"))
-            .clone()
-    };
+    let row = |tag: &str| row_of(&rows, tag);
     let asked = row("ask-werbung");
     assert_eq!(asked["status"], "failed", "{asked:#}");
     assert!(
