@@ -540,3 +540,44 @@ fn warnings_with_the_sign_in_and_before_idle_are_logged_and_idle_goes_on() {
     assert!(!log.contains("connection lost"), "{log}");
     assert_eq!(server.sessions.load(Ordering::SeqCst), 1, "{log}");
 }
+
+/// Audit (stop 52): a folder name sent in bytes that are not UTF-8 (a
+/// Latin-1 name made on the server's disk) made every LIST answer look
+/// like a broken session, so the account never got past its start. The
+/// folder is now left alone, said in the log, and the mail is processed;
+/// its `\Junk` mark does not make the mangled name the junk folder.
+#[test]
+fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
+    let server = fake_imap::start(
+        "LIST",
+        Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
+            let mut answer = b"* LIST (\\HasNoChildren) \".\" INBOX\r\n".to_vec();
+            answer.extend_from_slice(b"* LIST (\\HasNoChildren \\Junk) \".\" \"Sp\xe4m\"\r\n");
+            answer.extend_from_slice(format!("{tag} OK done\r\n").as_bytes());
+            let _ = out.write_all(&answer);
+            true
+        }),
+    );
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
+         username: test, password: secret }}\n    backlog: all\n    \
+         folders: {{ watch: [INBOX] }}\n    rules:\n      - {{ name: all, when: {{ subject: hello }}, \
+         actions: [ {{ type: flag, flags: [\"\\\\Flagged\"] }} ] }}\n",
+        server.port
+    ));
+    let row = m.wait_for(Duration::from_secs(30), "the row", || {
+        m.get("/api/activity").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+            .filter(|r| r["status"] != "pending")
+    });
+    assert_eq!(row["status"], "ok", "{row}\n{}", m.log());
+    let log = m.log();
+    assert!(
+        log.contains("acct: 1 folder name(s) from the server are not valid modified UTF-7, left alone: \"Sp\u{fffd}m\""),
+        "{log}"
+    );
+    assert!(log.contains("junk \"Junk\""), "{log}");
+    assert!(!log.contains("not valid IMAP"), "{log}");
+}

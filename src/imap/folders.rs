@@ -329,7 +329,26 @@ pub(super) fn discover(
     } else {
         None
     };
-    let entries = list(s, caps)?;
+    // A name the server sent in bytes that are not UTF-8 (or modified
+    // UTF-7) came with U+FFFD in their place: it cannot be named back, so
+    // the folder is left alone rather than taken for a junk folder that a
+    // move would then create under the mangled name.
+    let (entries, unreadable): (Vec<_>, Vec<_>) = list(s, caps)?
+        .into_iter()
+        .partition(|e| !e.name.contains('\u{fffd}'));
+    if !unreadable.is_empty() {
+        log::warn!(
+            "{}: {} folder name(s) from the server are not valid {}, left alone: {}",
+            account.name,
+            unreadable.len(),
+            if caps.utf8 { "UTF-8" } else { "modified UTF-7" },
+            unreadable
+                .iter()
+                .map(|e| format!("{:?}", e.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     // `LIST "" "*"` lists INBOX with the separator; RFC 3501 also allows
     // asking with `LIST "" ""`, which every server here answers the same.
     let delimiter = entries.iter().find_map(|e| e.delimiter);
@@ -460,6 +479,8 @@ mod tests {
         assert!(parse(b"* NAMESPACE ((\"INBOX.\" \".\")) NIL ((\"#shared.\" \".\"))\r\n").is_ok());
         assert!(parse("* LIST (\\HasNoChildren) \".\" \"INBOX.受信箱\"\r\n".as_bytes()).is_ok());
         assert!(parse("* STATUS \"INBOX.Reçus\" (UIDNEXT 3)\r\n".as_bytes()).is_ok());
+        // A name that is not UTF-8 is taken, not the end of the session.
+        assert!(parse(b"* LIST (\\Junk) \".\" \"Sp\xe4m\"\r\n").is_ok());
     }
 
     /// The corrections check skips a folder only on all three counts: an

@@ -287,14 +287,30 @@ fn name_attribute(i: &[u8]) -> IResult<&[u8], NameAttribute<'_>> {
 }
 
 #[allow(clippy::type_complexity)]
-fn mailbox_list(i: &[u8]) -> IResult<&[u8], (Vec<NameAttribute<'_>>, Option<&str>, &str)> {
+// mailproc patch: a LIST or LSUB name that is not UTF-8 is taken, its
+// bad bytes as U+FFFD, instead of refused. A server that sends one (a
+// Latin-1 name made on disk, say) answered every LIST with a line the
+// `imap` crate took for a broken session, so the account never got past
+// its start. The name cannot be sent back as it came; the caller sees it
+// has U+FFFD and leaves the folder alone.
+fn mailbox_lossy(i: &[u8]) -> IResult<&[u8], Cow<'_, str>> {
+    map(astring, |b| match from_utf8(b) {
+        Ok(s) if s.eq_ignore_ascii_case("INBOX") => Cow::Borrowed("INBOX"),
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    })(i)
+}
+
+fn mailbox_list(
+    i: &[u8],
+) -> IResult<&[u8], (Vec<NameAttribute<'_>>, Option<&str>, Cow<'_, str>)> {
     map(
         tuple((
             parenthesized_list(name_attribute),
             tag(b" "),
             alt((map(quoted_utf8, Some), map(nil, |_| None))),
             tag(b" "),
-            mailbox,
+            mailbox_lossy,
         )),
         |(name_attributes, _, delimiter, _, name)| (name_attributes, delimiter, name),
     )(i)
@@ -305,7 +321,7 @@ fn mailbox_data_list(i: &[u8]) -> IResult<&[u8], MailboxDatum<'_>> {
         MailboxDatum::List {
             name_attributes: data.0,
             delimiter: data.1.map(Cow::Borrowed),
-            name: Cow::Borrowed(data.2),
+            name: data.2,
         }
     })(i)
 }
@@ -315,7 +331,7 @@ fn mailbox_data_lsub(i: &[u8]) -> IResult<&[u8], MailboxDatum<'_>> {
         MailboxDatum::List {
             name_attributes: data.0,
             delimiter: data.1.map(Cow::Borrowed),
-            name: Cow::Borrowed(data.2),
+            name: data.2,
         }
     })(i)
 }
@@ -755,8 +771,22 @@ mod tests {
             }
             rsp => panic!("unexpected response {rsp:?}"),
         }
-        // Not UTF-8: still refused.
-        assert!(crate::parser::parse_response(b"* LIST () \".\" \"a\xff\"\r\n").is_err());
+        // Not UTF-8: taken, the bad bytes as U+FFFD (mailproc patch 4).
+        match crate::parser::parse_response(b"* LIST () \".\" \"Sp\xe4m\"\r\n") {
+            Ok((rest, Response::MailboxData(MailboxDatum::List { name, .. }))) => {
+                assert!(rest.is_empty());
+                assert_eq!(name, "Sp\u{fffd}m");
+            }
+            rsp => panic!("unexpected response {rsp:?}"),
+        }
+        match crate::parser::parse_response(b"* LSUB () \".\" {4}\r\nSp\xe4m\r\n") {
+            Ok((_, Response::MailboxData(MailboxDatum::List { name, .. }))) => {
+                assert_eq!(name, "Sp\u{fffd}m");
+            }
+            rsp => panic!("unexpected response {rsp:?}"),
+        }
+        // Elsewhere a string read as text is still refused.
+        assert!(crate::parser::parse_response(b"* STATUS \"a\xff\" (UIDNEXT 3)\r\n").is_err());
         // A response's text may hold UTF-8 (Dovecot echoes the name), and
         // bytes that are not UTF-8 cut the text, not the session.
         match crate::parser::parse_response(
