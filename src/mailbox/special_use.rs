@@ -47,7 +47,13 @@ impl SpecialUse {
                 "Bulk Mail",
                 "Courrier indésirable",
                 "Spam-Verdacht",
+                "Spamverdacht",
                 "Junk-E-Mail",
+                "Posta indesiderata",
+                "Correo no deseado",
+                "Ongewenste e-mail",
+                "Lixo Eletrônico",
+                "Skräppost",
             ],
             SpecialUse::Trash => &[
                 "Trash",
@@ -378,6 +384,16 @@ mod tests {
             find(SpecialUse::Trash, &e, None),
             Some(("Bin", Found::Attribute))
         );
+        // Names clients give the junk folder in other languages (GMX,
+        // Outlook in Italian), without a `\Junk` mark.
+        for name in ["Spamverdacht", "Posta indesiderata", "Correo no deseado"] {
+            let raw = format!("* LIST () \".\" INBOX\r\n* LIST () \".\" \"INBOX.{name}\"\r\n");
+            let e = ListEntry::parse_all_with(raw.as_bytes(), false);
+            assert_eq!(
+                find(SpecialUse::Junk, &e, None),
+                Some((format!("INBOX.{name}").as_str(), Found::UsualName))
+            );
+        }
         // An invalid modified UTF-7 name is kept as sent.
         let odd = entries("* LIST () \".\" \"INBOX.&Jjo\"\r\n");
         assert_eq!(odd[0].name, "INBOX.&Jjo");
