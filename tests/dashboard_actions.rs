@@ -381,3 +381,92 @@ fn the_rule_form_keeps_every_action_a_rule_has() {
     assert_eq!(r.status, 400, "{}", r.text);
     assert!(r.text.contains("at most 100 characters"), "{}", r.text);
 }
+
+/// Audit (stop 52): a model provider that answered nothing for a while
+/// parked every message that came in meanwhile, and nothing said so:
+/// `/health` read healthy, the log had one line per message, and each
+/// parked message had to be retried on its own. Now the provider reads
+/// `down` in `/health` (degraded) and the log says so once; once it is
+/// back, one button (or one API call) puts all of them back in line.
+#[test]
+fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
+    use common::model::{answer, Model, Reply};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let d = Dovecot::start();
+    for i in 0..4 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("out{i}"), "a@b.example", &format!("Hello {i}")),
+        );
+    }
+    let down = Arc::new(AtomicBool::new(true));
+    let model = {
+        let down = down.clone();
+        Model::start(2, move |_| {
+            if down.load(Ordering::SeqCst) {
+                Reply::Status(503, None)
+            } else {
+                answer(serde_json::json!([{ "type": "read" }]), "fine")
+            }
+        })
+    };
+    let m = with_user(&account_config(&d, &model, "    backlog: all\n"));
+    m.wait_for(Duration::from_secs(30), "four parked", || {
+        (total(&m, "&status=failed") == 4).then_some(())
+    });
+    let h = m.get("/health");
+    assert_eq!(h.status, 200, "{}", h.text);
+    assert_eq!(h.body["status"], "degraded", "{}", h.text);
+    assert_eq!(h.body["providers"]["fake"], "down", "{}", h.text);
+    assert_eq!(h.body["accounts"]["acct"], "connected", "{}", h.text);
+    let log = m.log();
+    assert_eq!(
+        log.matches("provider fake: 3 calls in a row got no answer")
+            .count(),
+        1,
+        "{log}"
+    );
+
+    down.store(false, Ordering::SeqCst);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/failed");
+    assert!(page.text.contains("Retry all 4 failed"), "{}", page.text);
+    let r = b.submit("/failed/retry", &[]);
+    assert_redirect(&r, "/failed");
+    let page = b.get("/failed");
+    assert!(
+        page.text
+            .contains("4 failed messages queued again (acct 4)"),
+        "{}",
+        page.text
+    );
+    m.wait_for(Duration::from_secs(30), "all four sorted", || {
+        (total(&m, "&status=ok") == 4).then_some(())
+    });
+    assert_eq!(total(&m, "&status=failed"), 0);
+    let h = m.get("/health");
+    assert_eq!(h.body["status"], "healthy", "{}", h.text);
+    assert_eq!(h.body["providers"]["fake"], "ok", "{}", h.text);
+    assert!(
+        m.log().contains("provider fake: answering again"),
+        "{}",
+        m.log()
+    );
+
+    // The API's form: nothing is left, and it says so; its mistakes are 4xx.
+    let r = m.post("/api/activity/retry?account=acct", "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["retried"], 0, "{}", r.text);
+    assert_eq!(m.post("/api/activity/retry?account=nobody", "").status, 404);
+    assert_eq!(m.post("/api/activity/retry?acount=acct", "").status, 400);
+    let r = b.submit("/failed/retry", &[]);
+    assert_redirect(&r, "/failed");
+    assert!(
+        b.get("/failed").text.contains("No failed message to retry"),
+        "nothing to retry is said"
+    );
+}

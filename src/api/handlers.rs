@@ -41,7 +41,15 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
             all_up = false;
         }
     }
-    // Without a classifier thread no model answer can ever come back.
+    // Without a classifier thread no model answer can ever come back; a
+    // provider whose last calls got no answer parks mail meanwhile.
+    let providers: BTreeMap<String, &str> = ctx
+        .classifier
+        .providers()
+        .into_iter()
+        .map(|(name, down)| (name, if down { "down" } else { "ok" }))
+        .collect();
+    all_up &= providers.values().all(|s| *s == "ok");
     let status = if database != "ok" || !ctx.classifier.healthy() {
         "unhealthy"
     } else if all_up {
@@ -56,6 +64,7 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
             "uptime": ctx.started.elapsed().as_secs(),
             "accounts": accounts,
             "database": database,
+            "providers": providers,
         }),
     ))
 }
@@ -135,6 +144,20 @@ pub fn retry(ctx: &Ctx, _: &Req, p: &Params<'_>) -> Answer {
     let account = service::accounts::retry(ctx, id)?;
     Ok(Reply::ok(
         &json!({ "success": true, "id": id, "account": account, "status": "retrying" }),
+    ))
+}
+
+/// `POST /api/activity/retry[?account=NAME]`: every failed message (of
+/// that account) back in line at once.
+pub fn retry_all(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    let account = req.query("account").filter(|a| !a.is_empty());
+    if let Some(name) = account {
+        known_account(ctx, name)?;
+    }
+    let each = service::accounts::retry_all(ctx, account)?;
+    let retried: u64 = each.values().sum();
+    Ok(Reply::ok(
+        &json!({ "success": true, "retried": retried, "accounts": each, "status": "retrying" }),
     ))
 }
 

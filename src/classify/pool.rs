@@ -56,7 +56,15 @@ struct Lane {
     threads: Vec<JoinHandle<()>>,
     /// Threads still taking jobs; `/health` is unhealthy when a lane has none.
     live: Arc<std::sync::atomic::AtomicUsize>,
+    /// Calls in a row that got no answer from the provider.
+    streak: Arc<std::sync::atomic::AtomicU32>,
 }
+
+/// Calls in a row without an answer (time-outs, refused connections, HTTP
+/// errors that are not about the message) after which a provider counts as
+/// down: `/health` reads `degraded` and the log says so once, until a call
+/// is answered. Each call has already been retried by then.
+pub const DOWN_AFTER: u32 = 3;
 
 impl Pool {
     pub fn start(threads: usize) -> std::io::Result<Pool> {
@@ -75,6 +83,17 @@ impl Pool {
             .lock()
             .values()
             .all(|l| l.live.load(Ordering::SeqCst) > 0)
+    }
+
+    /// Each provider asked since the start, and whether it is down (its
+    /// last [`DOWN_AFTER`] calls or more got no answer).
+    pub fn providers(&self) -> std::collections::BTreeMap<String, bool> {
+        use std::sync::atomic::Ordering;
+        self.lanes
+            .lock()
+            .iter()
+            .map(|(name, l)| (name.clone(), l.streak.load(Ordering::SeqCst) >= DOWN_AFTER))
+            .collect()
     }
 
     /// The queue of `provider`'s lane, its threads started at the first
@@ -149,9 +168,10 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
     use std::sync::atomic::Ordering;
     let (tx, rx): (Sender<Job>, Receiver<Job>) = crossbeam_channel::bounded(threads);
     let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let streak = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
-        let (rx, live) = (rx.clone(), live.clone());
+        let (rx, live, streak) = (rx.clone(), live.clone(), streak.clone());
         live.fetch_add(1, Ordering::SeqCst);
         // A thread's name holds no NUL and 15 bytes at most (Linux): the
         // provider's name as far as it is plain (a NUL in one panicked
@@ -164,7 +184,7 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
         let name = format!("cls-{plain}-{i}");
         handles.push(std::thread::Builder::new().name(name).spawn(move || {
             for job in rx {
-                answer(job);
+                answer(job, &streak);
             }
             live.fetch_sub(1, Ordering::SeqCst);
         })?);
@@ -173,11 +193,54 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
         tx,
         threads: handles,
         live,
+        streak,
     })
 }
 
+/// Whether `e` says the provider could not be reached or would not answer
+/// at all, rather than something about this message or its answer: a
+/// time-out, a connection that failed, or an HTTP error other than one
+/// about the request's content (400, 413, 422).
+fn unanswered(e: &ClassifyError) -> bool {
+    match e {
+        ClassifyError::Timeout { .. } | ClassifyError::Transport { .. } => true,
+        ClassifyError::Http { status, .. } => !matches!(status, 400 | 413 | 422),
+        _ => false,
+    }
+}
+
+/// Counts `result` in the lane's `streak` of calls without an answer, and
+/// says in the log when the provider goes down (the [`DOWN_AFTER`]th in a
+/// row) and when it answers again.
+fn count(
+    streak: &std::sync::atomic::AtomicU32,
+    job: &Job,
+    result: &Result<Classification, ClassifyError>,
+) {
+    use std::sync::atomic::Ordering;
+    let provider = &job.provider.config.name;
+    match result {
+        Err(ClassifyError::Cancelled) => {}
+        Err(e) if unanswered(e) => {
+            if streak.fetch_add(1, Ordering::SeqCst) + 1 == DOWN_AFTER {
+                log::warn!(
+                    "provider {provider}: {DOWN_AFTER} calls in a row got no answer (the last: \
+                     {e}); /health reads degraded until one is answered, and messages that \
+                     fail meanwhile are parked as failed after their attempts (Retry all on \
+                     the dashboard's Needs attention page, or POST /api/activity/retry)"
+                );
+            }
+        }
+        _ => {
+            if streak.swap(0, Ordering::SeqCst) >= DOWN_AFTER {
+                log::info!("provider {provider}: answering again");
+            }
+        }
+    }
+}
+
 /// Answers one job, a panic included.
-fn answer(job: Job) {
+fn answer(job: Job, streak: &std::sync::atomic::AtomicU32) {
     let started = Instant::now();
     if job.requester.is_shutting_down() {
         let cancelled = Err(ClassifyError::Cancelled);
@@ -203,6 +266,7 @@ fn answer(job: Job) {
             message,
         })
     });
+    count(streak, &job, &result);
     let _ = job.reply.send((job.index, result, started.elapsed()));
 }
 

@@ -463,6 +463,36 @@ pub fn retry(ctx: &Ctx, req: &Req, id: &str) -> Reply {
     super::redirect_with(ctx, req, &to, &f)
 }
 
+/// The "Retry all failed" button of the Needs attention page: every
+/// failed message of every running account back in line, and how many.
+pub fn retry_all(ctx: &Ctx, req: &Req) -> Reply {
+    let f = match service::accounts::retry_all(ctx, None) {
+        Ok(each) if each.is_empty() => Flash::error(
+            "retry:all",
+            "No failed message to retry (of an account that is running).",
+        ),
+        Ok(each) => {
+            let n: u64 = each.values().sum();
+            let per: Vec<String> = each.iter().map(|(a, n)| format!("{a} {n}")).collect();
+            log::info!(
+                "{n} failed email(s) put back in line from the dashboard ({})",
+                per.join(", ")
+            );
+            Flash::ok(
+                "retry:all",
+                format!(
+                    "{n} failed message{} queued again ({}): each is tried now, and shows \
+                     under “Being retried” until it is done.",
+                    if n == 1 { "" } else { "s" },
+                    per.join(", ")
+                ),
+            )
+        }
+        Err(e) => Flash::error("retry:all", e.to_string()),
+    };
+    super::redirect_with(ctx, req, "/failed", &f)
+}
+
 /// The Undo button of an activity entry: puts the message back and returns
 /// to the page it was pressed on, saying what came of it.
 pub fn undo(ctx: &Ctx, req: &Req, id: &str) -> Reply {

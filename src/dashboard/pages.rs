@@ -212,6 +212,12 @@ pub fn attention(ctx: &Ctx, s: &Session) -> Reply {
             h2 #h-failed { "Failed (" (thousands(n_failed)) ")" }
             p { "Messages that failed every attempt. They stay where they are on the server; "
                 "Retry puts one back in line (it shows under “Being retried” until it is done)." }
+            @if n_failed > 1 {
+                form.inline method="post" action="/failed/retry" {
+                    input type="hidden" name="_csrf" value=(s.csrf);
+                    button type="submit" { "Retry all " (thousands(n_failed)) " failed" }
+                }
+            }
             (activity::table(ctx, s, &failed, "/failed", true))
             (more(n_failed, "/activity?status=failed", "failed messages"))
         }

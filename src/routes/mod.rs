@@ -152,6 +152,13 @@ static ROUTES: &[Route] = &[
     .taking(&[ACTIVITY_QUERY]),
     r(
         "POST",
+        "/api/activity/retry",
+        Needs("write:activity"),
+        Api(handlers::retry_all),
+    )
+    .taking(&[&["account"]]),
+    r(
+        "POST",
         "/api/activity/:id/retry",
         Needs("write:activity"),
         Api(handlers::retry),
@@ -373,6 +380,12 @@ static ROUTES: &[Route] = &[
         "/failed",
         Access::Session,
         Page(|c, _, s, _| dash::pages::attention(c, s)),
+    ),
+    r(
+        "POST",
+        "/failed/retry",
+        Form,
+        Page(|c, r, _, _| dash::forms::retry_all(c, r)),
     ),
     r(
         "GET",

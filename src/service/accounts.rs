@@ -2,6 +2,8 @@
 //! failed message: a command on the account's channel, never a wait; and
 //! what an account last did, kept across restarts.
 
+use std::collections::BTreeMap;
+
 use super::{Ctx, Error};
 use crate::account::{Command, State};
 
@@ -92,6 +94,52 @@ pub fn retry(ctx: &Ctx, id: i64) -> Result<String, Error> {
         let _ = h.send(Command::Process);
     }
     Ok(account)
+}
+
+/// Puts every failed message back in line, of `account` or of every
+/// account running, and asks each account concerned for a pass: the
+/// operator's answer to an outage (a model provider down for an hour
+/// parks every message that came in meanwhile). Returns how many of each
+/// account's went back, accounts with none left out. An account named but
+/// not running (not configured, or being renamed) is refused, as one
+/// message's retry is.
+pub fn retry_all(ctx: &Ctx, account: Option<&str>) -> Result<BTreeMap<String, u64>, Error> {
+    let running = ctx.accounts();
+    let names: Vec<String> = match account {
+        Some(name) => {
+            if let Some((_, to)) = ctx
+                .store
+                .noted_renames()
+                .unwrap_or_default()
+                .into_iter()
+                .find(|(from, _)| from == name)
+            {
+                return Err(Error::Unavailable(format!(
+                    "account {name:?} is being renamed to {to:?}, which takes its records \
+                     once its batch in hand is done; try again in a few seconds"
+                )));
+            }
+            if !running.contains_key(name) {
+                return Err(Error::Conflict(format!(
+                    "account {name:?} is not running, so nothing would take the retries; \
+                     add it to the configuration (or start it), then retry"
+                )));
+            }
+            vec![name.to_string()]
+        }
+        None => running.keys().cloned().collect(),
+    };
+    let mut out = BTreeMap::new();
+    for name in names {
+        let n = ctx.store.retry_all_failed(&name)?;
+        if n > 0 {
+            if let Some(h) = running.get(&name) {
+                let _ = h.send(Command::Process);
+            }
+            out.insert(name, n);
+        }
+    }
+    Ok(out)
 }
 
 /// An account's last processed mail and last error, for the dashboard's

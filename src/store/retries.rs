@@ -66,6 +66,19 @@ impl Store {
         })
     }
 
+    /// Puts every failed email of `account` back in line (the operator's
+    /// answer to an outage that parked them all). Returns how many.
+    pub fn retry_all_failed(&self, account: &str) -> Result<u64> {
+        self.op("retry_all_failed", || {
+            let n = self.conn.lock().execute(
+                "UPDATE emails SET status = 'retrying', attempts = 0, next_attempt_at = ?2
+                 WHERE account = ?1 AND status = 'failed'",
+                params![account, now_ms()],
+            )?;
+            Ok(n as u64)
+        })
+    }
+
     /// Puts a failed email back in line for another try (from the API or the
     /// dashboard). Returns its account, or `None` when no failed row has `id`.
     pub fn retry_failed(&self, id: i64) -> Result<Option<String>> {

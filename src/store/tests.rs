@@ -451,6 +451,25 @@ fn failures_retry_then_park_and_can_be_retried() {
 }
 
 #[test]
+fn every_failed_email_of_an_account_goes_back_in_line_at_once() {
+    let s = Store::open_in_memory().unwrap();
+    for uid in 1..=3 {
+        record_failure(&s, &meta(uid), "model down", 1, 1);
+    }
+    let mut other = meta(4);
+    other.account = "b".into();
+    record_failure(&s, &other, "model down", 1, 1);
+    assert_eq!(s.failed_counts().unwrap()["a"], 3);
+    assert_eq!(s.retry_all_failed("a").unwrap(), 3);
+    assert_eq!(s.retry_all_failed("a").unwrap(), 0);
+    assert!(!s.failed_counts().unwrap().contains_key("a"));
+    assert_eq!(s.failed_counts().unwrap()["b"], 1);
+    let rows = s.known_emails("a", "INBOX", 7, 100).unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r.status == Status::Retrying));
+}
+
+#[test]
 fn activity_filters_and_search() {
     let s = Store::open_in_memory().unwrap();
     for uid in 1..=30 {
