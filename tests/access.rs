@@ -111,6 +111,28 @@ fn changing_the_configuration_needs_write_config() {
     let r = put_with(&m, WRITE_ACCOUNTS_KEY, &alone);
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(allowed(&m), json!(["Receipts", "Bills"]));
+    // Nor test a guess of the account's password (or its provider's key)
+    // written out: the account restarts whether the guess is right or not,
+    // where a right one left it out of `restarted` (an audit). Sent
+    // masked, as read, nothing restarts.
+    let restarted = |body: &Value| {
+        let r = put_with(&m, WRITE_ACCOUNTS_KEY, body);
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.body["restarted"].clone()
+    };
+    assert_eq!(restarted(&alone), json!([]));
+    let mut right = alone.clone();
+    right["accounts"][0]["imap"]["password"] = json!("p");
+    assert_eq!(restarted(&right), json!(["personal"]));
+    let mut key = full.clone();
+    key["accounts"] = alone["accounts"].clone();
+    key["classifier"]["providers"][0]["api_key"] = json!("sk-right-or-wrong");
+    for _ in ["set", "the same again"] {
+        let r = put_with(&m, WRITE_CONFIG_KEY, &key);
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["restarted"], json!(["personal"]), "{}", r.text);
+    }
+    assert_eq!(restarted(&alone), json!([]));
     // The rest of the file is as it was: the keys still work.
     assert_eq!(m.get_with("/api/stats", STATS_KEY).status, 200);
     // A stored password does not follow a new host, whoever asks.

@@ -270,7 +270,13 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let raw: serde_norway::Value =
         serde_json::from_value(body).map_err(|e| Reply::error(400, format!("body: {e}")))?;
     let base = if_match(ctx, req)?;
-    let done = change_answer(service::config::replace(ctx, raw, base.as_deref()));
+    let spelt_out = crate::live::literal_secret_accounts(&raw);
+    let done = change_answer(service::config::replace(
+        ctx,
+        raw,
+        base.as_deref(),
+        &spelt_out,
+    ));
     with_version(ctx, done)
 }
 
@@ -314,6 +320,12 @@ pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     }
     let accounts: serde_norway::Value = serde_json::from_value(accounts.clone())
         .map_err(|e| Reply::error(400, format!("accounts: {e}")))?;
+    // What it sent, not the file's own secrets around it.
+    let spelt_out = crate::live::literal_secret_accounts(&serde_norway::Value::Mapping(
+        [("accounts".into(), accounts.clone())]
+            .into_iter()
+            .collect(),
+    ));
     match &mut raw {
         serde_norway::Value::Mapping(m) => {
             m.insert("accounts".into(), accounts);
@@ -324,7 +336,12 @@ pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         }
     }
     let base = if_match(ctx, req)?;
-    let done = change_answer(service::config::replace(ctx, raw, base.as_deref()));
+    let done = change_answer(service::config::replace(
+        ctx,
+        raw,
+        base.as_deref(),
+        &spelt_out,
+    ));
     with_version(ctx, done)
 }
 

@@ -35,7 +35,8 @@ pub use env::substitute;
 use env::{as_written, substitute_tree};
 pub use policy::{outgoing_urls, unmask};
 pub use redact::{
-    masked_secret, redact_text, redact_url, redacted_json, summary_json, without_credentials,
+    holds_literal_secret, masked_secret, redact_text, redact_url, redacted_json, summary_json,
+    without_credentials,
 };
 pub use schema::*;
 pub use typed::plain_types;

@@ -330,6 +330,35 @@ pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
     walk(raw, &mut Vec::new())
 }
 
+/// Whether `v`, found at `at` in a configuration (`["accounts", "*"]` for
+/// one account), writes a secret out literally rather than as the mask or a
+/// `${NAME}` reference: a value only its owner could know, or a guess.
+pub fn holds_literal_secret(v: &serde_norway::Value, at: &[&str]) -> bool {
+    fn walk(v: &serde_norway::Value, path: &mut Vec<String>) -> bool {
+        use serde_norway::Value;
+        match v {
+            Value::Mapping(m) => m.iter().any(|(k, x)| {
+                let key = k.as_str().map(String::from).unwrap_or_default();
+                path.push(key);
+                let found = walk(x, path);
+                path.pop();
+                found
+            }),
+            Value::Sequence(items) => items.iter().any(|x| {
+                path.push("*".into());
+                let found = walk(x, path);
+                path.pop();
+                found
+            }),
+            Value::Tagged(t) => walk(&t.value, path),
+            Value::Null => false,
+            Value::String(s) if is_secret_path(path) => masked_secret(s) != *s,
+            _ => is_secret_path(path),
+        }
+    }
+    walk(v, &mut at.iter().map(|s| s.to_string()).collect())
+}
+
 /// What a caller with `read:stats` but not `read:config` sees of the
 /// configuration: the settings that shape processing, as written, and no
 /// connection detail (no host, user name, URL, proxy, header, file path or

@@ -437,7 +437,7 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     // Made from the running configuration: refused if another change
     // (a save elsewhere, a reload) came after it was read.
     let base = ctx.live.version_made_from(&loaded);
-    match crate::service::config::replace(ctx, raw, Some(&base)) {
+    match crate::service::config::replace(ctx, raw, Some(&base), &[]) {
         Ok(applied) => {
             log::info!(
                 "{}: rule {:?} of {} saved from the dashboard",

@@ -248,11 +248,16 @@ impl Live {
     /// `base` is the version of the file (`config::file_version`) the
     /// change was made from, when its author says: the change is refused
     /// if the file is at another one now.
+    ///
+    /// The accounts in `spelt_out` restart even when nothing of theirs
+    /// changed: an API client wrote a secret of theirs out in full (see
+    /// [`literal_secret_accounts`]).
     pub fn replace(
         &self,
         mut raw: serde_norway::Value,
         posted: Option<&str>,
         base: Option<&str>,
+        spelt_out: &[String],
     ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
@@ -315,7 +320,7 @@ impl Live {
             path: current.path.clone(),
             version,
         };
-        Ok(self.apply(&mut fleet, loaded))
+        Ok(self.apply(&mut fleet, loaded, spelt_out))
     }
 
     /// The version of the file a change made from `running` is made from:
@@ -351,10 +356,12 @@ impl Live {
                  everything. Use this for development only."
             );
         }
-        Ok(self.apply(&mut fleet, loaded))
+        Ok(self.apply(&mut fleet, loaded, &[]))
     }
 
-    fn apply(&self, fleet: &mut Fleet, new: Loaded) -> Applied {
+    /// Applies `new`. The accounts in `spelt_out` restart even when nothing
+    /// of theirs changed (see [`literal_secret_accounts`]).
+    fn apply(&self, fleet: &mut Fleet, new: Loaded, spelt_out: &[String]) -> Applied {
         let old = self.config();
         let mut applied = Applied {
             restart_required: restart_required(&self.booted, &new.config),
@@ -426,6 +433,7 @@ impl Live {
                 r.account == *a
                     && r.provider == provider_of(&new.config, a)
                     && written(&old.raw, &name) == written(&new.raw, &name)
+                    && !spelt_out.contains(&name)
             });
             if keep {
                 continue;
@@ -807,6 +815,44 @@ fn stop_grace() -> Duration {
     crate::failpoint::number("stop_grace")
         .map(|ms| Duration::from_millis(ms as u64))
         .unwrap_or(Duration::from_secs(30))
+}
+
+/// The accounts of a configuration an API client sent that write a secret
+/// out in full (their own, or their provider's) where `GET /api/config`
+/// showed the mask: each is restarted whether or not the value is the one
+/// stored.
+/// Kept when equal, an account's absence from `restarted` told a client
+/// that may replace the accounts but not read them whether its guess of a
+/// password or key was right (an audit).
+pub fn literal_secret_accounts(posted: &serde_norway::Value) -> Vec<String> {
+    use serde_norway::Value;
+    let items = |key: &str| -> Vec<Value> {
+        posted
+            .get(key)
+            .and_then(Value::as_sequence)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let name = |v: &Value| v.get("name").and_then(Value::as_str).map(String::from);
+    let providers: Vec<String> = posted
+        .get("classifier")
+        .and_then(|c| c.get("providers"))
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+        .filter(|p| crate::config::holds_literal_secret(p, &["classifier", "providers", "*"]))
+        .filter_map(name)
+        .collect();
+    items("accounts")
+        .iter()
+        .filter(|a| {
+            crate::config::holds_literal_secret(a, &["accounts", "*"])
+                || a.get("provider")
+                    .and_then(Value::as_str)
+                    .is_some_and(|p| providers.iter().any(|x| x == p))
+        })
+        .filter_map(name)
+        .collect()
 }
 
 /// Why the configuration file no longer reads as `running`, the
