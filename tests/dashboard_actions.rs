@@ -470,3 +470,68 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
         "nothing to retry is said"
     );
 }
+
+/// Audit (stop 53): a "Move to…" of mail left in place for review had no
+/// Undo ("only a message that was acted on can be undone"), so a wrong
+/// click had no way back; and an Undo after a "Move to…" left the entry
+/// naming the folder the message had left (`correctedTo`, "moved by a
+/// person", that folder missing from "Move to…").
+#[test]
+fn a_persons_move_is_undone_back_to_where_the_mail_arrived() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Archive");
+    let model = scripted_model();
+    let m = with_user(
+        &account_config(&d, &model, "    minimum_confidence: 0.95\n")
+            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
+    );
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    wait_connected(&m);
+    d.seed("test", "INBOX", &msg("kept", "friend@example.org", "Hello"));
+    let entry = |m: &common::mailproc::Mailproc| {
+        m.get("/api/activity?pageSize=1").body["entries"][0].clone()
+    };
+    m.wait_for(Duration::from_secs(20), "the message for review", || {
+        (entry(&m)["status"] == "review").then_some(())
+    });
+    let id = entry(&m)["id"].as_i64().unwrap();
+    let detail = format!("/activity/{id}");
+    let mailbox = || {
+        d.messages("test")
+            .into_iter()
+            .find(|x| x.message_id == "<kept@mailproc.test>")
+            .map(|x| x.mailbox)
+            .unwrap()
+    };
+    for round in 1..=2 {
+        assert_redirect(
+            &b.submit(&format!("{detail}/move"), &[("folder", "Archive")]),
+            &detail,
+        );
+        assert_eq!(mailbox(), "Archive", "round {round}");
+        let page = b.get(&detail).text;
+        assert!(
+            page.contains("Undo: put back in INBOX"),
+            "round {round}: {page}"
+        );
+        assert_redirect(&b.submit(&format!("{detail}/undo"), &[]), &detail);
+        assert_eq!(mailbox(), "INBOX", "round {round}");
+        let e = m.get("/api/activity?pageSize=100").body["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == id)
+            .cloned()
+            .unwrap();
+        assert!(e["undoneAt"].is_string(), "round {round}: {e}");
+        assert!(e["correctedTo"].is_null(), "round {round}: {e}");
+        let page = b.get(&detail).text;
+        assert!(!page.contains("moved by a person"), "round {round}: {page}");
+        assert!(page.contains("(put back)"), "round {round}: {page}");
+        assert!(
+            page.contains("<option value=\"Archive\""),
+            "round {round}: Archive offered again: {page}"
+        );
+    }
+}

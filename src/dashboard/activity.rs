@@ -129,7 +129,8 @@ fn corrections(
     back: &str,
     focus: bool,
 ) -> Markup {
-    let undo = e.status == store::Status::Ok
+    let moved_by_a_person = e.corrected_to.as_deref().is_some_and(|c| !c.is_empty());
+    let undo = (e.status == store::Status::Ok || moved_by_a_person)
         && e.dest_folder.is_some()
         && e.undoable
         && e.undone_at.is_none();

@@ -32,6 +32,8 @@ pub struct UndoTarget {
     /// `None` for a row recorded before undo existed.
     pub flags: Option<Vec<String>>,
     pub undone_at: Option<i64>,
+    /// A person moved it ("Move to…") since it was decided.
+    pub corrected: bool,
 }
 
 impl UndoTarget {
@@ -39,7 +41,10 @@ impl UndoTarget {
     /// account is asked (a disconnected account answers 503 for what could
     /// never be undone otherwise), and again on its session.
     pub fn why_not_undoable(&self) -> Option<&'static str> {
-        if self.status != super::Status::Ok {
+        // A person's "Move to…" of mail that was left in place (for
+        // review, say) is undone as any move is (an audit found no way
+        // back for a wrong click).
+        if self.status != super::Status::Ok && !self.corrected {
             Some("only a message that was acted on can be undone")
         } else if self.dest_folder.is_none() {
             Some("the message was not moved")
@@ -61,7 +66,8 @@ impl Store {
                 .lock()
                 .query_row(
                     "SELECT id, account, mailbox, uidvalidity, message_id, subject, sender, status,
-                        dest_folder, dest_uid, orig_flags, undone_at FROM emails WHERE id = ?1",
+                        dest_folder, dest_uid, orig_flags, undone_at, coalesce(corrected_to, '') != ''
+                     FROM emails WHERE id = ?1",
                     [id],
                     |r| {
                         let status: String = r.get(7)?;
@@ -79,6 +85,7 @@ impl Store {
                             dest_uid: r.get(9)?,
                             flags: flags.and_then(|f| serde_json::from_str(&f).ok()),
                             undone_at: r.get(11)?,
+                            corrected: r.get(12)?,
                         })
                     },
                 )
@@ -86,9 +93,12 @@ impl Store {
         })
     }
 
-    /// Records an undo: the entry is marked undone, and the message, back in
-    /// its folder under `new_uid` (the UID the server gave it), gets a row
-    /// of its own (model `undo`) so the account does not process it again.
+    /// Records an undo: the entry is marked undone (and no longer
+    /// corrected: an undo after a "Move to…" puts the message back where it
+    /// arrived, and the entry must not go on naming the folder it left),
+    /// and the message, back in its folder under `new_uid` (the UID the
+    /// server gave it), gets a row of its own (model `undo`) so the account
+    /// does not process it again.
     /// Written by the account's thread right after the move, before its
     /// next pass. Returns that row's id.
     pub fn record_undo(&self, t: &UndoTarget, uidvalidity: u32, new_uid: u32) -> Result<i64> {
@@ -97,7 +107,7 @@ impl Store {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let now = now_ms();
             tx.execute(
-                "UPDATE emails SET undone_at = ?2 WHERE id = ?1",
+                "UPDATE emails SET undone_at = ?2, corrected_to = NULL WHERE id = ?1",
                 params![t.id, now],
             )?;
             tx.execute("DELETE FROM undo_pending WHERE entry = ?1", [t.id])?;
