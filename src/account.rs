@@ -401,6 +401,14 @@ impl Handle {
             RefileTo::Peek { .. } => (PEEK_QUEUE_WAIT, PEEK_WORK),
             _ => (REFILE_QUEUE_WAIT, REFILE_WORK),
         };
+        // The wait holds an HTTP worker: all but one may (see `gate`).
+        let Some(_place) = crate::gate::SLOW_WORK.enter() else {
+            return Err(RefileError::Unavailable(format!(
+                "{}: the service is waiting on accounts for other requests already; \
+                 nothing was changed; try again in a few seconds",
+                self.name
+            )));
+        };
         let (reply, answer) = crossbeam_channel::bounded(1);
         let deadline = Instant::now() + queue_wait;
         let req = Refile {

@@ -17,6 +17,7 @@ pub mod daemon;
 pub mod dashboard;
 pub mod email;
 pub mod failpoint;
+pub mod gate;
 pub mod http;
 pub mod imap;
 pub mod learn;

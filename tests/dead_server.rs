@@ -507,3 +507,59 @@ fn a_stop_does_not_wait_past_the_grace_for_a_model_that_does_not_answer() {
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     assert_eq!(recorded[0]["status"], "ok", "{recorded:?}");
 }
+
+/// Audit (stop 53): an undo (or "Move to…", or the rule form's look at a
+/// message) waits up to 40 s for its account's thread, holding an HTTP
+/// worker; a few of them on an account whose server hung held every
+/// worker, and `/health` answered only when they gave up. All but one
+/// worker may wait on accounts (or on a password check) now; a request
+/// past that is told at once that the service is busy.
+#[test]
+fn waits_on_a_hung_account_leave_a_worker_for_health() {
+    let d = Dovecot::start();
+    let yaml = format!(
+        "server: {{ port: {{PORT}}, workers: 2 }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    \
+         imap: {{ host: 127.0.0.1, port: {}, security: none, username: test, password: secret, timeout: 60s }}\n    \
+         folders: {{ watch: [INBOX], allowed: [Receipts], create: true }}\n    backlog: all\n    rules:\n      \
+         - {{ name: shop, when: {{ subject: Order }}, actions: [ {{ type: move, folder: Receipts }} ] }}\n",
+        d.imap_port
+    );
+    d.seed("test", "INBOX", &msg("o1", "Order 1"));
+    let m = Mailproc::start(&yaml);
+    let id = m.wait_for(Duration::from_secs(30), "the order moved", || {
+        rows(&m, 10)
+            .into_iter()
+            .find(|r| r["status"] == "ok")
+            .and_then(|r| r["id"].as_i64())
+    });
+    m.wait_for(Duration::from_secs(10), "the account idling", || {
+        (m.get("/api/accounts").body["accounts"][0]["state"] == "connected").then_some(())
+    });
+    d.freeze();
+    let undo = m.url(&format!("/api/activity/{id}/undo"));
+    let first = std::thread::spawn(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        agent.post(&undo).send_empty().map(|r| r.status().as_u16())
+    });
+    // The first undo reaches its worker and waits on the hung account.
+    std::thread::sleep(Duration::from_secs(2));
+    let second = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(second.status, 503, "{}", second.text);
+    assert!(
+        second
+            .text
+            .contains("the service is waiting on accounts for other requests already"),
+        "{}",
+        second.text
+    );
+    let health = m.get("/health");
+    assert_eq!(health.status, 200, "{}", health.text);
+    assert!(!first.is_finished(), "the first undo still waits");
+    d.thaw();
+    let status = first.join().unwrap();
+    assert!(status.is_ok(), "{status:?}");
+}

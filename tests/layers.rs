@@ -23,6 +23,7 @@ const TIERS: &[&[&str]] = &[
         "signals",
         "backoff",
         "resolve",
+        "gate",
     ],
     // What a message and the configuration are.
     &["learn", "config"],

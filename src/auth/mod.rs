@@ -15,7 +15,7 @@ mod lockout;
 mod password;
 
 pub use lockout::{device_cookie, known_device, lockout_retry_after, Attempt, LoginLimiter};
-pub use password::{hash_password, set_verifier_queue, verify_login, verify_password, Busy};
+pub use password::{hash_password, verify_login, verify_password, Busy};
 
 use base64::Engine;
 use hmac::{Hmac, Mac};

@@ -1,7 +1,6 @@
 //! Passwords: Argon2id hashes, verified one at a time in one shared
 //! block of memory, with a bounded queue of logins waiting for it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
@@ -37,56 +36,6 @@ const MAX_ARGON2_KIB: u32 = 256 << 10;
 /// answering [`Busy`]): a flood of logins must not hold the HTTP workers
 /// for longer.
 const ARGON2_WAIT: Duration = Duration::from_secs(10);
-
-/// Verifications in progress or waiting for the block, and how many may
-/// be: one more is [`Busy`] at once. Each holds an HTTP worker while it
-/// waits, so a crowd of logins from many addresses (each under its own
-/// limit) held every worker and `/health` waited seconds behind them; the
-/// HTTP server keeps one worker out of it ([`set_verifier_queue`]).
-static VERIFIER_QUEUE: Gate = Gate::new(3);
-
-/// Lets all but one of `workers` HTTP workers (at least one) verify or
-/// wait to verify a password at once.
-pub fn set_verifier_queue(workers: usize) {
-    VERIFIER_QUEUE
-        .limit
-        .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
-}
-
-/// A bounded count of holders: [`Gate::enter`] is `None` when `limit` hold
-/// it already.
-struct Gate {
-    holders: AtomicUsize,
-    limit: AtomicUsize,
-}
-
-/// A place in a [`Gate`], given back when dropped.
-struct Held<'a>(&'a Gate);
-
-impl Gate {
-    const fn new(limit: usize) -> Gate {
-        Gate {
-            holders: AtomicUsize::new(0),
-            limit: AtomicUsize::new(limit),
-        }
-    }
-
-    fn enter(&self) -> Option<Held<'_>> {
-        let limit = self.limit.load(Ordering::Relaxed);
-        self.holders
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < limit).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Held(self))
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.0.holders.fetch_sub(1, Ordering::AcqRel);
-    }
-}
 
 /// A password that could not be checked: other logins held the verifier
 /// for [`ARGON2_WAIT`], or as many as may wait for it were waiting
@@ -152,7 +101,10 @@ fn verify_in_shared_memory(password: &str, hash: &str, wait: Duration) -> Result
         .map_err(|e| format!("stored salt: {e}"))?;
     let mut out = vec![0u8; expected.len()];
     let argon2 = Argon2::new(algorithm, version, params.clone());
-    let _place = VERIFIER_QUEUE.enter().ok_or(Unchecked::Busy)?;
+    // Each check holds an HTTP worker while it waits: a crowd of logins
+    // from many addresses (each under its own limit) held every worker and
+    // `/health` waited seconds behind them (see `gate`).
+    let _place = crate::gate::SLOW_WORK.enter().ok_or(Unchecked::Busy)?;
     let mut memory = ARGON2_MEMORY.try_lock_for(wait).ok_or(Unchecked::Busy)?;
     if memory.len() < params.block_count() {
         memory.resize(params.block_count(), Block::default());
@@ -187,22 +139,6 @@ const DUMMY_HASH: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_verifier_queue_holds_at_most_its_limit() {
-        let gate = Gate::new(2);
-        let a = gate.enter().expect("first");
-        let b = gate.enter().expect("second");
-        assert!(gate.enter().is_none(), "a third is busy at once");
-        drop(a);
-        let c = gate.enter().expect("a place came free");
-        assert!(gate.enter().is_none());
-        drop((b, c));
-        assert_eq!(gate.holders.load(Ordering::Relaxed), 0);
-        gate.limit.store(1, Ordering::Relaxed);
-        let _d = gate.enter().expect("one");
-        assert!(gate.enter().is_none());
-    }
 
     #[test]
     fn passwords_hash_and_verify() {

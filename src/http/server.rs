@@ -55,7 +55,7 @@ impl HttpServer {
                 .map_err(|e| std::io::Error::other(e.to_string()))?,
         );
         metrics.watch_connections(server.connection_stats());
-        crate::auth::set_verifier_queue(workers);
+        crate::gate::set_http_workers(workers);
         let stopping = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::with_capacity(workers);
         for i in 0..workers {
