@@ -80,7 +80,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
                 println!("mailproc {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
             }
-            "--help" | "-h" => {
+            "--help" | "-h" | "help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
             }

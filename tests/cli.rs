@@ -138,6 +138,11 @@ fn help_after_a_command_prints_the_usage_and_names_are_never_options() {
         assert_eq!(code, 0, "{cmd} --help: {err}");
         assert!(out.starts_with("usage: mailproc"), "{cmd} --help: {out}");
     }
+    // `mailproc help`, as git and cargo take it (an audit found it an
+    // unknown command).
+    let (code, out, err) = m.run_cli(&["help"], "");
+    assert_eq!(code, 0, "help: {err}");
+    assert!(out.starts_with("usage: mailproc"), "help: {out}");
     assert!(
         !m.db_path().exists(),
         "--help created the database, or a user"

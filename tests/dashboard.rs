@@ -164,8 +164,11 @@ fn login_logout_expiry_and_no_open_redirect() {
     assert_eq!(b.post("/logout", &[]).status, 403);
     assert_eq!(b.get("/").status, 200, "a refused logout changes nothing");
     let r = b.submit("/logout", &[]);
-    assert_redirect(&r, "/login");
+    assert_redirect(&r, "/login?out=1");
     assert!(b.cookie.is_none(), "the cookie is cleared");
+    // The login page says what happened (an audit: every other control
+    // confirms itself).
+    assert!(b.get("/login?out=1").text.contains("You are logged out."));
     b.cookie = cookie;
     assert_redirect(&b.get("/"), "/login?next=%2F&expired=1");
 
@@ -842,6 +845,16 @@ fn a_pages_405_allows_what_the_address_takes() {
     let both = (405, Some("GET, HEAD, POST".to_string()));
     assert_eq!(ask("PUT", "/config/rule"), both);
     assert_eq!(ask("DELETE", "/config"), both);
+    // Nor does it depend on a session or the form's token (an audit: a
+    // POST to a page was refused as cross-origin, a DELETE without a
+    // session sent to the login as "not done").
+    let bare = |method: &str, path: &str| {
+        let r = m.request(method, path, &[], Some(""));
+        (r.status, r.header("allow").map(str::to_string))
+    };
+    assert_eq!(bare("POST", "/"), only_get);
+    assert_eq!(bare("DELETE", "/activity"), only_get);
+    assert_eq!(bare("PATCH", "/config"), both);
 }
 
 /// Found by audits of the binary: text posted to the editor was parsed by

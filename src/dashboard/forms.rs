@@ -270,6 +270,7 @@ fn login_page(ctx: &Ctx, req: &Req) -> Reply {
             "Your session has ended, so what you sent was not done. Log in, then send it again.",
         ),
         (true, false) => Some("Your session has ended. Log in again to continue."),
+        _ if req.query("out") == Some("1") => Some("You are logged out."),
         _ => None,
     };
     html(200, login_form("", (&next, unsent), None, info))
@@ -349,7 +350,9 @@ pub fn logout(ctx: &Ctx, req: &Req) -> Reply {
         }
         log::info!("{} logged out", s.user);
     }
-    redirect("/login").with_header("Set-Cookie", clear)
+    // The login page says so (an audit: every other control confirms what
+    // it did, and Log out landed on a bare login form).
+    redirect("/login?out=1").with_header("Set-Cookie", clear)
 }
 
 // ----- controls -----

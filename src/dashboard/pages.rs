@@ -229,7 +229,10 @@ pub fn attention(ctx: &Ctx, s: &Session) -> Reply {
         }
         section aria-labelledby="h-review" {
             h2 #h-review { "For review (" (thousands(n_review)) ")" }
-            p { "The model was less sure than the account's minimum confidence, so nothing was done." }
+            p { "Nothing was done to these: the model was less sure than the account's "
+                code { "minimum_confidence" } ", or, with no model, the learned classifier was less sure "
+                "than its " code { "learned.min_confidence" } " (a junk verdict: its "
+                code { "learned.spam_confidence" } "). Move one where it belongs, or leave it." }
             (activity::table(ctx, s, &review, "/failed", true))
             (more(n_review, "/activity?status=review&open=1", "messages for review"))
         }

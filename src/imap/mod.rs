@@ -725,9 +725,10 @@ impl Runner {
                         return Woke::Go;
                     }
                     log::info!(
-                        "{}: the login was refused; trying again in {left:?}, not at once \
+                        "{}: the login was refused; trying again in {}s, not at once \
                          (reconnect tries now)",
-                        self.name()
+                        self.name(),
+                        left.as_secs_f64().ceil()
                     );
                 }
                 Ok(Command::Pause) => {}

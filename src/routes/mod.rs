@@ -671,6 +671,12 @@ fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str
         Some((r, p)) if matches!(r.access, Asset | Access::Setup) => {
             return (open(r, p), r.pattern)
         }
+        // A method the address does not take: 405 whoever asks (an audit
+        // found a POST to a page refused as cross-origin, and a DELETE
+        // without a session sent to the login as "not done").
+        None if !get && !rows.is_empty() => {
+            return (dash::method_not_allowed(&allowed(rows)), "/dashboard")
+        }
         _ => {}
     }
     // First run: nothing but the setup page until a user exists.
