@@ -21,6 +21,8 @@ const WRITE_ACCOUNTS_KEY: &str = "write-accounts-0123456789";
 /// A key's default (`read:stats`) and `write:accounts`.
 const ACCOUNTS_EDITOR_KEY: &str = "accounts-editor-0123456789";
 const WRITE_CONFIG_KEY: &str = "write-config-key-0123456789";
+/// `write:accounts` and `read:config`: reads the whole (masked) file.
+const READING_EDITOR_KEY: &str = "reading-editor-0123456789";
 const WRITE_ALL_KEY: &str = "write-all-key-0123456789";
 const STAR_KEY: &str = "star-key-0123456789abc";
 
@@ -37,6 +39,7 @@ dashboard:
     - {{ name: writeaccounts, key: {WRITE_ACCOUNTS_KEY}, permissions: [write:accounts] }}
     - {{ name: editor, key: {ACCOUNTS_EDITOR_KEY}, permissions: [read:stats, write:accounts] }}
     - {{ name: writeconfig, key: {WRITE_CONFIG_KEY}, permissions: [write:config] }}
+    - {{ name: readingeditor, key: {READING_EDITOR_KEY}, permissions: [read:config, write:accounts] }}
     - {{ name: writeall, key: {WRITE_ALL_KEY}, permissions: ["write:*"] }}
     - {{ name: star, key: {STAR_KEY}, permissions: ["*"] }}
 classifier:
@@ -78,6 +81,9 @@ fn changing_the_configuration_needs_write_config() {
         .push(json!({ "name": "mine", "key": "attacker-key-0123456789", "permissions": ["*"] }));
     let r = put_with(&m, WRITE_ACCOUNTS_KEY, &escalate);
     assert_eq!(r.status, 403, "{}", r.text);
+    // Nor can one that reads the whole file, the rest sent back as read.
+    let r = put_with(&m, READING_EDITOR_KEY, &escalate);
+    assert_eq!(r.status, 403, "{}", r.text);
     assert_eq!(
         r.body["error"],
         "missing permission write:config: dashboard can be changed only with it \
@@ -97,11 +103,25 @@ fn changing_the_configuration_needs_write_config() {
         let r = put_with(&m, WRITE_ACCOUNTS_KEY, &probe);
         assert_eq!(r.status, 403, "{guess}: {}", r.text);
     }
-    // ...but changes the accounts: sent whole, or the accounts alone.
+    // ...but changes the accounts: sent whole (by a key that reads the
+    // whole file), or the accounts alone.
     let mut filing = full.clone();
     filing["accounts"][0]["folders"]["allowed"] = json!(["Receipts", "Travel"]);
-    let r = put_with(&m, WRITE_ACCOUNTS_KEY, &filing);
+    let r = put_with(&m, READING_EDITOR_KEY, &filing);
     assert_eq!(r.status, 200, "{}", r.text);
+    // A key that cannot read the whole file cannot send it back as read:
+    // a section matched against what it cannot see told it whether a
+    // guess of a host or a path was right (an audit). The summary it
+    // reads comes back unchanged (see `write_accounts_reads_what_it_may_send_back`).
+    for key in [WRITE_ACCOUNTS_KEY, ACCOUNTS_EDITOR_KEY] {
+        let r = put_with(&m, key, &filing);
+        assert_eq!(r.status, 403, "{}", r.text);
+        assert!(
+            r.text.contains("missing permission write:config"),
+            "{}",
+            r.text
+        );
+    }
     let allowed = |m: &Mailproc| {
         m.get_with("/api/accounts", TOKEN).body["accounts"][0]["allowedFolders"].clone()
     };

@@ -290,6 +290,21 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
 /// written out, is not taken for unchanged: its 200 told a guess of the
 /// secret right where a wrong one got 403 (an audit).
 pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    put_accounts_seeing(ctx, req, false)
+}
+
+/// [`put_accounts`] for a key that also reads the whole (masked)
+/// configuration: another section may come back as that shows it.
+pub fn put_accounts_reading(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
+    put_accounts_seeing(ctx, req, true)
+}
+
+/// `reads_config`: the key may read the masked configuration, so a
+/// section as that shows it is taken for unchanged. Without it only the
+/// summary it reads is: a section matched against the masked view told a
+/// key that reads the summary whether its guess of a provider's host, a
+/// webhook's or the database's path was right (an audit).
+fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
     let body = json_object_body(req)?;
     let Some(sections) = body.as_object() else {
         return Err(Reply::error(
@@ -306,10 +321,9 @@ pub fn put_accounts(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let mut raw = ctx.config().raw.clone();
     let shown = crate::config::redacted_json(&raw);
     let summary = crate::config::summary_json(&raw);
-    if let Some((name, _)) = sections
-        .iter()
-        .find(|(k, v)| *k != "accounts" && shown.get(k) != Some(v) && summary.get(k) != Some(v))
-    {
+    if let Some((name, _)) = sections.iter().find(|(k, v)| {
+        *k != "accounts" && (!reads_config || shown.get(k) != Some(v)) && summary.get(k) != Some(v)
+    }) {
         return Err(Reply::error(
             403,
             format!(

@@ -194,7 +194,10 @@ static ROUTES: &[Route] = &[
         Needs("write:accounts"),
         ApiOr(
             handlers::put_accounts,
-            &[("write:config", handlers::put_config)],
+            &[
+                ("write:config", handlers::put_config),
+                ("write:accounts+read:config", handlers::put_accounts_reading),
+            ],
         ),
     ),
     r(
