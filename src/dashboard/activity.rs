@@ -211,8 +211,8 @@ pub fn table(
                                     @if e.subject.trim().is_empty() { "(no subject)" } @else { (shortened(&e.subject).0) }
                                 } }
                                 td data-label="Decided by" { (decided_by(&e.model, e.error.as_deref())) }
-                                td data-label="Actions" { (actions_text(&e.actions)) }
-                                td data-label="Destination" { (destination(e)) }
+                                td.fold data-label="Actions" { (actions_text(&e.actions)) }
+                                td.fold data-label="Destination" { (destination(e)) }
                                 td data-label="Status" { (status(e)) }
                                 @if controls {
                                     td data-label="Correct" {
