@@ -153,6 +153,13 @@ fn demo_script_sorts_the_corpus() {
     // 187 since the two rules measured wrong on held-out mail were dropped
     // (docs/quality.md); the learned classifier and the model sort the rest.
     assert!(sorted >= 180, "the demo rules sort most mail: {stats}");
+    // The classifier's "keep it in INBOX" is a `noop`, counted as a rule's
+    // (an audit: the chart and `actions_total{action="noop"}` read 0 while
+    // `actionType=noop` found 16 such entries).
+    assert!(
+        stats["by_action"]["noop"].as_u64().unwrap_or(0) > 0,
+        "no noop counted: {stats}"
+    );
 }
 
 /// Through a real Dovecot: a subject whose encoded words decode to a NUL,

@@ -117,7 +117,15 @@ impl Runner {
         let p = self.learner.predict_junk(feats, &self.junk)?;
         let a = &self.w.account;
         let actions = if p.class == mailbox {
-            Vec::new()
+            // Keeping it is a `noop`, recorded and counted as a rule's or a
+            // model's is (an audit: `[]` here made the chart and
+            // `actions_total{action="noop"}` read 0 where
+            // `actionType=noop` found these).
+            if a.allows(ActionKind::Noop) {
+                vec![Action::Noop]
+            } else {
+                Vec::new()
+            }
         } else if p.class == self.junk && a.allows(ActionKind::Spam) {
             // The junk folder (SPECIAL-USE, or folders.junk) is `spam`,
             // whatever it is called and whether or not moves may go there.
