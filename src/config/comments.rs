@@ -14,8 +14,12 @@
 //!
 //! Sound by construction: the result is parsed again and must be the very
 //! tree being written, else the plain serialization is written (comments
-//! lost, nothing else). A comment whose key is gone is dropped; list items
-//! are matched by position.
+//! lost, nothing else). A comment whose key is gone is dropped. A list
+//! item is matched by its `name` (or `url`, a webhook's) where the old text
+//! has an item of that name in the same list, else by position unless the
+//! old item at that position is still in the list under its name (it
+//! moved): a rule saved "first" shifted every rule's comment onto the rule
+//! after it (an audit), while a renamed rule keeps its comments.
 
 use std::collections::HashMap;
 
@@ -37,6 +41,8 @@ enum Line {
         /// Whether a comment may follow on its line (not a block scalar's
         /// header, not an open flow collection).
         closed: bool,
+        /// The scalar after the key, as text (quotes taken off).
+        value: String,
     },
     /// Anything else: block scalar content, a flow collection's next
     /// line, a document marker.
@@ -208,6 +214,7 @@ fn scan(text: &str) -> Vec<Line> {
             indent,
             trailing,
             closed: !block && flow_depth == 0,
+            value: serde_norway::from_str::<String>(value).unwrap_or_else(|_| value.to_string()),
         });
     }
     out
@@ -247,6 +254,77 @@ fn comments(old: &str) -> Comments {
     c
 }
 
+/// The list items of a text by what names them: each item's path
+/// (`accounts[1].rules[0]`) and its `name` (else its `url`), both ways.
+#[derive(Default)]
+struct Names {
+    of: HashMap<String, String>,
+    /// `(list path, name)` → item path.
+    item: HashMap<(String, String), String>,
+}
+
+impl Names {
+    fn read(lines: &[Line]) -> Names {
+        let mut n = Names::default();
+        for key in ["name", "url"] {
+            for l in lines {
+                let Line::Node { path, value, .. } = l else {
+                    continue;
+                };
+                let Some(item) = path.strip_suffix(&format!(".{key}")) else {
+                    continue;
+                };
+                if !item.ends_with(']') || n.of.contains_key(item) {
+                    continue;
+                }
+                let list = &item[..item.rfind('[').expect("ends with ]")];
+                n.of.insert(item.to_string(), value.clone());
+                n.item
+                    .entry((list.to_string(), value.clone()))
+                    .or_insert_with(|| item.to_string());
+            }
+        }
+        n
+    }
+}
+
+/// The path in the old text of `path`, a node of the new one (see the
+/// module's documentation for how list items are matched); `None` when
+/// one of its items has no counterpart.
+fn old_path(path: &str, new: &Names, old: &Names) -> Option<String> {
+    let (mut in_old, mut in_new, mut rest) = (String::new(), String::new(), path);
+    while let Some(open) = rest.find('[') {
+        let close = open + rest[open..].find(']')?;
+        let (list_old, list_new) = (
+            format!("{in_old}{}", &rest[..open]),
+            format!("{in_new}{}", &rest[..open]),
+        );
+        let index = &rest[open + 1..close];
+        let item_new = format!("{list_new}[{index}]");
+        let by_name = new
+            .of
+            .get(&item_new)
+            .and_then(|name| old.item.get(&(list_old.clone(), name.clone())));
+        in_old = match by_name {
+            Some(item) => item.clone(),
+            None => {
+                let item = format!("{list_old}[{index}]");
+                let moved = old
+                    .of
+                    .get(&item)
+                    .is_some_and(|name| new.item.contains_key(&(list_new.clone(), name.clone())));
+                if moved {
+                    return None;
+                }
+                item
+            }
+        };
+        in_new = item_new;
+        rest = &rest[close + 1..];
+    }
+    Some(format!("{in_old}{rest}"))
+}
+
 /// `tree` written as YAML with the comments of `old` kept by path (see
 /// the module's documentation). Never changes what is written: when the
 /// result would not read back as `tree`, it is the plain serialization.
@@ -258,7 +336,9 @@ pub fn keep_comments(old: &str, tree: &Value) -> Result<String, serde_norway::Er
     }
     let mut out = String::with_capacity(plain.len() + old.len() / 4);
     let mut used: std::collections::HashSet<String> = Default::default();
-    for (raw, line) in plain.lines().zip(scan(&plain)) {
+    let lines = scan(&plain);
+    let (new_names, old_names) = (Names::read(&lines), Names::read(&scan(old)));
+    for (raw, line) in plain.lines().zip(lines) {
         let mut text = raw.to_string();
         if let Line::Node {
             path,
@@ -267,7 +347,9 @@ pub fn keep_comments(old: &str, tree: &Value) -> Result<String, serde_norway::Er
             ..
         } = &line
         {
-            if used.insert(path.clone()) {
+            let was = old_path(path, &new_names, &old_names);
+            if let (true, Some(path)) = (used.insert(path.clone()), was) {
+                let path = &path;
                 for l in c.above.get(path).into_iter().flatten() {
                     if !l.is_empty() {
                         out.push_str(&" ".repeat(*indent));
@@ -348,6 +430,39 @@ accounts:
         }
         assert!(!out.contains("# not a comment either\n  - "), "{out}");
         assert_eq!(out.matches("# not a comment either").count(), 1, "{out}");
+    }
+
+    /// A rule put first (the rule form's "first") or a list reordered:
+    /// each comment stays with its item, found by name; the new item has
+    /// none. Found by an audit: every rule's comment moved to the rule
+    /// after it.
+    #[test]
+    fn list_items_keep_their_comments_by_name_when_the_list_shifts() {
+        let old = "\
+rules:
+  - name: lists  # 96: list mail
+    when: { header: List-Id }
+    actions: [ { type: read } ]
+  # bulk senders
+  - name: bulk  # 27
+    when: { header: Precedence }
+    actions: [ { type: read } ]
+";
+        let mut t = tree(old);
+        let rules = t["rules"].as_sequence_mut().unwrap();
+        rules.insert(
+            0,
+            tree("{ name: new, when: { subject: x }, actions: [ { type: read } ] }"),
+        );
+        rules.swap(1, 2);
+        let out = keep_comments(old, &t).unwrap();
+        assert_eq!(tree(&out), t, "{out}");
+        assert!(out.contains("- name: new\n"), "{out}");
+        assert!(
+            out.contains("# bulk senders\n- name: bulk  # 27\n"),
+            "{out}"
+        );
+        assert!(out.contains("- name: lists  # 96: list mail\n"), "{out}");
     }
 
     #[test]

@@ -420,7 +420,7 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         _ => rules.len(),
     };
     match (f.was.is_empty(), named(&f.was)) {
-        (false, Some(i)) => rules[i] = f.tree(),
+        (false, Some(i)) => rules[i] = in_order_of(f.tree(), &rules[i]),
         (false, None) => {
             return rule_form(
                 ctx,
@@ -517,6 +517,28 @@ fn in_form_words(problem: &str, this: &str) -> String {
     problem.to_string()
 }
 
+/// `rule` (as the form writes it) with its actions in the order `was`
+/// (the rule as the file had it) lists them, those it did not have after:
+/// the form writes them in an order of its own, so saving a rule unchanged
+/// reordered its actions and restarted its account (an audit).
+fn in_order_of(mut rule: serde_norway::Value, was: &serde_norway::Value) -> serde_norway::Value {
+    use serde_norway::Value;
+    let kind = |a: &Value| a.get("type").and_then(Value::as_str).map(str::to_string);
+    let order: Vec<String> = was
+        .get("actions")
+        .and_then(Value::as_sequence)
+        .map(|l| l.iter().filter_map(kind).collect())
+        .unwrap_or_default();
+    if let Some(Value::Sequence(actions)) = rule.get_mut("actions") {
+        actions.sort_by_key(|a| {
+            kind(a)
+                .and_then(|k| order.iter().position(|o| *o == k))
+                .unwrap_or(usize::MAX)
+        });
+    }
+    rule
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,6 +556,31 @@ mod tests {
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(p[0].starts_with("Subject: not a valid pattern"), "{p:?}");
         assert_eq!(p[1], "Then: choose at least one action.");
+    }
+
+    /// Saved unchanged, a rule is the same tree: its actions in its own
+    /// order (an audit: `move, flag` came back `flag, move`, restarting
+    /// the account for nothing). A new action goes after the old ones.
+    #[test]
+    fn a_rule_saved_unchanged_keeps_its_actions_order() {
+        let was: serde_norway::Value = serde_norway::from_str(
+            "{ name: r, when: { subject: x }, actions: [ { type: move, folder: Receipts }, \
+             { type: flag, flags: ['\\Flagged'] }, { type: read } ] }",
+        )
+        .unwrap();
+        let rule: config::RuleConfig = serde_norway::from_value(was.clone()).unwrap();
+        let f = RuleForm::from_config("a", &rule);
+        assert_ne!(f.tree(), was, "the form's own order differs");
+        assert_eq!(in_order_of(f.tree(), &was), was);
+        let mut more = RuleForm::from_config("a", &rule);
+        more.spam = true;
+        let kinds: Vec<String> = in_order_of(more.tree(), &was)["actions"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|a| a["type"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(kinds, ["move", "flag", "read", "spam"]);
     }
 
     #[test]
