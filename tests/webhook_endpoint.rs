@@ -346,6 +346,20 @@ fn test_endpoint_refuses_malformed_headers_sending_nothing() {
             r.text
         );
     }
+    // A header given twice was sent as the last of the two (an audit).
+    let twice = format!(
+        r#"{{"url":"{}","headers":{{"X-A":"one","X-A":"two"}}}}"#,
+        ok.url("/x")
+    );
+    let r = m.post_with("/api/test-webhook", TOKEN, &twice);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("headers: \"X-A\" given twice")),
+        "{}",
+        r.text
+    );
     assert_eq!(ok.count(), 0, "nothing was sent: {:?}", ok.hits());
     assert_eq!(
         m.get_with("/api/webhooks/deliveries", TOKEN).body["total"],

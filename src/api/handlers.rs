@@ -485,7 +485,7 @@ pub fn deliveries(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
 #[serde(deny_unknown_fields)]
 struct TestWebhookBody {
     url: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::params::unique_strings")]
     headers: BTreeMap<String, String>,
 }
 

@@ -1,6 +1,8 @@
 //! Reading a request: query numbers, paging, activity filters, JSON bodies.
 //! Every 400 names the parameter or field at fault.
 
+use std::collections::BTreeMap;
+
 use crate::actions::ActionKind;
 use crate::http::{Reply, Req};
 use crate::store::{self, ActivityQuery};
@@ -139,6 +141,36 @@ pub fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> 
     de.end()
         .map_err(|e| Reply::error(400, format!("body: {e}")))?;
     Ok(value)
+}
+
+/// A JSON object of strings with no key twice (serde keeps the last of
+/// two in a map, so `{"a":"b","a":"c"}` was taken as one header: an
+/// audit), for `#[serde(deserialize_with)]`.
+pub fn unique_strings<'de, D>(d: D) -> Result<BTreeMap<String, String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Unique;
+    impl<'de> serde::de::Visitor<'de> for Unique {
+        type Value = BTreeMap<String, String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object of strings")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((k, v)) = m.next_entry::<String, String>()? {
+                if out.contains_key(&k) {
+                    return Err(serde::de::Error::custom(format!("{k:?} given twice")));
+                }
+                out.insert(k, v);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Unique)
 }
 
 /// A body that is a JSON object, as a tree, with no key twice in any
