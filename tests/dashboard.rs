@@ -290,6 +290,24 @@ fn pages_show_processed_mail_escaped() {
     let filtered = b.get("/activity?accountName=acct&actionType=move");
     assert!(filtered.text.contains("Invoice 1234"));
     assert!(!filtered.text.contains("please explode"));
+    assert!(
+        filtered.text.contains("Export these 1 entries"),
+        "{}",
+        filtered.text
+    );
+    // A filter the page cannot apply is said, and offers no export that
+    // the API would refuse (an audit: "Nothing here" under "All").
+    let typo = b
+        .get("/activity?accountName=zzz&status=bogus&actionType=mv")
+        .text;
+    for said in [
+        "There is no account named &quot;zzz&quot; (configured, or in the history).",
+        "“Status” is not one this page knows: bogus",
+        "“Action” is not one this page knows: mv",
+    ] {
+        assert!(typo.contains(said), "{said}: {typo}");
+    }
+    assert!(!typo.contains("Export these"), "{typo}");
     let detail = b.get(&format!("/activity/{inv_id}")).text;
     for want in [
         "Invoice 1234",

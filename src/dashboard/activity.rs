@@ -263,10 +263,34 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         .and_then(|p| p.parse::<u32>().ok())
         .unwrap_or(1)
         .max(1);
-    let action = q("actionType").filter(|t| ActionKind::ALL.iter().any(|k| k.as_str() == *t));
+    // A filter the page cannot apply is said, not dropped: "Nothing here"
+    // under an Account select reading "All" told the operator nothing (an
+    // audit).
+    let action = q("actionType").filter(|t| {
+        let known = ActionKind::ALL.iter().any(|k| k.as_str() == *t);
+        if !known {
+            problems.push(format!("“Action” is not one this page knows: {t}"));
+        }
+        known
+    });
     let yes = |k: &str| matches!(q(k), Some("1" | "true"));
     let (open, undecided) = (yes("open"), yes("undecided"));
-    let status_filter = q("status").and_then(store::Status::parse);
+    let status_filter = q("status").and_then(|t| {
+        let st = store::Status::parse(t);
+        if st.is_none() {
+            problems.push(format!("“Status” is not one this page knows: {t}"));
+        }
+        st
+    });
+    if let Some(a) = q("accountName") {
+        let known = ctx.config().config.accounts.iter().any(|c| c.name == a)
+            || ctx.store.has_account_history(a).unwrap_or(true);
+        if !known {
+            problems.push(format!(
+                "There is no account named {a:?} (configured, or in the history)."
+            ));
+        }
+    }
     let from = q("from");
     let to = q("to");
     let start_ms = from.and_then(|d| {
@@ -391,9 +415,12 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             }
         }
         @for p in &problems { (notice("error", p)) }
-        p.export { "Export these " (thousands(total)) " entries: "
-            a href=(export("csv")) download { "CSV" } " · "
-            a href=(export("json")) download { "JSON" } }
+        // The API refuses what the page could not apply: no link to a 404.
+        @if problems.is_empty() {
+            p.export { "Export these " (thousands(total)) " entries: "
+                a href=(export("csv")) download { "CSV" } " · "
+                a href=(export("json")) download { "JSON" } }
+        }
         (table(ctx, s, &entries, &here, true))
         (layout::pager(page, total_pages, total, link))
     };
