@@ -504,3 +504,87 @@ fn a_full_disk_stops_recording_says_so_and_recovers() {
         serde_json::json!(301)
     );
 }
+
+/// Appends `raw` to `user`'s INBOX with a fixed INTERNALDATE, by hand
+/// (LITERAL+): two messages alike in Message-ID, size and date.
+fn append_dated(d: &Dovecot, raw: &str) {
+    use std::io::{BufRead, BufReader, Write};
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    let mut r = BufReader::new(tcp.try_clone().unwrap());
+    let mut w = tcp;
+    let mut line = String::new();
+    let mut until = |r: &mut BufReader<std::net::TcpStream>, tag: &str| loop {
+        line.clear();
+        assert!(r.read_line(&mut line).unwrap() > 0, "closed before {tag}");
+        if line.starts_with(tag) {
+            assert!(line.starts_with(&format!("{tag} OK")), "{line}");
+            return;
+        }
+    };
+    r.read_line(&mut String::new()).unwrap();
+    w.write_all(b"a1 LOGIN test secret\r\n").unwrap();
+    until(&mut r, "a1");
+    w.write_all(
+        format!(
+            "a2 APPEND INBOX \"30-Nov-2026 01:00:00 +0000\" {{{}+}}\r\n{raw}\r\n",
+            raw.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    until(&mut r, "a2");
+    w.write_all(b"a3 LOGOUT\r\n").unwrap();
+}
+
+/// Audit (stop 53): on a server without MOVE, a replayed move looks in the
+/// destination for an earlier run's copy (same Message-ID, size and
+/// date). One that an earlier message's own move had put there (a
+/// monitor's alerts, alike in all three) was taken for it: the second
+/// alert was expunged and never copied, lost. A copy another record owns
+/// is not this message's.
+#[test]
+fn a_replayed_move_never_takes_another_messages_copy_for_its_own() {
+    let mut d = Dovecot::start();
+    d.set_capability("IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS NAMESPACE SPECIAL-USE");
+    d.create_mailbox("test", "Receipts");
+    let alert = |pct: &str, host: &str| {
+        format!(
+            "From: monitor@example.org\r\nTo: test@example.test\r\nSubject: Alert: disk {pct}%\r\n\
+             Message-ID: <alert@monitor.example>\r\n\r\nDisk usage at {pct}% on host {host}\r\n"
+        )
+    };
+    let rules = "    rules:\n      - { name: alerts, when: { subject: \"^Alert\" }, \
+                 actions: [ { type: move, folder: Receipts } ] }\n";
+    append_dated(&d, &alert("91", "A"));
+    let mut m = Mailproc::prepare(&config(&d, None, rules, ""));
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(30), "the first alert moved", || {
+        (total(&m, "&status=ok") == 1).then_some(())
+    });
+    m.terminate();
+    // The second: its decision journalled, then the process dies before
+    // acting; the next start carries the move out again.
+    append_dated(&d, &alert("17", "B"));
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=abort")]);
+    let st = m.wait_exit(Duration::from_secs(30));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(30), "the second alert's row", || {
+        (total(&m, "&status=ok") == 2).then_some(())
+    });
+    let alerts: Vec<String> = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.message_id == "<alert@monitor.example>")
+        .map(|x| x.mailbox)
+        .collect();
+    assert_eq!(
+        alerts,
+        ["Receipts", "Receipts"],
+        "both alerts in Receipts, none lost\n{}",
+        m.log()
+    );
+    assert!(!m.log().contains("an earlier run's copy"), "{}", m.log());
+}

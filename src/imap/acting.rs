@@ -423,6 +423,21 @@ impl Runner {
                     if hits.is_empty() {
                         continue;
                     }
+                    // A copy that an earlier record moved there is that
+                    // message's, not this one's: two messages alike in
+                    // Message-ID, size and date (a monitor's alerts) had
+                    // the second expunged for the first's copy, and lost
+                    // (an audit).
+                    let taken = self.w.store.dest_uids_taken(
+                        self.name(),
+                        folder,
+                        &hits,
+                        (mailbox, replayed.uidvalidity, *u),
+                    )?;
+                    let hits: Vec<u32> = hits.into_iter().filter(|h| !taken.contains(h)).collect();
+                    if hits.is_empty() {
+                        continue;
+                    }
                     let known = |h: &u32| hit_stamps.get(h).map(|st| (*h, *st));
                     let mut of_hits: Vec<(u32, Stamp)> = hits.iter().filter_map(known).collect();
                     if of_hits.len() < hits.len() {

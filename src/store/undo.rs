@@ -176,6 +176,33 @@ impl Store {
         })
     }
 
+    /// Of `uids` in `folder`, those that a record of the account names as
+    /// where it put a message (its `dest_uid`), other than the record of
+    /// `own` (`mailbox`, `uidvalidity`, `uid`): a copy another message
+    /// already owns is not this one's, however alike the two are.
+    pub fn dest_uids_taken(
+        &self,
+        account: &str,
+        folder: &str,
+        uids: &[u32],
+        own: (&str, u32, u32),
+    ) -> Result<std::collections::HashSet<u32>> {
+        self.op("dest_uids_taken", || {
+            let conn = self.reader();
+            let mut st = conn.prepare_cached(
+                "SELECT dest_uid FROM emails
+                 WHERE account = ?1 AND dest_folder = ?2
+                   AND dest_uid IN (SELECT value FROM json_each(?3))
+                   AND NOT (mailbox = ?4 AND uidvalidity = ?5 AND uid = ?6)",
+            )?;
+            let list = serde_json::to_string(uids).unwrap_or_else(|_| "[]".into());
+            let rows = st.query_map(params![account, folder, list, own.0, own.1, own.2], |r| {
+                r.get::<_, u32>(0)
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
     /// Moves of the account since `since_ms` not yet undone nor corrected,
     /// whose destination UID is known: `(id, dest_folder, dest_uid)`.
     pub fn moves_to_check(&self, account: &str, since_ms: i64) -> Result<Vec<(i64, String, u32)>> {
