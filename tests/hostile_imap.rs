@@ -581,3 +581,62 @@ fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
     assert!(log.contains("junk \"Junk\""), "{log}");
     assert!(!log.contains("not valid IMAP"), "{log}");
 }
+
+/// Audit (stop 53): without COPYUID the undo of a move finds the message
+/// by its Message-ID in the folder it went to, and took the newest of
+/// several: of two alerts alike in Message-ID, the other one came back
+/// under this entry's name, its flags replaced. With more than one it now
+/// refuses, nothing moved.
+#[test]
+fn an_undo_that_cannot_tell_its_message_from_a_namesake_refuses() {
+    let server = fake_imap::start(
+        "*",
+        Box::new(|out: &mut TcpStream, tag: &str, line: &str| {
+            let upper = line.to_ascii_uppercase();
+            if upper.contains(" UID SEARCH ") && upper.contains("MESSAGE-ID") {
+                let _ = out.write_all(format!("* SEARCH 5 6\r\n{tag} OK done\r\n").as_bytes());
+                return true;
+            }
+            // Both namesakes' Message-ID, as asked to check the search.
+            if upper.contains(" UID FETCH 5:6 ") {
+                let field = "Message-ID: <m1@example.com>\r\n\r\n";
+                for (n, uid) in [(2, 5), (3, 6)] {
+                    let _ = out.write_all(
+                        format!(
+                            "* {n} FETCH (UID {uid} BODY[HEADER.FIELDS (MESSAGE-ID)] {{{}}}\r\n{field})\r\n",
+                            field.len()
+                        )
+                        .as_bytes(),
+                    );
+                }
+                let _ = out.write_all(format!("{tag} OK done\r\n").as_bytes());
+                return true;
+            }
+            false
+        }),
+    );
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
+         username: test, password: secret }}\n    backlog: all\n    \
+         folders: {{ watch: [INBOX], allowed: [Junk] }}\n    rules:\n      - {{ name: all, when: {{ subject: hello }}, \
+         actions: [ {{ type: move, folder: Junk }} ] }}\n",
+        server.port
+    ));
+    let row = m.wait_for(Duration::from_secs(30), "the row", || {
+        m.get("/api/activity").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+            .filter(|r| r["status"] == "ok")
+    });
+    let r = m.post(&format!("/api/activity/{}/undo", row["id"]), "");
+    assert!(r.status >= 400, "{}", r.text);
+    assert!(
+        r.text
+            .contains("2 messages in \\\"Junk\\\" have the Message-ID <m1@example.com>"),
+        "{}\n{}",
+        r.text,
+        m.log()
+    );
+    assert!(!r.text.contains("\"success\":true"), "{}", r.text);
+}

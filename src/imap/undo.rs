@@ -164,9 +164,20 @@ impl Runner {
                     Err(e) => return Ok(Err(format!("its UID in {dest:?} is unknown and {e}"))),
                 };
                 let found = answer!(query.run(s), "searching by Message-ID");
-                match found.into_iter().max() {
-                    Some(u) => u,
-                    None => return Ok(Err(format!("no message {} in {dest:?}", t.message_id))),
+                // Two with this Message-ID (a monitor's alerts, say): which
+                // is this entry's cannot be told, and the other's would be
+                // put back under this entry's name (an audit). Refused.
+                match found.len() {
+                    0 => return Ok(Err(format!("no message {} in {dest:?}", t.message_id))),
+                    1 => found[0],
+                    n => {
+                        return Ok(Err(format!(
+                            "{n} messages in {dest:?} have the Message-ID {} and the server did \
+                             not say which UID this one got, so undo cannot tell which is this \
+                             one; move it back by hand",
+                            t.message_id
+                        )))
+                    }
                 }
             }
         };
