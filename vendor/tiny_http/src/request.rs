@@ -83,17 +83,22 @@ pub struct Request {
 /// Whether the client said this is its last request on the connection
 /// (mailproc patch): `Connection: close`, an upgrade (no protocol is
 /// switched to, but what follows is not meant as HTTP), or HTTP/1.0
-/// without keep-alive.
+/// without keep-alive. The options are the comma-separated tokens of every
+/// `Connection` field line together (RFC 9110 §5.3, §7.6.1), compared
+/// whole: only the first line was read, and `close` was found inside any
+/// option holding it (`x-closed`).
 pub(crate) fn last_on_connection(headers: &[Header], version: &HTTPVersion) -> bool {
-    let connection = headers
+    let options: Vec<String> = headers
         .iter()
-        .find(|h| h.field.equiv("Connection"))
-        .map(|h| h.value.as_str().to_ascii_lowercase());
-    match connection {
-        Some(ref v) if v.contains("close") || v.contains("upgrade") => true,
-        Some(ref v) => !v.contains("keep-alive") && *version == HTTPVersion(1, 0),
-        None => *version == HTTPVersion(1, 0),
+        .filter(|h| h.field.equiv("Connection"))
+        .flat_map(|h| h.value.as_str().split(','))
+        .map(|o| o.trim().to_ascii_lowercase())
+        .collect();
+    let has = |o: &str| options.iter().any(|x| x == o);
+    if has("close") || has("upgrade") {
+        return true;
     }
+    *version == HTTPVersion(1, 0) && !has("keep-alive")
 }
 
 /// A response printed to memory, the writer it is for, and the request's
@@ -656,7 +661,28 @@ impl<T> ReadWrite for T where T: Read + Write {}
 
 #[cfg(test)]
 mod tests {
-    use super::Request;
+    use super::{last_on_connection, Request};
+    use crate::common::{HTTPVersion, Header};
+
+    /// mailproc patch: every `Connection` line counts, and an option is
+    /// compared whole.
+    #[test]
+    fn connection_options_are_every_lines_whole_tokens() {
+        let h = |lines: &[&str]| -> Vec<Header> {
+            lines
+                .iter()
+                .map(|v| Header::from_bytes(&b"Connection"[..], v.as_bytes()).unwrap())
+                .collect()
+        };
+        let (v10, v11) = (HTTPVersion(1, 0), HTTPVersion(1, 1));
+        assert!(last_on_connection(&h(&["keep-alive", "close"]), &v11));
+        assert!(last_on_connection(&h(&["keep-alive, Close"]), &v11));
+        assert!(!last_on_connection(&h(&["x-closed-header"]), &v11));
+        assert!(!last_on_connection(&h(&[]), &v11));
+        assert!(last_on_connection(&h(&[]), &v10));
+        assert!(!last_on_connection(&h(&["Keep-Alive"]), &v10));
+        assert!(last_on_connection(&h(&["keep-alive", "upgrade"]), &v10));
+    }
 
     #[test]
     fn must_be_send() {

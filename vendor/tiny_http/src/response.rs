@@ -363,11 +363,18 @@ where
         }
 
         // mailproc patch: a connection closed after this response says so
-        // (RFC 9112 §9.6), so a client does not queue a next request on it.
+        // (RFC 9112 §9.6), so a client does not queue a next request on it;
+        // one kept open for an HTTP/1.0 client says that (RFC 9112 §9.3),
+        // else the client takes it for closing while the server holds it.
         if close && upgrade.is_none() {
             self.headers.insert(
                 0,
                 Header::from_bytes(&b"Connection"[..], &b"close"[..]).unwrap(),
+            );
+        } else if !close && upgrade.is_none() && http_version == HTTPVersion(1, 0) {
+            self.headers.insert(
+                0,
+                Header::from_bytes(&b"Connection"[..], &b"keep-alive"[..]).unwrap(),
             );
         }
 
