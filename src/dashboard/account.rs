@@ -451,8 +451,12 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
                 dt { "Learned since" } dd { (st.learned_examples) " message(s), " (st.corrections) " correction(s)" }
                 dt { "Training run" } dd #train-status { @match &run {
                     None => span.muted { "none since start" },
+                    // Before the first folder is read it is signing in
+                    // and listing them (an audit read "running: 0/0").
+                    Some(TrainStatus::Running { folder, total, .. }) if folder.is_empty() && *total == 0 => {
+                        "running: signing in and listing the folders…" }
                     Some(TrainStatus::Running { folder, done, total, .. }) => {
-                        "running: " (folder) " " (done) "/" (total) }
+                        "running: " (folder) ", " (done) " of " (total) " message(s)" }
                     Some(TrainStatus::Done { report, .. }) => {
                         "done: " (report.examples) " message(s) from " (report.folders.len()) " folder(s) in "
                         (report.duration_ms) " ms"

@@ -156,7 +156,7 @@ impl Store {
                  VALUES (?1, 1, ?2, ?3)
                  ON CONFLICT (account) DO UPDATE SET generation = generation + 1,
                      trained_at = excluded.trained_at, trained_examples = excluded.trained_examples,
-                     learned_examples = 0",
+                     learned_examples = 0, corrections = 0",
                 params![account, now_ms(), examples as i64],
             )?;
             tx.commit()?;
@@ -289,7 +289,11 @@ mod tests {
 
         s.learn_replace("acct", &BTreeMap::new(), &Shots::default(), 0)
             .unwrap();
-        assert_eq!(s.learn_state("acct").unwrap().generation, 3);
+        let st = s.learn_state("acct").unwrap();
+        assert_eq!(st.generation, 3);
+        // "Learned since" starts again, corrections too (an audit found
+        // them carried over a new training).
+        assert_eq!((st.learned_examples, st.corrections), (0, 0));
         assert!(s.learn_counts("acct").unwrap().is_empty());
         assert!(s.learn_shots("acct").unwrap().is_empty());
     }
