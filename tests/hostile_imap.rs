@@ -640,3 +640,34 @@ fn an_undo_that_cannot_tell_its_message_from_a_namesake_refuses() {
     );
     assert!(!r.text.contains("\"success\":true"), "{}", r.text);
 }
+
+/// Audit (stop 53): what the configuration cannot check was not checked
+/// at sign-in either: watching the folder the server marks `\Junk` (with
+/// no `folders.junk`), or a watched and an allowed folder spelt two ways
+/// that are one folder on the server. Mail moved there was processed
+/// again, each spam recorded and counted twice. Both are said at sign-in.
+#[test]
+fn watching_the_servers_junk_folder_or_a_move_target_under_another_spelling_is_said() {
+    let server = fake_imap::start(
+        "NONE",
+        Box::new(|_: &mut TcpStream, _: &str, _: &str| false),
+    );
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
+         username: test, password: secret }}\n    \
+         folders: {{ watch: [INBOX, Junk, Arch.Sub], allowed: [Arch/Sub] }}\n",
+        server.port
+    ));
+    m.wait_for(Duration::from_secs(30), "the sign-in's warnings", || {
+        let log = m.log();
+        (log.contains(
+            "acct: watched folder \"Junk\" is the server's junk folder: spam moved there is \
+             processed again in it",
+        ) && log.contains(
+            "acct: watched folder \"Arch.Sub\" and allowed folder \"Arch/Sub\" are one folder \
+             on the server (\"Arch.Sub\")",
+        ))
+        .then_some(())
+    });
+}

@@ -373,6 +373,30 @@ pub(super) fn discover(
         names.to_server(&trash),
         if caps.utf8 { "UTF-8" } else { "modified UTF-7" }
     );
+    // What the configuration could not check: the junk folder the server
+    // marks, and two spellings of one folder (`Arch/Sub` and `Arch.Sub`
+    // on a server whose separator is `.`). Mail moved to a watched folder
+    // is processed again there (an audit: each spam recorded, counted and
+    // asked about twice).
+    for w in &account.folders.watch {
+        let on_server = names.to_server(w);
+        if account.folders.junk.is_none() && on_server == names.to_server(&junk) {
+            log::warn!(
+                "{}: watched folder {w:?} is the server's junk folder: spam moved there is \
+                 processed again in it; set folders.junk to another folder, or stop watching it",
+                account.name
+            );
+        }
+        for a in &account.folders.allowed {
+            if a != w && names.to_server(a) == on_server {
+                log::warn!(
+                    "{}: watched folder {w:?} and allowed folder {a:?} are one folder on the \
+                     server ({on_server:?}): mail moved there is processed again in it",
+                    account.name
+                );
+            }
+        }
+    }
     if let Some(d) = names.delimiter().filter(|d| *d != '/') {
         let configured = account
             .folders
