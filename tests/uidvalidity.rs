@@ -551,3 +551,64 @@ fn a_later_restore_without_a_message_id_is_not_acted_on_twice() {
         at[""]
     );
 }
+
+/// Found by an audit of the binary: after a folder was made again, a new
+/// message reusing the Message-ID of one handled before (a monitor's
+/// alerts reuse one) was taken for it and skipped for good, with no row.
+/// Its Date, a day after the old generation's last record, says it came
+/// since: it is processed, as mail without a Message-ID already was.
+#[test]
+fn a_message_sent_after_the_old_records_is_new_whatever_its_message_id() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "reusedid");
+    mb.create("Work");
+    let alert = |ago: i64| {
+        let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
+        let date = then
+            .format(&time::format_description::well_known::Rfc2822)
+            .unwrap();
+        String::from_utf8(msg("alert", "Invoice alert"))
+            .unwrap()
+            .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date)
+            .into_bytes()
+    };
+    mb.seed("Work", &[alert(90_000)]);
+    let mut m = watching_work(&mb);
+    wait_ok(&m, 1);
+    m.terminate();
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    db.execute(
+        "UPDATE emails SET processed_at = processed_at - 86400000",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    m.restart();
+    mb.recreate("Work");
+    // The old one restored (its old Date: left alone), and today's alert
+    // with the same Message-ID, dated now.
+    mb.seed("Work", &[alert(90_000), alert(0)]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 2);
+    let at = mb.where_is();
+    let copies = &at["<alert@mailproc.test>"];
+    assert_eq!(copies.len(), 2, "{copies:?}");
+    let flagged = copies.iter().filter(|c| has(&c.flags, "\\Flagged")).count();
+    assert_eq!(
+        flagged, 1,
+        "today's alert acted on, the restored one not: {copies:?}"
+    );
+    assert_eq!(rows(&m, 10).len(), 2, "{}", m.log());
+    // And the next alert, new mail of the new generation, too.
+    mb.seed("Work", &[alert(0)]);
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    wait_ok(&m, 3);
+    let at = mb.where_is();
+    let flagged = at["<alert@mailproc.test>"]
+        .iter()
+        .filter(|c| has(&c.flags, "\\Flagged"))
+        .count();
+    assert_eq!(flagged, 2, "{:?}", at["<alert@mailproc.test>"]);
+}

@@ -124,7 +124,11 @@ impl Runner {
                 let unmatched_old = m.message_id.is_empty()
                     && !era.sent_since(x)
                     && (era.handled(x) || vouched(&mut handled_idless, m));
-                let take = !(handled.contains(&m.message_id) || before_first || unmatched_old);
+                // Likewise a Message-ID handled before, on mail sent since
+                // (a monitor's alerts reuse one: an audit found the new one
+                // left without a row).
+                let handled_old = handled.contains(&m.message_id) && !era.sent_since(x);
+                let take = !(handled_old || before_first || unmatched_old);
                 log::debug!(
                     "{}: {mailbox}: UID {} {:?} dated {:?}: {}",
                     self.name(),
@@ -200,16 +204,20 @@ impl Runner {
         // are read only for new mail without one: a scan of the old
         // records on every pass with new mail is not needed otherwise.
         let pairs = idless_pairs(&seen);
-        let earlier = match pairs.is_empty() {
+        let earlier = match pairs.is_empty() && handled.is_empty() {
             true => None,
             false => self
                 .w
                 .store
                 .earlier_generation(self.name(), mailbox, uidvalidity)?,
         };
-        let idless = match earlier {
-            Some(e) => Some((
-                self.era(mailbox, &e)?,
+        let era = match &earlier {
+            Some(e) => Some(self.era(mailbox, e)?),
+            None => None,
+        };
+        let idless = match (&era, pairs.is_empty()) {
+            (Some(era), false) => Some((
+                era,
                 self.w.store.handled_earlier_without_id(
                     self.name(),
                     mailbox,
@@ -217,7 +225,7 @@ impl Runner {
                     &pairs,
                 )?,
             )),
-            None => None,
+            _ => None,
         };
         let mut skipped = 0;
         for x in &seen {
@@ -232,7 +240,11 @@ impl Runner {
                         .get(&(m.subject.clone(), m.from.clone()))
                         .is_some_and(|n| *n > 0)
             } else {
-                handled.contains(&m.message_id)
+                // Sent after the old generation's last record, it cannot
+                // be what that generation handled, whatever its
+                // Message-ID (a monitor's alerts reuse one): an audit found
+                // such new mail skipped for good, with no row.
+                handled.contains(&m.message_id) && !era.as_ref().is_some_and(|e| e.sent_since(x))
             };
             if left {
                 uids.remove(&m.uid);
