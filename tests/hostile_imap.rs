@@ -16,14 +16,24 @@ use common::mailproc::Mailproc;
 use common::model::{self, Model};
 
 fn start(server: &FakeImap, imap_extra: &str) -> Mailproc {
+    start_account(server, imap_extra, "    folders: { watch: [INBOX] }\n")
+}
+
+/// mailproc with one account on `server`, backlog `all`, and the lines
+/// `rest` (its folders and rules).
+fn start_account(server: &FakeImap, imap_extra: &str, rest: &str) -> Mailproc {
     Mailproc::start(&format!(
         "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
          accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
          username: test, password: secret{imap_extra} }}\n    \
-         backlog: all\n    folders: {{ watch: [INBOX] }}\n",
+         backlog: all\n{rest}",
         server.port
     ))
 }
+
+/// Folders and a rule that move the fake's one message to `Junk`.
+const TO_JUNK: &str = "    folders: { watch: [INBOX], allowed: [Junk] }\n    rules:\n      \
+    - { name: all, when: { subject: hello }, actions: [ { type: move, folder: Junk } ] }\n";
 
 /// The one message's row, once written: being retried, for `why`.
 fn retrying_row(m: &Mailproc, why: &str) -> serde_json::Value {
@@ -368,14 +378,7 @@ fn a_move_refused_after_the_message_moved_is_recorded_as_moved() {
             false
         }),
     );
-    let m = Mailproc::start(&format!(
-        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
-         username: test, password: secret }}\n    backlog: all\n    \
-         folders: {{ watch: [INBOX], allowed: [Junk] }}\n    rules:\n      - {{ name: all, when: {{ subject: hello }}, \
-         actions: [ {{ type: move, folder: Junk }} ] }}\n",
-        server.port
-    ));
+    let m = start_account(&server, "", TO_JUNK);
     let row = m.wait_for(Duration::from_secs(30), "the row", || {
         m.get("/api/activity").body["entries"]
             .as_array()
@@ -558,14 +561,12 @@ fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
             true
         }),
     );
-    let m = Mailproc::start(&format!(
-        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
-         username: test, password: secret }}\n    backlog: all\n    \
-         folders: {{ watch: [INBOX] }}\n    rules:\n      - {{ name: all, when: {{ subject: hello }}, \
-         actions: [ {{ type: flag, flags: [\"\\\\Flagged\"] }} ] }}\n",
-        server.port
-    ));
+    let m = start_account(
+        &server,
+        "",
+        "    folders: { watch: [INBOX] }\n    rules:\n      \
+         - { name: all, when: { subject: hello }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
+    );
     let row = m.wait_for(Duration::from_secs(30), "the row", || {
         m.get("/api/activity").body["entries"]
             .as_array()
@@ -615,14 +616,7 @@ fn an_undo_that_cannot_tell_its_message_from_a_namesake_refuses() {
             false
         }),
     );
-    let m = Mailproc::start(&format!(
-        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
-         username: test, password: secret }}\n    backlog: all\n    \
-         folders: {{ watch: [INBOX], allowed: [Junk] }}\n    rules:\n      - {{ name: all, when: {{ subject: hello }}, \
-         actions: [ {{ type: move, folder: Junk }} ] }}\n",
-        server.port
-    ));
+    let m = start_account(&server, "", TO_JUNK);
     let row = m.wait_for(Duration::from_secs(30), "the row", || {
         m.get("/api/activity").body["entries"]
             .as_array()
@@ -652,13 +646,11 @@ fn watching_the_servers_junk_folder_or_a_move_target_under_another_spelling_is_s
         "NONE",
         Box::new(|_: &mut TcpStream, _: &str, _: &str| false),
     );
-    let m = Mailproc::start(&format!(
-        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
-         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
-         username: test, password: secret }}\n    \
-         folders: {{ watch: [INBOX, Junk, Arch.Sub], allowed: [Arch/Sub] }}\n",
-        server.port
-    ));
+    let m = start_account(
+        &server,
+        "",
+        "    folders: { watch: [INBOX, Junk, Arch.Sub], allowed: [Arch/Sub] }\n",
+    );
     m.wait_for(Duration::from_secs(30), "the sign-in's warnings", || {
         let log = m.log();
         (log.contains(

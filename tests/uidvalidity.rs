@@ -471,14 +471,33 @@ fn a_renamed_account_takes_its_records_along() {
 /// "Invoice nightly" without a Message-ID, its Date `ago` seconds back (a
 /// negative `ago` is ahead), as message `n`.
 fn nightly(n: &str, ago: i64) -> Vec<u8> {
+    without_message_id(n, dated(msg(n, "Invoice nightly"), ago))
+}
+
+/// `raw` (made by `msg`) with its Date `ago` seconds back.
+fn dated(raw: Vec<u8>, ago: i64) -> Vec<u8> {
     let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
     let date = then
         .format(&time::format_description::well_known::Rfc2822)
         .unwrap();
-    let raw = String::from_utf8(msg(n, "Invoice nightly"))
+    String::from_utf8(raw)
         .unwrap()
-        .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date);
-    without_message_id(n, raw.into_bytes())
+        .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date)
+        .into_bytes()
+}
+
+/// Makes every record a day older, the service stopped meanwhile: a Date
+/// ahead of now counts for nothing, so "sent since" needs the past.
+fn records_a_day_older(m: &mut Mailproc) {
+    m.terminate();
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    db.execute(
+        "UPDATE emails SET processed_at = processed_at - 86400000",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    m.restart();
 }
 
 /// Found by an audit of the binary: after the folder was made again, a
@@ -496,15 +515,7 @@ fn a_report_sent_after_the_old_records_is_new_whatever_record_is_left() {
     mb.seed("Work", &[nightly("yesterday", 90_000)]);
     let mut m = watching_work(&mb);
     wait_ok(&m, 1);
-    m.terminate();
-    let db = rusqlite::Connection::open(m.db_path()).unwrap();
-    db.execute(
-        "UPDATE emails SET processed_at = processed_at - 86400000",
-        [],
-    )
-    .unwrap();
-    drop(db);
-    m.restart();
+    records_a_day_older(&mut m);
     mb.recreate("Work");
     // Nothing restored; today's report comes, dated now.
     mb.seed("Work", &[nightly("today", 0)]);
@@ -562,28 +573,11 @@ fn a_message_sent_after_the_old_records_is_new_whatever_its_message_id() {
     let s = server::shared(Kind::Dovecot);
     let mb = Mailbox::new(&**s, "reusedid");
     mb.create("Work");
-    let alert = |ago: i64| {
-        let then = time::OffsetDateTime::now_utc() - time::Duration::seconds(ago);
-        let date = then
-            .format(&time::format_description::well_known::Rfc2822)
-            .unwrap();
-        String::from_utf8(msg("alert", "Invoice alert"))
-            .unwrap()
-            .replace("Sat, 21 Nov 2026 10:00:00 +0000", &date)
-            .into_bytes()
-    };
+    let alert = |ago: i64| dated(msg("alert", "Invoice alert"), ago);
     mb.seed("Work", &[alert(90_000)]);
     let mut m = watching_work(&mb);
     wait_ok(&m, 1);
-    m.terminate();
-    let db = rusqlite::Connection::open(m.db_path()).unwrap();
-    db.execute(
-        "UPDATE emails SET processed_at = processed_at - 86400000",
-        [],
-    )
-    .unwrap();
-    drop(db);
-    m.restart();
+    records_a_day_older(&mut m);
     mb.recreate("Work");
     // The old one restored (its old Date: left alone), and today's alert
     // with the same Message-ID, dated now.

@@ -269,13 +269,20 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     }
     let raw: serde_norway::Value =
         serde_json::from_value(body).map_err(|e| Reply::error(400, format!("body: {e}")))?;
-    let base = if_match(ctx, req)?;
     let spelt_out = crate::live::literal_secret_accounts(&raw);
+    replace_config(ctx, req, raw, &spelt_out)
+}
+
+/// Replaces the configuration with `raw` made from the version `If-Match`
+/// names, if any (see [`service::config::replace`]), and answers with
+/// the file's version as it is now.
+fn replace_config(ctx: &Ctx, req: &Req, raw: serde_norway::Value, spelt_out: &[String]) -> Answer {
+    let base = if_match(ctx, req)?;
     let done = change_answer(service::config::replace(
         ctx,
         raw,
         base.as_deref(),
-        &spelt_out,
+        spelt_out,
     ));
     with_version(ctx, done)
 }
@@ -349,14 +356,7 @@ fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
                 serde_norway::Value::Mapping([("accounts".into(), accounts)].into_iter().collect())
         }
     }
-    let base = if_match(ctx, req)?;
-    let done = change_answer(service::config::replace(
-        ctx,
-        raw,
-        base.as_deref(),
-        &spelt_out,
-    ));
-    with_version(ctx, done)
+    replace_config(ctx, req, raw, &spelt_out)
 }
 
 /// A change's answer with the file's `ETag` as it is now: the version a
