@@ -35,6 +35,16 @@ fn start_account(server: &FakeImap, imap_extra: &str, rest: &str) -> Mailproc {
 const TO_JUNK: &str = "    folders: { watch: [INBOX], allowed: [Junk] }\n    rules:\n      \
     - { name: all, when: { subject: hello }, actions: [ { type: move, folder: Junk } ] }\n";
 
+/// The one message's row, once finished (no longer `pending`).
+fn finished_row(m: &Mailproc) -> serde_json::Value {
+    m.wait_for(Duration::from_secs(30), "the row", || {
+        m.get("/api/activity").body["entries"]
+            .as_array()
+            .and_then(|e| e.first().cloned())
+            .filter(|r| r["status"] != "pending")
+    })
+}
+
 /// The one message's row, once written: being retried, for `why`.
 fn retrying_row(m: &Mailproc, why: &str) -> serde_json::Value {
     let row = m.wait_for(Duration::from_secs(60), "a row for UID 1", || {
@@ -379,12 +389,7 @@ fn a_move_refused_after_the_message_moved_is_recorded_as_moved() {
         }),
     );
     let m = start_account(&server, "", TO_JUNK);
-    let row = m.wait_for(Duration::from_secs(30), "the row", || {
-        m.get("/api/activity").body["entries"]
-            .as_array()
-            .and_then(|e| e.first().cloned())
-            .filter(|r| r["status"] != "pending")
-    });
+    let row = finished_row(&m);
     assert_eq!(row["status"], "ok", "{row}\n{}", m.log());
     assert!(row.to_string().contains("Junk"), "{row}");
     assert!(
@@ -567,12 +572,7 @@ fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
         "    folders: { watch: [INBOX] }\n    rules:\n      \
          - { name: all, when: { subject: hello }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
     );
-    let row = m.wait_for(Duration::from_secs(30), "the row", || {
-        m.get("/api/activity").body["entries"]
-            .as_array()
-            .and_then(|e| e.first().cloned())
-            .filter(|r| r["status"] != "pending")
-    });
+    let row = finished_row(&m);
     assert_eq!(row["status"], "ok", "{row}\n{}", m.log());
     let log = m.log();
     assert!(
@@ -617,12 +617,8 @@ fn an_undo_that_cannot_tell_its_message_from_a_namesake_refuses() {
         }),
     );
     let m = start_account(&server, "", TO_JUNK);
-    let row = m.wait_for(Duration::from_secs(30), "the row", || {
-        m.get("/api/activity").body["entries"]
-            .as_array()
-            .and_then(|e| e.first().cloned())
-            .filter(|r| r["status"] == "ok")
-    });
+    let row = finished_row(&m);
+    assert_eq!(row["status"], "ok", "{row}\n{}", m.log());
     let r = m.post(&format!("/api/activity/{}/undo", row["id"]), "");
     assert!(r.status >= 400, "{}", r.text);
     assert!(
