@@ -401,14 +401,20 @@ impl Handle {
             RefileTo::Peek { .. } => (PEEK_QUEUE_WAIT, PEEK_WORK),
             _ => (REFILE_QUEUE_WAIT, REFILE_WORK),
         };
-        // The wait holds an HTTP worker: all but one may (see `gate`).
-        let Some(_place) = crate::gate::SLOW_WORK.enter() else {
-            return Err(RefileError::Unavailable(format!(
-                "{}: the service is waiting on accounts for other requests already; \
-                 nothing was changed; try again in a few seconds",
-                self.name
-            )));
-        };
+        // The wait holds an HTTP worker: a bounded few may (see `gate`).
+        let _place = crate::gate::enter(crate::gate::Wait::Account).map_err(|full| {
+            RefileError::Unavailable(format!(
+                "{}: {}; nothing was changed; try again in a few seconds",
+                self.name,
+                match full {
+                    crate::gate::Full::Same =>
+                        "the service is waiting on accounts for other requests already",
+                    crate::gate::Full::All =>
+                        "the service is busy: logins being checked and requests waiting on \
+                         accounts hold all but one worker",
+                }
+            ))
+        })?;
         let (reply, answer) = crossbeam_channel::bounded(1);
         let deadline = Instant::now() + queue_wait;
         let req = Refile {

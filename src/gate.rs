@@ -3,41 +3,111 @@
 //! undo, a "Move to…", the rule form's look at a message). Each such wait
 //! holds its worker; without a bound, a few of them held every worker and
 //! `/health` answered only when they ended (an audit: six undos on a busy
-//! account, `/health` 39 s). [`SLOW_WORK`] lets all but one worker wait at
-//! once; a request past that is answered "busy, try again" at once.
+//! account, `/health` 39 s).
+//!
+//! All but one worker may wait at once (`/health` and the API keep one),
+//! and each kind of wait all but two (at least one): a flood of wrong
+//! logins leaves a worker for an undo, and undos on a hung account leave
+//! one for a login (a regression audit found one kind refusing the other
+//! with the other's message).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The one gate of every slow wait of an HTTP worker (see the module).
-pub static SLOW_WORK: Gate = Gate::new(3);
+/// What a request waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// A password check.
+    Login,
+    /// An account's thread.
+    Account,
+}
 
-/// Lets all but one of `workers` HTTP workers (at least one) wait on
-/// something slow at once.
+/// Why a wait was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// As many waits of its own kind as may be are in hand.
+    Same,
+    /// Waits of both kinds hold all but one worker.
+    All,
+}
+
+/// The bound of all waits and of each kind's.
+struct Gates {
+    all: Gate,
+    logins: Gate,
+    accounts: Gate,
+}
+
+static GATES: Gates = Gates::new(4);
+
+/// Sets the bounds for `workers` HTTP workers (see the module).
 pub fn set_http_workers(workers: usize) {
-    SLOW_WORK
-        .limit
-        .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
+    GATES.set(workers);
+}
+
+/// A place to wait, given back when dropped.
+pub struct Place {
+    _kind: Held<'static>,
+    _all: Held<'static>,
+}
+
+/// A place for a wait of `kind`, or why there is none.
+pub fn enter(kind: Wait) -> Result<Place, Full> {
+    GATES.enter(kind)
+}
+
+impl Gates {
+    const fn new(workers: usize) -> Gates {
+        Gates {
+            all: Gate::new(workers - 1),
+            logins: Gate::new(workers - 2),
+            accounts: Gate::new(workers - 2),
+        }
+    }
+
+    fn set(&self, workers: usize) {
+        self.all
+            .limit
+            .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
+        for g in [&self.logins, &self.accounts] {
+            g.limit
+                .store(workers.saturating_sub(2).max(1), Ordering::Relaxed);
+        }
+    }
+
+    fn enter(&'static self, kind: Wait) -> Result<Place, Full> {
+        let gate = match kind {
+            Wait::Login => &self.logins,
+            Wait::Account => &self.accounts,
+        };
+        let kind = gate.enter().ok_or(Full::Same)?;
+        let all = self.all.enter().ok_or(Full::All)?;
+        Ok(Place {
+            _kind: kind,
+            _all: all,
+        })
+    }
 }
 
 /// A bounded count of holders: [`Gate::enter`] is `None` when `limit` hold
 /// it already.
-pub struct Gate {
+struct Gate {
     holders: AtomicUsize,
     limit: AtomicUsize,
 }
 
 /// A place in a [`Gate`], given back when dropped.
-pub struct Held<'a>(&'a Gate);
+struct Held<'a>(&'a Gate);
 
 impl Gate {
-    pub const fn new(limit: usize) -> Gate {
+    const fn new(limit: usize) -> Gate {
         Gate {
             holders: AtomicUsize::new(0),
             limit: AtomicUsize::new(limit),
         }
     }
 
-    pub fn enter(&self) -> Option<Held<'_>> {
+    fn enter(&self) -> Option<Held<'_>> {
         let limit = self.limit.load(Ordering::Relaxed);
         self.holders
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -57,6 +127,26 @@ impl Drop for Held<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Of 4 workers: 3 may wait, 2 of each kind, so neither kind shuts
+    /// the other out; of 2, one wait of either kind.
+    #[test]
+    fn each_kind_leaves_room_for_the_other_and_all_leave_one_worker() {
+        let g: &'static Gates = Box::leak(Box::new(Gates::new(4)));
+        let l1 = g.enter(Wait::Login).expect("a login");
+        let l2 = g.enter(Wait::Login).expect("a second login");
+        assert_eq!(g.enter(Wait::Login).err(), Some(Full::Same));
+        let a1 = g.enter(Wait::Account).expect("an account wait beside them");
+        assert_eq!(g.enter(Wait::Account).err(), Some(Full::All));
+        drop((l1, l2, a1));
+        let small: &'static Gates = Box::leak(Box::new(Gates::new(4)));
+        small.set(2);
+        let one = small.enter(Wait::Account).expect("one");
+        assert_eq!(small.enter(Wait::Account).err(), Some(Full::Same));
+        assert_eq!(small.enter(Wait::Login).err(), Some(Full::All));
+        drop(one);
+        assert!(small.enter(Wait::Login).is_ok());
+    }
 
     #[test]
     fn a_gate_holds_at_most_its_limit() {

@@ -38,8 +38,8 @@ const MAX_ARGON2_KIB: u32 = 256 << 10;
 const ARGON2_WAIT: Duration = Duration::from_secs(10);
 
 /// A password that could not be checked: other logins held the verifier
-/// for [`ARGON2_WAIT`], or as many as may wait for it were waiting
-/// already. Neither right nor wrong: the client is told to try again
+/// for [`ARGON2_WAIT`], or as many as may wait for it (or, with requests
+/// waiting on accounts, for anything: see `gate`) were waiting already. Neither right nor wrong: the client is told to try again
 /// (503), not that its password is wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Busy;
@@ -104,7 +104,7 @@ fn verify_in_shared_memory(password: &str, hash: &str, wait: Duration) -> Result
     // Each check holds an HTTP worker while it waits: a crowd of logins
     // from many addresses (each under its own limit) held every worker and
     // `/health` waited seconds behind them (see `gate`).
-    let _place = crate::gate::SLOW_WORK.enter().ok_or(Unchecked::Busy)?;
+    let _place = crate::gate::enter(crate::gate::Wait::Login).map_err(|_| Unchecked::Busy)?;
     let mut memory = ARGON2_MEMORY.try_lock_for(wait).ok_or(Unchecked::Busy)?;
     if memory.len() < params.block_count() {
         memory.resize(params.block_count(), Block::default());

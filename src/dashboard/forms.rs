@@ -322,7 +322,10 @@ fn login_post(ctx: &Ctx, req: &Req) -> Reply {
             login_form(
                 user,
                 (&next, unsent),
-                Some("Too many logins are being checked right now. Try again in a few seconds."),
+                Some(
+                    "Too many logins are being checked right now (or requests waiting on \
+                     accounts hold the workers). Try again in a few seconds.",
+                ),
                 None,
             ),
         )

@@ -83,7 +83,8 @@ pub fn login(
         }
         Err(auth::Busy) => {
             log::warn!(
-                "login for \"{}\" from {ip}{via} not checked: other logins held the verifier",
+                "login for \"{}\" from {ip}{via} not checked: the service was busy (other \
+                 logins being checked, or with requests waiting on accounts)",
                 clean(user)
             );
             ctx.limiter.unchecked(attempt);
