@@ -301,6 +301,12 @@ fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(),
         "trained {} on {} message(s) in {} ms",
         account.name, report.examples, report.duration_ms
     );
+    if let Some(n) = report.replaced.filter(|n| *n > report.examples as u64) {
+        eprintln!(
+            "note: the classifier this replaced was trained on {n} message(s); the folders \
+             hold fewer now"
+        );
+    }
     // Kept all the same, for when it is switched on (an audit found the
     // silence misleading).
     if !account.learned.enabled {

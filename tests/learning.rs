@@ -136,6 +136,19 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     assert!(out.contains("INBOX: 0 message(s)"), "{out}");
     assert!(out.contains("trained acct on 16 message(s)"), "{out}");
     assert_eq!(d.messages("test"), before, "training changed the mailbox");
+    assert!(!err.contains("replaced"), "{err}");
+    // Trained again where the one before had learned more (folders
+    // emptied since): said, not done silently (an audit).
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    db.execute("UPDATE learn_state SET trained_examples = 999", [])
+        .unwrap();
+    drop(db);
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    assert!(
+        err.contains("the classifier this replaced was trained on 999 message(s)"),
+        "{err}"
+    );
 
     // New mail: one the classifier knows, one a rule takes, one for the model.
     d.seed("test", "INBOX", &receipt(100));

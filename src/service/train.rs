@@ -28,6 +28,10 @@ pub struct TrainReport {
     pub skipped: BTreeMap<String, String>,
     pub examples: usize,
     pub duration_ms: u64,
+    /// How many messages the classifier it replaced was trained on, if it
+    /// had been: a training from folders emptied since (the demo's ham
+    /// leaves INBOX) replaces a larger one, and the operator is told.
+    pub replaced: Option<u64>,
 }
 
 /// The latest training run of an account, as the dashboard shows it.
@@ -77,11 +81,15 @@ pub fn train_account(
     let read = crate::imap::fetch_examples(account, store, progress)
         .map_err(|e| format!("account {}: {e}", account.name))?;
     let mut model = Model::default();
+    let before = store
+        .learn_state(&account.name)
+        .map_err(|e| e.to_string())?;
     let mut report = TrainReport {
         folders: BTreeMap::new(),
         skipped: BTreeMap::new(),
         examples: 0,
         duration_ms: 0,
+        replaced: before.trained_at.map(|_| before.trained_examples as u64),
     };
     for f in read {
         if let Some(e) = f.error {
@@ -214,6 +222,7 @@ mod tests {
                 skipped: BTreeMap::new(),
                 examples: 3,
                 duration_ms: 89,
+                replaced: Some(5),
             },
         };
         assert_eq!(
@@ -221,7 +230,7 @@ mod tests {
             serde_json::json!({
                 "state": "done",
                 "finishedAt": "2026-11-29T23:20:36.007Z",
-                "report": { "folders": { "INBOX": 3 }, "skipped": {}, "examples": 3, "durationMs": 89 }
+                "report": { "folders": { "INBOX": 3 }, "skipped": {}, "examples": 3, "durationMs": 89, "replaced": 5 }
             })
         );
     }
