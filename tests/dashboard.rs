@@ -873,6 +873,10 @@ fn a_pages_405_allows_what_the_address_takes() {
     assert_eq!(bare("POST", "/"), only_get);
     assert_eq!(bare("DELETE", "/activity"), only_get);
     assert_eq!(bare("PATCH", "/config"), both);
+    // Nor on the addresses that take any of GET, HEAD and POST.
+    for path in ["/logout", "/login", "/setup"] {
+        assert_eq!(bare("PUT", path), both, "{path}");
+    }
 }
 
 /// Found by audits of the binary: text posted to the editor was parsed by

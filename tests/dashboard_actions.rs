@@ -429,6 +429,20 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
         1,
         "{log}"
     );
+    // A provider no account uses any more is not the service's trouble
+    // (the regression audit: /health stayed degraded for good).
+    let mut c = m.get("/api/config").body;
+    let kept = c.clone();
+    c["accounts"][0].as_object_mut().unwrap().remove("provider");
+    let put = |c: &serde_json::Value| m.request("PUT", "/api/config", &[], Some(&c.to_string()));
+    assert_eq!(put(&c).status, 200);
+    let h = m.wait_for(Duration::from_secs(20), "healthy again", || {
+        let h = m.get("/health");
+        (h.body["status"] == "healthy").then_some(h)
+    });
+    assert_eq!(h.body["providers"], serde_json::json!({}), "{}", h.text);
+    assert_eq!(put(&kept).status, 200);
+    assert_eq!(m.get("/health").body["providers"]["fake"], "down");
 
     down.store(false, Ordering::SeqCst);
     let mut b = Browser::new(&m);

@@ -43,10 +43,22 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     }
     // Without a classifier thread no model answer can ever come back; a
     // provider whose last calls got no answer parks mail meanwhile.
+    // Only providers an account uses: one no account asks any more would
+    // never answer again, and kept `/health` degraded for good (the
+    // regression audit).
+    let loaded = ctx.config();
+    let used = |name: &str| {
+        loaded
+            .config
+            .accounts
+            .iter()
+            .any(|a| a.provider.as_deref() == Some(name))
+    };
     let providers: BTreeMap<String, &str> = ctx
         .classifier
         .providers()
         .into_iter()
+        .filter(|(name, _)| used(name))
         .map(|(name, down)| (name, if down { "down" } else { "ok" }))
         .collect();
     all_up &= providers.values().all(|s| *s == "ok");

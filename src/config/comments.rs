@@ -281,8 +281,24 @@ impl Names {
                 n.of.insert(item.to_string(), value.clone());
                 n.item
                     .entry((list.to_string(), value.clone()))
+                    .and_modify(|first| first.clear())
                     .or_insert_with(|| item.to_string());
             }
+        }
+        // A name two items of one list share names neither: those are
+        // matched by position (the regression audit: two webhooks of one
+        // URL swapped their comments).
+        let shared: Vec<(String, String)> = n
+            .item
+            .iter()
+            .filter(|(_, item)| item.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (list, name) in shared {
+            n.item.remove(&(list.clone(), name.clone()));
+            n.of.retain(|item, v| {
+                !(*v == name && item.rsplit_once('[').is_some_and(|(l, _)| l == list))
+            });
         }
         n
     }
@@ -463,6 +479,30 @@ rules:
             "{out}"
         );
         assert!(out.contains("- name: lists  # 96: list mail\n"), "{out}");
+    }
+
+    /// Two items of one name (webhooks of one URL) are matched by
+    /// position, each keeping its own comments.
+    #[test]
+    fn items_sharing_a_name_keep_their_comments_by_position() {
+        let old = "\
+webhooks:
+  # HOOK-A
+  - url: http://h/x
+    events: [error]
+  # HOOK-B
+  - url: http://h/x
+    events: [email_processed]  # HOOK-B events
+";
+        let mut t = tree(old);
+        t["log_level"] = "debug".into();
+        let out = keep_comments(old, &t).unwrap();
+        assert_eq!(tree(&out), t, "{out}");
+        assert_eq!(out.matches("# HOOK-A").count(), 1, "{out}");
+        assert!(
+            out.contains("# HOOK-B\n- url: http://h/x\n  events:  # HOOK-B events\n"),
+            "{out}"
+        );
     }
 
     #[test]

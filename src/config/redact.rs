@@ -353,6 +353,10 @@ pub fn holds_literal_secret(v: &serde_norway::Value, at: &[&str]) -> bool {
             Value::Tagged(t) => walk(&t.value, path),
             Value::Null => false,
             Value::String(s) if is_secret_path(path) => masked_secret(s) != *s,
+            // A URL's credentials, tokens in its path and query values are
+            // secrets too (`redact_url` masks them): one written out is a
+            // guess to test as well (the regression audit).
+            Value::String(s) if path.last().is_some_and(|k| is_url_key(k)) => redact_url(s) != *s,
             _ => is_secret_path(path),
         }
     }
@@ -448,6 +452,30 @@ pub fn summary_json(raw: &serde_norway::Value) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a client sent written out, where `GET /api/config` shows a
+    /// mask: a password, a key, and a URL's token or query value.
+    #[test]
+    fn secrets_written_out_are_told_from_masks_and_references() {
+        let at = ["accounts", "*"];
+        let v = |yaml: &str| -> serde_norway::Value { serde_norway::from_str(yaml).unwrap() };
+        for (yaml, literal) in [
+            ("{ imap: { password: '********' } }", false),
+            ("{ imap: { password: '${PW}' } }", false),
+            ("{ imap: { password: hunter2 } }", true),
+            ("{ webhooks: [ { url: 'https://h.example/x' } ] }", false),
+            (
+                "{ webhooks: [ { url: 'https://h.example/hook/tok_ABCDEF1234567890abcdef?key=S' } ] }",
+                true,
+            ),
+        ] {
+            assert_eq!(holds_literal_secret(&v(yaml), &at), literal, "{yaml}");
+        }
+        // What GET showed, sent back: no secret in it.
+        let shown = redact_url("https://h.example/hook/tok_ABCDEF1234567890abcdef?key=S");
+        let back = v(&format!("{{ webhooks: [ {{ url: '{shown}' }} ] }}"));
+        assert!(!holds_literal_secret(&back, &at), "{shown}");
+    }
 
     #[test]
     fn url_credentials_are_masked_around_references_too() {

@@ -201,6 +201,17 @@ pub fn attention(ctx: &Ctx, s: &Session) -> Reply {
         )
     };
     let (failed, n_failed) = list(Some(store::Status::Failed), false);
+    // What "Retry all" can put back: the failed mail of accounts running
+    // (an account removed keeps its rows, which nothing would take).
+    let running = ctx.accounts();
+    let retryable: u64 = ctx
+        .store
+        .failed_counts()
+        .unwrap_or_default()
+        .iter()
+        .filter(|(a, _)| running.contains_key(*a))
+        .map(|(_, n)| *n)
+        .sum();
     let (retrying, n_retrying) = list(Some(store::Status::Retrying), false);
     let (review, n_review) = list(Some(store::Status::Review), false);
     let (undecided, n_undecided) = list(None, true);
@@ -212,10 +223,10 @@ pub fn attention(ctx: &Ctx, s: &Session) -> Reply {
             h2 #h-failed { "Failed (" (thousands(n_failed)) ")" }
             p { "Messages that failed every attempt. They stay where they are on the server; "
                 "Retry puts one back in line (it shows under “Being retried” until it is done)." }
-            @if n_failed > 1 {
+            @if retryable > 1 {
                 form.inline method="post" action="/failed/retry" {
                     input type="hidden" name="_csrf" value=(s.csrf);
-                    button type="submit" { "Retry all " (thousands(n_failed)) " failed" }
+                    button type="submit" { "Retry all " (thousands(retryable)) " failed" }
                 }
             }
             (activity::table(ctx, s, &failed, "/failed", true))

@@ -664,7 +664,12 @@ fn query_refusal(req: &Req, takes: &[&[&str]]) -> Option<Reply> {
 /// handler; HTML errors.
 fn page_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str) {
     let get = req.method == "GET" || req.method == "HEAD";
-    let fits = |r: &Route| r.method == "*" || r.method == req.method || (get && r.method == "GET");
+    // A page row of "any" method takes what `allowed` says it does: GET,
+    // HEAD and POST (the regression audit found PUT /logout answered 303).
+    let any = matches!(req.method.as_str(), "GET" | "HEAD" | "POST");
+    let fits = |r: &Route| {
+        (r.method == "*" && any) || r.method == req.method || (get && r.method == "GET")
+    };
     let pick = rows.iter().find(|(r, _)| fits(r));
     let open = |r: &Route, params: &[&str]| match r.handler {
         Open(f) => f(ctx, req, params),
