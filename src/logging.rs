@@ -262,6 +262,28 @@ impl Log for JournalLogger {
     fn flush(&self) {}
 }
 
+/// journald's priorities of what [`to_stderr`] writes.
+pub const ERROR: u8 = 3;
+pub const WARNING: u8 = 4;
+
+/// Writes `text` (one or more lines) to standard error, each line at
+/// journald priority `prio` (`<3>…`) when standard error is the journal
+/// stream: what the command line says outside the log (a failed start's
+/// reason above all) was filed at the stream's default priority, info, and
+/// `journalctl -p warning` hid why the service did not start (an audit).
+pub fn to_stderr(prio: u8, text: &str) {
+    let journal = stderr_is_journal();
+    let mut out = String::with_capacity(text.len() + 8);
+    for line in text.lines() {
+        if journal {
+            out.push_str(&format!("<{prio}>"));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+}
+
 /// True when standard error is the journal stream systemd connected:
 /// `$JOURNAL_STREAM` is `<device>:<inode>` of it. The variable alone is not
 /// enough, since a child of a service inherits it with any standard error.

@@ -168,22 +168,28 @@ fn main() -> ExitCode {
     let loaded = match loaded {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("mailproc: invalid configuration {}:", path.display());
+            let mut text = format!("mailproc: invalid configuration {}:", path.display());
             for p in &e.problems {
-                eprintln!("  {p}");
+                text.push_str(&format!("\n  {p}"));
             }
+            logging::to_stderr(logging::ERROR, &text);
             return ExitCode::FAILURE;
         }
     };
     match cmd {
         Cmd::CheckConfig => {
             if let Err(e) = mailproc::store::check_path(&loaded.config.storage.path) {
-                eprintln!("mailproc: invalid configuration {}:", path.display());
-                eprintln!("  storage.path: {e}");
+                logging::to_stderr(
+                    logging::ERROR,
+                    &format!(
+                        "mailproc: invalid configuration {}:\n  storage.path: {e}",
+                        path.display()
+                    ),
+                );
                 return ExitCode::FAILURE;
             }
             for w in config::warnings(&loaded.config) {
-                eprintln!("warning: {w}");
+                logging::to_stderr(logging::WARNING, &format!("warning: {w}"));
             }
             println!(
                 "{}: ok ({} account(s), {} provider(s), {} API key(s))",
@@ -240,7 +246,7 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     log::error!("{e}");
-                    eprintln!("mailproc: {e}");
+                    logging::to_stderr(logging::ERROR, &format!("mailproc: {e}"));
                     ExitCode::FAILURE
                 }
             }

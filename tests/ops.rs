@@ -929,3 +929,47 @@ fn readme_commands_are_the_scripts_ci_runs() {
     let last = ci.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
     assert_eq!(last.trim(), "exec scripts/test.sh", "{ci}");
 }
+
+/// Found by an audit: under systemd, why the service did not start (an
+/// invalid configuration, from `run` and from `check-config`, the unit's
+/// ExecStartPre) went to the journal without a priority, so at info, and
+/// `journalctl -p warning` (README) hid it. Each such line carries `<3>`,
+/// a warning `<4>`.
+#[test]
+fn a_failed_start_is_told_to_the_journal_as_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "server: { port: nope }\naccounts: []\n").unwrap();
+    let weak = dir.path().join("weak.yaml");
+    std::fs::write(
+        &weak,
+        format!(
+            "server: {{ port: 8080, auth_token: short }}\nstorage: {{ path: \"{}/m.db\" }}\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    for (config, cmd, prio, want) in [
+        (&bad, "run", "<3>", "invalid configuration"),
+        (&bad, "check-config", "<3>", "invalid configuration"),
+        (&weak, "check-config", "<4>", "warning: server.auth_token"),
+    ] {
+        let stderr = dir.path().join(format!("stderr-{cmd}.log"));
+        let file = std::fs::File::create(&stderr).unwrap();
+        let md = std::fs::metadata(&stderr).unwrap();
+        let out = Command::new(bin())
+            .args(["--config", config.to_str().unwrap(), cmd])
+            .env("JOURNAL_STREAM", format!("{}:{}", md.dev(), md.ino()))
+            .stderr(file)
+            .output()
+            .unwrap();
+        let said = std::fs::read_to_string(&stderr).unwrap();
+        assert!(said.contains(want), "{cmd}: {said}");
+        for line in said.lines() {
+            assert!(
+                line.starts_with(prio),
+                "{cmd}: {line:?} in\n{said}\n{out:?}"
+            );
+        }
+    }
+}
