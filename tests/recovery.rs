@@ -439,6 +439,13 @@ fn a_full_disk_stops_recording_says_so_and_recovers() {
             .status()
             .expect("nsenter (util-linux) runs")
     };
+    // A dashboard user, made where the database is.
+    let made = inside(&format!(
+        "printf 'pw-full-disk-1\\npw-full-disk-1\\n' | {} --config {} set-password admin",
+        common::mailproc::bin(),
+        m.config_path.display()
+    ));
+    assert!(made.success(), "set-password inside the namespace");
     let filler = db.join("filler");
     inside(&format!(
         "dd if=/dev/zero of={} bs=4096 2>/dev/null; sync",
@@ -467,6 +474,35 @@ fn a_full_disk_stops_recording_says_so_and_recovers() {
     });
     let h = m.get("/health");
     assert_eq!(h.status, 503, "{}", h.text);
+    // The dashboard's login, whose session cannot be written: 503 as the
+    // API's, not a 500 "Something went wrong" (an audit).
+    // (A session is a small row: the pages SQLite has free take some
+    // first, so it logs in until they are used up.)
+    let origin = format!("http://127.0.0.1:{}", m.port);
+    let login = m.wait_for(Duration::from_secs(60), "a login refused", || {
+        let r = m.request(
+            "POST",
+            "/login",
+            &[
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("Origin", &origin),
+            ],
+            Some("username=admin&password=pw-full-disk-1&next=%2F"),
+        );
+        assert!(
+            r.status == 303 || r.status == 503,
+            "{} {}",
+            r.status,
+            r.text
+        );
+        (r.status == 503).then_some(r)
+    });
+    assert!(
+        login.text.contains("The database cannot be written now"),
+        "{}",
+        login.text
+    );
+    assert_eq!(login.header("retry-after"), Some("30"));
     m.wait_for(Duration::from_secs(20), "an error event delivered", || {
         (!got.lock().unwrap().is_empty()).then_some(())
     });

@@ -178,7 +178,7 @@ fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
             ctx.setup.close();
             return redirect("/login");
         }
-        Err(e) => return super::pages::error_page(&e.to_string()),
+        Err(e) => return super::pages::store_error_page(&e),
     }
     ctx.setup.close();
     log::info!(
@@ -204,7 +204,7 @@ fn start_session(ctx: &Ctx, req: &Req, user: &str, to: &str) -> Reply {
                 req.secure,
             ),
         ),
-        Err(e) => super::pages::error_page(&e.to_string()),
+        Err(e) => super::pages::store_error_page(&e),
     }
 }
 
@@ -330,7 +330,7 @@ fn login_post(ctx: &Ctx, req: &Req) -> Reply {
             ),
         )
         .with_header("Retry-After", sessions::LOGIN_RETRY),
-        Err(sessions::LoginError::Store(e)) => super::pages::error_page(&e.to_string()),
+        Err(sessions::LoginError::Store(e)) => super::pages::store_error_page(&e),
     }
 }
 

@@ -26,6 +26,27 @@ pub fn error_page(msg: &str) -> Reply {
     )
 }
 
+/// A store failure as a page: for want of the disk (full, read-only) it is
+/// the host's state, 503 with `Retry-After` as the API answers (an audit
+/// found the login form's 500 "Something went wrong" there); else a bug.
+pub fn store_error_page(e: &crate::store::StoreError) -> Reply {
+    if !e.is_unwritable() {
+        return error_page(&e.to_string());
+    }
+    log::warn!("dashboard: the database cannot be written now: {e}");
+    html(
+        503,
+        layout::bare(
+            "Try again shortly",
+            html! {
+                (notice("error", &format!("The database cannot be written now: {e}. Nothing was changed; try again once the disk has room.")))
+                p { a href="/" { "Back to the overview" } }
+            },
+        ),
+    )
+    .with_header("Retry-After", "30")
+}
+
 pub fn not_found(s: &Session, msg: &str) -> Reply {
     html(
         404,
