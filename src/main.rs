@@ -160,6 +160,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if matches!(cmd, Cmd::Run) {
+        // A SIGHUP before `signals::install` would end the process (its
+        // default action): an audit's came in the first milliseconds,
+        // while the file was read. Blocked from here, it waits and is
+        // taken as a reload once the service runs.
+        let mut hangup = nix::sys::signal::SigSet::empty();
+        hangup.add(nix::sys::signal::Signal::SIGHUP);
+        let _ = hangup.thread_block();
+    }
     let loaded = match &cmd {
         // The helper exists to get the refresh token the file still lacks.
         Cmd::OAuth(_) => config::load_for_oauth_helper(&path),
@@ -242,6 +251,8 @@ fn main() -> ExitCode {
         }
         Cmd::Run => {
             let logs = logging::init(loaded.config.log_level.filter());
+            // Tests send a SIGHUP here, before the service's handlers.
+            mailproc::failpoint::hit("before-signals");
             match daemon::run(loaded, logs) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -559,6 +559,27 @@ fn sighup_reloads_and_never_stops_the_service() {
     assert!(!m.log().contains("shutting down"), "{}", m.log());
     let st = m.terminate().expect("exits after SIGTERM");
     assert_eq!(st.code(), Some(0), "{}", m.log());
+
+    // Nor one sent while it starts, before its handlers are in place (an
+    // audit: sent in the first milliseconds, two of three ended it): it
+    // waits, and is a reload once the service runs.
+    let applied = m.log().matches("configuration applied").count();
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-signals=pause:1000")]);
+    m.wait_for(Duration::from_secs(10), "the start paused", || {
+        m.log()
+            .contains("failpoint before-signals: pausing")
+            .then_some(())
+    });
+    m.signal("HUP");
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(10), "the early SIGHUP applied", || {
+        (m.log().matches("configuration applied").count() > applied).then_some(())
+    });
+    assert!(
+        m.wait_exit(Duration::from_millis(10)).is_none(),
+        "an early SIGHUP ended the process:\n{}",
+        m.log()
+    );
 }
 
 const OPEN_CONFIG: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n\
