@@ -705,6 +705,17 @@ fn deliver(
                     .unwrap_or(Duration::from_millis(1));
                 client.send(&vetted, headers, body.as_bytes(), timeout, targets.timeout)
             });
+            // A request the shutdown grace cut off is not the target's
+            // silence (an audit found it recorded as "Peer disconnected"
+            // and the target logged as giving no answer).
+            let cut = matches!(result, Err(WebhookError::Transport(_)))
+                && shared.next_timeout(targets.timeout).is_none();
+            let result = match result {
+                Err(WebhookError::Transport(e)) if cut => Err(WebhookError::Transport(format!(
+                    "cut off by the shutdown, {SHUTDOWN_GRACE:?} after it began ({e})"
+                ))),
+                other => other,
+            };
             shared.record(
                 name,
                 &target.url,
@@ -712,7 +723,9 @@ fn deliver(
                 &result,
                 started.elapsed(),
             );
-            quiet.note(&target.url, &result, Instant::now());
+            if !cut {
+                quiet.note(&target.url, &result, Instant::now());
+            }
         }
     }
 }
