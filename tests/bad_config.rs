@@ -291,6 +291,43 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
         err.contains("storage.path: mailproc's user may not write in"),
         "{err}"
     );
+    // A WAL database of its own in a directory it may not write (SQLite
+    // cannot read one without its -shm file): the directory is named,
+    // where an audit got "attempt to write a readonly database". Checked
+    // as an unprivileged user (`setpriv`), as the service runs.
+    let m = Mailproc::prepare(
+        "server: { port: {PORT} }\nstorage: { path: \"{DIR}/nb/mailproc.db\" }\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let nb = m.config_path.with_file_name("nb");
+    std::fs::create_dir(&nb).unwrap();
+    let file = nb.join("mailproc.db");
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.pragma_update(None, "journal_mode", "wal").unwrap();
+    db.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    drop(db);
+    for p in [m.dir.path(), nb.as_path()] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&m.config_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::mailproc::bin())
+        .args(["--config", m.config_path.to_str().unwrap(), "check-config"])
+        .output()
+        .expect("setpriv (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("storage.path: mailproc's user may not write in"),
+        "{err}"
+    );
+    assert!(
+        !nb.join("mailproc.db-shm").exists(),
+        "the check wrote beside it"
+    );
 }
 
 /// Found by an audit of the binary: each of these passed `check-config`.

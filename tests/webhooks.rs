@@ -753,7 +753,10 @@ fn shutdown_gives_a_hanging_target_five_seconds_at_most() {
     assert_eq!(rows[0].status_code, None);
     // Said as what it was, not as the target's silence (an audit).
     let error = rows[0].error.as_deref().unwrap_or_default();
-    assert!(error.starts_with("cut off by the shutdown, 5s after it began"), "{error}");
+    assert!(
+        error.starts_with("cut off by the shutdown, 5s after it began"),
+        "{error}"
+    );
     assert_eq!(d.outcomes("error", "failed"), 1);
     assert_eq!(r.count(), 1);
 }

@@ -71,8 +71,7 @@ pub(super) fn owner_only(db: &Path) {
 /// write. `Err` says why, naming the path.
 pub fn check_path(path: &Path) -> std::result::Result<(), String> {
     use nix::unistd::{access, AccessFlags};
-    let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();
-    match std::fs::metadata(path) {
+    let contents = match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => return Err(format!("{} is not a file", path.display())),
         Ok(_) if access(path, AccessFlags::R_OK | AccessFlags::W_OK).is_err() => {
             return Err(format!(
@@ -81,20 +80,33 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
                 as_whom()
             ))
         }
-        Ok(m) if m.len() > 0 => {
-            // An empty file is what SQLite makes of a new database too.
-            let mut head = [0u8; 16];
-            let read = std::fs::File::open(path).and_then(|mut f| {
-                use std::io::Read;
-                f.read_exact(&mut head)
-            });
-            if read.is_err() || &head != b"SQLite format 3\0" {
-                return Err(format!("{} is not an SQLite database", path.display()));
-            }
-            check_contents(path)?;
+        Ok(m) => m.len() > 0,
+        Err(_) => false,
+    };
+    // The directory first: reading a WAL database needs its -shm file, so
+    // in a directory it may not write the contents check failed first, as
+    // "attempt to write a readonly database" (an audit).
+    check_dir(path)?;
+    if contents {
+        // An empty file is what SQLite makes of a new database too.
+        let mut head = [0u8; 16];
+        let read = std::fs::File::open(path).and_then(|mut f| {
+            use std::io::Read;
+            f.read_exact(&mut head)
+        });
+        if read.is_err() || &head != b"SQLite format 3\0" {
+            return Err(format!("{} is not an SQLite database", path.display()));
         }
-        _ => {}
+        check_contents(path)?;
     }
+    Ok(())
+}
+
+/// Whether the directory of `path` (or, missing, the nearest directory
+/// above it, where it would be made) is one mailproc's user may write in.
+fn check_dir(path: &Path) -> std::result::Result<(), String> {
+    use nix::unistd::{access, AccessFlags};
+    let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
