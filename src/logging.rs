@@ -287,7 +287,7 @@ pub fn to_stderr(prio: u8, text: &str) {
 /// True when standard error is the journal stream systemd connected:
 /// `$JOURNAL_STREAM` is `<device>:<inode>` of it. The variable alone is not
 /// enough, since a child of a service inherits it with any standard error.
-fn stderr_is_journal() -> bool {
+pub fn stderr_is_journal() -> bool {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;
     let Some(var) = std::env::var_os("JOURNAL_STREAM") else {

@@ -156,7 +156,8 @@ fn main() -> ExitCode {
     let (path, cmd) = match parse_args() {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("mailproc: {e}\n\n{USAGE}");
+            logging::to_stderr(logging::ERROR, &format!("mailproc: {e}"));
+            eprint!("\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -257,7 +258,11 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     log::error!("{e}");
-                    logging::to_stderr(logging::ERROR, &format!("mailproc: {e}"));
+                    // The log line is the journal's error already; a
+                    // terminal gets the reason once more, plainly, last.
+                    if !logging::stderr_is_journal() {
+                        eprintln!("mailproc: {e}");
+                    }
                     ExitCode::FAILURE
                 }
             }

@@ -993,4 +993,21 @@ fn a_failed_start_is_told_to_the_journal_as_an_error() {
             );
         }
     }
+    // A mistyped argument in the unit's command line too (the usage after
+    // it is information).
+    let stderr = dir.path().join("stderr-bogus.log");
+    let file = std::fs::File::create(&stderr).unwrap();
+    let md = std::fs::metadata(&stderr).unwrap();
+    let out = Command::new(bin())
+        .args(["run", "--bogus"])
+        .env("JOURNAL_STREAM", format!("{}:{}", md.dev(), md.ino()))
+        .stderr(file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        said.starts_with("<3>mailproc: unexpected argument \"--bogus\"\n"),
+        "{said}"
+    );
 }
