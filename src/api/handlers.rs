@@ -33,9 +33,10 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
             );
         accounts.insert(name.clone(), st.state.as_str());
     }
+    let loaded = ctx.config();
     // A configured account not started yet (a rename waiting for its old
     // name's batch) is there too, and not up.
-    for a in &ctx.config().config.accounts {
+    for a in &loaded.config.accounts {
         if !accounts.contains_key(&a.name) {
             accounts.insert(a.name.clone(), service::accounts::state_name(None));
             all_up = false;
@@ -46,7 +47,6 @@ pub fn health(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     // Only providers an account uses: one no account asks any more would
     // never answer again, and kept `/health` degraded for good (the
     // regression audit).
-    let loaded = ctx.config();
     let used = |name: &str| {
         loaded
             .config

@@ -826,25 +826,15 @@ fn stop_grace() -> Duration {
 /// password or key was right (an audit).
 pub fn literal_secret_accounts(posted: &serde_norway::Value) -> Vec<String> {
     use serde_norway::Value;
-    let items = |key: &str| -> Vec<Value> {
-        posted
-            .get(key)
-            .and_then(Value::as_sequence)
-            .cloned()
-            .unwrap_or_default()
-    };
+    fn items(v: Option<&Value>) -> impl Iterator<Item = &Value> {
+        v.and_then(Value::as_sequence).into_iter().flatten()
+    }
     let name = |v: &Value| v.get("name").and_then(Value::as_str).map(String::from);
-    let providers: Vec<String> = posted
-        .get("classifier")
-        .and_then(|c| c.get("providers"))
-        .and_then(Value::as_sequence)
-        .into_iter()
-        .flatten()
+    let providers: Vec<String> = items(posted.get("classifier").and_then(|c| c.get("providers")))
         .filter(|p| crate::config::holds_literal_secret(p, &["classifier", "providers", "*"]))
         .filter_map(name)
         .collect();
-    items("accounts")
-        .iter()
+    items(posted.get("accounts"))
         .filter(|a| {
             crate::config::holds_literal_secret(a, &["accounts", "*"])
                 || a.get("provider")

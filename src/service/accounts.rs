@@ -51,11 +51,17 @@ pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> 
 /// audit found "add the account back" advised, which would take the
 /// rename back).
 pub(super) fn being_renamed(ctx: &Ctx, id: i64, account: &str) -> Option<Error> {
+    renaming(ctx, account, &format!("activity {id}: its account"))
+}
+
+/// 503 naming `what` (`account`, said as the caller does) while `account`
+/// is renamed and waits for its batch in hand.
+fn renaming(ctx: &Ctx, account: &str, what: &str) -> Option<Error> {
     let renames = ctx.store.noted_renames().unwrap_or_default();
     let (_, to) = renames.iter().find(|(from, _)| from == account)?;
     Some(Error::Unavailable(format!(
-        "activity {id}: its account {account:?} is being renamed to {to:?}, which takes its \
-         records once its batch in hand is done; try again in a few seconds"
+        "{what} {account:?} is being renamed to {to:?}, which takes its records once its \
+         batch in hand is done; try again in a few seconds"
     )))
 }
 
@@ -107,17 +113,8 @@ pub fn retry_all(ctx: &Ctx, account: Option<&str>) -> Result<BTreeMap<String, u6
     let running = ctx.accounts();
     let names: Vec<String> = match account {
         Some(name) => {
-            if let Some((_, to)) = ctx
-                .store
-                .noted_renames()
-                .unwrap_or_default()
-                .into_iter()
-                .find(|(from, _)| from == name)
-            {
-                return Err(Error::Unavailable(format!(
-                    "account {name:?} is being renamed to {to:?}, which takes its records \
-                     once its batch in hand is done; try again in a few seconds"
-                )));
+            if let Some(busy) = renaming(ctx, name, "account") {
+                return Err(busy);
             }
             if !running.contains_key(name) {
                 return Err(Error::Conflict(format!(
