@@ -170,7 +170,7 @@ fn tree_with(odd_keys: u32) -> impl Strategy<Value = Value> {
 /// loader knows (`strict`) it must start at a section of the file or be the
 /// unknown key itself.
 fn names_a_path(problem: &str, strict: bool) -> bool {
-    let Some((path, rest)) = problem.split_once(": ") else {
+    let Some((path, rest)) = split_path(problem) else {
         return false;
     };
     if rest.is_empty() || path.is_empty() {
@@ -181,6 +181,24 @@ fn names_a_path(problem: &str, strict: bool) -> bool {
     }
     let top = path.split(['.', '[']).next().unwrap_or("");
     KEYS.contains(&top) || (path.starts_with('[') && path.len() > 2)
+}
+
+/// A problem split at the first `: ` outside its path's quoted keys.
+fn split_path(problem: &str) -> Option<(&str, &str)> {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (i, c) in problem.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ':' if !quoted && problem[i + 1..].starts_with(' ') => {
+                return Some((&problem[..i], &problem[i + 2..]));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn check_config_text(text: &str, strict: bool) -> Result<(), TestCaseError> {
@@ -688,4 +706,25 @@ fn an_empty_top_level_key_is_named_as_the_file() {
         let e = parse(text, &env).unwrap_err();
         assert!(e.problems[0].starts_with("config: unknown field ``"), "{e}");
     }
+}
+
+/// A key that holds `: ` was reported as `: : unknown field`, so the path
+/// read as empty; a key with a dot read as two keys. Odd keys are quoted.
+#[test]
+fn an_odd_key_is_quoted_in_the_path() {
+    let e = parse("\": \": null\n", &env).unwrap_err();
+    assert!(
+        e.problems[0].starts_with("\": \": unknown field `: `"),
+        "{e}"
+    );
+    let e = parse("server:\n  \"a.b\": 1\n", &env).unwrap_err();
+    assert!(
+        e.problems[0].starts_with("server.\"a.b\": unknown field `a.b`"),
+        "{e}"
+    );
+    let e = parse("server:\n  \"x\\ny\": 1\n", &env).unwrap_err();
+    assert!(
+        e.problems[0].starts_with("server.\"x\\ny\": unknown field"),
+        "{e}"
+    );
 }

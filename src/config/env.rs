@@ -4,9 +4,13 @@
 //! substituted tree against the text as written, so that no configuration
 //! problem ever shows what a variable holds.
 
+/// The path of `key` in `path`, the key as problems name it (quoted
+/// when odd: see [`super::typed::shown_key`]), so a problem's path and the
+/// tree's match.
 fn join(path: &str, key: &str) -> String {
+    let key = super::typed::shown_key(key);
     if path.is_empty() {
-        key.to_string()
+        key.into_owned()
     } else {
         format!("{path}.{key}")
     }

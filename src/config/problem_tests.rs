@@ -345,7 +345,7 @@ fn a_variable_is_swapped_back_only_in_problems_about_its_own_key() {
         .unwrap_err();
         assert!(
             e.problems[0].starts_with(&format!(
-                "accounts[0].imap.password.{guess}: unknown field `password.{guess}`"
+                "accounts[0].imap.\"password.{guess}\": unknown field `password.{guess}`"
             )),
             "{:#?}",
             e.problems

@@ -2,6 +2,8 @@
 //! told at once, each by its path as the file has it: serde stops at the
 //! first, so the wrong value is taken out and the rest read again.
 
+use serde_path_to_error::Segment;
+
 use super::Config;
 
 /// What reading the tree gave.
@@ -31,6 +33,7 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
             Ok(c) => break Some(c),
             Err(e) => {
                 let mut path = e.path().to_string();
+                let mut shown = shown_path(e.path());
                 let inner = plain_types(&e.into_inner().to_string());
                 // An unknown key of an action (a tagged enum) is told at the
                 // action; named at itself, as everywhere else (an audit),
@@ -39,6 +42,7 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
                     let at = format!("{path}.{key}");
                     if !path.ends_with(&format!(".{key}")) && find_path(&tree, &at) {
                         path = at;
+                        shown = format!("{shown}.{}", shown_key(key));
                     }
                 }
                 let missing = inner.starts_with("missing field");
@@ -46,7 +50,7 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
                 let problem = if path == "." || path.is_empty() {
                     format!("config: {inner}")
                 } else {
-                    format!("{}: {inner}", as_in_file(&path, &taken))
+                    format!("{}: {inner}", as_in_file(&shown, &taken))
                 };
                 if !missing || !touched.contains(&path) {
                     typed.push(problem);
@@ -200,6 +204,49 @@ fn parent_path(path: &str) -> &str {
     match path.rfind(['.', '[']) {
         Some(i) => &path[..i],
         None => "",
+    }
+}
+
+/// `path` as a problem names it: serde_path_to_error's form
+/// (`accounts[1].imap.port`) with each odd key quoted (see [`shown_key`]).
+fn shown_path(path: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&shown_key(key));
+            }
+            Segment::Unknown => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push('?');
+            }
+        }
+    }
+    out
+}
+
+/// A key of the file as a problem's path names it: as it is when it is a
+/// word (letters, digits, `_`, `-`), else quoted as a JSON string, so a
+/// key such as `: ` or `a.b` cannot read as the path's end or as two keys
+/// (a fuzz case: `": ": null` was told as `: : unknown field`), and a
+/// control character is escaped.
+pub(super) fn shown_key(key: &str) -> std::borrow::Cow<'_, str> {
+    let word = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    if word {
+        key.into()
+    } else {
+        serde_json::to_string(key)
+            .unwrap_or_else(|_| format!("{key:?}"))
+            .into()
     }
 }
 

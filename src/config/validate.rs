@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use super::typed::shown_key;
 use super::{
     parse_net, AnswerMode, Backlog, Config, ImapAuth, ImapConfig, ProviderKind, WebhookConfig,
     MAX_DURATION, PERMISSIONS,
@@ -631,11 +632,17 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
         // it too); the value itself is not quoted: it is often a secret.
         for (name, value) in &h.headers {
             if !sendable_header_value(value) {
-                p.push(format!("{at}[{i}].headers.{name}: {BAD_HEADER_VALUE}"));
+                p.push(format!(
+                    "{at}[{i}].headers.{}: {BAD_HEADER_VALUE}",
+                    shown_key(name)
+                ));
             }
         }
         if let Some(name) = too_many_headers(&h.headers) {
-            p.push(format!("{at}[{i}].headers.{name}: {TOO_MANY_HEADERS}"));
+            p.push(format!(
+                "{at}[{i}].headers.{}: {TOO_MANY_HEADERS}",
+                shown_key(name)
+            ));
         }
         if let Some(s) = &h.secret {
             if s.len() < 16 {
