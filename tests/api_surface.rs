@@ -31,6 +31,19 @@ fn error_statuses() {
     );
     assert_eq!(r.status, 405);
     assert_eq!(r.header("allow"), Some("GET, HEAD"));
+    // Without credentials the API says nothing of its routes or methods:
+    // 401, as for a route that exists (an audit: 404 and 405 told them).
+    for (method, path) in [
+        ("GET", "/api/nothing-here"),
+        ("GET", "/api"),
+        ("DELETE", "/api/stats"),
+        ("PUT", "/api/accounts"),
+    ] {
+        let r = m.request(method, path, &[], None);
+        assert_eq!(r.status, 401, "{method} {path}: {}", r.text);
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"), "{path}");
+        assert!(r.header("allow").is_none(), "{path}");
+    }
     let big = "x".repeat((1 << 20) + 10);
     let r = m.post_with("/api/test-webhook", TOKEN, &big);
     assert_eq!(r.status, 413);
@@ -484,10 +497,11 @@ fn an_unknown_page_is_a_page_for_a_browser() {
         "{}",
         r.text
     );
+    // (401: without credentials the API tells no route from another.)
     let r = m.request("GET", "/api/nothing-here", &html, None);
     assert_eq!(
         (r.status, r.body["error"].is_string()),
-        (404, true),
+        (401, true),
         "{}",
         r.text
     );

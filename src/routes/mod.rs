@@ -590,6 +590,15 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
     // for GET and tiny_http writes the head alone, `Content-Length` and all.
     let fits = |r: &Route| r.method == req.method || (req.method == "HEAD" && r.method == "GET");
     let Some((r, params)) = rows.iter().find(|(r, _)| fits(r)) else {
+        // Under `/api/`, who may not use the API learns nothing of it, not
+        // even which routes and methods there are: 401 first (DESIGN §5:
+        // "Otherwise 401").
+        let api = req.path == "/api" || req.path.starts_with("/api/");
+        if api && rows.iter().all(|(r, _)| r.access != Anyone) {
+            if let Err(refused) = access::authenticate(ctx, req) {
+                return (refused, "unknown");
+            }
+        }
         if rows.is_empty() {
             let message = if req.path.starts_with("/api/") {
                 format!("no such route: {}", req.path)
