@@ -728,3 +728,23 @@ fn an_odd_key_is_quoted_in_the_path() {
         "{e}"
     );
 }
+
+/// A dotted key (`folders.junk: Spam`, a likely slip) could not be taken
+/// out of the tree, so reading stopped at it and every other problem of
+/// the file went untold (an audit).
+#[test]
+fn a_dotted_key_hides_no_other_problem() {
+    let text = "log_level: loud\nserver: { a.b: 1 }\naccounts:\n  - name: a\n    imap: { host: h, username: u, password: p, port: x }\n    folders.junk: Spam\n  - name: b\n    imap: { host: h, username: u, password: p }\n    \"x\\\"y\": 1\nwebhooks:\n  - url: ftp://x\n";
+    let e = parse(text, &env).unwrap_err();
+    let all = e.problems.join("\n");
+    for wanted in [
+        "log_level: ",
+        "server.\"a.b\": unknown field",
+        "accounts[0].imap.port: invalid type",
+        "accounts[0].\"folders.junk\": unknown field",
+        "accounts[1].\"x\\\"y\": unknown field",
+        "webhooks[0].url: ",
+    ] {
+        assert!(all.contains(wanted), "{wanted:?} not in:\n{all}");
+    }
+}

@@ -32,25 +32,28 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
         match serde_path_to_error::deserialize::<_, Config>(tree.clone()) {
             Ok(c) => break Some(c),
             Err(e) => {
-                let mut path = e.path().to_string();
-                let mut shown = shown_path(e.path());
+                // An empty key at the top has an empty path: the file is named.
+                let whole_file = e.path().iter().all(|s| match s {
+                    Segment::Map { key } => key.is_empty(),
+                    _ => false,
+                }) && e.path().iter().count() <= 1;
+                let mut path = shown_path(e.path());
                 let inner = plain_types(&e.into_inner().to_string());
                 // An unknown key of an action (a tagged enum) is told at the
                 // action; named at itself, as everywhere else (an audit),
                 // and taken out alone, so the action is still read.
                 if let Some(key) = unknown_field(&inner) {
+                    let key = shown_key(key);
                     let at = format!("{path}.{key}");
                     if !path.ends_with(&format!(".{key}")) && find_path(&tree, &at) {
                         path = at;
-                        shown = format!("{shown}.{}", shown_key(key));
                     }
                 }
                 let missing = inner.starts_with("missing field");
-                // An empty key at the top has an empty path: the file is named.
-                let problem = if path == "." || path.is_empty() {
+                let problem = if whole_file {
                     format!("config: {inner}")
                 } else {
-                    format!("{}: {inner}", as_in_file(&shown, &taken))
+                    format!("{}: {inner}", as_in_file(&path, &taken))
                 };
                 if !missing || !touched.contains(&path) {
                     typed.push(problem);
@@ -76,7 +79,7 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
                             taken.push(Taken { list, index });
                             item_taken = true;
                         }
-                        _ => touched.push(parent_path(&path).to_string()),
+                        _ => touched.push(parent_path(&path)),
                     }
                     true
                 } else {
@@ -192,43 +195,96 @@ fn as_in_file(path: &str, taken: &[Taken]) -> String {
 /// The innermost list item `path` is in or is: its list's path, its index
 /// and its own path (`accounts[0].imap` → `accounts`, 0, `accounts[0]`).
 fn enclosing_item(path: &str) -> Option<(String, usize, String)> {
-    let open = path.rfind('[')?;
-    let close = open + path[open..].find(']')?;
-    let index = path[open + 1..close].parse().ok()?;
-    Some((path[..open].to_string(), index, path[..=close].to_string()))
+    let steps = steps(path)?;
+    let at = steps.iter().rposition(|s| matches!(s, Step::Index(_)))?;
+    let Step::Index(index) = steps[at] else {
+        return None;
+    };
+    Some((render(&steps[..at]), index, render(&steps[..=at])))
 }
 
 /// The path of what holds `path` (`accounts[0].imap.port` →
 /// `accounts[0].imap`; `accounts[0]` → `accounts`).
-fn parent_path(path: &str) -> &str {
-    match path.rfind(['.', '[']) {
-        Some(i) => &path[..i],
-        None => "",
+fn parent_path(path: &str) -> String {
+    match steps(path) {
+        Some(steps) if !steps.is_empty() => render(&steps[..steps.len() - 1]),
+        _ => String::new(),
     }
+}
+
+/// One step of a path: a key of a mapping or an index of a list.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+    /// serde_path_to_error's `?`: no key the tree could be searched for.
+    Unknown,
 }
 
 /// `path` as a problem names it: serde_path_to_error's form
 /// (`accounts[1].imap.port`) with each odd key quoted (see [`shown_key`]).
+/// The one form of a path here: [`steps`] reads it back.
 fn shown_path(path: &serde_path_to_error::Path) -> String {
+    let steps: Vec<Step> = path
+        .iter()
+        .map(|segment| match segment {
+            Segment::Seq { index } => Step::Index(*index),
+            Segment::Map { key } | Segment::Enum { variant: key } => Step::Key(key.clone()),
+            _ => Step::Unknown,
+        })
+        .collect();
+    render(&steps)
+}
+
+/// The path of `steps`, keys as [`shown_key`] writes them.
+fn render(steps: &[Step]) -> String {
     let mut out = String::new();
-    for segment in path {
-        match segment {
-            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-            Segment::Map { key } | Segment::Enum { variant: key } => {
+    for step in steps {
+        match step {
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(_) | Step::Unknown => {
                 if !out.is_empty() {
                     out.push('.');
                 }
-                out.push_str(&shown_key(key));
-            }
-            Segment::Unknown => {
-                if !out.is_empty() {
-                    out.push('.');
+                match step {
+                    Step::Key(k) => out.push_str(&shown_key(k)),
+                    _ => out.push('?'),
                 }
-                out.push('?');
             }
         }
     }
     out
+}
+
+/// The steps of a path [`render`] wrote (an empty key between dots, as
+/// `{path}.{key}` gives at the top, is no step); `None` for one it could
+/// not have written.
+fn steps(path: &str) -> Option<Vec<Step>> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let (n, r) = r.split_once(']')?;
+            out.push(Step::Index(n.parse().ok()?));
+            rest = r;
+        } else if rest.starts_with('"') {
+            // A JSON string: its end is the first quote no backslash escapes.
+            let mut de = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+            let key = de.next()?.ok()?;
+            rest = &rest[de.byte_offset()..];
+            out.push(Step::Key(key));
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            out.push(match &rest[..end] {
+                "?" => Step::Unknown,
+                key => Step::Key(key.to_string()),
+            });
+            rest = &rest[end..];
+        }
+    }
+    Some(out)
 }
 
 /// A key of the file as a problem's path names it: as it is when it is a
@@ -263,28 +319,14 @@ fn find_path(tree: &serde_norway::Value, path: &str) -> bool {
     remove_path(&mut tree.clone(), path)
 }
 
-/// Takes the value at `path` (`accounts[1].imap.port`, as
-/// serde_path_to_error writes it) out of `tree`; false when there is none.
+/// Takes the value at `path` (`accounts[1].imap.port`, as [`render`]
+/// writes it) out of `tree`; false when there is none.
 fn remove_path(tree: &mut serde_norway::Value, path: &str) -> bool {
-    let mut steps: Vec<Result<usize, &str>> = Vec::new();
-    for part in path.split('.') {
-        let (key, mut rest) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if key == "?" {
-            return false;
-        }
-        if !key.is_empty() {
-            steps.push(Err(key));
-        }
-        while let Some(end) = rest.find(']') {
-            match rest[1..end].parse() {
-                Ok(n) => steps.push(Ok(n)),
-                Err(_) => return false,
-            }
-            rest = &rest[end + 1..];
-        }
+    let Some(steps) = steps(path) else {
+        return false;
+    };
+    if steps.contains(&Step::Unknown) {
+        return false;
     }
     let Some((last, parents)) = steps.split_last() else {
         return false;
@@ -292,8 +334,9 @@ fn remove_path(tree: &mut serde_norway::Value, path: &str) -> bool {
     let mut node = tree;
     for step in parents {
         let next = match step {
-            Ok(i) => node.as_sequence_mut().and_then(|l| l.get_mut(*i)),
-            Err(k) => node.get_mut(*k),
+            Step::Index(i) => node.as_sequence_mut().and_then(|l| l.get_mut(*i)),
+            Step::Key(k) => node.get_mut(k.as_str()),
+            Step::Unknown => None,
         };
         match next {
             Some(n) => node = n,
@@ -301,15 +344,16 @@ fn remove_path(tree: &mut serde_norway::Value, path: &str) -> bool {
         }
     }
     match last {
-        Ok(i) => match node.as_sequence_mut() {
+        Step::Index(i) => match node.as_sequence_mut() {
             Some(l) if *i < l.len() => {
                 l.remove(*i);
                 true
             }
             _ => false,
         },
-        Err(k) => node
+        Step::Key(k) => node
             .as_mapping_mut()
-            .is_some_and(|m| m.remove(*k).is_some()),
+            .is_some_and(|m| m.remove(k.as_str()).is_some()),
+        Step::Unknown => false,
     }
 }
