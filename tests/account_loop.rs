@@ -665,6 +665,147 @@ fn without_move_only_an_exact_copy_counts_as_an_earlier_runs_copy() {
     );
 }
 
+/// Appends `raw` to `mailbox` of user `test` with the INTERNALDATE `date`
+/// (`"30-Nov-2026 05:00:00 +0000"`), by hand: the imap crate's append
+/// takes a chrono date.
+fn append_dated(d: &Dovecot, mailbox: &str, date: &str, raw: &[u8]) {
+    use std::io::{BufRead, BufReader, Write};
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut w = tcp.try_clone().unwrap();
+    let mut r = BufReader::new(tcp);
+    let mut line = String::new();
+    let mut until = |r: &mut BufReader<std::net::TcpStream>, tag: &str| loop {
+        line.clear();
+        assert!(r.read_line(&mut line).unwrap() > 0, "closed before {tag}");
+        if line.starts_with(tag) {
+            assert!(line.starts_with(&format!("{tag} OK")), "{line}");
+            return;
+        }
+    };
+    r.read_line(&mut String::new()).unwrap();
+    w.write_all(b"a LOGIN test secret\r\n").unwrap();
+    until(&mut r, "a");
+    w.write_all(format!("b APPEND {mailbox} \"{date}\" {{{}+}}\r\n", raw.len()).as_bytes())
+        .unwrap();
+    w.write_all(raw).unwrap();
+    w.write_all(b"\r\nc LOGOUT\r\n").unwrap();
+    until(&mut r, "b");
+}
+
+/// The subject and flags of every message in `mailbox`, by subject.
+fn subjects_and_flags(d: &Dovecot, mailbox: &str) -> Vec<(String, bool)> {
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    let mut c = imap::Client::new(tcp);
+    c.read_greeting().unwrap();
+    let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+    s.examine(mailbox).unwrap();
+    let fetches = s
+        .fetch("1:*", "(FLAGS BODY.PEEK[HEADER.FIELDS (SUBJECT)])")
+        .unwrap();
+    let mut out: Vec<(String, bool)> = fetches
+        .iter()
+        .map(|f| {
+            let subject = String::from_utf8_lossy(f.header().unwrap_or_default())
+                .trim()
+                .trim_start_matches("Subject: ")
+                .to_string();
+            let deleted = f.flags().iter().any(|f| *f == imap::types::Flag::Deleted);
+            (subject, deleted)
+        })
+        .collect();
+    s.logout().unwrap();
+    out.sort();
+    out
+}
+
+/// Audit: on a server without MOVE (and here without UIDPLUS, so what is
+/// marked stays marked), a journalled message with no Message-ID that an
+/// earlier run had copied and marked `\Deleted` before it died was copied
+/// again, the second copy carrying `\Deleted`. Such a message is found by
+/// its size, date and whole header: a lookalike of the same size and date
+/// but another header is not its copy.
+#[test]
+fn without_move_a_message_without_message_id_is_not_copied_twice() {
+    let mut d = Dovecot::start();
+    d.set_capability("IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE NAMESPACE SPECIAL-USE");
+    let alert = |n: u32| {
+        format!(
+            "From: monitor@example.com\r\nTo: test@example.com\r\nSubject: Alert {n}\r\n\
+             Date: Mon, 30 Nov 2026 05:00:00 +0000\r\n\r\ndisk almost full\r\n"
+        )
+        .into_bytes()
+    };
+    let date = "30-Nov-2026 05:00:00 +0000";
+    append_dated(&d, "INBOX", date, &alert(1));
+    append_dated(&d, "INBOX", date, &alert(2));
+    let rules = "    rules:\n      \
+                 - { name: alerts, when: { subject: '^Alert' }, actions: [ { type: move, folder: Lists } ] }\n";
+    let mut m = Mailproc::prepare(&config(
+        &d,
+        "",
+        &format!("    folders: {{ watch: [INBOX], allowed: [Lists], create: true }}\n{rules}"),
+    ));
+    // Both decisions journalled, then the process dies before acting.
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=abort")]);
+    let st = m.wait_exit(Duration::from_secs(30));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    d.create_mailbox("test", "Lists");
+    // What the dead run did to Alert 1: COPY, then \Deleted on the source.
+    {
+        let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+        let mut c = imap::Client::new(tcp);
+        c.read_greeting().unwrap();
+        let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+        s.select("INBOX").unwrap();
+        let one: Vec<u32> = s
+            .uid_search("SUBJECT \"Alert 1\"")
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert_eq!(one.len(), 1);
+        s.uid_copy(one[0].to_string(), "Lists").unwrap();
+        s.uid_store(one[0].to_string(), "+FLAGS.SILENT (\\Deleted)")
+            .unwrap();
+        // Alert 2 marked too, its copy gone (a person deleted it): copied
+        // again, the copy must not carry the mark.
+        let two: Vec<u32> = s
+            .uid_search("SUBJECT \"Alert 2\"")
+            .unwrap()
+            .into_iter()
+            .collect();
+        s.uid_store(two[0].to_string(), "+FLAGS.SILENT (\\Deleted)")
+            .unwrap();
+        s.logout().unwrap();
+    }
+    // Alert 3 is Alert 2's size and date, another message.
+    append_dated(&d, "Lists", date, &alert(3));
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(
+        Duration::from_secs(30),
+        "both journalled rows finished",
+        || (entries(&m, "&status=ok").len() == 2).then_some(()),
+    );
+    assert!(
+        m.log()
+            .contains("1 journalled message(s) already in \"Lists\""),
+        "{}",
+        m.log()
+    );
+    let no = false;
+    assert_eq!(
+        subjects_and_flags(&d, "Lists"),
+        [
+            ("Alert 1".to_string(), no),
+            ("Alert 2".to_string(), no),
+            ("Alert 3".to_string(), no)
+        ],
+        "each alert once in Lists, none marked \\Deleted\n{}",
+        m.log()
+    );
+}
+
 /// Item 20 (c): undo asks the account's thread. While the account has no
 /// session it answers at once that it cannot (503, nothing changed), where
 /// it used to sign in on the HTTP worker; once connected again it works.

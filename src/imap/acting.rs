@@ -352,10 +352,7 @@ impl Runner {
         }
         let check: Vec<(u32, &str)> = set
             .iter()
-            .filter_map(|u| {
-                let id = replayed.ids.get(u)?;
-                (!id.is_empty()).then_some((*u, id.as_str()))
-            })
+            .filter_map(|u| Some((*u, replayed.ids.get(u)?.as_str())))
             .collect();
         if check.is_empty() {
             return Ok((set, Vec::new()));
@@ -375,6 +372,18 @@ impl Runner {
             }
         };
         let originals = stamps(s, &check.iter().map(|(u, _)| *u).collect::<Vec<_>>())?;
+        // A message with no Message-ID to search by is looked for by its
+        // size and known by its whole header: a copy is the message byte
+        // for byte. Without this, such a message (a monitor's alert) was
+        // copied a second time, the copy carrying the first run's
+        // `\Deleted` (an audit).
+        let unsearchable: Vec<u32> = check
+            .iter()
+            .filter(|(u, id)| originals.contains_key(u) && search_message_id(id, caps).is_err())
+            .map(|(u, _)| *u)
+            .collect();
+        let headers = header_digests(s, &unsearchable)?;
+        let mut of_size: HashMap<u32, Vec<u32>> = HashMap::new();
         let mut found: Copied = Vec::new();
         match folders.examine(s, folder) {
             Ok(_) => {
@@ -382,7 +391,7 @@ impl Runner {
                 // FETCH (see `ids_in_folder`); the rest one at a time.
                 let wanted: Vec<&str> = check
                     .iter()
-                    .filter(|(u, _)| originals.contains_key(u))
+                    .filter(|(u, _)| originals.contains_key(u) && !headers.contains_key(u))
                     .map(|(_, id)| *id)
                     .collect();
                 let many = ids_in_folder(s, caps, &wanted)?;
@@ -404,7 +413,13 @@ impl Runner {
                     let Some(stamp) = originals.get(u) else {
                         continue;
                     };
-                    let hits: Vec<u32> = if many.left.contains(*id) {
+                    let hits: Vec<u32> = if headers.contains_key(u) {
+                        if !of_size.contains_key(&stamp.0) {
+                            let hits = of_exact_size(s, stamp.0)?;
+                            of_size.insert(stamp.0, hits);
+                        }
+                        of_size[&stamp.0].clone()
+                    } else if many.left.contains(*id) {
                         let Ok(query) = search_message_id(id, caps) else {
                             continue;
                         };
@@ -443,11 +458,16 @@ impl Runner {
                     if of_hits.len() < hits.len() {
                         of_hits = stamps(s, &hits)?.into_iter().collect();
                     }
-                    let copy = of_hits
+                    let mut alike: Vec<u32> = of_hits
                         .into_iter()
                         .filter(|(_, st)| st == stamp)
                         .map(|(d, _)| d)
-                        .max();
+                        .collect();
+                    if let Some(digest) = headers.get(u) {
+                        let of_alike = header_digests(s, &alike)?;
+                        alike.retain(|d| of_alike.get(d) == Some(digest));
+                    }
+                    let copy = alike.into_iter().max();
                     if let Some(dest) = copy {
                         claimed.insert(dest);
                         found.push((*u, dest));
@@ -476,7 +496,25 @@ impl Runner {
             );
         }
         let copied: HashSet<u32> = found.iter().map(|(u, _)| *u).collect();
-        let rest = set.into_iter().filter(|u| !copied.contains(u)).collect();
+        let rest: Vec<u32> = set.into_iter().filter(|u| !copied.contains(u)).collect();
+        // What is copied again may carry the first run's `\Deleted` (set
+        // after its copy, before the expunge): a copy would carry it too.
+        let again: Vec<u32> = rest
+            .iter()
+            .copied()
+            .filter(|u| replayed.ids.contains_key(u))
+            .collect();
+        if !again.is_empty() {
+            if let Err(e) = s.uid_store(uid_set(&again), "-FLAGS.SILENT (\\Deleted)") {
+                let e = session_fatal(e)?;
+                log::warn!(
+                    "{}: could not take the \\Deleted of an earlier run off {} message(s) in \
+                     {mailbox:?} before copying them again: {e}",
+                    self.name(),
+                    again.len()
+                );
+            }
+        }
         Ok((rest, found))
     }
 
@@ -507,4 +545,41 @@ impl Runner {
         }
         Ok(Ok(()))
     }
+}
+
+/// The UIDs of the selected folder's messages of exactly `size` octets.
+fn of_exact_size(s: &mut Session, size: u32) -> Result<Vec<u32>, ImapError> {
+    let query = match size {
+        0 => "SMALLER 1".to_string(),
+        n => format!("LARGER {} SMALLER {}", n - 1, u64::from(n) + 1),
+    };
+    match s.uid_search(query) {
+        Ok(hits) => Ok(hits.into_iter().collect()),
+        Err(e) => {
+            session_fatal(e)?;
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// A SHA-256 of each message's whole header, fetched a few at a time (a
+/// header may be large).
+fn header_digests(s: &mut Session, uids: &[u32]) -> Result<HashMap<u32, [u8; 32]>, ImapError> {
+    use sha2::{Digest, Sha256};
+    let mut out = HashMap::new();
+    for piece in uids.chunks(32) {
+        match s.uid_fetch(uid_set(piece), "(UID BODY.PEEK[HEADER])") {
+            Ok(fetches) => {
+                for f in fetches.iter() {
+                    if let (Some(uid), Some(header)) = (f.uid, f.header()) {
+                        out.insert(uid, Sha256::digest(header).into());
+                    }
+                }
+            }
+            Err(e) => {
+                session_fatal(e)?;
+            }
+        }
+    }
+    Ok(out)
 }
