@@ -5,6 +5,7 @@
 //! copying twice. Each message is confirmed as soon as the server has
 //! done its every command.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::batch::{Confirmed, Moved, Replayed};
@@ -414,11 +415,10 @@ impl Runner {
                         continue;
                     };
                     let hits: Vec<u32> = if headers.contains_key(u) {
-                        if !of_size.contains_key(&stamp.0) {
-                            let hits = of_exact_size(s, stamp.0)?;
-                            of_size.insert(stamp.0, hits);
+                        match of_size.entry(stamp.0) {
+                            Entry::Occupied(e) => e.get().clone(),
+                            Entry::Vacant(e) => e.insert(of_exact_size(s, stamp.0)?).clone(),
                         }
-                        of_size[&stamp.0].clone()
                     } else if many.left.contains(*id) {
                         let Ok(query) = search_message_id(id, caps) else {
                             continue;
