@@ -710,7 +710,7 @@ fn subjects_and_flags(d: &Dovecot, mailbox: &str) -> Vec<(String, bool)> {
                 .trim()
                 .trim_start_matches("Subject: ")
                 .to_string();
-            let deleted = f.flags().iter().any(|f| *f == imap::types::Flag::Deleted);
+            let deleted = f.flags().contains(&imap::types::Flag::Deleted);
             (subject, deleted)
         })
         .collect();
