@@ -606,3 +606,47 @@ fn a_message_sent_after_the_old_records_is_new_whatever_its_message_id() {
         .count();
     assert_eq!(flagged, 2, "{:?}", at["<alert@mailproc.test>"]);
 }
+
+/// Found by a crash audit: a batch journalled when the process died (its
+/// rows `pending`), then the folder rebuilt with the same mail (a new
+/// UIDVALIDITY). The pending records counted as having handled their
+/// messages, so the new generation's copies were left alone, unsorted,
+/// and the old rows, closed as failed, could not be retried. Only a
+/// finished record vouches now: the messages are processed.
+#[test]
+fn a_batch_journalled_before_a_crash_is_processed_after_a_rebuild() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "uidvcrash");
+    mb.create("Work");
+    let mail: Vec<Vec<u8>> = (0..2)
+        .map(|i| msg_with(&format!("crash{i}"), &format!("Invoice crash {i}"), ""))
+        .collect();
+    mb.seed("Work", &mail);
+    let mut m = Mailproc::prepare(&config(
+        &mb.account(
+            "acct",
+            &format!("    folders: {{ watch: [Work] }}\n    backlog: all\n{INVOICES}"),
+        ),
+        None,
+    ));
+    m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=abort")]);
+    let st = m.wait_exit(Duration::from_secs(30));
+    assert!(st.is_some_and(|s| !s.success()), "{st:?}\n{}", m.log());
+    mb.recreate("Work");
+    mb.seed("Work", &mail);
+    m.spawn(&[]);
+    m.wait_ready();
+    wait_ok(&m, 2);
+    let at = mb.where_is();
+    for i in 0..2 {
+        let id = format!("<crash{i}@mailproc.test>");
+        assert_eq!(at[&id].len(), 1, "{id}");
+        assert!(has(&at[&id][0].flags, "\\Flagged"), "{id}: {:?}", at[&id]);
+    }
+    assert!(
+        m.log()
+            .contains("2 unfinished message(s) of the old generation closed as failed"),
+        "{}",
+        m.log()
+    );
+}

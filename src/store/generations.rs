@@ -109,8 +109,13 @@ impl Store {
     }
 
     /// Which of `message_ids` a record of `mailbox` under another
-    /// UIDVALIDITY than `uidvalidity` already handled: every record but a
-    /// failure that never got as far as a decision (nothing was done then).
+    /// UIDVALIDITY than `uidvalidity` already handled: a record that was
+    /// finished (`ok`, `review`, `dry_run`). A record still pending (a
+    /// crash with the batch journalled) or failed did not finish its
+    /// message: a message it moved has left the folder, and one still
+    /// there is processed again. Counting those (as every record with a
+    /// decision once did) left a crashed batch unsorted for good after the
+    /// folder was rebuilt, its rows failed and not retryable (an audit).
     pub fn handled_earlier(
         &self,
         account: &str,
@@ -126,7 +131,7 @@ impl Store {
                 let mut st = conn.prepare(&format!(
                     "SELECT message_id FROM emails
                      WHERE account = ? AND mailbox = ? AND uidvalidity != ?
-                       AND NOT (status = 'failed' AND actions = '[]')
+                       AND status IN ('ok', 'review', 'dry_run')
                        AND message_id IN ({marks})"
                 ))?;
                 let mut args: Vec<&dyn rusqlite::ToSql> = vec![&account, &mailbox, &uidvalidity];
@@ -141,7 +146,8 @@ impl Store {
     }
     /// How many records of `mailbox` under another UIDVALIDITY than
     /// `uidvalidity` carry each of `wanted` (subject, sender), of the
-    /// records without a Message-ID that got to a decision: what stands
+    /// finished records without a Message-ID (as in
+    /// [`Store::handled_earlier`]): what stands
     /// for a message that has none when a folder comes back. One pass over
     /// those records; only the pairs wanted are counted.
     pub fn handled_earlier_without_id(
@@ -160,7 +166,7 @@ impl Store {
                 "SELECT subject, sender FROM emails
                  WHERE account = ?1 AND mailbox = ?2 AND uidvalidity != ?3
                    AND message_id = ''
-                   AND NOT (status = 'failed' AND actions = '[]')",
+                   AND status IN ('ok', 'review', 'dry_run')",
             )?;
             let rows = st.query_map(params![account, mailbox, uidvalidity], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
