@@ -61,9 +61,13 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
         log::warn!("{w}");
     }
     if crate::auth::api_is_open(config) {
-        log::warn!(
-            "NO API AUTHENTICATION: neither server.auth_token nor dashboard.api_keys is set, \
-             so anyone who reaches {addr} can read and change everything. Use this for development only."
+        crate::logging::warn_always(
+            "mailproc::daemon",
+            &format!(
+                "NO API AUTHENTICATION: neither server.auth_token nor dashboard.api_keys is set, \
+                 so anyone who reaches {addr} can read and change everything. Use this for \
+                 development only."
+            ),
         );
     }
 

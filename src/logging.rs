@@ -284,6 +284,18 @@ pub fn to_stderr(prio: u8, text: &str) {
     let _ = std::io::stderr().lock().write_all(out.as_bytes());
 }
 
+/// A warning an operator must see whatever the log level (the setup code
+/// without which no one can sign in, the open API's): logged as any warning
+/// under `target` while warnings are, else written to standard error as it
+/// is (a `log_level: error` hid both, an audit found).
+pub fn warn_always(target: &str, text: &str) {
+    if log::log_enabled!(target: "mailproc", log::Level::Warn) {
+        log::warn!(target: target, "{text}");
+    } else {
+        to_stderr(4, &format!("{} [WARN] {text}", now_iso()));
+    }
+}
+
 /// True when standard error is the journal stream systemd connected:
 /// `$JOURNAL_STREAM` is `<device>:<inode>` of it. The variable alone is not
 /// enough, since a child of a service inherits it with any standard error.

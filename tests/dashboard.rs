@@ -104,6 +104,32 @@ fn setup_needs_the_logged_code_and_then_closes() {
     assert_redirect(&ops.login("ops", "another password"), "/");
 }
 
+/// The setup code and the open API's warning are printed whatever the log
+/// level: under `log_level: error` neither was (an audit), and no one
+/// could finish setup.
+#[test]
+fn the_setup_code_is_printed_under_any_log_level() {
+    let mut m = Mailproc::prepare(&format!("log_level: error\n{PLAIN}"));
+    // (The harness runs at debug; the variable wins over the file.)
+    m.spawn(&[("MAILPROC_LOG", "error")]);
+    m.wait_ready();
+    let code = setup_code(&m);
+    assert_eq!(code.len(), 14, "{code}");
+    assert!(m.log().contains("NO API AUTHENTICATION"), "{}", m.log());
+    assert!(!m.log().contains("[INFO]"), "{}", m.log());
+    let mut b = Browser::new(&m);
+    let r = b.post(
+        "/setup",
+        &[
+            ("username", "admin"),
+            ("password", PASSWORD),
+            ("password2", PASSWORD),
+            ("code", &code),
+        ],
+    );
+    assert_redirect(&r, "/");
+}
+
 #[test]
 fn login_logout_expiry_and_no_open_redirect() {
     let m = with_user(&format!("{PLAIN}dashboard: {{ session_ttl: 2s }}\n"));

@@ -170,10 +170,12 @@ impl Setup {
         let mut code = None;
         if enabled && store.user_count().unwrap_or(0) == 0 {
             let c = new_setup_code();
-            log::warn!(
-                target: crate::logging::STDERR_ONLY,
-                "dashboard setup code {c} - open http://{addr}/setup to create the \
-                 first user (or run `mailproc set-password USER`)"
+            crate::logging::warn_always(
+                crate::logging::STDERR_ONLY,
+                &format!(
+                    "dashboard setup code {c} - open http://{addr}/setup to create the \
+                     first user (or run `mailproc set-password USER`)"
+                ),
             );
             log::warn!(
                 "dashboard: no user exists yet; the one-time code for http://{addr}/setup was \
