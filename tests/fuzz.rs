@@ -211,6 +211,25 @@ fn check_config_text(text: &str, strict: bool) -> Result<(), TestCaseError> {
                     names_a_path(p, strict),
                     "problem names no path: {p:?}\nin:\n{text}"
                 );
+                // What was expected is said in the file's words, never a
+                // Rust type's (an audit: `expected struct ServerConfig`).
+                if let Some((_, expected)) = p.rsplit_once(", expected ") {
+                    for rust in [
+                        "struct ",
+                        "enum ",
+                        "Value::",
+                        "identifier",
+                        "u16",
+                        "u32",
+                        "usize",
+                        "f64",
+                    ] {
+                        prop_assert!(
+                            !expected.contains(rust),
+                            "a Rust type in {p:?}\nin:\n{text}"
+                        );
+                    }
+                }
             }
         }
     }

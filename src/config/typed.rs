@@ -125,6 +125,30 @@ pub fn plain_types(msg: &str) -> String {
         return msg.to_string();
     };
     let (head, tail) = msg.split_at(at + EXPECTED.len());
+    // `expected struct ServerConfig`: a section or item of settings, which
+    // the file writes as a mapping.
+    // A Rust type's name, said as the file writes such a value: `struct
+    // ServerConfig` (a section of settings), `internally tagged enum
+    // Written` (an action), `a Value::Tagged enum` (a word of a list:
+    // `log_level`, `security`).
+    for (rust, said) in [
+        ("struct ", "a mapping (key: value)"),
+        (
+            "internally tagged enum ",
+            "a mapping (key: value) with its `type`",
+        ),
+        ("a Value::Tagged enum", "a name (a string)"),
+        ("enum ", "a name (a string)"),
+        ("variant identifier", "a name (a string)"),
+        ("field identifier", "a key name (a string)"),
+    ] {
+        if let Some(name) = tail.strip_prefix(rust) {
+            let end = name
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .unwrap_or(name.len());
+            return format!("{head}{said}{}", &name[end..]);
+        }
+    }
     let end = tail
         .find(|c: char| !c.is_ascii_alphanumeric())
         .unwrap_or(tail.len());
