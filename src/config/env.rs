@@ -250,6 +250,9 @@ pub(super) fn as_written(
                 };
             }
             let mut rest = rest.to_string();
+            // A value that may not be swapped back (below) and that the
+            // problem quotes: the problem is told without its reason.
+            let mut withheld: Option<&str> = None;
             for (i, s) in swaps.iter().enumerate() {
                 // A reference is a string: nothing is inside its key. A
                 // problem whose path only reads as if it were (a key named
@@ -263,17 +266,21 @@ pub(super) fn as_written(
                 // A value the request also wrote itself, anywhere (a key's
                 // name, a folder), is not swapped back: which text came
                 // back as a reference would tell a guess right.
-                if written_anywhere[i] {
-                    continue;
-                }
-                if around
-                    && *written_under
-                        .entry((at_path.to_string(), i))
-                        .or_insert_with(|| {
-                            (literals.iter())
-                                .any(|(lp, text)| under(lp, at_path) && text.contains(&s.from))
-                        })
+                // Nor is it shown: the problem then quotes nothing (an
+                // audit found `PORT=mysecretpass` shown as the port's
+                // value beside an `auth_token` holding `xmysecretpassx`).
+                if written_anywhere[i]
+                    || (around
+                        && *written_under
+                            .entry((at_path.to_string(), i))
+                            .or_insert_with(|| {
+                                (literals.iter())
+                                    .any(|(lp, text)| under(lp, at_path) && text.contains(&s.from))
+                            }))
                 {
+                    if rest.contains(&s.from) {
+                        withheld.get_or_insert(&s.to);
+                    }
                     continue;
                 }
                 rest = if s.from.chars().count() > 2 {
@@ -293,6 +300,13 @@ pub(super) fn as_written(
                 } else {
                     replace_alone(&rest, &s.from, &s.to)
                 };
+            }
+            if let Some(reference) = withheld {
+                return format!(
+                    "{}: not valid; why is not shown, as it would quote what {reference} \
+                     holds, which the file also has written out elsewhere",
+                    &p[..head].trim_end_matches([':', ' '])
+                );
             }
             format!("{}{rest}", &p[..head])
         })

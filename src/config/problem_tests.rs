@@ -485,3 +485,32 @@ fn a_clients_problems_tell_nothing_of_a_variable_right_or_wrong() {
         );
     }
 }
+
+/// Found by an audit: a value a reference brought in, also written out
+/// elsewhere in the file, was not swapped back (which text came back as
+/// the reference would tell a guess right) and so was shown. The problem
+/// is now told without quoting it; alone in the file, it reads as the
+/// reference, as before.
+#[test]
+fn a_value_also_written_elsewhere_is_not_shown() {
+    let env = |name: &str| (name == "PORT").then(|| "mysecretpass".to_string());
+    let e = parse(
+        "server: { port: \"${PORT}\", auth_token: \"xmysecretpassx-long-enough\" }\n",
+        &env,
+    )
+    .unwrap_err();
+    let all = e.problems.join("\n");
+    assert!(!all.contains("mysecretpass\""), "{all}");
+    assert!(
+        all.contains(
+            "server.port: not valid; why is not shown, as it would quote what ${PORT} holds"
+        ),
+        "{all}"
+    );
+    let e = parse("server: { port: \"${PORT}\" }\n", &env).unwrap_err();
+    assert!(
+        e.problems[0].starts_with("server.port: invalid type: string \"${PORT}\""),
+        "{:?}",
+        e.problems
+    );
+}
