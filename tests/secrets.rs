@@ -577,6 +577,16 @@ fn webhook_secrets_stay_with_their_exact_url() {
         ),
         "{p:#?}"
     );
+    // The secret that cannot be kept is told once: not also refused as the
+    // mask it still reads (`must be at least 16 characters`, an audit).
+    assert_eq!(
+        p.iter()
+            .filter(|x| x.starts_with("webhooks[0].secret: "))
+            .count(),
+        1,
+        "{p:#?}"
+    );
+    assert!(!p.iter().any(|x| x.contains("at least 16")), "{p:#?}");
     // As shown, it is the same hook: kept.
     assert_eq!(put(&m, &c).status, 200);
     assert!(file(&m).contains("literal-hook-token-31"));

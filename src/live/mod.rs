@@ -280,7 +280,17 @@ impl Live {
         let config = match crate::config::from_client_tree(&raw, &|name| std::env::var(name).ok()) {
             Ok(c) => c,
             Err(e) => {
-                problems.extend(e.problems);
+                // A secret that could not be kept is still the mask, which
+                // validation would refuse again (`must be at least 16
+                // characters` of a renamed account's webhook secret, an
+                // audit): told once.
+                let unkept: Vec<String> = (problems.iter())
+                    .filter_map(|p| p.split_once(": ").map(|(at, _)| format!("{at}: ")))
+                    .collect();
+                problems.extend(
+                    (e.problems.into_iter())
+                        .filter(|p| !unkept.iter().any(|at| p.starts_with(at.as_str()))),
+                );
                 return Err(ChangeError::Invalid(problems));
             }
         };
