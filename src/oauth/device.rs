@@ -124,10 +124,11 @@ pub fn helper(
         account.imap.username
     )
     .map_err(io)?;
+    let minutes = code.expires_in.div_ceil(60);
     writeln!(
         say,
-        "Waiting for the approval (the code is valid for {} minutes)...",
-        code.expires_in.div_ceil(60)
+        "Waiting for the approval (the code is valid for {minutes} minute{})...",
+        if minutes == 1 { "" } else { "s" }
     )
     .map_err(io)?;
     let grant = client
