@@ -351,8 +351,8 @@ EOF
       - name: spammy-subject         # 54 (18%): 50 spam, 4 ham
         when: { subject: '(?i)(\$\d|\bfree\b|\bcash\b|mortgage|\bloans?\b|\bdebt\b|viagra|casino|\bincome\b|\bmillions?\b|\d+%|\blowest\b|refinanc|guaranteed|\bearn\b|money|\badv\b|weight loss|\bdiet\b|\bwin\b|\bwon\b|\bprize\b|\burgent\b)' }
         actions: [ { type: move, folder: Bulk } ]
-      - name: far-east-subject       # 1: a Japanese ham
-        when: { header: Subject, value: '(?i)=\?(iso-2022-jp|big5|gb2312|gbk|gb18030|ks_c_5601[-0-9]*|euc-kr|euc-jp|shift_jis)\?' }
+      - name: far-east-subject       # a subject in kana, Han or Hangul (rules read it decoded)
+        when: { subject: '[\x{3040}-\x{30FF}\x{3400}-\x{4DBF}\x{4E00}-\x{9FFF}\x{AC00}-\x{D7AF}]' }
         actions: [ { type: move, folder: Bulk } ]
       - name: far-east-charset       # 0 here
         when: { header: Content-Type, value: '(?i)charset="?(iso-2022-jp|big5|gb2312|gbk|gb18030|ks_c_5601|euc-kr|euc-jp|shift_jis)' }
