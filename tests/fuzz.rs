@@ -170,7 +170,7 @@ fn tree_with(odd_keys: u32) -> impl Strategy<Value = Value> {
 /// loader knows (`strict`) it must start at a section of the file or be the
 /// unknown key itself.
 fn names_a_path(problem: &str, strict: bool) -> bool {
-    let Some((path, rest)) = split_path(problem) else {
+    let Some((path, rest)) = mailproc::config::split_problem(problem) else {
         return false;
     };
     if rest.is_empty() || path.is_empty() {
@@ -181,24 +181,6 @@ fn names_a_path(problem: &str, strict: bool) -> bool {
     }
     let top = path.split(['.', '[']).next().unwrap_or("");
     KEYS.contains(&top) || (path.starts_with('[') && path.len() > 2)
-}
-
-/// A problem split at the first `: ` outside its path's quoted keys.
-fn split_path(problem: &str) -> Option<(&str, &str)> {
-    let mut quoted = false;
-    let mut escaped = false;
-    for (i, c) in problem.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            ':' if !quoted && problem[i + 1..].starts_with(' ') => {
-                return Some((&problem[..i], &problem[i + 2..]));
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 fn check_config_text(text: &str, strict: bool) -> Result<(), TestCaseError> {

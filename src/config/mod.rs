@@ -39,7 +39,7 @@ pub use redact::{
     without_credentials,
 };
 pub use schema::*;
-pub use typed::plain_types;
+pub use typed::{plain_types, split_problem, steps as path_steps, Step as PathStep};
 pub use validate::{
     framing_header, read_certificate, sendable_header_value, signing_key, too_many_headers,
     validate, warnings, BAD_HEADER_VALUE, FRAMING_HEADER, TOO_MANY_HEADERS,

@@ -183,7 +183,9 @@ pub(super) fn problems_as_in_file(problems: Vec<String>, taken: &[Taken]) -> Vec
     problems
         .into_iter()
         .filter_map(|p| {
-            let end = p.find([':', ' ']).unwrap_or(p.len());
+            let end = (split_problem(&p).map(|(at, _)| at.len()))
+                .or_else(|| p.find([':', ' ']))
+                .unwrap_or(p.len());
             let (at, rest) = p.split_at(end);
             if (provider_out && section(at) == "accounts") || taken.iter().any(|t| t.list == at) {
                 return None;
@@ -236,9 +238,10 @@ fn parent_path(path: &str) -> String {
     }
 }
 
-/// One step of a path: a key of a mapping or an index of a list.
+/// One step of a problem's path: a key of a mapping or an index of a
+/// list.
 #[derive(Debug, Clone, PartialEq)]
-enum Step {
+pub enum Step {
     Key(String),
     Index(usize),
     /// serde_path_to_error's `?`: no key the tree could be searched for.
@@ -258,6 +261,25 @@ fn shown_path(path: &serde_path_to_error::Path) -> String {
         })
         .collect();
     render(&steps)
+}
+
+/// A problem split into its path and what it says: at the first `: `
+/// outside the path's quoted keys (`server."a: b": unknown field …`).
+pub fn split_problem(problem: &str) -> Option<(&str, &str)> {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (i, c) in problem.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ':' if !quoted && problem[i + 1..].starts_with(' ') => {
+                return Some((&problem[..i], &problem[i + 2..]));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The path of `steps`, keys as [`shown_key`] writes them.
@@ -282,8 +304,9 @@ fn render(steps: &[Step]) -> String {
 
 /// The steps of a path [`render`] wrote (an empty key between dots, as
 /// `{path}.{key}` gives at the top, is no step); `None` for one it could
-/// not have written.
-fn steps(path: &str) -> Option<Vec<Step>> {
+/// not have written. Also the dashboard editor's, to find a problem's
+/// line.
+pub fn steps(path: &str) -> Option<Vec<Step>> {
     let mut out = Vec::new();
     let mut rest = path;
     while !rest.is_empty() {

@@ -7,7 +7,7 @@ use maud::html;
 
 use super::layout::{self, notice};
 use super::{html, Session};
-use crate::config;
+use crate::config::{self, PathStep};
 use crate::http::{Reply, Req};
 use crate::service::Ctx;
 
@@ -44,33 +44,6 @@ pub fn applied_lines(a: &crate::live::Applied) -> Vec<String> {
         &a.restart_required,
     );
     lines
-}
-
-/// One step of a problem's path: `accounts[0].rules[2].when.from`.
-#[derive(Debug, PartialEq)]
-enum Step<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
-fn steps(path: &str) -> Vec<Step<'_>> {
-    let mut out = Vec::new();
-    for part in path.split('.') {
-        let (key, mut rest) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            out.push(Step::Key(key));
-        }
-        while let Some(end) = rest.find(']') {
-            if let Ok(n) = rest[1..end].parse() {
-                out.push(Step::Index(n));
-            }
-            rest = &rest[end + 1..];
-        }
-    }
-    out
 }
 
 /// A line of block YAML: its indentation, its key and the key's column
@@ -119,14 +92,14 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
             return Some(n);
         }
     }
-    let path = problem.split(": ").next()?;
+    let (path, _) = config::split_problem(problem)?;
     let lines: Vec<Option<Shape>> = text.lines().map(shape).collect();
     let (mut from, mut to) = (0, lines.len());
     let mut best = None;
-    for step in steps(path) {
+    for step in config::path_steps(path).unwrap_or_default() {
         let block = || (from..to).filter_map(|i| lines[i].as_ref().map(|s| (i, s)));
-        let found = match step {
-            Step::Key(k) => {
+        let found = match &step {
+            PathStep::Key(k) => {
                 let Some(col) = block()
                     .filter(|(_, s)| s.key.is_some())
                     .map(|(_, s)| s.key_col)
@@ -134,28 +107,29 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
                 else {
                     break;
                 };
-                block().find(|(_, s)| s.key_col == col && s.key == Some(k))
+                block().find(|(_, s)| s.key_col == col && s.key == Some(k.as_str()))
             }
-            Step::Index(n) => {
+            PathStep::Index(n) => {
                 let Some(col) = block().filter(|(_, s)| s.item).map(|(_, s)| s.indent).min() else {
                     break;
                 };
-                block().filter(|(_, s)| s.item && s.indent == col).nth(n)
+                block().filter(|(_, s)| s.item && s.indent == col).nth(*n)
             }
+            PathStep::Unknown => break,
         };
         let Some((i, own)) = found else { break };
         best = Some(i + 1);
         // Where the found key's value or item ends: a key's sequence may
         // sit at the key's own indentation.
         let ends = |s: &Shape| match step {
-            Step::Key(_) => s.indent < own.indent || (s.indent == own.indent && !s.item),
-            Step::Index(_) => s.indent <= own.indent,
+            PathStep::Index(_) => s.indent <= own.indent,
+            _ => s.indent < own.indent || (s.indent == own.indent && !s.item),
         };
         to = ((i + 1)..to)
             .find(|j| lines[*j].as_ref().is_some_and(ends))
             .unwrap_or(to);
         // An item's first key sits on its own line.
-        from = if matches!(step, Step::Index(_)) {
+        from = if matches!(step, PathStep::Index(_)) {
             i
         } else {
             i + 1
@@ -324,5 +298,15 @@ accounts:
             Some(3)
         );
         assert_eq!(problem_line(TEXT, "nothing.here: x"), None);
+        // A key that is not one word is quoted in the path (its dot is no
+        // step): found as written.
+        let dotted = "accounts:\n- name: a\n  folders.junk: Spam\n";
+        assert_eq!(
+            problem_line(
+                dotted,
+                "accounts[0].\"folders.junk\": unknown field `folders.junk`"
+            ),
+            Some(3)
+        );
     }
 }
