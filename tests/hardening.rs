@@ -740,7 +740,7 @@ fn a_model_may_set_only_flags_its_account_allows() {
     assert!(
         errors
             .iter()
-            .any(|e| e.contains("\"\\Seen\" needs action \"read\"")),
+            .any(|e| e.contains("\"\\\\Seen\" needs action \"read\"")),
         "{errors:?}"
     );
     assert!(
