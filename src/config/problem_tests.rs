@@ -514,3 +514,23 @@ fn a_value_also_written_elsewhere_is_not_shown() {
         e.problems
     );
 }
+
+/// Found by a regression audit: a folder or flag quoted in a third form
+/// (a backslash left as it is, a quote escaped) was not swapped back, so
+/// a value holding both was shown. Whatever the value holds, a problem
+/// about a rule's folder or flag shows the reference.
+#[test]
+fn a_value_with_quotes_and_backslashes_is_swapped_back_in_a_rule() {
+    for value in ["hu\\\"nter2", "hu\\\u{1b}nter2", "hu\"nter2", "hu\\nter2"] {
+        let env = |name: &str| (name == "F").then(|| value.to_string());
+        let e = parse(
+            "accounts:\n  - name: a\n    imap: { host: h, username: u, password: p }\n    \
+             rules:\n      - { name: r, when: { from: x }, actions: [ { type: move, folder: \"${F}\" }, { type: flag, flags: [\"${F}\"] } ] }\n",
+            &env,
+        )
+        .unwrap_err();
+        let all = e.problems.join("\n");
+        assert!(!all.contains("nter2"), "{value:?}: {all}");
+        assert!(all.contains("${F}"), "{value:?}: {all}");
+    }
+}
