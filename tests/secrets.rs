@@ -587,6 +587,24 @@ fn webhook_secrets_stay_with_their_exact_url() {
         "{p:#?}"
     );
     assert!(!p.iter().any(|x| x.contains("at least 16")), "{p:#?}");
+    // Its path as every problem's (an odd header name quoted), and the
+    // problem of a header whose name begins the same still told (a
+    // regression audit: `headers.A: b` hid `headers.A`).
+    let mut odd = c.clone();
+    odd["webhooks"][0]["url"] = json!("https://hooks.example.com/services/T999ZZZZ8888YYYY7777");
+    odd["webhooks"][0]["headers"] = json!({"A: b": "********", "A": "bad\u{1}v"});
+    let r = put(&m, &odd);
+    assert_eq!(r.status, 400, "{}", r.text);
+    let p = problems(&r);
+    assert!(
+        p.iter()
+            .any(|x| x.starts_with("webhooks[0].headers.\"A: b\": reads ********")),
+        "{p:#?}"
+    );
+    assert!(
+        p.iter().any(|x| x.starts_with("webhooks[0].headers.A: ")),
+        "{p:#?}"
+    );
     // As shown, it is the same hook: kept.
     assert_eq!(put(&m, &c).status, 200);
     assert!(file(&m).contains("literal-hook-token-31"));

@@ -444,7 +444,9 @@ fn shown(path: &[String]) -> String {
             if !out.is_empty() {
                 out.push('.');
             }
-            out.push_str(p);
+            // As every problem's path: an odd key quoted, a control
+            // character escaped (a regression audit).
+            out.push_str(&super::typed::shown_key(p));
         }
     }
     out

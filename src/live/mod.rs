@@ -285,7 +285,9 @@ impl Live {
                 // characters` of a renamed account's webhook secret, an
                 // audit): told once.
                 let unkept: Vec<String> = (problems.iter())
-                    .filter_map(|p| p.split_once(": ").map(|(at, _)| format!("{at}: ")))
+                    .filter_map(|p| {
+                        crate::config::split_problem(p).map(|(at, _)| format!("{at}: "))
+                    })
                     .collect();
                 problems.extend(
                     (e.problems.into_iter())
