@@ -749,3 +749,29 @@ fn a_dotted_key_hides_no_other_problem() {
         assert!(all.contains(wanted), "{wanted:?} not in:\n{all}");
     }
 }
+
+/// A key holding a control character or a direction override is escaped
+/// in the path and in the message beside it (a regression audit: the
+/// message quoted it raw, so a newline split the problem and an escape
+/// sequence reached the terminal), and the rest of the file is still read.
+#[test]
+fn a_key_that_hides_text_is_escaped_everywhere_in_its_problem() {
+    let text = "server: {\"ctl\\u001bz\": 6, \"nl\\nq\": 7, \"rl\\u202ex\": 1}\nlog_level: loud\n";
+    let e = parse(text, &env).unwrap_err();
+    let all = e.problems.join("\n");
+    assert_eq!(e.problems.len(), 4, "{all}");
+    for p in &e.problems {
+        assert!(
+            !p.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{p:?}"
+        );
+    }
+    for wanted in [
+        "server.\"ctl\\u001bz\": unknown field `ctl\\u{1b}z`",
+        "server.\"nl\\nq\": unknown field `nl\\nq`",
+        "server.\"rl\\u202ex\": unknown field `rl\\u{202e}x`",
+        "log_level: ",
+    ] {
+        assert!(all.contains(wanted), "{wanted:?} not in:\n{all}");
+    }
+}

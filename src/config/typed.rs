@@ -38,17 +38,18 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
                     _ => false,
                 }) && e.path().iter().count() <= 1;
                 let mut path = shown_path(e.path());
-                let inner = plain_types(&e.into_inner().to_string());
+                let said = plain_types(&e.into_inner().to_string());
                 // An unknown key of an action (a tagged enum) is told at the
                 // action; named at itself, as everywhere else (an audit),
                 // and taken out alone, so the action is still read.
-                if let Some(key) = unknown_field(&inner) {
+                if let Some(key) = unknown_field(&said) {
                     let key = shown_key(key);
                     let at = format!("{path}.{key}");
                     if !path.ends_with(&format!(".{key}")) && find_path(&tree, &at) {
                         path = at;
                     }
                 }
+                let inner = escaped(said);
                 let missing = inner.starts_with("missing field");
                 let problem = if whole_file {
                     format!("config: {inner}")
@@ -345,12 +346,45 @@ pub(super) fn shown_key(key: &str) -> std::borrow::Cow<'_, str> {
             .chars()
             .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
     if word {
-        key.into()
-    } else {
-        serde_json::to_string(key)
-            .unwrap_or_else(|_| format!("{key:?}"))
-            .into()
+        return key.into();
     }
+    // JSON escapes control characters; what else hides or turns text (a
+    // direction override) is escaped the JSON way too, so [`steps`] reads
+    // it back.
+    let mut out = String::with_capacity(key.len() + 2);
+    for c in serde_json::to_string(key)
+        .unwrap_or_else(|_| format!("{key:?}"))
+        .chars()
+    {
+        if crate::logging::hides_text(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// serde's words with what would forge or hide text escaped (a key it
+/// quotes may hold a newline or an escape sequence: a regression audit
+/// found them reaching the terminal and the log raw).
+fn escaped(inner: String) -> String {
+    if !inner.chars().any(crate::logging::hides_text) {
+        return inner;
+    }
+    inner
+        .chars()
+        .map(|c| {
+            if crate::logging::hides_text(c) {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// The key an `unknown field` error names.
