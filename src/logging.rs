@@ -293,8 +293,15 @@ pub fn to_stderr(prio: u8, text: &str) {
 pub fn warn_always(target: &str, text: &str) {
     if log::log_enabled!(target: "mailproc", log::Level::Warn) {
         log::warn!(target: target, "{text}");
+    } else if stderr_is_journal() {
+        // The journal's own time, as every line there (`JournalLogger`).
+        to_stderr(4, text);
     } else {
-        to_stderr(4, &format!("{} [WARN] {text}", now_iso()));
+        // As simplelog writes a line: RFC 3339 to the nanosecond.
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_else(|_| now_iso());
+        to_stderr(4, &format!("{now} [WARN] {text}"));
     }
 }
 
