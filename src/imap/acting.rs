@@ -374,8 +374,8 @@ impl Runner {
         };
         let originals = stamps(s, &check.iter().map(|(u, _)| *u).collect::<Vec<_>>())?;
         // A message with no Message-ID to search by is looked for by its
-        // size and known by its whole header: a copy is the message byte
-        // for byte. Without this, such a message (a monitor's alert) was
+        // size and known by its content: a copy is the message byte for
+        // byte. Without this, such a message (a monitor's alert) was
         // copied a second time, the copy carrying the first run's
         // `\Deleted` (an audit).
         let unsearchable: Vec<u32> = check
@@ -383,7 +383,10 @@ impl Runner {
             .filter(|(u, id)| originals.contains_key(u) && search_message_id(id, caps).is_err())
             .map(|(u, _)| *u)
             .collect();
-        let headers = header_digests(s, &unsearchable)?;
+        let mut headers: HashMap<u32, [u8; 32]> = HashMap::new();
+        for u in &unsearchable {
+            headers.extend(content_digests(s, &[*u], originals[u].0)?);
+        }
         let mut of_size: HashMap<u32, Vec<u32>> = HashMap::new();
         let mut found: Copied = Vec::new();
         match folders.examine(s, folder) {
@@ -464,7 +467,7 @@ impl Runner {
                         .map(|(d, _)| d)
                         .collect();
                     if let Some(digest) = headers.get(u) {
-                        let of_alike = header_digests(s, &alike)?;
+                        let of_alike = content_digests(s, &alike, stamp.0)?;
                         alike.retain(|d| of_alike.get(d) == Some(digest));
                     }
                     let copy = alike.into_iter().max();
@@ -490,7 +493,8 @@ impl Runner {
         if !found.is_empty() {
             log::info!(
                 "{}: {} journalled message(s) already in {folder:?} (an earlier run's copy: \
-                 same Message-ID, size and date): taken out of {mailbox:?}, not copied again",
+                 same Message-ID, or same content, and same size and date): taken out of \
+                 {mailbox:?}, not copied again",
                 self.name(),
                 found.len()
             );
@@ -562,17 +566,34 @@ fn of_exact_size(s: &mut Session, size: u32) -> Result<Vec<u32>, ImapError> {
     }
 }
 
-/// A SHA-256 of each message's whole header, fetched a few at a time (a
-/// header may be large).
-fn header_digests(s: &mut Session, uids: &[u32]) -> Result<HashMap<u32, [u8; 32]>, ImapError> {
+/// Messages up to this size are known by all of their bytes, larger ones
+/// by their header (with their size and date): a replay reads each whole.
+const WHOLE_DIGEST_MAX: u32 = 4 << 20;
+
+/// A SHA-256 of each message of `uids` (all of `size` octets): of the
+/// whole message when it is small (two alerts alike but for a figure in
+/// the text are two messages: a regression audit), else of its header.
+/// Fetched a few at a time.
+fn content_digests(
+    s: &mut Session,
+    uids: &[u32],
+    size: u32,
+) -> Result<HashMap<u32, [u8; 32]>, ImapError> {
     use sha2::{Digest, Sha256};
+    let whole = size <= WHOLE_DIGEST_MAX;
+    let (query, per) = if whole {
+        ("(UID BODY.PEEK[])", 8)
+    } else {
+        ("(UID BODY.PEEK[HEADER])", 32)
+    };
     let mut out = HashMap::new();
-    for piece in uids.chunks(32) {
-        match s.uid_fetch(uid_set(piece), "(UID BODY.PEEK[HEADER])") {
+    for piece in uids.chunks(per) {
+        match s.uid_fetch(uid_set(piece), query) {
             Ok(fetches) => {
                 for f in fetches.iter() {
-                    if let (Some(uid), Some(header)) = (f.uid, f.header()) {
-                        out.insert(uid, Sha256::digest(header).into());
+                    let bytes = if whole { f.body() } else { f.header() };
+                    if let (Some(uid), Some(bytes)) = (f.uid, bytes) {
+                        out.insert(uid, Sha256::digest(bytes).into());
                     }
                 }
             }
