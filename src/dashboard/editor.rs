@@ -50,9 +50,45 @@ pub fn applied_lines(a: &crate::live::Applied) -> Vec<String> {
 /// (after any `- `), and whether it opens a list item.
 struct Shape<'a> {
     indent: usize,
-    key: Option<&'a str>,
+    key: Option<std::borrow::Cow<'a, str>>,
     key_col: usize,
     item: bool,
+}
+
+/// The key a block line opens (`port: 8080` → `port`), as YAML reads it:
+/// a double-quoted key unescaped (`"a: b": 1` → `a: b`), a single-quoted
+/// one with its `''`, a plain one up to `: ` (spaces and dots allowed).
+/// A regression audit found odd keys shown at their parent's line.
+fn line_key(rest: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let (key, after): (std::borrow::Cow<'_, str>, &str) = if rest.starts_with('"') {
+        let mut de = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+        let key = de.next()?.ok()?;
+        (key.into(), &rest[de.byte_offset()..])
+    } else if let Some(r) = rest.strip_prefix('\'') {
+        let mut key = String::new();
+        let mut chars = r.char_indices().peekable();
+        let end = loop {
+            let (i, c) = chars.next()?;
+            if c != '\'' {
+                key.push(c);
+            } else if chars.peek().is_some_and(|(_, n)| *n == '\'') {
+                key.push('\'');
+                chars.next();
+            } else {
+                break i + 1;
+            }
+        };
+        (key.into(), &r[end..])
+    } else {
+        let end = rest
+            .find(": ")
+            .or_else(|| rest.strip_suffix(':').map(str::len))?;
+        let key = rest[..end].trim_end();
+        (key.into(), &rest[end..])
+    };
+    let after = after.trim_start();
+    let opens = after == ":" || after.starts_with(": ");
+    (opens && !key.is_empty()).then_some(key)
 }
 
 fn shape(line: &str) -> Option<Shape<'_>> {
@@ -66,10 +102,7 @@ fn shape(line: &str) -> Option<Shape<'_>> {
     while let Some(r) = rest.strip_prefix("- ") {
         rest = r.trim_start();
     }
-    let key = rest
-        .split_once(':')
-        .map(|(k, _)| k.trim().trim_matches(['"', '\'']))
-        .filter(|k| !k.is_empty() && !k.contains(' '));
+    let key = line_key(rest);
     Some(Shape {
         indent,
         key,
@@ -107,7 +140,7 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
                 else {
                     break;
                 };
-                block().find(|(_, s)| s.key_col == col && s.key == Some(k.as_str()))
+                block().find(|(_, s)| s.key_col == col && s.key.as_deref() == Some(k.as_str()))
             }
             PathStep::Index(n) => {
                 let Some(col) = block().filter(|(_, s)| s.item).map(|(_, s)| s.indent).min() else {
@@ -308,5 +341,18 @@ accounts:
             ),
             Some(3)
         );
+        // Keys as YAML reads them: quoted, with `: ` or spaces in them (a
+        // regression audit found them at their parent's line, and `a` at
+        // the line of `"a: b"`).
+        let odd = "server:\n  \"a: b\": 11\n  a: 0\n  'q''z': 1\n  has space: 2\n  \"x\\\"y\": 3\n";
+        for (problem, line) in [
+            ("server.\"a: b\": unknown field", 2),
+            ("server.a: unknown field", 3),
+            ("server.\"q'z\": unknown field", 4),
+            ("server.\"has space\": unknown field", 5),
+            ("server.\"x\\\"y\": unknown field", 6),
+        ] {
+            assert_eq!(problem_line(odd, problem), Some(line), "{problem}");
+        }
     }
 }
