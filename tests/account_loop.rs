@@ -666,31 +666,12 @@ fn without_move_only_an_exact_copy_counts_as_an_earlier_runs_copy() {
 }
 
 /// Appends `raw` to `mailbox` of user `test` with the INTERNALDATE `date`
-/// (`"30-Nov-2026 05:00:00 +0000"`), by hand: the imap crate's append
-/// takes a chrono date.
+/// (`"30-Nov-2026 05:00:00 +0000"`).
 fn append_dated(d: &Dovecot, mailbox: &str, date: &str, raw: &[u8]) {
-    use std::io::{BufRead, BufReader, Write};
-    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut w = tcp.try_clone().unwrap();
-    let mut r = BufReader::new(tcp);
-    let mut line = String::new();
-    let mut until = |r: &mut BufReader<std::net::TcpStream>, tag: &str| loop {
-        line.clear();
-        assert!(r.read_line(&mut line).unwrap() > 0, "closed before {tag}");
-        if line.starts_with(tag) {
-            assert!(line.starts_with(&format!("{tag} OK")), "{line}");
-            return;
-        }
-    };
-    r.read_line(&mut String::new()).unwrap();
-    w.write_all(b"a LOGIN test secret\r\n").unwrap();
-    until(&mut r, "a");
-    w.write_all(format!("b APPEND {mailbox} \"{date}\" {{{}+}}\r\n", raw.len()).as_bytes())
-        .unwrap();
-    w.write_all(raw).unwrap();
-    w.write_all(b"\r\nc LOGOUT\r\n").unwrap();
-    until(&mut r, "b");
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    let a = c.append_dated(mailbox, "", Some(date), raw).unwrap();
+    assert!(a.ok(), "{} {}", a.status, a.text);
+    c.logout();
 }
 
 /// The subject and flags of every message in `mailbox`, by subject.

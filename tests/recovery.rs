@@ -541,35 +541,20 @@ fn a_full_disk_stops_recording_says_so_and_recovers() {
     );
 }
 
-/// Appends `raw` to `user`'s INBOX with a fixed INTERNALDATE, by hand
-/// (LITERAL+): two messages alike in Message-ID, size and date.
+/// Appends `raw` to the INBOX of user `test` with a fixed INTERNALDATE:
+/// two messages alike in Message-ID, size and date.
 fn append_dated(d: &Dovecot, raw: &str) {
-    use std::io::{BufRead, BufReader, Write};
-    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
-    let mut r = BufReader::new(tcp.try_clone().unwrap());
-    let mut w = tcp;
-    let mut line = String::new();
-    let mut until = |r: &mut BufReader<std::net::TcpStream>, tag: &str| loop {
-        line.clear();
-        assert!(r.read_line(&mut line).unwrap() > 0, "closed before {tag}");
-        if line.starts_with(tag) {
-            assert!(line.starts_with(&format!("{tag} OK")), "{line}");
-            return;
-        }
-    };
-    r.read_line(&mut String::new()).unwrap();
-    w.write_all(b"a1 LOGIN test secret\r\n").unwrap();
-    until(&mut r, "a1");
-    w.write_all(
-        format!(
-            "a2 APPEND INBOX \"30-Nov-2026 01:00:00 +0000\" {{{}+}}\r\n{raw}\r\n",
-            raw.len()
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    let a = c
+        .append_dated(
+            "INBOX",
+            "",
+            Some("30-Nov-2026 01:00:00 +0000"),
+            raw.as_bytes(),
         )
-        .as_bytes(),
-    )
-    .unwrap();
-    until(&mut r, "a2");
-    w.write_all(b"a3 LOGOUT\r\n").unwrap();
+        .unwrap();
+    assert!(a.ok(), "{} {}", a.status, a.text);
+    c.logout();
 }
 
 /// Audit (stop 53): on a server without MOVE, a replayed move looks in the
