@@ -30,6 +30,7 @@ pub mod oauth;
 pub mod resolve;
 pub mod routes;
 pub mod service;
+pub mod shown;
 pub mod signals;
 pub mod store;
 pub mod timestamp;

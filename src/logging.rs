@@ -60,27 +60,6 @@ pub fn clean(text: &str) -> String {
     clean_up_to(text, MAX_CLIENT_CHARS)
 }
 
-/// Whether `c` forges or hides text where it is shown: a control
-/// character; line and paragraph separators, which split a line for many
-/// log viewers; zero-width marks and direction overrides, which hide or
-/// turn text (found by an audit, in a sender's Message-ID).
-pub fn hides_text(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{ad}'
-                | '\u{61c}'
-                | '\u{180e}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}'
-                | '\u{feff}'
-                | '\u{fff9}'..='\u{fffb}'
-                | '\u{1d173}'..='\u{1d17a}'
-                | '\u{e0000}'..='\u{e007f}'
-        )
-}
-
 /// [`clean`], clipped to `max` characters.
 pub fn clean_up_to(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max + 16));
@@ -94,7 +73,7 @@ pub fn clean_up_to(text: &str, max: usize) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if hides_text(c) => out.extend(c.escape_unicode()),
+            c if crate::shown::hides_text(c) => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
     }

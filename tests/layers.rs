@@ -24,6 +24,7 @@ const TIERS: &[&[&str]] = &[
         "backoff",
         "resolve",
         "gate",
+        "shown",
     ],
     // What a message and the configuration are.
     &["learn", "config"],

@@ -160,6 +160,10 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
     Ok(out)
 }
 
+/// How much of a long value's start tells it in a problem (see
+/// [`as_written`]).
+const PROBE_CHARS: usize = 24;
+
 /// `problems` (found in the substituted tree) worded against `raw`, the
 /// tree as written: every value a reference brought in is replaced by the
 /// reference in the problems about the key that holds it, or about a key
@@ -301,6 +305,17 @@ pub(super) fn as_written(
                     replace_alone(&rest, &s.from, &s.to)
                 };
             }
+            // A long value shown cut (a folder or flag is quoted to 200
+            // characters), or inside other text, is not found whole: its
+            // start tells it (a regression audit found a 306-byte value
+            // shown cut).
+            for s in &swaps {
+                let about = at_path == s.path || under(&s.path, at_path);
+                let head: String = s.from.chars().take(PROBE_CHARS).collect();
+                if about && s.from.chars().count() > PROBE_CHARS && rest.contains(&head) {
+                    withheld.get_or_insert(&s.to);
+                }
+            }
             if let Some(reference) = withheld {
                 return format!(
                     "{}: not valid; why is not shown, as it would quote what {reference} \
@@ -440,7 +455,12 @@ fn collect_swaps(v: &serde_norway::Value, env: &dyn Fn(&str) -> Option<String>) 
             if !from.is_empty() && from != to {
                 // As Display and as Debug (`{:?}`) would quote it,
                 // each once.
-                let debug = |x: &str| format!("{x:?}").trim_matches('"').to_string();
+                // One quote off each end: a value ending in `"` ends in
+                // `\"` (a regression audit: trimming every quote left it).
+                let debug = |x: &str| {
+                    let d = format!("{x:?}");
+                    d[1..d.len() - 1].to_string()
+                };
                 let (dfrom, dto) = (debug(&from), debug(&to));
                 if dfrom != from {
                     out.push(Swap {

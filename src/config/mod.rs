@@ -283,8 +283,14 @@ fn read_tree(
         Some(c) if problems.is_empty() => Ok(c),
         // What was found in the substituted tree is told against the text
         // as written: no problem shows a variable's value.
+        // What would forge or hide text (a control character in a key,
+        // in a regex's error) is escaped in every problem, once, here:
+        // they reach a terminal, the log and a page (regression audits).
         _ => Err(ConfigError {
-            problems: as_written(problems, raw, env, client),
+            problems: as_written(problems, raw, env, client)
+                .into_iter()
+                .map(|p| crate::shown::escape_hidden(&p).into_owned())
+                .collect(),
         }),
     }
 }

@@ -534,3 +534,55 @@ fn a_value_with_quotes_and_backslashes_is_swapped_back_in_a_rule() {
         assert!(all.contains("${F}"), "{value:?}: {all}");
     }
 }
+
+/// Found by a second regression audit: a value longer than a folder's
+/// quoting keeps (200 characters) was shown cut, and one ending in `"`
+/// left that quote behind. Neither shows any of the value now.
+#[test]
+fn a_long_value_or_one_ending_in_a_quote_is_not_shown() {
+    let long = format!("SECRET{}", "x".repeat(300));
+    for value in [long.as_str(), "x\"", "\"\"SEC\"\"", "\\\""] {
+        let env = |name: &str| (name == "F").then(|| value.to_string());
+        for folder in ["${F}", "pre${F}"] {
+            let e = parse(
+                &format!(
+                    "accounts:\n  - name: a\n    imap: {{ host: h, username: u, password: p }}\n    \
+                     rules:\n      - {{ name: r, when: {{ from: x }}, actions: [ {{ type: move, folder: '{folder}' }}, {{ type: flag, flags: ['{folder}'] }} ] }}\n"
+                ),
+                &env,
+            )
+            .unwrap_err();
+            let all = e.problems.join("\n");
+            assert!(
+                !all.contains("SECRET") && !all.contains("SEC"),
+                "{value:?}: {all}"
+            );
+            assert!(!all.contains("}\"\""), "{value:?}: {all}");
+            assert!(all.contains("${F}"), "{value:?}: {all}");
+        }
+    }
+}
+
+/// What would forge or hide text is escaped in every problem, whoever
+/// wrote it: a regex's error quotes the pattern (a second regression
+/// audit found an escape sequence reaching the terminal through it).
+#[test]
+fn a_problem_never_holds_a_raw_control_character() {
+    let e = parse_str(
+        "accounts:\n  - name: a\n    imap: { host: h, username: u, password: p }\n    \
+         rules:\n      - { name: r, when: { subject: \"\\e[2J\\e[31mFAKE(\\u202e\" }, actions: [ { type: read } ] }\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.problems.iter().any(|p| p.contains("invalid regex")),
+        "{:?}",
+        e.problems
+    );
+    for p in &e.problems {
+        assert!(
+            !p.chars()
+                .any(|c| c == '\u{1b}' || c == '\u{202e}' || c == '\n'),
+            "{p:?}"
+        );
+    }
+}

@@ -49,7 +49,7 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
                         path = at;
                     }
                 }
-                let inner = escaped(said);
+                let inner = said;
                 let missing = inner.starts_with("missing field");
                 let problem = if whole_file {
                     format!("config: {inner}")
@@ -356,7 +356,7 @@ pub(super) fn shown_key(key: &str) -> std::borrow::Cow<'_, str> {
         .unwrap_or_else(|_| format!("{key:?}"))
         .chars()
     {
-        if crate::logging::hides_text(c) {
+        if crate::shown::hides_text(c) {
             let mut units = [0u16; 2];
             for u in c.encode_utf16(&mut units) {
                 out.push_str(&format!("\\u{u:04x}"));
@@ -366,25 +366,6 @@ pub(super) fn shown_key(key: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     out.into()
-}
-
-/// serde's words with what would forge or hide text escaped (a key it
-/// quotes may hold a newline or an escape sequence: a regression audit
-/// found them reaching the terminal and the log raw).
-fn escaped(inner: String) -> String {
-    if !inner.chars().any(crate::logging::hides_text) {
-        return inner;
-    }
-    inner
-        .chars()
-        .map(|c| {
-            if crate::logging::hides_text(c) {
-                c.escape_debug().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// The key an `unknown field` error names.
