@@ -61,9 +61,20 @@ struct Shape<'a> {
 /// A regression audit found odd keys shown at their parent's line.
 fn line_key(rest: &str) -> Option<std::borrow::Cow<'_, str>> {
     let (key, after): (std::borrow::Cow<'_, str>, &str) = if rest.starts_with('"') {
-        let mut de = serde_json::Deserializer::from_str(rest).into_iter::<String>();
-        let key = de.next()?.ok()?;
-        (key.into(), &rest[de.byte_offset()..])
+        // To the quote no backslash escapes, read as YAML reads it (its
+        // escapes are more than JSON's: `\x41`, `\e`, `\ `).
+        let mut escaped = false;
+        let end = rest.char_indices().skip(1).find_map(|(i, c)| {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => return Some(i),
+                _ => {}
+            }
+            None
+        })?;
+        let key: String = serde_norway::from_str(&rest[..=end]).ok()?;
+        (key.into(), &rest[end + 1..])
     } else if let Some(r) = rest.strip_prefix('\'') {
         let mut key = String::new();
         let mut chars = r.char_indices().peekable();
@@ -80,14 +91,19 @@ fn line_key(rest: &str) -> Option<std::borrow::Cow<'_, str>> {
         };
         (key.into(), &r[end..])
     } else {
-        let end = rest
-            .find(": ")
-            .or_else(|| rest.strip_suffix(':').map(str::len))?;
+        // A plain key ends at the `:` a space, a tab or the line's end
+        // follows.
+        let end = rest.char_indices().find_map(|(i, c)| {
+            let next = &rest[i + 1..];
+            (c == ':' && (next.is_empty() || next.starts_with([' ', '\t']))).then_some(i)
+        })?;
         let key = rest[..end].trim_end();
         (key.into(), &rest[end..])
     };
     let after = after.trim_start();
-    let opens = after == ":" || after.starts_with(": ");
+    let opens = after
+        .strip_prefix(':')
+        .is_some_and(|a| a.is_empty() || a.starts_with([' ', '\t']));
     (opens && !key.is_empty()).then_some(key)
 }
 
@@ -353,6 +369,16 @@ accounts:
             ("server.\"x\\\"y\": unknown field", 6),
         ] {
             assert_eq!(problem_line(odd, problem), Some(line), "{problem}");
+        }
+        // YAML's own escapes and a tab after the colon (a second
+        // regression audit).
+        let yaml = "server:\n  \"\\x41b\": 11\n  e:\t9\n  \"\\e1\": 0\n";
+        for (problem, line) in [
+            ("server.Ab: unknown field", 2),
+            ("server.e: unknown field", 3),
+            ("server.\"\\u001b1\": unknown field", 4),
+        ] {
+            assert_eq!(problem_line(yaml, problem), Some(line), "{problem}");
         }
     }
 }
