@@ -38,18 +38,17 @@ pub(super) fn read(mut tree: serde_norway::Value) -> Read {
                     _ => false,
                 }) && e.path().iter().count() <= 1;
                 let mut path = shown_path(e.path());
-                let said = plain_types(&e.into_inner().to_string());
+                let inner = plain_types(&e.into_inner().to_string());
                 // An unknown key of an action (a tagged enum) is told at the
                 // action; named at itself, as everywhere else (an audit),
                 // and taken out alone, so the action is still read.
-                if let Some(key) = unknown_field(&said) {
+                if let Some(key) = unknown_field(&inner) {
                     let key = shown_key(key);
                     let at = format!("{path}.{key}");
                     if !path.ends_with(&format!(".{key}")) && find_path(&tree, &at) {
                         path = at;
                     }
                 }
-                let inner = said;
                 let missing = inner.starts_with("missing field");
                 let problem = if whole_file {
                     format!("config: {inner}")
@@ -126,8 +125,6 @@ pub fn plain_types(msg: &str) -> String {
         return msg.to_string();
     };
     let (head, tail) = msg.split_at(at + EXPECTED.len());
-    // `expected struct ServerConfig`: a section or item of settings, which
-    // the file writes as a mapping.
     // A Rust type's name, said as the file writes such a value: `struct
     // ServerConfig` (a section of settings), `internally tagged enum
     // Written` (an action), `a Value::Tagged enum` (a word of a list:
