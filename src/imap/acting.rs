@@ -378,15 +378,21 @@ impl Runner {
         // byte. Without this, such a message (a monitor's alert) was
         // copied a second time, the copy carrying the first run's
         // `\Deleted` (an audit).
-        let unsearchable: Vec<u32> = check
+        let unsearchable: HashSet<u32> = check
             .iter()
             .filter(|(u, id)| originals.contains_key(u) && search_message_id(id, caps).is_err())
             .map(|(u, _)| *u)
             .collect();
-        let mut headers: HashMap<u32, [u8; 32]> = HashMap::new();
+        // Their digests: one FETCH for each size, not one for each message.
+        let mut sizes: HashMap<u32, Vec<u32>> = HashMap::new();
         for u in &unsearchable {
-            headers.extend(content_digests(s, &[*u], originals[u].0)?);
+            sizes.entry(originals[u].0).or_default().push(*u);
         }
+        let mut digests: HashMap<u32, [u8; 32]> = HashMap::new();
+        for (size, uids) in &sizes {
+            digests.extend(content_digests(s, uids, *size)?);
+        }
+        // The destination's messages of each size looked for.
         let mut of_size: HashMap<u32, Vec<u32>> = HashMap::new();
         let mut found: Copied = Vec::new();
         match folders.examine(s, folder) {
@@ -395,7 +401,7 @@ impl Runner {
                 // FETCH (see `ids_in_folder`); the rest one at a time.
                 let wanted: Vec<&str> = check
                     .iter()
-                    .filter(|(u, _)| originals.contains_key(u) && !headers.contains_key(u))
+                    .filter(|(u, _)| originals.contains_key(u) && !unsearchable.contains(u))
                     .map(|(_, id)| *id)
                     .collect();
                 let many = ids_in_folder(s, caps, &wanted)?;
@@ -417,7 +423,12 @@ impl Runner {
                     let Some(stamp) = originals.get(u) else {
                         continue;
                     };
-                    let hits: Vec<u32> = if headers.contains_key(u) {
+                    let hits: Vec<u32> = if unsearchable.contains(u) {
+                        // Its content unread (it left meanwhile): no copy
+                        // can be told its own.
+                        if !digests.contains_key(u) {
+                            continue;
+                        }
                         match of_size.entry(stamp.0) {
                             Entry::Occupied(e) => e.get().clone(),
                             Entry::Vacant(e) => e.insert(of_exact_size(s, stamp.0)?).clone(),
@@ -466,7 +477,7 @@ impl Runner {
                         .filter(|(_, st)| st == stamp)
                         .map(|(d, _)| d)
                         .collect();
-                    if let Some(digest) = headers.get(u) {
+                    if let Some(digest) = digests.get(u) {
                         let of_alike = content_digests(s, &alike, stamp.0)?;
                         alike.retain(|d| of_alike.get(d) == Some(digest));
                     }
