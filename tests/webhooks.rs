@@ -713,6 +713,99 @@ fn a_target_that_stalls_its_body_holds_no_one_up() {
     assert_eq!(held.len(), n, "each delivery's connection is still open");
 }
 
+/// Found by an audit of the binary: a target answering in 4.5 s (under
+/// its 5 s time-out, so never set aside as silent) held a healthy target's
+/// events 4.5 s apart, then a backlog overflowed the one queue and 1,370
+/// events were dropped, the healthy target's among them. Each target has
+/// its own queue now, and the targets take turns by the time their
+/// deliveries take.
+#[test]
+fn a_slow_target_holds_no_one_up_and_loses_only_its_own_events() {
+    let slow = Receiver::start("127.0.0.1:0", Answer::Delay(Duration::from_millis(1500)));
+    let fast = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let yaml = format!(
+        "webhook_settings: {{ timeout: 5s, allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  \
+         - url: \"{}\"\n  - url: \"{}\"\n",
+        slow.url("/slow"),
+        fast.url("/fast")
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    let send = |from: usize, to: usize| {
+        for i in from..to {
+            emit(
+                &d.hooks,
+                EventKind::Error,
+                "a",
+                json!({"error": format!("e{i}")}),
+            );
+        }
+    };
+    // One queue for both: each fast delivery came after a slow one (1.5 s),
+    // so the fast target got its 1,024 events in 25 minutes, as many slow
+    // deliveries as fast ones. Taking turns by time, the slow target gets
+    // about as much of the thread's time as the fast one's 1,024 take.
+    send(0, QUEUE_SIZE);
+    let started = Instant::now();
+    while fast.count() < QUEUE_SIZE && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        fast.count(),
+        QUEUE_SIZE,
+        "the fast target's events in 60 s, beside {} slow deliveries",
+        slow.count()
+    );
+    assert!(
+        slow.count() < QUEUE_SIZE / 20,
+        "the fast target waited behind {} slow deliveries",
+        slow.count()
+    );
+    assert_eq!(d.metrics.webhook_dropped.get(), 0);
+    // The slow target's queue is full now; more events are dropped for it
+    // alone (one queue for both dropped them for both).
+    let more = 100;
+    send(QUEUE_SIZE, QUEUE_SIZE + more);
+    let got = fast.wait_for_hits(QUEUE_SIZE + more, Duration::from_secs(30));
+    let errors: Vec<String> = got
+        .iter()
+        .map(|h| h.json()["error"].as_str().unwrap().to_string())
+        .collect();
+    let sent: Vec<String> = (0..QUEUE_SIZE + more).map(|i| format!("e{i}")).collect();
+    assert_eq!(errors, sent, "the fast target got every event, in order");
+    let dropped = d.metrics.webhook_dropped.get();
+    assert!(
+        (more as u64 - QUEUE_SIZE as u64 / 20..=more as u64).contains(&dropped),
+        "dropped {dropped}: the slow target's overflow"
+    );
+}
+
+/// Found by an audit of the binary: a URL's user-info went out as written
+/// (`Authorization: Basic` of `hook%40user:p%40ss%3Aw0rd`), so a receiver
+/// checking a password with `@` or `:` refused every delivery.
+#[test]
+fn userinfo_goes_decoded_as_basic_auth_unless_a_header_sets_it() {
+    let r = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let with_info = r
+        .url("/basic")
+        .replace("http://", "http://hook%40user:p%40ss%3Aw0rd@");
+    let explicit = r.url("/explicit").replace("http://", "http://u:p@");
+    let yaml = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  \
+         - url: \"{with_info}\"\n  \
+         - url: \"{explicit}\"\n    headers: {{ Authorization: \"Bearer t0ken\" }}\n"
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    emit(&d.hooks, EventKind::Error, "a", json!({"error": "e"}));
+    let hits = r.wait_for_hits(2, Duration::from_secs(10));
+    let on = |path: &str| hits.iter().find(|h| h.path == path).expect(path);
+    let want = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("hook@user:p@ss:w0rd")
+    );
+    assert_eq!(on("/basic").all("authorization"), [want.as_str()]);
+    assert_eq!(on("/explicit").all("authorization"), ["Bearer t0ken"]);
+}
+
 #[test]
 fn shutdown_delivers_what_is_queued() {
     let r = Receiver::start("127.0.0.1:0", Answer::Status(200));

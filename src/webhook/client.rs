@@ -103,7 +103,18 @@ impl Client {
         timeout: Duration,
         configured: Duration,
     ) -> Result<u16, WebhookError> {
-        let uri: Uri = target.url.as_str().parse().map_err(|e| {
+        // The URL's user-info goes as `Authorization: Basic`, decoded
+        // (`p%40ss` is the password `p@ss`; the HTTP client would send it
+        // as written), unless the entry's headers set Authorization.
+        let basic = crate::agent::basic_auth(target.url.as_str()).filter(|_| {
+            !headers
+                .iter()
+                .any(|(k, _)| k == ureq::http::header::AUTHORIZATION)
+        });
+        let mut bare = target.url.clone();
+        let _ = bare.set_username("");
+        let _ = bare.set_password(None);
+        let uri: Uri = bare.as_str().parse().map_err(|e| {
             let url = crate::config::redact_url(target.url.as_str());
             WebhookError::BadUrl(format!("invalid URL {url}: {e}"))
         })?;
@@ -113,6 +124,9 @@ impl Client {
             addrs: target.addrs.clone(),
         });
         let mut req = self.agent.post(uri);
+        if let Some(basic) = basic {
+            req = req.header(ureq::http::header::AUTHORIZATION, basic);
+        }
         for (k, v) in headers {
             req = req.header(k, v);
         }

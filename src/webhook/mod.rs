@@ -4,18 +4,21 @@
 //! beside it.
 //!
 //! Producers (account workers) call [`Webhooks::emit`], which only stamps the
-//! payload and `try_send`s it: it never blocks and never touches the network,
-//! so a slow or dead target cannot slow mail processing. When the queue is
-//! full the event is dropped, counted in `mailproc_webhook_dropped_total` and
-//! logged. The thread named `webhooks` takes events one at a time and delivers
-//! each to every target that wants it (global `webhooks` plus the emitting
-//! account's own), once, with no retries (SPEC §6), and records every outcome
-//! in the store and in `mailproc_webhook_deliveries_total{event,outcome}`.
-//! Deliveries are sequential, so a target that gives no answer (a time-out,
-//! a refused connection) is not asked again for a while ([`Quiet`]: 10 s,
-//! doubling to 5 min while it stays silent): its events meanwhile are
-//! recorded as `skipped`, not attempted, and the other targets' events are
-//! not held behind its time-outs until the queue overflows.
+//! payload and queues it for each target that wants it (global `webhooks`
+//! plus the emitting account's own): it never blocks and never touches the
+//! network, so a slow or dead target cannot slow mail processing. Each
+//! target has its own bounded queue ([`lanes`]); when a target's is full
+//! the event is dropped for that target, counted in
+//! `mailproc_webhook_dropped_total` and logged. The thread named `webhooks`
+//! delivers one event at a time, taking turns among the targets by the
+//! time their deliveries take, once, with no retries (SPEC §6), and records
+//! every outcome in the store and in
+//! `mailproc_webhook_deliveries_total{event,outcome}`. A target that gives
+//! no answer (a time-out, a refused connection) is not asked again for a
+//! while ([`Quiet`]: 10 s, doubling to 5 min while it stays silent): its
+//! events meanwhile are recorded as `skipped`, not attempted. A target that
+//! answers slowly is asked, and the others are served between its
+//! requests.
 //!
 //! Every request leaves through [`vet`], the one SSRF guard, used by
 //! deliveries and by the test endpoint alike. It parses the URL the WHATWG way
@@ -41,6 +44,7 @@
 
 mod client;
 mod event;
+mod lanes;
 mod sign;
 mod ssrf;
 
@@ -52,7 +56,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Mutex, RwLock};
 
 use crate::config::{Config, EventKind, WebhookConfig};
@@ -68,18 +72,8 @@ pub use ssrf::{blocked_reason, check_addrs, parse_url, vet, vet_with, AllowList,
 /// The refusal text of SPEC §7, word for word.
 pub const SSRF_MESSAGE: &str = "Cannot test webhooks to private or local addresses";
 
-/// Events waiting for the `webhooks` thread. An event is about 1 KiB, so a
-/// full queue holds about 1 MiB. A batch pass over a backlog emits a few
-/// events per message in bursts of hundreds; 1024 absorbs such a burst while
-/// a healthy target answers in milliseconds. A target that cannot keep up
-/// with that will not catch up either, and dropping (counted and logged) is
-/// better than memory that grows without bound.
-pub const QUEUE_SIZE: usize = 1024;
-
-/// Queued events also may hold at most this many bytes in all: the count
-/// above bounds items, this bounds memory (payloads carry mail subjects and
-/// model output, whose sizes strangers and models choose).
-pub const QUEUE_BYTES: usize = 4 << 20;
+use lanes::{Full, Lanes};
+pub use lanes::{QUEUE_BYTES, QUEUE_SIZE, TOTAL_BYTES};
 
 /// How long queued events are still delivered after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -155,13 +149,6 @@ pub const TESTS_AT_ONCE: usize = 1;
 /// (`Retry-After`, seconds).
 pub const TEST_RETRY: &str = "5";
 
-/// One emitted event, stamped and serialized, waiting for the thread.
-struct Queued {
-    kind: EventKind,
-    account: String,
-    body: String,
-}
-
 /// Who receives what, from the current configuration.
 struct Targets {
     global: Vec<WebhookConfig>,
@@ -183,6 +170,14 @@ impl Targets {
             timeout: config.webhook_settings.timeout.0,
             allow: AllowList::new(&config.webhook_settings.allow_private),
         }
+    }
+
+    /// Whether any entry sends to `url`.
+    fn has(&self, url: &str) -> bool {
+        self.global
+            .iter()
+            .chain(self.by_account.values().flatten())
+            .any(|t| t.url == url)
     }
 
     fn for_event<'a>(
@@ -209,8 +204,8 @@ struct Shared {
     targets: RwLock<Arc<Targets>>,
     /// Set by `shutdown`: deliveries stop being attempted after it.
     deadline: Mutex<Option<Instant>>,
-    /// Bytes of the events in the queue (see [`QUEUE_BYTES`]).
-    queued_bytes: std::sync::atomic::AtomicUsize,
+    /// The events waiting, a queue per target.
+    lanes: Mutex<Lanes>,
     /// Events dropped since the last line that said so.
     unlogged_drops: AtomicU64,
     last_drop_warn_ms: AtomicI64,
@@ -222,7 +217,7 @@ impl Shared {
     /// queue closes. Called at each drop and by the delivery thread after
     /// each event, so a burst of drops is told in full once it is over
     /// (an audit found 784 drops logged as "dropped 1").
-    fn log_drops(&self, latest: Option<(EventKind, &str)>, now_or_never: bool) {
+    fn log_drops(&self, latest: Option<(EventKind, &str, &str, Full)>, now_or_never: bool) {
         if self.unlogged_drops.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -242,12 +237,21 @@ impl Shared {
             return;
         }
         match latest {
-            Some((kind, account)) => log::warn!(
-                "webhooks: delivery queue full ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting); dropped {n} event(s), the latest {} for {account}",
-                kind.as_str()
-            ),
+            Some((kind, account, url, full)) => {
+                let whose = match full {
+                    Full::Target => format!(
+                        "for {} ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting for it)",
+                        shown_url(url)
+                    ),
+                    Full::All => format!("({TOTAL_BYTES} bytes waiting for all targets)"),
+                };
+                log::warn!(
+                    "webhooks: delivery queue full {whose}; dropped {n} event(s), the latest {} for {account}",
+                    kind.as_str()
+                )
+            }
             None => log::warn!(
-                "webhooks: delivery queue full ({QUEUE_SIZE} events or {QUEUE_BYTES} bytes waiting); dropped {n} more event(s) since the last warning"
+                "webhooks: delivery queue full; dropped {n} more event(s) since the last warning"
             ),
         }
     }
@@ -369,8 +373,9 @@ fn shown_url(url: &str) -> String {
 }
 
 pub struct Webhooks {
-    /// `None` once shut down: the queue is closed.
-    tx: RwLock<Option<Sender<Queued>>>,
+    /// Wakes the thread when an event is queued; `None` once shut down:
+    /// the queues are closed.
+    tx: RwLock<Option<Sender<()>>>,
     shared: Arc<Shared>,
     /// A clone of the delivery agent, so shutdown can interrupt a request
     /// still in flight when the grace period ends.
@@ -387,7 +392,9 @@ impl Webhooks {
         store: Arc<Store>,
         metrics: Arc<Metrics>,
     ) -> std::io::Result<(Arc<Webhooks>, JoinHandle<()>)> {
-        let (tx, rx) = crossbeam_channel::bounded::<Queued>(QUEUE_SIZE);
+        // One wake-up pending is enough: the thread empties the queues
+        // before it sleeps again.
+        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
         metrics.init_webhooks(&crate::config::EventKind::ALL.map(|e| e.as_str()));
         let shared = Arc::new(Shared {
@@ -395,7 +402,7 @@ impl Webhooks {
             metrics,
             targets: RwLock::new(Arc::new(Targets::from_config(config))),
             deadline: Mutex::new(None),
-            queued_bytes: Default::default(),
+            lanes: Mutex::new(Lanes::default()),
             unlogged_drops: AtomicU64::new(0),
             last_drop_warn_ms: AtomicI64::new(i64::MIN / 2),
         });
@@ -416,26 +423,30 @@ impl Webhooks {
         Ok((w, h))
     }
 
-    /// Replaces the targets, allow-list and timeout (after a config change);
-    /// events already queued are delivered to the new targets.
+    /// Replaces the targets, allow-list and timeout (after a config change).
+    /// Events already queued go out with their target's new headers and
+    /// secret, if it still wants them; a target no longer configured loses
+    /// its queue.
     pub fn reload(&self, config: &Config) {
-        *self.shared.targets.write() = Arc::new(Targets::from_config(config));
+        let targets = Targets::from_config(config);
+        let dropped = self.shared.lanes.lock().retain(|url| targets.has(url));
+        if dropped > 0 {
+            log::info!(
+                "webhooks: {dropped} queued event(s) for targets no longer configured not sent"
+            );
+        }
+        *self.shared.targets.write() = Arc::new(targets);
     }
 
     /// Queues `event` of `account`, stamped with `event`, `timestamp` and
-    /// `account`. Never blocks: a full queue drops the event (counted).
+    /// `account`, for each target that wants it. Never blocks: a target
+    /// whose queue is full loses the event (counted).
     pub fn emit(&self, account: &str, event: Event<'_>) {
         let kind = event.kind();
         // Nobody listens: no payload built, nothing queued, the delivery
         // thread stays asleep (a backlog emits several events per message).
-        if self
-            .shared
-            .targets
-            .read()
-            .for_event(kind, account)
-            .next()
-            .is_none()
-        {
+        let targets = self.shared.targets.read().clone();
+        if targets.for_event(kind, account).next().is_none() {
             return;
         }
         // The envelope first (JSON objects keep their order), then the
@@ -449,47 +460,39 @@ impl Webhooks {
         }
         let mut payload = serde_json::Value::Object(payload);
         cap_strings(&mut payload);
-        let event = Queued {
-            kind,
-            account: account.to_string(),
-            body: payload.to_string(),
-        };
-        let size = event.body.len();
-        let queued = &self.shared.queued_bytes;
-        if queued.fetch_add(size, Ordering::SeqCst) + size > QUEUE_BYTES {
-            queued.fetch_sub(size, Ordering::SeqCst);
-            self.note_drop(kind, account);
-            return;
-        }
+        let body: Arc<str> = Arc::from(payload.to_string());
+        let who: Arc<str> = Arc::from(account);
+        // Held while queueing, so nothing is queued after `shutdown`.
         let tx = self.tx.read();
         let Some(tx) = tx.as_ref() else {
-            queued.fetch_sub(size, Ordering::SeqCst);
             log::debug!(
                 "webhooks: {} for {account} after shutdown, not sent",
                 kind.as_str()
             );
             return;
         };
-        match tx.try_send(event) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                queued.fetch_sub(size, Ordering::SeqCst);
-                self.note_drop(kind, account)
+        let mut full = vec![];
+        {
+            let mut lanes = self.shared.lanes.lock();
+            for target in targets.for_event(kind, account) {
+                if let Err(why) = lanes.push(&target.url, kind, &who, &body) {
+                    full.push((target.url.as_str(), why));
+                }
             }
-            Err(TrySendError::Disconnected(_)) => {
-                queued.fetch_sub(size, Ordering::SeqCst);
-                log::error!(
-                    "webhooks: the delivery thread is gone; {} for {account} lost",
-                    kind.as_str()
-                )
-            }
+        }
+        // Full means a wake-up is already pending; disconnected cannot
+        // happen while `tx` is held.
+        let _ = tx.try_send(());
+        for (url, why) in full {
+            self.note_drop(kind, account, url, why);
         }
     }
 
-    fn note_drop(&self, kind: EventKind, account: &str) {
+    fn note_drop(&self, kind: EventKind, account: &str, url: &str, why: Full) {
         self.shared.metrics.webhook_dropped.inc();
         self.shared.unlogged_drops.fetch_add(1, Ordering::Relaxed);
-        self.shared.log_drops(Some((kind, account)), false);
+        self.shared
+            .log_drops(Some((kind, account, url, why)), false);
     }
 
     /// Sends a test payload to `url` (SSRF-guarded) and reports the outcome.
@@ -590,21 +593,29 @@ fn remaining(timeout: Duration, started: Instant) -> Duration {
         .max(Duration::from_millis(1))
 }
 
-/// The `webhooks` thread: one event at a time, each to every target that
-/// wants it, until the queue is closed and empty. A panic while delivering
-/// one event (a bug) costs that event only: it is logged and counted, and
-/// the thread goes on with the next.
-fn run(rx: Receiver<Queued>, shared: &Shared, mut client: Client) {
+/// The `webhooks` thread: one delivery at a time, the targets taking turns
+/// ([`lanes`]), until the queues are closed and empty. A panic while
+/// delivering one event (a bug) costs that delivery only: it is logged and
+/// counted, and the thread goes on with the next.
+fn run(wake: Receiver<()>, shared: &Shared, mut client: Client) {
     let mut skipped = 0u64;
     let mut quiet = Quiet::default();
-    while let Ok(event) = rx.recv() {
-        shared
-            .queued_bytes
-            .fetch_sub(event.body.len(), Ordering::SeqCst);
+    loop {
+        let next = shared.lanes.lock().pop();
+        let Some((url, event)) = next else {
+            // Woken by the next emit, or closed: an emit queues before it
+            // wakes, so a closed channel with empty queues is the end.
+            if wake.recv().is_err() && shared.lanes.lock().is_empty() {
+                break;
+            }
+            continue;
+        };
         let (kind, account) = (event.kind.as_str(), event.account.clone());
+        let started = Instant::now();
         let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            deliver(event, shared, &mut client, &mut skipped, &mut quiet)
+            deliver(&url, event, shared, &mut client, &mut skipped, &mut quiet)
         }));
+        shared.lanes.lock().charge(&url, started.elapsed());
         if let Err(panic) = delivered {
             let msg = crate::failpoint::panic_message(&*panic);
             log::error!("webhooks: delivering {kind} for {account} panicked: {msg}");
@@ -674,59 +685,62 @@ impl Quiet {
     }
 }
 
-/// Delivers one event to every target that wants it.
+/// Delivers one event to the target at `url`, as the configuration now
+/// describes it (its headers and secret); not at all if it no longer wants
+/// the event.
 fn deliver(
-    event: Queued,
+    url: &str,
+    event: lanes::Pending,
     shared: &Shared,
     client: &mut Client,
     skipped: &mut u64,
     quiet: &mut Quiet,
 ) {
     crate::failpoint::hit("webhook-deliver");
-    {
-        let targets = shared.targets.read().clone();
-        let body = event.body;
-        let name = event.kind.as_str();
-        for target in targets.for_event(event.kind, &event.account) {
-            let Some(timeout) = shared.next_timeout(targets.timeout) else {
-                *skipped += 1;
-                continue;
-            };
-            if let Some(left) = quiet.waiting(&target.url, Instant::now()) {
-                shared.record_skip(name, &target.url, &event.account, left);
-                continue;
-            }
-            let started = Instant::now();
-            let result = vet(&target.url, &targets.allow, timeout).and_then(|vetted| {
-                let headers =
-                    request_headers(&target.headers, target.secret.as_deref(), body.as_bytes())?;
-                let timeout = shared
-                    .next_timeout(remaining(targets.timeout, started))
-                    .unwrap_or(Duration::from_millis(1));
-                client.send(&vetted, headers, body.as_bytes(), timeout, targets.timeout)
-            });
-            // A request the shutdown grace cut off is not the target's
-            // silence (an audit found it recorded as "Peer disconnected"
-            // and the target logged as giving no answer).
-            let cut = matches!(result, Err(WebhookError::Transport(_)))
-                && shared.next_timeout(targets.timeout).is_none();
-            let result = match result {
-                Err(WebhookError::Transport(e)) if cut => Err(WebhookError::Transport(format!(
-                    "cut off by the shutdown, {SHUTDOWN_GRACE:?} after it began ({e})"
-                ))),
-                other => other,
-            };
-            shared.record(
-                name,
-                &target.url,
-                Some(&event.account),
-                &result,
-                started.elapsed(),
-            );
-            if !cut {
-                quiet.note(&target.url, &result, Instant::now());
-            }
-        }
+    let targets = shared.targets.read().clone();
+    let body = event.body;
+    let name = event.kind.as_str();
+    let Some(target) = targets
+        .for_event(event.kind, &event.account)
+        .find(|t| t.url == url)
+    else {
+        log::debug!(
+            "webhooks: {name} ({}) to {}: the target no longer wants it; not sent",
+            event.account,
+            shown_url(url)
+        );
+        return;
+    };
+    let Some(timeout) = shared.next_timeout(targets.timeout) else {
+        *skipped += 1;
+        return;
+    };
+    if let Some(left) = quiet.waiting(url, Instant::now()) {
+        shared.record_skip(name, url, &event.account, left);
+        return;
+    }
+    let started = Instant::now();
+    let result = vet(url, &targets.allow, timeout).and_then(|vetted| {
+        let headers = request_headers(&target.headers, target.secret.as_deref(), body.as_bytes())?;
+        let timeout = shared
+            .next_timeout(remaining(targets.timeout, started))
+            .unwrap_or(Duration::from_millis(1));
+        client.send(&vetted, headers, body.as_bytes(), timeout, targets.timeout)
+    });
+    // A request the shutdown grace cut off is not the target's silence (an
+    // audit found it recorded as "Peer disconnected" and the target logged
+    // as giving no answer).
+    let cut = matches!(result, Err(WebhookError::Transport(_)))
+        && shared.next_timeout(targets.timeout).is_none();
+    let result = match result {
+        Err(WebhookError::Transport(e)) if cut => Err(WebhookError::Transport(format!(
+            "cut off by the shutdown, {SHUTDOWN_GRACE:?} after it began ({e})"
+        ))),
+        other => other,
+    };
+    shared.record(name, url, Some(&event.account), &result, started.elapsed());
+    if !cut {
+        quiet.note(url, &result, Instant::now());
     }
 }
 

@@ -52,6 +52,9 @@ pub enum Answer {
     /// Records the request, then waits until the receiver is released (or
     /// dropped) before answering 200: a target that hangs.
     Hang,
+    /// Records the request, then answers 200 after this long: a target
+    /// that is slow but within the time-out.
+    Delay(Duration),
 }
 
 pub struct Receiver {
@@ -98,6 +101,10 @@ impl Receiver {
                             .with_header(
                                 tiny_http::Header::from_bytes("Location", to.as_bytes()).unwrap(),
                             ),
+                        Answer::Delay(d) => {
+                            std::thread::sleep(*d);
+                            tiny_http::Response::from_string("slow").with_status_code(200)
+                        }
                         Answer::Hang => {
                             let _ = released.recv_timeout(Duration::from_secs(30));
                             tiny_http::Response::from_string("late").with_status_code(200)
