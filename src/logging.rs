@@ -34,17 +34,27 @@ pub const STDERR_ONLY: &str = "mailproc::stderr_only";
 /// stranger's subject or a model's answer).
 pub const MAX_LINE_BYTES: usize = 2048;
 
+/// Longest message written to standard error (and so the journal), in
+/// bytes: a line may quote what a server sent (a folder name of 10 MB, in
+/// an audit), and the disk is not the server's to fill. The lines that
+/// are long on purpose (every problem of a configuration) stay far below.
+pub const MAX_WRITTEN_BYTES: usize = 64 << 10;
+
 /// `s` cut to at most `max` bytes at a character boundary, marked with `…`.
-fn clip(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut end = max - '…'.len_utf8();
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-        s.push('…');
+fn clip(s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
     }
-    s
+    let mut end = max - '…'.len_utf8();
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    // A new string: a truncated one keeps the whole allocation, and the
+    // ring keeps its lines (an audit: 10 MB a line a server made long).
+    let mut out = String::with_capacity(end + '…'.len_utf8());
+    out.push_str(&s[..end]);
+    out.push('…');
+    out
 }
 
 /// Longest piece of client-controlled text (a request path, a username)
@@ -163,11 +173,17 @@ impl Log for Redacting {
             return;
         }
         let message = r.args().to_string();
-        if !message.contains("://") {
+        let long = message.len() > MAX_WRITTEN_BYTES;
+        if !long && !message.contains("://") {
             self.inner.log(r);
             return;
         }
-        let message = crate::config::redact_text(&message);
+        let mut message = crate::config::redact_text(&message);
+        if long {
+            let bytes = message.len();
+            message = clip(message, MAX_WRITTEN_BYTES);
+            message.push_str(&format!(" ({bytes} bytes)"));
+        }
         self.inner.log(
             &Record::builder()
                 .args(format_args!("{message}"))
@@ -424,5 +440,10 @@ mod tests {
         assert_eq!(clip("abc".into(), 10), "abc");
         let c = clip("é".repeat(3000), MAX_LINE_BYTES);
         assert!(c.len() <= MAX_LINE_BYTES && c.ends_with('…'), "{}", c.len());
+        // The ring keeps what `clip` returns: not the long line's memory
+        // (an audit: 10 MB kept a connection while a server sent a folder
+        // name that long).
+        let c = clip("B".repeat(10 << 20), MAX_LINE_BYTES);
+        assert!(c.capacity() <= MAX_LINE_BYTES, "{}", c.capacity());
     }
 }

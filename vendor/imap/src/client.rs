@@ -1892,13 +1892,29 @@ pub(crate) mod testutils {
 /// response cap; the words travel on into logs, `lastError` and rows.
 pub const MAX_SERVER_WORDS: usize = 500;
 
-/// `words` cut to [`MAX_SERVER_WORDS`] characters, marked where cut.
-pub(crate) fn server_words(mut words: String) -> String {
-    if let Some((at, _)) = words.char_indices().nth(MAX_SERVER_WORDS) {
-        words.truncate(at);
-        words.push('…');
+/// `words` cut to [`MAX_SERVER_WORDS`] characters, marked where cut, in a
+/// string of their own size (a cut one would keep the whole line's
+/// allocation, and errors are kept: an audit saw 10 MB a connection). A
+/// control character (ESC, which colours a terminal; BEL) or a direction
+/// override is written as its escape (`\u{1b}`), as the words go to logs.
+pub(crate) fn server_words(words: String) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let mut out = String::with_capacity(words.len().min(MAX_SERVER_WORDS + 4));
+    for (i, c) in words.chars().enumerate() {
+        if i == MAX_SERVER_WORDS {
+            out.push('…');
+            break;
+        }
+        if hidden(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
     }
-    words
+    out
 }
 
 #[cfg(test)]
@@ -1909,6 +1925,19 @@ mod tests {
     use std::borrow::Cow;
 
     use super::testutils::*;
+
+    #[test]
+    fn server_words_are_cut_escaped_and_small() {
+        let long = format!("\x1b[31mRED\x1b[0m \x07 \u{202e}x{}", "Z".repeat(10 << 20));
+        let w = server_words(long);
+        assert!(w.starts_with("\\u{1b}[31mRED\\u{1b}[0m \\u{7} \\u{202e}xZ"), "{w:.60}");
+        assert!(w.ends_with("Z…"));
+        // 500 characters, the mark, and what the four escapes add.
+        assert_eq!(w.chars().count(), MAX_SERVER_WORDS + 1 + 5 + 5 + 4 + 7);
+        assert!(w.capacity() < 4 * MAX_SERVER_WORDS, "{}", w.capacity());
+        assert!(!w.chars().any(|c| c.is_control()));
+        assert_eq!(server_words("Logged in".into()), "Logged in");
+    }
 
     macro_rules! mock_session {
         ($s:expr) => {
