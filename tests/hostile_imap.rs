@@ -553,7 +553,8 @@ fn warnings_with_the_sign_in_and_before_idle_are_logged_and_idle_goes_on() {
 /// Latin-1 name made on the server's disk) made every LIST answer look
 /// like a broken session, so the account never got past its start. The
 /// folder is now left alone, said in the log, and the mail is processed;
-/// its `\Junk` mark does not make the mangled name the junk folder.
+/// its `\Junk` mark does not make the mangled name the junk folder. So
+/// is a name longer than 1,024 bytes (stop 55).
 #[test]
 fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
     let server = fake_imap::start(
@@ -561,6 +562,13 @@ fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
         Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
             let mut answer = b"* LIST (\\HasNoChildren) \".\" INBOX\r\n".to_vec();
             answer.extend_from_slice(b"* LIST (\\HasNoChildren \\Junk) \".\" \"Sp\xe4m\"\r\n");
+            answer.extend_from_slice(
+                format!(
+                    "* LIST (\\HasNoChildren \\Trash) \".\" \"{}\"\r\n",
+                    "T".repeat(100_000)
+                )
+                .as_bytes(),
+            );
             answer.extend_from_slice(format!("{tag} OK done\r\n").as_bytes());
             let _ = out.write_all(&answer);
             true
@@ -576,10 +584,18 @@ fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
     assert_eq!(row["status"], "ok", "{row}\n{}", m.log());
     let log = m.log();
     assert!(
-        log.contains("acct: 1 folder name(s) from the server are not valid modified UTF-7, left alone: \"Sp\u{fffd}m\""),
+        log.contains(&format!(
+            "acct: 2 folder name(s) from the server are not valid modified UTF-7 or longer than \
+             1024 bytes, left alone: \"Sp\u{fffd}m\", \"{}… (100000 bytes)\"",
+            "T".repeat(100)
+        )),
         "{log}"
     );
     assert!(log.contains("junk \"Junk\""), "{log}");
+    // Audit (stop 55): a name of 10 MB marked \Junk went into a log line
+    // at each connection and into the MOVE of every spam.
+    assert!(log.contains("trash \"Trash\""), "{log}");
+    assert!(!log.contains(&"T".repeat(101)), "the long name in the log");
     assert!(!log.contains("not valid IMAP"), "{log}");
 }
 
@@ -658,4 +674,39 @@ fn watching_the_servers_junk_folder_or_a_move_target_under_another_spelling_is_s
         ))
         .then_some(())
     });
+}
+
+/// Audit (stop 55): a server whose SELECT said `UIDNEXT 2` answered the
+/// search for new mail with `* SEARCH 1 5000`. The watermark followed the
+/// window's highest UID to 5000, so the real UIDs 2 to 4999 would have
+/// been skipped for good, with no row. A UID at or past the SELECT's
+/// UIDNEXT waits for the next pass, whose SELECT tells whether it exists.
+#[test]
+fn a_search_answer_past_uidnext_does_not_move_the_watermark() {
+    let server = fake_imap::start(
+        "UID SEARCH",
+        Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
+            let _ = out.write_all(format!("* SEARCH 1 5000\r\n{tag} OK done\r\n").as_bytes());
+            true
+        }),
+    );
+    let m = start_account(
+        &server,
+        "",
+        "    folders: { watch: [INBOX] }\n    rules:\n      \
+         - { name: all, when: { subject: hello }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
+    );
+    let row = finished_row(&m);
+    assert_eq!(row["status"], "ok", "{row}\n{}", m.log());
+    // The first pass has ended once a second one has.
+    m.run_pass("acct");
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    let last: u32 = db
+        .query_row(
+            "SELECT last_uid FROM folder_state WHERE account = 'acct' AND mailbox = 'INBOX'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(last, 1, "the watermark\n{}", m.log());
 }

@@ -306,6 +306,11 @@ pub(super) fn enable_utf8(
 
 /// Reads the server's namespace and folder list: how configured names map
 /// to its own, which folders exist, and its junk and trash folders.
+/// Longest folder name taken from the server, in bytes: four times the
+/// longest a configuration may write (`folders`, 255 characters), far
+/// beyond any real folder's.
+const SERVER_NAME_MAX: usize = 1024;
+
 pub(super) fn discover(
     s: &mut Session,
     caps: &Caps,
@@ -333,20 +338,29 @@ pub(super) fn discover(
     // UTF-7) came with U+FFFD in their place: it cannot be named back, so
     // the folder is left alone rather than taken for a junk folder that a
     // move would then create under the mangled name.
+    // A name longer than any folder's is left alone too: it would go on
+    // into every log line and command naming it (an audit's server sent a
+    // junk folder named with 10 MB: 10 MB a connection in the log, and a
+    // 10 MB MOVE).
     let (entries, unreadable): (Vec<_>, Vec<_>) = list(s, caps)?
         .into_iter()
-        .partition(|e| !e.name.contains('\u{fffd}'));
+        .partition(|e| !e.name.contains('\u{fffd}') && e.name.len() <= SERVER_NAME_MAX);
     if !unreadable.is_empty() {
+        const SHOWN: usize = 10;
+        let mut shown: Vec<String> = unreadable
+            .iter()
+            .take(SHOWN)
+            .map(|e| format!("\"{}\"", crate::logging::clean_up_to(&e.name, 100)))
+            .collect();
+        if unreadable.len() > SHOWN {
+            shown.push(format!("and {} more", unreadable.len() - SHOWN));
+        }
         log::warn!(
-            "{}: {} folder name(s) from the server are not valid {}, left alone: {}",
+            "{}: {} folder name(s) from the server are not valid {} or longer than {SERVER_NAME_MAX} bytes, left alone: {}",
             account.name,
             unreadable.len(),
             if caps.utf8 { "UTF-8" } else { "modified UTF-7" },
-            unreadable
-                .iter()
-                .map(|e| format!("{:?}", e.name))
-                .collect::<Vec<_>>()
-                .join(", ")
+            shown.join(", ")
         );
     }
     // `LIST "" "*"` lists INBOX with the separator; RFC 3501 also allows

@@ -352,11 +352,30 @@ impl Runner {
         };
         let mut uids: BTreeSet<u32> = BTreeSet::new();
         if mb.exists > 0 && uid_next > last.saturating_add(1) {
+            // Only UIDs under the SELECT's UIDNEXT: the watermark follows
+            // the UIDs handled, and one past UIDNEXT is either mail that came
+            // during this pass (the SELECT after it finds it) or a UID no
+            // message has (an audit's server answered `* SEARCH 2 5000` with
+            // UIDNEXT 3, and the watermark's jump to 5000 skipped the real
+            // UIDs 3 to 4999 for good, with no row).
+            let mut later = 0usize;
             uids.extend(
                 s.uid_search(format!("UID {}:*", last.saturating_add(1)))?
                     .into_iter()
-                    .filter(|u| *u > last),
+                    .filter(|u| *u > last)
+                    .filter(|u| {
+                        let before = *u < uid_next;
+                        later += usize::from(!before);
+                        before
+                    }),
             );
+            if later > 0 {
+                log::debug!(
+                    "{}: {mailbox}: {later} UID(s) from the search at or past UIDNEXT {uid_next}, \
+                     left for the next pass",
+                    self.name()
+                );
+            }
         }
         let mut known: HashMap<u32, KnownEmail> = HashMap::new();
         let now = now_ms();
