@@ -582,6 +582,64 @@ fn sighup_reloads_and_never_stops_the_service() {
     );
 }
 
+/// Audit (stop 55): with a FIFO put at the configuration's path, SIGHUP's
+/// reload waited on it forever, and SIGTERM with it (the service never
+/// stopped); `check-config` hung, and `/dev/zero` as the file was read
+/// until memory ran out. Anything but a regular file is refused at once,
+/// naming the file.
+#[test]
+fn a_configuration_path_that_is_not_a_file_is_refused_not_waited_on() {
+    let mut m = Mailproc::start(
+        "server: { port: {PORT}, auth_token: hup-token-0123456789 }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
+    );
+    let fifo = m.config_path.with_file_name("fifo.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+        let mut child = Command::new(bin())
+            .arg("--config")
+            .arg(path)
+            .arg("check-config")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("check-config on {path:?} still running after 10 s");
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{path:?}: {err}");
+        assert!(
+            err.contains(&format!("{}: not a regular file", path.display())),
+            "{err}"
+        );
+    }
+    // The running service's file becomes the FIFO: the reload is refused,
+    // and the service still answers and stops.
+    let kept = m.config_path.with_file_name("kept.yaml");
+    std::fs::rename(&m.config_path, &kept).unwrap();
+    std::fs::rename(&fifo, &m.config_path).unwrap();
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the reload refused", || {
+        m.log().contains("not a regular file").then_some(())
+    });
+    assert_eq!(m.get_with("/api/stats", "hup-token-0123456789").status, 200);
+    assert_eq!(
+        m.get_with("/api/config", "hup-token-0123456789").status,
+        200
+    );
+    let st = m.terminate().expect("exits after SIGTERM");
+    assert_eq!(st.code(), Some(0), "{}", m.log());
+}
+
 const OPEN_CONFIG: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n\
 accounts:\n  - { name: closed, imap: { host: 127.0.0.1, port: 9, security: none, username: u, password: p } }\n";
 

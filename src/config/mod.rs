@@ -120,23 +120,73 @@ pub struct Loaded {
 /// names where it was looked for and how to give another; one the
 /// service's user may not read says whose it must be (an audit found a
 /// bare "Permission denied").
+/// The most a configuration file may hold: a thousand accounts take a
+/// few hundred kilobytes.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// The bytes of the configuration file at `path`, which must be a regular
+/// file of at most [`MAX_FILE_BYTES`]. Opened without waiting, so a FIFO
+/// is refused rather than waited on, and a device is refused rather than
+/// read forever (found by an audit: a FIFO put at the path hung SIGHUP's
+/// reload, then SIGTERM, and every `GET /api/config`; `/dev/zero` read
+/// until memory ran out).
+pub fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, a device or a directory cannot hold a configuration)",
+        ));
+    }
+    let too_big = || {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_FILE_BYTES >> 20),
+        )
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    Ok(out)
+}
+
 fn read_file(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        let hint = match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                " (give another with --config PATH; config.example.yaml shows every key)"
-                    .to_string()
-            }
-            std::io::ErrorKind::PermissionDenied => {
-                " (the user the service runs as, `mailproc` under the shipped unit, must be \
+    read_bytes(path)
+        .and_then(|b| {
+            String::from_utf8(b).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                )
+            })
+        })
+        .map_err(|e| {
+            let hint = match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    " (give another with --config PATH; config.example.yaml shows every key)"
+                        .to_string()
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    " (the user the service runs as, `mailproc` under the shipped unit, must be \
                  able to read it and, to save changes from the API or the dashboard, write \
                  its directory)"
-                    .to_string()
-            }
-            _ => String::new(),
-        };
-        ConfigError::one(format!("{}: {e}{hint}", path.display()))
-    })
+                        .to_string()
+                }
+                _ => String::new(),
+            };
+            ConfigError::one(format!("{}: {e}{hint}", path.display()))
+        })
 }
 
 /// Reads, substitutes, deserializes and validates the file at `path`.

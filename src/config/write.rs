@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// without it, of two people editing, the second save undid the first
 /// without a word, and so did a save over a comment added by hand.
 pub fn file_version(path: &Path) -> String {
-    version_of(&fs::read(path).unwrap_or_default())
+    version_of(&super::read_bytes(path).unwrap_or_default())
 }
 
 /// The version of a file that holds `bytes` (see [`file_version`]).
@@ -79,7 +79,7 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         }
         result
     };
-    if let Ok(previous) = fs::read(path) {
+    if let Ok(previous) = super::read_bytes(path) {
         // The same text again (a GET put back unchanged): nothing to write,
         // and the backup keeps the version before it.
         if previous == text.as_bytes() {

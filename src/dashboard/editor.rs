@@ -210,7 +210,7 @@ pub fn page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
 /// beside it, problems listed by line above it.
 pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
     let loaded = ctx.config();
-    let file = std::fs::read(&loaded.path).unwrap_or_default();
+    let file = crate::config::read_bytes(&loaded.path).unwrap_or_default();
     // What a save from this page is made from, unless it is a text made
     // from an earlier version.
     let now = config::version_of(&file);

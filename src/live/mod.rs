@@ -301,7 +301,10 @@ impl Live {
         if !problems.is_empty() {
             return Err(ChangeError::Invalid(problems));
         }
-        let on_disk = std::fs::read_to_string(&current.path).unwrap_or_default();
+        let on_disk = crate::config::read_bytes(&current.path)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default();
         // A tree that reads as the file does (a GET put back as it was) is
         // not written: the operator's layout stays, and the backup keeps
         // the version before. Text from the editor is compared as text
@@ -342,7 +345,7 @@ impl Live {
     /// running configuration, was refused for good after a comment-only
     /// edit (an audit).
     pub fn version_made_from(&self, running: &Loaded) -> String {
-        match std::fs::read(&running.path) {
+        match crate::config::read_bytes(&running.path) {
             Ok(bytes) if file_differs(running).is_none() => crate::config::version_of(&bytes),
             _ => running.version.clone(),
         }
@@ -868,7 +871,7 @@ fn file_differs(running: &Loaded) -> Option<String> {
     // Bytes, not text: a file made not UTF-8 by an edit cannot be what is
     // running (an audit found it read as "no difference", and the edit
     // written over).
-    let bytes = std::fs::read(&running.path).ok()?;
+    let bytes = crate::config::read_bytes(&running.path).ok()?;
     let same = std::str::from_utf8(&bytes)
         .ok()
         .and_then(|text| crate::config::bounded::from_str(text).ok())
