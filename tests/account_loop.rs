@@ -1171,3 +1171,44 @@ fn a_header_padded_past_the_message_limit_hides_nothing_from_the_model() {
         &prompts[0][..prompts[0].len().min(2000)]
     );
 }
+
+/// Audit (stop 55): the back-off after failed database writes never began
+/// again while the IMAP session lived: a lock held for a few seconds (a
+/// backup, `set-password`) days after the last one was waited out twice
+/// as long as that one, up to 5 minutes, the account shown in error
+/// meanwhile. A pass that went through since the last failure makes the
+/// next failure a new trouble: it waits the first back-off again.
+#[test]
+fn a_store_error_after_a_good_pass_waits_the_first_back_off_again() {
+    let d = Dovecot::start();
+    let m = Mailproc::start(&config(
+        &d,
+        "",
+        "    folders: { watch: [INBOX] }\n    rules:\n      \
+         - { name: all, when: { subject: \".\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\"] } ] }\n",
+    ));
+    m.wait_for(Duration::from_secs(20), "connected", || {
+        (state(&m) == "connected").then_some(())
+    });
+    let waits = |m: &Mailproc| -> Vec<String> {
+        m.log()
+            .lines()
+            .filter_map(|l| l.split_once("database is locked; trying again in "))
+            .map(|(_, w)| w.to_string())
+            .collect()
+    };
+    for round in 0..2 {
+        let db = rusqlite::Connection::open(m.db_path()).unwrap();
+        db.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let id = format!("locked{round}");
+        d.seed("test", "INBOX", &msg(&id, "while the database is locked"));
+        m.wait_for(Duration::from_secs(30), "the write refused", || {
+            (waits(&m).len() > round).then_some(())
+        });
+        db.execute_batch("COMMIT").unwrap();
+        drop(db);
+        let e = wait_entry(&m, &format!("<{id}@mailproc.test>"));
+        assert_eq!(e["status"], "ok", "{e}\n{}", m.log());
+    }
+    assert_eq!(waits(&m), ["1s", "1s"], "{}", m.log());
+}

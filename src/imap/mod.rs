@@ -270,6 +270,8 @@ struct Runner {
     /// When the last pass began (epoch ms): a retry due before it that is
     /// still due could not be taken, and does not shorten the wait.
     last_pass_ms: i64,
+    /// Passes that ended without an error, since the worker started.
+    passes_done: u64,
     /// With `auth: oauth2`: the account's tokens, made at the first connect.
     tokens: Option<crate::oauth::Tokens>,
     /// When the session's access token is due for renewal, or the next try
@@ -319,6 +321,7 @@ impl Runner {
             refiled: false,
             forced: false,
             last_pass_ms: 0,
+            passes_done: 0,
             tokens: None,
             renew_at: None,
             token_backoff: TOKEN_RETRY,
@@ -371,11 +374,19 @@ impl Runner {
     ) -> Result<Exit, ImapError> {
         let mut backoff = RESTART;
         loop {
+            let done = self.passes_done;
             match self.serve(s, control, caps, folders) {
                 Err(ImapError::Store(e)) => {
                     // The session goes on: a window being read is not
                     // what ended anything (see `careful`).
                     self.reading = None;
+                    // A pass went through since the last failure: this one
+                    // is a new trouble, not the old one going on (an audit:
+                    // a lock held 8 s days after the last one was waited
+                    // out for 32 s, the account shown in error meanwhile).
+                    if self.passes_done > done {
+                        backoff.reset();
+                    }
                     let wait = backoff.next_wait();
                     let msg = e.to_string();
                     log::error!("{}: {msg}; trying again in {wait:?}", self.name());

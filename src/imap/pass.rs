@@ -65,6 +65,7 @@ impl Runner {
             };
             if let Some(exit) = r {
                 self.index_search();
+                self.passes_done += 1;
                 return Ok(Some(exit));
             }
         }
@@ -73,6 +74,7 @@ impl Runner {
             self.w.handle.set_error(None);
         }
         self.index_search();
+        self.passes_done += 1;
         Ok(None)
     }
 
