@@ -55,6 +55,29 @@ fn parse_args() -> Result<(PathBuf, Cmd), String> {
     parse(std::env::args().skip(1))
 }
 
+/// Writes `text` to standard output. A write that fails (a closed pipe,
+/// a full disk) ends the command with status 1, said on standard error:
+/// `println!` panicked with a backtrace and status 101 (an audit:
+/// `mailproc --help | true`, `check-config > /dev/full`).
+fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("mailproc: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// [`out`] with a line's end, formatted as `println!` is.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// What the command line asks for, or a usage error (exit 2). `--help` and
 /// `--version` anywhere print and exit 0, also after a command: the name a
 /// command takes is never an option (`--` before it lets one begin with
@@ -77,11 +100,11 @@ fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
                 p => config = p.into(),
             },
             "--version" | "-V" => {
-                println!("mailproc {}", env!("CARGO_PKG_VERSION"));
+                outln!("mailproc {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
             }
             "--help" | "-h" | "help" => {
-                print!("{USAGE}");
+                out(USAGE);
                 std::process::exit(0);
             }
             "run" if cmd.is_none() => cmd = Some(Cmd::Run),
@@ -124,11 +147,11 @@ fn operand(
     let a = args.next().ok_or_else(needs)?;
     match a.as_str() {
         "--help" | "-h" => {
-            print!("{USAGE}");
+            out(USAGE);
             std::process::exit(0);
         }
         "--version" | "-V" => {
-            println!("mailproc {}", env!("CARGO_PKG_VERSION"));
+            outln!("mailproc {}", env!("CARGO_PKG_VERSION"));
             std::process::exit(0);
         }
         "--" => match args.next() {
@@ -201,7 +224,7 @@ fn main() -> ExitCode {
             for w in config::warnings(&loaded.config) {
                 logging::to_stderr(logging::WARNING, &format!("warning: {w}"));
             }
-            println!(
+            outln!(
                 "{}: ok ({} account(s), {} provider(s), {} API key(s))",
                 path.display(),
                 loaded.config.accounts.len(),
@@ -212,7 +235,7 @@ fn main() -> ExitCode {
         }
         Cmd::SetPassword(user) => match set_password(&loaded.config, &user) {
             Ok(()) => {
-                println!("password set for {user}");
+                outln!("password set for {user}");
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -228,7 +251,7 @@ fn main() -> ExitCode {
             let var = config::refresh_token_variable(&loaded.raw, &name);
             match oauth::device::helper(account, var.as_deref(), &mut std::io::stderr()) {
                 Ok(token) => {
-                    println!("{token}");
+                    outln!("{token}");
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -289,10 +312,20 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
         }
         p
     } else {
+        use std::io::{BufRead, Read};
+        // One line of at most 4 KiB (Argon2 takes any length; a stream
+        // without a line's end is not read into memory whole).
+        let none = "no password on standard input (write it there as one line, or run this in \
+                    a terminal to be asked for it)";
         let mut line = String::new();
-        std::io::stdin()
+        let read = std::io::stdin()
+            .lock()
+            .take(4096)
             .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("{none}: {e}"))?;
+        if read == 0 {
+            return Err(none.into());
+        }
         line.trim_end_matches(['\r', '\n']).to_string()
     };
     if password.chars().count() < 8 {
@@ -314,14 +347,16 @@ fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(),
             }
         })?;
     for (folder, n) in &report.folders {
-        println!("{folder}: {n} message(s)");
+        outln!("{folder}: {n} message(s)");
     }
     for (folder, why) in &report.skipped {
-        println!("{folder}: skipped: {why}");
+        outln!("{folder}: skipped: {why}");
     }
-    println!(
+    outln!(
         "trained {} on {} message(s) in {} ms",
-        account.name, report.examples, report.duration_ms
+        account.name,
+        report.examples,
+        report.duration_ms
     );
     if let Some(n) = report.replaced.filter(|n| *n > report.examples as u64) {
         eprintln!(

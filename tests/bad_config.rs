@@ -262,6 +262,24 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
         .is_some_and(|s| !s.success()));
     assert!(m.log().contains("storage.path "), "{}", m.log());
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), text);
+    // A FIFO: `run` says what `check-config` says, not SQLite's "disk I/O
+    // error" (an audit, stop 55).
+    let mut m =
+        Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/fifo.db\" }\n");
+    let fifo = m.config_path.with_file_name("fifo.db");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (code, _, err) = check(&m);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("fifo.db is not a file"), "{err}");
+    m.spawn(&[]);
+    assert!(m
+        .wait_exit(Duration::from_secs(20))
+        .is_some_and(|s| !s.success()));
+    assert!(m.log().contains("fifo.db is not a file"), "{}", m.log());
     // A missing directory is fine, and the check creates nothing.
     let m = Mailproc::prepare(
         "server: { port: {PORT} }\nstorage: { path: \"{DIR}/state/deeper/mailproc.db\" }\n",

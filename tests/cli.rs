@@ -253,3 +253,37 @@ fn a_database_that_can_only_be_read_ends_start_up() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("can only be read"), "{err}");
 }
+
+/// Audit (stop 55): output to a closed pipe or a full disk panicked
+/// (`println!`) with a backtrace and status 101, and `set-password` with
+/// nothing on standard input said the password was too short. A write
+/// that fails is status 1, said on standard error; no input is said so.
+#[test]
+fn output_that_cannot_be_written_and_input_that_is_not_there_are_said() {
+    use std::process::Command;
+    let m =
+        Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    for args in [&["--help"][..], &["check-config"][..]] {
+        let out = Command::new(common::mailproc::bin())
+            .arg("--config")
+            .arg(&m.config_path)
+            .args(args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("mailproc: cannot write to standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let (code, _, err) = m.run_cli(&["set-password", "admin"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no password on standard input"), "{err}");
+}

@@ -351,6 +351,15 @@ impl Store {
     /// [`Store::open`] for the service and its commands: the error names
     /// the setting and the file (`storage.path /var/lib/…: …`).
     pub fn open_configured(path: &Path) -> std::result::Result<Store, String> {
+        // Said as `check-config` says it, not as SQLite's "disk I/O error"
+        // (a FIFO, in an audit).
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(format!(
+                "storage.path {}: {} is not a file",
+                path.display(),
+                path.display()
+            ));
+        }
         Store::open(path).map_err(|e| format!("storage.path {}: {e}", path.display()))
     }
 
@@ -450,7 +459,7 @@ impl Store {
             "check the database file",
             Cause::Io(std::io::Error::other(format!(
                 "{} was removed or replaced while mailproc runs: nothing is recorded \
-                 until it is restored and mailproc restarted",
+                 until the same file is moved back, or mailproc restarted",
                 path.display()
             ))),
         ))
