@@ -355,7 +355,11 @@ impl Runner {
                 "{}: {mailbox} UID {} ({}): {} (attempt {n}, {st})",
                 self.name(),
                 m.uid,
-                crate::logging::clean(&m.message_id),
+                if m.message_id.is_empty() {
+                    "no Message-ID".to_string()
+                } else {
+                    crate::logging::clean(&m.message_id)
+                },
                 crate::logging::clean_up_to(&f.error, 1000)
             );
             self.emit(Event::Error {
