@@ -464,6 +464,29 @@ fn dry_run_and_review_touch_nothing_they_should_not() {
         e["actions"][0]["folder"], "Newsletters",
         "the suggestion is kept for the person"
     );
+    drop(m);
+
+    // A dry run records what a live run would: review under the bar (an
+    // audit, stop 55: it recorded the move as `dry_run`), and touches
+    // nothing, the review flag included.
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg_with("rev2", "Newsletter review", ""));
+    let m = Mailproc::start(&config(
+        &d,
+        Some(&model),
+        "    dry_run: true
+    minimum_confidence: 0.95
+    review_flag: \"$Review\"
+",
+        "",
+    ));
+    wait_processed(&m, 1, Duration::from_secs(15));
+    let x = &d.messages("test")[0];
+    assert_eq!(x.mailbox, "INBOX");
+    assert!(!has(&x.flags, "$Review"), "{:?}", x.flags);
+    let e = &m.get("/api/activity").body["entries"][0];
+    assert_eq!(e["status"], "review", "{e}");
+    assert_eq!(e["actions"][0]["folder"], "Newsletters");
 }
 
 /// Found by an audit of the binary: a model's `noop` was dropped, so its

@@ -79,7 +79,13 @@ impl Runner {
             junk: &folders.junk,
             trash: &folders.trash,
         };
-        let review_flag = self.w.account.review_flag.as_deref();
+        // A dry run touches nothing, not even to mark mail for review.
+        let review_flag = self
+            .w
+            .account
+            .review_flag
+            .as_deref()
+            .filter(|_| !self.w.account.dry_run);
         let mut plan = Plan::default();
         for (it, o) in items.iter().zip(outcomes) {
             let Some(o) = o else { continue };
@@ -404,7 +410,7 @@ impl Runner {
             actions: &o.actions,
             model: &o.model,
             reasoning: &o.reasoning,
-            dry_run: o.status == Status::DryRun,
+            dry_run: o.status == Status::DryRun || self.w.account.dry_run,
             review: (o.status == Status::Review).then_some(o.confidence),
         });
         if o.status == Status::Ok {

@@ -308,7 +308,8 @@ pub(super) const TRUNCATED_NOTE: &str =
 /// What a decided message becomes, by the account's settings.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Policy<'a> {
-    /// `dry_run`: nothing is acted on, everything recorded as `dry_run`.
+    /// `dry_run`: nothing is acted on; what is sure recorded as `dry_run`,
+    /// what is not as `review`.
     pub(super) dry_run: bool,
     /// `minimum_confidence`: a model's answer below it, or stating none,
     /// is left for review (the learned classifier has its own bar,
@@ -340,10 +341,15 @@ impl Policy<'_> {
             self.minimum_confidence
                 .is_some_and(|m| d.confidence.is_none_or(|c| c < m))
         };
-        let status = if self.dry_run {
-            Status::DryRun
-        } else if unsure {
+        // Unsure is `review` in a dry run too: a dry run shows what a live
+        // run would do, and that one would leave the message for review
+        // (an audit: a dry run to tune `minimum_confidence` recorded moves
+        // at confidence 0.5 that the bar of 0.8 would hold back). Nothing
+        // is set on the server for it (`Runner::plan`).
+        let status = if unsure {
             Status::Review
+        } else if self.dry_run {
+            Status::DryRun
         } else {
             Status::Ok
         };

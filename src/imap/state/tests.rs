@@ -354,7 +354,9 @@ fn a_decision_becomes_ok_a_dry_run_or_review_and_nothing_else_an_outcome() {
         dry_run: true,
         ..act
     };
-    assert_eq!(status(&dry, &with("m", Some(0.5))), Some(Status::DryRun));
+    assert_eq!(status(&dry, &with("m", Some(0.8))), Some(Status::DryRun));
+    // What a live run would leave for review, a dry run records so.
+    assert_eq!(status(&dry, &with("m", Some(0.5))), Some(Status::Review));
     // The journal's decision counts like any other.
     let sure = Classification {
         confidence: Some(0.8),
