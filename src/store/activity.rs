@@ -367,9 +367,11 @@ fn activity_filter(
 }
 
 /// Mail nothing was done to and that no person has seen to since (moved
-/// with "Move to…"): `actionType=noop`.
-pub(super) const NO_ACTION: &str = "(e.status IN ('ok', 'dry_run') \
-     AND e.actions IN ('[]', '[{\"type\":\"noop\"}]') \
+/// with "Move to…"): `actionType=noop`. What was decided to stay, and
+/// what a dry run or a review only suggests (an audit found those in no
+/// `actionType` at all).
+pub(super) const NO_ACTION: &str = "((e.status = 'ok' \
+     AND e.actions IN ('[]', '[{\"type\":\"noop\"}]') OR e.status IN ('dry_run', 'review')) \
      AND e.model NOT IN ('undo', 'correction') AND e.corrected_to IS NULL)";
 
 /// Mail nothing decided: no rule matched and neither the classifier nor a

@@ -154,12 +154,15 @@ impl Store {
         self.op("account_note", || {
             let conn = self.reader();
             // An undo's or a correction's own row is no mail processed (an
-            // audit found an undo moving `lastProcessedAt`); the index walks
-            // back from the newest row to the first that is.
+            // audit found an undo moving `lastProcessedAt`), nor is a failed
+            // attempt (another found an account whose every message failed
+            // looking current); the index walks back from the newest row to
+            // the first that is.
             let last_processed_at: Option<i64> = conn
                 .prepare_cached(
                     "SELECT processed_at FROM emails
                      WHERE account = ?1 AND model NOT IN ('undo', 'correction')
+                       AND status IN ('ok', 'dry_run', 'review')
                      ORDER BY processed_at DESC LIMIT 1",
                 )?
                 .query_row([account], |r| r.get(0))
@@ -327,14 +330,17 @@ mod tests {
     }
 
     #[test]
-    fn an_undo_or_a_correction_is_no_mail_processed() {
+    fn an_undo_a_correction_or_a_failure_is_no_mail_processed() {
         let s = Store::open_in_memory().unwrap();
         s.test_sql(
             "INSERT INTO emails (account, mailbox, uidvalidity, uid, sender, processed_at, status, model)
              VALUES ('a', 'INBOX', 1, 1, 'x@example.test', 1000, 'ok', 'rules:x'),
                     ('a', 'INBOX', 1, 2, 'x@example.test', 2000, 'ok', 'undo'),
                     ('a', 'Junk', 1, 3, 'x@example.test', 3000, 'ok', 'correction'),
-                    ('b', 'INBOX', 1, 1, 'x@example.test', 4000, 'ok', 'undo');",
+                    ('b', 'INBOX', 1, 1, 'x@example.test', 4000, 'ok', 'undo'),
+                    ('a', 'INBOX', 1, 4, 'x@example.test', 5000, 'failed', 'm'),
+                    ('a', 'INBOX', 1, 5, 'x@example.test', 6000, 'retrying', 'm'),
+                    ('a', 'INBOX', 1, 6, 'x@example.test', 7000, 'pending', 'm');",
         );
         assert_eq!(s.account_note("a").unwrap().last_processed_at, Some(1000));
         assert_eq!(s.account_note("b").unwrap().last_processed_at, None);
@@ -347,7 +353,10 @@ mod tests {
         crate::store::tests::record_failure(&s, &meta(1), "model down", 1, 0);
         let n = s.account_note("a").unwrap();
         assert_eq!(n.last_error.unwrap().1, "model down");
-        assert!(n.last_processed_at.is_some());
+        assert_eq!(
+            n.last_processed_at, None,
+            "a failed attempt processed nothing"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
         s.set_account_error("a", "login failed").unwrap();
         assert_eq!(

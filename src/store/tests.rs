@@ -867,6 +867,16 @@ fn noop_finds_what_a_rule_kept_and_what_nothing_decided() {
     s.insert_history(&meta(2), &ok(vec![]), 2).unwrap();
     s.insert_history(&meta(3), &ok(vec![Action::Read]), 3)
         .unwrap();
+    // What a dry run or a review only suggests was not done (an audit,
+    // stop 55: they were in no `actionType` at all).
+    let only = |status| Outcome {
+        status,
+        ..ok(vec![Action::Read])
+    };
+    s.insert_history(&meta(4), &only(Status::DryRun), 4)
+        .unwrap();
+    s.insert_history(&meta(5), &only(Status::Review), 5)
+        .unwrap();
     let q = ActivityQuery {
         page: 1,
         page_size: 10,
@@ -874,8 +884,13 @@ fn noop_finds_what_a_rule_kept_and_what_nothing_decided() {
         ..Default::default()
     };
     let (rows, total) = s.activity(&q).unwrap();
-    assert_eq!(total, 2);
+    assert_eq!(total, 4);
     let mut uids: Vec<u32> = rows.iter().map(|e| e.uid).collect();
     uids.sort();
-    assert_eq!(uids, [1, 2]);
+    assert_eq!(uids, [1, 2, 4, 5]);
+    let read = ActivityQuery {
+        action_type: Some("read".into()),
+        ..q
+    };
+    assert_eq!(s.activity(&read).unwrap().1, 1, "only what was done");
 }
