@@ -806,6 +806,29 @@ fn userinfo_goes_decoded_as_basic_auth_unless_a_header_sets_it() {
     assert_eq!(on("/explicit").all("authorization"), ["Bearer t0ken"]);
 }
 
+/// Found by a regression audit: with one URL in a global entry and in an
+/// account's, both deliveries went out with the first entry's headers and
+/// secret once the queues were kept by URL.
+#[test]
+fn one_url_in_two_entries_goes_out_with_each_entrys_headers() {
+    let r = Receiver::start("127.0.0.1:0", Answer::Status(200));
+    let url = r.url("/both");
+    let yaml = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n  \
+         - url: \"{url}\"\n    headers: {{ X-Who: global }}\naccounts:\n{}",
+        account_yaml(
+            "alice",
+            &format!("[{{ url: \"{url}\", headers: {{ X-Who: alice }} }}]")
+        )
+    );
+    let d = Dispatcher::start(&yaml, &[]);
+    emit(&d.hooks, EventKind::Error, "alice", json!({"error": "e"}));
+    let hits = r.wait_for_hits(2, Duration::from_secs(10));
+    let mut who: Vec<&str> = hits.iter().map(|h| h.one("x-who")).collect();
+    who.sort();
+    assert_eq!(who, ["alice", "global"]);
+}
+
 #[test]
 fn shutdown_delivers_what_is_queued() {
     let r = Receiver::start("127.0.0.1:0", Answer::Status(200));

@@ -38,8 +38,18 @@ pub const QUEUE_BYTES: usize = 4 << 20;
 /// targets is counted once for each, though its payload is kept once.
 pub const TOTAL_BYTES: usize = 4 * QUEUE_BYTES;
 
+/// Which configured entry an event is for: its place among the global
+/// `webhooks`, or among the emitting account's own. Two entries may share
+/// a URL (and so a queue) with headers and secrets of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    Global(usize),
+    Account(usize),
+}
+
 /// One event waiting for one target.
 pub struct Pending {
+    pub entry: Entry,
     pub kind: EventKind,
     pub account: Arc<str>,
     pub body: Arc<str>,
@@ -79,6 +89,7 @@ impl Lanes {
     pub fn push(
         &mut self,
         url: &str,
+        entry: Entry,
         kind: EventKind,
         account: &Arc<str>,
         body: &Arc<str>,
@@ -97,6 +108,7 @@ impl Lanes {
         }
         self.seq += 1;
         lane.items.push_back(Pending {
+            entry,
             kind,
             account: account.clone(),
             body: body.clone(),
@@ -166,7 +178,13 @@ mod tests {
     }
 
     fn push(l: &mut Lanes, url: &str, s: &str) -> Result<(), Full> {
-        l.push(url, EventKind::Error, &Arc::from("a"), &body(s))
+        l.push(
+            url,
+            Entry::Global(0),
+            EventKind::Error,
+            &Arc::from("a"),
+            &body(s),
+        )
     }
 
     /// Serves the queues as the thread does, each delivery to `slow`

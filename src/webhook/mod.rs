@@ -72,7 +72,7 @@ pub use ssrf::{blocked_reason, check_addrs, parse_url, vet, vet_with, AllowList,
 /// The refusal text of SPEC §7, word for word.
 pub const SSRF_MESSAGE: &str = "Cannot test webhooks to private or local addresses";
 
-use lanes::{Full, Lanes};
+use lanes::{Entry, Full, Lanes};
 pub use lanes::{QUEUE_BYTES, QUEUE_SIZE, TOTAL_BYTES};
 
 /// How long queued events are still delivered after shutdown begins.
@@ -180,20 +180,31 @@ impl Targets {
             .any(|t| t.url == url)
     }
 
+    /// The entries that want `kind` from `account`, each with which it is
+    /// (one URL may be in two entries with their own headers and secrets).
     fn for_event<'a>(
         &'a self,
         kind: EventKind,
         account: &str,
-    ) -> impl Iterator<Item = &'a WebhookConfig> {
+    ) -> impl Iterator<Item = (Entry, &'a WebhookConfig)> {
         let own = self
             .by_account
             .get(account)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        self.global
-            .iter()
-            .chain(own.iter())
-            .filter(move |t| t.wants(kind))
+        let global = self.global.iter().enumerate();
+        global
+            .map(|(i, t)| (Entry::Global(i), t))
+            .chain(own.iter().enumerate().map(|(i, t)| (Entry::Account(i), t)))
+            .filter(move |(_, t)| t.wants(kind))
+    }
+
+    /// The entry `entry` of `account` as now configured.
+    fn entry(&self, entry: Entry, account: &str) -> Option<&WebhookConfig> {
+        match entry {
+            Entry::Global(i) => self.global.get(i),
+            Entry::Account(i) => self.by_account.get(account)?.get(i),
+        }
     }
 }
 
@@ -431,8 +442,9 @@ impl Webhooks {
         let targets = Targets::from_config(config);
         let dropped = self.shared.lanes.lock().retain(|url| targets.has(url));
         if dropped > 0 {
-            log::info!(
-                "webhooks: {dropped} queued event(s) for targets no longer configured not sent"
+            self.shared.metrics.webhook_dropped.inc_by(dropped as u64);
+            log::warn!(
+                "webhooks: {dropped} queued event(s) for targets no longer configured dropped"
             );
         }
         *self.shared.targets.write() = Arc::new(targets);
@@ -474,8 +486,8 @@ impl Webhooks {
         let mut full = vec![];
         {
             let mut lanes = self.shared.lanes.lock();
-            for target in targets.for_event(kind, account) {
-                if let Err(why) = lanes.push(&target.url, kind, &who, &body) {
+            for (entry, target) in targets.for_event(kind, account) {
+                if let Err(why) = lanes.push(&target.url, entry, kind, &who, &body) {
                     full.push((target.url.as_str(), why));
                 }
             }
@@ -701,8 +713,8 @@ fn deliver(
     let body = event.body;
     let name = event.kind.as_str();
     let Some(target) = targets
-        .for_event(event.kind, &event.account)
-        .find(|t| t.url == url)
+        .entry(event.entry, &event.account)
+        .filter(|t| t.url == url && t.wants(event.kind))
     else {
         log::debug!(
             "webhooks: {name} ({}) to {}: the target no longer wants it; not sent",
