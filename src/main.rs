@@ -317,16 +317,28 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
         // without a line's end is not read into memory whole).
         let none = "no password on standard input (write it there as one line, or run this in \
                     a terminal to be asked for it)";
-        let mut line = String::new();
+        const MAX: usize = 4096;
+        let mut line = Vec::new();
         let read = std::io::stdin()
             .lock()
-            .take(4096)
-            .read_line(&mut line)
+            .take(MAX as u64 + 1)
+            .read_until(b'\n', &mut line)
             .map_err(|e| format!("{none}: {e}"))?;
         if read == 0 {
             return Err(none.into());
         }
-        line.trim_end_matches(['\r', '\n']).to_string()
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        // Refused, not cut: a password cut short would not be the one
+        // typed at the login (a regression audit).
+        if line.len() > MAX {
+            return Err(format!("the password is longer than {MAX} bytes"));
+        }
+        String::from_utf8(line).map_err(|_| "the password is not UTF-8".to_string())?
     };
     if password.chars().count() < 8 {
         return Err("the password must be at least 8 characters".into());

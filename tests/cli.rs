@@ -286,4 +286,10 @@ fn output_that_cannot_be_written_and_input_that_is_not_there_are_said() {
     let (code, _, err) = m.run_cli(&["set-password", "admin"], "");
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no password on standard input"), "{err}");
+    // Refused, not cut (a regression audit: 4,100 characters were set as
+    // their first 4,096, and the login with the whole one failed).
+    let long = format!("{}\n", "b".repeat(4100));
+    let (code, _, err) = m.run_cli(&["set-password", "admin"], &long);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("the password is longer than 4096 bytes"), "{err}");
 }

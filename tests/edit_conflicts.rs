@@ -209,3 +209,28 @@ fn the_rule_form_saves_past_a_comment_and_never_over_a_file_not_utf8() {
     assert_eq!(r.status, 409, "{}", r.text);
     assert_eq!(std::fs::read(&m.config_path).unwrap(), latin);
 }
+
+/// Regression audit (stop 55): a file the service cannot read (a hand
+/// edit with a comment past 16 MiB) counted as "not changed since", so a
+/// save wrote the running values over the hand edit, and no backup was
+/// made. It is refused, the file left as it is.
+#[test]
+fn a_file_that_cannot_be_read_is_not_written_over() {
+    let m = Mailproc::start(CONFIG);
+    let mut body = m.get_with("/api/config", TOKEN).body;
+    body["log_level"] = "debug".into();
+    let edited = format!(
+        "{}# {}\n",
+        file(&m).replace("log_level: info", "log_level: warn"),
+        "x".repeat(17 << 20)
+    );
+    std::fs::write(&m.config_path, &edited).unwrap();
+    let r = put(&m, &body.to_string(), None);
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(
+        r.text.contains("cannot be read (larger than 16 MiB)"),
+        "{}",
+        r.text
+    );
+    assert!(std::fs::read_to_string(&m.config_path).unwrap() == edited);
+}

@@ -584,44 +584,58 @@ fn sighup_reloads_and_never_stops_the_service() {
 
 /// Audit (stop 55): with a FIFO put at the configuration's path, SIGHUP's
 /// reload waited on it forever, and SIGTERM with it (the service never
-/// stopped); `check-config` hung, and `/dev/zero` as the file was read
-/// until memory ran out. Anything but a regular file is refused at once,
-/// naming the file.
+/// stopped), and so did `GET /api/config`; `/dev/zero` as the file was
+/// read until memory ran out. The running service reads a regular file
+/// only, never waiting; a command started by hand also reads a stream
+/// (`--config <(sops -d …)`, as a regression audit asked), at most 16 MiB.
 #[test]
 fn a_configuration_path_that_is_not_a_file_is_refused_not_waited_on() {
     let mut m = Mailproc::start(
         "server: { port: {PORT}, auth_token: hup-token-0123456789 }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
     );
-    let fifo = m.config_path.with_file_name("fifo.yaml");
-    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
-    assert!(made.success());
-    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+    let check = |path: &Path, input: &[u8]| {
         let mut child = Command::new(bin())
             .arg("--config")
             .arg(path)
             .arg("check-config")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut stdin = child.stdin.take().unwrap();
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&input);
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
         while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         if child.try_wait().unwrap().is_none() {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("check-config on {path:?} still running after 10 s");
+            panic!("check-config on {path:?} still running after 20 s");
         }
         let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{path:?}: {err}");
-        assert!(
-            err.contains(&format!("{}: not a regular file", path.display())),
-            "{err}"
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
-    }
+        (out.status.code(), text)
+    };
+    let (code, text) = check(Path::new("/dev/zero"), b"");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("/dev/zero: larger than 16 MiB"), "{text}");
+    let yaml = std::fs::read(&m.config_path).unwrap();
+    let (code, text) = check(Path::new("/dev/stdin"), &yaml);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("/dev/stdin: ok"), "{text}");
+    let fifo = m.config_path.with_file_name("fifo.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
     // The running service's file becomes the FIFO: the reload is refused,
     // and the service still answers and stops.
     let kept = m.config_path.with_file_name("kept.yaml");

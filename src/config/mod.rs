@@ -116,10 +116,6 @@ pub struct Loaded {
     pub version: String,
 }
 
-/// The file's text, or what to do when it cannot be read: a missing file
-/// names where it was looked for and how to give another; one the
-/// service's user may not read says whose it must be (an audit found a
-/// bare "Permission denied").
 /// The most a configuration file may hold: a thousand accounts take a
 /// few hundred kilobytes.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -161,37 +157,84 @@ pub fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-fn read_file(path: &Path) -> Result<String, ConfigError> {
-    read_bytes(path)
-        .and_then(|b| {
-            String::from_utf8(b).map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    "stream did not contain valid UTF-8",
-                )
-            })
-        })
-        .map_err(|e| {
-            let hint = match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    " (give another with --config PATH; config.example.yaml shows every key)"
-                        .to_string()
-                }
-                std::io::ErrorKind::PermissionDenied => {
-                    " (the user the service runs as, `mailproc` under the shipped unit, must be \
-                 able to read it and, to save changes from the API or the dashboard, write \
-                 its directory)"
-                        .to_string()
-                }
-                _ => String::new(),
-            };
-            ConfigError::one(format!("{}: {e}{hint}", path.display()))
-        })
+/// The bytes at `path` for a command started by hand (`run`,
+/// `check-config`): a regular file as [`read_bytes`] reads it, or a stream
+/// (`--config <(sops -d config.yaml)`, `/dev/stdin`), read until its end
+/// and at most [`MAX_FILE_BYTES`] (`/dev/zero` is refused, not read until
+/// memory runs out). A FIFO is waited on, as `cat` would: the person who
+/// named it is there to feed it. The service's own reads later (SIGHUP,
+/// the API, the editor) take a regular file only, never waiting.
+fn read_stream(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let meta = std::fs::metadata(path)?;
+    if meta.is_file() {
+        return read_bytes(path);
+    }
+    if meta.is_dir() {
+        return Err(Error::new(ErrorKind::InvalidInput, "is a directory"));
+    }
+    let mut out = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_FILE_BYTES >> 20),
+        ));
+    }
+    Ok(out)
 }
 
-/// Reads, substitutes, deserializes and validates the file at `path`.
+/// The file's text, or what to do when it cannot be read: a missing file
+/// names where it was looked for and how to give another; one the
+/// service's user may not read says whose it must be (an audit found a
+/// bare "Permission denied").
+fn read_file(path: &Path, stream: bool) -> Result<String, ConfigError> {
+    let read = if stream {
+        read_stream(path)
+    } else {
+        read_bytes(path)
+    };
+    read.and_then(|b| {
+        String::from_utf8(b).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            )
+        })
+    })
+    .map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                " (give another with --config PATH; config.example.yaml shows every key)"
+                    .to_string()
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                " (the user the service runs as, `mailproc` under the shipped unit, must be \
+                 able to read it and, to save changes from the API or the dashboard, write \
+                 its directory)"
+                    .to_string()
+            }
+            _ => String::new(),
+        };
+        ConfigError::one(format!("{}: {e}{hint}", path.display()))
+    })
+}
+
+/// Reads, substitutes, deserializes and validates the file at `path`, at
+/// a command's start (a stream is read too, see [`read_stream`]).
 pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
-    let text = read_file(path)?;
+    load_from(path, true)
+}
+
+/// [`load`] for the running service (SIGHUP): a regular file only.
+pub fn load_again(path: &Path) -> Result<Loaded, ConfigError> {
+    load_from(path, false)
+}
+
+fn load_from(path: &Path, stream: bool) -> Result<Loaded, ConfigError> {
+    let text = read_file(path, stream)?;
     let (config, raw) = parse(&text, &|name| std::env::var(name).ok())?;
     Ok(Loaded {
         config,
@@ -208,7 +251,7 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 /// valid, as for `load`.
 pub fn load_for_oauth_helper(path: &Path) -> Result<Loaded, ConfigError> {
     use serde_norway::Value;
-    let text = read_file(path)?;
+    let text = read_file(path, true)?;
     let raw: Value =
         bounded::from_str(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
     let mut lenient = raw.clone();

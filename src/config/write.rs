@@ -79,7 +79,13 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         }
         result
     };
-    if let Ok(previous) = super::read_bytes(path) {
+    // A file that cannot be read is not written over without its backup.
+    let previous = match super::read_bytes(path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(naming(path, e)),
+    };
+    if let Some(previous) = previous {
         // The same text again (a GET put back unchanged): nothing to write,
         // and the backup keeps the version before it.
         if previous == text.as_bytes() {

@@ -361,7 +361,7 @@ impl Live {
     /// not, the running configuration stays and the problems are returned.
     pub fn reload(&self) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
-        let loaded = crate::config::load(&self.config().path)?;
+        let loaded = crate::config::load_again(&self.config().path)?;
         if crate::auth::api_is_open(&loaded.config)
             && !crate::auth::api_is_open(&self.config().config)
         {
@@ -866,12 +866,24 @@ pub fn literal_secret_accounts(posted: &serde_norway::Value) -> Vec<String> {
 /// editor or the rule form would then write the running values over that
 /// edit (and the backup over the file before it), which an audit found
 /// undoing an operator's hand edits without a word. A file that is gone
-/// is written again; one that cannot be read is left to the write's error.
+/// is written again; one that cannot be read (past 16 MiB, not a regular
+/// file) is not written over: what it holds is not known (a regression
+/// audit lost a hand edit, and the backup, behind a large comment).
 fn file_differs(running: &Loaded) -> Option<String> {
     // Bytes, not text: a file made not UTF-8 by an edit cannot be what is
     // running (an audit found it read as "no difference", and the edit
     // written over).
-    let bytes = crate::config::read_bytes(&running.path).ok()?;
+    let bytes = match crate::config::read_bytes(&running.path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            return Some(format!(
+                "{} cannot be read ({e}): saving here would write over what it holds. Make it \
+                 a readable file again, or edit the file itself",
+                running.path.display()
+            ))
+        }
+    };
     let same = std::str::from_utf8(&bytes)
         .ok()
         .and_then(|text| crate::config::bounded::from_str(text).ok())
