@@ -25,6 +25,9 @@ use serde::Serialize;
 
 use crate::timestamp::now_ms;
 
+/// The longest `lastError` kept, in characters.
+const MAX_ERROR_CHARS: usize = 2000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
@@ -310,7 +313,15 @@ impl Handle {
     /// The last error, as `/api/accounts` and the dashboard show it: URLs
     /// in it without their credentials.
     pub fn set_error(&self, error: Option<String>) {
-        let error = error.map(|e| crate::config::redact_text(&e));
+        // At most 2,000 characters, whoever wrote it: it is kept, shown on
+        // every page and stored at each change.
+        let error = error.map(|e| {
+            let e = crate::config::redact_text(&e);
+            match e.char_indices().nth(MAX_ERROR_CHARS) {
+                Some((at, _)) => format!("{}…", &e[..at]),
+                None => e,
+            }
+        });
         let new = error.is_some() && self.status.read().last_error != error;
         if let (true, Some(e), Some(store)) = (new, &error, self.errors_kept_in.get()) {
             // Kept so that "last error" still reads after a restart; a

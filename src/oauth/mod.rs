@@ -275,11 +275,14 @@ impl Client {
         let text = crate::agent::mask_secrets(text, &secrets);
         // Masked again once parsed: JSON may have escaped a secret's
         // characters (`\/` for `/`).
+        // And made safe to log, as an IMAP server's words are: control
+        // characters escaped, at most 500 characters (a regression audit's
+        // endpoint forged a log line with a `\n` in its description).
+        let words =
+            |t: String| crate::logging::clean_up_to(&crate::agent::mask_secrets(t, &secrets), 500);
         let answer = serde_json::from_str::<ErrorAnswer>(&text).map(|a| ErrorAnswer {
-            error: crate::agent::mask_secrets(a.error, &secrets),
-            error_description: a
-                .error_description
-                .map(|d| crate::agent::mask_secrets(d, &secrets)),
+            error: words(a.error),
+            error_description: a.error_description.map(words),
         });
         if status == 429 || status >= 500 {
             // Busy or down, whatever the body says (often an HTML page):
@@ -560,6 +563,42 @@ mod tests {
             assert!(e.contains("my-client-id") && e.contains("********"), "{e}");
         }
         t.join().unwrap();
+    }
+
+    /// Found by a regression audit: an endpoint's `\n` in its description
+    /// forged a log line, its ESC coloured the terminal, and 3,000
+    /// characters went into `lastError`.
+    #[test]
+    fn a_refusal_is_quoted_escaped_and_cut() {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://127.0.0.1:{}/token",
+            server.server_addr().to_ip().unwrap().port()
+        );
+        let t = std::thread::spawn(move || {
+            let req = server.recv().unwrap();
+            let body = serde_json::json!({
+                "error": "invalid_grant\u{1b}[31mRED",
+                "error_description": format!("one\n2026-11-30T00:00:00Z [ERROR] FORGED\u{7}{}", "D".repeat(3000)),
+            })
+            .to_string();
+            let _ = req.respond(tiny_http::Response::from_string(body).with_status_code(400));
+        });
+        let c = Client::new(&OAuth2Config {
+            token_url: Some(url),
+            client_id: "id".into(),
+            refresh_token: None,
+            ..serde_json::from_str::<OAuth2Config>(r#"{"client_id":"x"}"#).unwrap()
+        })
+        .unwrap();
+        let e = c.refresh("refresh").unwrap_err().to_string();
+        t.join().unwrap();
+        assert!(!e.chars().any(|c| c.is_control()), "{e:.200}");
+        assert!(
+            e.contains("invalid_grant\\u{1b}[31mRED: one\\n2026"),
+            "{e:.200}"
+        );
+        assert!(e.len() < 1200, "{}", e.len());
     }
 
     #[test]
