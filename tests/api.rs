@@ -675,12 +675,22 @@ fn a_failed_message_of_a_removed_account_is_not_retried_into_nothing() {
         let store = Store::open(&m.db_path()).unwrap();
         store
             .record_outcomes(&Outcomes {
-                failures: vec![FailedAttempt {
-                    meta: meta("gone", 7, "Of a removed account"),
-                    error: "model answered nonsense".into(),
-                    max_attempts: 1,
-                    retry_delay_ms: 0,
-                }],
+                failures: vec![
+                    FailedAttempt {
+                        meta: meta("gone", 7, "Of a removed account"),
+                        error: "model answered nonsense".into(),
+                        max_attempts: 1,
+                        retry_delay_ms: 0,
+                    },
+                    // Being retried when its account went (an audit, stop
+                    // 55: listed under "Being retried" for ever).
+                    FailedAttempt {
+                        meta: meta("gone", 8, "Retrying when its account went"),
+                        error: "model timed out".into(),
+                        max_attempts: 3,
+                        retry_delay_ms: 60_000,
+                    },
+                ],
                 ..Default::default()
             })
             .unwrap();
@@ -690,8 +700,28 @@ fn a_failed_message_of_a_removed_account_is_not_retried_into_nothing() {
         ("WORK_PASS", "work-env-password"),
     ]);
     m.wait_ready();
+    let retrying = m.get_with("/api/activity?status=retrying", TOKEN);
+    assert_eq!(retrying.body["total"], 0, "{}", retrying.text);
     let failed = m.get_with("/api/activity?status=failed", TOKEN);
-    let id = failed.body["entries"][0]["id"].as_i64().unwrap();
+    assert_eq!(failed.body["total"], 2, "{}", failed.text);
+    let closed = failed.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["uid"] == 8)
+        .expect("the retry, closed");
+    assert_eq!(
+        closed["error"],
+        "cannot be retried: its account was removed from the configuration (after: model timed out)"
+    );
+    let id = failed.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["uid"] == 7)
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
     let r = m.post_with(&format!("/api/activity/{id}/retry"), TOKEN, "");
     assert_eq!(r.status, 409, "{}", r.text);
     assert!(
@@ -702,7 +732,7 @@ fn a_failed_message_of_a_removed_account_is_not_retried_into_nothing() {
         r.text
     );
     let still = m.get_with("/api/activity?status=failed", TOKEN);
-    assert_eq!(still.body["total"], 1, "{}", still.text);
+    assert_eq!(still.body["total"], 2, "{}", still.text);
 }
 
 /// Audit: `limit=0` gave one line, `account=nosuch` zeros and `period=`

@@ -291,5 +291,8 @@ fn output_that_cannot_be_written_and_input_that_is_not_there_are_said() {
     let long = format!("{}\n", "b".repeat(4100));
     let (code, _, err) = m.run_cli(&["set-password", "admin"], &long);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("the password is longer than 4096 bytes"), "{err}");
+    assert!(
+        err.contains("the password is longer than 4096 bytes"),
+        "{err}"
+    );
 }

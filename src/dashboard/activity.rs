@@ -222,7 +222,7 @@ pub fn table(
                                         @let alone = e.status != store::Status::Failed && correct.is_none();
                                         @if let Some(f) = flash { (layout::flash_notice(f, alone)) }
                                         @if e.status == store::Status::Failed {
-                                            (retry_button(e.id, &s.csrf, back, flash.is_some()))
+                                            (retry_or_why(e, &loaded, &s.csrf, back, flash.is_some()))
                                         } @else if let Some(a) = correct {
                                             details.correct open[flash.is_some()] {
                                                 summary { "Correct…" span.sr { " " (shortened(&e.subject).0) } }
@@ -238,6 +238,22 @@ pub fn table(
             }
         }
     }
+}
+
+/// Retry for a failed entry whose account is configured; for one whose
+/// account is gone, why there is none (the retry would be refused, 409:
+/// an audit found the button offered).
+fn retry_or_why(
+    e: &store::ActivityEntry,
+    loaded: &crate::config::Loaded,
+    csrf: &str,
+    back: &str,
+    focus: bool,
+) -> Markup {
+    if loaded.config.accounts.iter().any(|a| a.name == e.account) {
+        return retry_button(e.id, csrf, back, focus);
+    }
+    html! { span.muted { "Its account is no longer configured." } }
 }
 
 pub fn retry_button(id: i64, csrf: &str, back: &str, focus: bool) -> Markup {
@@ -495,7 +511,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
             @let alone = e.status != store::Status::Failed && correct.is_none();
             @if let Some(f) = flash { (layout::flash_notice(f, alone)) }
             @if e.status == store::Status::Failed {
-                (retry_button(e.id, &s.csrf, &here, flash.is_some()))
+                (retry_or_why(&e, &loaded, &s.csrf, &here, flash.is_some()))
             } @else if let Some(a) = correct {
                 (corrections(&e, a, &s.csrf, &here, flash.is_some()))
             } @else {

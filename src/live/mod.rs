@@ -183,6 +183,7 @@ impl Live {
             if let Err(e) = live.deps.store.forget_pauses_except(&names) {
                 log::warn!("cannot forget the pauses of removed accounts: {e}");
             }
+            live.close_retries_of_removed(&names);
             for a in &config.config.accounts {
                 // Paused by the operator before the service stopped.
                 let paused = live.deps.store.account_paused(&a.name).unwrap_or(false);
@@ -196,6 +197,22 @@ impl Live {
             }
         }
         Ok(live)
+    }
+
+    /// Closes the retries of accounts not in `configured` (see
+    /// [`Store::close_retries_of_removed`]), saying so.
+    fn close_retries_of_removed(&self, configured: &[&str]) {
+        match self.deps.store.close_retries_of_removed(configured) {
+            Ok(closed) => {
+                for (account, n) in closed {
+                    log::info!(
+                        "{account}: {n} retry(ies) closed as failed: the account is no longer \
+                         configured"
+                    );
+                }
+            }
+            Err(e) => log::warn!("cannot close the retries of removed accounts: {e}"),
+        }
     }
 
     /// At start, before any account runs: each rename noted and not handed
@@ -719,6 +736,16 @@ impl Live {
             } else {
                 fleet.renames.remove(name)
             };
+            if renamed.is_none() && !fleet.closed {
+                let configured: Vec<&str> = wanted
+                    .config
+                    .accounts
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect();
+                let waiting: Vec<&str> = fleet.renames.keys().map(String::as_str).collect();
+                self.close_retries_of_removed(&[configured, waiting].concat());
+            }
             let to = renamed.and_then(|r| wanted.config.accounts.iter().find(|a| a.name == r.to));
             if let Some(a) = to.filter(|a| !fleet.closed && !fleet.running.contains_key(&a.name)) {
                 self.inherit(name, &a.name);

@@ -55,6 +55,36 @@ impl Store {
         })
     }
 
+    /// Closes as failed the retries of every account not in `configured`:
+    /// no worker will take them, and "Being retried" would list them for
+    /// ever (an audit). Returns how many, by account.
+    pub fn close_retries_of_removed(&self, configured: &[&str]) -> Result<Vec<(String, usize)>> {
+        self.op("close_retries_of_removed", || {
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            let accounts: Vec<String> = tx
+                .prepare("SELECT DISTINCT account FROM emails WHERE status = 'retrying'")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut closed = Vec::new();
+            for account in accounts {
+                if configured.contains(&account.as_str()) {
+                    continue;
+                }
+                let n = tx.execute(
+                    "UPDATE emails SET status = 'failed', next_attempt_at = NULL,
+                         error = 'cannot be retried: its account was removed from the configuration'
+                             || coalesce(' (after: ' || error || ')', '')
+                     WHERE status = 'retrying' AND account = ?1",
+                    [&account],
+                )?;
+                closed.push((account, n));
+            }
+            tx.commit()?;
+            Ok(closed)
+        })
+    }
+
     /// When the next retry of an account falls due, if any is waiting.
     pub fn next_retry_at(&self, account: &str) -> Result<Option<i64>> {
         self.op("next_retry_at", || {
