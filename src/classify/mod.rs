@@ -86,7 +86,11 @@ impl std::fmt::Display for ClassifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ClassifyError::Timeout { provider, after } => {
-                write!(f, "{provider}: no answer within {after:?}")
+                write!(
+                    f,
+                    "{provider}: no answer within {} (its timeout)",
+                    crate::config::format_duration(*after)
+                )
             }
             ClassifyError::Http {
                 provider,

@@ -433,7 +433,7 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         @for p in &problems { (notice("error", p)) }
         // The API refuses what the page could not apply: no link to a 404.
         @if problems.is_empty() {
-            p.export { "Export these " (thousands(total)) " entries: "
+            p.export { "Export " (if total == 1 { "this entry" } else { "these " }) @if total != 1 { (thousands(total)) " entries" } ": "
                 a href=(export("csv")) download { "CSV" } " · "
                 a href=(export("json")) download { "JSON" } }
         }

@@ -235,7 +235,7 @@ pub fn pager(page: u64, total_pages: u64, total: u64, link: impl Fn(u64) -> Stri
                 a href=(link(page - 1)) rel="prev" { "← Newer" }
             }
             span { "Page " (thousands(page)) " of " (thousands(total_pages))
-                   " · " (thousands(total)) " entries" }
+                   " · " (thousands(total)) (if total == 1 { " entry" } else { " entries" }) }
             @if page < total_pages {
                 a href=(link(page + 1)) rel="next" { "Older →" }
                 a href=(link(total_pages)) { "Last »" }
