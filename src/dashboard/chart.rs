@@ -112,7 +112,7 @@ pub fn render(id: &str, series: &Series, rows: &[(i64, String, u64)], today: i64
         }
     }
     let summary = format!(
-        "{} in the last {DAYS} days{}",
+        "{} in the last {DAYS} days (UTC, today included){}",
         thousands(grand),
         keys.iter()
             .filter(|k| totals[*k] > 0)
@@ -166,7 +166,7 @@ pub fn render(id: &str, series: &Series, rows: &[(i64, String, u64)], today: i64
                         @for k in &keys { th scope="col" .num { (label(k)) } } } }
                     tbody {
                         @if per_day.is_empty() {
-                            tr { td colspan=(keys.len() + 1) { "Nothing in the last " (DAYS) " days." } }
+                            tr { td colspan=(keys.len() + 1) { "Nothing in the last " (DAYS) " days (UTC, today included)." } }
                         }
                         @for (day, counts) in per_day.iter().rev() {
                             tr { th scope="row" { (iso_ms(day * DAY_MS)[..10]) }
