@@ -152,7 +152,7 @@ impl Metrics {
                 &registry,
                 IntCounter::new(
                     "webhook_dropped_total",
-                    "Webhook events dropped because the delivery queue was full.",
+                    "Webhook events dropped: a target's delivery queue was full, or the entry they were queued for was removed by a reload.",
                 )
                 .expect("valid metric"),
             ),

@@ -829,6 +829,79 @@ fn one_url_in_two_entries_goes_out_with_each_entrys_headers() {
     assert_eq!(who, ["alice", "global"]);
 }
 
+/// Found by the second regression audit: events queued by their entry's
+/// place in the list went out with another entry's headers and secret,
+/// or were lost uncounted, after a reload that inserted, removed or
+/// reordered entries. An event keeps the entry it was queued for.
+#[test]
+fn queued_events_keep_their_entry_across_a_reload_that_reorders() {
+    let slow = Receiver::start("127.0.0.1:0", Answer::Delay(Duration::from_millis(200)));
+    let entry = |path: &str, who: &str| {
+        format!(
+            "  - url: \"{}\"\n    headers: {{ X-Which: {who} }}\n",
+            slow.url(path)
+        )
+    };
+    let yaml = |entries: &[String]| {
+        format!(
+            "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n{}",
+            entries.concat()
+        )
+    };
+    let (a, b) = (entry("/a", "A"), entry("/b", "B"));
+    let d = Dispatcher::start(&yaml(&[a.clone(), b.clone()]), &[]);
+    let n = 5;
+    for i in 0..n {
+        emit(
+            &d.hooks,
+            EventKind::Error,
+            "x",
+            json!({"error": format!("e{i}")}),
+        );
+    }
+    slow.wait_for_hits(1, Duration::from_secs(10));
+    // Another entry in front, then the two swapped: each queued event
+    // still goes to its own entry, with its own header.
+    d.hooks.reload(&parse(
+        &yaml(&[entry("/c", "C"), b.clone(), a.clone()]),
+        &[],
+    ));
+    let hits = slow.wait_for_hits(2 * n, Duration::from_secs(20));
+    assert_eq!(hits.len(), 2 * n);
+    for h in &hits {
+        let want = if h.path == "/a" { "A" } else { "B" };
+        assert_eq!(h.one("x-which"), want, "{}", h.path);
+    }
+    assert_eq!(d.metrics.webhook_dropped.get(), 0);
+    // Entries removed drop what was queued for them, counted: of these
+    // events, /c's and /a's (the three entries take each).
+    for i in 0..n {
+        emit(
+            &d.hooks,
+            EventKind::Error,
+            "x",
+            json!({"error": format!("f{i}")}),
+        );
+    }
+    d.hooks.reload(&parse(&yaml(&[b]), &[]));
+    slow.wait_for_hits(2 * n + 1, Duration::from_secs(20));
+    let started = Instant::now();
+    while d.metrics.webhook_dropped.get() + (slow.count() as u64) < 5 * n as u64
+        && started.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let to_a = slow.hits().iter().filter(|h| h.path == "/a").count();
+    assert_eq!(to_a, n, "nothing to /a after it was removed");
+    assert_eq!(
+        d.metrics.webhook_dropped.get() + slow.count() as u64,
+        5 * n as u64,
+        "every event delivered or counted as dropped ({to_a} to /a, {} dropped, {} hits)",
+        d.metrics.webhook_dropped.get(),
+        slow.count()
+    );
+}
+
 #[test]
 fn shutdown_delivers_what_is_queued() {
     let r = Receiver::start("127.0.0.1:0", Answer::Status(200));

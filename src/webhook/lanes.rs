@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::EventKind;
+use crate::config::{EventKind, WebhookConfig};
 
 /// Events waiting for one target. An event is about 1 KiB; a batch pass
 /// over a backlog emits a few events per message in bursts of hundreds,
@@ -38,13 +38,16 @@ pub const QUEUE_BYTES: usize = 4 << 20;
 /// targets is counted once for each, though its payload is kept once.
 pub const TOTAL_BYTES: usize = 4 * QUEUE_BYTES;
 
-/// Which configured entry an event is for: its place among the global
-/// `webhooks`, or among the emitting account's own. Two entries may share
-/// a URL (and so a queue) with headers and secrets of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Entry {
-    Global(usize),
-    Account(usize),
+/// Which configured entry an event is for: global or the emitting
+/// account's own, and the entry as it was when the event was queued. Two
+/// entries may share a URL (and so a queue) with headers and secrets of
+/// their own; a reload may insert, remove or reorder entries meanwhile
+/// (a regression audit found events sent with another entry's secret
+/// when they were kept by their place in the list).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub global: bool,
+    pub as_queued: Arc<WebhookConfig>,
 }
 
 /// One event waiting for one target.
@@ -178,13 +181,16 @@ mod tests {
     }
 
     fn push(l: &mut Lanes, url: &str, s: &str) -> Result<(), Full> {
-        l.push(
-            url,
-            Entry::Global(0),
-            EventKind::Error,
-            &Arc::from("a"),
-            &body(s),
-        )
+        let entry = Entry {
+            global: true,
+            as_queued: Arc::new(WebhookConfig {
+                url: url.into(),
+                events: None,
+                headers: Default::default(),
+                secret: None,
+            }),
+        };
+        l.push(url, entry, EventKind::Error, &Arc::from("a"), &body(s))
     }
 
     /// Serves the queues as the thread does, each delivery to `slow`

@@ -151,8 +151,8 @@ pub const TEST_RETRY: &str = "5";
 
 /// Who receives what, from the current configuration.
 struct Targets {
-    global: Vec<WebhookConfig>,
-    by_account: HashMap<String, Vec<WebhookConfig>>,
+    global: Vec<Arc<WebhookConfig>>,
+    by_account: HashMap<String, Vec<Arc<WebhookConfig>>>,
     timeout: Duration,
     allow: AllowList,
 }
@@ -160,12 +160,15 @@ struct Targets {
 impl Targets {
     fn from_config(config: &Config) -> Targets {
         Targets {
-            global: config.webhooks.clone(),
+            global: config.webhooks.iter().cloned().map(Arc::new).collect(),
             by_account: config
                 .accounts
                 .iter()
                 .filter(|a| !a.webhooks.is_empty())
-                .map(|a| (a.name.clone(), a.webhooks.clone()))
+                .map(|a| {
+                    let own = a.webhooks.iter().cloned().map(Arc::new).collect();
+                    (a.name.clone(), own)
+                })
                 .collect(),
             timeout: config.webhook_settings.timeout.0,
             allow: AllowList::new(&config.webhook_settings.allow_private),
@@ -182,29 +185,40 @@ impl Targets {
 
     /// The entries that want `kind` from `account`, each with which it is
     /// (one URL may be in two entries with their own headers and secrets).
-    fn for_event<'a>(
-        &'a self,
-        kind: EventKind,
-        account: &str,
-    ) -> impl Iterator<Item = (Entry, &'a WebhookConfig)> {
+    fn for_event<'a>(&'a self, kind: EventKind, account: &str) -> impl Iterator<Item = Entry> + 'a {
         let own = self
             .by_account
             .get(account)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let global = self.global.iter().enumerate();
-        global
-            .map(|(i, t)| (Entry::Global(i), t))
-            .chain(own.iter().enumerate().map(|(i, t)| (Entry::Account(i), t)))
-            .filter(move |(_, t)| t.wants(kind))
+        let entry = |global: bool| {
+            move |t: &Arc<WebhookConfig>| Entry {
+                global,
+                as_queued: t.clone(),
+            }
+        };
+        self.global
+            .iter()
+            .map(entry(true))
+            .chain(own.iter().map(entry(false)))
+            .filter(move |e| e.as_queued.wants(kind))
     }
 
-    /// The entry `entry` of `account` as now configured.
-    fn entry(&self, entry: Entry, account: &str) -> Option<&WebhookConfig> {
-        match entry {
-            Entry::Global(i) => self.global.get(i),
-            Entry::Account(i) => self.by_account.get(account)?.get(i),
-        }
+    /// The entry an event queued for `entry` of `account` goes out with
+    /// now: the same entry if it is still configured, else the first of
+    /// its list (global, or the account's) with its URL, changed since
+    /// (new headers or secret); none when its list has no entry for that
+    /// URL that wants the event.
+    fn current(&self, entry: &Entry, account: &str, kind: EventKind) -> Option<&WebhookConfig> {
+        let list = if entry.global {
+            &self.global
+        } else {
+            self.by_account.get(account)?
+        };
+        let url = &entry.as_queued.url;
+        let mut same_url = list.iter().filter(|t| &t.url == url && t.wants(kind));
+        let first = same_url.clone().next()?;
+        Some(same_url.find(|t| ***t == *entry.as_queued).unwrap_or(first))
     }
 }
 
@@ -262,7 +276,8 @@ impl Shared {
                 )
             }
             None => log::warn!(
-                "webhooks: delivery queue full; dropped {n} more event(s) since the last warning"
+                "webhooks: dropped {n} more event(s) since the last warning (a target's delivery \
+                 queue full, or the entry an event was queued for removed)"
             ),
         }
     }
@@ -486,9 +501,10 @@ impl Webhooks {
         let mut full = vec![];
         {
             let mut lanes = self.shared.lanes.lock();
-            for (entry, target) in targets.for_event(kind, account) {
-                if let Err(why) = lanes.push(&target.url, entry, kind, &who, &body) {
-                    full.push((target.url.as_str(), why));
+            for entry in targets.for_event(kind, account) {
+                let url = entry.as_queued.url.clone();
+                if let Err(why) = lanes.push(&url, entry, kind, &who, &body) {
+                    full.push((url, why));
                 }
             }
         }
@@ -496,7 +512,7 @@ impl Webhooks {
         // happen while `tx` is held.
         let _ = tx.try_send(());
         for (url, why) in full {
-            self.note_drop(kind, account, url, why);
+            self.note_drop(kind, account, &url, why);
         }
     }
 
@@ -712,12 +728,13 @@ fn deliver(
     let targets = shared.targets.read().clone();
     let body = event.body;
     let name = event.kind.as_str();
-    let Some(target) = targets
-        .entry(event.entry, &event.account)
-        .filter(|t| t.url == url && t.wants(event.kind))
-    else {
+    let Some(target) = targets.current(&event.entry, &event.account, event.kind) else {
+        // Its entry was removed, or no longer wants the event, since it was
+        // queued: dropped, and counted as such.
+        shared.metrics.webhook_dropped.inc();
+        shared.unlogged_drops.fetch_add(1, Ordering::Relaxed);
         log::debug!(
-            "webhooks: {name} ({}) to {}: the target no longer wants it; not sent",
+            "webhooks: {name} ({}) to {}: its entry is no longer configured; dropped",
             event.account,
             shown_url(url)
         );
