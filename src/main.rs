@@ -319,9 +319,10 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
                     a terminal to be asked for it)";
         const MAX: usize = 4096;
         let mut line = Vec::new();
+        // Room for the password and its CRLF: more is too long.
         let read = std::io::stdin()
             .lock()
-            .take(MAX as u64 + 1)
+            .take(MAX as u64 + 2)
             .read_until(b'\n', &mut line)
             .map_err(|e| format!("{none}: {e}"))?;
         if read == 0 {

@@ -654,6 +654,50 @@ fn a_configuration_path_that_is_not_a_file_is_refused_not_waited_on() {
     assert_eq!(st.code(), Some(0), "{}", m.log());
 }
 
+/// Regression audit (stop 55): started with `--config /dev/stdin` from a
+/// file, a save followed the link to the file behind it and the next
+/// SIGHUP read the old one through `/dev/stdin`, undoing the save. A
+/// service started from a stream says it cannot save or reload it.
+#[test]
+fn a_configuration_read_from_a_stream_is_neither_saved_nor_reloaded() {
+    let mut m = Mailproc::prepare(
+        "server: { port: {PORT}, auth_token: hup-token-0123456789 }\nstorage: { path: \"{DIR}/mailproc.db\" }\nlog_level: info\n",
+    );
+    let child = Command::new(bin())
+        .args(["--config", "/dev/stdin", "run"])
+        .stdin(std::fs::File::open(&m.config_path).unwrap())
+        .stderr(std::fs::File::create(m.dir.path().join("stderr.log")).unwrap())
+        .env("MAILPROC_FAILPOINTS", common::mailproc::NO_DNS)
+        .spawn()
+        .unwrap();
+    m.adopt(child);
+    m.wait_ready();
+    let token = "hup-token-0123456789";
+    let mut body = m.get_with("/api/config", token).body;
+    body["log_level"] = "debug".into();
+    let r = m.request(
+        "PUT",
+        "/api/config",
+        &[("Authorization", &format!("Bearer {token}"))],
+        Some(&body.to_string()),
+    );
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(
+        r.text.contains("from a stream when it started"),
+        "{}",
+        r.text
+    );
+    let file = std::fs::read_to_string(&m.config_path).unwrap();
+    assert!(file.contains("log_level: info"), "{file}");
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the reload refused", || {
+        m.log()
+            .contains("from a stream when it started")
+            .then_some(())
+    });
+    assert_eq!(m.get_with("/api/config", token).body["log_level"], "info");
+}
+
 const OPEN_CONFIG: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n\
 accounts:\n  - { name: closed, imap: { host: 127.0.0.1, port: 9, security: none, username: u, password: p } }\n";
 

@@ -86,10 +86,13 @@ impl std::fmt::Display for ClassifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ClassifyError::Timeout { provider, after } => {
+                // The time waited, to a tenth of a second ("3.11627603s"
+                // read badly, an audit); it is `timeout`, or the 10 s a
+                // connection may take at most, whichever ran out.
                 write!(
                     f,
-                    "{provider}: no answer within {} (its timeout)",
-                    crate::config::format_duration(*after)
+                    "{provider}: no answer within {:.1}s",
+                    after.as_secs_f64()
                 )
             }
             ClassifyError::Http {

@@ -228,9 +228,33 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
     load_from(path, true)
 }
 
-/// [`load`] for the running service (SIGHUP): a regular file only.
+/// [`load`] for the running service (SIGHUP): a regular file only, and
+/// not one the service was started from as a stream.
 pub fn load_again(path: &Path) -> Result<Loaded, ConfigError> {
+    if let Some(why) = from_stream(path) {
+        return Err(ConfigError::one(why));
+    }
     load_from(path, false)
+}
+
+/// Why the running service cannot read its configuration at `path` again
+/// nor save to it, when it was started from a stream: `--config
+/// <(sops -d …)` (`/dev/fd/63`, gone after the start) or `/dev/stdin`
+/// (a regression audit: a save followed the link to the file behind it,
+/// and the next reload read the old one through `/dev/stdin`, undoing the
+/// save).
+pub fn from_stream(path: &Path) -> Option<String> {
+    // By its name, as given: `/dev/stdin` from a file reads as a regular
+    // file, and a FIFO put at a file's path later is a file's trouble.
+    let stream = path.starts_with("/dev/") || path.starts_with("/proc/");
+    stream.then(|| {
+        format!(
+            "{}: the service read its configuration from a stream when it started, so it \
+             cannot read it again or save it: restart it with --config naming a file to change \
+             it while it runs",
+            path.display()
+        )
+    })
 }
 
 fn load_from(path: &Path, stream: bool) -> Result<Loaded, ConfigError> {

@@ -52,7 +52,7 @@ pub fn page(title: &str, current: &str, s: &Session, body: Markup) -> Markup {
                                         (label)
                                         @if *href == "/failed" && s.attention > 0 {
                                             " " span.count { (thousands(s.attention)) }
-                                            span.sr { " messages" }
+                                            span.sr { (if s.attention == 1 { " message" } else { " messages" }) }
                                         }
                                     }
                                 }

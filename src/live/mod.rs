@@ -897,6 +897,9 @@ pub fn literal_secret_accounts(posted: &serde_norway::Value) -> Vec<String> {
 /// file) is not written over: what it holds is not known (a regression
 /// audit lost a hand edit, and the backup, behind a large comment).
 fn file_differs(running: &Loaded) -> Option<String> {
+    if let Some(why) = crate::config::from_stream(&running.path) {
+        return Some(why);
+    }
     // Bytes, not text: a file made not UTF-8 by an edit cannot be what is
     // running (an audit found it read as "no difference", and the edit
     // written over).

@@ -1,7 +1,7 @@
 //! One exchange with a model endpoint: the request sent, the answer
 //! read within its limits, and the provider's errors told apart.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -51,15 +51,14 @@ impl Provider {
             }
         }
         let provider = c.name.clone();
+        let started = Instant::now();
         // A time-out in either phase (sending, or reading the answer) is a
         // time-out of the call; anything else the transport says is kept.
         let failed = |e: ureq::Error| {
             let err = match e {
-                // The configured time-out, as the operator wrote it: the
-                // time waited read "3.11627603s" (an audit).
                 ureq::Error::Timeout(_) => ClassifyError::Timeout {
                     provider: provider.clone(),
-                    after: c.timeout.0,
+                    after: started.elapsed(),
                 },
                 e => ClassifyError::Transport {
                     provider: provider.clone(),
