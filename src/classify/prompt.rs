@@ -52,7 +52,13 @@ pub fn prompt(account: &AccountConfig, provider: &ProviderConfig, e: &Email) -> 
         truncate(&e.from, FIELD_CHARS),
         listed(&e.to),
         e.subject,
-        truncate(e.header("List-Id").unwrap_or("-"), FIELD_CHARS),
+        // Control characters replaced as a subject's are: a sender's CR
+        // and LF in a List-Id, a recipient or an attachment's name wrote
+        // lines ("From: boss@…") inside the email (an audit).
+        crate::email::visible(
+            truncate(e.header("List-Id").unwrap_or("-"), FIELD_CHARS),
+            ' '
+        ),
         if e.attachments.is_empty() {
             "-".to_string()
         } else {
@@ -74,15 +80,14 @@ const LIST_ITEMS: usize = 10;
 /// `items` as a question lists them: the first [`LIST_ITEMS`], each cut
 /// to [`FIELD_CHARS`], then how many more there are.
 fn listed(items: &[String]) -> String {
-    let mut out: Vec<&str> = items
+    let mut out: Vec<String> = items
         .iter()
         .take(LIST_ITEMS)
-        .map(|i| truncate(i, FIELD_CHARS))
+        .map(|i| crate::email::visible(truncate(i, FIELD_CHARS), ' '))
         .collect();
     let more = items.len().saturating_sub(LIST_ITEMS);
-    let tail = format!("and {more} more");
     if more > 0 {
-        out.push(&tail);
+        out.push(format!("and {more} more"));
     }
     out.join(", ")
 }
