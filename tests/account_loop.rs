@@ -1212,3 +1212,63 @@ fn a_store_error_after_a_good_pass_waits_the_first_back_off_again() {
     }
     assert_eq!(waits(&m), ["1s", "1s"], "{}", m.log());
 }
+
+/// Audit of hostile mail (stop 55): a stranger's message carrying a list
+/// message's Message-ID made the user's deletion of the list message count
+/// as a move to where the stranger's message was, learned with the
+/// stranger's words. A message found by its Message-ID must also come
+/// from the recorded sender.
+#[test]
+fn a_deleted_message_is_not_taken_for_a_strangers_copy_of_its_message_id() {
+    let (d, yaml) = shop();
+    d.seed(
+        "test",
+        "INBOX",
+        b"From: Shop <orders@shop.example>\r\nSubject: Your receipt 1\r\n\
+          Message-ID: <shared-1@shop.example>\r\n\r\nThanks.\r\n",
+    );
+    let m = Mailproc::start(&yaml);
+    wait_entry(&m, "<shared-1@shop.example>");
+    d.seed(
+        "test",
+        "INBOX",
+        b"From: mallory@evil.example\r\nSubject: cheap watches\r\n\
+          Message-ID: <shared-1@shop.example>\r\n\r\nBuy.\r\n",
+    );
+    m.wait_for(
+        Duration::from_secs(30),
+        "the stranger's copy recorded",
+        || {
+            (entries(&m, "")
+                .iter()
+                .filter(|e| e["messageId"] == "<shared-1@shop.example>" && e["status"] != "pending")
+                .count()
+                == 2)
+                .then_some(())
+        },
+    );
+    // The user deletes the receipt.
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();
+    let mut c = imap::Client::new(tcp);
+    c.read_greeting().unwrap();
+    let mut s = c.login("test", "secret").map_err(|(e, _)| e).unwrap();
+    s.select("Receipts").unwrap();
+    s.uid_store("1:*", "+FLAGS (\\Deleted)").unwrap();
+    s.expunge().unwrap();
+    s.logout().unwrap();
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("later1", "URGENT: after the deletion"),
+    );
+    wait_entry(&m, "<later1@mailproc.test>");
+    m.wait_for(Duration::from_secs(20), "the deletion noticed", || {
+        m.log().contains("(deleted)").then_some(())
+    });
+    assert_eq!(
+        metric(&m, "mailproc_corrections_total{account=\"acct\"}"),
+        0.0,
+        "{}",
+        m.log()
+    );
+}

@@ -92,17 +92,18 @@ impl Runner {
             let Some(t) = self.w.store.undo_target(id)? else {
                 continue;
             };
-            let found = match self.find_elsewhere(s, caps, folders, &t.message_id, &from)? {
-                Ok(found) => found,
-                Err(e) => {
-                    log::warn!(
+            let found =
+                match self.find_elsewhere(s, caps, folders, (&t.message_id, &t.from), &from)? {
+                    Ok(found) => found,
+                    Err(e) => {
+                        log::warn!(
                         "{}: activity {id}: the message left {from:?}, and looking for it failed: \
                          {e}; not looked for again",
                         self.name()
                     );
-                    None
-                }
-            };
+                        None
+                    }
+                };
             let (folder, arrived, feats) = match found {
                 Some((f, uidvalidity, uid, feats)) => (Some(f), Some((uidvalidity, uid)), feats),
                 None => (None, None, None),
@@ -150,18 +151,26 @@ impl Runner {
         }
     }
 
-    /// The folder (of those training reads) now holding `message_id`, its
-    /// UIDVALIDITY and UID there, and the message's features. The inner
-    /// error: this message cannot be looked for (the server refused the
-    /// search, or the Message-ID cannot be sent).
+    /// The folder (of those training reads) now holding the message of
+    /// `message_id` from `sender`, its UIDVALIDITY and UID there, and the
+    /// message's features. A Message-ID is not proof on its own (another
+    /// message may carry it: a stranger's copy of a list message's made
+    /// the user's deletion of the list message count as a move, learned
+    /// with the stranger's words, an audit): a message found by it must
+    /// also come from the recorded sender, when one was recorded. The
+    /// inner error: this message cannot be looked for (the server refused
+    /// the search, or the Message-ID cannot be sent).
     fn find_elsewhere(
         &self,
         s: &mut Session,
         caps: &Caps,
         folders: &Folders,
-        message_id: &str,
+        (message_id, sender): (&str, &str),
         not: &str,
     ) -> Result<Result<Option<Found>, String>, ImapError> {
+        /// The most messages of one folder that carry the Message-ID read
+        /// to find the one from the sender.
+        const CANDIDATES: usize = 5;
         if message_id.is_empty() {
             return Ok(Ok(None));
         }
@@ -184,23 +193,30 @@ impl Runner {
                 Ok(found) => found,
                 Err(e) => return Ok(Err(format!("searching {folder:?}: {}", session_fatal(e)?))),
             };
-            let Some(uid) = found.into_iter().max() else {
-                continue;
-            };
-            let fetched = match s.uid_fetch(uid.to_string(), super::learn_query()) {
-                Ok(f) => f,
-                Err(e) => {
-                    return Ok(Err(format!(
-                        "reading it in {folder:?}: {}",
-                        session_fatal(e)?
-                    )))
+            let mut uids: Vec<u32> = found.into_iter().collect();
+            // The newest first.
+            uids.sort_unstable_by(|a, b| b.cmp(a));
+            for uid in uids.into_iter().take(CANDIDATES) {
+                let fetched = match s.uid_fetch(uid.to_string(), super::learn_query()) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        return Ok(Err(format!(
+                            "reading it in {folder:?}: {}",
+                            session_fatal(e)?
+                        )))
+                    }
+                };
+                let email = fetched
+                    .iter()
+                    .find(|f| f.uid == Some(uid))
+                    .and_then(|f| f.header().map(|h| super::learn_email(h, f.text())));
+                let theirs = email.as_ref().map_or("", |e| e.from.as_str());
+                if !sender.is_empty() && !theirs.eq_ignore_ascii_case(sender) {
+                    continue;
                 }
-            };
-            let feats = fetched.iter().find(|f| f.uid == Some(uid)).and_then(|f| {
-                f.header()
-                    .map(|h| crate::learn::features(&super::learn_email(h, f.text())))
-            });
-            return Ok(Ok(Some((folder, mb.uid_validity.unwrap_or(0), uid, feats))));
+                let feats = email.as_ref().map(crate::learn::features);
+                return Ok(Ok(Some((folder, mb.uid_validity.unwrap_or(0), uid, feats))));
+            }
         }
         Ok(Ok(None))
     }
