@@ -171,7 +171,7 @@ fn settings(a: &AccountConfig) -> Markup {
             (row("Model provider", html! { @match &a.provider {
                 Some(p) => (p), None => span.muted { "none (rules only)" } } }))
             (row("Allowed actions", list_or_none(&actions)))
-            (row("Dry run", html! { (if a.dry_run { "yes: nothing is changed on the server" } else { "no" }) }))
+            (row("Dry run", html! { (if a.dry_run { "yes: mailproc changes nothing on the server (a person's Move to… and Undo still do)" } else { "no" }) }))
             (row("Attempts before parking", html! { (a.max_attempts) " (first retry after " (format_duration(a.retry_delay.0)) ")" }))
             (row("Largest message read", html! { (layout::thousands(a.max_message_bytes as u64)) " bytes" }))
             @if let Some(c) = a.minimum_confidence { (row("Minimum confidence", html! { (format!("{:.0} %", c * 100.0)) })) }
