@@ -1272,3 +1272,28 @@ fn a_deleted_message_is_not_taken_for_a_strangers_copy_of_its_message_id() {
         m.log()
     );
 }
+
+/// A third regression audit: the sender check read From among the fields
+/// the classifier reads, which stop at 64 KiB; after 80 KB of To it was
+/// not there, and the user's move was recorded as a deletion.
+#[test]
+fn a_move_of_a_message_whose_from_comes_after_a_long_to_is_a_correction() {
+    let (d, yaml) = shop();
+    let to: Vec<String> = (0..4000).map(|i| format!("r{i}@example.com")).collect();
+    let raw = format!(
+        "To: {}\r\nFrom: Shop <orders@shop.example>\r\nSubject: Your receipt long\r\n\
+         Message-ID: <long-to-1@shop.example>\r\n\r\nThanks.\r\n",
+        to.join(",\r\n ")
+    );
+    d.seed("test", "INBOX", raw.as_bytes());
+    let m = Mailproc::start(&yaml);
+    let e = wait_entry(&m, "<long-to-1@shop.example>");
+    assert_eq!(e["from"], "orders@shop.example", "{e}");
+    user_moves(&d, "long-to-1", "Receipts", "Newsletters");
+    d.seed("test", "INBOX", &msg("later1", "URGENT: after the move"));
+    wait_entry(&m, "<later1@mailproc.test>");
+    m.wait_for(Duration::from_secs(20), "the correction", || {
+        (metric(&m, "mailproc_corrections_total{account=\"acct\"}") == 1.0).then_some(())
+    });
+    assert!(!m.log().contains("(deleted)"), "{}", m.log());
+}

@@ -902,6 +902,65 @@ fn queued_events_keep_their_entry_across_a_reload_that_reorders() {
     );
 }
 
+/// Found by the third regression audit: of two entries sharing a URL,
+/// the one whose secret was rotated, or which was removed, had its queued
+/// events sent with the other's headers and secret. An event goes to the
+/// entry in its place among those of its URL while their number is the
+/// same; otherwise it is dropped and counted.
+#[test]
+fn two_entries_of_one_url_keep_their_own_events_across_reloads() {
+    let slow = Receiver::start("127.0.0.1:0", Answer::Delay(Duration::from_millis(200)));
+    let url = slow.url("/same");
+    let yaml = |whos: &[&str]| {
+        let entries: String = whos
+            .iter()
+            .map(|w| format!("  - url: \"{url}\"\n    headers: {{ X-Who: {w} }}\n"))
+            .collect();
+        format!("webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\nwebhooks:\n{entries}")
+    };
+    let d = Dispatcher::start(&yaml(&["A", "B"]), &[]);
+    let n = 4;
+    for i in 0..n {
+        emit(
+            &d.hooks,
+            EventKind::Error,
+            "x",
+            json!({"error": format!("e{i}")}),
+        );
+    }
+    slow.wait_for_hits(1, Duration::from_secs(10));
+    // B's header rotated: its queued events go with the new one.
+    d.hooks.reload(&parse(&yaml(&["A", "B2"]), &[]));
+    let hits = slow.wait_for_hits(2 * n, Duration::from_secs(20));
+    let who = |hits: &[Hit], w: &str| hits.iter().filter(|h| h.one("x-who") == w).count();
+    assert_eq!(who(&hits, "A"), n);
+    assert_eq!(who(&hits, "B") + who(&hits, "B2"), n);
+    assert!(who(&hits, "B2") >= n - 1, "{}", who(&hits, "B2"));
+    assert_eq!(d.metrics.webhook_dropped.get(), 0);
+    // B removed: what was queued for it is dropped, not sent as A's.
+    for i in 0..n {
+        emit(
+            &d.hooks,
+            EventKind::Error,
+            "x",
+            json!({"error": format!("f{i}")}),
+        );
+    }
+    d.hooks.reload(&parse(&yaml(&["A"]), &[]));
+    let started = Instant::now();
+    while d.metrics.webhook_dropped.get() + (slow.count() as u64) < 4 * n as u64
+        && started.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let hits = slow.hits();
+    assert_eq!(who(&hits, "A"), 2 * n, "A got only its own");
+    assert_eq!(
+        d.metrics.webhook_dropped.get() + slow.count() as u64,
+        4 * n as u64
+    );
+}
+
 #[test]
 fn shutdown_delivers_what_is_queued() {
     let r = Receiver::start("127.0.0.1:0", Answer::Status(200));

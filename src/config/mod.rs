@@ -244,9 +244,37 @@ pub fn load_again(path: &Path) -> Result<Loaded, ConfigError> {
 /// and the next reload read the old one through `/dev/stdin`, undoing the
 /// save).
 pub fn from_stream(path: &Path) -> Option<String> {
-    // By its name, as given: `/dev/stdin` from a file reads as a regular
-    // file, and a FIFO put at a file's path later is a file's trouble.
-    let stream = path.starts_with("/dev/") || path.starts_with("/proc/");
+    // By its name and the links it goes through, not by what it reads as:
+    // `/dev/stdin` from a file reads as a regular file, and a FIFO put at
+    // a file's path later is a file's trouble. `../../dev/stdin` and a
+    // link to it are streams; a file under `/dev/shm` is not (a third
+    // regression audit).
+    let lexical = |p: &Path| -> std::path::PathBuf {
+        let mut out = std::path::PathBuf::new();
+        for c in p.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::CurDir => {}
+                c => out.push(c),
+            }
+        }
+        out
+    };
+    let mut hop = lexical(&std::env::current_dir().unwrap_or_default().join(path));
+    let mut stream = false;
+    for _ in 0..40 {
+        if hop.starts_with("/proc") || hop.starts_with("/dev/fd") || hop == Path::new("/dev/stdin")
+        {
+            stream = true;
+            break;
+        }
+        match std::fs::read_link(&hop) {
+            Ok(to) => hop = lexical(&hop.parent().unwrap_or(Path::new("/")).join(to)),
+            Err(_) => break,
+        }
+    }
     stream.then(|| {
         format!(
             "{}: the service read its configuration from a stream when it started, so it \

@@ -759,3 +759,32 @@ fn trusted_proxies_without_authentication_is_a_warning() {
     .unwrap();
     assert!(warnings(&closed).is_empty(), "{:?}", warnings(&closed));
 }
+
+/// A third regression audit: a stream was told by the path as written,
+/// so `../../dev/stdin` and a link to `/dev/stdin` passed for files, and
+/// a file under `/dev/shm` was taken for a stream.
+#[test]
+fn a_stream_is_told_by_where_its_path_leads() {
+    for p in [
+        "/dev/stdin",
+        "/dev/fd/63",
+        "/proc/self/fd/0",
+        "/tmp/../dev/stdin",
+    ] {
+        assert!(from_stream(Path::new(p)).is_some(), "{p}");
+    }
+    for p in [
+        "/dev/../tmp/c.yaml",
+        "/dev/shm/c.yaml",
+        "/etc/mailproc/config.yaml",
+    ] {
+        assert!(from_stream(Path::new(p)).is_none(), "{p}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("config.yaml");
+    std::os::unix::fs::symlink("/dev/stdin", &link).unwrap();
+    assert!(from_stream(&link).is_some());
+    let relative = dir.path().join("rel.yaml");
+    std::os::unix::fs::symlink("../../../../../../../../dev/fd/0", &relative).unwrap();
+    assert!(from_stream(&relative).is_some());
+}

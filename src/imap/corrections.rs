@@ -210,7 +210,27 @@ impl Runner {
                     .iter()
                     .find(|f| f.uid == Some(uid))
                     .and_then(|f| f.header().map(|h| super::learn_email(h, f.text())));
-                let theirs = email.as_ref().map_or("", |e| e.from.as_str());
+                let mut theirs = email.as_ref().map_or(String::new(), |e| e.from.clone());
+                if theirs.is_empty() && !sender.is_empty() {
+                    // The fields the classifier reads stop at 64 KiB: a
+                    // From after 80 KB of To was not in them (a third
+                    // regression audit), so it is read on its own.
+                    theirs = match s.uid_fetch(uid.to_string(), "BODY.PEEK[HEADER.FIELDS (FROM)]") {
+                        Ok(f) => f
+                            .iter()
+                            .find(|f| f.uid == Some(uid))
+                            .and_then(|f| f.header())
+                            .and_then(crate::email::Email::parse_headers)
+                            .map(|e| e.from)
+                            .unwrap_or_default(),
+                        Err(e) => {
+                            return Ok(Err(format!(
+                                "reading it in {folder:?}: {}",
+                                session_fatal(e)?
+                            )))
+                        }
+                    };
+                }
                 if !sender.is_empty() && !theirs.eq_ignore_ascii_case(sender) {
                     continue;
                 }

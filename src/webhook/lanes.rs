@@ -48,6 +48,10 @@ pub const TOTAL_BYTES: usize = 4 * QUEUE_BYTES;
 pub struct Entry {
     pub global: bool,
     pub as_queued: Arc<WebhookConfig>,
+    /// Its place among the entries of its list with its URL, and how many
+    /// there were.
+    pub nth: usize,
+    pub of: usize,
 }
 
 /// One event waiting for one target.
@@ -189,6 +193,8 @@ mod tests {
                 headers: Default::default(),
                 secret: None,
             }),
+            nth: 0,
+            of: 1,
         };
         l.push(url, entry, EventKind::Error, &Arc::from("a"), &body(s))
     }

@@ -191,24 +191,31 @@ impl Targets {
             .get(account)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let entry = |global: bool| {
-            move |t: &Arc<WebhookConfig>| Entry {
-                global,
-                as_queued: t.clone(),
-            }
+        let entries = |list: &'a [Arc<WebhookConfig>], global: bool| {
+            list.iter().enumerate().map(move |(i, t)| {
+                let same = |u: &Arc<WebhookConfig>| u.url == t.url;
+                Entry {
+                    global,
+                    as_queued: t.clone(),
+                    nth: list[..i].iter().filter(|u| same(u)).count(),
+                    of: list.iter().filter(|u| same(u)).count(),
+                }
+            })
         };
-        self.global
-            .iter()
-            .map(entry(true))
-            .chain(own.iter().map(entry(false)))
+        entries(&self.global, true)
+            .chain(entries(own, false))
             .filter(move |e| e.as_queued.wants(kind))
     }
 
     /// The entry an event queued for `entry` of `account` goes out with
-    /// now: the same entry if it is still configured, else the first of
-    /// its list (global, or the account's) with its URL, changed since
-    /// (new headers or secret); none when its list has no entry for that
-    /// URL that wants the event.
+    /// now, if it still wants the event: the same entry if it is still
+    /// configured; else, when its list (global, or the account's) has as
+    /// many entries with its URL as when it was queued, the one in its
+    /// place among them (its headers or secret changed since: a rotated
+    /// secret is used); else none (an entry of that URL was added or
+    /// removed, and which one it was cannot be told: a third regression
+    /// audit found a removed or rotated entry's events sent with another
+    /// entry's headers and secret).
     fn current(&self, entry: &Entry, account: &str, kind: EventKind) -> Option<&WebhookConfig> {
         let list = if entry.global {
             &self.global
@@ -216,9 +223,16 @@ impl Targets {
             self.by_account.get(account)?
         };
         let url = &entry.as_queued.url;
-        let mut same_url = list.iter().filter(|t| &t.url == url && t.wants(kind));
-        let first = same_url.clone().next()?;
-        Some(same_url.find(|t| ***t == *entry.as_queued).unwrap_or(first))
+        let same_url: Vec<&Arc<WebhookConfig>> = list.iter().filter(|t| &t.url == url).collect();
+        let found = same_url
+            .iter()
+            .find(|t| ****t == *entry.as_queued)
+            .or_else(|| {
+                (same_url.len() == entry.of)
+                    .then(|| same_url.get(entry.nth))
+                    .flatten()
+            })?;
+        found.wants(kind).then_some(&***found)
     }
 }
 
