@@ -63,6 +63,30 @@ fn emit(hooks: &Webhooks, kind: EventKind, account: &str, v: Value) {
     hooks.emit(account, event);
 }
 
+/// Emits `error` events of `account`, their texts `{tag}0`, `{tag}1`, ...
+/// for `range`.
+fn emit_errors(hooks: &Webhooks, account: &str, tag: &str, range: std::ops::Range<usize>) {
+    for i in range {
+        emit(
+            hooks,
+            EventKind::Error,
+            account,
+            json!({"error": format!("{tag}{i}")}),
+        );
+    }
+}
+
+/// Waits (at most 20 s) until `r`'s requests and the events counted as
+/// dropped add up to `n`: every event delivered or accounted for.
+fn wait_accounted(d: &Dispatcher, r: &Receiver, n: usize) {
+    let started = Instant::now();
+    while d.metrics.webhook_dropped.get() + (r.count() as u64) < n as u64
+        && started.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 struct Dispatcher {
     hooks: Arc<Webhooks>,
     thread: Option<JoinHandle<()>>,
@@ -628,14 +652,7 @@ fn a_silent_target_does_not_starve_the_others() {
     );
     let d = Dispatcher::start(&yaml, &[]);
     let n = 300;
-    for i in 0..n {
-        emit(
-            &d.hooks,
-            EventKind::Error,
-            "a",
-            json!({"error": format!("e{i}")}),
-        );
-    }
+    emit_errors(&d.hooks, "a", "e", 0..n);
     // Sequential deliveries with a 2 s time-out each would take 600 s.
     let got = healthy.wait_for_hits(n, Duration::from_secs(30));
     assert_eq!(got.len(), n);
@@ -689,14 +706,7 @@ fn a_target_that_stalls_its_body_holds_no_one_up() {
     );
     let d = Dispatcher::start(&yaml, &[]);
     let n = 5;
-    for i in 0..n {
-        emit(
-            &d.hooks,
-            EventKind::Error,
-            "a",
-            json!({"error": format!("e{i}")}),
-        );
-    }
+    emit_errors(&d.hooks, "a", "e", 0..n);
     // With the body waited for, each event's second delivery came 60 s
     // after its first.
     let got = healthy.wait_for_hits(n, Duration::from_secs(20));
@@ -730,16 +740,7 @@ fn a_slow_target_holds_no_one_up_and_loses_only_its_own_events() {
         fast.url("/fast")
     );
     let d = Dispatcher::start(&yaml, &[]);
-    let send = |from: usize, to: usize| {
-        for i in from..to {
-            emit(
-                &d.hooks,
-                EventKind::Error,
-                "a",
-                json!({"error": format!("e{i}")}),
-            );
-        }
-    };
+    let send = |from: usize, to: usize| emit_errors(&d.hooks, "a", "e", from..to);
     // One queue for both: each fast delivery came after a slow one (1.5 s),
     // so the fast target got its 1,024 events in 25 minutes, as many slow
     // deliveries as fast ones. Taking turns by time, the slow target gets
@@ -851,14 +852,7 @@ fn queued_events_keep_their_entry_across_a_reload_that_reorders() {
     let (a, b) = (entry("/a", "A"), entry("/b", "B"));
     let d = Dispatcher::start(&yaml(&[a.clone(), b.clone()]), &[]);
     let n = 5;
-    for i in 0..n {
-        emit(
-            &d.hooks,
-            EventKind::Error,
-            "x",
-            json!({"error": format!("e{i}")}),
-        );
-    }
+    emit_errors(&d.hooks, "x", "e", 0..n);
     slow.wait_for_hits(1, Duration::from_secs(10));
     // Another entry in front, then the two swapped: each queued event
     // still goes to its own entry, with its own header.
@@ -875,22 +869,10 @@ fn queued_events_keep_their_entry_across_a_reload_that_reorders() {
     assert_eq!(d.metrics.webhook_dropped.get(), 0);
     // Entries removed drop what was queued for them, counted: of these
     // events, /c's and /a's (the three entries take each).
-    for i in 0..n {
-        emit(
-            &d.hooks,
-            EventKind::Error,
-            "x",
-            json!({"error": format!("f{i}")}),
-        );
-    }
+    emit_errors(&d.hooks, "x", "f", 0..n);
     d.hooks.reload(&parse(&yaml(&[b]), &[]));
     slow.wait_for_hits(2 * n + 1, Duration::from_secs(20));
-    let started = Instant::now();
-    while d.metrics.webhook_dropped.get() + (slow.count() as u64) < 5 * n as u64
-        && started.elapsed() < Duration::from_secs(20)
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_accounted(&d, &slow, 5 * n);
     let to_a = slow.hits().iter().filter(|h| h.path == "/a").count();
     assert_eq!(to_a, n, "nothing to /a after it was removed");
     assert_eq!(
@@ -920,14 +902,7 @@ fn two_entries_of_one_url_keep_their_own_events_across_reloads() {
     };
     let d = Dispatcher::start(&yaml(&["A", "B"]), &[]);
     let n = 4;
-    for i in 0..n {
-        emit(
-            &d.hooks,
-            EventKind::Error,
-            "x",
-            json!({"error": format!("e{i}")}),
-        );
-    }
+    emit_errors(&d.hooks, "x", "e", 0..n);
     slow.wait_for_hits(1, Duration::from_secs(10));
     // B's header rotated: its queued events go with the new one.
     d.hooks.reload(&parse(&yaml(&["A", "B2"]), &[]));
@@ -938,21 +913,9 @@ fn two_entries_of_one_url_keep_their_own_events_across_reloads() {
     assert!(who(&hits, "B2") >= n - 1, "{}", who(&hits, "B2"));
     assert_eq!(d.metrics.webhook_dropped.get(), 0);
     // B removed: what was queued for it is dropped, not sent as A's.
-    for i in 0..n {
-        emit(
-            &d.hooks,
-            EventKind::Error,
-            "x",
-            json!({"error": format!("f{i}")}),
-        );
-    }
+    emit_errors(&d.hooks, "x", "f", 0..n);
     d.hooks.reload(&parse(&yaml(&["A"]), &[]));
-    let started = Instant::now();
-    while d.metrics.webhook_dropped.get() + (slow.count() as u64) < 4 * n as u64
-        && started.elapsed() < Duration::from_secs(20)
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_accounted(&d, &slow, 4 * n);
     let hits = slow.hits();
     assert_eq!(who(&hits, "A"), 2 * n, "A got only its own");
     assert_eq!(
