@@ -113,12 +113,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     loop {
         if Instant::now() >= next_prune {
             let config = live.config();
-            let accounts: Vec<&str> = config
-                .config
-                .accounts
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect();
+            let accounts = config.config.account_names();
             match store.prune(config.config.storage.activity_retention.0, &accounts) {
                 Ok(0) => {}
                 Ok(n) => log::info!("store: pruned {n} activity rows older than the retention"),

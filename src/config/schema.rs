@@ -825,6 +825,11 @@ impl Config {
     pub fn api_is_open(&self) -> bool {
         self.server.auth_token.is_none() && self.dashboard.api_keys.is_empty()
     }
+
+    /// The names of the configured accounts, in the file's order.
+    pub fn account_names(&self) -> Vec<&str> {
+        self.accounts.iter().map(|a| a.name.as_str()).collect()
+    }
 }
 
 impl crate::actions::Permits for AccountConfig {

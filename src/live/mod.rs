@@ -172,12 +172,7 @@ impl Live {
         {
             let config = live.config();
             let mut fleet = live.fleet.lock();
-            let names: Vec<&str> = config
-                .config
-                .accounts
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect();
+            let names = config.config.account_names();
             // A rename that waited for its old name's batch when the
             // process ended (a crash, a stop cut short) hands over now.
             live.hand_over_noted(&names);

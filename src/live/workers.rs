@@ -149,12 +149,7 @@ impl Live {
                 fleet.renames.remove(name)
             };
             if renamed.is_none() && !fleet.closed {
-                let configured: Vec<&str> = wanted
-                    .config
-                    .accounts
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect();
+                let configured = wanted.config.account_names();
                 let waiting: Vec<&str> = fleet.renames.keys().map(String::as_str).collect();
                 self.close_retries_of_removed(&[configured, waiting].concat());
             }
