@@ -552,6 +552,20 @@ pub type Registry = BTreeMap<String, Arc<Handle>>;
 mod tests {
     use super::*;
 
+    /// A regression audit: a token endpoint's 3,000-character refusal
+    /// went into `lastError` whole; it is kept to 2,000 characters, cut
+    /// at a character's boundary.
+    #[test]
+    fn a_last_error_is_kept_to_2000_characters() {
+        let (h, _rx) = Handle::new("a");
+        h.set_error(Some("é".repeat(3000)));
+        let e = h.status().last_error.unwrap();
+        assert_eq!(e.chars().count(), MAX_ERROR_CHARS + 1);
+        assert!(e.ends_with("é…"), "{}", &e[e.len() - 8..]);
+        h.set_error(Some("short".into()));
+        assert_eq!(h.status().last_error.as_deref(), Some("short"));
+    }
+
     #[test]
     fn pause_answers_paused_even_while_connecting() {
         let (h, _rx) = Handle::new("a");
