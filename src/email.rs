@@ -144,7 +144,11 @@ impl Email {
                     .collect()
             },
             body: if body {
-                msg.body_text(0).map(|b| b.into_owned()).unwrap_or_default()
+                msg.body_text(0)
+                    .map(|b| b.into_owned())
+                    .filter(|b| !b.trim().is_empty())
+                    .or_else(|| stray_text(&msg))
+                    .unwrap_or_default()
             } else {
                 String::new()
             },
@@ -220,6 +224,24 @@ fn header_as_utf8(raw: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The text of a message whose structure the parser could not make a body
+/// of: the first unnamed text part it took for an attachment. A
+/// `multipart/mixed` whose closing boundary never comes is read so (its
+/// parts become attachments), and a mail client still shows the text: an
+/// audit's spam left out one line and showed the model an empty body.
+fn stray_text(msg: &mail_parser::Message<'_>) -> Option<String> {
+    let part = msg
+        .attachments()
+        .find(|a| a.attachment_name().is_none() && a.is_text())?;
+    let text = part.text_contents()?;
+    let text = if part.is_text_html() {
+        mail_parser::decoders::html::html_to_text(text)
+    } else {
+        text.to_string()
+    };
+    Some(text).filter(|t| !t.trim().is_empty())
+}
+
 /// `s` with every control character (a NUL, a lone CR, an escape that
 /// would recolour a terminal, a tab) and every [`unseen`] one replaced by
 /// `with`: what is recorded, shown, logged and sent in webhooks is text a
@@ -254,6 +276,23 @@ pub fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by an audit of hostile mail: a `multipart/mixed` whose closing
+    /// boundary never comes had its text taken for an attachment, and the
+    /// model and the classifier read an empty body.
+    #[test]
+    fn a_multipart_that_never_closes_keeps_its_text() {
+        let open = b"From: a@example.org\r\nSubject: s\r\n\
+            Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+            Content-Type: text/plain\r\n\r\nBUY CHEAP PILLS NOW\r\n";
+        assert!(Email::parse(open).unwrap().body.contains("BUY CHEAP PILLS NOW"));
+        // A named text attachment is not taken for the body.
+        let named = b"From: a@example.org\r\nSubject: s\r\n\
+            Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+            Content-Type: text/plain\r\nContent-Disposition: attachment; filename=notes.txt\r\n\r\n\
+            private notes\r\n--B--\r\n";
+        assert_eq!(Email::parse(named).unwrap().body.trim(), "");
+    }
 
     /// Found by an audit: with two `Subject:` fields a `header: Subject`
     /// rule read the first and `subject:` rules, the record and the model
