@@ -285,7 +285,10 @@ mod tests {
         let open = b"From: a@example.org\r\nSubject: s\r\n\
             Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
             Content-Type: text/plain\r\n\r\nBUY CHEAP PILLS NOW\r\n";
-        assert!(Email::parse(open).unwrap().body.contains("BUY CHEAP PILLS NOW"));
+        assert!(Email::parse(open)
+            .unwrap()
+            .body
+            .contains("BUY CHEAP PILLS NOW"));
         // A named text attachment is not taken for the body.
         let named = b"From: a@example.org\r\nSubject: s\r\n\
             Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\

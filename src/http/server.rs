@@ -18,7 +18,7 @@ use std::time::Instant;
 use tiny_http::{Header, Server};
 
 use super::{forwarded_client, per_address_cap, Reply, Req, Site, LIMITS, MAX_BODY};
-use crate::logging::clean;
+use crate::logging::{clean, LinesPerSecond};
 use crate::metrics::Metrics;
 
 pub struct HttpServer {
@@ -284,11 +284,22 @@ fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
         .with_label_values(&[route])
         .observe(started.elapsed().as_secs_f64());
     if reply.status >= 500 {
-        log::error!(
-            "http: {method} {path} -> {} in {:?}",
-            reply.status,
-            started.elapsed()
-        );
+        static SERVER_ERRORS: parking_lot::Mutex<LinesPerSecond> =
+            parking_lot::const_mutex(LinesPerSecond::new());
+        let admitted = SERVER_ERRORS.lock().admit(Instant::now());
+        match admitted {
+            Some(0) => log::error!(
+                "http: {method} {path} -> {} in {:?}",
+                reply.status,
+                started.elapsed()
+            ),
+            Some(held) => log::error!(
+                "http: {method} {path} -> {} in {:?} ({held} more 5xx answers since the last such line)",
+                reply.status,
+                started.elapsed()
+            ),
+            None => {}
+        }
     } else {
         log::debug!(
             "http: {method} {path} -> {} in {:?}",
