@@ -44,7 +44,7 @@ pub use validate::{
     framing_header, read_certificate, sendable_header_value, signing_key, too_many_headers,
     validate, warnings, BAD_HEADER_VALUE, FRAMING_HEADER, TOO_MANY_HEADERS,
 };
-pub use write::{backup_path, file_version, version_of, write_atomically};
+pub use write::{backup_path, file_version, version_of, write_atomically, WriteError};
 
 use std::fmt;
 use std::net::IpAddr;

@@ -37,11 +37,43 @@ pub fn backup_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// Why [`write_atomically`] did not write.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The file no longer holds what the caller checked and built the new
+    /// text from: an edit saved meanwhile, which writing would undo.
+    Changed,
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for WriteError {
+    fn from(e: std::io::Error) -> Self {
+        WriteError::Io(e)
+    }
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::Changed => f.write_str("the file was changed while it was being written"),
+            WriteError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// Replaces the file at `path` with `text`: the old file is kept as
 /// [`backup_path`], the new one gets the old one's permissions, and at no
 /// moment is there a partial file at `path`. A file that already reads
 /// `text` is left as it is, and so is its backup.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+///
+/// `seen` is what the caller read of the file and checked (a file that is
+/// gone reads as empty), when it did: the file is written over only while
+/// it still holds that, read again as the backup is taken and once more
+/// just before the new text is renamed into place. A hand edit saved
+/// during a `PUT /api/config` was lost, from the file and from its backup
+/// (an audit); what is left is the moment between that last read and the
+/// rename.
+pub fn write_atomically(path: &Path, text: &str, seen: Option<&[u8]>) -> Result<(), WriteError> {
     // A symlinked file is written where it points: renamed over, the link
     // became a file of its own and the file it named kept the old text,
     // which a reload then never read (an audit). The backup goes beside
@@ -59,7 +91,16 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     };
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let permissions = fs::metadata(path).ok().map(|m| m.permissions());
-    let write = |target: &Path, bytes: &[u8]| -> std::io::Result<()> {
+    // What the file holds now: `None` when it is gone. A file that cannot
+    // be read is not written over without its backup.
+    let holds = || match super::read_bytes(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(naming(path, e)),
+    };
+    let unchanged =
+        |now: &Option<Vec<u8>>| seen.is_none_or(|seen| now.as_deref().unwrap_or_default() == seen);
+    let write = |target: &Path, bytes: &[u8], last_look: bool| -> Result<(), WriteError> {
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         let result = (|| {
             let mut f = fs::OpenOptions::new()
@@ -72,19 +113,21 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
             }
             f.write_all(bytes)?;
             f.sync_all()?;
-            fs::rename(&tmp, target)
+            if last_look && !unchanged(&holds()?) {
+                return Err(WriteError::Changed);
+            }
+            fs::rename(&tmp, target)?;
+            Ok(())
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
         result
     };
-    // A file that cannot be read is not written over without its backup.
-    let previous = match super::read_bytes(path) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(naming(path, e)),
-    };
+    let previous = holds()?;
+    if !unchanged(&previous) {
+        return Err(WriteError::Changed);
+    }
     if let Some(previous) = previous {
         // The same text again (a GET put back unchanged): nothing to write,
         // and the backup keeps the version before it.
@@ -92,13 +135,19 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
             return Ok(());
         }
         let backup = backup_path(path);
-        write(&backup, &previous).map_err(|e| naming(&backup, e))?;
+        write(&backup, &previous, false).map_err(|e| match e {
+            WriteError::Io(e) => WriteError::Io(naming(&backup, e)),
+            e => e,
+        })?;
     }
-    write(path, text.as_bytes()).map_err(|e| naming(path, e))?;
+    write(path, text.as_bytes(), true).map_err(|e| match e {
+        WriteError::Io(e) => WriteError::Io(naming(path, e)),
+        e => e,
+    })?;
     // The renames are durable once the directory is.
     fs::File::open(&dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| naming(&dir, e))
+        .map_err(|e| WriteError::Io(naming(&dir, e)))
 }
 
 /// `e` saying which file it is about: the backup is written first, and
@@ -119,7 +168,7 @@ mod tests {
         fs::write(real.join("config.yaml"), "old: 1\n").unwrap();
         let link = dir.path().join("config.yaml");
         std::os::unix::fs::symlink(real.join("config.yaml"), &link).unwrap();
-        write_atomically(&link, "new: 2\n").unwrap();
+        write_atomically(&link, "new: 2\n", None).unwrap();
         assert!(fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
@@ -142,7 +191,7 @@ mod tests {
         let path = dir.join("config.yaml");
         fs::write(&path, "old: 1\n").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
-        write_atomically(&path, "new: 2\n").unwrap();
+        write_atomically(&path, "new: 2\n", None).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "new: 2\n");
         assert_eq!(
             fs::read_to_string(dir.join("config.yaml.bak")).unwrap(),
@@ -157,11 +206,49 @@ mod tests {
             .collect();
         assert!(leftovers.is_empty());
         // The same text again keeps the backup of the version before.
-        write_atomically(&path, "new: 2\n").unwrap();
+        write_atomically(&path, "new: 2\n", None).unwrap();
         assert_eq!(
             fs::read_to_string(dir.join("config.yaml.bak")).unwrap(),
             "old: 1\n"
         );
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Found by an audit: a hand edit saved while a `PUT /api/config` was
+    /// being written was lost, from the file and from its backup.
+    #[test]
+    fn a_file_changed_since_it_was_read_is_not_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        fs::write(&path, "old: 1\n").unwrap();
+        fs::write(backup_path(&path), "older: 0\n").unwrap();
+        // Read as "old: 1", then edited by hand before the write.
+        fs::write(&path, "old: 1 # by hand\n").unwrap();
+        let e = write_atomically(&path, "new: 2\n", Some(b"old: 1\n")).unwrap_err();
+        assert!(matches!(e, WriteError::Changed), "{e}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old: 1 # by hand\n");
+        assert_eq!(
+            fs::read_to_string(backup_path(&path)).unwrap(),
+            "older: 0\n"
+        );
+        // What was read is what is there: written, the backup kept.
+        write_atomically(&path, "new: 2\n", Some(b"old: 1 # by hand\n")).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new: 2\n");
+        assert_eq!(
+            fs::read_to_string(backup_path(&path)).unwrap(),
+            "old: 1 # by hand\n"
+        );
+        // A file read as gone (empty) and made meanwhile is not written over.
+        let fresh = dir.path().join("fresh.yaml");
+        fs::write(&fresh, "made: meanwhile\n").unwrap();
+        let e = write_atomically(&fresh, "new: 2\n", Some(b"")).unwrap_err();
+        assert!(matches!(e, WriteError::Changed), "{e}");
+        assert_eq!(fs::read_to_string(&fresh).unwrap(), "made: meanwhile\n");
+        let leftovers = fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .count();
+        assert_eq!(leftovers, 0);
     }
 }

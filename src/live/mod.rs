@@ -235,12 +235,16 @@ impl Live {
     ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
+        // The file as it is checked here, and the new text made from: it
+        // is written over only while it holds these bytes (see
+        // `write_atomically`).
+        let seen = crate::config::read_bytes(&current.path).unwrap_or_default();
         // A file that is not what runs says so first: that is what to mend.
         if let Some(why) = file_differs(&current) {
             return Err(ChangeError::Stale(why));
         }
         if let Some(base) = base {
-            let now = crate::config::file_version(&current.path);
+            let now = crate::config::version_of(&seen);
             if now != base {
                 return Err(ChangeError::Overtaken(now));
             }
@@ -275,10 +279,7 @@ impl Live {
         if !problems.is_empty() {
             return Err(ChangeError::Invalid(problems));
         }
-        let on_disk = crate::config::read_bytes(&current.path)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_default();
+        let on_disk = String::from_utf8(seen.clone()).unwrap_or_default();
         // A tree that reads as the file does (a GET put back as it was) is
         // not written: the operator's layout stays, and the backup keeps
         // the version before. Text from the editor is compared as text
@@ -298,8 +299,20 @@ impl Live {
                 None => crate::config::keep_comments(&on_disk, &raw),
             }
             .map_err(|e| ChangeError::Write(format!("writing the configuration as YAML: {e}")))?;
-            crate::config::write_atomically(&current.path, &text)
-                .map_err(|e| ChangeError::Write(format!("cannot write {e}")))?;
+            crate::config::write_atomically(&current.path, &text, Some(&seen)).map_err(
+                |e| match e {
+                    crate::config::WriteError::Changed => ChangeError::Stale(format!(
+                        "{} was changed while this change was being saved (an edit saved \
+                         meanwhile): nothing was written over it. Reload it (`systemctl \
+                         reload mailproc`, or SIGHUP) to run it and edit here, or edit the \
+                         file itself",
+                        current.path.display()
+                    )),
+                    crate::config::WriteError::Io(e) => {
+                        ChangeError::Write(format!("cannot write {e}"))
+                    }
+                },
+            )?;
             log::info!("configuration written to {}", current.path.display());
             crate::config::version_of(text.as_bytes())
         };
