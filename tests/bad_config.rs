@@ -348,6 +348,74 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
     );
 }
 
+/// Found by an audit (stop 56): a damaged database passed `check-config`
+/// and started, every account then failing each pass with "database disk
+/// image is malformed" while `/health` said the database was fine; and a
+/// copy made with sqlite3's `.dump` (no schema version) was called another
+/// program's file, with advice that would process every mailbox again.
+#[test]
+fn a_damaged_or_versionless_database_is_refused_with_what_to_do() {
+    let check = |m: &Mailproc| m.run_cli(&["check-config"], "");
+    let mut m = Mailproc::prepare(BASE);
+    let db = m.config_path.with_file_name("mailproc.db");
+    let (code, _, err) = m.run_cli(&["set-password", "admin"], "a long enough password\n");
+    assert_eq!(code, 0, "{err}");
+    let good = std::fs::read(&db).unwrap();
+    assert!(good.len() > 16 * 4096, "{} bytes", good.len());
+
+    // Versionless: told it is mailproc's, and how to set the version.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let version: i64 = c
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    c.pragma_update(None, "user_version", 0).unwrap();
+    drop(c);
+    let (code, _, err) = check(&m);
+    assert_eq!(code, 1, "{err}");
+    let set = format!("PRAGMA user_version = {version}");
+    assert!(
+        err.contains("mailproc's tables but no schema version") && err.contains(&set),
+        "{err}"
+    );
+    assert!(!err.contains("another program"), "{err}");
+    m.spawn(&[]);
+    assert!(m
+        .wait_exit(Duration::from_secs(20))
+        .is_some_and(|s| !s.success()));
+    assert!(m.log().contains(&set), "{}", m.log());
+    // Doing what it says mends it.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.pragma_update(None, "user_version", version).unwrap();
+    drop(c);
+    let (code, out, err) = check(&m);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // Damaged: pages of its tables overwritten.
+    std::fs::remove_file(db.with_file_name("mailproc.db-wal")).ok();
+    std::fs::remove_file(db.with_file_name("mailproc.db-shm")).ok();
+    let mut bad = good.clone();
+    for (i, b) in bad[3 * 4096..9 * 4096].iter_mut().enumerate() {
+        *b = (i.wrapping_mul(2_654_435_761) >> 13) as u8;
+    }
+    std::fs::write(&db, &bad).unwrap();
+    let (code, _, err) = check(&m);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the file is damaged") && err.contains("Backups"),
+        "{err}"
+    );
+    m.spawn(&[]);
+    assert!(m
+        .wait_exit(Duration::from_secs(20))
+        .is_some_and(|s| !s.success()));
+    assert!(m.log().contains("the file is damaged"), "{}", m.log());
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        bad,
+        "the damaged file was changed"
+    );
+}
+
 /// Found by an audit of the binary: each of these passed `check-config`.
 /// A SOCKS proxy made every model call panic (this build speaks HTTP
 /// proxies only); an empty session secret keyed the dashboard's cookies

@@ -323,6 +323,55 @@ fn a_database_removed_under_the_service_stops_processing_and_says_so() {
     assert!(after.flags.iter().all(|f| f != "\\Flagged"), "{after:?}");
 }
 
+/// Found by an audit (stop 56): another program holding the database
+/// locked (a sqlite3 shell's `BEGIN EXCLUSIVE`) past the 5 s busy wait
+/// made `POST /login` a 500 with SQLite's words alone, and a pause answered
+/// 200 while the log alone said it would not outlive a restart.
+#[test]
+fn a_database_another_program_locks_answers_503_and_says_so() {
+    let d = Dovecot::start();
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    common::dashboard::wait_connected(&m);
+    let lock = rusqlite::Connection::open(m.db_path()).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let login = m.post(
+        "/login",
+        r#"{"username":"admin","password":"correct horse battery"}"#,
+    );
+    assert_eq!(login.status, 503, "{}", login.text);
+    assert!(login.header("retry-after").is_some(), "{:?}", login.headers);
+    assert!(
+        login
+            .text
+            .contains("another program holds the database file"),
+        "{}",
+        login.text
+    );
+    // Paused now, and told it is not kept for the next start.
+    let pause = m.post("/api/accounts/acct/pause", "");
+    assert_eq!(pause.status, 200, "{}", pause.text);
+    assert_eq!(pause.body["state"], "paused", "{}", pause.text);
+    assert!(
+        pause.body["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("not kept for the next start")),
+        "{}",
+        pause.text
+    );
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    let login = m.post(
+        "/login",
+        r#"{"username":"admin","password":"correct horse battery"}"#,
+    );
+    assert_eq!(login.status, 200, "{}", login.text);
+    let resume = m.post("/api/accounts/acct/resume", "");
+    assert_eq!(resume.status, 200, "{}", resume.text);
+    assert!(resume.body.get("warning").is_none(), "{}", resume.text);
+}
+
 /// Found by an audit of the binary: an undo is a move back and then its
 /// record; the process killed between the two left the message back in
 /// INBOX with no record, and the next start sorted it away again by its

@@ -450,11 +450,15 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
 /// `POST /api/accounts/:name/{pause,resume,reconnect,process}`.
 pub fn command(ctx: &Ctx, _: &Req, p: &Params<'_>, command: Command) -> Answer {
     let name = p[0];
-    let state = service::accounts::command(ctx, name, command)?;
+    let done = service::accounts::command(ctx, name, command)?;
     log::info!("{name}: {} requested through the API", command.as_str());
-    Ok(Reply::ok(
-        &json!({ "success": true, "account": name, "state": state.as_str() }),
-    ))
+    let mut body = json!({ "success": true, "account": name, "state": done.state.as_str() });
+    // Done, but not kept for the next start (an audit found it said only
+    // in the log): the client is told.
+    if let Some(why) = done.not_kept {
+        body["warning"] = json!(why);
+    }
+    Ok(Reply::ok(&body))
 }
 
 /// Most lines `GET /api/logs` returns at once (`limit`).

@@ -374,7 +374,22 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, command: Command) -> Re
     let at = format!("acct:{name}");
     let to = back(req, &layout::account_url(name));
     let f = match service::accounts::command(ctx, name, command) {
-        Ok(state) => {
+        Ok(service::accounts::Commanded {
+            state,
+            not_kept: Some(why),
+        }) => {
+            log::info!(
+                "{name}: {cmd} requested from the dashboard (now {})",
+                state.as_str()
+            );
+            let done = if command == Command::Pause {
+                "Paused"
+            } else {
+                "Resumed"
+            };
+            Flash::error(at, format!("{done} {name}, but {why}."))
+        }
+        Ok(service::accounts::Commanded { state, .. }) => {
             log::info!(
                 "{name}: {cmd} requested from the dashboard (now {})",
                 state.as_str()

@@ -14,9 +14,19 @@ pub fn state_name(st: Option<&crate::account::Status>) -> &'static str {
     st.map_or(State::Connecting.as_str(), |s| s.state.as_str())
 }
 
-/// Sends `command` to account `name`; the state an observer should expect
-/// next.
-pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> {
+/// What a command to an account did.
+pub struct Commanded {
+    /// The state an observer should expect next.
+    pub state: State,
+    /// Why a pause or resume, done now, is not kept for the next start
+    /// (the database could not take it: a lock another program holds, a
+    /// full disk). The account is paused all the same: an operator pausing
+    /// it for a full disk wants it paused.
+    pub not_kept: Option<String>,
+}
+
+/// Sends `command` to account `name`.
+pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<Commanded, Error> {
     let Some(h) = ctx.account(name) else {
         // Configured, not started yet: a rename waiting for its old name's
         // batch in hand (the third regression audit found 404 here).
@@ -38,12 +48,16 @@ pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<State, Error> 
         Command::Resume => Some(false),
         _ => None,
     };
-    if let Some(p) = paused {
-        if let Err(e) = ctx.store.set_account_paused(name, p) {
-            log::warn!("{name}: the pause is not kept for the next start: {e}");
-        }
-    }
-    Ok(state)
+    let not_kept = paused.and_then(|p| {
+        let e = ctx.store.set_account_paused(name, p).err()?;
+        let why = format!(
+            "the {} is not kept for the next start: {e}",
+            if p { "pause" } else { "resume" }
+        );
+        log::warn!("{name}: {why}");
+        Some(why)
+    });
+    Ok(Commanded { state, not_kept })
 }
 
 /// 503 for entry `id` of `account` while `account` is renamed and waits

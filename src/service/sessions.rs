@@ -44,7 +44,8 @@ pub enum LoginError {
     /// The password could not be checked in time (other logins held the
     /// verifier): 503, try again.
     Busy,
-    /// The session could not be stored: 500.
+    /// The user could not be read or the session stored: 500 (503 when
+    /// the database cannot be written now).
     Store(StoreError),
 }
 
@@ -68,7 +69,9 @@ pub fn login(
         return Err(LoginError::TooMany);
     }
     // Counted before the (slow) check, so a burst cannot race past it.
-    let hash = ctx.store.password_hash(user).ok().flatten();
+    // A store that cannot say is no wrong password (an audit found a
+    // damaged users table answered 401 and counted toward the lockout).
+    let hash = ctx.store.password_hash(user).map_err(LoginError::Store)?;
     let device = hash
         .as_deref()
         .and_then(|h| auth::known_device(&ctx.session_secret, cookies, user, h));

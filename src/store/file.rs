@@ -142,6 +142,45 @@ fn check_dir(path: &Path) -> std::result::Result<(), String> {
     }
 }
 
+/// Refuses a damaged file before anything of it is read as the service's
+/// state: SQLite's `quick_check` (every page of every table and index, not
+/// the indexes' contents; about a second for 100 MB). A damaged file passed
+/// `check-config` and started, each account then failing every pass with
+/// "database disk image is malformed" while `/health` said the database
+/// was fine (an audit).
+pub(super) fn intact(conn: &Connection) -> Result<()> {
+    let damaged = |why: String| {
+        StoreError::new(
+            "open",
+            Cause::Schema(format!(
+                "the file is damaged ({why}): restore it from a backup (README, \"Backups\"), \
+                 or recover what is left with `sqlite3 FILE .recover` into a new file"
+            )),
+        )
+    };
+    let found: Vec<String> = match conn
+        .prepare("PRAGMA quick_check(3)")
+        .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
+    {
+        Ok(found) => found,
+        Err(e) => {
+            let text = e.to_string();
+            let e = StoreError::from(e);
+            if e.is_damaged() {
+                return Err(damaged(format!("SQLite: {text}")));
+            }
+            return Err(e.during("check the file"));
+        }
+    };
+    match found.as_slice() {
+        [ok] if ok == "ok" => Ok(()),
+        _ => Err(damaged(format!(
+            "SQLite's quick_check: {}",
+            crate::logging::clean_up_to(&found.join("; "), 300)
+        ))),
+    }
+}
+
 /// Refuses another program's database before anything of it is changed
 /// (its journal mode, its tables): no schema version of mailproc's, yet
 /// tables. A mistyped `storage.path` must not migrate someone's data.
@@ -168,8 +207,39 @@ pub(super) fn foreign(conn: &Connection) -> Result<()> {
         && ["account", "mailbox", "uidvalidity", "uid", "message_id"]
             .iter()
             .all(|c| columns.iter().any(|n| n == c));
-    if names.is_empty() || (version != 0 && ours) {
+    if names.is_empty() || (version > 0 && ours) {
         return Ok(());
+    }
+    if ours {
+        // mailproc's own tables without its version: what `sqlite3 .dump`
+        // or `.recover` leaves of a copy. Taken for another program's file,
+        // "name a new file" was advised, which processes every mailbox
+        // again from nothing (an audit).
+        let current = super::schema::current_tables()
+            .is_ok_and(|fresh| tables_of(conn).is_ok_and(|here| here == fresh));
+        return Err(StoreError::new(
+            "open",
+            Cause::Schema(if version < 0 {
+                format!(
+                    "the file holds mailproc's tables at schema version {version}, which no \
+                     mailproc writes (1 to {}); restore it from a backup",
+                    MIGRATIONS.len()
+                )
+            } else if current {
+                format!(
+                    "the file holds mailproc's tables but no schema version, as a copy made \
+                     with sqlite3's .dump or .recover is left; they are this mailproc's \
+                     (version {n}): set it with `sqlite3 FILE 'PRAGMA user_version = {n}'` \
+                     and start again",
+                    n = MIGRATIONS.len()
+                )
+            } else {
+                "the file holds mailproc's tables but no schema version, as a copy made with \
+                 sqlite3's .dump or .recover is left, and they are not this mailproc's newest: \
+                 restore a backup made as the README's \"Backups\" says (it keeps the version)"
+                    .to_string()
+            }),
+        ));
     }
     Err(StoreError::new(
         "open",
@@ -186,6 +256,28 @@ pub(super) fn foreign(conn: &Connection) -> Result<()> {
     ))
 }
 
+/// Each table of the file with its columns, in order: what a schema is
+/// compared by.
+pub(super) fn tables_of(conn: &Connection) -> Result<Vec<(String, Vec<String>)>> {
+    let names: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    names
+        .into_iter()
+        .map(|t| {
+            let columns = conn
+                .prepare("SELECT name FROM pragma_table_info(?1)")?
+                .query_map([&t], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok((t, columns))
+        })
+        .collect()
+}
+
 /// The file at `path`, when it exists, is mailproc's database (or empty)
 /// and not newer than this mailproc: read without changing anything (no
 /// migration, no journal mode), for `check-config`.
@@ -200,10 +292,12 @@ fn check_contents(path: &Path) -> std::result::Result<(), String> {
         // this user may not write): `run` will say.
         Err(_) => return Ok(()),
     };
-    foreign(&conn).map_err(|e| match e.cause {
-        Cause::Schema(why) => format!("{}: {why}", path.display()),
-        other => format!("{}: {}", path.display(), StoreError::new("read", other)),
-    })?;
+    intact(&conn)
+        .and_then(|()| foreign(&conn))
+        .map_err(|e| match e.cause {
+            Cause::Schema(why) => format!("{}: {why}", path.display()),
+            other => format!("{}: {}", path.display(), StoreError::new("read", other)),
+        })?;
     let version: usize = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap_or(0);

@@ -45,7 +45,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::actions::Action;
 use crate::timestamp::now_ms;
-use file::{file_id, foreign, owner_only};
+use file::{file_id, foreign, intact, owner_only};
 use read::{Counts, ReadGuard, Reader, READERS};
 use schema::MIGRATIONS;
 
@@ -111,15 +111,39 @@ impl StoreError {
         }
     }
 
-    /// Whether the disk cannot take writes now (full, read-only): the
-    /// host's state, which an operator can mend, not a damaged file or a
-    /// bug (`503`, not `500`).
+    /// Whether the database cannot take writes now (the disk full or
+    /// read-only, another program holding the file locked past the busy
+    /// time-out): the host's state, which an operator can mend, not a
+    /// damaged file or a bug (`503`, not `500`; an audit found a sqlite3
+    /// shell's `BEGIN EXCLUSIVE` answered 500).
     pub fn is_unwritable(&self) -> bool {
         use rusqlite::ErrorCode as C;
         matches!(
             &self.cause,
             Cause::Sqlite(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(e.code, C::DiskFull | C::ReadOnly)
+                if matches!(e.code, C::DiskFull | C::ReadOnly | C::DatabaseBusy | C::DatabaseLocked)
+        )
+    }
+
+    /// Whether the file is damaged (SQLite found a page it cannot read as
+    /// its own): nothing but a backup mends it, so it is not forgotten at
+    /// the next write that succeeds (see [`Store::trouble`]).
+    pub fn is_damaged(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        matches!(
+            &self.cause,
+            Cause::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, C::DatabaseCorrupt | C::NotADatabase)
+        )
+    }
+
+    /// Whether another program holds the file locked.
+    fn is_locked(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        matches!(
+            &self.cause,
+            Cause::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, C::DatabaseBusy | C::DatabaseLocked)
         )
     }
 
@@ -136,6 +160,20 @@ impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let op = if self.op.is_empty() { "query" } else { self.op };
         match &self.cause {
+            // Said so, or an operator reads SQLite's words with no hint
+            // of who holds it (an audit: "store: query: database is
+            // locked" from `mailproc run`).
+            Cause::Sqlite(e) if self.is_locked() => write!(
+                f,
+                "store: {op}: {e} (another program holds the database file: a sqlite3 \
+                 shell, a backup; waited {} s)",
+                BUSY_WAIT.as_secs()
+            ),
+            Cause::Sqlite(e) if self.is_damaged() => write!(
+                f,
+                "store: {op}: {e} (the file is damaged: restore it from a backup, README \
+                 \"Backups\")"
+            ),
             Cause::Sqlite(e) => write!(f, "store: {op}: {e}"),
             Cause::Io(e) => write!(f, "store: {op}: {e}"),
             Cause::Schema(e) => write!(f, "store: {op}: {e}"),
@@ -166,12 +204,18 @@ impl From<rusqlite::Error> for StoreError {
 /// The bytes the write-ahead log is cut back to once checkpointed.
 const WAL_SIZE_LIMIT: i64 = 4 << 20;
 
+/// How long a statement waits for another connection's lock (another
+/// process's: the service's own share one mutex).
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
 /// A write that failed for want of the disk: [`Store::trouble`].
 struct Trouble {
     op: &'static str,
     why: String,
     /// The disk was full (see [`Store::op`]).
     full: bool,
+    /// The file is damaged: kept until the service restarts.
+    damaged: bool,
 }
 
 /// The free space that ends a full disk's trouble (see [`Store::freed`]):
@@ -339,7 +383,7 @@ impl Store {
         for _ in 0..READERS {
             let r = Connection::open(path)
                 .map_err(|e| StoreError::new("open a read connection", Cause::Sqlite(e)))?;
-            r.busy_timeout(Duration::from_secs(5))?;
+            r.busy_timeout(BUSY_WAIT)?;
             store.readers.push(Mutex::new(Reader {
                 conn: r,
                 counts: Counts::default(),
@@ -387,7 +431,8 @@ impl Store {
     fn init(conn: Connection) -> Result<Store> {
         // Other processes (a second `mailproc set-password`, sqlite3 in a
         // shell) may hold the lock briefly; wait rather than fail.
-        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.busy_timeout(BUSY_WAIT)?;
+        intact(&conn)?;
         foreign(&conn)?;
         set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -529,7 +574,7 @@ impl Store {
     /// the cause was an I/O error or a read-only file system, the very
     /// operation that failed when the disk was full (small writes go
     /// through again before large ones), or free space again
-    /// ([`Store::ping`]).
+    /// ([`Store::ping`]); a damaged file's, never.
     fn op<T>(&self, op: &'static str, body: impl FnOnce() -> Result<T>) -> Result<T> {
         use std::sync::atomic::Ordering;
         let troubled = self.troubled.load(Ordering::Acquire);
@@ -539,7 +584,10 @@ impl Store {
             Ok(_) if troubled => {
                 let wrote = before.is_some_and(|b| self.conn.lock().total_changes() > b);
                 let mut t = self.trouble.lock();
-                if wrote && t.as_ref().is_some_and(|t| !t.full || t.op == op) {
+                if wrote
+                    && t.as_ref()
+                        .is_some_and(|t| !t.damaged && (!t.full || t.op == op))
+                {
                     *t = None;
                     self.troubled.store(false, Ordering::Release);
                 }
@@ -550,11 +598,16 @@ impl Store {
                     Cause::Sqlite(rusqlite::Error::SqliteFailure(f, _))
                         if f.code == rusqlite::ErrorCode::DiskFull
                 );
-                *self.trouble.lock() = Some(Trouble {
-                    op,
-                    why: e.to_string(),
-                    full,
-                });
+                let mut t = self.trouble.lock();
+                // A damaged file's trouble is not replaced by a passing one.
+                if !t.as_ref().is_some_and(|t| t.damaged) {
+                    *t = Some(Trouble {
+                        op,
+                        why: e.to_string(),
+                        full,
+                        damaged: e.is_damaged(),
+                    });
+                }
                 self.troubled.store(true, Ordering::Release);
             }
             _ => {}

@@ -367,6 +367,52 @@ fn a_checkpoint_that_failed_is_tried_on_a_fresh_connection() {
     s.ping().unwrap();
 }
 
+/// Found by an audit: an operation that found the file damaged set the
+/// trouble `/health` tells, and the next write that happened to succeed
+/// (a page elsewhere) ended it, so `/health` said the database was fine
+/// while every pass failed. A damaged file's trouble stays; a locked
+/// file's error says who holds it.
+#[test]
+fn a_damaged_file_stays_told_and_a_lock_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("db.sqlite")).unwrap();
+    let failure = |code: i32, text: &str| {
+        StoreError::from(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(code),
+            Some(text.into()),
+        ))
+    };
+    let damaged = failure(
+        rusqlite::ffi::SQLITE_CORRUPT,
+        "database disk image is malformed",
+    );
+    assert!(damaged.is_damaged() && !damaged.is_unwritable());
+    assert!(s
+        .op("folder_state", || -> Result<()> { Err(damaged) })
+        .is_err());
+    assert!(s.ping().is_err());
+    // Writes elsewhere succeed; the file is still damaged.
+    record_final(&s, &[(meta(1), ok(vec![]))], None);
+    s.set_setting("k", "v").unwrap();
+    let told = s.ping().unwrap_err().to_string();
+    assert!(
+        told.contains("malformed") && told.contains("restore it from a backup"),
+        "{told}"
+    );
+    // A passing trouble after it does not replace it.
+    let full = failure(rusqlite::ffi::SQLITE_FULL, "database or disk is full");
+    assert!(s.op("x", || -> Result<()> { Err(full) }).is_err());
+    assert!(s.ping().unwrap_err().to_string().contains("malformed"));
+
+    let locked = failure(rusqlite::ffi::SQLITE_BUSY, "database is locked");
+    assert!(locked.is_unwritable(), "503, not 500");
+    let said = locked.to_string();
+    assert!(
+        said.contains("another program holds the database file"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_kept_count_is_dropped_by_the_next_commit() {
     let dir = tempfile::tempdir().unwrap();
