@@ -87,7 +87,8 @@ fn changing_the_configuration_needs_write_config() {
     assert_eq!(
         r.body["error"],
         "missing permission write:config: dashboard can be changed only with it \
-         (write:accounts changes the accounts)"
+         (write:accounts changes the accounts). If this request did not change \
+         dashboard, it changed since it was read: read it again, or send `accounts` alone"
     );
     assert_eq!(
         m.get_with("/api/stats", "attacker-key-0123456789").status,

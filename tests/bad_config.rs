@@ -309,6 +309,19 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
         err.contains("storage.path: mailproc's user may not write in"),
         "{err}"
     );
+    // A file there: the read-only file system is named (an audit, stop
+    // 56, was told root should check as the service's user).
+    std::fs::write(ro.join("mailproc.db"), b"").unwrap();
+    let out = std::process::Command::new("timeout")
+        .args(["20", "unshare", "--mount", "sh", "-c", &script])
+        .output()
+        .expect("unshare (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("mailproc.db is on a read-only file system"),
+        "{err}"
+    );
     // A WAL database of its own in a directory it may not write (SQLite
     // cannot read one without its -shm file): the directory is named,
     // where an audit got "attempt to write a readonly database". Checked

@@ -334,6 +334,23 @@ fn pages_show_processed_mail_escaped() {
         assert!(typo.contains(said), "{said}: {typo}");
     }
     assert!(!typo.contains("Export th"), "{typo}");
+    // Dates no day can satisfy are said, with no export link the API
+    // would refuse (an audit, stop 56: "0 entries" and a failing link).
+    for (query, said) in [
+        (
+            "from=2026-11-30&to=2026-11-29",
+            "“From” (2026-11-30) is after “To” (2026-11-29): no day is both.",
+        ),
+        (
+            "from=1969-12-31",
+            "“From” is before 1970, before anything was recorded: 1969-12-31",
+        ),
+        ("to=2026-13-01", "“To” is not a date: 2026-13-01"),
+    ] {
+        let page = b.get(&format!("/activity?{query}")).text;
+        assert!(page.contains(said), "{query}: {page}");
+        assert!(!page.contains("Export th"), "{query}: {page}");
+    }
     let detail = b.get(&format!("/activity/{inv_id}")).text;
     for want in [
         "Invoice 1234",

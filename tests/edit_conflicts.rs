@@ -148,6 +148,32 @@ fn a_put_with_if_match_of_an_earlier_version_is_refused_412() {
     assert_eq!(r.status, 400, "{}", r.text);
     assert!(r.text.contains("If-Match"), "{}", r.text);
     assert_eq!(file(&m), before);
+    // A space is no part of a tag (an audit, stop 56: 412).
+    let r = put(&m, &body.to_string(), Some("\"abc def\""));
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(file(&m), before);
+    // Two If-Match fields are one list (an audit: only the first was read,
+    // so the order of the fields decided).
+    let now = m
+        .get_with("/api/config", TOKEN)
+        .header("etag")
+        .unwrap()
+        .to_string();
+    let auth = format!("Bearer {TOKEN}");
+    body["log_level"] = "debug".into();
+    let r = m.request(
+        "PUT",
+        "/api/config",
+        &[
+            ("Authorization", &auth),
+            ("If-Match", &tag),
+            ("If-Match", &now),
+        ],
+        Some(&body.to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
+    body["log_level"] = "warn".into();
 
     // `*`, or no If-Match: replaced as it is sent.
     body["log_level"] = "error".into();

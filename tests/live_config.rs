@@ -738,6 +738,15 @@ fn a_rename_taken_further_before_the_old_name_ended_still_hands_over() {
     assert_eq!(r.status, 503, "{}", r.text);
     assert!(r.text.contains("has not started yet"), "{}", r.text);
     assert_eq!(r.header("retry-after"), Some("5"), "{:?}", r.headers);
+    // The old name is sent on to the new one (an audit, stop 56: told to
+    // try the old name again, which then answered 404).
+    let r = m.post_with("/api/accounts/one/pause", TOKEN, "");
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(
+        r.text.contains("being renamed to \\\"three\\\""),
+        "{}",
+        r.text
+    );
     // Shown as what it is, connecting (it read `disconnected`), and
     // counted in /health (it was left out).
     let three = get(&m, "/api/accounts").body["accounts"]

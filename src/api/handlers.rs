@@ -204,9 +204,10 @@ fn versioned(reply: Reply, path: &std::path::Path) -> Reply {
 /// (RFC 9110 §13.1.1): none to check without the header or with `*`;
 /// else the file's version when the header names it, or another it names
 /// (which [`crate::live::Live::replace`] then refuses, 412). A weak tag
-/// never matches; a header that is no list of tags is 400.
+/// never matches; a header that is no list of tags is 400. Several
+/// `If-Match` fields are one list (an audit found only the first read).
 fn if_match(ctx: &Ctx, req: &Req) -> Result<Option<String>, Reply> {
-    let Some(header) = req.header("If-Match") else {
+    let Some(header) = req.header_list("If-Match") else {
         return Ok(None);
     };
     let header = header.trim();
@@ -221,7 +222,9 @@ fn if_match(ctx: &Ctx, req: &Req) -> Result<Option<String>, Reply> {
         let Some(opaque) = strong
             .strip_prefix('"')
             .and_then(|t| t.strip_suffix('"'))
-            .filter(|t| !t.contains('"'))
+            // etagc: no space, quote or control character (an audit
+            // found `"abc def"` taken for a tag).
+            .filter(|t| (t.bytes()).all(|b| b == 0x21 || (0x23..=0x7e).contains(&b) || b >= 0x80))
         else {
             return Err(Reply::error(
                 400,
@@ -347,7 +350,9 @@ fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
             403,
             format!(
                 "missing permission write:config: {name} can be changed only with it \
-                 (write:accounts changes the accounts)"
+                 (write:accounts changes the accounts). If this request did not change \
+                 {name}, it changed since it was read: read it again, or send `accounts` \
+                 alone"
             ),
         ));
     }

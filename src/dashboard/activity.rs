@@ -266,10 +266,17 @@ pub fn retry_button(id: i64, csrf: &str, back: &str, focus: bool) -> Markup {
     }
 }
 
-/// A `YYYY-MM-DD` date as epoch ms at the start of that UTC day.
-fn day_start_ms(s: &str) -> Option<i64> {
-    let d = time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]")).ok()?;
-    Some(d.midnight().assume_utc().unix_timestamp() * 1000)
+/// A `YYYY-MM-DD` date as epoch ms at the start of that UTC day; none
+/// before 1970, which nothing was recorded in and the export refuses (an
+/// audit found its link then failing).
+fn day_start_ms(s: &str) -> Result<i64, &'static str> {
+    let d = time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]"))
+        .map_err(|_| "is not a date")?;
+    let ms = d.midnight().assume_utc().unix_timestamp() * 1000;
+    if ms < 0 {
+        return Err("is before 1970, before anything was recorded");
+    }
+    Ok(ms)
 }
 
 pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
@@ -309,20 +316,26 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     }
     let from = q("from");
     let to = q("to");
-    let start_ms = from.and_then(|d| {
-        let v = day_start_ms(d);
-        if v.is_none() {
-            problems.push(format!("“From” is not a date: {d}"));
+    let mut date = |label: &str, d: &str| {
+        day_start_ms(d)
+            .map_err(|why| problems.push(format!("“{label}” {why}: {d}")))
+            .ok()
+    };
+    let start_ms = from.and_then(|d| date("From", d));
+    let end_ms = to.and_then(|d| date("To", d)).map(|ms| ms + DAY_MS - 1);
+    // Said, not shown as "0 entries" (an audit: its Export link then
+    // failed, "startDate: must not be after endDate").
+    let (start_ms, end_ms) = match (start_ms, end_ms) {
+        (Some(a), Some(b)) if a > b => {
+            problems.push(format!(
+                "“From” ({}) is after “To” ({}): no day is both.",
+                from.unwrap_or_default(),
+                to.unwrap_or_default()
+            ));
+            (None, None)
         }
-        v
-    });
-    let end_ms = to.and_then(|d| {
-        let v = day_start_ms(d).map(|ms| ms + DAY_MS - 1);
-        if v.is_none() {
-            problems.push(format!("“To” is not a date: {d}"));
-        }
-        v
-    });
+        dates => dates,
+    };
     let search = q("search").filter(|t| match store::search_refusal(t) {
         Some(why) => {
             problems.push(format!("The search was not run: {why}."));

@@ -114,6 +114,16 @@ impl Req {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every field named `name`, as one comma-separated list (RFC 9110
+    /// §5.3: the fields of a list-based header combine so).
+    pub fn header_list(&self, name: &str) -> Option<String> {
+        let fields: Vec<&str> = (self.headers.iter())
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect();
+        (!fields.is_empty()).then(|| fields.join(", "))
+    }
+
     pub fn query(&self, name: &str) -> Option<&str> {
         self.query
             .iter()

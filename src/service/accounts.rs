@@ -28,6 +28,16 @@ pub struct Commanded {
 /// Sends `command` to account `name`.
 pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<Commanded, Error> {
     let Some(h) = ctx.account(name) else {
+        // The old name of a rename under way: the command goes to the new
+        // one (an audit, stop 56, was told to try the old name again,
+        // which then answered 404).
+        let renames = ctx.store.noted_renames().unwrap_or_default();
+        if let Some((_, to)) = renames.iter().find(|(from, _)| from == name) {
+            return Err(Error::Unavailable(format!(
+                "account {name:?} is being renamed to {to:?}: send this to {to:?} (in a few \
+                 seconds, once its batch in hand is done)"
+            )));
+        }
         // Configured, not started yet: a rename waiting for its old name's
         // batch in hand (the third regression audit found 404 here).
         if ctx.config().config.accounts.iter().any(|a| a.name == name) {

@@ -74,11 +74,16 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
     let contents = match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => return Err(format!("{} is not a file", path.display())),
         Ok(_) if access(path, AccessFlags::R_OK | AccessFlags::W_OK).is_err() => {
+            // Said as such: root may write any file, and was told to check
+            // as the service's user (an audit, stop 56).
+            if access(path, AccessFlags::W_OK) == Err(nix::errno::Errno::EROFS) {
+                return Err(format!("{} is on a read-only file system", path.display()));
+            }
             return Err(format!(
                 "{} exists but mailproc's user may not read and write it{}",
                 path.display(),
                 as_whom()
-            ))
+            ));
         }
         Ok(m) => m.len() > 0,
         Err(_) => false,
