@@ -147,7 +147,7 @@ impl Email {
                 msg.body_text(0)
                     .map(|b| b.into_owned())
                     .filter(|b| !b.trim().is_empty())
-                    .or_else(|| stray_text(&msg))
+                    .or_else(|| stray_text(&msg, raw))
                     .unwrap_or_default()
             } else {
                 String::new()
@@ -225,16 +225,43 @@ fn header_as_utf8(raw: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The text of a message whose structure the parser could not make a body
-/// of: the first unnamed text part it took for an attachment. A
-/// `multipart/mixed` whose closing boundary never comes is read so (its
-/// parts become attachments), and a mail client still shows the text: an
-/// audit's spam left out one line and showed the model an empty body.
-fn stray_text(msg: &mail_parser::Message<'_>) -> Option<String> {
-    let part = msg
-        .attachments()
-        .find(|a| a.attachment_name().is_none() && a.is_text())?;
+/// of: a `multipart` whose closing boundary never comes (as a message cut
+/// at the fetch limit reads too) has its parts taken for attachments, and
+/// a mail client still shows its text: an audit's spam left out one line
+/// and showed the model an empty body. Only that case, and only a part
+/// that is prose: unnamed, not marked `attachment`, `text/plain` or
+/// `text/html` (converted). A message that closes its multipart keeps the
+/// body the parser made, empty or not: a regression audit found a CSV the
+/// sender attached, a calendar invitation and a delivery report's headers
+/// sent to the model as the body of mail whose text part was empty.
+fn stray_text(msg: &mail_parser::Message<'_>, raw: &[u8]) -> Option<String> {
+    let ct = msg.content_type()?;
+    if !ct.ctype().eq_ignore_ascii_case("multipart") {
+        return None;
+    }
+    let close = format!("--{}--", ct.attribute("boundary")?);
+    if raw.windows(close.len()).any(|w| w == close.as_bytes()) {
+        return None;
+    }
+    let subtype = |a: &mail_parser::MessagePart<'_>| {
+        a.content_type().map_or(Some("plain".to_string()), |t| {
+            t.ctype()
+                .eq_ignore_ascii_case("text")
+                .then(|| t.subtype().unwrap_or("plain").to_ascii_lowercase())
+        })
+    };
+    let (part, html) = msg.attachments().find_map(|a| {
+        let prose = a.is_text()
+            && a.attachment_name().is_none()
+            && !a.content_disposition().is_some_and(|d| d.is_attachment());
+        match subtype(a).as_deref() {
+            Some("plain") if prose => Some((a, false)),
+            Some("html") if prose => Some((a, true)),
+            _ => None,
+        }
+    })?;
     let text = part.text_contents()?;
-    let text = if part.is_text_html() {
+    let text = if html {
         mail_parser::decoders::html::html_to_text(text)
     } else {
         text.to_string()
@@ -295,6 +322,53 @@ mod tests {
             Content-Type: text/plain\r\nContent-Disposition: attachment; filename=notes.txt\r\n\r\n\
             private notes\r\n--B--\r\n";
         assert_eq!(Email::parse(named).unwrap().body.trim(), "");
+        // Unclosed HTML is converted, not sent as markup.
+        let html = b"From: a@example.org\r\nSubject: s\r\n\
+            Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+            Content-Type: text/html\r\n\r\n<html><body><p>CHEAP <b>PILLS</b></p></body></html>\r\n";
+        let body = Email::parse(html).unwrap().body;
+        assert!(body.contains("CHEAP") && body.contains("PILLS"), "{body}");
+        assert!(!body.contains('<'), "{body}");
+        // Found by the regression audit: a message that closes its
+        // multipart keeps the (empty) body the parser made. Its
+        // attachments, unnamed or not prose, are never the body.
+        let part = |headers: &str, text: &str, close: bool| {
+            let raw = format!(
+                "From: a@example.org\r\nSubject: s\r\n\
+                 Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+                 Content-Type: text/plain\r\n\r\n\r\n--B\r\n{headers}\r\n\r\n{text}\r\n{}",
+                if close { "--B--\r\n" } else { "" }
+            );
+            Email::parse(raw.as_bytes()).unwrap().body
+        };
+        for (headers, close) in [
+            (
+                "Content-Type: text/plain\r\nContent-Disposition: attachment",
+                true,
+            ),
+            (
+                "Content-Type: text/plain\r\nContent-Disposition: attachment",
+                false,
+            ),
+            ("Content-Type: text/csv", true),
+            ("Content-Type: text/csv", false),
+            ("Content-Type: text/calendar; method=REQUEST", true),
+            ("Content-Type: text/calendar; method=REQUEST", false),
+            ("Content-Type: text/rfc822-headers", false),
+            ("Content-Type: text/plain", true),
+        ] {
+            let body = part(headers, "SALARIES 100000", close);
+            assert!(
+                !body.contains("SALARIES"),
+                "{headers}, closed {close}: {body}"
+            );
+        }
+        // Unclosed, the first prose part after an empty one is the text.
+        assert!(part("Content-Type: text/plain", "HELLO", false).contains("HELLO"));
+        // A single part marked as an attachment is no multipart to mend.
+        let single = b"From: a@example.org\r\nSubject: s\r\n\
+            Content-Type: text/plain\r\nContent-Disposition: attachment\r\n\r\nSALARIES\r\n";
+        assert!(!Email::parse(single).unwrap().body.contains("SALARIES"));
     }
 
     /// Found by an audit: with two `Subject:` fields a `header: Subject`

@@ -137,6 +137,8 @@ fn a_put_with_if_match_of_an_earlier_version_is_refused_412() {
     // A weak tag never matches, even of the version now.
     let r = put(&m, &body.to_string(), Some(&format!("W/{next}")));
     assert_eq!(r.status, 412, "{}", r.text);
+    assert!(r.text.contains("weak entity tag"), "{}", r.text);
+    assert_eq!(r.header("etag"), Some(&*next), "the version it is at now");
     // One of a list matching is enough; empty elements of it are allowed.
     let r = put(&m, &body.to_string(), Some(&format!(", {tag}, , {next},")));
     assert_eq!(r.status, 200, "{}", r.text);

@@ -741,7 +741,8 @@ fn a_rename_taken_further_before_the_old_name_ended_still_hands_over() {
     // The old name is sent on to the new one (an audit, stop 56: told to
     // try the old name again, which then answered 404).
     let r = m.post_with("/api/accounts/one/pause", TOKEN, "");
-    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(r.header("retry-after"), None, "{:?}", r.headers);
     assert!(
         r.text.contains("being renamed to \\\"three\\\""),
         "{}",

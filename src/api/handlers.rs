@@ -243,6 +243,18 @@ fn if_match(ctx: &Ctx, req: &Req) -> Result<Option<String>, Reply> {
             format!("If-Match: expected * or entity tags as ETag gives them (\"{now}\")"),
         ));
     }
+    // Weak tags alone: no version is named, the file may be as it was (the
+    // regression audit was told it had changed).
+    if named.is_empty() {
+        return Err(Reply::error(
+            412,
+            format!(
+                "If-Match: a weak entity tag (W/…) never matches a change (RFC 9110 \
+                 §13.1.1): send the ETag as GET /api/config gives it (\"{now}\")"
+            ),
+        )
+        .with_header("ETag", format!("\"{now}\"")));
+    }
     Ok(Some(match named.iter().find(|t| **t == now) {
         Some(t) => t.clone(),
         None => named.into_iter().next().unwrap_or_default(),

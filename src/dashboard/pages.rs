@@ -122,15 +122,21 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
         ("Last 30 days", processed(Some(now - 30 * DAY_MS))),
         ("All time", processed(None)),
     ];
-    let attention: store::Attention = ctx.store.attention().unwrap_or_default().values().fold(
-        store::Attention::default(),
-        |mut t, a| {
-            t.failed += a.failed;
-            t.review += a.review;
-            t.undecided += a.undecided;
-            t
-        },
-    );
+    // Said in the log: a failing query read as "nothing needs attention"
+    // without a word (the regression audit).
+    let counted = ctx.store.attention().unwrap_or_else(|e| {
+        log::error!("dashboard: counting what needs attention failed: {e}");
+        Default::default()
+    });
+    let attention: store::Attention =
+        counted
+            .values()
+            .fold(store::Attention::default(), |mut t, a| {
+                t.failed += a.failed;
+                t.review += a.review;
+                t.undecided += a.undecided;
+                t
+            });
     let today = now.div_euclid(DAY_MS);
     let since = today - chart::DAYS + 1;
     let per_day = ctx.store.actions_per_day(since).unwrap_or_default();

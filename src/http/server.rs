@@ -284,21 +284,33 @@ fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
         .with_label_values(&[route])
         .observe(started.elapsed().as_secs_f64());
     if reply.status >= 500 {
-        static SERVER_ERRORS: parking_lot::Mutex<LinesPerSecond> =
-            parking_lot::const_mutex(LinesPerSecond::new());
-        let admitted = SERVER_ERRORS.lock().admit(Instant::now());
-        match admitted {
-            Some(0) => log::error!(
-                "http: {method} {path} -> {} in {:?}",
+        // One line a second for each route and status (a bounded set):
+        // distinct failures are each told, a flood of one is counted
+        // (the regression audit found one line for all of them hiding
+        // which routes failed). The error's own words go with it: the
+        // cause (a damaged database) was in no log line before.
+        static SERVER_ERRORS: parking_lot::Mutex<
+            Option<std::collections::HashMap<(&'static str, u16), LinesPerSecond>>,
+        > = parking_lot::const_mutex(None);
+        let admitted = (SERVER_ERRORS.lock().get_or_insert_with(Default::default))
+            .entry((route, reply.status))
+            .or_default()
+            .admit(Instant::now());
+        if let Some(held) = admitted {
+            let why = serde_json::from_slice::<serde_json::Value>(&reply.body)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(|e| format!(": {}", clean(e))))
+                .unwrap_or_default();
+            let more = if held > 0 {
+                format!(" ({held} more like it since the last such line)")
+            } else {
+                String::new()
+            };
+            log::error!(
+                "http: {method} {path} -> {} in {:?}{why}{more}",
                 reply.status,
                 started.elapsed()
-            ),
-            Some(held) => log::error!(
-                "http: {method} {path} -> {} in {:?} ({held} more 5xx answers since the last such line)",
-                reply.status,
-                started.elapsed()
-            ),
-            None => {}
+            );
         }
     } else {
         log::debug!(

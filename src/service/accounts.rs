@@ -33,7 +33,9 @@ pub fn command(ctx: &Ctx, name: &str, command: Command) -> Result<Commanded, Err
         // which then answered 404).
         let renames = ctx.store.noted_renames().unwrap_or_default();
         if let Some((_, to)) = renames.iter().find(|(from, _)| from == name) {
-            return Err(Error::Unavailable(format!(
+            // 409, not 503: a `Retry-After` invited a retry of the old
+            // name, which then answered 404 (the regression audit).
+            return Err(Error::Conflict(format!(
                 "account {name:?} is being renamed to {to:?}: send this to {to:?} (in a few \
                  seconds, once its batch in hand is done)"
             )));

@@ -171,6 +171,17 @@ pub(super) fn intact(conn: &Connection) -> Result<()> {
         Err(e) => {
             let text = e.to_string();
             let e = StoreError::from(e);
+            // A file that is no database at all (a mistyped path) is not
+            // "damaged": restoring a backup is no advice for it (the
+            // regression audit; `check-config` says the same).
+            if matches!(&e.cause, Cause::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::NotADatabase)
+            {
+                return Err(StoreError::new(
+                    "open",
+                    Cause::Schema("the file is not an SQLite database".into()),
+                ));
+            }
             if e.is_damaged() {
                 return Err(damaged(format!("SQLite: {text}")));
             }
@@ -212,16 +223,28 @@ pub(super) fn foreign(conn: &Connection) -> Result<()> {
         && ["account", "mailbox", "uidvalidity", "uid", "message_id"]
             .iter()
             .all(|c| columns.iter().any(|n| n == c));
-    if names.is_empty() || (version > 0 && ours) {
+    if (names.is_empty() && version == 0) || (version > 0 && ours) {
         return Ok(());
+    }
+    // A version with no tables: what a failed `sqlite3 .recover` pipe
+    // leaves. Taken for a new file, it passed `check-config` and `run`
+    // failed on "no such table" (the regression audit).
+    if names.is_empty() {
+        return Err(StoreError::new(
+            "open",
+            Cause::Schema(format!(
+                "the file has schema version {version} but no tables (a copy that failed?): \
+                 restore a backup, or remove the file to start afresh"
+            )),
+        ));
     }
     if ours {
         // mailproc's own tables without its version: what `sqlite3 .dump`
         // or `.recover` leaves of a copy. Taken for another program's file,
         // "name a new file" was advised, which processes every mailbox
         // again from nothing (an audit).
-        let current = super::schema::current_tables()
-            .is_ok_and(|fresh| tables_of(conn).is_ok_and(|here| here == fresh));
+        let current = super::schema::current_schema()
+            .is_ok_and(|fresh| schema_of(conn).is_ok_and(|here| here == fresh));
         return Err(StoreError::new(
             "open",
             Cause::Schema(if version < 0 {
@@ -261,26 +284,19 @@ pub(super) fn foreign(conn: &Connection) -> Result<()> {
     ))
 }
 
-/// Each table of the file with its columns, in order: what a schema is
-/// compared by.
-pub(super) fn tables_of(conn: &Connection) -> Result<Vec<(String, Vec<String>)>> {
-    let names: Vec<String> = conn
+/// Every table, index, view and trigger of the file with the SQL that made
+/// it, in order: what a schema is compared by. Tables and columns alone
+/// took a copy of an older schema whose last step changed only an index
+/// for the newest, and the version it was told to set made a query of the
+/// new index fail (the regression audit).
+pub(super) fn schema_of(conn: &Connection) -> Result<Vec<(String, String, Option<String>)>> {
+    Ok(conn
         .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' \
-             AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            "SELECT type, name, sql FROM sqlite_master \
+             WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
         )?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    names
-        .into_iter()
-        .map(|t| {
-            let columns = conn
-                .prepare("SELECT name FROM pragma_table_info(?1)")?
-                .query_map([&t], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            Ok((t, columns))
-        })
-        .collect()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?)
 }
 
 /// The file at `path`, when it exists, is mailproc's database (or empty)

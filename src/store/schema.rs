@@ -1,14 +1,14 @@
 //! The schema, as steps: `PRAGMA user_version` counts how many have run.
 //! A step is never edited once released; changes are new steps.
 
-/// The tables (and their columns) of a database this mailproc made: every
-/// step run on an empty one in memory.
-pub(super) fn current_tables() -> super::Result<Vec<(String, Vec<String>)>> {
+/// The schema of a database this mailproc made (see
+/// [`super::file::schema_of`]): every step run on an empty one in memory.
+pub(super) fn current_schema() -> super::Result<Vec<(String, String, Option<String>)>> {
     let conn = rusqlite::Connection::open_in_memory()?;
     for step in MIGRATIONS {
         conn.execute_batch(step)?;
     }
-    super::file::tables_of(&conn)
+    super::file::schema_of(&conn)
 }
 
 /// Schema steps; `user_version` counts how many have run.

@@ -774,6 +774,58 @@ fn step_5_takes_undo_rows_out_of_the_counts_and_indexes_senders() {
 
 /// Step 8 gives the deliveries logged before it the outcome the metric
 /// counted them under, from their status and error.
+/// Found by audits (stop 56): a copy without its schema version (what
+/// sqlite3's `.dump` leaves) was called another program's file; then, told
+/// to set the newest version, a copy of an older schema whose last step
+/// changed only an index was mended into one whose queries failed. The
+/// newest version is offered only for the newest schema, whole.
+#[test]
+fn a_versionless_copy_is_told_its_version_only_when_it_is_the_newest() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = |name: &str, steps: usize| {
+        let p = dir.path().join(name);
+        let conn = Connection::open(&p).unwrap();
+        for step in &MIGRATIONS[..steps] {
+            conn.execute_batch(step).unwrap();
+        }
+        p
+    };
+    let newest = made("newest.db", MIGRATIONS.len());
+    let e = Store::open(&newest).err().expect("refused").to_string();
+    let set = format!("PRAGMA user_version = {}", MIGRATIONS.len());
+    assert!(
+        e.contains("mailproc's tables but no schema version") && e.contains(&set),
+        "{e}"
+    );
+    let older = made("older.db", MIGRATIONS.len() - 1);
+    let e = Store::open(&older).err().expect("refused").to_string();
+    assert!(e.contains("mailproc's tables but no schema version"), "{e}");
+    assert!(!e.contains("PRAGMA user_version"), "{e}");
+    assert!(e.contains("restore a backup"), "{e}");
+    // Neither was changed.
+    let version: i64 = Connection::open(&older)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 0);
+    // A version with no tables is no new file.
+    let hollow = dir.path().join("hollow.db");
+    Connection::open(&hollow)
+        .unwrap()
+        .pragma_update(None, "user_version", 9)
+        .unwrap();
+    let e = Store::open(&hollow).err().expect("refused").to_string();
+    assert!(e.contains("schema version 9 but no tables"), "{e}");
+    // A file that is no database is said to be none, not damaged.
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "not a database at all\n".repeat(300)).unwrap();
+    let e = Store::open(&notes).err().expect("refused").to_string();
+    assert!(
+        e.contains("not an SQLite database") && !e.contains("damaged"),
+        "{e}"
+    );
+}
+
 #[test]
 fn step_8_gives_old_deliveries_their_outcome() {
     let dir = tempfile::tempdir().unwrap();
