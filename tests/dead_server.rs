@@ -121,6 +121,45 @@ fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_wi
     assert!(!m.log().contains("panicked"), "{}", m.log());
 }
 
+/// Found by a soak audit (stop 56): while a server flapped, each session
+/// lived 15 to 30 s, under the minute that proves a session stable, so
+/// the reconnect wait grew to 213 s and the next single drop left the
+/// account blind for minutes. A session a pass went through proves the
+/// server fine as a long one does: the wait starts again from 1 s.
+#[test]
+fn a_session_a_pass_went_through_starts_the_back_off_again() {
+    let d = Dovecot::start();
+    let (hook, _got) = receiver();
+    let m = Mailproc::start(&config(
+        &d,
+        hook,
+        "",
+        "    rules: [ { name: orders, when: { subject: Order }, actions: [ { type: move, folder: Receipts } ] } ]\n",
+    ));
+    for i in 0..5 {
+        // A message, and its row: a pass of this session went through.
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("f{i}"), &format!("Order {i}")),
+        );
+        m.wait_for(Duration::from_secs(30), "the message moved", || {
+            (rows(&m, 100).iter().filter(|r| r["status"] == "ok").count() == i + 1).then_some(())
+        });
+        d.kill_sessions();
+        m.wait_for(Duration::from_secs(30), "the drop noticed", || {
+            (backoff_waits(&m.log()).len() > i).then_some(())
+        });
+    }
+    let waits = backoff_waits(&m.log());
+    // 1 s, up to 75 % longer; the fifth drop would wait 16 s or more.
+    assert!(
+        waits.iter().all(|w| *w <= Duration::from_millis(1750)),
+        "the back-off grew: {waits:?}\n{}",
+        m.log()
+    );
+}
+
 #[test]
 fn a_server_that_stops_answering_mid_batch_is_noticed_and_the_model_is_not_asked_again() {
     let d = Arc::new(Dovecot::start());

@@ -105,9 +105,10 @@ const RECONNECT: Backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX).jittered();
 /// Restarting a crashed worker, and retrying a pass after a store error:
 /// 1 s doubling to 5 min.
 const RESTART: Backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
-/// A session that fails sooner than this after its login does not reset
-/// the back-off: a server (or a message) that breaks every session right
-/// away is retried ever more slowly, not once a second.
+/// A session that fails sooner than this after its login, and before a
+/// pass of it went through, does not reset the back-off: a server (or a
+/// message) that breaks every session right away is retried ever more
+/// slowly, not once a second.
 const STABLE_SESSION: Duration = Duration::from_secs(60);
 /// Token requests back off to at most this (or the endpoint's
 /// `Retry-After`), well below the IMAP back-off: mail flows again within
@@ -451,15 +452,20 @@ impl Runner {
                             .account_connected
                             .with_label_values(&[self.name()])
                             .set(1);
+                        let passes = self.passes_done;
                         let r = self.serve_despite_store_errors(
                             &mut session,
                             &control,
                             &caps,
                             &folders,
                         );
-                        // A long session (however it ended) proves the server
-                        // and the account fine again.
-                        if signed_in.elapsed() >= STABLE_SESSION {
+                        // A long session, or one a pass went through
+                        // (however it ended), proves the server and the
+                        // account fine again. Sessions of 15 to 30 s while
+                        // a server flapped grew the wait to 213 s, so the
+                        // next single drop left the account blind for
+                        // minutes (an audit).
+                        if signed_in.elapsed() >= STABLE_SESSION || self.passes_done > passes {
                             backoff.reset();
                         }
                         self.w.handle.set_waker(None);
