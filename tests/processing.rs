@@ -1152,3 +1152,42 @@ fn a_body_the_server_cannot_read_behind_cached_headers_is_parked_and_the_rest_go
         "{parked}"
     );
 }
+
+/// Found by a soak audit (stop 56): with a webhook configured, its
+/// delivery rows were written after the pass's checkpoint, so the
+/// write-ahead log was never copied whole into the database and never cut
+/// back: it grew to 40 MB. A burst of deliveries is checkpointed too. Read
+/// from the WAL index (`-shm`): the frames in the log (`mxFrame`, at byte
+/// 16) and those copied into the file (`nBackfill`, at byte 96).
+#[test]
+fn webhook_deliveries_are_checkpointed_into_the_database_file() {
+    let d = Dovecot::start();
+    let (port, got) = receiver();
+    let cfg =
+        config(&d, None, RULES, "").replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[("HOOK_TOKEN", "t")]);
+    m.wait_ready();
+    for i in 0..3 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg_with(&format!("w{i}"), &format!("Invoice {i}"), ""),
+        );
+    }
+    wait_processed(&m, 3, Duration::from_secs(30));
+    m.wait_for(Duration::from_secs(15), "the deliveries", || {
+        (got.lock().unwrap().len() >= 6).then_some(())
+    });
+    let mut shm = m.db_path().into_os_string();
+    shm.push("-shm");
+    let frames = || {
+        let b = std::fs::read(&shm).expect("the WAL index");
+        let at = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
+        (at(16), at(96))
+    };
+    m.wait_for(Duration::from_secs(10), "every frame copied", || {
+        let (log, copied) = frames();
+        (log > 0 && copied == log).then_some(())
+    });
+}

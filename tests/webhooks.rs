@@ -676,6 +676,37 @@ fn a_silent_target_does_not_starve_the_others() {
     silent.release();
 }
 
+/// Found by a soak audit (stop 56): a target removed from the
+/// configuration kept its wait after giving no answer, so added back (its
+/// receiver mended) its events were still "not attempted" for up to 5
+/// minutes; and the waits of every URL that ever failed stayed in memory.
+#[test]
+fn a_target_removed_and_added_back_starts_without_its_old_wait() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    let yaml = |with: bool| {
+        let hook = if with {
+            format!("webhooks:\n  - url: \"http://{addr}/h\"\n")
+        } else {
+            String::new()
+        };
+        format!("webhook_settings: {{ timeout: 2s, allow_private: [\"127.0.0.1/32\"] }}\n{hook}")
+    };
+    let d = Dispatcher::start(&yaml(true), &[]);
+    // Refused: not asked again for 10 s.
+    emit_errors(&d.hooks, "a", "e", 0..1);
+    d.wait_deliveries(1, Duration::from_secs(10));
+    d.hooks.reload(&parse(&yaml(false), &[]));
+    // Mended, and added back.
+    let r = Receiver::start(&addr.to_string(), Answer::Status(200));
+    d.hooks.reload(&parse(&yaml(true), &[]));
+    emit_errors(&d.hooks, "a", "f", 0..1);
+    let got = r.wait_for_hits(1, Duration::from_secs(5));
+    assert_eq!(got.len(), 1, "{:?}", d.store.deliveries(10, 0));
+    assert_eq!(d.outcomes("error", "skipped"), 0);
+}
+
 /// Found by an audit of the binary: a target that answered its status and
 /// then sent its body slowly held each delivery for the whole time-out
 /// (the body was drained), recorded as a quick success, and every other

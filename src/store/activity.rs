@@ -111,29 +111,40 @@ impl Store {
             Ok(n)
         })?;
         if n > 0 {
-            if let Some(mut conn) = self.checkpointer.as_ref().and_then(|c| c.try_lock()) {
-                let done = self.op("checkpoint", || {
-                    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-                        .map_err(Into::into)
-                });
-                // A connection that first read the log while its files
-                // could only be read keeps it read-only for its life: after
-                // a spell of read-only files, every checkpoint failed and
-                // `/health` read 503 until a restart (an audit). Opened
-                // afresh, it sees the files as they are now.
-                if done.is_err() {
-                    if let Some(fresh) = self
-                        .file
-                        .as_ref()
-                        .and_then(|(p, _)| Connection::open(p).ok())
-                    {
-                        *conn = fresh;
-                    }
-                }
-                done?;
-            }
+            self.checkpoint()?;
         }
         Ok(n)
+    }
+
+    /// Copies the write-ahead log into the database file (PASSIVE: writers
+    /// go on; one already running stands for this one), so that the next
+    /// write may cut the log back. After a pass that recorded something,
+    /// and after a burst of webhook deliveries: their rows, written after
+    /// the pass's checkpoint, kept the log from ever being cut back, and it
+    /// grew to SQLite's own checkpoint at 10,000 pages (a soak audit).
+    pub fn checkpoint(&self) -> Result<()> {
+        let Some(mut conn) = self.checkpointer.as_ref().and_then(|c| c.try_lock()) else {
+            return Ok(());
+        };
+        let done = self.op("checkpoint", || {
+            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .map_err(Into::into)
+        });
+        // A connection that first read the log while its files could only
+        // be read keeps it read-only for its life: after a spell of
+        // read-only files, every checkpoint failed and `/health` read 503
+        // until a restart (an audit). Opened afresh, it sees the files as
+        // they are now.
+        if done.is_err() {
+            if let Some(fresh) = self
+                .file
+                .as_ref()
+                .and_then(|(p, _)| Connection::open(p).ok())
+            {
+                *conn = fresh;
+            }
+        }
+        done
     }
 
     /// One page of the activity log, newest first, and the number of matches.

@@ -177,10 +177,13 @@ impl Targets {
 
     /// Whether any entry sends to `url`.
     fn has(&self, url: &str) -> bool {
-        self.global
-            .iter()
+        self.urls().any(|u| u == url)
+    }
+
+    fn urls(&self) -> impl Iterator<Item = &str> {
+        (self.global.iter())
             .chain(self.by_account.values().flatten())
-            .any(|t| t.url == url)
+            .map(|t| t.url.as_str())
     }
 
     /// The entries that want `kind` from `account`, each with which it is
@@ -248,6 +251,9 @@ struct Shared {
     /// Events dropped since the last line that said so.
     unlogged_drops: AtomicU64,
     last_drop_warn_ms: AtomicI64,
+    /// URLs a reload removed, for the delivery thread to forget their
+    /// waits (see `run`).
+    removed: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Shared {
@@ -445,6 +451,7 @@ impl Webhooks {
             lanes: Mutex::new(Lanes::default()),
             unlogged_drops: AtomicU64::new(0),
             last_drop_warn_ms: AtomicI64::new(i64::MIN / 2),
+            removed: Mutex::new(Default::default()),
         });
         let client = Client::new();
         let w = Arc::new(Webhooks {
@@ -476,7 +483,14 @@ impl Webhooks {
                 "webhooks: {dropped} queued event(s) for targets no longer configured dropped"
             );
         }
-        *self.shared.targets.write() = Arc::new(targets);
+        {
+            let mut old = self.shared.targets.write();
+            self.shared
+                .removed
+                .lock()
+                .extend((old.urls()).filter(|u| !targets.has(u)).map(str::to_string));
+            *old = Arc::new(targets);
+        }
     }
 
     /// Queues `event` of `account`, stamped with `event`, `timestamp` and
@@ -642,9 +656,25 @@ fn remaining(timeout: Duration, started: Instant) -> Duration {
 fn run(wake: Receiver<()>, shared: &Shared, mut client: Client) {
     let mut skipped = 0u64;
     let mut quiet = Quiet::default();
+    // Deliveries recorded since the queues were last empty.
+    let mut recorded = false;
     loop {
+        // A target a reload removed leaves its wait with it: the map grew
+        // with every URL that ever failed, and a target removed and added
+        // back (its receiver mended) kept the wait of up to 5 min (a soak
+        // audit).
+        for url in std::mem::take(&mut *shared.removed.lock()) {
+            quiet.targets.remove(&url);
+        }
         let next = shared.lanes.lock().pop();
         let Some((url, event)) = next else {
+            // A burst delivered: its records go into the database file, or
+            // the log is never cut back (see `Store::checkpoint`).
+            if std::mem::take(&mut recorded) {
+                if let Err(e) = shared.store.checkpoint() {
+                    log::warn!("webhooks: {e}");
+                }
+            }
             // Woken by the next emit, or closed: an emit queues before it
             // wakes, so a closed channel with empty queues is the end.
             if wake.recv().is_err() && shared.lanes.lock().is_empty() {
@@ -658,6 +688,7 @@ fn run(wake: Receiver<()>, shared: &Shared, mut client: Client) {
             deliver(&url, event, shared, &mut client, &mut skipped, &mut quiet)
         }));
         shared.lanes.lock().charge(&url, started.elapsed());
+        recorded = true;
         if let Err(panic) = delivered {
             let msg = crate::failpoint::panic_message(&*panic);
             log::error!("webhooks: delivering {kind} for {account} panicked: {msg}");
