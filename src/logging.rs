@@ -20,6 +20,14 @@ use simplelog::{
 
 use crate::timestamp::now_iso;
 
+/// The time a line starts with: RFC 3339 in UTC to the nanosecond, always
+/// nine digits (the well-known format drops trailing zeros, so lines were
+/// 26 to 30 characters wide there and did not sort within a second: a soak
+/// audit).
+const LINE_TIME: &[time::format_description::FormatItem<'static>] = time::macros::format_description!(
+    "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:9]Z"
+);
+
 /// Lines kept in memory: enough for a screenful of context around a problem
 /// (a busy account logs a few lines per message), small enough to ignore.
 const RING_LINES: usize = 2000;
@@ -292,9 +300,9 @@ pub fn warn_always(target: &str, text: &str) {
         // The journal's own time, as every line there (`JournalLogger`).
         to_stderr(4, text);
     } else {
-        // As simplelog writes a line: RFC 3339 to the nanosecond.
+        // As simplelog writes a line.
         let now = time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
+            .format(LINE_TIME)
             .unwrap_or_else(|_| now_iso());
         to_stderr(4, &format!("{now} [WARN] {text}"));
     }
@@ -385,7 +393,7 @@ pub fn init(configured: LevelFilter) -> Arc<LogRing> {
         } else {
             let config = ConfigBuilder::new()
                 .add_filter_allow_str("mailproc")
-                .set_time_format_rfc3339()
+                .set_time_format_custom(LINE_TIME)
                 .set_thread_level(LevelFilter::Off)
                 .set_target_level(LevelFilter::Off)
                 .build();
@@ -414,6 +422,18 @@ pub fn init(configured: LevelFilter) -> Arc<LogRing> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by a soak audit: lines started with times 26 to 30 characters
+    /// wide (trailing zeros dropped).
+    #[test]
+    fn every_line_time_has_nine_digits() {
+        let t = time::OffsetDateTime::UNIX_EPOCH.format(LINE_TIME).unwrap();
+        assert_eq!(t, "1970-01-01T00:00:00.000000000Z");
+        let t = (time::OffsetDateTime::UNIX_EPOCH + time::Duration::milliseconds(1500))
+            .format(LINE_TIME)
+            .unwrap();
+        assert_eq!(t, "1970-01-01T00:00:01.500000000Z");
+    }
 
     /// Found by an audit: every 5xx logged a line, so one client asking
     /// for `/health` while the database was in error wrote a line per
