@@ -1193,7 +1193,8 @@ fn a_store_error_after_a_good_pass_waits_the_first_back_off_again() {
     let waits = |m: &Mailproc| -> Vec<String> {
         m.log()
             .lines()
-            .filter_map(|l| l.split_once("database is locked; trying again in "))
+            .filter(|l| l.contains("database is locked"))
+            .filter_map(|l| l.split_once("; trying again in "))
             .map(|(_, w)| w.to_string())
             .collect()
     };
