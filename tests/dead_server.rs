@@ -124,8 +124,10 @@ fn a_server_that_stops_answering_while_idling_is_noticed_once_and_reconnected_wi
 /// Found by a soak audit (stop 56): while a server flapped, each session
 /// lived 15 to 30 s, under the minute that proves a session stable, so
 /// the reconnect wait grew to 213 s and the next single drop left the
-/// account blind for minutes. A session a pass went through proves the
-/// server fine as a long one does: the wait starts again from 1 s.
+/// account blind for minutes. A session a pass went through and that
+/// lived 5 s proves the server fine as a long one does: the wait starts
+/// again from 1 s. One dropped the moment its pass is done does not (the
+/// regression audit: such a server was retried once a second for ever).
 #[test]
 fn a_session_a_pass_went_through_starts_the_back_off_again() {
     let d = Dovecot::start();
@@ -136,26 +138,40 @@ fn a_session_a_pass_went_through_starts_the_back_off_again() {
         "",
         "    rules: [ { name: orders, when: { subject: Order }, actions: [ { type: move, folder: Receipts } ] } ]\n",
     ));
-    for i in 0..5 {
-        // A message, and its row: a pass of this session went through.
+    // A message, and its row: a pass of this session went through; the
+    // session is then dropped after `lived`.
+    let round = |i: usize, lived: Duration| {
         d.seed(
             "test",
             "INBOX",
             &msg(&format!("f{i}"), &format!("Order {i}")),
         );
-        m.wait_for(Duration::from_secs(30), "the message moved", || {
+        m.wait_for(Duration::from_secs(60), "the message moved", || {
             (rows(&m, 100).iter().filter(|r| r["status"] == "ok").count() == i + 1).then_some(())
         });
+        std::thread::sleep(lived);
         d.kill_sessions();
-        m.wait_for(Duration::from_secs(30), "the drop noticed", || {
+        m.wait_for(Duration::from_secs(60), "the drop noticed", || {
             (backoff_waits(&m.log()).len() > i).then_some(())
         });
+    };
+    for i in 0..3 {
+        round(i, Duration::from_secs(6));
     }
     let waits = backoff_waits(&m.log());
-    // 1 s, up to 75 % longer; the fifth drop would wait 16 s or more.
+    // 1 s, up to 75 % longer; the third drop would wait 4 s or more.
     assert!(
         waits.iter().all(|w| *w <= Duration::from_millis(1750)),
         "the back-off grew: {waits:?}\n{}",
+        m.log()
+    );
+    for i in 3..6 {
+        round(i, Duration::ZERO);
+    }
+    let waits = backoff_waits(&m.log());
+    assert!(
+        waits[5] >= Duration::from_secs(4),
+        "a session dropped as its pass was done reset the back-off: {waits:?}\n{}",
         m.log()
     );
 }

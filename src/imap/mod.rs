@@ -105,11 +105,17 @@ const RECONNECT: Backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX).jittered();
 /// Restarting a crashed worker, and retrying a pass after a store error:
 /// 1 s doubling to 5 min.
 const RESTART: Backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
-/// A session that fails sooner than this after its login, and before a
-/// pass of it went through, does not reset the back-off: a server (or a
-/// message) that breaks every session right away is retried ever more
-/// slowly, not once a second.
+/// A session that fails sooner than this after its login does not reset
+/// the back-off, unless a pass of it went through and it lasted
+/// [`PROVEN_SESSION`]: a server (or a message) that breaks every session
+/// right away is retried ever more slowly, not once a second.
 const STABLE_SESSION: Duration = Duration::from_secs(60);
+/// A session a pass went through and that lasted this long resets the
+/// back-off too: sessions of 15 to 30 s while a server flapped grew the
+/// wait to 213 s (a soak audit), while a server that drops every session
+/// the moment its pass ends (at IDLE) was then retried once a second for
+/// ever (the regression audit).
+const PROVEN_SESSION: Duration = Duration::from_secs(5);
 /// Token requests back off to at most this (or the endpoint's
 /// `Retry-After`), well below the IMAP back-off: mail flows again within
 /// seconds of the provider coming back, at the cost of four requests a
@@ -459,13 +465,13 @@ impl Runner {
                             &caps,
                             &folders,
                         );
-                        // A long session, or one a pass went through
-                        // (however it ended), proves the server and the
-                        // account fine again. Sessions of 15 to 30 s while
-                        // a server flapped grew the wait to 213 s, so the
-                        // next single drop left the account blind for
-                        // minutes (an audit).
-                        if signed_in.elapsed() >= STABLE_SESSION || self.passes_done > passes {
+                        // A long session, or one a pass went through that
+                        // lived a while (however it ended), proves the
+                        // server and the account fine again.
+                        let lived = signed_in.elapsed();
+                        if lived >= STABLE_SESSION
+                            || (self.passes_done > passes && lived >= PROVEN_SESSION)
+                        {
                             backoff.reset();
                         }
                         self.w.handle.set_waker(None);
