@@ -144,11 +144,13 @@ impl Email {
                     .collect()
             },
             body: if body {
-                msg.body_text(0)
+                let text = msg
+                    .body_text(0)
                     .map(|b| b.into_owned())
                     .filter(|b| !b.trim().is_empty())
                     .or_else(|| stray_text(&msg, raw))
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                cut_at_boundaries(text, &msg)
             } else {
                 String::new()
             },
@@ -269,6 +271,42 @@ fn stray_text(msg: &mail_parser::Message<'_>, raw: &[u8]) -> Option<String> {
     Some(text).filter(|t| !t.trim().is_empty())
 }
 
+/// `text` up to the first line that is a delimiter of one of the
+/// message's multiparts (`--B` or `--B--`). A part that never closes runs
+/// on to its parent's next delimiter, and the parser gives it all: an
+/// inner `multipart/alternative` left open inside a closed
+/// `multipart/mixed` put the attachment after it, headers and content, in
+/// the body the model was shown, and left it out of the attachments (a
+/// regression audit). A mail client ends the part there too.
+fn cut_at_boundaries(mut text: String, msg: &mail_parser::Message<'_>) -> String {
+    let delimiters: Vec<String> = (msg.parts.iter())
+        .filter_map(|p| p.content_type())
+        .filter(|t| t.ctype().eq_ignore_ascii_case("multipart"))
+        .filter_map(|t| t.attribute("boundary"))
+        .take(64)
+        .map(|b| format!("--{b}"))
+        .collect();
+    if delimiters.is_empty() {
+        return text;
+    }
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let bare = line
+            .trim_end_matches(['\r', '\n'])
+            .trim_end_matches([' ', '\t']);
+        let delimiter = (delimiters.iter()).any(|d| {
+            bare.strip_prefix(d.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest == "--")
+        });
+        if delimiter {
+            text.truncate(at);
+            return text;
+        }
+        at += line.len();
+    }
+    text
+}
+
 /// `s` with every control character (a NUL, a lone CR, an escape that
 /// would recolour a terminal, a tab) and every [`unseen`] one replaced by
 /// `with`: what is recorded, shown, logged and sent in webhooks is text a
@@ -365,6 +403,20 @@ mod tests {
         }
         // Unclosed, the first prose part after an empty one is the text.
         assert!(part("Content-Type: text/plain", "HELLO", false).contains("HELLO"));
+        // Found by the second regression audit: an inner part left open
+        // inside a closed multipart ran on into the attachment after it.
+        let nested = b"From: a@example.org\r\nSubject: s\r\n\
+            Content-Type: multipart/mixed; boundary=\"OUT\"\r\n\r\n--OUT\r\n\
+            Content-Type: multipart/alternative; boundary=\"IN\"\r\n\r\n--IN\r\n\
+            Content-Type: text/plain\r\n\r\nNEST INNER TEXT\r\n--OUT\r\n\
+            Content-Type: text/csv\r\nContent-Disposition: attachment; filename=a.csv\r\n\r\n\
+            SALARIES 100000\r\n--OUT--\r\n";
+        let body = Email::parse(nested).unwrap().body;
+        assert!(body.contains("NEST INNER TEXT"), "{body}");
+        assert!(
+            !body.contains("SALARIES") && !body.contains("--OUT"),
+            "{body}"
+        );
         // A single part marked as an attachment is no multipart to mend.
         let single = b"From: a@example.org\r\nSubject: s\r\n\
             Content-Type: text/plain\r\nContent-Disposition: attachment\r\n\r\nSALARIES\r\n";
