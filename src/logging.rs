@@ -319,13 +319,6 @@ pub struct LinesPerSecond {
 }
 
 impl LinesPerSecond {
-    pub const fn new() -> Self {
-        LinesPerSecond {
-            last: None,
-            held: 0,
-        }
-    }
-
     /// Whether a line may be written `now`: `Some(held)`, the lines held
     /// back since the last one written, or `None` (this one is counted).
     pub fn admit(&mut self, now: std::time::Instant) -> Option<u64> {
