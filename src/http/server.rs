@@ -252,11 +252,14 @@ fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
             let (reply, route) = guarded(&what, || site.answer(&req));
             (reply, route, clean(&req.method), clean(&req.path))
         }
+        // The path alone, as a routed request is logged: a refusal (a
+        // 501 is logged as an error) wrote the query too, where a client
+        // may have put a token (an audit).
         Err(reply) => (
             reply,
             "invalid",
             clean(request.method().as_str()),
-            clean(request.url()),
+            clean(request.url().split('?').next().unwrap_or_default()),
         ),
     };
     let slot = match reply.stream {
