@@ -45,6 +45,7 @@
 mod client;
 mod event;
 mod lanes;
+mod quiet;
 mod sign;
 mod ssrf;
 
@@ -74,6 +75,7 @@ pub const SSRF_MESSAGE: &str = "Cannot test webhooks to private or local address
 
 use lanes::{Entry, Full, Lanes};
 pub use lanes::{QUEUE_BYTES, QUEUE_SIZE, TOTAL_BYTES};
+use quiet::Quiet;
 
 /// How long queued events are still delivered after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -664,7 +666,7 @@ fn run(wake: Receiver<()>, shared: &Shared, mut client: Client) {
         // back (its receiver mended) kept the wait of up to 5 min (a soak
         // audit).
         for url in std::mem::take(&mut *shared.removed.lock()) {
-            quiet.targets.remove(&url);
+            quiet.forget(&url);
         }
         let next = shared.lanes.lock().pop();
         let Some((url, event)) = next else {
@@ -703,58 +705,6 @@ fn run(wake: Receiver<()>, shared: &Shared, mut client: Client) {
     shared.log_drops(None, true);
     if skipped > 0 {
         log::warn!("webhooks: the {SHUTDOWN_GRACE:?} shutdown grace ran out; {skipped} delivery(ies) not attempted");
-    }
-}
-
-/// The targets that gave no answer to their last attempt, by URL: not
-/// asked again until their wait is over (one sequential thread serves every
-/// target, and a silent one would cost each event its whole time-out).
-#[derive(Default)]
-struct Quiet {
-    targets: HashMap<String, Silent>,
-}
-
-struct Silent {
-    until: Instant,
-    wait: Duration,
-}
-
-/// The first wait after a target gave no answer, doubled each time it stays
-/// silent, up to [`QUIET_MAX`].
-const QUIET_FIRST: Duration = Duration::from_secs(10);
-const QUIET_MAX: Duration = Duration::from_secs(300);
-
-impl Quiet {
-    /// Whether `url` is still in its wait: how long it has left.
-    fn waiting(&self, url: &str, now: Instant) -> Option<Duration> {
-        self.targets
-            .get(url)
-            .and_then(|s| s.until.checked_duration_since(now))
-            .filter(|left| !left.is_zero())
-    }
-
-    /// Notes the outcome of an attempt to `url`.
-    fn note(&mut self, url: &str, result: &Result<u16, WebhookError>, now: Instant) {
-        if !matches!(result, Err(WebhookError::Transport(_))) {
-            self.targets.remove(url);
-            return;
-        }
-        let wait = self
-            .targets
-            .get(url)
-            .map_or(QUIET_FIRST, |s| (s.wait * 2).min(QUIET_MAX));
-        log::warn!(
-            "webhooks: {} gave no answer; its events are not sent for {} s",
-            shown_url(url),
-            wait.as_secs()
-        );
-        self.targets.insert(
-            url.to_string(),
-            Silent {
-                until: now + wait,
-                wait,
-            },
-        );
     }
 }
 
