@@ -10,6 +10,17 @@ use common::mailproc::Mailproc;
 
 const BASE: &str = "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n";
 
+/// Starts `run` and expects it to end, failing, within 20 s.
+fn run_refused(m: &mut Mailproc) {
+    m.spawn(&[]);
+    assert!(
+        m.wait_exit(Duration::from_secs(20))
+            .is_some_and(|s| !s.success()),
+        "{}",
+        m.log()
+    );
+}
+
 /// Writes `yaml` (after BASE), expects `run` and `check-config` to fail and
 /// both to name `key` with `what`.
 fn refused(yaml: &str, key: &str, what: &str) {
@@ -214,10 +225,7 @@ fn an_empty_auth_token_names_its_key() {
         err.contains("server.auth_token: must not be empty"),
         "{err}"
     );
-    m.spawn(&[]);
-    assert!(m
-        .wait_exit(Duration::from_secs(20))
-        .is_some_and(|s| !s.success()));
+    run_refused(&mut m);
 }
 
 /// `check-config` answers for `storage.path` too, touching nothing: a
@@ -238,10 +246,7 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
         err.contains("storage.path: ") && err.contains("config.yaml is not a directory"),
         "{err}"
     );
-    m.spawn(&[]);
-    assert!(m
-        .wait_exit(Duration::from_secs(20))
-        .is_some_and(|s| !s.success()));
+    run_refused(&mut m);
     assert!(
         m.log().contains("storage.path ") && m.log().contains("config.yaml/mailproc.db"),
         "{}",
@@ -256,10 +261,7 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
     let (code, _, err) = check(&m);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("notes.txt is not an SQLite database"), "{err}");
-    m.spawn(&[]);
-    assert!(m
-        .wait_exit(Duration::from_secs(20))
-        .is_some_and(|s| !s.success()));
+    run_refused(&mut m);
     assert!(m.log().contains("storage.path "), "{}", m.log());
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), text);
     // A FIFO: `run` says what `check-config` says, not SQLite's "disk I/O
@@ -275,10 +277,7 @@ fn storage_path_is_checked_by_check_config_and_named_by_run() {
     let (code, _, err) = check(&m);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("fifo.db is not a file"), "{err}");
-    m.spawn(&[]);
-    assert!(m
-        .wait_exit(Duration::from_secs(20))
-        .is_some_and(|s| !s.success()));
+    run_refused(&mut m);
     assert!(m.log().contains("fifo.db is not a file"), "{}", m.log());
     // A missing directory is fine, and the check creates nothing.
     let m = Mailproc::prepare(
@@ -391,10 +390,7 @@ fn a_damaged_or_versionless_database_is_refused_with_what_to_do() {
         "{err}"
     );
     assert!(!err.contains("another program"), "{err}");
-    m.spawn(&[]);
-    assert!(m
-        .wait_exit(Duration::from_secs(20))
-        .is_some_and(|s| !s.success()));
+    run_refused(&mut m);
     assert!(m.log().contains(&set), "{}", m.log());
     // Doing what it says mends it.
     let c = rusqlite::Connection::open(&db).unwrap();
@@ -417,10 +413,7 @@ fn a_damaged_or_versionless_database_is_refused_with_what_to_do() {
         err.contains("the file is damaged") && err.contains("Backups"),
         "{err}"
     );
-    m.spawn(&[]);
-    assert!(m
-        .wait_exit(Duration::from_secs(20))
-        .is_some_and(|s| !s.success()));
+    run_refused(&mut m);
     assert!(m.log().contains("the file is damaged"), "{}", m.log());
     assert_eq!(
         std::fs::read(&db).unwrap(),
