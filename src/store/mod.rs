@@ -475,7 +475,23 @@ impl Store {
             ))));
         }
         for (i, step) in MIGRATIONS.iter().enumerate().skip(version) {
-            tx.execute_batch(step)?;
+            // A step that fails on a file of mailproc's met tables it did
+            // not expect at that version: a `PRAGMA user_version` set by
+            // hand below what the file holds. SQLite's words alone
+            // ("duplicate column name: …") told no operator what to do
+            // (an audit). Nothing is changed: the transaction rolls back.
+            if let Err(e) = tx.execute_batch(step) {
+                return Err(StoreError::new(
+                    "migrate",
+                    Cause::Schema(format!(
+                        "moving the database from schema version {i} to {} failed ({e}): its \
+                         tables are not those of version {version}, the version it is marked \
+                         with (was `PRAGMA user_version` changed by hand?); nothing was changed: \
+                         restore a backup, or set the version the tables are",
+                        i + 1
+                    )),
+                ));
+            }
             tx.pragma_update(None, "user_version", i + 1)?;
             log::info!("store: migrated schema to version {}", i + 1);
         }

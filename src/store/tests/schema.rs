@@ -300,3 +300,35 @@ fn step_8_gives_old_deliveries_their_outcome() {
     .unwrap();
     assert_eq!(s.deliveries(1, 0).unwrap().0[0].outcome, "refused");
 }
+
+#[test]
+fn a_version_lowered_by_hand_is_said_and_nothing_changes() {
+    // The newest tables marked as an older version: the next step meets
+    // what it would make and fails. SQLite's words alone said nothing an
+    // operator could act on.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db.sqlite");
+    Store::open(&p).unwrap().set_setting("k", "v").unwrap();
+    Connection::open(&p)
+        .unwrap()
+        .pragma_update(None, "user_version", 1)
+        .unwrap();
+    let e = Store::open(&p).err().expect("refused").to_string();
+    assert!(
+        e.contains("from schema version 1 to 2 failed")
+            && e.contains("changed by hand")
+            && e.contains("restore a backup"),
+        "{e}"
+    );
+    let c = Connection::open(&p).unwrap();
+    let v: i64 = c
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 1, "the version was moved");
+    let kept: String = c
+        .query_row("SELECT value FROM settings WHERE key = 'k'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(kept, "v");
+}
