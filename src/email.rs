@@ -2,6 +2,7 @@
 //! [`Email`], parsed once from raw RFC 822 bytes (or its headers alone).
 //! Hostile or broken input never panics; parsing is best-effort.
 
+use mail_parser::decoders::html::html_to_text;
 use mail_parser::MimeHeaders;
 
 /// Longest subject or Message-ID kept of a message, in characters (RFC 5322
@@ -144,13 +145,17 @@ impl Email {
                     .collect()
             },
             body: if body {
-                let text = msg
-                    .body_text(0)
-                    .map(|b| b.into_owned())
+                msg.text_part(0)
+                    .and_then(|p| {
+                        let text = written_text(p, &msg)?;
+                        Some(match p.body {
+                            mail_parser::PartType::Html(_) => html_to_text(text),
+                            _ => text.to_string(),
+                        })
+                    })
                     .filter(|b| !b.trim().is_empty())
                     .or_else(|| stray_text(&msg, raw))
-                    .unwrap_or_default();
-                cut_at_boundaries(text, &msg)
+                    .unwrap_or_default()
             } else {
                 String::new()
             },
@@ -262,13 +267,30 @@ fn stray_text(msg: &mail_parser::Message<'_>, raw: &[u8]) -> Option<String> {
             _ => None,
         }
     })?;
-    let text = part.text_contents()?;
-    let text = if html {
-        mail_parser::decoders::html::html_to_text(text)
+    let text = written_text(part, msg)?;
+    Some(if html {
+        html_to_text(text)
     } else {
         text.to_string()
-    };
-    Some(text).filter(|t| !t.trim().is_empty())
+    })
+    .filter(|t| !t.trim().is_empty())
+}
+
+/// A text part's text as written, HTML not yet converted. A part the
+/// parser found no end for (no delimiter of its own multipart came) is
+/// given raw, as written, to the end of the message; it ends at the first
+/// delimiter line of another of the message's multiparts, as a mail
+/// client ends it.
+fn written_text<'m>(
+    part: &'m mail_parser::MessagePart<'_>,
+    msg: &mail_parser::Message<'_>,
+) -> Option<&'m str> {
+    let text = part.text_contents()?;
+    Some(if part.is_encoding_problem {
+        cut_at_boundaries(text, msg)
+    } else {
+        text
+    })
 }
 
 /// `text` up to the first line that is a delimiter of one of the
@@ -277,8 +299,13 @@ fn stray_text(msg: &mail_parser::Message<'_>, raw: &[u8]) -> Option<String> {
 /// inner `multipart/alternative` left open inside a closed
 /// `multipart/mixed` put the attachment after it, headers and content, in
 /// the body the model was shown, and left it out of the attachments (a
-/// regression audit). A mail client ends the part there too.
-fn cut_at_boundaries(mut text: String, msg: &mail_parser::Message<'_>) -> String {
+/// regression audit). A mail client ends the part there too. Only for
+/// such a part, whose text is the raw message itself: a delimiter exists
+/// in what was written, and a line that reads as one only once decoded
+/// (`=2D-B` in quoted-printable, a base64 text) is text. Cutting every
+/// part's decoded text hid the rest of a closed message's body from the
+/// model and the classifier behind one encoded line (the next audit).
+fn cut_at_boundaries<'t>(text: &'t str, msg: &mail_parser::Message<'_>) -> &'t str {
     let delimiters: Vec<String> = (msg.parts.iter())
         .filter_map(|p| p.content_type())
         .filter(|t| t.ctype().eq_ignore_ascii_case("multipart"))
@@ -299,8 +326,7 @@ fn cut_at_boundaries(mut text: String, msg: &mail_parser::Message<'_>) -> String
                 .is_some_and(|rest| rest.is_empty() || rest == "--")
         });
         if delimiter {
-            text.truncate(at);
-            return text;
+            return &text[..at];
         }
         at += line.len();
     }
@@ -421,6 +447,55 @@ mod tests {
         let single = b"From: a@example.org\r\nSubject: s\r\n\
             Content-Type: text/plain\r\nContent-Disposition: attachment\r\n\r\nSALARIES\r\n";
         assert!(!Email::parse(single).unwrap().body.contains("SALARIES"));
+    }
+
+    /// Found by an audit (stop 57): a delimiter counts only where it was
+    /// written, at a line's start. The parser ended a part at `--B` in the
+    /// middle of a line (an HTML part on one line gave no text at all),
+    /// and the body was cut at a line that reads `--B` only once decoded
+    /// (`=2D-B`, base64): one line hid the rest of the body from the model
+    /// and the classifier, which a mail client shows whole.
+    #[test]
+    fn a_delimiter_counts_only_where_it_was_written() {
+        let message = |headers: &str, text: &str| {
+            format!(
+                "From: a@example.org\r\nSubject: s\r\n\
+                 Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+                 {headers}\r\n\r\n{text}\r\n--B\r\n\
+                 Content-Type: application/pdf; name=x.pdf\r\n\r\nPDF\r\n--B--\r\n"
+            )
+        };
+        let b64 = "SGVsbG8gZnJpZW5kLgotLUIKSElEREVOIFRFWFQgT05FCg=="; // "Hello friend.\n--B\nHIDDEN TEXT ONE\n"
+        for (headers, text) in [
+            (
+                "Content-Type: text/plain",
+                "Hello friend --B HIDDEN TEXT ONE",
+            ),
+            (
+                "Content-Type: text/html",
+                "<p>Hello friend</p><p>--B</p><p>HIDDEN TEXT ONE</p>",
+            ),
+            (
+                "Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable",
+                "Hello friend.\r\n=2D-B\r\nHIDDEN TEXT ONE",
+            ),
+            (
+                "Content-Type: text/plain\r\nContent-Transfer-Encoding: base64",
+                b64,
+            ),
+        ] {
+            let e = Email::parse(message(headers, text).as_bytes()).unwrap();
+            assert!(
+                e.body.contains("Hello friend") && e.body.contains("HIDDEN TEXT ONE"),
+                "{headers}: {:?}",
+                e.body
+            );
+            assert_eq!(e.attachments, ["x.pdf"], "{headers}");
+        }
+        // A delimiter written at a line's start still ends the part.
+        let e =
+            Email::parse(message("Content-Type: text/plain", "Hello\r\n--B").as_bytes()).unwrap();
+        assert!(!e.body.contains("--B"), "{:?}", e.body);
     }
 
     /// Found by an audit: with two `Subject:` fields a `header: Subject`

@@ -133,7 +133,11 @@ impl<'x> MessageStream<'x> {
                 b'\r' => {
                     crlf = b"\r\n".as_ref();
                 }
-                b'-' if !boundary.is_empty() && last_ch == b'-' && self.try_skip(boundary) => {
+                b'-' if !boundary.is_empty()
+                    && last_ch == b'-'
+                    && self.dashes_begin_line() // mailproc patch
+                    && self.try_skip(boundary) =>
+                {
                     if before_last_ch == b'\n' {
                         buf.truncate(buf.len() - (crlf.len() + 1));
                     } else {

@@ -16,7 +16,12 @@ impl<'x> MessageStream<'x> {
             self.checkpoint();
 
             while let Some(&ch) = self.next() {
-                if ch == b'-' && last_ch == b'-' && self.try_skip(boundary) {
+                // mailproc patch: at a line's start only.
+                if ch == b'-'
+                    && last_ch == b'-'
+                    && self.dashes_begin_line()
+                    && self.try_skip(boundary)
+                {
                     return true;
                 }
 
@@ -41,7 +46,11 @@ impl<'x> MessageStream<'x> {
                 } else {
                     self.offset() - 1
                 };
-            } else if ch == b'-' && last_ch == b'-' && self.try_skip(boundary) {
+            } else if ch == b'-'
+                && last_ch == b'-'
+                && self.dashes_begin_line() // mailproc patch: at a line's start only
+                && self.try_skip(boundary)
+            {
                 return offset_pos.into();
             }
 
@@ -71,6 +80,7 @@ impl<'x> MessageStream<'x> {
             } else if ch == b'-'
                 && !boundary.is_empty()
                 && last_ch == b'-'
+                && self.dashes_begin_line() // mailproc patch: at a line's start only
                 && self.try_skip(boundary)
             {
                 if before_last_ch != b'\n' {
@@ -107,7 +117,11 @@ impl<'x> MessageStream<'x> {
                     } else {
                         self.offset() - 1
                     };
-                } else if ch == b'-' && last_ch == b'-' && self.try_skip(boundary) {
+                } else if ch == b'-'
+                    && last_ch == b'-'
+                    && self.dashes_begin_line() // mailproc patch: at a line's start only
+                    && self.try_skip(boundary)
+                {
                     if before_last_ch != b'\n' {
                         end_pos = self.offset() - boundary.len() - 2;
                     }

@@ -78,6 +78,17 @@ impl<'x> MessageStream<'x> {
         self.iter = self.data[self.pos..].iter().peekable();
     }
 
+    /// mailproc patch: whether the two dashes just read begin a line (or
+    /// the data), as a delimiter's must (RFC 2046 §5.1.1: "The boundary
+    /// delimiter MUST occur at the beginning of a line"). The release took
+    /// `--B` anywhere in a line for one, and a sender hid every word after
+    /// `text --B` from whoever reads the parsed body.
+    #[inline]
+    pub fn dashes_begin_line(&self) -> bool {
+        let at = self.offset().saturating_sub(2);
+        at == 0 || self.data[at - 1] == b'\n'
+    }
+
     #[inline(always)]
     pub fn try_skip(&mut self, bytes: &[u8]) -> bool {
         if self.peek_bytes(bytes.len()) == Some(bytes) {
