@@ -334,8 +334,22 @@ fn a_database_another_program_locks_answers_503_and_says_so() {
     let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
     assert_eq!(code, 0, "{out}{err}");
     common::dashboard::wait_connected(&m);
+    let mut b = common::dashboard::Browser::new(&m);
+    b.login("admin", "correct horse battery");
+    let token = b.csrf();
     let lock = rusqlite::Connection::open(m.db_path()).unwrap();
     lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    // The dashboard's login form says what to wait for: not disk room (the
+    // regression audit, stop 57).
+    let page = common::dashboard::Browser::new(&m).login("admin", "correct horse battery");
+    assert_eq!(page.status, 503, "{}", page.text);
+    assert!(
+        page.text
+            .contains("once the other program lets go of the file")
+            && !page.text.contains("disk has room"),
+        "{}",
+        page.text
+    );
     let login = m.post(
         "/login",
         r#"{"username":"admin","password":"correct horse battery"}"#,
@@ -360,6 +374,23 @@ fn a_database_another_program_locks_answers_503_and_says_so() {
         "{}",
         pause.text
     );
+    // The dashboard's button: done, with the caveat in plain words (it said
+    // only that the database could not be read or written, as a failure).
+    let resumed = b.post("/accounts/acct/resume", &[("_csrf", &token)]);
+    assert_eq!(resumed.status, 303, "{}", resumed.text);
+    let page = b.get(common::dashboard::location(&resumed));
+    let notice = page
+        .text
+        .split_once("notice warning")
+        .map(|(_, rest)| rest.split("</p>").next().unwrap_or(""))
+        .unwrap_or_else(|| panic!("no warning: {}", page.text));
+    assert!(
+        notice.contains("Resumed acct, but the resume is not kept for the next start")
+            && notice.contains("Another program holds"),
+        "{notice}"
+    );
+    assert_eq!(m.get("/api/accounts").body["accounts"][0]["paused"], false);
+    m.post("/api/accounts/acct/pause", "");
     lock.execute_batch("ROLLBACK").unwrap();
     drop(lock);
     let login = m.post(

@@ -25,6 +25,9 @@ const FLASH_MAX_CHARS: usize = 300;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flash {
     pub ok: bool,
+    /// Done, with a caveat said in plain words (`ok` is false): shown as
+    /// a warning, not as a failure.
+    pub warning: bool,
     /// Which control it answers (`acct:NAME`, `train:NAME`, `retry:ID`,
     /// ...): the page shows it beside that control and focuses it.
     pub at: String,
@@ -35,6 +38,19 @@ impl Flash {
     pub fn ok(at: impl Into<String>, text: impl Into<String>) -> Flash {
         Flash {
             ok: true,
+            warning: false,
+            at: at.into(),
+            text: text.into(),
+        }
+    }
+
+    /// Done, but with a caveat: a pause the database could not keep for
+    /// the next start is a pause all the same (an audit read "could not
+    /// read or write its database" as the resume having failed).
+    pub fn warning(at: impl Into<String>, text: impl Into<String>) -> Flash {
+        Flash {
+            ok: false,
+            warning: true,
             at: at.into(),
             text: text.into(),
         }
@@ -43,6 +59,7 @@ impl Flash {
     pub fn error(at: impl Into<String>, text: impl Into<String>) -> Flash {
         Flash {
             ok: false,
+            warning: false,
             at: at.into(),
             text: text.into(),
         }
@@ -68,7 +85,12 @@ fn cookie(name: &str, value: &str, max_age: u64, secure: bool) -> String {
 pub fn set(ctx: &Ctx, req: &Req, f: &Flash) -> String {
     let text: String = f.text.chars().take(FLASH_MAX_CHARS).collect();
     let at: String = f.at.chars().take(200).collect();
-    let payload = format!("{}|{}|{}", u8::from(f.ok), encode(&at), encode(&text));
+    let kind = match (f.ok, f.warning) {
+        (true, _) => "1",
+        (false, true) => "2",
+        (false, false) => "0",
+    };
+    let payload = format!("{kind}|{}|{}", encode(&at), encode(&text));
     let value = format!("{}.{}", encode(&payload), sign(ctx, &payload));
     cookie(FLASH_COOKIE, &value, FLASH_MAX_AGE, req.secure)
 }
@@ -85,7 +107,8 @@ pub fn read(ctx: &Ctx, req: &Req) -> Option<Flash> {
         return None;
     }
     let mut parts = payload.splitn(3, '|');
-    let ok = parts.next()? == "1";
+    let kind = parts.next()?;
+    let (ok, warning) = (kind == "1", kind == "2");
     let dec = |s: &str| -> String {
         url::form_urlencoded::parse(format!("v={s}").as_bytes())
             .next()
@@ -94,7 +117,12 @@ pub fn read(ctx: &Ctx, req: &Req) -> Option<Flash> {
     };
     let at = dec(parts.next()?);
     let text = dec(parts.next()?);
-    Some(Flash { ok, at, text })
+    Some(Flash {
+        ok,
+        warning,
+        at,
+        text,
+    })
 }
 
 /// Whether the request carries a notice cookie (to clear it once shown).

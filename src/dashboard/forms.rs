@@ -387,7 +387,12 @@ pub fn account_command(ctx: &Ctx, req: &Req, name: &str, command: Command) -> Re
             } else {
                 "Resumed"
             };
-            Flash::error(at, format!("{done} {name}, but {why}."))
+            // The caveat in plain words, the store's own in the log.
+            let (what, e) = why.split_once(": ").unwrap_or((why.as_str(), ""));
+            Flash::warning(
+                at,
+                format!("{done} {name}, but {what}: {}", super::words::said(e)),
+            )
         }
         Ok(service::accounts::Commanded { state, .. }) => {
             log::info!(

@@ -121,6 +121,10 @@ pub fn flash_notice(f: &super::flash::Flash, focus: bool) -> Markup {
         html! {
             p.notice.ok role="status" tabindex=[tabindex] autofocus[focus] { (f.text) }
         }
+    } else if f.warning {
+        html! {
+            p.notice.warning role="status" tabindex=[tabindex] autofocus[focus] { (f.text) }
+        }
     } else {
         html! {
             div.notice.error role="alert" tabindex=[tabindex] autofocus[focus] {

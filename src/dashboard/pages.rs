@@ -26,7 +26,8 @@ pub fn error_page(msg: &str) -> Reply {
     )
 }
 
-/// A store failure as a page: for want of the disk (full, read-only) it is
+/// A store failure as a page: for want of the disk (full, read-only, a
+/// lock another program holds) it is
 /// the host's state, 503 with `Retry-After` as the API answers (an audit
 /// found the login form's 500 "Something went wrong" there); else a bug.
 pub fn store_error_page(e: &crate::store::StoreError) -> Reply {
@@ -39,7 +40,7 @@ pub fn store_error_page(e: &crate::store::StoreError) -> Reply {
         layout::bare(
             "Try again shortly",
             html! {
-                (notice("error", &format!("The database cannot be written now: {e}. Nothing was changed; try again once the disk has room.")))
+                (notice("error", &format!("The database cannot be written now: {e}. Nothing was changed; {}.", e.remedy())))
                 p { a href="/" { "Back to the overview" } }
             },
         ),

@@ -53,6 +53,11 @@ pub fn plain(raw: &str) -> Option<String> {
         "This move was recorded before mailproc kept what undo needs."
     } else if has("over quota") || has("overquota") {
         "The mailbox is over its quota on the server."
+    } else if has("another program holds the database file") {
+        "Another program holds mailproc's database file (a sqlite3 shell, a backup tool): \
+             close it, then try again."
+    } else if has("database or disk is full") || has("no space left") {
+        "The disk that holds mailproc's database is full: make room on it, then try again."
     } else if has("store:") || has("database") {
         "mailproc could not read or write its database (see the log)."
     } else if has("no response") || has("bad response") {

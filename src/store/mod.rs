@@ -125,6 +125,22 @@ impl StoreError {
         )
     }
 
+    /// What lets a write through again, for an [`Self::is_unwritable`]
+    /// error, as a person is told it.
+    pub fn remedy(&self) -> &'static str {
+        use rusqlite::ErrorCode as C;
+        match &self.cause {
+            Cause::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => match e.code {
+                C::DatabaseBusy | C::DatabaseLocked => {
+                    "try again once the other program lets go of the file"
+                }
+                C::ReadOnly => "try again once the file can be written",
+                _ => "try again once the disk has room",
+            },
+            _ => "try again shortly",
+        }
+    }
+
     /// Whether the file is damaged (SQLite found a page it cannot read as
     /// its own): nothing but a backup mends it, so it is not forgotten at
     /// the next write that succeeds (see [`Store::trouble`]).
