@@ -403,6 +403,81 @@ fn a_database_another_program_locks_answers_503_and_says_so() {
     assert!(resume.body.get("warning").is_none(), "{}", resume.text);
 }
 
+/// Found by an audit (stop 57): an undo sent while a pass went through its
+/// last folder's windows was taken in between two windows and then left in
+/// hand through the IDLE that followed the pass: it waited its 40 s, was
+/// refused, and nothing was undone. It is served when the pass ends.
+#[test]
+fn an_undo_sent_during_a_pass_is_served_when_the_pass_ends() {
+    let d = Dovecot::start();
+    let list = "List-Id: <dev.lists.example.org>\r\n";
+    d.seed("test", "INBOX", &msg_with("weekly", "Weekly digest", list));
+    let mut m = Mailproc::prepare(&config(&d, None, RULES, ""));
+    // Windows of two messages, each held half a second before its actions:
+    // a pass over eight takes two seconds.
+    m.spawn(&[("MAILPROC_FAILPOINTS", "window=2,before-act=pause:500")]);
+    m.wait_ready();
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let id = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    // Paused, eight more arrive; `process` runs one pass over them all, and
+    // after it the paused account goes straight to IDLE.
+    assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
+    for i in 0..8 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg_with(&format!("more{i}"), "Another digest", list),
+        );
+    }
+    let held = || m.log().matches("failpoint before-act: pausing").count();
+    let before = held();
+    assert_eq!(m.post("/api/accounts/acct/process", "").status, 200);
+    m.wait_for(Duration::from_secs(30), "the pass under way", || {
+        (held() > before).then_some(())
+    });
+    let undo = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(undo.status, 200, "{}\n{}", undo.text, m.log());
+    let weekly: Vec<String> = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.message_id == "<weekly@mailproc.test>")
+        .map(|x| x.mailbox)
+        .collect();
+    assert_eq!(weekly, ["INBOX"]);
+    wait_processed(&m, 9, Duration::from_secs(30));
+}
+
+/// Found by an audit (stop 57): the undo of a message another client
+/// deleted since answered 502, as if the server had refused, and logged an
+/// ERROR; no retry can find it. It is a 409 saying what happened.
+#[test]
+fn the_undo_of_a_message_deleted_since_is_refused_as_gone() {
+    let d = Dovecot::start();
+    let list = "List-Id: <dev.lists.example.org>\r\n";
+    d.seed("test", "INBOX", &msg_with("weekly", "Weekly digest", list));
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let id = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    for cmd in ["SELECT Lists", "STORE 1 +FLAGS (\\Deleted)", "EXPUNGE"] {
+        let a = c.command(cmd).unwrap();
+        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
+    }
+    c.logout();
+    let undo = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(undo.status, 409, "{}", undo.text);
+    assert!(
+        undo.text.contains("is no longer in") && undo.text.contains("moved or deleted since"),
+        "{}",
+        undo.text
+    );
+    assert!(!m.log().contains("[ERROR]"), "{}", m.log());
+}
+
 /// Found by an audit of the binary: an undo is a move back and then its
 /// record; the process killed between the two left the message back in
 /// INBOX with no record, and the next start sorted it away again by its

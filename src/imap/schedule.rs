@@ -236,6 +236,15 @@ impl Runner {
                     return Ok(exit);
                 }
             }
+            // What the pass took in between its windows (an undo, a
+            // `process`, a reconnect) is served now, not after the IDLE that
+            // would follow: an audit's undo sent during the last folder's
+            // windows waited its 40 s and was refused, and a `process` of a
+            // paused account waited for the IDLE's re-issue (60 s).
+            if !self.refiles.is_empty() || self.force_pass || !self.queued.is_empty() {
+                due = Due::No;
+                continue;
+            }
             // IDLE needs its folder selected; if it is missing, poll instead.
             let first = &self.w.account.folders.watch[0];
             let selected = if caps.idle {

@@ -23,6 +23,21 @@ use super::{ImapError, Runner};
 use crate::account::{RefileError as UndoError, RefileTo, Refiled, Undone};
 use crate::store::UndoTarget;
 
+/// Why a message was not put back.
+enum NotBack {
+    /// It is not where its entry says, or cannot be told apart there: moved
+    /// or deleted by another client since. No retry finds it.
+    Gone(String),
+    /// The server refused a step, or a step failed.
+    Failed(String),
+}
+
+impl From<String> for NotBack {
+    fn from(why: String) -> NotBack {
+        NotBack::Failed(why)
+    }
+}
+
 impl Runner {
     /// Carries out the refile requests in hand on the session, answering
     /// each. A request whose asker gave up is dropped, untouched. A broken
@@ -107,7 +122,10 @@ impl Runner {
         };
         let (uid, undo_id, feats) = match self.put_back(s, caps, folders, &t, &dest, &flags)? {
             Ok(done) => done,
-            Err(e) => {
+            // Not where the entry says: no retry finds it (409, not 502:
+            // the server refused nothing; an audit's client retried).
+            Err(NotBack::Gone(e)) => return refuse(&e),
+            Err(NotBack::Failed(e)) => {
                 return Ok(Err(UndoError::Failed(format!(
                     "{}: undo of activity {id}: {e}",
                     self.name()
@@ -143,12 +161,12 @@ impl Runner {
         t: &UndoTarget,
         dest: &str,
         flags: &[String],
-    ) -> Result<Result<(u32, i64, Option<Vec<String>>), String>, ImapError> {
+    ) -> Result<Result<(u32, i64, Option<Vec<String>>), NotBack>, ImapError> {
         macro_rules! answer {
             ($r:expr, $what:expr) => {
                 match $r {
                     Ok(v) => v,
-                    Err(e) => return Ok(Err(format!("{}: {}", $what, session_fatal(e)?))),
+                    Err(e) => return Ok(Err(format!("{}: {}", $what, session_fatal(e)?).into())),
                 }
             };
         }
@@ -161,22 +179,29 @@ impl Runner {
             None => {
                 let query = match search_message_id(&t.message_id, caps) {
                     Ok(q) => q,
-                    Err(e) => return Ok(Err(format!("its UID in {dest:?} is unknown and {e}"))),
+                    Err(e) => {
+                        return Ok(Err(format!("its UID in {dest:?} is unknown and {e}").into()))
+                    }
                 };
                 let found = answer!(query.run(s), "searching by Message-ID");
                 // Two with this Message-ID (a monitor's alerts, say): which
                 // is this entry's cannot be told, and the other's would be
                 // put back under this entry's name (an audit). Refused.
                 match found.len() {
-                    0 => return Ok(Err(format!("no message {} in {dest:?}", t.message_id))),
+                    0 => {
+                        return Ok(Err(NotBack::Gone(format!(
+                            "no message {} in {dest:?}: moved or deleted since",
+                            t.message_id
+                        ))))
+                    }
                     1 => found[0],
                     n => {
-                        return Ok(Err(format!(
+                        return Ok(Err(NotBack::Gone(format!(
                             "{n} messages in {dest:?} have the Message-ID {} and the server did \
                              not say which UID this one got, so undo cannot tell which is this \
                              one; move it back by hand",
                             t.message_id
-                        )))
+                        ))))
                     }
                 }
             }
@@ -187,14 +212,16 @@ impl Runner {
             "reading it"
         );
         let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
-            return Ok(Err(format!("UID {uid} is no longer in {dest:?}")));
+            return Ok(Err(NotBack::Gone(format!(
+                "UID {uid} is no longer in {dest:?}: moved or deleted since"
+            ))));
         };
         let feats = f
             .header()
             .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
         drop(fetched);
         if let Err(e) = self.w.store.begin_undo(t) {
-            return Ok(Err(format!("journalling the undo: {e}")));
+            return Ok(Err(format!("journalling the undo: {e}").into()));
         }
         crate::failpoint::hit("undo-before-move");
         let mut created = HashSet::new();
@@ -202,16 +229,16 @@ impl Runner {
             match self.move_uids(s, caps, folders, &mut created, &[uid], &t.mailbox, dest)? {
                 (landed, Ok(())) if landed.exact && !landed.dest.contains_key(&uid) => {
                     let _ = self.w.store.end_undo(t.id);
-                    return Ok(Err(format!(
+                    return Ok(Err(NotBack::Gone(format!(
                         "the message left {dest:?} before it could be moved back \
                          (another client moved or deleted it)"
-                    )));
+                    ))));
                 }
                 (landed, Ok(())) => landed.dest,
                 (_, Err(e)) => {
                     // Refused: nothing moved, nothing to finish.
                     let _ = self.w.store.end_undo(t.id);
-                    return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox)));
+                    return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox).into()));
                 }
             };
         crate::failpoint::hit("undo-after-move");
@@ -226,23 +253,27 @@ impl Runner {
             None => {
                 let query = match search_message_id(&t.message_id, caps) {
                     Ok(q) => q,
-                    Err(e) => return Ok(Err(format!("moved back, but cannot find it: {e}"))),
+                    Err(e) => {
+                        return Ok(Err(format!("moved back, but cannot find it: {e}").into()))
+                    }
                 };
                 let found = answer!(query.run(s), "searching by Message-ID");
                 match found.into_iter().max() {
                     Some(u) => u,
                     None => {
-                        return Ok(Err(format!("moved back, but not found in {:?}", t.mailbox)))
+                        return Ok(Err(
+                            format!("moved back, but not found in {:?}", t.mailbox).into()
+                        ))
                     }
                 }
             }
         };
         let row = match self.w.store.record_undo(t, uidvalidity, new_uid) {
             Ok(row) => row,
-            Err(e) => return Ok(Err(format!("moved back as UID {new_uid}, but {e}"))),
+            Err(e) => return Ok(Err(format!("moved back as UID {new_uid}, but {e}").into())),
         };
         if let Err(e) = flags_back(s, new_uid, flags) {
-            return Ok(Err(format!("restoring flags: {}", session_fatal(e)?)));
+            return Ok(Err(format!("restoring flags: {}", session_fatal(e)?).into()));
         }
         Ok(Ok((new_uid, row, feats)))
     }
