@@ -74,6 +74,17 @@ impl std::fmt::Display for WriteError {
 /// (an audit); what is left is the moment between that last read and the
 /// rename.
 pub fn write_atomically(path: &Path, text: &str, seen: Option<&[u8]>) -> Result<(), WriteError> {
+    write_renaming(path, text, seen, |from, to| fs::rename(from, to))
+}
+
+/// [`write_atomically`] with the rename that puts each file in place
+/// given (a test's fails for the file itself).
+fn write_renaming(
+    path: &Path,
+    text: &str,
+    seen: Option<&[u8]>,
+    rename: impl Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<(), WriteError> {
     // A symlinked file is written where it points: renamed over, the link
     // became a file of its own and the file it named kept the old text,
     // which a reload then never read (an audit). The backup goes beside
@@ -116,7 +127,7 @@ pub fn write_atomically(path: &Path, text: &str, seen: Option<&[u8]>) -> Result<
             if last_look && !unchanged(&holds()?) {
                 return Err(WriteError::Changed);
             }
-            fs::rename(&tmp, target)?;
+            rename(&tmp, target)?;
             Ok(())
         })();
         if result.is_err() {
@@ -128,22 +139,38 @@ pub fn write_atomically(path: &Path, text: &str, seen: Option<&[u8]>) -> Result<
     if !unchanged(&previous) {
         return Err(WriteError::Changed);
     }
+    let backup = backup_path(path);
+    // The backup as it was, put back when the file itself cannot be
+    // written: "nothing changed" held for the file but not its backup, and
+    // the version before went (an audit, a file made immutable).
+    let mut old_backup = None;
     if let Some(previous) = previous {
         // The same text again (a GET put back unchanged): nothing to write,
         // and the backup keeps the version before it.
         if previous == text.as_bytes() {
             return Ok(());
         }
-        let backup = backup_path(path);
+        old_backup = Some(super::read_bytes(&backup).ok());
         write(&backup, &previous, false).map_err(|e| match e {
             WriteError::Io(e) => WriteError::Io(naming(&backup, e)),
             e => e,
         })?;
     }
-    write(path, text.as_bytes(), true).map_err(|e| match e {
-        WriteError::Io(e) => WriteError::Io(naming(path, e)),
-        e => e,
-    })?;
+    if let Err(e) = write(path, text.as_bytes(), true) {
+        match old_backup {
+            Some(Some(old)) => {
+                let _ = write(&backup, &old, false);
+            }
+            Some(None) => {
+                let _ = fs::remove_file(&backup);
+            }
+            None => {}
+        }
+        return Err(match e {
+            WriteError::Io(e) => WriteError::Io(naming(path, e)),
+            e => e,
+        });
+    }
     // The renames are durable once the directory is.
     fs::File::open(&dir)
         .and_then(|d| d.sync_all())
@@ -212,6 +239,39 @@ mod tests {
             "old: 1\n"
         );
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Found by an audit (stop 57): the file could not be written (made
+    /// immutable), the answer said nothing changed, and its backup had
+    /// been replaced all the same: the version before was gone.
+    #[test]
+    fn a_file_that_cannot_be_written_keeps_its_backup_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        let refuse = |from: &Path, to: &Path| {
+            if to == path.as_path() {
+                Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+            } else {
+                fs::rename(from, to)
+            }
+        };
+        fs::write(&path, "now: 1\n").unwrap();
+        fs::write(backup_path(&path), "before: 0\n").unwrap();
+        assert!(write_renaming(&path, "new: 2\n", None, refuse).is_err());
+        assert_eq!(fs::read_to_string(&path).unwrap(), "now: 1\n");
+        assert_eq!(
+            fs::read_to_string(backup_path(&path)).unwrap(),
+            "before: 0\n"
+        );
+        // With no backup before, none is left.
+        fs::remove_file(backup_path(&path)).unwrap();
+        assert!(write_renaming(&path, "new: 2\n", None, refuse).is_err());
+        assert!(!backup_path(&path).exists());
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["config.yaml"], "{names:?}");
     }
 
     /// Found by an audit: a hand edit saved while a `PUT /api/config` was
