@@ -33,14 +33,14 @@ pub fn plain(raw: &str) -> Option<String> {
              the account's folders."
     } else if has("authenticationfailed") || has("authentication failed") || has("login failed") {
         "The mail server refused the username or password."
-    } else if has("connection refused") {
-        "The server refused the connection: check its host and port."
-    } else if has("timed out") || has("timeout") || has("deadline") {
-        "The server did not answer in time."
-    } else if has("certificate") || has("handshake") {
-        "The server's TLS certificate was not accepted: check its `ca_file` or the host name."
-    } else if has("dns") || has("lookup") || has("resolve") || has("name or service not known") {
-        "The server's name could not be found: check the host name."
+    } else if let Some(network) = network(&has) {
+        // Which server: a model provider's failure (`llm: io: Connection
+        // refused`) read as the mail server's, beside an account shown
+        // connected (an audit). The name that leads the text says whose.
+        return Some(match leading_name(raw) {
+            Some(who) => format!("{who}: {network}"),
+            None => network.to_string(),
+        });
     } else if has("no longer in") || has("not found in") || has("no message") {
         "The message is no longer where mailproc put it: it was moved or deleted on the server."
     } else if has("already undone") {
@@ -66,6 +66,45 @@ pub fn plain(raw: &str) -> Option<String> {
         return None;
     };
     Some(text.to_string())
+}
+
+/// A network failure, said plainly, whichever server it was.
+fn network(has: &dyn Fn(&str) -> bool) -> Option<&'static str> {
+    Some(if has("connection refused") {
+        "The server refused the connection: check its host and port."
+    } else if has("timed out") || has("timeout") || has("deadline") {
+        "The server did not answer in time."
+    } else if has("certificate") || has("handshake") {
+        "The server's TLS certificate was not accepted: check its `ca_file` or the host name."
+    } else if has("dns") || has("lookup") || has("resolve") || has("name or service not known") {
+        "The server's name could not be found: check the host name."
+    } else {
+        return None;
+    })
+}
+
+/// The configured name (a provider's, an account's) that leads an error's
+/// text, `name: what happened`; not a word of the error itself (`io`,
+/// `store`, an IMAP command).
+fn leading_name(raw: &str) -> Option<&str> {
+    let (who, _) = raw.split_once(": ")?;
+    let generic = [
+        "io",
+        "store",
+        "http",
+        "tls",
+        "imap",
+        "connect",
+        "error",
+        "llm error",
+    ];
+    (!who.is_empty()
+        && who.len() <= 64
+        && !who.contains(char::is_whitespace)
+        && !who.contains('"')
+        && !generic.iter().any(|g| who.eq_ignore_ascii_case(g))
+        && !who.bytes().all(|b| b.is_ascii_uppercase()))
+    .then_some(who)
 }
 
 /// `raw` without its double-quoted parts (a `\"` inside one is part of it).
@@ -117,6 +156,16 @@ mod tests {
                 .contains("username or password")
         );
         assert_eq!(said("something new"), "something new");
+        // Whose server: the name leading the text (an audit read a model
+        // provider's refusal as the mail server's).
+        assert_eq!(
+            said("llm: io: Connection refused (os error 111)"),
+            "llm: The server refused the connection: check its host and port."
+        );
+        assert_eq!(
+            said("io: Connection refused"),
+            "The server refused the connection: check its host and port."
+        );
         // A model provider's words are not said as the mail server's.
         let model = said(
             "llm: HTTP 404: The model `gpt-9` does not exist or you do not have access to it.",
