@@ -661,6 +661,26 @@ fn a_rename_is_a_new_account_and_the_log_says_so() {
             .contains("two: a new account on the mailbox of one (renamed?)")
             .then_some(())
     });
+    // The name given back goes on from its watermarks, and the log says
+    // so, not that it starts from nothing (an audit, stop 57).
+    m.write_config(&base(&account(
+        &d,
+        "one",
+        "test",
+        "(?i)invoice",
+        "Receipts",
+    )));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the name given back", || {
+        m.log()
+            .contains("one: on the mailbox of two again: goes on from what one recorded before")
+            .then_some(())
+    });
+    assert!(
+        !m.log().contains("one: a new account on the mailbox of two"),
+        "{}",
+        m.log()
+    );
 }
 
 /// Found by an audit of the binary: renamed under `backlog: new_only`, as

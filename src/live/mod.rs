@@ -516,6 +516,17 @@ impl Live {
         }
         let renamed_from = renames(&old.config, &config.config, &gone);
         let gone_list = gone;
+        // The names added that recorded a folder before (a name given back
+        // goes on from its watermarks), read before any of them starts and
+        // records its first.
+        let known_before: Vec<String> = (config.config.accounts.iter())
+            .filter(|a| !fleet.running.contains_key(&a.name))
+            .filter(|a| {
+                (a.folders.watch.iter())
+                    .any(|f| matches!(self.deps.store.folder_state(&a.name, f), Ok(Some(_))))
+            })
+            .map(|a| a.name.clone())
+            .collect();
         for a in &config.config.accounts {
             if fleet.running.contains_key(&a.name) {
                 continue;
@@ -591,12 +602,21 @@ impl Live {
                     .iter()
                     .any(|o| &o.name == gone && same_mailbox(o))
                 {
-                    log::warn!(
-                        "{added}: a new account on the mailbox of {gone} (renamed?): it starts \
-                         from nothing, as its backlog ({:?}) says, and what {gone} recorded \
-                         stays under {gone}",
-                        a.backlog
-                    );
+                    if known_before.contains(added) {
+                        // An audit was told of a reprocessing that did not
+                        // come: the name given back goes on from its own.
+                        log::info!(
+                            "{added}: on the mailbox of {gone} again: goes on from what {added} \
+                             recorded before, and what {gone} recorded stays under {gone}"
+                        );
+                    } else {
+                        log::warn!(
+                            "{added}: a new account on the mailbox of {gone} (renamed?): it \
+                             starts from nothing, as its backlog ({:?}) says, and what {gone} \
+                             recorded stays under {gone}",
+                            a.backlog
+                        );
+                    }
                 }
             }
         }
