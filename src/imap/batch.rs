@@ -355,24 +355,28 @@ impl Runner {
         recorded: &[FailureRecord],
     ) {
         for ((f, kind), r) in failures.iter().zip(recorded) {
-            let (m, n, st) = (&f.meta, r.attempts, r.status);
+            let (uid, n, st) = (f.meta.uid, r.attempts, r.status);
+            // The row's Message-ID and subject: an attempt that read
+            // nothing (the message left the mailbox) has none of its own,
+            // and the log said "no Message-ID" of a message the activity
+            // list named (an audit).
+            let (message_id, subject) = (&r.message_id, &r.subject);
             self.count_error(kind);
             log::warn!(
-                "{}: {mailbox} UID {} ({}): {} (attempt {n}, {st})",
+                "{}: {mailbox} UID {uid} ({}): {} (attempt {n}, {st})",
                 self.name(),
-                m.uid,
-                if m.message_id.is_empty() {
+                if message_id.is_empty() {
                     "no Message-ID".to_string()
                 } else {
-                    crate::logging::clean(&m.message_id)
+                    crate::logging::clean(message_id)
                 },
                 crate::logging::clean_up_to(&f.error, 1000)
             );
             self.emit(Event::Error {
                 error: &f.error,
                 details: &format!(
-                    "{mailbox} UID {} {} subject {:?}: attempt {n} of {}, now {st}",
-                    m.uid, m.message_id, m.subject, f.max_attempts
+                    "{mailbox} UID {uid} {message_id} subject {subject:?}: attempt {n} of {}, now {st}",
+                    f.max_attempts
                 ),
             });
         }

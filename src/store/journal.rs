@@ -188,10 +188,15 @@ pub struct FailedAttempt {
 }
 
 /// What [`Store::record_outcomes`] did with a failed attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailureRecord {
     pub attempts: u32,
     pub status: Status,
+    /// The row's, which an attempt that read nothing of the message (it
+    /// left the mailbox) keeps from the attempt before: the log and the
+    /// `error` webhook name the message by them.
+    pub message_id: String,
+    pub subject: String,
 }
 
 /// A row already recorded for a UID above the folder watermark.
@@ -259,14 +264,15 @@ fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<F
             message_id = CASE WHEN excluded.message_id = '' THEN emails.message_id ELSE excluded.message_id END,
             subject = CASE WHEN excluded.subject = '' THEN emails.subject ELSE excluded.subject END,
             sender = CASE WHEN excluded.sender = '' THEN emails.sender ELSE excluded.sender END
-         RETURNING id, attempts",
+         RETURNING id, attempts, message_id, subject",
     )?;
     // Whatever made the error (a server's words, a model's answer), a
     // record keeps its first characters.
     let error = crate::email::truncate(&f.error, MAX_ERROR_CHARS);
-    let (id, attempts): (i64, u32) = st.query_row(m.row(&[&now, &error]).as_slice(), |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?;
+    let (id, attempts, message_id, subject): (i64, u32, Option<String>, Option<String>) = st
+        .query_row(m.row(&[&now, &error]).as_slice(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
     let status = if attempts >= f.max_attempts {
         Status::Failed
     } else {
@@ -281,7 +287,12 @@ fn insert_failure(tx: &rusqlite::Transaction<'_>, f: &FailedAttempt) -> Result<F
     });
     tx.prepare_cached("UPDATE emails SET status = ?2, next_attempt_at = ?3 WHERE id = ?1")?
         .execute(params![id, status, next])?;
-    Ok(FailureRecord { attempts, status })
+    Ok(FailureRecord {
+        attempts,
+        status,
+        message_id: message_id.unwrap_or_default(),
+        subject: subject.unwrap_or_default(),
+    })
 }
 
 /// Moves the watermark `w` up inside a transaction (see
@@ -732,7 +743,8 @@ mod tests {
                     }],
                     ..Default::default()
                 })
-                .unwrap()[0];
+                .unwrap()
+                .remove(0);
             let k = s.known_emails("a", "INBOX", 7, 0).unwrap();
             let k = k.iter().find(|k| k.uid == uid).unwrap();
             let wait = k.next_attempt_at.unwrap() - before;

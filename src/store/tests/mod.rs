@@ -69,7 +69,8 @@ pub(super) fn record_failure(
             }],
             ..Default::default()
         })
-        .unwrap()[0];
+        .unwrap()
+        .remove(0);
     let id = s
         .known_emails(&m.account, &m.mailbox, m.uidvalidity, 0)
         .unwrap()
@@ -333,6 +334,35 @@ fn failures_retry_then_park_and_can_be_retried() {
     assert_eq!(
         s.known_emails("a", "INBOX", 7, 100).unwrap()[0].status,
         Status::Retrying
+    );
+}
+
+/// Found by an audit (stop 57): a message that left the mailbox was
+/// logged, and its `error` webhook sent, as "no Message-ID" with an empty
+/// subject, while its row named it: the attempt read nothing of it.
+#[test]
+fn a_failure_that_read_nothing_is_named_by_its_row() {
+    let s = Store::open_in_memory().unwrap();
+    record_failure(&s, &meta(9), "model down", 3, 1);
+    let mut bare = meta(9);
+    bare.message_id.clear();
+    bare.subject.clear();
+    let r = s
+        .record_outcomes(&Outcomes {
+            failures: vec![FailedAttempt {
+                meta: bare,
+                error: "the message left the mailbox".into(),
+                max_attempts: 3,
+                retry_delay_ms: 1,
+            }],
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+    assert_eq!(r.attempts, 2);
+    assert_eq!(
+        (r.message_id.as_str(), r.subject.as_str()),
+        ("<m9@x>", "Invoice 9")
     );
 }
 
