@@ -514,3 +514,78 @@ fn the_operators_loop_in_a_real_browser() {
         found.join("\n")
     );
 }
+
+/// Browser audit B: once lines were added, the editor's line numbers fell
+/// out of step with its text and lines past the file's end were cut off
+/// (a textarea as tall as the file with `overflow-y: hidden`, numbers for
+/// the file's lines only). The textarea grows with its text, each line has
+/// its number beside it, and where it cannot grow it scrolls.
+#[test]
+fn the_editors_line_numbers_follow_lines_typed_at_its_end() {
+    let m = Mailproc::start(
+        "server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n\
+         accounts:\n  - name: acct\n    imap: { host: 127.0.0.1, port: 9, security: none, username: u, password: p }\n",
+    );
+    let (rc, out, err) = m.run_cli(&["set-password", "admin"], &format!("{PASSWORD}\n"));
+    assert_eq!(rc, 0, "{out}{err}");
+    let b = Browser::start();
+    b.resize(1440, 900);
+    b.goto(&m.url("/config"));
+    login(&b, &m, PASSWORD);
+    b.wait(WAIT, "the editor", |b| b.exists("#config-yaml"));
+    // Where each line is: the textarea's and the gutter's first line, their
+    // line height, how many lines the text has and how many numbers show.
+    let measure = || {
+        b.run(
+            "const t = document.querySelector('#config-yaml'); \
+             const g = document.querySelector('.gutter pre.lines'); \
+             const ts = getComputedStyle(t), gs = getComputedStyle(g); \
+             const first = (e, s) => e.getBoundingClientRect().top + e.clientTop \
+                 + parseFloat(s.paddingTop) - e.scrollTop; \
+             const lh = parseFloat(ts.lineHeight); \
+             const shown = Math.floor((g.getBoundingClientRect().height - parseFloat(gs.paddingTop)) / lh); \
+             return { lines: t.value.split('\\n').length, \
+                      numbers: g.textContent.split('\\n').filter(n => n !== '').length, \
+                      shown: shown, hidden: t.scrollHeight - t.clientHeight, \
+                      textTop: first(t, ts), gutterTop: first(g, gs), \
+                      lh: lh, gutterLh: parseFloat(gs.lineHeight), overflow: ts.overflowY };",
+            vec![],
+        )
+    };
+    let before = measure();
+    assert_eq!(before["lh"], before["gutterLh"], "{before}");
+    assert_eq!(before["textTop"], before["gutterTop"], "{before}");
+    b.send_keys(
+        "#config-yaml",
+        "\n# one\n# two\n# three\n# four\n# five\n# six",
+    );
+    let after = measure();
+    let lines = after["lines"].as_u64().unwrap();
+    assert_eq!(lines, before["lines"].as_u64().unwrap() + 6, "{after}");
+    // Every line is in view, the last one too, with its number beside it.
+    assert!(after["hidden"].as_f64().unwrap() <= 0.0, "cut off: {after}");
+    assert!(after["numbers"].as_u64().unwrap() >= lines + 100, "{after}");
+    assert!(after["shown"].as_u64().unwrap() >= lines, "{after}");
+    assert_eq!(after["textTop"], after["gutterTop"], "{after}");
+    // So on a phone, where the long lines scroll sideways inside it.
+    b.resize(375, 900);
+    let narrow = measure();
+    assert!(
+        narrow["hidden"].as_f64().unwrap() <= 0.0,
+        "cut off: {narrow}"
+    );
+    assert!(narrow["shown"].as_u64().unwrap() >= lines, "{narrow}");
+    assert_eq!(narrow["textTop"], narrow["gutterTop"], "{narrow}");
+    b.resize(1440, 900);
+    // A browser that cannot grow it (no `field-sizing`) scrolls it: no
+    // line is out of reach.
+    b.run(
+        "document.querySelector('#config-yaml').style.fieldSizing = 'fixed';",
+        vec![],
+    );
+    let fixed = measure();
+    assert!(
+        ["auto", "scroll"].contains(&fixed["overflow"].as_str().unwrap()),
+        "{fixed}"
+    );
+}

@@ -190,6 +190,9 @@ pub fn problem_line(text: &str, problem: &str) -> Option<usize> {
     best
 }
 
+/// Line numbers beyond the text's end, for the lines typed there.
+const SPARE_LINES: usize = 300;
+
 /// `GET /config`: the editor, with the draft this browser left when its
 /// session had ended (handed back once).
 pub fn page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
@@ -286,10 +289,15 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
             input type="hidden" name="base" value=(base);
             label for="config-yaml" { "config.yaml" }
             div.gutter {
-                // Line numbers: the textarea shows every line (no wrapping,
-                // as many rows as lines), so each number sits beside its line.
+                // Line numbers: a line is one row (no wrapping) and the
+                // textarea grows with its text where the browser can
+                // (`field-sizing`), so each number sits beside its line.
+                // Numbers run on past the text, clipped to the textarea's
+                // height, so lines typed at the end have theirs (an audit
+                // found them without any, and cut off). Where it cannot
+                // grow, the textarea scrolls.
                 pre.lines aria-hidden="true" {
-                    @for i in 1..=n_lines {
+                    @for i in 1..=n_lines + SPARE_LINES {
                         @if bad.contains(&i) { span.bad { (i) } } @else { (i) }
                         "\n"
                     }

@@ -224,6 +224,17 @@ impl Browser {
         );
     }
 
+    /// Types `text` into the element matching `css` as a person would, at
+    /// the end of what it holds.
+    pub fn send_keys(&self, css: &str, text: &str) {
+        let el = self.find(css);
+        self.call(
+            "POST",
+            &format!("/element/{el}/value"),
+            Some(json!({ "text": text })),
+        );
+    }
+
     /// Sets a form field's value as a paste would (a whole textarea).
     pub fn set_value(&self, css: &str, text: &str) {
         self.run(
