@@ -1177,3 +1177,230 @@ fn an_edit_over_16_kib_posted_after_the_session_ended_is_kept() {
     );
     assert_eq!(r.status, 413, "{}", r.text);
 }
+
+/// Browser audit B: some 404 pages had no way back (a post to an account
+/// or an entry that is not there, an address that is no page), and "Make
+/// a rule from this" for an entry that is not there answered 200 with an
+/// empty "New rule" form where a rule not there is a 404.
+#[test]
+fn every_not_found_page_leads_back_and_a_missing_entry_is_one() {
+    let m = with_user(&format!(
+        "{PLAIN}accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: 9, security: none, username: u, password: p }}\n"
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let back = "<a href=\"/\">Back to the overview</a>";
+    for path in ["/accounts/nosuch/pause", "/activity/abc/undo"] {
+        let r = b.submit(path, &[]);
+        assert_eq!(r.status, 404, "{path}: {}", r.text);
+        assert!(r.text.contains(back), "{path}: {}", r.text);
+    }
+    let html = [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
+    let r = m.request("GET", "/nosuch", &html, None);
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert!(
+        r.text.contains("There is no page at /nosuch."),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains(back), "{}", r.text);
+
+    for entry in ["99999", "abc", "0"] {
+        let r = b.get(&format!("/config/rule?account=acct&entry={entry}"));
+        assert_eq!(r.status, 404, "{entry}: {}", r.text);
+        assert!(
+            r.text
+                .contains("This account has no activity entry with this id"),
+            "{entry}: {}",
+            r.text
+        );
+        assert!(
+            !r.text.contains("action=\"/config/rule\""),
+            "a form: {}",
+            r.text
+        );
+        assert!(r.text.contains(back), "{entry}: {}", r.text);
+    }
+    // As a rule not there is; without an entry the form is the new rule's.
+    assert_eq!(b.get("/config/rule?account=acct&rule=nosuch").status, 404);
+    let r = b.get("/config/rule?account=acct");
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.text.contains("New rule for acct"), "{}", r.text);
+}
+
+/// Browser audit B: an account with no rules and no model read "No rules:
+/// every message goes to the model", its rules "checked in order before
+/// the model"; and the overview of a service with no account drew the
+/// accounts table's header under "No account is configured".
+#[test]
+fn pages_say_what_happens_without_a_model_or_an_account() {
+    let imap = "imap: { host: 127.0.0.1, port: 9, security: none, username: u, password: p }";
+    let rule = "rules: [ { name: lists, when: { list_id: \".\" }, actions: [ { type: read } ] } ]";
+    let m = with_user(&format!(
+        "{PLAIN}accounts:\n  - name: bare\n    {imap}\n  - name: ruled\n    {imap}\n    {rule}\n  \
+         - name: learning\n    {imap}\n    learned: {{ enabled: true }}\n"
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    for (account, says) in [
+        (
+            "bare",
+            "No rules and no model: every message stays where it arrived, listed as \
+             <a href=\"/failed#h-undecided\">undecided</a>.",
+        ),
+        (
+            "ruled",
+            "Checked in order; the first match wins. There is no model: a message no rule \
+             matches stays where it arrived, listed as <a href=\"/failed#h-undecided\">undecided</a>.",
+        ),
+        (
+            "learning",
+            "No rules and no model: the learned classifier decides each message it is sure \
+             enough of; the rest is kept <a href=\"/failed#h-review\">for review</a> where it arrived.",
+        ),
+    ] {
+        let page = b.get(&format!("/accounts/{account}")).text;
+        assert!(page.contains(says), "{account}: {page}");
+        assert!(!page.contains("the model;"), "{account}: {page}");
+        assert!(!page.contains("goes to the model"), "{account}: {page}");
+        assert!(!page.contains("before the model"), "{account}: {page}");
+    }
+    let form = b.get("/config/rule?account=bare").text;
+    assert!(
+        form.contains("Rules are checked in order; the first"),
+        "{form}"
+    );
+
+    let m = with_user(PLAIN);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/").text;
+    assert!(page.contains("No account is configured."), "{page}");
+    assert!(
+        !page.contains(">Last processed<"),
+        "a table of none: {page}"
+    );
+}
+
+/// Browser audit B: while mail was being retried the overview showed no
+/// tile for it ("Failed 0"), and an entry's page opened from "Needs
+/// attention" had a back link "← Activity" that led there, the navigation
+/// marking Activity.
+#[test]
+fn mail_being_retried_has_its_tile_and_its_page_leads_back_where_it_came_from() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let config = account_config(&d, &model, "    retry_delay: 1h\n")
+        .replace("max_attempts: 1", "max_attempts: 3");
+    let m = with_user(&config);
+    wait_connected(&m);
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("boom", "x@example.org", "please explode"),
+    );
+    m.wait_for(Duration::from_secs(20), "a message to retry", || {
+        (total(&m, "&status=retrying") == 1).then_some(())
+    });
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let overview = b.get("/").text;
+    assert!(
+        overview.contains(
+            "<a href=\"/failed#h-retrying\"><span class=\"big\">1</span>\
+             <span class=\"label\">Being retried</span>"
+        ),
+        "{overview}"
+    );
+    assert!(b.get("/failed").text.contains("id=\"h-retrying\""));
+    // None, no tile (nor a link to a section not there).
+    let quiet = with_user(PLAIN);
+    let mut q = Browser::new(&quiet);
+    assert_redirect(&q.login("admin", PASSWORD), "/");
+    assert!(!q.get("/").text.contains("Being retried"));
+
+    let id = m.get("/api/activity?status=retrying").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    for (back, link, current) in [
+        (
+            "%2Ffailed",
+            "<a class=\"back\" href=\"/failed\">← Needs attention</a>",
+            "/failed",
+        ),
+        ("%2F", "<a class=\"back\" href=\"/\">← Overview</a>", "/"),
+        (
+            "%2Factivity%3Fpage%3D2",
+            "<a class=\"back\" href=\"/activity?page=2\">← Activity</a>",
+            "/activity",
+        ),
+        (
+            "",
+            "<a class=\"back\" href=\"/activity\">← Activity</a>",
+            "/activity",
+        ),
+    ] {
+        let page = b.get(&format!("/activity/{id}?back={back}")).text;
+        assert!(page.contains(link), "{back}: {page}");
+        assert!(
+            page.contains(&format!("href=\"{current}\" aria-current=\"page\"")),
+            "{back}: {page}"
+        );
+        assert_eq!(page.matches("aria-current").count(), 1, "{back}: {page}");
+    }
+}
+
+/// Browser audit B: a 152-character folder name printed whole twice in
+/// an activity row (its actions and its destination), the row some 15
+/// lines tall. A list cuts it as it cuts a subject, whole in its title;
+/// the entry's page shows it whole.
+#[test]
+fn long_folder_names_are_cut_in_lists_and_whole_on_the_entrys_page() {
+    let d = Dovecot::start();
+    let long = format!("Receipts-of-{}", "the-shop-with-a-long-name-".repeat(6));
+    assert_eq!(long.len(), 168);
+    d.create_mailbox("test", &long);
+    let model = scripted_model();
+    let m = with_user(&account_config(&d, &model, "").replace("Receipts", &long));
+    wait_connected(&m);
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("inv1", "Shop <shop@example.org>", "Invoice 1234"),
+    );
+    m.wait_for(Duration::from_secs(20), "the invoice moved", || {
+        (total(&m, "&status=ok") == 1).then_some(())
+    });
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let cut = format!("{}…", &long[..40]);
+    for path in ["/activity", "/"] {
+        let page = b.get(path).text;
+        assert_eq!(
+            page.matches(&format!("move → {cut}, flag \\Flagged"))
+                .count(),
+            1,
+            "{path}: {page}"
+        );
+        assert!(
+            page.contains(&format!("<span title=\"{long}\">{cut}</span>")),
+            "{path}: {page}"
+        );
+        // Whole only in the titles.
+        assert_eq!(
+            page.matches(&long).count(),
+            page.matches(&format!("title=\"{long}\"")).count()
+                + page.matches(&format!("title=\"move → {long}")).count(),
+            "{path}: {page}"
+        );
+    }
+    let id = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(page.contains(&format!("<dd>{long}</dd>")), "{page}");
+    assert!(
+        page.contains(&format!("<dd>move → {long}, flag \\Flagged</dd>")),
+        "{page}"
+    );
+}

@@ -169,7 +169,9 @@ fn settings(a: &AccountConfig) -> Markup {
             (row("Backlog", html! { (backlog(&a.backlog)) }))
             (row("Poll interval", html! { (format_duration(a.poll_interval.0)) }))
             (row("Model provider", html! { @match &a.provider {
-                Some(p) => (p), None => span.muted { "none (rules only)" } } }))
+                Some(p) => (p),
+                None if a.learned.enabled => span.muted { "none (rules and the learned classifier)" },
+                None => span.muted { "none (rules only)" } } }))
             (row("Allowed actions", list_or_none(&actions)))
             (row("Dry run", html! { (if a.dry_run { "yes: mailproc changes nothing on the server (a person's Move to… and Undo still do)" } else { "no" }) }))
             (row("Attempts before parking", html! { (a.max_attempts) " (first retry after " (format_duration(a.retry_delay.0)) ")" }))
@@ -181,6 +183,55 @@ fn settings(a: &AccountConfig) -> Markup {
                 None => span.muted { "the default" } } }))
         }
     }
+}
+
+/// What becomes of a message no rule of `a` matches, said beside its
+/// rules: with no model configured, none is asked (an audit found "every
+/// message goes to the model" on an account without one). `none`: the
+/// account has no rule at all.
+fn after_the_rules(a: &AccountConfig, none: bool) -> Markup {
+    let undecided = Some(("/failed#h-undecided", "undecided"));
+    let review = Some(("/failed#h-review", "for review"));
+    // The sentence: its words before a link to where such mail is
+    // listed, the link, the words after it.
+    let (before, link, after) = match (a.provider.is_some(), a.learned.enabled, none) {
+        (true, false, true) => ("No rules: every message goes to the model.", None, ""),
+        (true, true, true) => (
+            "No rules: the learned classifier decides each message it is sure enough of, \
+             the model the rest.",
+            None,
+            "",
+        ),
+        (true, _, false) => (
+            "Checked in order before the model; the first match wins.",
+            None,
+            "",
+        ),
+        (false, true, true) => (
+            "No rules and no model: the learned classifier decides each message it is sure \
+             enough of; the rest is kept ",
+            review,
+            " where it arrived.",
+        ),
+        (false, true, false) => (
+            "Checked in order; the first match wins. There is no model: a message no rule \
+             matches is decided by the learned classifier when it is sure enough, else kept ",
+            review,
+            " where it arrived.",
+        ),
+        (false, false, true) => (
+            "No rules and no model: every message stays where it arrived, listed as ",
+            undecided,
+            ".",
+        ),
+        (false, false, false) => (
+            "Checked in order; the first match wins. There is no model: a message no rule \
+             matches stays where it arrived, listed as ",
+            undecided,
+            ".",
+        ),
+    };
+    html! { (before) @if let Some((href, text)) = link { a href=(href) { (text) } } (after) }
 }
 
 fn rules(ctx: &Ctx, a: &AccountConfig) -> Markup {
@@ -200,7 +251,7 @@ fn rules(ctx: &Ctx, a: &AccountConfig) -> Markup {
     };
     html! {
         @if a.rules.is_empty() {
-            p.empty { "No rules: every message goes to the model." }
+            p.empty { (after_the_rules(a, true)) }
         } @else {
             div.scroll {
                 table.cards {
@@ -312,7 +363,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
         (learned(ctx, s, a, &base))
         section aria-labelledby="h-rules" {
             h2 #h-rules { "Rules" }
-            p { "Checked in order before the model; the first match wins." }
+            @if !a.rules.is_empty() { p { (after_the_rules(a, false)) } }
             (rules(ctx, a))
         }
         section aria-labelledby="h-webhooks" {

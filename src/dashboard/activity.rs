@@ -44,17 +44,52 @@ pub fn decided_by(model: &str, error: Option<&str>) -> Markup {
 /// whole): a 998-character subject filled a screen (a browser audit).
 const LIST_CHARS: usize = 160;
 
+/// Longest folder name a list row shows, in its actions and destination
+/// (the entry's page shows it whole): a 152-character name, printed
+/// twice, made a row 15 lines tall (a browser audit).
+const FOLDER_CHARS: usize = 40;
+
 /// `text` as a list row shows it, cut at [`LIST_CHARS`] with "…", and
 /// the whole for the cell's title when it was cut.
 fn shortened(text: &str) -> (String, Option<&str>) {
-    match text.char_indices().nth(LIST_CHARS) {
+    cut(text, LIST_CHARS)
+}
+
+/// `text` cut at `max` characters with "…", and the whole when it was cut.
+fn cut(text: &str, max: usize) -> (String, Option<&str>) {
+    match text.char_indices().nth(max) {
         Some((at, _)) => (format!("{}…", &text[..at]), Some(text)),
         None => (text.to_string(), None),
     }
 }
 
+/// A folder's name; in a list (`short`) cut at [`FOLDER_CHARS`], whole in
+/// its title.
+fn folder(name: &str, short: bool) -> Markup {
+    match cut(name, if short { FOLDER_CHARS } else { usize::MAX }) {
+        (shown, Some(whole)) => html! { span title=(whole) { (shown) } },
+        (shown, None) => html! { (shown) },
+    }
+}
+
+/// An entry's actions as a list row says them, each folder cut at
+/// [`FOLDER_CHARS`], and the whole text for the cell's title when one was.
+fn list_actions(actions: &serde_json::Value) -> (String, Option<String>) {
+    let mut shown = actions.clone();
+    let mut any = false;
+    for a in shown.as_array_mut().into_iter().flatten() {
+        if let (short, Some(_)) = cut(a["folder"].as_str().unwrap_or(""), FOLDER_CHARS) {
+            a["folder"] = short.into();
+            any = true;
+        }
+    }
+    (actions_text(&shown), any.then(|| actions_text(actions)))
+}
+
 /// Where the message went: a person's correction, our move, or nowhere.
-pub fn destination(e: &ActivityEntry) -> Markup {
+/// `short`: in a list, long folder names cut.
+pub fn destination(e: &ActivityEntry, short: bool) -> Markup {
+    let folder = |name: &str| folder(name, short);
     let moved = e.dest_folder.clone().or_else(|| {
         e.actions.as_array().and_then(|l| {
             l.iter()
@@ -65,12 +100,12 @@ pub fn destination(e: &ActivityEntry) -> Markup {
     html! {
         @match (&e.corrected_to, &e.undone_at) {
             (Some(c), _) if c.is_empty() => span.muted { "deleted by a person" },
-            (Some(c), _) => { (c) " " span.muted { "(moved by a person)" } },
-            (None, Some(_)) => { (e.mailbox) " " span.muted { "(put back)" } },
+            (Some(c), _) => { (folder(c)) " " span.muted { "(moved by a person)" } },
+            (None, Some(_)) => { (folder(&e.mailbox)) " " span.muted { "(put back)" } },
             (None, None) => @match moved {
-                Some(f) if e.status == store::Status::Ok => (f),
-                Some(f) => { span.muted { "would go to " } (f) },
-                None => span.muted { "stays in " (e.mailbox) },
+                Some(f) if e.status == store::Status::Ok => (folder(&f)),
+                Some(f) => { span.muted { "would go to " } (folder(&f)) },
+                None => span.muted { "stays in " (folder(&e.mailbox)) },
             },
         }
     }
@@ -211,8 +246,9 @@ pub fn table(
                                     @if e.subject.trim().is_empty() { "(no subject)" } @else { (shortened(&e.subject).0) }
                                 } }
                                 td data-label="Decided by" { (decided_by(&e.model, e.error.as_deref())) }
-                                td.fold data-label="Actions" { (actions_text(&e.actions)) }
-                                td.fold data-label="Destination" { (destination(e)) }
+                                @let (acts, whole) = list_actions(&e.actions);
+                                td.fold data-label="Actions" title=[whole] { (acts) }
+                                td.fold data-label="Destination" { (destination(e, true)) }
                                 td data-label="Status" { (status(e)) }
                                 @if controls {
                                     td data-label="Correct" {
@@ -468,6 +504,13 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
         .and_then(super::local_path)
         .filter(|b| b == "/activity" || b.starts_with("/activity?") || b == "/failed" || b == "/")
         .unwrap_or_else(|| "/activity".into());
+    // The link says where it goes, and the navigation marks that page (an
+    // audit found "← Activity" leading to "Needs attention").
+    let (back_to, current) = match back.as_str() {
+        "/failed" => ("Needs attention", "/failed"),
+        "/" => ("Overview", "/"),
+        _ => ("Activity", "/activity"),
+    };
     let here = super::here(req);
     let row = |label: &str, value: Markup| html! { dt { (label) } dd { (value) } };
     let text_or_none = |v: &str| {
@@ -488,7 +531,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
     let flash = s.flash_for(&at);
     let undo = ctx.store.undo_target(e.id).ok().flatten();
     let body = html! {
-        p { a.back href=(back) { "← Activity" } }
+        p { a.back href=(back) { "← " (back_to) } }
         dl.details {
             (row("Status", status(&e)))
             (row("Processed", time_iso(&e.timestamp)))
@@ -500,7 +543,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
             (row("Message-ID", text_or_none(&e.message_id)))
             (row("Decided by", decided_by(&e.model, e.error.as_deref())))
             (row("Actions", html! { (actions_text(&e.actions)) }))
-            (row("Destination", destination(&e)))
+            (row("Destination", destination(&e, false)))
             (row("Confidence", html! { @match e.confidence {
                 Some(c) => (format!("{:.0} %", c * 100.0)),
                 None => span.muted { "not given" },
@@ -532,7 +575,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
             }
         }
     };
-    html(200, layout::page(&title, "/activity", s, body))
+    html(200, layout::page(&title, current, s, body))
 }
 
 #[cfg(test)]

@@ -100,6 +100,15 @@ pub fn render(id: &str, series: &Series, rows: &[(i64, String, u64)], today: i64
             .unwrap_or(0),
     );
     let y = |v: u64| H - H * v as f64 / max as f64;
+    // The axis's ticks, top to bottom: a middle one only where half the
+    // bound is a whole number, so its label and its line are the same
+    // value at the same height (an audit found "2" at half of 5, its line
+    // at 40 %, and "1 / 0 / 0" for 1).
+    let ticks: Vec<u64> = if max % 2 == 0 {
+        vec![max, max / 2, 0]
+    } else {
+        vec![max, 0]
+    };
     // Stacked bars: (day, kind, count below, count at the top).
     let mut segments = Vec::new();
     for (day, counts) in &per_day {
@@ -124,12 +133,12 @@ pub fn render(id: &str, series: &Series, rows: &[(i64, String, u64)], today: i64
         figure.chart {
             div.plot {
                 div.yaxis aria-hidden="true" {
-                    span { (thousands(max)) } span { (thousands(max / 2)) } span { "0" }
+                    @for v in &ticks { span { (thousands(*v)) } }
                 }
                 svg viewBox={ "0 0 " (SLOT * DAYS as f64) " " (H) } preserveAspectRatio="none"
                     role="img" aria-labelledby=(title_id) {
                     title id=(title_id) { (summary) }
-                    @for v in [max, max / 2, 0] {
+                    @for v in ticks.iter().copied() {
                         line.grid x1="0" x2=(SLOT * DAYS as f64) y1=(y(v)) y2=(y(v))
                             vector-effect="non-scaling-stroke" {}
                     }
@@ -192,6 +201,54 @@ mod tests {
         assert_eq!(nice_max(17), 20);
         assert_eq!(nice_max(200), 200);
         assert_eq!(nice_max(1234), 2000);
+    }
+
+    /// The axis's labels and the heights of its grid lines, top to bottom.
+    fn axis(svg: &str) -> (Vec<String>, Vec<String>) {
+        let (_, yaxis) = svg.split_once("class=\"yaxis\"").unwrap();
+        let (yaxis, _) = yaxis.split_once("</div>").unwrap();
+        let labels = yaxis
+            .split("<span>")
+            .skip(1)
+            .map(|s| s.split('<').next().unwrap().to_string())
+            .collect();
+        let lines = svg
+            .split("class=\"grid\"")
+            .skip(1)
+            .map(|s| {
+                let (_, y) = s.split_once("y1=\"").unwrap();
+                y.split('"').next().unwrap().to_string()
+            })
+            .collect();
+        (labels, lines)
+    }
+
+    /// Browser audit B: the middle label was `max / 2` rounded down, shown
+    /// at half height, its line drawn at the rounded value.
+    #[test]
+    fn the_axis_labels_sit_on_their_lines() {
+        let day = |n| vec![(100, "move".to_string(), n)];
+        let svg = |n| render("t", &KINDS, &day(n), 100).into_string();
+        // A bound of 1 or 5 has no whole middle: no middle tick.
+        assert_eq!(
+            axis(&svg(1)),
+            (vec!["1".into(), "0".into()], vec!["0".into(), "100".into()])
+        );
+        assert_eq!(
+            axis(&svg(4)),
+            (vec!["5".into(), "0".into()], vec!["0".into(), "100".into()])
+        );
+        // One of 20 has 10, at half height.
+        assert_eq!(
+            axis(&svg(17)),
+            (
+                vec!["20".into(), "10".into(), "0".into()],
+                vec!["0".into(), "50".into(), "100".into()]
+            )
+        );
+        // Nothing at all: the bound is 1.
+        let empty = render("t", &KINDS, &[], 100).into_string();
+        assert_eq!(axis(&empty).0, vec!["1".to_string(), "0".into()]);
     }
 
     #[test]

@@ -60,8 +60,16 @@ pub fn not_found(s: &Session, msg: &str) -> Reply {
     )
 }
 
+/// A 404 without the navigation (no session read, or none needed), with
+/// the way back the other 404s have (an audit found none).
 pub fn not_found_bare(msg: &str) -> Reply {
-    html(404, layout::bare("Not found", html! { p { (msg) } }))
+    html(
+        404,
+        layout::bare(
+            "Not found",
+            html! { p { (msg) } p { a href="/" { "Back to the overview" } } },
+        ),
+    )
 }
 
 pub(super) fn recent(ctx: &Ctx, q: ActivityQuery) -> (Vec<ActivityEntry>, u64) {
@@ -71,33 +79,65 @@ pub(super) fn recent(ctx: &Ctx, q: ActivityQuery) -> (Vec<ActivityEntry>, u64) {
     })
 }
 
-/// The overview's "Needs attention" tiles: failed, review and undecided
-/// mail, each a link to where it is listed.
-fn attention_tiles(a: &store::Attention) -> Markup {
-    let tiles = [
-        (
-            "Failed",
-            a.failed,
-            "/failed#h-failed",
-            "failed every attempt",
-        ),
+/// Mail put back in line and not done yet: the first `page_size` and how
+/// many there are, as "Needs attention" lists them under "Being retried".
+fn being_retried(ctx: &Ctx, page_size: u32) -> (Vec<ActivityEntry>, u64) {
+    recent(
+        ctx,
+        ActivityQuery {
+            page: 1,
+            page_size,
+            status: Some(store::Status::Retrying),
+            open: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// The overview's "Needs attention" tiles: failed, being retried (while
+/// there is any, as `/failed` lists it), review and undecided mail, each
+/// a link to where it is listed. Mail being retried is in hand, not
+/// waiting for a person: never marked. An audit found it on no tile while
+/// "Retry all" ran, the failed tile at 0.
+fn attention_tiles(a: &store::Attention, retrying: u64) -> Markup {
+    // Label, count, where it is listed, hint, and whether a count above
+    // zero waits for a person.
+    let mut tiles = vec![(
+        "Failed",
+        a.failed,
+        "/failed#h-failed",
+        "failed every attempt",
+        true,
+    )];
+    if retrying > 0 {
+        tiles.push((
+            "Being retried",
+            retrying,
+            "/failed#h-retrying",
+            "back in line, not done yet",
+            false,
+        ));
+    }
+    tiles.extend([
         (
             "For review",
             a.review,
             "/failed#h-review",
             "not sure enough to act",
+            true,
         ),
         (
             "Undecided",
             a.undecided,
             "/failed#h-undecided",
             "nothing decided",
+            true,
         ),
-    ];
+    ]);
     html! {
         ul.tiles.attention {
-            @for (label, n, href, hint) in tiles {
-                li class=(if n > 0 { "warn" } else { "calm" }) {
+            @for (label, n, href, hint, waits) in tiles {
+                li class=(if n > 0 && waits { "warn" } else { "calm" }) {
                     a href=(href) {
                         span.big { (thousands(n)) }
                         span.label { (label) }
@@ -154,7 +194,7 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
     let body = html! {
         section aria-labelledby="h-attention" {
             h2 #h-attention { "Needs attention" }
-            (attention_tiles(&attention))
+            (attention_tiles(&attention, being_retried(ctx, 1).1))
         }
         section aria-labelledby="h-processed" {
             h2 #h-processed { "Emails processed" }
@@ -169,26 +209,27 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
             @if loaded.config.accounts.is_empty() {
                 p.empty { "No account is configured. Add one under " code { "accounts:" }
                     " on the " a href="/config" { "configuration" } " page." }
-            }
-            div.scroll {
-                table.cards {
-                    thead { tr {
-                        th scope="col" { "Account" } th scope="col" { "State" }
-                        th scope="col" { "Last processed" } th scope="col" { "Last error" }
-                        th scope="col" { "Controls" }
-                    } }
-                    tbody {
-                        @for a in &loaded.config.accounts {
-                            @let st = ctx.account(&a.name).map(|h| h.status());
-                            @let (processed, error) = crate::service::accounts::history(ctx, &a.name, st.as_ref());
-                            tr {
-                                (name_and_state(&a.name, st.as_ref()))
-                                td.nowrap data-label="Last processed" { @match processed {
-                                    Some(t) => (time_ms(t)),
-                                    None => span.muted { "never" },
-                                } }
-                                (last_error(error.as_ref()))
-                                td data-label="Controls" { (controls(s, &a.name, st.as_ref(), "/")) }
+            } @else {
+                div.scroll {
+                    table.cards {
+                        thead { tr {
+                            th scope="col" { "Account" } th scope="col" { "State" }
+                            th scope="col" { "Last processed" } th scope="col" { "Last error" }
+                            th scope="col" { "Controls" }
+                        } }
+                        tbody {
+                            @for a in &loaded.config.accounts {
+                                @let st = ctx.account(&a.name).map(|h| h.status());
+                                @let (processed, error) = crate::service::accounts::history(ctx, &a.name, st.as_ref());
+                                tr {
+                                    (name_and_state(&a.name, st.as_ref()))
+                                    td.nowrap data-label="Last processed" { @match processed {
+                                        Some(t) => (time_ms(t)),
+                                        None => span.muted { "never" },
+                                    } }
+                                    (last_error(error.as_ref()))
+                                    td data-label="Controls" { (controls(s, &a.name, st.as_ref(), "/")) }
+                                }
                             }
                         }
                     }
@@ -240,7 +281,7 @@ pub fn attention(ctx: &Ctx, s: &Session) -> Reply {
         .filter(|(a, _)| running.contains_key(*a))
         .map(|(_, n)| *n)
         .sum();
-    let (retrying, n_retrying) = list(Some(store::Status::Retrying), false);
+    let (retrying, n_retrying) = being_retried(ctx, 100);
     let (review, n_review) = list(Some(store::Status::Review), false);
     let (undecided, n_undecided) = list(None, true);
     let more = |n: u64, href: &str, what: &str| {

@@ -218,12 +218,23 @@ pub fn rule_page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
             ..Default::default()
         },
     };
-    if let Some(e) = req
-        .query("entry")
-        .and_then(crate::http::canonical_id)
-        .and_then(|id| ctx.store.activity_entry(id).ok().flatten())
-        .filter(|e| e.account == account)
-    {
+    // "Make a rule from this": an entry that is not there, or is another
+    // account's, is a 404 as a rule not there is (an audit found an empty
+    // "New rule" form for it).
+    let entry = match req.query("entry") {
+        None => None,
+        Some(id) => match crate::http::canonical_id(id).map(|id| ctx.store.activity_entry(id)) {
+            Some(Err(e)) => return super::pages::store_error_page(&e),
+            Some(Ok(Some(e))) if e.account == account => Some(e),
+            _ => {
+                return super::pages::not_found(
+                    s,
+                    "This account has no activity entry with this id to make a rule from.",
+                )
+            }
+        },
+    };
+    if let Some(e) = entry {
         let slug = |s: &str| -> String {
             s.chars()
                 .map(|c| {
@@ -280,7 +291,8 @@ fn rule_form(
     };
     let body = html! {
         p { a href=(layout::account_url(&a.name)) { "← Account " (a.name) } }
-        p { "Rules are checked in order before the model; the first that matches decides. "
+        p { "Rules are checked in order" @if a.provider.is_some() { " before the model" }
+            "; the first that matches decides. "
             "Conditions are regular expressions (" code { "(?i)" } " ignores case); all that are "
             "filled in must match. Saving checks and applies the whole configuration, as the "
             "editor does." }
