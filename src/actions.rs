@@ -128,8 +128,13 @@ pub trait Permits {
     fn allowed_folders(&self) -> &[String];
 }
 
-/// The most flags one flag action sets.
+/// The most flags one flag action sets, and the most flags one decision
+/// sets in all its flag actions together.
 pub const MAX_FLAGS: usize = 32;
+
+/// The most actions one answer of a model may list: a message is moved
+/// once, flagged, marked read; a few more are said twice by small models.
+pub const MAX_ACTIONS: usize = 8;
 
 /// Problems named one by one in an error, at most.
 const MAX_NAMED: usize = 10;
@@ -223,6 +228,30 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
 /// `spam` and `trash` each move it, and a message is in one folder. Two
 /// were accepted and only the last carried out, while the record listed
 /// both.
+/// The flags of all of `actions` together are at most [`MAX_FLAGS`]:
+/// the cap of one flag action, split over many (an audit's model answered
+/// 60 actions of 32 keywords each: 1,920 keywords set on the message, and
+/// the mailbox's FLAGS grew to 14 KB for every client for good).
+pub fn flags_bounded(actions: &[Action]) -> Result<(), String> {
+    let mut all: Vec<&String> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Flag { flags } => Some(flags.iter()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    all.sort_unstable();
+    all.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    if all.len() > MAX_FLAGS {
+        return Err(format!(
+            "a decision sets at most {MAX_FLAGS} flags in all; this one sets {}",
+            all.len()
+        ));
+    }
+    Ok(())
+}
+
 pub fn one_destination(actions: &[Action]) -> Result<(), String> {
     let moves: Vec<String> = actions
         .iter()

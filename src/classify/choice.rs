@@ -218,7 +218,16 @@ pub fn parse_choice(
         }
     }
     let choices = choices(account);
-    let floor = tokens.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+    // A choice none of whose first tokens is listed is as likely as the
+    // least likely one listed, and no likelier than what the listed ones
+    // leave: a server that lists only the token it chose (`top_logprobs`
+    // capped at 1) made its sure answer one of five at 20 % (an audit).
+    let rest = (1.0 - tokens.iter().map(|t| t.1).sum::<f64>()).max(0.0);
+    let floor = tokens
+        .iter()
+        .map(|t| t.1)
+        .fold(f64::INFINITY, f64::min)
+        .min(rest);
     let mut any = false;
     let scores: Vec<f64> = choices
         .iter()
@@ -316,6 +325,17 @@ mod tests {
         assert_eq!(labels(&a), ["Inbox"]);
     }
 
+    /// Found by an audit (stop 57): a server listing only the token it
+    /// chose made that choice one of five at 20 % (each unlisted choice
+    /// took the listed token's own probability as its floor).
+    #[test]
+    fn a_sure_answer_listed_alone_stays_sure() {
+        let a = account();
+        let c = parse_choice("p", "m", &a, &answer(&[("Junk", -0.0001)])).unwrap();
+        assert_eq!(c.actions, [Action::Spam], "{}", c.reasoning);
+        assert!(c.confidence.unwrap() > 0.99, "{c:?}");
+    }
+
     /// Found by an audit: when the only choice token was also the least
     /// likely one, every choice scored the floor and the last, Junk, won.
     #[test]
@@ -342,12 +362,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.actions, vec![Action::Spam]);
-        // Junk: e^-0.2 + e^-3; Inbox e^-2; Receipts and Lists at the floor e^-4.
-        let (j, i, f) = (
-            (-0.2f64).exp() + (-3.0f64).exp(),
-            (-2.0f64).exp(),
-            (-4.0f64).exp(),
-        );
+        // Junk: e^-0.2 + e^-3; Inbox e^-2; Receipts and Lists at the floor:
+        // e^-4, the least likely listed, but no more than the listed leave
+        // (these sum past 1: nothing).
+        let (j, i) = ((-0.2f64).exp() + (-3.0f64).exp(), (-2.0f64).exp());
+        let listed = j + i + (-4.0f64).exp();
+        let f = (-4.0f64).exp().min((1.0 - listed).max(0.0));
         let want = j / (j + i + 2.0 * f);
         assert!((c.confidence.unwrap() - want).abs() < 0.001, "{c:?} {want}");
         assert!(

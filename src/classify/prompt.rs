@@ -209,6 +209,15 @@ pub fn parse_answer(
     };
     let json = extract_json(text).map_err(invalid)?;
     let answer: Answer = serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
+    // The schema's bound, which only a server that makes a grammar of it
+    // keeps: an audit's model listed 60,000 actions (2.4 MB recorded).
+    if answer.actions.len() > crate::actions::MAX_ACTIONS {
+        return Err(invalid(format!(
+            "{} actions in one answer; at most {}",
+            answer.actions.len(),
+            crate::actions::MAX_ACTIONS
+        )));
+    }
     let mut actions = Vec::with_capacity(answer.actions.len());
     for a in answer.actions {
         let action: Action =
@@ -241,6 +250,7 @@ pub fn parse_answer(
         first
     });
     crate::actions::one_destination(&actions).map_err(invalid)?;
+    crate::actions::flags_bounded(&actions).map_err(invalid)?;
     Ok(Classification {
         actions,
         // Stored, shown and sent in webhooks: a model that writes an essay

@@ -412,6 +412,31 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
         r#"{"actions": [{"type": "move", "folder": "X"}, {"type": "move", "folder": "Y"}]}"#,
     );
     assert!(twice.contains("move it 2 times"), "{twice}");
+    // The flag cap split over many actions, and answers of many actions,
+    // are refused (an audit: 60 actions of 32 keywords set 1,920).
+    let flags = |from: usize| -> String {
+        let f: Vec<String> = (from..from + 32).map(|i| format!("\"$k{i}\"")).collect();
+        format!(r#"{{"type": "flag", "flags": [{}]}}"#, f.join(","))
+    };
+    let split = refusal(
+        &two,
+        &format!(r#"{{"actions": [{}, {}]}}"#, flags(0), flags(32)),
+    );
+    assert!(
+        split.contains("at most 32 flags in all; this one sets 64"),
+        "{split}"
+    );
+    let same = format!(r#"{{"actions": [{}, {}]}}"#, flags(0), flags(0));
+    assert!(
+        parse_answer("p", "m", &two, &same).is_ok(),
+        "the same 32 twice"
+    );
+    let many: Vec<&str> = vec![r#"{"type": "noop"}"#; 9];
+    let nine = refusal(&two, &format!(r#"{{"actions": [{}]}}"#, many.join(",")));
+    assert!(
+        nine.contains("9 actions in one answer; at most 8"),
+        "{nine}"
+    );
 }
 
 /// Found by an audit: an answer with no `actions` (`{}`, a bare action,

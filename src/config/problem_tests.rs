@@ -586,3 +586,27 @@ fn a_problem_never_holds_a_raw_control_character() {
         );
     }
 }
+
+/// Found by an audit (stop 57): a provider's `model` is recorded as each
+/// decision's source, and a name the records give other sources was taken
+/// for one: `rules:trusted` was spared `minimum_confidence` as a rule is,
+/// `learned` was judged by the classifier's cut-offs, `undo` went
+/// uncounted. Such a name is refused, naming the key.
+#[test]
+fn a_model_named_as_a_decisions_source_is_refused() {
+    for model in ["rules:trusted", "Learned", "undo", "correction", "none"] {
+        let text = format!(
+            "classifier:\n  providers:\n    - {{ name: p, kind: openai, url: \"http://127.0.0.1:1/v1\", model: \"{model}\" }}\n"
+        );
+        let e = parse_str(&text).unwrap_err();
+        assert!(
+            e.problems.len() == 1
+                && e.problems[0].starts_with("classifier.providers[0].model: ")
+                && e.problems[0].contains("not a model's"),
+            "{model}: {:?}",
+            e.problems
+        );
+    }
+    let fine = "classifier:\n  providers:\n    - { name: p, kind: openai, url: \"http://127.0.0.1:1/v1\", model: \"rules-7b\" }\n";
+    assert!(parse_str(fine).is_ok());
+}

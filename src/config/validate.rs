@@ -352,6 +352,17 @@ pub fn validate(c: &Config) -> Vec<String> {
         }
         if pr.model.trim().is_empty() {
             p.push(format!("{at}.model: must not be empty"));
+        } else if is_reserved_source(&pr.model) {
+            // Recorded as each decision's source: `rules:x` read as a
+            // rule's decision and was spared `minimum_confidence`,
+            // `learned` as the classifier's, `undo` went uncounted (an
+            // audit).
+            p.push(format!(
+                "{at}.model: {:?} is how mailproc records a decision that is not a model's \
+                 (`learned`, `rules:…`, `undo`, `correction`, `none`); give the model's name as \
+                 the provider knows it",
+                pr.model
+            ));
         }
         // Sent in a header: a line break in it failed every call as "http:
         // failed to parse header value", no key named (an audit).
@@ -603,13 +614,24 @@ pub fn validate(c: &Config) -> Vec<String> {
                     p.push(format!("{rat}.actions[{k}]: {e}"));
                 }
             }
-            if let Err(e) = crate::actions::one_destination(&r.actions) {
+            if let Err(e) = crate::actions::one_destination(&r.actions)
+                .and_then(|()| crate::actions::flags_bounded(&r.actions))
+            {
                 p.push(format!("{rat}.actions: {e}"));
             }
         }
         validate_webhooks(&a.webhooks, &format!("{at}.webhooks"), &mut p);
     }
     p
+}
+
+/// A name the records give a decision that is not a model's.
+fn is_reserved_source(model: &str) -> bool {
+    let m = model.trim();
+    [crate::learn::PATH, "undo", "correction", "none"]
+        .iter()
+        .any(|r| m.eq_ignore_ascii_case(r))
+        || m.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("rules:"))
 }
 
 fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {

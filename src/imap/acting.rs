@@ -73,8 +73,15 @@ impl Runner {
                     format!("+FLAGS.SILENT ({})", flags.join(" ")),
                 ) {
                     let e = session_fatal(e)?;
+                    // The server's reason first: after a long list of flags
+                    // it was cut off the record and the log (an audit).
+                    let list = flags.join(" ");
+                    let list = match list.char_indices().nth(200) {
+                        Some((cut, _)) => format!("{}… ({} flags)", &list[..cut], flags.len()),
+                        None => list,
+                    };
                     for u in &now {
-                        failed.insert(*u, format!("setting flags {} failed: {e}", flags.join(" ")));
+                        failed.insert(*u, format!("setting flags failed: {e} (flags: {list})"));
                     }
                 }
             }
