@@ -1191,3 +1191,37 @@ fn webhook_deliveries_are_checkpointed_into_the_database_file() {
         (log > 0 && copied == log).then_some(())
     });
 }
+
+/// Found by audits (stops 56 and 57): a first start's backlog overflowed a
+/// healthy webhook target's queue (1,024 events) past its first 500 or so
+/// messages, and the rest of the events were dropped (counted). A backlog
+/// of 1,500 messages, two events for most, reaches the target whole.
+#[test]
+fn a_first_starts_backlog_reaches_a_healthy_webhook_whole() {
+    let d = Dovecot::start();
+    let n = 1500;
+    d.seed_many("test", "INBOX", &backlog(n));
+    let (port, got) = receiver();
+    let cfg =
+        config(&d, None, RULES, "").replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[("HOOK_TOKEN", "tok")]);
+    m.wait_ready();
+    wait_processed(&m, n as u64, Duration::from_secs(60));
+    let processed = || {
+        let g = got.lock().unwrap();
+        g.iter()
+            .filter(|(b, _)| b["event"] == "email_processed")
+            .count()
+    };
+    m.wait_for(Duration::from_secs(120), "every email_processed", || {
+        (processed() >= n).then_some(())
+    });
+    let metrics = m.get("/metrics").text;
+    assert_eq!(
+        counter(&metrics, "mailproc_webhook_dropped_total"),
+        0.0,
+        "{metrics}"
+    );
+    assert_eq!(processed(), n);
+}

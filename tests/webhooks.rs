@@ -795,7 +795,7 @@ fn a_slow_target_holds_no_one_up_and_loses_only_its_own_events() {
     assert_eq!(d.metrics.webhook_dropped.get(), 0);
     // The slow target's queue is full now; more events are dropped for it
     // alone (one queue for both dropped them for both).
-    let more = 100;
+    let more = QUEUE_SIZE / 10;
     send(QUEUE_SIZE, QUEUE_SIZE + more);
     let got = fast.wait_for_hits(QUEUE_SIZE + more, Duration::from_secs(30));
     let errors: Vec<String> = got

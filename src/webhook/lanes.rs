@@ -21,13 +21,16 @@ use std::time::Duration;
 
 use crate::config::{EventKind, WebhookConfig};
 
-/// Events waiting for one target. An event is about 1 KiB; a batch pass
-/// over a backlog emits a few events per message in bursts of hundreds,
-/// and 1,024 absorbs such a burst while a healthy target answers in
-/// milliseconds. A target that cannot keep up with that will not catch up
-/// either, and dropping (counted and logged) is better than memory that
-/// grows without bound.
-pub const QUEUE_SIZE: usize = 1024;
+/// Events waiting for one target. An event is under 1 KiB; a pass over a
+/// backlog emits two a message (processed, action taken) far faster than
+/// a target answers (the rules decide thousands a second, a target takes
+/// a millisecond or more each), so this is the backlog a target gets
+/// whole: 1,024 dropped the events of a healthy target past the first
+/// 500 or so messages of a first start (audits). [`QUEUE_BYTES`] bounds
+/// the memory either way. A target that cannot keep up with that will not
+/// catch up either, and dropping (counted and logged) is better than
+/// memory that grows without bound.
+pub const QUEUE_SIZE: usize = 4096;
 
 /// The bytes of the events waiting for one target: the count above bounds
 /// items, this bounds memory (payloads carry mail subjects and model
