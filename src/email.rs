@@ -492,6 +492,14 @@ mod tests {
             );
             assert_eq!(e.attachments, ["x.pdf"], "{headers}");
         }
+        // A soft line break right before the delimiter keeps the text's
+        // last characters (the regression audit: `gamma=` read `gam`).
+        let soft = message(
+            "Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable",
+            "alpha beta gamma=",
+        );
+        let e = Email::parse(soft.as_bytes()).unwrap();
+        assert_eq!(e.body.trim_end(), "alpha beta gamma", "{:?}", e.body);
         // A delimiter written at a line's start still ends the part.
         let e =
             Email::parse(message("Content-Type: text/plain", "Hello\r\n--B").as_bytes()).unwrap();

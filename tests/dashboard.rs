@@ -1270,6 +1270,11 @@ fn pages_say_what_happens_without_a_model_or_an_account() {
         form.contains("Rules are checked in order; the first"),
         "{form}"
     );
+    // Its keep box too (the regression audit).
+    assert!(
+        form.contains("Keep it where it is (no later rule decides it)"),
+        "{form}"
+    );
 
     let m = with_user(PLAIN);
     let mut b = Browser::new(&m);

@@ -475,6 +475,27 @@ fn the_undo_of_a_message_deleted_since_is_refused_as_gone() {
         "{}",
         undo.text
     );
+    // The folder it went to renamed away (the regression audit got a 502).
+    d.seed(
+        "test",
+        "INBOX",
+        &msg_with("weekly2", "Weekly digest 2", list),
+    );
+    wait_processed(&m, 2, Duration::from_secs(30));
+    let id = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    let a = c.command("RENAME Lists Elsewhere").unwrap();
+    assert!(a.ok(), "{:?}", a.text_of_untagged());
+    c.logout();
+    let undo = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(undo.status, 409, "{}", undo.text);
+    assert!(
+        undo.text.contains("renamed or deleted since"),
+        "{}",
+        undo.text
+    );
     assert!(!m.log().contains("[ERROR]"), "{}", m.log());
 }
 

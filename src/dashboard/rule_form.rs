@@ -345,7 +345,14 @@ fn rule_form(
                 }
                 @if allows(crate::actions::ActionKind::Noop) || f.keep {
                     div.check { input #keep name="keep" type="checkbox" checked[f.keep];
-                        label for="keep" { "Keep it where it is (no later rule, classifier or model decides it)" } }
+                        label for="keep" { "Keep it where it is (no later rule"
+                            (match (a.learned.enabled, a.provider.is_some()) {
+                                (true, true) => ", the classifier or the model",
+                                (true, false) => " or the classifier",
+                                (false, true) => " or the model",
+                                (false, false) => "",
+                            })
+                            " decides it)" } }
                 }
             }
             @if !editing {

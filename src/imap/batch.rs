@@ -374,10 +374,16 @@ impl Runner {
             );
             self.emit(Event::Error {
                 error: &f.error,
-                details: &format!(
-                    "{mailbox} UID {uid} {message_id} subject {subject:?}: attempt {n} of {}, now {st}",
-                    f.max_attempts
-                ),
+                // A permanent failure's limit is 1 whatever came before:
+                // "attempt 2 of 1" (a regression audit). Failed is the end.
+                details: &if st == Status::Failed {
+                    format!("{mailbox} UID {uid} {message_id} subject {subject:?}: attempt {n}, now {st}")
+                } else {
+                    format!(
+                        "{mailbox} UID {uid} {message_id} subject {subject:?}: attempt {n} of {}, now {st}",
+                        f.max_attempts
+                    )
+                },
             });
         }
     }

@@ -170,10 +170,21 @@ impl Runner {
                 }
             };
         }
-        answer!(
-            folders.select(s, dest),
-            format!("SELECT {}", folders.describe(dest))
-        );
+        // The folder refused (renamed or deleted by another client since):
+        // no retry opens it (a regression audit got a 502 and an ERROR).
+        match folders.select(s, dest) {
+            Ok(_) => {}
+            Err(e @ imap::Error::No(_)) => {
+                return Ok(Err(NotBack::Gone(format!(
+                    "{} cannot be opened ({e}): renamed or deleted since?",
+                    folders.describe(dest)
+                ))))
+            }
+            Err(e) => {
+                let e = session_fatal(e)?;
+                return Ok(Err(format!("SELECT {}: {e}", folders.describe(dest)).into()));
+            }
+        }
         let uid = match t.dest_uid {
             Some(u) => u,
             None => {

@@ -497,14 +497,33 @@ impl Store {
             // ("duplicate column name: …") told no operator what to do
             // (an audit). Nothing is changed: the transaction rolls back.
             if let Err(e) = tx.execute_batch(step) {
+                // SQLite's words without the step's SQL, which it quotes
+                // (thirty lines in the log; the regression audit), and the
+                // version the tables are, when they are one.
+                let said = match &e {
+                    rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
+                    e => e.to_string(),
+                };
+                let said = said.lines().next().unwrap_or_default().to_string();
+                let here = file::schema_of(&tx).ok();
+                let is = (0..=MIGRATIONS.len()).rev().find(|&n| {
+                    here.is_some() && schema::schema_at(n).ok().as_ref() == here.as_ref()
+                });
                 return Err(StoreError::new(
                     "migrate",
                     Cause::Schema(format!(
-                        "moving the database from schema version {i} to {} failed ({e}): its \
+                        "moving the database from schema version {i} to {} failed ({said}): its \
                          tables are not those of version {version}, the version it is marked \
                          with (was `PRAGMA user_version` changed by hand?); nothing was changed: \
-                         restore a backup, or set the version the tables are",
-                        i + 1
+                         {}",
+                        i + 1,
+                        match is {
+                            Some(n) => format!(
+                                "they are version {n}'s: set it with `sqlite3 FILE 'PRAGMA \
+                                 user_version = {n}'` and start again"
+                            ),
+                            None => "restore a backup".to_string(),
+                        }
                     )),
                 ));
             }

@@ -4,8 +4,13 @@
 /// The schema of a database this mailproc made (see
 /// [`super::file::schema_of`]): every step run on an empty one in memory.
 pub(super) fn current_schema() -> super::Result<Vec<(String, String, Option<String>)>> {
+    schema_at(MIGRATIONS.len())
+}
+
+/// The schema `version` steps make.
+pub(super) fn schema_at(version: usize) -> super::Result<Vec<(String, String, Option<String>)>> {
     let conn = rusqlite::Connection::open_in_memory()?;
-    for step in MIGRATIONS {
+    for step in &MIGRATIONS[..version.min(MIGRATIONS.len())] {
         conn.execute_batch(step)?;
     }
     super::file::schema_of(&conn)

@@ -101,6 +101,9 @@ impl<'x> MessageStream<'x> {
         let mut ws_count = 0;
         let mut end_pos = self.offset();
         let mut crlf = b"\n".as_ref();
+        // mailproc patch: whether the last line break was a soft one (`=`
+        // at the end of a line), which adds nothing to `buf`.
+        let mut soft = false;
 
         self.checkpoint();
 
@@ -122,11 +125,13 @@ impl<'x> MessageStream<'x> {
                     };
                     if QuotedPrintableState::Eq == state {
                         state = QuotedPrintableState::None;
+                        soft = true;
                     } else {
                         if ws_count > 0 {
                             buf.truncate(buf.len() - ws_count);
                         }
                         buf.extend_from_slice(crlf);
+                        soft = false;
                     }
                     ws_count = 0;
                 }
@@ -139,7 +144,11 @@ impl<'x> MessageStream<'x> {
                     && self.try_skip(boundary) =>
                 {
                     if before_last_ch == b'\n' {
-                        buf.truncate(buf.len() - (crlf.len() + 1));
+                        // mailproc patch: after a soft line break no line
+                        // break was added, and cutting one took the last
+                        // two characters of the text (`gamma=` read `gam`).
+                        let added = if soft { 0 } else { crlf.len() };
+                        buf.truncate(buf.len().saturating_sub(added + 1));
                     } else {
                         buf.truncate(buf.len() - 1);
                         end_pos = self.offset() - boundary.len() - 2;
