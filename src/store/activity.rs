@@ -365,8 +365,12 @@ fn activity_filter(
             }
         }
         if let Some((at, id)) = q.before {
-            where_.push("(e.processed_at < ? OR (e.processed_at = ? AND e.id < ?))");
-            args.extend([V::Integer(at), V::Integer(at), V::Integer(id)]);
+            // As a row value, which SQLite seeks in `emails_time`: the OR
+            // form was planned as a scan of the index, so each page of an
+            // export cost more the deeper it was (an audit: 315,000 rows
+            // in 6 s, 0.13 s for the first 5 MB and 0.7 s for the last).
+            where_.push("(e.processed_at, e.id) < (?, ?)");
+            args.extend([V::Integer(at), V::Integer(id)]);
         }
         let where_sql = if where_.is_empty() {
             String::new()
