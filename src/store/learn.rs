@@ -203,6 +203,20 @@ impl Store {
                          (SELECT id FROM learn_shots WHERE account = ?1 AND class = ?2
                           ORDER BY id DESC LIMIT 1 OFFSET ?3), -1)",
                 )?;
+                // What each class's count of tokens moves by, and the
+                // tokens a taking-back brings to nothing: kept as they
+                // change. A scan of the account's whole vocabulary after
+                // each call (to delete the spent rows, to sum the totals
+                // again) made every message that learns cost more the more
+                // was learned, under the lock every account writes through
+                // (an audit: 0.2 s a message at 1.5 million rows).
+                let mut was = tx.prepare(
+                    "SELECT n FROM learn_tokens WHERE account = ?1 AND class = ?2 AND token = ?3",
+                )?;
+                let mut spent = tx.prepare(
+                    "DELETE FROM learn_tokens WHERE account = ?1 AND class = ?2 AND token = ?3 AND n <= 0",
+                )?;
+                let mut moved: std::collections::HashMap<&str, i64> = Default::default();
                 for (class, feats, sign) in examples {
                     let shot = Shot::from_features(class, feats);
                     if *sign > 0 {
@@ -212,21 +226,29 @@ impl Store {
                         take_shot.execute(params![account, class, shot.sender, shot.subject])?;
                     }
                     cl.execute(params![account, class, sign])?;
+                    let total = moved.entry(class).or_default();
                     for t in feats.iter() {
-                        tk.execute(params![account, class, t, sign])?;
+                        if *sign > 0 {
+                            tk.execute(params![account, class, t, sign])?;
+                            *total += sign;
+                        } else {
+                            let before: i64 = was
+                                .query_row(params![account, class, t], |r| r.get(0))
+                                .optional()?
+                                .unwrap_or(0);
+                            tk.execute(params![account, class, t, sign])?;
+                            *total += (before + sign).max(0) - before;
+                            spent.execute(params![account, class, t])?;
+                        }
                     }
                     learned += sign.signum();
                 }
-                tx.execute(
-                    "DELETE FROM learn_tokens WHERE account = ?1 AND n <= 0",
-                    [account],
+                let mut add_total = tx.prepare(
+                    "UPDATE learn_classes SET total = max(total + ?3, 0) WHERE account = ?1 AND class = ?2",
                 )?;
-                tx.execute(
-                    "UPDATE learn_classes SET total = (SELECT coalesce(sum(n), 0) FROM learn_tokens t
-                         WHERE t.account = learn_classes.account AND t.class = learn_classes.class)
-                     WHERE account = ?1",
-                    [account],
-                )?;
+                for (class, by) in moved {
+                    add_total.execute(params![account, class, by])?;
+                }
             }
             tx.execute(
                 "INSERT INTO learn_state (account, generation, learned_examples, corrections)
@@ -286,6 +308,24 @@ mod tests {
         assert_eq!((st.learned_examples, st.corrections), (2, 1));
         assert_eq!(st.generation, 2, "a correction from outside reloads");
         assert!(s.learn_counts("other").unwrap().is_empty());
+
+        // Taking back more than was learned, and what never was: counts
+        // and totals stay at nothing, kept as they change (no scan of the
+        // vocabulary; a complexity audit), and no spent row is left.
+        let never: Vec<String> = vec!["s:never".into(), "dom:shop.com".into()];
+        s.learn_add("acct", &[("News", &never, -1), ("News", &b, -1)], 0, false)
+            .unwrap();
+        m.add("News", &never, -1);
+        m.add("News", &b, -1);
+        assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
+        let spent: i64 = s
+            .conn
+            .lock()
+            .query_row("SELECT count(*) FROM learn_tokens WHERE n <= 0", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(spent, 0);
 
         s.learn_replace("acct", &BTreeMap::new(), &Shots::default(), 0)
             .unwrap();
