@@ -815,3 +815,65 @@ fn a_junk_verdict_before_a_filing_rule_needs_spam_first_not_spam_confidence() {
     assert_eq!(unsure, ["INBOX"], "{u:#}");
     assert_eq!(u["status"], "review", "{u:#}");
 }
+
+/// Found by an audit (stop 57): the user filing or deleting many messages
+/// mailproc had moved (emptying Junk, say) held the account for 25 s to
+/// minutes, each one looked for in every folder training reads before any
+/// new mail was read. A pass gives the looking a budget (here 1 ms: one
+/// message a pass); the rest are found at the passes after it.
+#[test]
+fn messages_the_user_moved_are_looked_for_a_few_at_a_time() {
+    let d = sorted_mailbox();
+    let mut m = trained_shop(&d, None);
+    d.seed_many(
+        "test",
+        "INBOX",
+        &(400..403).map(receipt).collect::<Vec<_>>(),
+    );
+    m.spawn(&[("MAILPROC_FAILPOINTS", "look_budget_ms=1")]);
+    m.wait_ready();
+    common::wait::until_done(
+        Duration::from_secs(60),
+        "the three receipts moved",
+        || {
+            let n = (400..403)
+                .filter(|i| d.mailboxes_of("test", &format!("<r{i}@shop.example>")) == ["Receipts"])
+                .count();
+            (n as u64, (n == 3).then_some(()))
+        },
+        || m.log(),
+    );
+    for i in 400..403 {
+        user_moves(
+            &d,
+            &format!("<r{i}@shop.example>"),
+            "Receipts",
+            "Newsletters",
+        );
+    }
+    let corrections = || {
+        m.get("/api/learned/acct").body["corrections"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    for k in 0..3u64 {
+        // New mail brings a pass, which looks for one more.
+        d.seed("test", "INBOX", &personal(&format!("p{k}"), "Dinner"));
+        common::wait::until_done(
+            Duration::from_secs(60),
+            "one more correction found",
+            || {
+                let n = corrections();
+                (n, (n > k).then_some(()))
+            },
+            || m.log(),
+        );
+    }
+    assert_eq!(corrections(), 3);
+    assert!(
+        m.log()
+            .contains("more message(s) that left their folders are looked for at the next pass"),
+        "{}",
+        m.log()
+    );
+}

@@ -14,6 +14,19 @@ use crate::timestamp::now_ms;
 /// Moves older than this are not checked any more.
 const CHECK_DAYS: i64 = 7;
 
+/// The time one pass gives to looking for the messages that left the
+/// folders we moved them to; the rest wait for the next pass. Each is a
+/// search of every folder training reads: the user emptying Junk or
+/// filing a folder (1,000 messages) held the account's new mail, undo and
+/// "Move to…" for 25 s to minutes (an audit).
+const LOOK_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn look_budget() -> std::time::Duration {
+    crate::failpoint::number("look_budget_ms").map_or(LOOK_BUDGET, |ms| {
+        std::time::Duration::from_millis(ms as u64)
+    })
+}
+
 /// Where a message the user moved went: the folder, its UIDVALIDITY and
 /// UID there, and the message's features.
 type Found = (String, u32, u32, Option<Vec<String>>);
@@ -88,10 +101,32 @@ impl Runner {
                 self.corrections_read.insert(folder.clone(), c);
             }
         }
-        for (id, from) in gone {
+        let started = std::time::Instant::now();
+        let mut searched = 0;
+        for (i, (id, from)) in gone.iter().enumerate() {
+            let id = *id;
+            let from = from.clone();
             let Some(t) = self.w.store.undo_target(id)? else {
                 continue;
             };
+            // Each pass looks for one at least, so that all are found in
+            // time; one with no Message-ID is not looked for.
+            if !t.message_id.is_empty() {
+                if searched > 0 && started.elapsed() >= look_budget() {
+                    // Read again next pass, though unchanged, to find these.
+                    for (_, f) in &gone[i..] {
+                        self.corrections_read.remove(f);
+                    }
+                    log::info!(
+                        "{}: corrections: {} more message(s) that left their folders are \
+                         looked for at the next pass",
+                        self.name(),
+                        gone.len() - i
+                    );
+                    break;
+                }
+                searched += 1;
+            }
             let found =
                 match self.find_elsewhere(s, caps, folders, (&t.message_id, &t.from), &from)? {
                     Ok(found) => found,
