@@ -254,6 +254,28 @@ fn a_checkpoint_that_failed_is_tried_on_a_fresh_connection() {
     s.ping().unwrap();
 }
 
+/// Found by an audit (stop 57): the whole queue went into the index in
+/// one transaction, holding every account's records for seconds after a
+/// large backlog. It goes in chunks; every row is found all the same.
+#[test]
+fn a_long_queue_is_indexed_in_chunks_and_whole() {
+    let s = Store::open_in_memory().unwrap();
+    let n = 2 * activity::INDEX_CHUNK as u32 + 7;
+    let rows: Vec<_> = (1..=n).map(|u| (meta(u), ok(vec![]))).collect();
+    record_final(&s, &rows, None);
+    assert_eq!(s.index_search().unwrap(), n as usize);
+    assert_eq!(s.index_search().unwrap(), 0, "the queue is empty");
+    let found = s
+        .activity(&ActivityQuery {
+            page: 1,
+            page_size: 10,
+            search: Some(format!("Invoice {n}")),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(found.1, 1, "the last row was indexed");
+}
+
 #[test]
 fn a_kept_count_is_dropped_by_the_next_commit() {
     let dir = tempfile::tempdir().unwrap();
