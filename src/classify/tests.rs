@@ -457,3 +457,15 @@ fn an_answer_without_actions_is_no_decision() {
     }
     assert!(parse_answer("p", "m", &a, r#"{"actions": []}"#).is_ok());
 }
+
+/// The name the records give the learned classifier's decisions is refused
+/// as a provider's model (config spells it out: `learn` is a room above).
+#[test]
+fn the_learned_classifiers_name_is_no_models_name() {
+    let text = format!(
+        "classifier:\n  providers:\n    - {{ name: p, kind: openai, url: \"http://127.0.0.1:1/v1\", model: \"{}\" }}\n",
+        crate::learn::PATH
+    );
+    let e = crate::config::parse(&text, &|_| None).unwrap_err();
+    assert!(e.problems[0].contains("not a model's"), "{:?}", e.problems);
+}

@@ -628,7 +628,8 @@ pub fn validate(c: &Config) -> Vec<String> {
 /// A name the records give a decision that is not a model's.
 fn is_reserved_source(model: &str) -> bool {
     let m = model.trim();
-    [crate::learn::PATH, "undo", "correction", "none"]
+    // `learned` is `learn::PATH`, a room above this one.
+    ["learned", "undo", "correction", "none"]
         .iter()
         .any(|r| m.eq_ignore_ascii_case(r))
         || m.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("rules:"))
