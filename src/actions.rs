@@ -233,16 +233,18 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
 /// 60 actions of 32 keywords each: 1,920 keywords set on the message, and
 /// the mailbox's FLAGS grew to 14 KB for every client for good).
 pub fn flags_bounded(actions: &[Action]) -> Result<(), String> {
-    let mut all: Vec<&String> = actions
+    // Keywords are one whatever their case (RFC 3501).
+    let mut all: Vec<String> = actions
         .iter()
         .filter_map(|a| match a {
             Action::Flag { flags } => Some(flags.iter()),
             _ => None,
         })
         .flatten()
+        .map(|f| f.to_ascii_lowercase())
         .collect();
     all.sort_unstable();
-    all.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    all.dedup();
     if all.len() > MAX_FLAGS {
         return Err(format!(
             "a decision sets at most {MAX_FLAGS} flags in all; this one sets {}",

@@ -258,8 +258,16 @@ fn stray_text(msg: &mail_parser::Message<'_>, raw: &[u8]) -> Option<String> {
                 .then(|| t.subtype().unwrap_or("plain").to_ascii_lowercase())
         })
     };
+    // Left open: it ran to the end of the message (a part that failed to
+    // decode is marked the same, and ends where it should; the second
+    // regression audit found one's bad base64 given as the body).
+    let left_open = |a: &mail_parser::MessagePart<'_>| {
+        a.is_encoding_problem
+            && (msg.raw_message.get(a.offset_end as usize..))
+                .is_none_or(|rest| rest.iter().all(u8::is_ascii_whitespace))
+    };
     let (part, html) = msg.attachments().find_map(|a| {
-        let prose = (!closed || a.is_encoding_problem)
+        let prose = (!closed || left_open(a))
             && a.is_text()
             && a.attachment_name().is_none()
             && !a.content_disposition().is_some_and(|d| d.is_attachment());
@@ -558,6 +566,15 @@ mod tests {
                 e.body
             );
         }
+        // A part that closes but fails to decode is not one left open
+        // (the second regression audit: its bad base64 became the body).
+        let bad = b"From: a@example.org\r\nSubject: s\r\n\
+            Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+            Content-Type: text/plain\r\n\r\n\r\n--B\r\n\
+            Content-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+            U0VDUkVUQjY0!!!@@@\r\n--B--\r\n";
+        let e = Email::parse(bad).unwrap();
+        assert!(!e.body.contains("U0VD"), "{:?}", e.body);
     }
 
     /// Found by an audit: with two `Subject:` fields a `header: Subject`

@@ -431,6 +431,13 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
         parse_answer("p", "m", &two, &same).is_ok(),
         "the same 32 twice"
     );
+    // In another case too, whatever sorts between (the regression audit).
+    let upper = flags(0).replace("$k", "$K");
+    let cased = format!(r#"{{"actions": [{}, {upper}]}}"#, flags(0));
+    assert!(
+        parse_answer("p", "m", &two, &cased).is_ok(),
+        "32 in two cases"
+    );
     let many: Vec<&str> = vec![r#"{"type": "noop"}"#; 9];
     let nine = refusal(&two, &format!(r#"{{"actions": [{}]}}"#, many.join(",")));
     assert!(

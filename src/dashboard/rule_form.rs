@@ -345,14 +345,14 @@ fn rule_form(
                 }
                 @if allows(crate::actions::ActionKind::Noop) || f.keep {
                     div.check { input #keep name="keep" type="checkbox" checked[f.keep];
-                        label for="keep" { "Keep it where it is (no later rule"
+                        label for="keep" { "Keep it where it is ("
                             (match (a.learned.enabled, a.provider.is_some()) {
-                                (true, true) => ", the classifier or the model",
-                                (true, false) => " or the classifier",
-                                (false, true) => " or the model",
-                                (false, false) => "",
+                                (true, true) => "no later rule, classifier or model decides it",
+                                (true, false) => "neither a later rule nor the classifier decides it",
+                                (false, true) => "neither a later rule nor the model decides it",
+                                (false, false) => "no later rule decides it",
                             })
-                            " decides it)" } }
+                            ")" } }
                 }
             }
             @if !editing {

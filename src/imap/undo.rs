@@ -32,6 +32,21 @@ enum NotBack {
     Failed(String),
 }
 
+/// Whether a NO says the folder does not exist (`[NONEXISTENT]`,
+/// `[TRYCREATE]`, or the words servers use without a code).
+fn folder_missing(no: &imap::error::No) -> bool {
+    let said = format!("{:?} {}", no.code, no.information).to_ascii_lowercase();
+    [
+        "nonexistent",
+        "trycreate",
+        "doesn't exist",
+        "does not exist",
+        "no such",
+    ]
+    .iter()
+    .any(|w| said.contains(w))
+}
+
 impl From<String> for NotBack {
     fn from(why: String) -> NotBack {
         NotBack::Failed(why)
@@ -174,10 +189,14 @@ impl Runner {
         // no retry opens it (a regression audit got a 502 and an ERROR).
         match folders.select(s, dest) {
             Ok(_) => {}
-            Err(e @ imap::Error::No(_)) => {
+            // Only a folder the server says is not there: a refusal for
+            // another reason (in use, unavailable) may pass (the second
+            // regression audit).
+            Err(imap::Error::No(no)) if folder_missing(&no) => {
                 return Ok(Err(NotBack::Gone(format!(
-                    "{} cannot be opened ({e}): renamed or deleted since?",
-                    folders.describe(dest)
+                    "{} is not there ({}): renamed or deleted since",
+                    folders.describe(dest),
+                    no.information
                 ))))
             }
             Err(e) => {

@@ -504,7 +504,13 @@ impl Store {
                     rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
                     e => e.to_string(),
                 };
-                let said = said.lines().next().unwrap_or_default().to_string();
+                // SQLite ends the line "… in" and quotes the SQL below.
+                let said = said.lines().next().unwrap_or_default().trim_end();
+                let said = said.strip_suffix(" in").unwrap_or(said).to_string();
+                let file = match tx.path() {
+                    Some(p) if !p.is_empty() => format!("{p:?}"),
+                    _ => "FILE".to_string(),
+                };
                 let here = file::schema_of(&tx).ok();
                 let is = (0..=MIGRATIONS.len()).rev().find(|&n| {
                     here.is_some() && schema::schema_at(n).ok().as_ref() == here.as_ref()
@@ -519,7 +525,7 @@ impl Store {
                         i + 1,
                         match is {
                             Some(n) => format!(
-                                "they are version {n}'s: set it with `sqlite3 FILE 'PRAGMA \
+                                "they are version {n}'s: set it with `sqlite3 {file} 'PRAGMA \
                                  user_version = {n}'` and start again"
                             ),
                             None => "restore a backup".to_string(),
