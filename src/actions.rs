@@ -175,10 +175,19 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
             // A model answered 340,000: set on the message for good, the
             // STORE refused, megabytes in the record and hundreds of MB in
             // the process (an audit).
-            if flags.len() > MAX_FLAGS {
+            // Counted as the server counts them: one whatever their case
+            // (a list far past the cap is not sorted to say so).
+            let n = if flags.len() > MAX_FLAGS && flags.len() <= 8 * MAX_FLAGS {
+                let mut one: Vec<String> = flags.iter().map(|f| f.to_ascii_lowercase()).collect();
+                one.sort_unstable();
+                one.dedup();
+                one.len()
+            } else {
+                flags.len()
+            };
+            if n > MAX_FLAGS {
                 return Err(format!(
-                    "a flag action sets at most {MAX_FLAGS} flags; this one has {}",
-                    flags.len()
+                    "a flag action sets at most {MAX_FLAGS} flags; this one has {n}"
                 ));
             }
             // Every bad flag is named, not only the first.
@@ -421,6 +430,11 @@ mod tests {
         let flags: Vec<String> = (0..20_000).map(|i| format!("$k{i}")).collect();
         let e = check_action(&a, &Action::Flag { flags }).unwrap_err();
         assert_eq!(e, "a flag action sets at most 32 flags; this one has 20000");
+        // The same keyword in other cases is one (the third regression
+        // audit: 32 and two case variants were "36").
+        let mut cased: Vec<String> = (0..32).map(|i| format!("$k{i}")).collect();
+        cased.extend(["$K0".to_string(), "$K1".to_string(), "$k0".to_string()]);
+        assert!(check_action(&a, &Action::Flag { flags: cased }).is_ok());
         let flags: Vec<String> = (0..32).map(|i| format!("$k{i}")).collect();
         assert_eq!(check_action(&a, &Action::Flag { flags }), Ok(()));
     }

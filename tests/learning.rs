@@ -880,35 +880,3 @@ fn messages_the_user_moved_are_looked_for_a_few_at_a_time() {
         m.log()
     );
 }
-
-/// Found by a regression audit (stop 57): a message the user moved before
-/// a training was learned in its new folder by the training, then again
-/// as a correction found after it (a folder of 1,600 counted 1,925). Such
-/// a correction is recorded, and not learned again.
-#[test]
-fn a_correction_a_training_already_read_is_not_learned_twice() {
-    let d = sorted_mailbox();
-    let mut m = trained_shop(&d, None);
-    d.seed("test", "INBOX", &receipt(500));
-    m.spawn(&[]);
-    m.wait_ready();
-    common::wait::until_done(
-        Duration::from_secs(60),
-        "the receipt moved",
-        || {
-            let there = d.mailboxes_of("test", "<r500@shop.example>") == ["Receipts"];
-            (u64::from(there), there.then_some(()))
-        },
-        || m.log(),
-    );
-    user_moves(&d, "<r500@shop.example>", "Receipts", "Newsletters");
-    let (code, out, err) = m.run_cli(&["train", "acct"], "");
-    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
-    d.seed("test", "INBOX", &personal("p9", "Dinner"));
-    m.wait_for(Duration::from_secs(60), "the correction recorded", || {
-        m.log()
-            .contains("training since read it there, so it is not learned again")
-            .then_some(())
-    });
-    assert_eq!(m.get("/api/learned/acct").body["corrections"], 0);
-}

@@ -49,16 +49,16 @@ impl Runner {
         }
         let since = now_ms() - CHECK_DAYS * 86_400_000;
         let moves = self.w.store.moves_to_check(self.name(), since)?;
-        let mut by_folder: BTreeMap<String, Vec<(i64, u32, i64)>> = BTreeMap::new();
-        for (id, folder, uid, at) in moves {
-            by_folder.entry(folder).or_default().push((id, uid, at));
+        let mut by_folder: BTreeMap<String, Vec<(i64, u32)>> = BTreeMap::new();
+        for (id, folder, uid) in moves {
+            by_folder.entry(folder).or_default().push((id, uid));
         }
         // A folder whose counts are what they were when it was last read
         // whole has had no message arrive or leave since: nothing of ours
         // left it, and one STATUS saves an EXAMINE and the week's searches.
         self.corrections_read
             .retain(|f, _| by_folder.contains_key(f));
-        let mut gone: Vec<(i64, String, i64)> = Vec::new();
+        let mut gone: Vec<(i64, String)> = Vec::new();
         for (folder, list) in &by_folder {
             let counts = self.counts_unless_watched(s, folders, folder)?;
             if counts.is_some() && self.corrections_read.get(folder) == counts.as_ref() {
@@ -74,7 +74,7 @@ impl Runner {
                 session_fatal(e)?;
                 continue;
             }
-            let uids: Vec<u32> = list.iter().map(|(_, u, _)| *u).collect();
+            let uids: Vec<u32> = list.iter().map(|(_, u)| *u).collect();
             // A week of moves to one folder can name many UIDs: the set
             // goes in pieces a command line holds, as moves do.
             let mut present = HashSet::new();
@@ -92,27 +92,18 @@ impl Runner {
                 log::warn!("{}: corrections: {folder:?}: {e}", self.name());
                 continue;
             }
-            for (id, uid, at) in list {
+            for (id, uid) in list {
                 if !present.contains(uid) {
-                    gone.push((*id, folder.clone(), *at));
+                    gone.push((*id, folder.clone()));
                 }
             }
             if let Some(c) = counts {
                 self.corrections_read.insert(folder.clone(), c);
             }
         }
-        // A training since the move read the folders as they were then: a
-        // message the user had moved by that time was learned where it
-        // was, and learning the correction as well counted it twice (the
-        // regression audit: Archive 1,925 examples for a folder of 1,600).
-        // Which came first cannot be told, so such a correction is
-        // recorded, and not learned.
-        let trained_at = (self.w.store.learn_state(self.name()).ok())
-            .and_then(|s| s.trained_at)
-            .unwrap_or(i64::MIN);
         let started = std::time::Instant::now();
         let mut searched = 0;
-        for (i, (id, from, at)) in gone.iter().enumerate() {
+        for (i, (id, from)) in gone.iter().enumerate() {
             let id = *id;
             let from = from.clone();
             let Some(t) = self.w.store.undo_target(id)? else {
@@ -123,7 +114,7 @@ impl Runner {
             if !t.message_id.is_empty() {
                 if searched > 0 && started.elapsed() >= look_budget() {
                     // Read again next pass, though unchanged, to find these.
-                    for (_, f, _) in &gone[i..] {
+                    for (_, f) in &gone[i..] {
                         self.corrections_read.remove(f);
                     }
                     log::info!(
@@ -165,14 +156,6 @@ impl Runner {
                 );
                 continue;
             };
-            if *at < trained_at {
-                log::info!(
-                    "{}: activity {id}: the user moved the message from {from:?} to {to:?}; \
-                     training since read it there, so it is not learned again",
-                    self.name()
-                );
-                continue;
-            }
             log::info!(
                 "{}: activity {id}: the user moved the message from {from:?} to {to:?}; learned as a correction",
                 self.name()

@@ -194,9 +194,9 @@ impl Runner {
             // regression audit).
             Err(imap::Error::No(no)) if folder_missing(&no) => {
                 return Ok(Err(NotBack::Gone(format!(
-                    "{} is not there ({}): renamed or deleted since",
+                    "{} is not there: renamed or deleted since (the server: {})",
                     folders.describe(dest),
-                    no.information
+                    no.information.trim_end_matches(['.', ' '])
                 ))))
             }
             Err(e) => {

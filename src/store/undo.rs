@@ -204,23 +204,17 @@ impl Store {
     }
 
     /// Moves of the account since `since_ms` not yet undone nor corrected,
-    /// whose destination UID is known: `(id, dest_folder, dest_uid,
-    /// processed_at)`.
-    #[allow(clippy::type_complexity)]
-    pub fn moves_to_check(
-        &self,
-        account: &str,
-        since_ms: i64,
-    ) -> Result<Vec<(i64, String, u32, i64)>> {
+    /// whose destination UID is known: `(id, dest_folder, dest_uid)`.
+    pub fn moves_to_check(&self, account: &str, since_ms: i64) -> Result<Vec<(i64, String, u32)>> {
         self.op("moves_to_check", || {
             let conn = self.reader();
             let mut st = conn.prepare(
-                "SELECT id, dest_folder, dest_uid, processed_at FROM emails
+                "SELECT id, dest_folder, dest_uid FROM emails
                  WHERE account = ?1 AND processed_at >= ?2 AND dest_uid IS NOT NULL
                    AND undone_at IS NULL AND corrected_to IS NULL AND status = 'ok'",
             )?;
             let rows = st.query_map(params![account, since_ms], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
