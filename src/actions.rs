@@ -178,10 +178,7 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
             // Counted as the server counts them: one whatever their case
             // (a list far past the cap is not sorted to say so).
             let n = if flags.len() > MAX_FLAGS && flags.len() <= 8 * MAX_FLAGS {
-                let mut one: Vec<String> = flags.iter().map(|f| f.to_ascii_lowercase()).collect();
-                one.sort_unstable();
-                one.dedup();
-                one.len()
+                distinct_keywords(flags.iter())
             } else {
                 flags.len()
             };
@@ -233,36 +230,41 @@ pub fn check_action(a: &impl Permits, act: &Action) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `actions` send the message to one place at most: `move`,
-/// `spam` and `trash` each move it, and a message is in one folder. Two
-/// were accepted and only the last carried out, while the record listed
-/// both.
+/// How many keywords `flags` are as the server counts them: one whatever
+/// their case (RFC 3501).
+fn distinct_keywords<'a>(flags: impl Iterator<Item = &'a String>) -> usize {
+    let mut all: Vec<String> = flags.map(|f| f.to_ascii_lowercase()).collect();
+    all.sort_unstable();
+    all.dedup();
+    all.len()
+}
+
 /// The flags of all of `actions` together are at most [`MAX_FLAGS`]:
 /// the cap of one flag action, split over many (an audit's model answered
 /// 60 actions of 32 keywords each: 1,920 keywords set on the message, and
 /// the mailbox's FLAGS grew to 14 KB for every client for good).
 pub fn flags_bounded(actions: &[Action]) -> Result<(), String> {
-    // Keywords are one whatever their case (RFC 3501).
-    let mut all: Vec<String> = actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Flag { flags } => Some(flags.iter()),
-            _ => None,
-        })
-        .flatten()
-        .map(|f| f.to_ascii_lowercase())
-        .collect();
-    all.sort_unstable();
-    all.dedup();
-    if all.len() > MAX_FLAGS {
+    let n = distinct_keywords(
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Flag { flags } => Some(flags.iter()),
+                _ => None,
+            })
+            .flatten(),
+    );
+    if n > MAX_FLAGS {
         return Err(format!(
-            "a decision sets at most {MAX_FLAGS} flags in all; this one sets {}",
-            all.len()
+            "a decision sets at most {MAX_FLAGS} flags in all; this one sets {n}"
         ));
     }
     Ok(())
 }
 
+/// Whether `actions` send the message to one place at most: `move`,
+/// `spam` and `trash` each move it, and a message is in one folder. Two
+/// were accepted and only the last carried out, while the record listed
+/// both.
 pub fn one_destination(actions: &[Action]) -> Result<(), String> {
     let moves: Vec<String> = actions
         .iter()
