@@ -307,12 +307,12 @@ fn written_text<'m>(
     // Base64 text is left as written: decoded, it moved the learned
     // classifier's measured figures (docs/quality.md), which wait for a
     // whole run of scripts/quality.sh and the demo's cut-offs chosen again.
-    let bytes = if encoding.eq_ignore_ascii_case("quoted-printable") {
-        mail_parser::decoders::quoted_printable::quoted_printable_decode(text.as_bytes())
-    } else {
+    if !encoding.eq_ignore_ascii_case("quoted-printable") {
         return Some(Cow::Borrowed(text));
-    };
-    let Some(bytes) = bytes else {
+    }
+    let Some(bytes) =
+        mail_parser::decoders::quoted_printable::quoted_printable_decode(text.as_bytes())
+    else {
         return Some(Cow::Borrowed(text));
     };
     let decoder = (part.content_type())
