@@ -215,6 +215,12 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     let st = m.get("/api/learned/acct").body;
     assert_eq!(st["trainedExamples"], 16, "{st:#}");
     assert_eq!(st["learnedExamples"], 2, "rule + model: {st:#}");
+    // How many counts it holds, bounded (learn::MAX_VOCABULARY): the
+    // sixteen trained messages and the two learned since share words.
+    let held = st["vocabulary"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{st:#}"));
+    assert!((20..1_000).contains(&held), "{st:#}");
     // Times as every API field gives them: ISO 8601 UTC, milliseconds.
     let at = st["trainedAt"].as_str().unwrap_or_else(|| panic!("{st:#}"));
     assert!(at.len() == 24 && at.ends_with('Z'), "{st:#}");

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rusqlite::{params, OptionalExtension};
 
 use super::{Result, Store};
-use crate::learn::{ClassCounts, Shot, Shots, MAX_SHOTS};
+use crate::learn::{ClassCounts, Shot, Shots, MAX_SHOTS, MAX_VOCABULARY, VOCABULARY_KEPT};
 use crate::timestamp::now_ms;
 
 /// How an account's classifier was made.
@@ -26,6 +26,9 @@ pub struct LearnState {
     /// Corrections learned (a message moved out of the folder mailproc
     /// chose).
     pub corrections: i64,
+    /// Counts held (a feature in a folder), at most
+    /// [`crate::learn::MAX_VOCABULARY`].
+    pub vocabulary: i64,
 }
 
 impl Store {
@@ -35,7 +38,8 @@ impl Store {
                 .conn
                 .lock()
                 .query_row(
-                    "SELECT generation, trained_at, trained_examples, learned_examples, corrections
+                    "SELECT generation, trained_at, trained_examples, learned_examples, corrections,
+                         vocabulary
                      FROM learn_state WHERE account = ?1",
                     [account],
                     |r| {
@@ -45,6 +49,7 @@ impl Store {
                             trained_examples: r.get(2)?,
                             learned_examples: r.get(3)?,
                             corrections: r.get(4)?,
+                            vocabulary: r.get(5)?,
                         })
                     },
                 )
@@ -151,14 +156,16 @@ impl Store {
                     }
                 }
             }
+            let rows: u64 = classes.values().map(|c| c.tokens.len() as u64).sum();
             tx.execute(
-                "INSERT INTO learn_state (account, generation, trained_at, trained_examples)
-                 VALUES (?1, 1, ?2, ?3)
+                "INSERT INTO learn_state (account, generation, trained_at, trained_examples, vocabulary)
+                 VALUES (?1, 1, ?2, ?3, ?4)
                  ON CONFLICT (account) DO UPDATE SET generation = generation + 1,
                      trained_at = excluded.trained_at, trained_examples = excluded.trained_examples,
-                     learned_examples = 0, corrections = 0",
-                params![account, now_ms(), examples as i64],
+                     learned_examples = 0, corrections = 0, vocabulary = excluded.vocabulary",
+                params![account, now_ms(), examples as i64, rows as i64],
             )?;
+            trim_vocabulary(&tx, account, rows)?;
             tx.commit()?;
             Ok(())
         })
@@ -182,14 +189,17 @@ impl Store {
             let mut conn = self.conn.lock();
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let mut learned = 0i64;
+            let mut rows = 0i64;
             {
                 let mut cl = tx.prepare(
                     "INSERT INTO learn_classes (account, class, docs, total) VALUES (?1, ?2, max(?3, 0), 0)
                      ON CONFLICT DO UPDATE SET docs = max(docs + ?3, 0)",
                 )?;
                 let mut tk = tx.prepare(
-                    "INSERT INTO learn_tokens (account, class, token, n) VALUES (?1, ?2, ?3, max(?4, 0))
-                     ON CONFLICT DO UPDATE SET n = max(n + ?4, 0)",
+                    "INSERT INTO learn_tokens (account, class, token, n, seen)
+                     VALUES (?1, ?2, ?3, max(?4, 0), ?5)
+                     ON CONFLICT DO UPDATE SET n = max(n + ?4, 0),
+                         seen = CASE WHEN ?4 > 0 THEN ?5 ELSE seen END",
                 )?;
                 let mut add_shot = tx.prepare(
                     "INSERT INTO learn_shots (account, class, sender, subject) VALUES (?1, ?2, ?3, ?4)",
@@ -217,6 +227,7 @@ impl Store {
                     "DELETE FROM learn_tokens WHERE account = ?1 AND class = ?2 AND token = ?3 AND n <= 0",
                 )?;
                 let mut moved: std::collections::HashMap<&str, i64> = Default::default();
+                let now = now_ms();
                 for (class, feats, sign) in examples {
                     let shot = Shot::from_features(class, feats);
                     if *sign > 0 {
@@ -228,16 +239,15 @@ impl Store {
                     cl.execute(params![account, class, sign])?;
                     let total = moved.entry(class).or_default();
                     for t in feats.iter() {
-                        if *sign > 0 {
-                            tk.execute(params![account, class, t, sign])?;
-                            *total += sign;
-                        } else {
-                            let before: i64 = was
-                                .query_row(params![account, class, t], |r| r.get(0))
-                                .optional()?
-                                .unwrap_or(0);
-                            tk.execute(params![account, class, t, sign])?;
-                            *total += (before + sign).max(0) - before;
+                        let before: i64 = was
+                            .query_row(params![account, class, t], |r| r.get(0))
+                            .optional()?
+                            .unwrap_or(0);
+                        tk.execute(params![account, class, t, sign, now])?;
+                        let after = (before + sign).max(0);
+                        *total += after - before;
+                        rows += i64::from(after > 0) - i64::from(before > 0);
+                        if after == 0 {
                             spent.execute(params![account, class, t])?;
                         }
                     }
@@ -250,17 +260,81 @@ impl Store {
                     add_total.execute(params![account, class, by])?;
                 }
             }
-            tx.execute(
-                "INSERT INTO learn_state (account, generation, learned_examples, corrections)
-                 VALUES (?1, 0, max(?2, 0), ?3)
+            let vocabulary: i64 = tx.query_row(
+                "INSERT INTO learn_state (account, generation, learned_examples, corrections, vocabulary)
+                 VALUES (?1, 0, max(?2, 0), ?3, max(?5, 0))
                  ON CONFLICT (account) DO UPDATE SET generation = generation + ?4,
-                     learned_examples = max(learned_examples + ?2, 0), corrections = corrections + ?3",
-                params![account, learned + corrections, corrections, reload as i64],
+                     learned_examples = max(learned_examples + ?2, 0), corrections = corrections + ?3,
+                     vocabulary = max(vocabulary + ?5, 0)
+                 RETURNING vocabulary",
+                params![account, learned + corrections, corrections, reload as i64, rows],
+                |r| r.get(0),
             )?;
+            // Trimmed, the counts in the store are not those the account
+            // holds: it loads them again (a new generation).
+            if trim_vocabulary(&tx, account, vocabulary.max(0) as u64)? > 0 {
+                tx.execute(
+                    "UPDATE learn_state SET generation = generation + 1 WHERE account = ?1",
+                    [account],
+                )?;
+            }
             tx.commit()?;
             Ok(())
         })
     }
+}
+
+/// Keeps at most [`MAX_VOCABULARY`] of an account's counts, `rows` being
+/// how many it has: past it, the counts learned least and longest ago go
+/// (the fewest messages, then the oldest `seen`; of equals, in the order
+/// of the feature's text, so a training trims the same way each time and
+/// no folder loses more than its share) until [`VOCABULARY_KEPT`] are
+/// left, and each folder's total follows. The count kept in
+/// `learn_state` is then taken again from the rows, so any drift in it
+/// ends here. Returns how many went.
+fn trim_vocabulary(tx: &rusqlite::Transaction<'_>, account: &str, rows: u64) -> Result<u64> {
+    if rows <= MAX_VOCABULARY {
+        return Ok(0);
+    }
+    let excess = rows - VOCABULARY_KEPT;
+    let mut gone: std::collections::HashMap<String, i64> = Default::default();
+    let mut went = 0u64;
+    {
+        let mut pick = tx.prepare(
+            "SELECT class, token, n FROM learn_tokens WHERE account = ?1
+             ORDER BY n, seen, token, class LIMIT ?2",
+        )?;
+        let mut drop = tx
+            .prepare("DELETE FROM learn_tokens WHERE account = ?1 AND class = ?2 AND token = ?3")?;
+        let victims = pick.query_map(params![account, excess as i64], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        for v in victims.collect::<rusqlite::Result<Vec<_>>>()? {
+            let (class, token, n) = v;
+            went += drop.execute(params![account, class, token])? as u64;
+            *gone.entry(class).or_default() += n;
+        }
+    }
+    let mut total = tx.prepare(
+        "UPDATE learn_classes SET total = max(total - ?3, 0) WHERE account = ?1 AND class = ?2",
+    )?;
+    for (class, n) in &gone {
+        total.execute(params![account, class, n])?;
+    }
+    tx.execute(
+        "UPDATE learn_state SET vocabulary =
+             (SELECT count(*) FROM learn_tokens WHERE account = ?1) WHERE account = ?1",
+        [account],
+    )?;
+    log::info!(
+        "{account}: learned vocabulary reached {rows} counts; the {went} learned least and \
+         longest ago were let go (at most {MAX_VOCABULARY} are kept)"
+    );
+    Ok(went)
 }
 
 #[cfg(test)]
@@ -336,6 +410,108 @@ mod tests {
         assert_eq!((st.learned_examples, st.corrections), (0, 0));
         assert!(s.learn_counts("acct").unwrap().is_empty());
         assert!(s.learn_shots("acct").unwrap().is_empty());
+    }
+
+    /// Rows and the kept count, and each folder's total against its rows.
+    fn vocabulary_of(s: &Store, account: &str) -> (i64, i64) {
+        let conn = s.conn.lock();
+        let rows: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM learn_tokens WHERE account = ?1",
+                [account],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let drift: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM learn_classes c WHERE account = ?1 AND total !=
+                     (SELECT coalesce(sum(n), 0) FROM learn_tokens t
+                      WHERE t.account = c.account AND t.class = c.class)",
+                [account],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(drift, 0, "a folder's total is the sum of its counts");
+        drop(conn);
+        (rows, s.learn_state(account).unwrap().vocabulary)
+    }
+
+    /// `n` messages of 300 words each, none seen before (`tag` keeps
+    /// calls apart): what a run of random-word mail teaches.
+    fn strangers(tag: &str, n: usize) -> Vec<Vec<String>> {
+        (0..n)
+            .map(|i| (0..300).map(|j| format!("b:{tag}{i}x{j}")).collect())
+            .collect()
+    }
+
+    #[test]
+    fn the_vocabulary_is_bounded_and_what_went_was_learned_least_and_longest_ago() {
+        let s = Store::open_in_memory().unwrap();
+        // A trained classifier: words many messages share.
+        let mut m = Model::default();
+        for i in 0..20 {
+            let f: Vec<String> = vec![
+                "from:boss@work.example".into(),
+                "s:report".into(),
+                format!("s:week{}", i % 4),
+            ];
+            m.add("Work", &f, 1);
+        }
+        s.learn_replace("acct", &m.classes, &m.shots, 20).unwrap();
+        assert_eq!(vocabulary_of(&s, "acct"), (6, 6));
+
+        // Mail of random words, each learned as a rule filed it: the
+        // older run, then a newer one pushing the count past the bound.
+        let old = strangers("old", 400);
+        let rows: Vec<(&str, &[String], i64)> =
+            old.iter().map(|f| ("Junk", f.as_slice(), 1)).collect();
+        s.learn_add("acct", &rows, 0, false).unwrap();
+        assert_eq!(vocabulary_of(&s, "acct"), (120_006, 120_006));
+        let generation = s.learn_state("acct").unwrap().generation;
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let new = strangers("new", 300);
+        let rows: Vec<(&str, &[String], i64)> =
+            new.iter().map(|f| ("Junk", f.as_slice(), 1)).collect();
+        s.learn_add("acct", &rows, 0, false).unwrap();
+
+        let kept = VOCABULARY_KEPT as i64;
+        assert_eq!(vocabulary_of(&s, "acct"), (kept, kept));
+        let st = s.learn_state("acct").unwrap();
+        assert_eq!(
+            st.generation,
+            generation + 1,
+            "the account loads the trimmed counts again"
+        );
+        assert_eq!(st.learned_examples, 700, "messages learned are not undone");
+        let counts = s.learn_counts("acct").unwrap();
+        // What many messages share stays; of the words seen once, the
+        // older run's went and the newer run's stayed whole.
+        assert_eq!(counts["Work"].tokens["from:boss@work.example"], 20);
+        assert_eq!(counts["Work"].tokens.len(), 6);
+        let junk = &counts["Junk"].tokens;
+        assert!(new.iter().flatten().all(|t| junk.contains_key(t)));
+        let old_left = old
+            .iter()
+            .flatten()
+            .filter(|t| junk.contains_key(*t))
+            .count();
+        assert_eq!(old_left as i64, kept - 6 - 90_000);
+        assert_eq!(counts["Junk"].docs, 700);
+
+        // A training bigger than the bound is trimmed as it is stored.
+        let mut big = Model::default();
+        for f in strangers("t", 700) {
+            big.add("Archive", &f, 1);
+        }
+        big.add("Archive", &strangers("t", 1)[0], 1);
+        s.learn_replace("acct", &big.classes, &big.shots, 701)
+            .unwrap();
+        assert_eq!(vocabulary_of(&s, "acct"), (kept, kept));
+        let counts = s.learn_counts("acct").unwrap();
+        assert_eq!(
+            counts["Archive"].tokens["b:t0x0"], 2,
+            "a word of two messages outlasts words of one"
+        );
     }
 
     #[test]

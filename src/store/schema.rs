@@ -348,4 +348,14 @@ pub(super) const MIGRATIONS: &[&str] = &[
            OR (status IN ('ok', 'dry_run') AND actions = '[]' AND model = 'none'
                AND corrected_to IS NULL);
     "#,
+    // 10: the learned vocabulary is bounded (`learn::MAX_VOCABULARY`): when
+    // each row was last learned (`seen`, ms; 0 for rows from before and
+    // from a training), and per account how many rows it has, kept as
+    // they change so that knowing needs no scan.
+    r#"
+    ALTER TABLE learn_tokens ADD COLUMN seen INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE learn_state ADD COLUMN vocabulary INTEGER NOT NULL DEFAULT 0;
+    UPDATE learn_state SET vocabulary =
+        (SELECT count(*) FROM learn_tokens t WHERE t.account = learn_state.account);
+    "#,
 ];

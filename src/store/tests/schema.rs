@@ -336,3 +336,28 @@ fn a_version_lowered_by_hand_is_said_and_nothing_changes() {
         .unwrap();
     assert_eq!(kept, "v");
 }
+
+/// A file from before the vocabulary was bounded gets each account's count
+/// of rows as it migrates: the first trim comes when that is past the
+/// bound, not after a scan with each message.
+#[test]
+fn the_vocabulary_count_is_taken_as_the_file_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v9.db");
+    {
+        let conn = Connection::open(&p).unwrap();
+        for step in &MIGRATIONS[..9] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.execute_batch(
+            "INSERT INTO learn_state (account, generation) VALUES ('a', 1), ('b', 1);
+             INSERT INTO learn_tokens VALUES ('a', 'Work', 's:x', 2), ('a', 'INBOX', 's:x', 1),
+                 ('a', 'Work', 's:y', 1);
+             PRAGMA user_version = 9;",
+        )
+        .unwrap();
+    }
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.learn_state("a").unwrap().vocabulary, 3);
+    assert_eq!(s.learn_state("b").unwrap().vocabulary, 0);
+}
