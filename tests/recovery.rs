@@ -499,6 +499,63 @@ fn the_undo_of_a_message_deleted_since_is_refused_as_gone() {
     assert!(!m.log().contains("[ERROR]"), "{}", m.log());
 }
 
+/// Found by an audit (stop 58): the folder a message was moved to, renamed
+/// by the user and made again by the next move, gives its UIDs from 1
+/// again; the undo of the first message moved the new folder's UID 1,
+/// another message, back to INBOX under the first one's name. The UID's
+/// Message-ID is checked, and the message looked for by it.
+#[test]
+fn an_undo_never_moves_another_message_that_got_its_uid() {
+    let d = Dovecot::start();
+    let list = "List-Id: <dev.lists.example.org>\r\n";
+    d.seed("test", "INBOX", &msg_with("first", "Weekly digest", list));
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let first = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    let a = c.command("RENAME Lists Kept").unwrap();
+    assert!(a.ok(), "{:?}", a.text_of_untagged());
+    c.logout();
+    d.seed(
+        "test",
+        "INBOX",
+        &msg_with("second", "Weekly digest 2", list),
+    );
+    wait_processed(&m, 2, Duration::from_secs(30));
+    let where_is = |id: &str| -> Vec<String> {
+        d.messages("test")
+            .into_iter()
+            .filter(|x| x.message_id == format!("<{id}@mailproc.test>"))
+            .map(|x| x.mailbox)
+            .collect()
+    };
+    assert_eq!(where_is("second"), ["Lists"], "{}", m.log());
+    let undo = m.post(&format!("/api/activity/{first}/undo"), "");
+    assert_eq!(undo.status, 409, "{}", undo.text);
+    let error = undo.body["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("no message <first@mailproc.test> in \"Lists\""),
+        "{}",
+        undo.text
+    );
+    assert_eq!(where_is("second"), ["Lists"], "another message was moved");
+    assert_eq!(where_is("first"), ["Kept"]);
+    // Found by its Message-ID where the folder's UIDs started over, it is
+    // put back: the first message, renamed back into a Lists of its own.
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    for cmd in ["SELECT Kept", "MOVE 1 Lists"] {
+        let a = c.command(cmd).unwrap();
+        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
+    }
+    c.logout();
+    let undo = m.post(&format!("/api/activity/{first}/undo"), "");
+    assert_eq!(undo.status, 200, "{}\n{}", undo.text, m.log());
+    assert_eq!(where_is("first"), ["INBOX"]);
+    assert_eq!(where_is("second"), ["Lists"]);
+}
+
 /// Found by an audit of the binary: an undo is a move back and then its
 /// record; the process killed between the two left the message back in
 /// INBOX with no record, and the next start sorted it away again by its

@@ -204,52 +204,52 @@ impl Runner {
                 return Ok(Err(format!("SELECT {}: {e}", folders.describe(dest)).into()));
             }
         }
-        let uid = match t.dest_uid {
+        // Where the server said it went; else (no COPYUID), or when that
+        // UID holds another message now (the folder was renamed and made
+        // again since: its UIDs start over, and an audit's undo moved a
+        // stranger's message back under this entry's name), found by its
+        // Message-ID.
+        let mut by_id = false;
+        let mut uid = match t.dest_uid {
             Some(u) => u,
             None => {
-                let query = match search_message_id(&t.message_id, caps) {
-                    Ok(q) => q,
-                    Err(e) => {
-                        return Ok(Err(format!("its UID in {dest:?} is unknown and {e}").into()))
-                    }
-                };
-                let found = answer!(query.run(s), "searching by Message-ID");
-                // Two with this Message-ID (a monitor's alerts, say): which
-                // is this entry's cannot be told, and the other's would be
-                // put back under this entry's name (an audit). Refused.
-                match found.len() {
-                    0 => {
-                        return Ok(Err(NotBack::Gone(format!(
-                            "no message {} in {dest:?}: moved or deleted since",
-                            t.message_id
-                        ))))
-                    }
-                    1 => found[0],
-                    n => {
-                        return Ok(Err(NotBack::Gone(format!(
-                            "{n} messages in {dest:?} have the Message-ID {} and the server did \
-                             not say which UID this one got, so undo cannot tell which is this \
-                             one; move it back by hand",
-                            t.message_id
-                        ))))
-                    }
+                by_id = true;
+                match self.find_by_message_id(s, caps, t, dest)? {
+                    Ok(u) => u,
+                    Err(why) => return Ok(Err(why)),
                 }
             }
         };
-        // Still there? (The user may have moved or deleted it since.)
-        let fetched = answer!(
-            s.uid_fetch(uid.to_string(), super::learn_query()),
-            "reading it"
-        );
-        let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
-            return Ok(Err(NotBack::Gone(format!(
-                "UID {uid} is no longer in {dest:?}: moved or deleted since"
-            ))));
+        let feats = loop {
+            // Still there? (The user may have moved or deleted it since.)
+            let fetched = answer!(
+                s.uid_fetch(uid.to_string(), super::learn_query()),
+                "reading it"
+            );
+            let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
+                return Ok(Err(NotBack::Gone(format!(
+                    "UID {uid} is no longer in {dest:?}: moved or deleted since"
+                ))));
+            };
+            let email = f.header().map(|h| super::learn_email(h, f.text()));
+            let held = email.as_ref().map_or("", |e| e.message_id.as_str());
+            if !by_id && !t.message_id.is_empty() && held != t.message_id {
+                log::info!(
+                    "{}: activity {}: UID {uid} in {dest:?} now holds another message \
+                     ({held:?}); looking for {} by its Message-ID",
+                    self.name(),
+                    t.id,
+                    t.message_id
+                );
+                by_id = true;
+                uid = match self.find_by_message_id(s, caps, t, dest)? {
+                    Ok(u) => u,
+                    Err(why) => return Ok(Err(why)),
+                };
+                continue;
+            }
+            break email.as_ref().map(crate::learn::features);
         };
-        let feats = f
-            .header()
-            .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
-        drop(fetched);
         if let Err(e) = self.w.store.begin_undo(t) {
             return Ok(Err(format!("journalling the undo: {e}").into()));
         }
@@ -306,6 +306,47 @@ impl Runner {
             return Ok(Err(format!("restoring flags: {}", session_fatal(e)?).into()));
         }
         Ok(Ok((new_uid, row, feats)))
+    }
+
+    /// The UID of `t`'s message in `dest` (selected), found by its
+    /// Message-ID: refused when none or several hold it.
+    fn find_by_message_id(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        t: &UndoTarget,
+        dest: &str,
+    ) -> Result<Result<u32, NotBack>, ImapError> {
+        let query = match search_message_id(&t.message_id, caps) {
+            Ok(q) => q,
+            Err(e) => return Ok(Err(format!("its UID in {dest:?} is unknown and {e}").into())),
+        };
+        let found = match query.run(s) {
+            Ok(v) => v,
+            Err(e) => {
+                return Ok(Err(format!(
+                    "searching by Message-ID: {}",
+                    session_fatal(e)?
+                )
+                .into()))
+            }
+        };
+        // Two with this Message-ID (a monitor's alerts, say): which is this
+        // entry's cannot be told, and the other's would be put back under
+        // this entry's name (an audit). Refused.
+        Ok(match found.len() {
+            0 => Err(NotBack::Gone(format!(
+                "no message {} in {dest:?}: moved or deleted since",
+                t.message_id
+            ))),
+            1 => Ok(found[0]),
+            n => Err(NotBack::Gone(format!(
+                "{n} messages in {dest:?} have the Message-ID {} and the server did not say \
+                 which UID this one got, so undo cannot tell which is this one; move it back \
+                 by hand",
+                t.message_id
+            ))),
+        })
     }
 
     /// Finishes the undos journalled and not recorded (the process or the
