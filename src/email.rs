@@ -577,6 +577,65 @@ mod tests {
         assert!(!e.body.contains("U0VD"), "{:?}", e.body);
     }
 
+    /// Found by the regression audit (stop 58): an `=` that begins no
+    /// escape (`a == b`, a line of `=====`) made the parser give up on the
+    /// whole quoted-printable part, which became an attachment: no body for
+    /// the model and the classifier, while a mail client shows the text.
+    #[test]
+    fn an_equals_sign_that_begins_no_escape_is_text() {
+        let qp = "Content-Transfer-Encoding: quoted-printable";
+        let closed = |ct: &str, text: &str| {
+            format!(
+                "From: a@example.org\r\nSubject: s\r\n\
+                 Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+                 Content-Type: {ct}; charset=utf-8\r\n{qp}\r\n\r\n{text}\r\n--B\r\n\
+                 Content-Type: application/pdf; name=a.pdf\r\n\r\nPDF\r\n--B--\r\n"
+            )
+        };
+        let single = |ct: &str, text: &str| {
+            format!(
+                "From: a@example.org\r\nSubject: s\r\n\
+                 Content-Type: {ct}; charset=utf-8\r\n{qp}\r\n\r\n{text}\r\n"
+            )
+        };
+        for (raw, want) in [
+            (
+                closed("text/plain", "NINE if a == b then caf=C3=A9"),
+                "NINE if a == b then café",
+            ),
+            (
+                single("text/html", "<p>ELEVEN x == y caf=C3=A9</p>"),
+                "ELEVEN x == y café",
+            ),
+            (
+                single("text/plain", "TEN x == y caf=C3=A9 soft=\r\nbreak"),
+                "TEN x == y café softbreak",
+            ),
+            // (The last `=` of a line is a soft break, as ever.)
+            (
+                closed("text/plain", "=====\r\nTWELVE =A= and =4 end"),
+                "====TWELVE =A= and =4 end",
+            ),
+            // `=A` ending a line is text; the next line's first character
+            // is not its second digit.
+            (
+                single("text/plain", "THIRTEEN =A\r\nBC caf=C3=A9"),
+                "THIRTEEN =A\nBC café",
+            ),
+            // White space after an `=` is kept unless the line ends there
+            // (a soft break with trailing space).
+            (
+                single("text/plain", "FOURTEEN a = b=  \r\nc"),
+                "FOURTEEN a = bc",
+            ),
+        ] {
+            let e = Email::parse(raw.as_bytes()).unwrap();
+            assert_eq!(e.body.trim_end().replace("\r\n", "\n"), want, "{raw}");
+        }
+        let e = Email::parse(closed("text/plain", "a == b").as_bytes()).unwrap();
+        assert_eq!(e.attachments, ["a.pdf"]);
+    }
+
     /// Found by an audit: with two `Subject:` fields a `header: Subject`
     /// rule read the first and `subject:` rules, the record and the model
     /// the last. Every reader now sees the first field of each name.

@@ -104,18 +104,32 @@ impl<'x> MessageStream<'x> {
         // mailproc patch: whether the last line break was a soft one (`=`
         // at the end of a line), which adds nothing to `buf`.
         let mut soft = false;
+        // mailproc patch: the white space after an `=`, kept as written
+        // unless a line break follows (a soft break with trailing space).
+        let mut after_eq: Vec<u8> = Vec::new();
+        // mailproc patch: the first digit of an escape, as written.
+        let mut hex1_ch = 0;
 
         self.checkpoint();
 
         while let Some(&ch) = self.next() {
             match ch {
+                // mailproc patch: an `=` that begins no escape is text, as
+                // mail clients (and Python's quopri) read it: `a == b` and
+                // a line of `=====` gave up on the whole part, which then
+                // became an attachment and hid the text from the model and
+                // the classifier (an audit, stop 58).
                 b'=' => {
-                    if let QuotedPrintableState::None = state {
-                        state = QuotedPrintableState::Eq
-                    } else {
-                        self.restore();
-                        return (usize::MAX, b""[..].into());
+                    match state {
+                        QuotedPrintableState::None => {}
+                        QuotedPrintableState::Eq => {
+                            buf.push(b'=');
+                            buf.append(&mut after_eq);
+                        }
+                        QuotedPrintableState::Hex1 => buf.extend_from_slice(&[b'=', hex1_ch]),
                     }
+                    ws_count = 0;
+                    state = QuotedPrintableState::Eq;
                 }
                 b'\n' => {
                     end_pos = if last_ch == b'\r' {
@@ -123,6 +137,14 @@ impl<'x> MessageStream<'x> {
                     } else {
                         self.offset() - 1
                     };
+                    after_eq.clear();
+                    // mailproc patch: `=A` at the end of a line is text; the
+                    // next line's first character was read as its second
+                    // digit.
+                    if QuotedPrintableState::Hex1 == state {
+                        buf.extend_from_slice(&[b'=', hex1_ch]);
+                        state = QuotedPrintableState::None;
+                    }
                     if QuotedPrintableState::Eq == state {
                         state = QuotedPrintableState::None;
                         soft = true;
@@ -167,11 +189,15 @@ impl<'x> MessageStream<'x> {
                     }
                     QuotedPrintableState::Eq => {
                         hex1 = HEX_MAP[ch as usize];
-                        if hex1 != -1 {
+                        if ch.is_ascii_whitespace() {
+                            after_eq.push(ch);
+                        } else if hex1 != -1 && after_eq.is_empty() {
                             state = QuotedPrintableState::Hex1;
-                        } else if !ch.is_ascii_whitespace() {
+                            hex1_ch = ch;
+                        } else {
                             state = QuotedPrintableState::None;
                             buf.push(b'=');
+                            buf.append(&mut after_eq);
                             buf.push(ch);
                             ws_count = 0;
                         }
@@ -185,7 +211,7 @@ impl<'x> MessageStream<'x> {
                             ws_count = 0;
                         } else {
                             buf.push(b'=');
-                            buf.push(last_ch);
+                            buf.push(hex1_ch);
                             buf.push(ch);
                             ws_count = 0;
                         }
