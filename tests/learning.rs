@@ -458,6 +458,60 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
     );
 }
 
+/// Each folder's count of messages, as the classifier holds it.
+fn class_docs(m: &Mailproc) -> std::collections::BTreeMap<String, i64> {
+    let c = rusqlite::Connection::open(m.db_path()).unwrap();
+    let mut st = c
+        .prepare("SELECT class, docs FROM learn_classes WHERE account = 'acct'")
+        .unwrap();
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
+
+/// Found by an audit (stop 58): a correction took the message from the
+/// folder it left even when it had never been counted there (the
+/// classifier's own decision, mail left for review): other messages'
+/// evidence went, and an operator going through review mail with "Move
+/// to…" wore the INBOX class away. A rule's decision, learned as it was
+/// made, is still taken back.
+#[test]
+fn a_correction_takes_back_only_what_was_learned() {
+    let d = sorted_mailbox();
+    let mut m = trained_shop(&d, None);
+    d.seed("test", "INBOX", &newsletter(500));
+    d.seed("test", "INBOX", &receipt(500));
+    m.spawn(&[]);
+    m.wait_ready();
+    let all = wait_entries(&m, 2);
+    assert_eq!(entry(&all, "<n500@letters.example>")["model"], "learned");
+    assert_eq!(entry(&all, "<r500@shop.example>")["model"], "rules:shop");
+    let trained = class_docs(&m);
+    assert_eq!(trained["Newsletters"], 8, "{trained:?}");
+    assert_eq!(
+        trained["Receipts"], 9,
+        "8 trained and the rule's: {trained:?}"
+    );
+
+    // The user files both elsewhere; new mail wakes the account.
+    user_moves(&d, "<n500@letters.example>", "Newsletters", "Receipts");
+    user_moves(&d, "<r500@shop.example>", "Receipts", "Newsletters");
+    d.seed("test", "INBOX", &personal("p3", "Lunch"));
+    wait_entries(&m, 3);
+    m.wait_for(Duration::from_secs(20), "both corrections", || {
+        (m.get("/api/learned/acct").body["corrections"] == 2).then_some(())
+    });
+    let now = class_docs(&m);
+    // The classifier's decision was never learned: nothing taken from
+    // Newsletters for it; the rule's was, and goes.
+    assert_eq!(now["Newsletters"], 8 + 1, "{now:?}");
+    assert_eq!(now["Receipts"], 9 - 1 + 1, "{now:?}");
+    assert_eq!(m.get("/api/learned/acct").body["learnedExamples"], 1 + 2);
+}
+
 /// The corrections check reads a folder whole (EXAMINE, then a search of
 /// the week's moves) only when its counts changed since it last did: a
 /// pass with nothing moved in or out costs one STATUS of the folder. A

@@ -160,7 +160,7 @@ impl Runner {
                 "{}: activity {id}: the user moved the message from {from:?} to {to:?}; learned as a correction",
                 self.name()
             );
-            self.corrected(feats, &from, &to);
+            self.corrected(id, feats, &from, &to);
         }
         Ok(())
     }

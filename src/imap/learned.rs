@@ -241,10 +241,11 @@ impl Runner {
         Some((class_of(&o.actions, folders, mailbox)?, f.clone(), 1))
     }
 
-    /// Learns examples: in the classifier in hand and in the store.
+    /// Learns examples of mail as it was decided: in the classifier in
+    /// hand and in the store.
     pub(super) fn learn(&mut self, examples: Vec<Example>) {
-        let corrections = examples.iter().filter(|e| e.2 < 0).count() as i64;
-        self.add_examples(examples, corrections);
+        debug_assert!(examples.iter().all(|e| e.2 > 0));
+        self.add_examples(examples, 0);
     }
 
     /// Takes back examples learned too early (a held message whose move
@@ -278,11 +279,19 @@ impl Runner {
         }
     }
 
-    /// A person moved a message from folder `from` to `to` (Move to…, an
-    /// undo): counted in `mailproc_corrections_total`, and with
-    /// `learned.enabled` and its features known, learned as a correction
-    /// (taken from `from`, given to `to`). Returns whether it was learned.
-    pub(super) fn corrected(&mut self, feats: Option<Vec<String>>, from: &str, to: &str) -> bool {
+    /// A person moved the message of entry `id` from folder `from` to
+    /// `to` (Move to…, an undo, or their own mail client): counted in
+    /// `mailproc_corrections_total`, and with `learned.enabled` and its
+    /// features known, learned as a correction: given to `to`, and taken
+    /// from `from` when it was counted there ([`Runner::counted_in`]).
+    /// Returns whether it was learned.
+    pub(super) fn corrected(
+        &mut self,
+        id: i64,
+        feats: Option<Vec<String>>,
+        from: &str,
+        to: &str,
+    ) -> bool {
         self.w
             .metrics
             .corrections
@@ -290,14 +299,55 @@ impl Runner {
             .inc();
         match feats {
             Some(f) if self.w.account.learned.enabled => {
-                self.learn(vec![
-                    (from.to_string(), f.clone(), -1),
-                    (to.to_string(), f, 1),
-                ]);
+                let mut examples = vec![(to.to_string(), f.clone(), 1)];
+                if self.counted_in(id, from) {
+                    examples.insert(0, (from.to_string(), f, -1));
+                }
+                self.add_examples(examples, 1);
                 true
             }
             _ => false,
         }
+    }
+
+    /// Whether the message of entry `id` is among the classifier's
+    /// counts of `folder`: learned there as it was decided (see
+    /// [`Runner::example`]: not the classifier's own decisions, not mail
+    /// left undecided or under `min_confidence`), put there by a person
+    /// (a correction learned it), or there when the latest training read
+    /// the folders. A correction took every message from the folder it
+    /// left, and so took other messages' evidence for mail never counted
+    /// there: an operator going through review mail with "Move to…" wore
+    /// the INBOX class away (an audit). A store that cannot tell answers
+    /// yes, as before.
+    fn counted_in(&self, id: i64, folder: &str) -> bool {
+        let e = match self.w.store.activity_entry(id) {
+            Ok(Some(e)) => e,
+            Ok(None) => return false,
+            Err(e) => {
+                log::warn!("{}: {e}", self.name());
+                return true;
+            }
+        };
+        let trained = self
+            .w
+            .store
+            .learn_state(self.name())
+            .ok()
+            .and_then(|st| st.trained_at);
+        if trained.is_some_and(|t| t > e.processed_at) {
+            return true;
+        }
+        if e.corrected_to.as_deref() == Some(folder)
+            || (e.undone_at.is_some() && e.mailbox == folder)
+        {
+            return true;
+        }
+        let min = self.w.account.learned.min_confidence;
+        e.status == Status::Ok
+            && ![PATH, "none", "undo", "correction"].contains(&e.model.as_str())
+            && e.confidence.is_none_or(|c| c >= min)
+            && e.dest_folder.as_deref().unwrap_or(&e.mailbox) == folder
     }
 
     /// The account as the model sees it: with `learned.enabled`, the

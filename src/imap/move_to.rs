@@ -46,7 +46,7 @@ impl Runner {
                 ))))
             }
         };
-        let correction = self.corrected(feats, &from.folder, to);
+        let correction = self.corrected(id, feats, &from.folder, to);
         log::info!(
             "{}: activity {id} moved by a person from {:?} to {to:?} (UID {uid})",
             self.name(),

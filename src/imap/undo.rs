@@ -147,7 +147,7 @@ impl Runner {
                 ))))
             }
         };
-        let correction = self.corrected(feats, &dest, &t.mailbox);
+        let correction = self.corrected(id, feats, &dest, &t.mailbox);
         log::info!(
             "{}: activity {id} undone: back from {dest:?} to {:?} as UID {uid}",
             self.name(),

@@ -173,11 +173,12 @@ impl Store {
 
     /// Adds examples learned while processing (`sign` -1 takes one back, as
     /// a correction does with the folder that was wrong). `corrections`
-    /// counts how many of the -1 examples are corrections (each paired
-    /// with a +1, one message learned); the other -1 examples take back a
-    /// message learned before (one fewer learned); `reload` bumps the
-    /// generation, so the account (which did not learn them itself)
-    /// reloads its classifier.
+    /// counts the corrections among them: each is a +1, paired with a -1
+    /// when the message was counted in the folder it left (one message
+    /// learned either way); the other -1 examples take back a message
+    /// learned before (one fewer learned); `reload` bumps the generation,
+    /// so the account (which did not learn them itself) reloads its
+    /// classifier.
     pub fn learn_add(
         &self,
         account: &str,
@@ -190,6 +191,11 @@ impl Store {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let mut learned = 0i64;
             let mut rows = 0i64;
+            // The -1 examples that are corrections' take-backs (the rest
+            // unlearn a message): a correction learns one message either
+            // way.
+            let taken = examples.iter().filter(|e| e.2 < 0).count() as i64;
+            let paired = corrections.min(taken);
             {
                 let mut cl = tx.prepare(
                     "INSERT INTO learn_classes (account, class, docs, total) VALUES (?1, ?2, max(?3, 0), 0)
@@ -267,7 +273,7 @@ impl Store {
                      learned_examples = max(learned_examples + ?2, 0), corrections = corrections + ?3,
                      vocabulary = max(vocabulary + ?5, 0)
                  RETURNING vocabulary",
-                params![account, learned + corrections, corrections, reload as i64, rows],
+                params![account, learned + paired, corrections, reload as i64, rows],
                 |r| r.get(0),
             )?;
             // Trimmed, the counts in the store are not those the account
@@ -381,6 +387,15 @@ mod tests {
         let st = s.learn_state("acct").unwrap();
         assert_eq!((st.learned_examples, st.corrections), (2, 1));
         assert_eq!(st.generation, 2, "a correction from outside reloads");
+        // A correction of mail never counted where it was (the
+        // classifier's own decision, say) only gives: one message learned,
+        // one correction.
+        s.learn_add("acct", &[("Receipts", &a, 1)], 1, false)
+            .unwrap();
+        m.add("Receipts", &a, 1);
+        let st = s.learn_state("acct").unwrap();
+        assert_eq!((st.learned_examples, st.corrections), (3, 2));
+        assert_eq!(s.learn_counts("acct").unwrap(), m.classes);
         assert!(s.learn_counts("other").unwrap().is_empty());
 
         // Taking back more than was learned, and what never was: counts
