@@ -940,3 +940,71 @@ fn messages_the_user_moved_are_looked_for_a_few_at_a_time() {
         m.log()
     );
 }
+
+/// Found by the regression audit (stop 58): the messages the look budget
+/// left over were read, in the same pass, as new mail of the watched
+/// folder the user had moved them back to, and sorted away again by the
+/// rule that had moved them (a user rescuing 1,200 messages from Junk saw
+/// 907 junked again), their corrections then recorded as deletions. The
+/// leftovers are found in the watched folders at once and recorded first.
+#[test]
+fn messages_moved_back_to_a_watched_folder_are_not_sorted_again() {
+    let d = sorted_mailbox();
+    let mut m = trained_shop(&d, None);
+    d.seed_many(
+        "test",
+        "INBOX",
+        &(600..606).map(receipt).collect::<Vec<_>>(),
+    );
+    m.spawn(&[("MAILPROC_FAILPOINTS", "look_budget_ms=1")]);
+    m.wait_ready();
+    let in_receipts = || {
+        (600..606)
+            .filter(|i| d.mailboxes_of("test", &format!("<r{i}@shop.example>")) == ["Receipts"])
+            .count()
+    };
+    common::wait::until_done(
+        Duration::from_secs(60),
+        "the six receipts moved",
+        || {
+            let n = in_receipts();
+            (n as u64, (n == 6).then_some(()))
+        },
+        || m.log(),
+    );
+    // The user takes all six back to INBOX at once: the pass this wakes
+    // looks for one within its budget and must not sort the others again.
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    assert!(c.command("SELECT Receipts").unwrap().ok());
+    // The eight trained receipts are 1 to 8.
+    let a = c.command("MOVE 9:14 INBOX").unwrap();
+    assert!(a.ok(), "{:?}", a.text_of_untagged());
+    c.logout();
+    let corrections = || {
+        m.get("/api/learned/acct").body["corrections"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    common::wait::until_done(
+        Duration::from_secs(60),
+        "six corrections",
+        || {
+            let n = corrections();
+            (n, (n >= 6).then_some(()))
+        },
+        || m.log(),
+    );
+    assert_eq!(in_receipts(), 0, "sorted away again:\n{}", m.log());
+    assert!(
+        m.log().contains("found back in a watched folder now"),
+        "{}",
+        m.log()
+    );
+    let all = entries(&m);
+    let rule = all.iter().filter(|e| e["model"] == "rules:shop").count();
+    let back = all.iter().filter(|e| e["model"] == "correction").count();
+    assert_eq!((rule, back), (6, 6), "{all:#?}");
+    // Nothing is left to find, and nothing was taken for deleted.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!m.log().contains("(deleted)"), "{}", m.log());
+}
