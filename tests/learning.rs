@@ -449,6 +449,20 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
         ["Newsletters"],
         "left where the user put it"
     );
+    // Undo is refused at once (and not offered on its page: the same
+    // `store::moved_by_the_user`): the message is not where mailproc put
+    // it, and the user's choice stands (an audit found the button shown
+    // and always refused).
+    let id = entry(&entries(&m), "<r400@shop.example>")["id"]
+        .as_i64()
+        .unwrap();
+    let undo = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(undo.status, 409, "{}", undo.text);
+    assert!(undo.text.contains("their choice stands"), "{}", undo.text);
+    assert_eq!(
+        d.mailboxes_of("test", "<r400@shop.example>"),
+        ["Newsletters"]
+    );
     let systems = systems.lock().unwrap();
     assert_eq!(systems.len(), 1);
     assert!(

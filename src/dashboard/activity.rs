@@ -166,6 +166,7 @@ fn corrections(
 ) -> Markup {
     let moved_by_a_person = e.corrected_to.as_deref().is_some_and(|c| !c.is_empty());
     let undo = (e.status == store::Status::Ok || moved_by_a_person)
+        && !store::moved_by_the_user(e.corrected_to.as_deref(), e.dest_folder.as_deref())
         && e.dest_folder.is_some()
         && e.undoable
         && e.undone_at.is_none();

@@ -61,7 +61,7 @@ pub use journal::{
 };
 pub use learn::LearnState;
 pub use rename::HandOver;
-pub use undo::{MoveRecord, UndoTarget};
+pub use undo::{moved_by_the_user, MoveRecord, UndoTarget};
 
 /// A failed store operation: which one, and why.
 #[derive(Debug)]

@@ -34,6 +34,17 @@ pub struct UndoTarget {
     pub undone_at: Option<i64>,
     /// A person moved it ("Move to…") since it was decided.
     pub corrected: bool,
+    /// Where a person put it since (`""`: deleted it), by "Move to…" or
+    /// with their own mail client.
+    pub corrected_to: Option<String>,
+}
+
+/// Whether the user moved (or deleted) the message with their own mail
+/// client after mailproc, or "Move to…", last put it in `dest_folder`:
+/// then it is not where undo would look, and the user's choice stands (an
+/// audit found Undo offered for such entries, and always refused).
+pub fn moved_by_the_user(corrected_to: Option<&str>, dest_folder: Option<&str>) -> bool {
+    corrected_to.is_some_and(|c| Some(c) != dest_folder)
 }
 
 impl UndoTarget {
@@ -44,7 +55,9 @@ impl UndoTarget {
         // A person's "Move to…" of mail that was left in place (for
         // review, say) is undone as any move is (an audit found no way
         // back for a wrong click).
-        if self.status != super::Status::Ok && !self.corrected {
+        if moved_by_the_user(self.corrected_to.as_deref(), self.dest_folder.as_deref()) {
+            Some("the user has moved or deleted it since, with their mail client; their choice stands")
+        } else if self.status != super::Status::Ok && !self.corrected {
             Some("only a message that was acted on can be undone")
         } else if self.dest_folder.is_none() {
             Some("the message was not moved")
@@ -66,7 +79,8 @@ impl Store {
                 .lock()
                 .query_row(
                     "SELECT id, account, mailbox, uidvalidity, message_id, subject, sender, status,
-                        dest_folder, dest_uid, orig_flags, undone_at, coalesce(corrected_to, '') != ''
+                        dest_folder, dest_uid, orig_flags, undone_at, coalesce(corrected_to, '') != '',
+                        corrected_to
                      FROM emails WHERE id = ?1",
                     [id],
                     |r| {
@@ -86,6 +100,7 @@ impl Store {
                             flags: flags.and_then(|f| serde_json::from_str(&f).ok()),
                             undone_at: r.get(11)?,
                             corrected: r.get(12)?,
+                            corrected_to: r.get(13)?,
                         })
                     },
                 )
@@ -308,5 +323,20 @@ impl Store {
             )?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::moved_by_the_user;
+
+    #[test]
+    fn only_a_move_after_mailproc_or_move_to_is_the_users() {
+        // Never corrected, or put there by "Move to…": undo looks there.
+        assert!(!moved_by_the_user(None, Some("Junk")));
+        assert!(!moved_by_the_user(Some("Work"), Some("Work")));
+        // Moved elsewhere or deleted with their own mail client.
+        assert!(moved_by_the_user(Some("Work"), Some("Junk")));
+        assert!(moved_by_the_user(Some(""), Some("Junk")));
     }
 }
