@@ -47,6 +47,26 @@ fn folder_missing(no: &imap::error::No) -> bool {
     .any(|w| said.contains(w))
 }
 
+/// A server's text without its closing dot and Dovecot's timing
+/// (`Mailbox doesn't exist: Archive (0.001 + 0.000 secs).`), which an
+/// answer to an operator has no use for.
+fn server_words(information: &str) -> &str {
+    let t = information.trim_end_matches(['.', ' ']);
+    if let Some(inner) = t.strip_suffix(" secs)") {
+        if let Some(i) = inner.rfind(" (") {
+            let timing = &inner[i + 2..];
+            if !timing.is_empty()
+                && timing
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || matches!(c, '.' | '+' | ' '))
+            {
+                return inner[..i].trim_end_matches(['.', ' ']);
+            }
+        }
+    }
+    t
+}
+
 impl From<String> for NotBack {
     fn from(why: String) -> NotBack {
         NotBack::Failed(why)
@@ -196,7 +216,7 @@ impl Runner {
                 return Ok(Err(NotBack::Gone(format!(
                     "{} is not there: renamed or deleted since (the server: {})",
                     folders.describe(dest),
-                    no.information.trim_end_matches(['.', ' '])
+                    server_words(&no.information)
                 ))))
             }
             Err(e) => {
@@ -450,4 +470,20 @@ fn flags_back(s: &mut Session, uid: u32, flags: &[String]) -> imap::Result<()> {
         format!("FLAGS.SILENT ({})", flags.join(" ")),
     )
     .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_words;
+
+    #[test]
+    fn a_servers_words_lose_dovecots_timing() {
+        assert_eq!(
+            server_words("Mailbox doesn't exist: Archive (0.001 + 0.000 secs)."),
+            "Mailbox doesn't exist: Archive"
+        );
+        assert_eq!(server_words("No such folder."), "No such folder");
+        assert_eq!(server_words("in use (by you)"), "in use (by you)");
+        assert_eq!(server_words("odd ( secs)"), "odd ( secs)");
+    }
 }

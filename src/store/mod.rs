@@ -507,8 +507,11 @@ impl Store {
                 // SQLite ends the line "… in" and quotes the SQL below.
                 let said = said.lines().next().unwrap_or_default().trim_end();
                 let said = said.strip_suffix(" in").unwrap_or(said).to_string();
+                // Quoted for a POSIX shell, where the command is pasted:
+                // in double quotes a `$` or a backquote of the path would
+                // be expanded (the regression audit, stop 58).
                 let file = match tx.path() {
-                    Some(p) if !p.is_empty() => format!("{p:?}"),
+                    Some(p) if !p.is_empty() => format!("'{}'", p.replace('\'', r"'\''")),
                     _ => "FILE".to_string(),
                 };
                 let here = file::schema_of(&tx).ok();

@@ -324,6 +324,20 @@ fn a_version_lowered_by_hand_is_said_and_nothing_changes() {
     // SQLite's words, not the step's SQL it quotes (the regression audit).
     assert!(!e.contains("CREATE") && e.lines().count() == 1, "{e}");
     assert!(!e.contains(" in )") && !e.contains("sqlite3 FILE"), "{e}");
+    // The path as a shell reads it back: no `$` or backquote expanded, a
+    // quote kept (the regression audit, stop 58).
+    let odd = dir.path().join("it's $HOME `x`.sqlite");
+    Store::open(&odd).unwrap();
+    Connection::open(&odd)
+        .unwrap()
+        .pragma_update(None, "user_version", 1)
+        .unwrap();
+    let e = Store::open(&odd).err().expect("refused").to_string();
+    let quoted = format!(
+        "sqlite3 '{}/it'\\''s $HOME `x`.sqlite' 'PRAGMA",
+        dir.path().display()
+    );
+    assert!(e.contains(&quoted), "{e}\n{quoted}");
     let c = Connection::open(&p).unwrap();
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
