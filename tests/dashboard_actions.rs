@@ -285,6 +285,73 @@ fn move_to_and_make_a_rule_use_the_accounts_own_session() {
     );
 }
 
+/// Found by the audits of stop 58: "Move to…" used the UID an entry
+/// recorded in the folder it was moved to; once the user had renamed that
+/// folder and the next move made it again, the UID belonged to another
+/// message, which was moved instead. And a message gone from where its
+/// entry says was told as a failure to retry, not as what it is.
+#[test]
+fn move_to_never_takes_another_message_that_got_its_uid() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Archive");
+    let model = scripted_model();
+    let m = with_user(
+        &account_config(&d, &model, "")
+            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
+    );
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    wait_connected(&m);
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("first", "billing@shop.example", "Invoice 1"),
+    );
+    m.wait_for(Duration::from_secs(20), "the first invoice moved", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    let first = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    let a = c.command("RENAME Receipts Kept").unwrap();
+    assert!(a.ok(), "{:?}", a.text_of_untagged());
+    c.logout();
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("second", "billing@shop.example", "Invoice 2"),
+    );
+    m.wait_for(Duration::from_secs(20), "the second invoice moved", || {
+        (total(&m, "") >= 2).then_some(())
+    });
+    let where_is = |id: &str| -> Vec<String> {
+        d.messages("test")
+            .into_iter()
+            .filter(|x| x.message_id == format!("<{id}@mailproc.test>"))
+            .map(|x| x.mailbox)
+            .collect()
+    };
+    assert_eq!(where_is("second"), ["Receipts"], "{}", m.log());
+    assert_redirect(
+        &b.submit(&format!("/activity/{first}/move"), &[("folder", "Archive")]),
+        &format!("/activity/{first}"),
+    );
+    let page = b.get(&format!("/activity/{first}")).text;
+    assert!(
+        page.contains("no message &lt;first@mailproc.test&gt; in")
+            && page.contains("moved or deleted since"),
+        "{page}"
+    );
+    assert_eq!(
+        where_is("second"),
+        ["Receipts"],
+        "another message was moved"
+    );
+    assert_eq!(where_is("first"), ["Kept"]);
+}
+
 /// Found by an audit in a real browser: the rule form showed only move,
 /// flags, read and spam, so a rule that trashed (or kept mail where it
 /// was) lost that action when saved unchanged, and a keep-only rule could

@@ -11,6 +11,7 @@
 
 use super::commands::search_message_id;
 use super::session::{session_fatal, Caps, Folders, Session};
+use super::undo::{folder_missing, server_words, NotBack};
 use super::{ImapError, Runner};
 use crate::account::{Location, Moved, RefileError};
 use crate::store::UndoTarget;
@@ -39,7 +40,12 @@ impl Runner {
         }
         let (uid, feats) = match self.carry(s, caps, folders, &t, from, to)? {
             Ok(done) => done,
-            Err(e) => {
+            // Not where its entry says: no retry finds it (a 409, as for
+            // undo; the regression audit).
+            Err(NotBack::Gone(e)) => {
+                return Ok(Err(RefileError::Refused(format!("activity {id}: {e}"))))
+            }
+            Err(NotBack::Failed(e)) => {
                 return Ok(Err(RefileError::Failed(format!(
                     "{}: moving activity {id}: {e}",
                     self.name()
@@ -172,61 +178,93 @@ impl Runner {
         t: &UndoTarget,
         from: &Location,
         to: &str,
-    ) -> Result<Result<(u32, Option<Vec<String>>), String>, ImapError> {
+    ) -> Result<Result<(u32, Option<Vec<String>>), NotBack>, ImapError> {
         macro_rules! answer {
             ($r:expr, $what:expr) => {
                 match $r {
                     Ok(v) => v,
-                    Err(e) => return Ok(Err(format!("{}: {}", $what, session_fatal(e)?))),
+                    Err(e) => return Ok(Err(format!("{}: {}", $what, session_fatal(e)?).into())),
                 }
             };
         }
-        let mb = answer!(
-            folders.select(s, &from.folder),
-            format!("SELECT {}", folders.describe(&from.folder))
-        );
-        let uid = match self.find(s, caps, t, from, mb.uid_validity)? {
-            Ok(Some(u)) => u,
-            Ok(None) => {
-                return Ok(Err(format!(
-                    "no message {} in {:?}",
-                    t.message_id, from.folder
-                )))
+        let mb = match folders.select(s, &from.folder) {
+            Ok(mb) => mb,
+            Err(imap::Error::No(no)) if folder_missing(&no) => {
+                return Ok(Err(NotBack::Gone(format!(
+                    "{} is not there: renamed or deleted since (the server: {})",
+                    folders.describe(&from.folder),
+                    server_words(&no.information)
+                ))))
             }
-            Err(e) => return Ok(Err(e)),
+            Err(e) => {
+                let e = session_fatal(e)?;
+                return Ok(Err(format!(
+                    "SELECT {}: {e}",
+                    folders.describe(&from.folder)
+                )
+                .into()));
+            }
         };
-        let fetched = answer!(
-            s.uid_fetch(
-                uid.to_string(),
-                format!("(UID FLAGS {})", super::train::learn_items()),
-            ),
-            "reading it"
-        );
-        let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
-            return Ok(Err(format!("UID {uid} is no longer in {:?}", from.folder)));
+        let mut at = from.clone();
+        let gone = |what: String| {
+            Ok(Err(NotBack::Gone(format!(
+                "{what}: moved or deleted since"
+            ))))
         };
-        let flags: Vec<String> = f
-            .flags()
-            .iter()
-            .filter(|f| !matches!(f, imap::types::Flag::Recent))
-            .map(|f| f.to_string())
-            .collect();
-        let feats = f
-            .header()
-            .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
-        drop(fetched);
+        let (uid, f) = loop {
+            let uid = match self.find(s, caps, t, &at, mb.uid_validity)? {
+                Ok(Some(u)) => u,
+                Ok(None) => {
+                    return gone(format!("no message {} in {:?}", t.message_id, from.folder))
+                }
+                Err(e) => return Ok(Err(e.into())),
+            };
+            let fetched = answer!(
+                s.uid_fetch(
+                    uid.to_string(),
+                    format!("(UID FLAGS {})", super::train::learn_items()),
+                ),
+                "reading it"
+            );
+            let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
+                return gone(format!("UID {uid} is no longer in {:?}", from.folder));
+            };
+            // A UID recorded in a folder renamed and made again since holds
+            // another message: looked for by its Message-ID instead (undo
+            // moved a stranger's message so; the learning-loop audit).
+            let held = f
+                .header()
+                .and_then(crate::email::Email::parse_headers)
+                .map(|e| e.message_id)
+                .unwrap_or_default();
+            if at.uid.is_some() && !t.message_id.is_empty() && held != t.message_id {
+                at.uid = None;
+                continue;
+            }
+            let flags: Vec<String> = f
+                .flags()
+                .iter()
+                .filter(|f| !matches!(f, imap::types::Flag::Recent))
+                .map(|f| f.to_string())
+                .collect();
+            let feats = f
+                .header()
+                .map(|h| crate::learn::features(&super::learn_email(h, f.text())));
+            break (uid, (flags, feats));
+        };
+        let (flags, feats) = f;
         let mut created = std::collections::HashSet::new();
         let moved =
             match self.move_uids(s, caps, folders, &mut created, &[uid], to, &from.folder)? {
                 (landed, Ok(())) if landed.exact && !landed.dest.contains_key(&uid) => {
-                    return Ok(Err(format!(
+                    return Ok(Err(NotBack::Gone(format!(
                         "the message left {:?} before it could be moved \
                          (another client moved or deleted it)",
                         from.folder
-                    )))
+                    ))))
                 }
                 (landed, Ok(())) => landed.dest,
-                (_, Err(e)) => return Ok(Err(e)),
+                (_, Err(e)) => return Ok(Err(e.into())),
             };
         let new_uid = match moved.get(&uid).copied() {
             Some(u) => u,
@@ -238,17 +276,17 @@ impl Runner {
                 );
                 let query = match search_message_id(&t.message_id, caps) {
                     Ok(q) => q,
-                    Err(e) => return Ok(Err(format!("moved, but cannot find it: {e}"))),
+                    Err(e) => return Ok(Err(format!("moved, but cannot find it: {e}").into())),
                 };
                 let found = answer!(query.run(s), "searching by Message-ID");
                 match found.into_iter().max() {
                     Some(u) => u,
-                    None => return Ok(Err(format!("moved, but not found in {to:?}"))),
+                    None => return Ok(Err(format!("moved, but not found in {to:?}").into())),
                 }
             }
         };
         if let Err(e) = self.w.store.record_move_to(t.id, to, new_uid, &flags) {
-            return Ok(Err(format!("moved as UID {new_uid}, but {e}")));
+            return Ok(Err(format!("moved as UID {new_uid}, but {e}").into()));
         }
         Ok(Ok((new_uid, feats)))
     }

@@ -23,8 +23,8 @@ use super::{ImapError, Runner};
 use crate::account::{RefileError as UndoError, RefileTo, Refiled, Undone};
 use crate::store::UndoTarget;
 
-/// Why a message was not put back.
-enum NotBack {
+/// Why a message was not put back (or, for "Move to…", not moved).
+pub(super) enum NotBack {
     /// It is not where its entry says, or cannot be told apart there: moved
     /// or deleted by another client since. No retry finds it.
     Gone(String),
@@ -34,7 +34,7 @@ enum NotBack {
 
 /// Whether a NO says the folder does not exist (`[NONEXISTENT]`,
 /// `[TRYCREATE]`, or the words servers use without a code).
-fn folder_missing(no: &imap::error::No) -> bool {
+pub(super) fn folder_missing(no: &imap::error::No) -> bool {
     let said = format!("{:?} {}", no.code, no.information).to_ascii_lowercase();
     [
         "nonexistent",
@@ -50,7 +50,7 @@ fn folder_missing(no: &imap::error::No) -> bool {
 /// A server's text without its closing dot and Dovecot's timing
 /// (`Mailbox doesn't exist: Archive (0.001 + 0.000 secs).`), which an
 /// answer to an operator has no use for.
-fn server_words(information: &str) -> &str {
+pub(super) fn server_words(information: &str) -> &str {
     let t = information.trim_end_matches(['.', ' ']);
     if let Some(inner) = t.strip_suffix(" secs)") {
         if let Some(i) = inner.rfind(" (") {
