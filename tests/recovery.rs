@@ -389,6 +389,14 @@ fn a_database_another_program_locks_answers_503_and_says_so() {
             && notice.contains("Another program holds"),
         "{notice}"
     );
+    // The focus on the button pressed only (a warning is no failure, whose
+    // focus goes to "Process now"; the regression audit found both).
+    assert_eq!(page.text.matches(" autofocus").count(), 1, "{}", page.text);
+    assert!(
+        page.text.contains("aria-label=\"Pause acct\" autofocus"),
+        "{}",
+        page.text
+    );
     assert_eq!(m.get("/api/accounts").body["accounts"][0]["paused"], false);
     m.post("/api/accounts/acct/pause", "");
     lock.execute_batch("ROLLBACK").unwrap();

@@ -43,7 +43,7 @@ pub fn controls(s: &Session, name: &str, st: Option<&Status>, back: &str) -> Mar
             @else { (button("pause", "Pause", pause_or_resume)) }
             (button("reconnect", "Reconnect", focus.starts_with("Reconnect")))
             (button("process", "Process now", focus.starts_with("Process")
-                || (flash.is_some() && !flash.is_some_and(|f| f.ok))))
+                || flash.is_some_and(|f| !f.ok && !f.warning)))
         }
     }
 }
