@@ -352,13 +352,18 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
 fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(), String> {
     let store = std::sync::Arc::new(Store::open_configured(&config.storage.path)?);
     let mut last = String::new();
-    let report =
-        mailproc::service::train::train_account(account, &store, &mut |folder, done, total| {
+    let report = mailproc::service::train::train_account(
+        account,
+        &store,
+        &mut |folder, done, total| {
             if folder != last || done == total {
                 eprintln!("{folder}: {done}/{total}");
                 last = folder.to_string();
             }
-        })?;
+        },
+        // The file this run read is what it trains for.
+        &|| true,
+    )?;
     for (folder, n) in &report.folders {
         outln!("{folder}: {n} message(s)");
     }

@@ -886,3 +886,40 @@ fn a_crash_in_a_renames_wait_still_hands_over() {
     assert_eq!(of("Held by the model"), ["two"], "{entries:#}");
     assert_eq!(of("Came in the wait"), ["two"], "{entries:#}");
 }
+
+/// Found by the learning-loop audit (stop 58): a training still reading
+/// when its account was renamed stored the classifier under the old name,
+/// which no account uses, and the new name went on with the classifier
+/// from before as if nothing had run. It stores nothing and says so.
+#[test]
+fn a_training_whose_account_is_renamed_meanwhile_stores_nothing() {
+    let d = Dovecot::start();
+    d.add_user("two", "secret2");
+    let mut env = env();
+    env.push(("MAILPROC_FAILPOINTS", "train-before-store=pause:3000"));
+    let mut m = Mailproc::start_with_env(
+        &base(&account(&d, "one", "test", "(?i)invoice", "Receipts")),
+        &env,
+    );
+    let r = m.post_with("/api/accounts/one/train", TOKEN, "");
+    assert_eq!(r.status, 202, "{}", r.text);
+    m.wait_for(Duration::from_secs(20), "the folders read", || {
+        m.log()
+            .contains("failpoint train-before-store: pausing")
+            .then_some(())
+    });
+    let renamed =
+        account(&d, "two", "test", "(?i)invoice", "Receipts").replace("${PASS_two}", "${PASS_one}");
+    m.write_config(&base(&renamed));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(20), "the training's end", || {
+        m.log()
+            .contains("one: training failed: account one: renamed or removed while it trained")
+            .then_some(())
+    });
+    let c = rusqlite::Connection::open(m.db_path()).unwrap();
+    let stored: i64 = c
+        .query_row("SELECT count(*) FROM learn_state", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 0, "a classifier no account uses");
+}

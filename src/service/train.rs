@@ -71,11 +71,13 @@ pub struct Training {
 /// Reads the account's folders (read-only), fits its classifier from
 /// scratch and stores it, replacing the one before; the running account
 /// picks it up at its next pass. `progress(folder, done, total)` is told
-/// of each chunk read.
+/// of each chunk read; `named()` says whether the account still goes by
+/// its name when the classifier is to be stored.
 pub fn train_account(
     account: &AccountConfig,
     store: &Arc<Store>,
     progress: &mut dyn FnMut(&str, usize, usize),
+    named: &dyn Fn() -> bool,
 ) -> Result<TrainReport, String> {
     let started = std::time::Instant::now();
     let read = crate::imap::fetch_examples(account, store, progress)
@@ -103,6 +105,17 @@ pub fn train_account(
         report.folders.insert(f.folder, f.examples.len());
     }
     let classes: BTreeMap<String, ClassCounts> = model.classes;
+    crate::failpoint::hit("train-before-store");
+    // Renamed (or removed) while it read: stored under the old name, the
+    // classifier would reach no account, and the new name's would go on as
+    // if nothing had run (an audit).
+    if !named() {
+        return Err(format!(
+            "account {}: renamed or removed while it trained; nothing was stored (train it \
+             again under its name now)",
+            account.name
+        ));
+    }
     store
         .learn_replace(
             &account.name,
@@ -124,7 +137,12 @@ impl Training {
     /// Runs [`train_account`] on a thread of its own (`train-<account>`),
     /// keeping [`Training::status`] up to date. Returns false (and starts
     /// nothing) when the account is already training.
-    pub fn start(&self, account: Arc<AccountConfig>, store: Arc<Store>) -> bool {
+    pub fn start(
+        &self,
+        account: Arc<AccountConfig>,
+        store: Arc<Store>,
+        named: Box<dyn Fn() -> bool + Send>,
+    ) -> bool {
         {
             let mut t = self.runs.lock();
             if matches!(t.get(&account.name), Some(TrainStatus::Running { .. })) {
@@ -147,17 +165,22 @@ impl Training {
             .spawn(move || {
                 let name = account.name.clone();
                 let started_at = now_ms();
-                let r = train_account(&account, &store, &mut |folder, done, total| {
-                    runs.lock().insert(
-                        name.clone(),
-                        TrainStatus::Running {
-                            started_at,
-                            folder: folder.to_string(),
-                            done,
-                            total,
-                        },
-                    );
-                });
+                let r = train_account(
+                    &account,
+                    &store,
+                    &mut |folder, done, total| {
+                        runs.lock().insert(
+                            name.clone(),
+                            TrainStatus::Running {
+                                started_at,
+                                folder: folder.to_string(),
+                                done,
+                                total,
+                            },
+                        );
+                    },
+                    &*named,
+                );
                 let status = match r {
                     Ok(report) => {
                         log::info!(
@@ -200,7 +223,18 @@ pub fn start(ctx: &super::Ctx, name: &str) -> Result<(), super::Error> {
     let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
         return Err(super::Error::NotFound(format!("no account named {name:?}")));
     };
-    if !ctx.training.start(Arc::new(a.clone()), ctx.store.clone()) {
+    let (live, named) = (ctx.live.clone(), name.to_string());
+    let still = Box::new(move || {
+        live.config()
+            .config
+            .accounts
+            .iter()
+            .any(|a| a.name == named)
+    });
+    if !ctx
+        .training
+        .start(Arc::new(a.clone()), ctx.store.clone(), still)
+    {
         return Err(super::Error::Conflict(format!(
             "{name}: training is already running"
         )));
