@@ -90,6 +90,10 @@ impl Runner {
         if self.learner_generation == Some(generation) {
             return;
         }
+        // Bounded before it is loaded (see `Store::learn_bound`).
+        if let Err(e) = self.w.store.learn_bound(self.name()) {
+            log::warn!("{}: {e}", self.name());
+        }
         let stored = self.w.store.learn_counts(self.name()).and_then(|counts| {
             let mut m = crate::learn::Model::from_counts(counts);
             m.shots = self.w.store.learn_shots(self.name())?;

@@ -19,7 +19,9 @@ use super::{Cause, Result, StoreError};
 pub fn hold_for_service(path: &Path) -> std::result::Result<impl Sized, String> {
     use nix::fcntl::{Flock, FlockArg};
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| match e {
+    let held = Flock::lock(file, FlockArg::LockExclusiveNonblock);
+    SERVICE.store(held.is_ok(), std::sync::atomic::Ordering::Relaxed);
+    held.map_err(|(_, e)| match e {
         nix::errno::Errno::EWOULDBLOCK => format!(
             "{} is in use by another mailproc service (it holds the file's lock): two \
              services on one database would each process every message",
@@ -27,6 +29,31 @@ pub fn hold_for_service(path: &Path) -> std::result::Result<impl Sized, String> 
         ),
         e => format!("{}: cannot lock it: {e}", path.display()),
     })
+}
+
+/// Whether this process holds a database as the service
+/// ([`hold_for_service`]).
+static SERVICE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a service other than this process holds the database at
+/// `path`: a command of the shell (`set-password`, `train`) must not move
+/// its schema under it. The running service is then an older mailproc,
+/// whose writes know nothing of the new columns (an audit: an old service
+/// retraining beside a file a new `set-password` had migrated left the
+/// vocabulary's count far above its rows, and the new binary's first trim
+/// then let the whole classifier go).
+pub(super) fn another_service_holds(path: &Path) -> bool {
+    use nix::fcntl::{Flock, FlockArg};
+    if SERVICE.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    matches!(
+        Flock::lock(file, FlockArg::LockExclusiveNonblock),
+        Err((_, nix::errno::Errno::EWOULDBLOCK))
+    )
 }
 
 /// A file's device and inode: which file a path names.
@@ -324,9 +351,9 @@ fn check_contents(path: &Path) -> std::result::Result<(), String> {
         .unwrap_or(0);
     if version > MIGRATIONS.len() {
         return Err(format!(
-            "{}: database schema version {version} is newer than this mailproc ({}); upgrade mailproc",
+            "{}: {}",
             path.display(),
-            MIGRATIONS.len()
+            super::newer_schema(version)
         ));
     }
     Ok(())

@@ -35,8 +35,7 @@ impl Store {
     pub fn learn_state(&self, account: &str) -> Result<LearnState> {
         self.op("learn_state", || {
             Ok(self
-                .conn
-                .lock()
+                .reader()
                 .query_row(
                     "SELECT generation, trained_at, trained_examples, learned_examples, corrections,
                          vocabulary
@@ -171,6 +170,36 @@ impl Store {
         })
     }
 
+    /// Counts an account's vocabulary again and trims it past the bound,
+    /// before the account loads its classifier: a file from before the
+    /// bound (or written by an older mailproc beside this one) may hold
+    /// any number of rows, and only learning trimmed them (an audit: 1.5
+    /// million rows kept in memory until a rule's decision was learned).
+    /// Returns how many went.
+    pub fn learn_bound(&self, account: &str) -> Result<u64> {
+        self.op("learn_bound", || {
+            let (rows, kept): (i64, i64) = self.reader().query_row(
+                "SELECT (SELECT count(*) FROM learn_tokens WHERE account = ?1),
+                        coalesce((SELECT vocabulary FROM learn_state WHERE account = ?1), 0)",
+                [account],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if rows == kept && rows as u64 <= MAX_VOCABULARY {
+                return Ok(0);
+            }
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            tx.execute(
+                "UPDATE learn_state SET vocabulary =
+                     (SELECT count(*) FROM learn_tokens WHERE account = ?1) WHERE account = ?1",
+                [account],
+            )?;
+            let went = trim_vocabulary(&tx, account, rows.max(0) as u64)?;
+            tx.commit()?;
+            Ok(went)
+        })
+    }
+
     /// Adds examples learned while processing (`sign` -1 takes one back, as
     /// a correction does with the folder that was wrong). `corrections`
     /// counts the corrections among them: each is a +1, paired with a -1
@@ -298,10 +327,26 @@ impl Store {
 /// left, and each folder's total follows. The count kept in
 /// `learn_state` is then taken again from the rows, so any drift in it
 /// ends here. Returns how many went.
-fn trim_vocabulary(tx: &rusqlite::Transaction<'_>, account: &str, rows: u64) -> Result<u64> {
-    if rows <= MAX_VOCABULARY {
+fn trim_vocabulary(tx: &rusqlite::Transaction<'_>, account: &str, counted: u64) -> Result<u64> {
+    if counted <= MAX_VOCABULARY {
         return Ok(0);
     }
+    // The rows decide, not the count kept: an older mailproc writing the
+    // file beside a newer one leaves it off (an audit: kept far above the
+    // rows, it had the whole classifier let go).
+    let rows: u64 = tx.query_row(
+        "SELECT count(*) FROM learn_tokens WHERE account = ?1",
+        [account],
+        |r| r.get::<_, i64>(0),
+    )? as u64;
+    if rows <= MAX_VOCABULARY {
+        tx.execute(
+            "UPDATE learn_state SET vocabulary = ?2 WHERE account = ?1",
+            params![account, rows as i64],
+        )?;
+        return Ok(0);
+    }
+    let began = std::time::Instant::now();
     let excess = rows - VOCABULARY_KEPT;
     let mut gone: std::collections::HashMap<String, i64> = Default::default();
     let mut went = 0u64;
@@ -338,7 +383,8 @@ fn trim_vocabulary(tx: &rusqlite::Transaction<'_>, account: &str, rows: u64) -> 
     )?;
     log::info!(
         "{account}: learned vocabulary reached {rows} counts; the {went} learned least and \
-         longest ago were let go (at most {MAX_VOCABULARY} are kept)"
+         longest ago were let go in {} ms (at most {MAX_VOCABULARY} are kept)",
+        began.elapsed().as_millis()
     );
     Ok(went)
 }
@@ -527,6 +573,60 @@ mod tests {
             counts["Archive"].tokens["b:t0x0"], 2,
             "a word of two messages outlasts words of one"
         );
+    }
+
+    /// Found by the upgrade audit (stop 58): the count kept far above the
+    /// rows (an older mailproc retrained beside a file a newer one had
+    /// migrated) had the first trim let the whole classifier go; and rows
+    /// from before the bound stayed, in the store and in memory, until
+    /// something was learned.
+    #[test]
+    fn the_rows_decide_a_trim_and_a_load_bounds_what_was_there() {
+        let s = Store::open_in_memory().unwrap();
+        let mut m = Model::default();
+        m.add("Work", &["s:report".to_string(), "s:week".to_string()], 1);
+        m.add("Work", &["s:report".to_string()], 1);
+        s.learn_replace("acct", &m.classes, &m.shots, 2).unwrap();
+        s.conn
+            .lock()
+            .execute("UPDATE learn_state SET vocabulary = 250000", [])
+            .unwrap();
+        s.learn_add("acct", &[("Work", &["s:more".to_string()], 1)], 0, false)
+            .unwrap();
+        assert_eq!(vocabulary_of(&s, "acct"), (3, 3), "nothing went");
+        assert_eq!(
+            s.learn_counts("acct").unwrap()["Work"].tokens["s:report"],
+            2
+        );
+
+        // Rows written before the bound (the count not kept then).
+        {
+            let conn = s.conn.lock();
+            let mut add = conn
+                .prepare("INSERT INTO learn_tokens (account, class, token, n) VALUES ('acct', 'Junk', ?1, 1)")
+                .unwrap();
+            for i in 0..MAX_VOCABULARY + 10 {
+                add.execute([format!("b:old{i}")]).unwrap();
+            }
+            conn.execute("UPDATE learn_state SET vocabulary = 3", [])
+                .unwrap();
+        }
+        let went = s.learn_bound("acct").unwrap();
+        let kept = VOCABULARY_KEPT as i64;
+        assert_eq!(went, MAX_VOCABULARY + 13 - VOCABULARY_KEPT);
+        let conn = s.conn.lock();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM learn_tokens", [], |r| r.get(0))
+            .unwrap();
+        drop(conn);
+        assert_eq!(rows, kept);
+        assert_eq!(s.learn_state("acct").unwrap().vocabulary, kept);
+        assert_eq!(
+            s.learn_counts("acct").unwrap()["Work"].tokens["s:report"],
+            2
+        );
+        // Bounded and counted right: nothing more to do.
+        assert_eq!(s.learn_bound("acct").unwrap(), 0);
     }
 
     #[test]

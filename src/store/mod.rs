@@ -353,6 +353,16 @@ fn set_wal(conn: &Connection) -> Result<()> {
     }
 }
 
+/// What a file of a newer schema than this mailproc's is told.
+fn newer_schema(version: usize) -> String {
+    format!(
+        "database schema version {version} is newer than this mailproc ({}): a newer mailproc \
+         moved it there; run that one, or restore the backup taken before it (README: \
+         Upgrades)",
+        MIGRATIONS.len()
+    )
+}
+
 fn parse_actions(s: &str) -> Vec<Action> {
     serde_json::from_str(s).unwrap_or_default()
 }
@@ -485,11 +495,30 @@ impl Store {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let version: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version > MIGRATIONS.len() {
-            return Err(StoreError::new("migrate", Cause::Schema(format!(
-                "database schema version {version} is newer than this mailproc ({}); upgrade mailproc",
-                MIGRATIONS.len()
-            ))));
+            return Err(StoreError::new(
+                "migrate",
+                Cause::Schema(newer_schema(version)),
+            ));
         }
+        let path = tx.path().unwrap_or_default().to_string();
+        if version > 0
+            && version < MIGRATIONS.len()
+            && !path.is_empty()
+            && file::another_service_holds(Path::new(&path))
+        {
+            return Err(StoreError::new(
+                "migrate",
+                Cause::Schema(format!(
+                    "database schema version {version} is older than this mailproc's ({}), and \
+                     a running mailproc service holds the file: nothing was changed; restart \
+                     the service with this mailproc first (its start moves the file to version \
+                     {}), then run this again",
+                    MIGRATIONS.len(),
+                    MIGRATIONS.len()
+                )),
+            ));
+        }
+        let began = std::time::Instant::now();
         for (i, step) in MIGRATIONS.iter().enumerate().skip(version) {
             // A step that fails on a file of mailproc's met tables it did
             // not expect at that version: a `PRAGMA user_version` set by
@@ -537,9 +566,16 @@ impl Store {
                 ));
             }
             tx.pragma_update(None, "user_version", i + 1)?;
-            log::info!("store: migrated schema to version {}", i + 1);
         }
         tx.commit()?;
+        if version > 0 && version < MIGRATIONS.len() {
+            log::info!(
+                "store: migrated {path} from schema version {version} to {} in {} ms (an older \
+                 mailproc cannot open it now: going back means the backup taken before)",
+                MIGRATIONS.len(),
+                began.elapsed().as_millis()
+            );
+        }
         Ok(())
     }
 

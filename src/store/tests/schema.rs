@@ -375,3 +375,43 @@ fn the_vocabulary_count_is_taken_as_the_file_migrates() {
     assert_eq!(s.learn_state("a").unwrap().vocabulary, 3);
     assert_eq!(s.learn_state("b").unwrap().vocabulary, 0);
 }
+
+/// Found by the upgrade audit (stop 58): a new binary's shell command
+/// (`set-password`) migrated the file under the old service still running
+/// on it, whose writes then knew nothing of the new columns. While another
+/// process holds the service's lock, an older file is left as it is.
+#[test]
+fn an_older_file_a_running_service_holds_is_not_migrated_under_it() {
+    use nix::fcntl::{Flock, FlockArg};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v9.db");
+    {
+        let conn = Connection::open(&p).unwrap();
+        for step in &MIGRATIONS[..9] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.execute_batch("PRAGMA user_version = 9;").unwrap();
+    }
+    let version = || -> i64 {
+        Connection::open(&p)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap()
+    };
+    let service = Flock::lock(
+        std::fs::File::open(&p).unwrap(),
+        FlockArg::LockExclusiveNonblock,
+    )
+    .map_err(|(_, e)| e)
+    .unwrap();
+    let e = Store::open(&p).err().expect("refused").to_string();
+    assert!(
+        e.contains("schema version 9 is older than this mailproc's")
+            && e.contains("restart the service with this mailproc first"),
+        "{e}"
+    );
+    assert_eq!(version(), 9);
+    drop(service);
+    Store::open(&p).unwrap();
+    assert_eq!(version(), MIGRATIONS.len() as i64);
+}
