@@ -352,6 +352,61 @@ fn move_to_never_takes_another_message_that_got_its_uid() {
     assert_eq!(where_is("first"), ["Kept"]);
 }
 
+/// Found by the regression audit (stop 58): whether a correction takes a
+/// message back from the folder it left was asked after "Move to…" or
+/// undo had rewritten the entry, which then named the folder it went to:
+/// "Move to…" never took anything back, and a message came to count in
+/// two folders at once.
+#[test]
+fn move_to_and_its_undo_take_back_what_was_learned() {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Archive");
+    let model = scripted_model();
+    let m = with_user(
+        &account_config(&d, &model, "    learned: { enabled: true }\n")
+            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
+    );
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    wait_connected(&m);
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("inv", "billing@shop.example", "Invoice 9"),
+    );
+    m.wait_for(Duration::from_secs(20), "the invoice moved", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    let id = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let docs = || -> Vec<(String, i64)> {
+        let c = rusqlite::Connection::open(m.db_path()).unwrap();
+        let mut st = c
+            .prepare("SELECT class, docs FROM learn_classes WHERE docs > 0 ORDER BY class")
+            .unwrap();
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows
+    };
+    // The rule's decision, learned as it was made.
+    assert_eq!(docs(), [("Receipts".to_string(), 1)]);
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Archive")]),
+        &format!("/activity/{id}"),
+    );
+    assert_eq!(docs(), [("Archive".to_string(), 1)], "in one folder only");
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/undo"), &[]),
+        &format!("/activity/{id}"),
+    );
+    assert_eq!(docs(), [("INBOX".to_string(), 1)], "in one folder only");
+}
+
 /// Found by an audit in a real browser: the rule form showed only move,
 /// flags, read and spam, so a rule that trashed (or kept mail where it
 /// was) lost that action when saved unchanged, and a keep-only rule could

@@ -965,11 +965,26 @@ fn messages_the_user_moved_are_looked_for_a_few_at_a_time() {
 fn messages_moved_back_to_a_watched_folder_are_not_sorted_again() {
     let d = sorted_mailbox();
     let mut m = trained_shop(&d, None);
-    d.seed_many(
-        "test",
-        "INBOX",
-        &(600..606).map(receipt).collect::<Vec<_>>(),
+    // Four plain receipts, one with no From, one whose From comes after
+    // 80 KB of To (past the 64 KiB of fields a correction reads; the
+    // second regression audit found both sorted away again).
+    let mut mail: Vec<Vec<u8>> = (600..604).map(receipt).collect();
+    let plain = String::from_utf8(receipt(604)).unwrap();
+    mail.push(
+        plain
+            .replace("From: Example Shop <orders@shop.example>\r\n", "")
+            .into_bytes(),
     );
+    let crowd: Vec<String> = (0..3000).map(|i| format!("r{i}@crowd.example")).collect();
+    let late = String::from_utf8(receipt(605)).unwrap().replace(
+        "From: Example Shop <orders@shop.example>\r\nTo: test@example.test\r\n",
+        &format!(
+            "To: {}\r\nFrom: Example Shop <orders@shop.example>\r\n",
+            crowd.join(",\r\n ")
+        ),
+    );
+    mail.push(late.into_bytes());
+    d.seed_many("test", "INBOX", &mail);
     m.spawn(&[("MAILPROC_FAILPOINTS", "look_budget_ms=1")]);
     m.wait_ready();
     let in_receipts = || {
@@ -1010,7 +1025,8 @@ fn messages_moved_back_to_a_watched_folder_are_not_sorted_again() {
     );
     assert_eq!(in_receipts(), 0, "sorted away again:\n{}", m.log());
     assert!(
-        m.log().contains("found back in a watched folder now"),
+        m.log()
+            .contains("message(s) the user moved back were found in a watched folder at once"),
         "{}",
         m.log()
     );

@@ -119,12 +119,21 @@ impl Runner {
                         self.corrections_read.remove(f);
                     }
                     let back = self.claim_watched(s, caps, folders, &gone[i..])?;
-                    log::info!(
-                        "{}: corrections: {} more message(s) that left their folders are \
-                         looked for at the next pass ({back} found back in a watched folder now)",
-                        self.name(),
-                        gone.len() - i - back
-                    );
+                    let rest = gone.len() - i - back;
+                    if back > 0 {
+                        log::info!(
+                            "{}: corrections: {back} message(s) the user moved back were found \
+                             in a watched folder at once",
+                            self.name()
+                        );
+                    }
+                    if rest > 0 {
+                        log::info!(
+                            "{}: corrections: {rest} more message(s) that left their folders \
+                             are looked for at the next pass",
+                            self.name()
+                        );
+                    }
                     break;
                 }
                 searched += 1;
@@ -148,6 +157,7 @@ impl Runner {
             let watched = folder
                 .as_ref()
                 .is_some_and(|f| self.w.account.folders.watch.contains(f));
+            let counted = self.counted_in(id, &from);
             self.w
                 .store
                 .record_correction(&t, folder.as_deref(), arrived.filter(|_| watched))?;
@@ -162,7 +172,7 @@ impl Runner {
                 "{}: activity {id}: the user moved the message from {from:?} to {to:?}; learned as a correction",
                 self.name()
             );
-            self.corrected(id, feats, &from, &to);
+            self.corrected(counted, feats, &from, &to);
         }
         Ok(())
     }
@@ -174,9 +184,12 @@ impl Runner {
     /// the pass reads that folder's new mail, which would otherwise decide
     /// them again. A user rescuing 1,200 messages from Junk saw the 907
     /// the budget left junked again by the same rule, and their
-    /// corrections recorded as deletions (an audit). The rest (and one
-    /// whose Message-ID several messages there carry, or from another
-    /// sender) wait for the next pass. Returns how many were found.
+    /// corrections recorded as deletions (an audit). Taken as
+    /// [`Runner::find_elsewhere`] takes a message: by its Message-ID, from
+    /// the recorded sender (read on its own when the header's first 64 KiB
+    /// hold no From), the newest of a few first; and only a message with
+    /// no record yet. The rest wait for the next pass. Returns how many
+    /// were found.
     fn claim_watched(
         &mut self,
         s: &mut Session,
@@ -186,10 +199,13 @@ impl Runner {
     ) -> Result<usize, ImapError> {
         /// UIDs read in one FETCH (at most 80 KB each).
         const READ_AT_ONCE: usize = 50;
+        /// The newest messages of a folder with one Message-ID read to find
+        /// the one from the sender, as `find_elsewhere` reads them.
+        const CANDIDATES: usize = 5;
         let mut wanted: HashMap<String, (UndoTarget, String)> = HashMap::new();
         for (id, from) in left {
             if let Some(t) = self.w.store.undo_target(*id)? {
-                if !t.message_id.is_empty() && !t.from.is_empty() {
+                if !t.message_id.is_empty() {
                     wanted
                         .entry(t.message_id.clone())
                         .or_insert((t, from.clone()));
@@ -208,8 +224,9 @@ impl Runner {
                     continue;
                 }
             };
+            let validity = mb.uid_validity.unwrap_or(0);
             let ids: Vec<&str> = wanted.keys().map(String::as_str).collect();
-            let found = match ids_in_folder(s, caps, &ids) {
+            let mut found = match ids_in_folder(s, caps, &ids) {
                 Ok(found) => found,
                 Err(e) => {
                     let e = session_fatal(e)?;
@@ -217,11 +234,38 @@ impl Runner {
                     continue;
                 }
             };
-            let hits: Vec<(String, u32)> = found
-                .uids
+            // An id one search could not take (8-bit, refused): searched on
+            // its own.
+            for id in std::mem::take(&mut found.left) {
+                let Ok(query) = search_message_id(&id, caps) else {
+                    continue;
+                };
+                match query.run(s) {
+                    Ok(uids) if !uids.is_empty() => {
+                        found.uids.insert(id, uids);
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        session_fatal(e)?;
+                    }
+                }
+            }
+            // The newest few of each id first; a UID recorded already is
+            // another message (a twin processed before), never this one.
+            let all: Vec<u32> = found.uids.values().flatten().copied().collect();
+            let recorded: HashSet<u32> = self
+                .w
+                .store
+                .recorded(self.name(), &folder, validity, &all)?
                 .into_iter()
-                .filter_map(|(id, uids)| (uids.len() == 1).then(|| (id, uids[0])))
+                .map(|(m, _)| m.uid)
                 .collect();
+            let mut hits: Vec<(String, u32)> = Vec::new();
+            for (id, mut uids) in found.uids {
+                uids.retain(|u| !recorded.contains(u));
+                uids.sort_unstable_by(|a, b| b.cmp(a));
+                hits.extend(uids.into_iter().take(CANDIDATES).map(|u| (id.clone(), u)));
+            }
             for chunk in hits.chunks(READ_AT_ONCE) {
                 let uids: Vec<u32> = chunk.iter().map(|h| h.1).collect();
                 let fetched = match s.uid_fetch(uid_set(&uids), super::learn_query()) {
@@ -232,41 +276,65 @@ impl Runner {
                         break;
                     }
                 };
+                let read: HashMap<u32, crate::email::Email> = fetched
+                    .iter()
+                    .filter_map(|f| {
+                        let h = f.header()?;
+                        Some((f.uid?, super::learn_email(h, f.text())))
+                    })
+                    .collect();
+                drop(fetched);
                 for (id, uid) in chunk {
-                    let email = fetched
-                        .iter()
-                        .find(|f| f.uid == Some(*uid))
-                        .and_then(|f| f.header().map(|h| super::learn_email(h, f.text())));
                     let Some((t, from)) = wanted.get(id) else {
                         continue;
                     };
-                    let theirs = email.as_ref().map_or("", |e| e.from.as_str());
-                    if !theirs.eq_ignore_ascii_case(&t.from) {
+                    let email = read.get(uid);
+                    let mut theirs = email.map_or(String::new(), |e| e.from.clone());
+                    if theirs.is_empty() && !t.from.is_empty() {
+                        theirs = self.sender_of(s, *uid)?;
+                    }
+                    if !t.from.is_empty() && !theirs.eq_ignore_ascii_case(&t.from) {
                         continue;
                     }
-                    let arrived = (mb.uid_validity.unwrap_or(0), *uid);
+                    let (t, from) = (t.clone(), from.clone());
+                    let counted = self.counted_in(t.id, &from);
                     self.w
                         .store
-                        .record_correction(t, Some(&folder), Some(arrived))?;
+                        .record_correction(&t, Some(&folder), Some((validity, *uid)))?;
                     log::info!(
                         "{}: activity {}: the user moved the message from {from:?} to {folder:?}; \
                          learned as a correction",
                         self.name(),
                         t.id
                     );
-                    let (t_id, from) = (t.id, from.clone());
-                    self.corrected(
-                        t_id,
-                        email.as_ref().map(crate::learn::features),
-                        &from,
-                        &folder,
-                    );
+                    let feats = email.map(crate::learn::features);
+                    self.corrected(counted, feats, &from, &folder);
                     wanted.remove(id);
                     back += 1;
                 }
             }
         }
         Ok(back)
+    }
+
+    /// The sender of `uid` in the selected folder, read on its own: the
+    /// fields the classifier reads stop at 64 KiB, and a From after 80 KB
+    /// of To is not in them (a third regression audit). Empty when the
+    /// server has none to give.
+    fn sender_of(&self, s: &mut Session, uid: u32) -> Result<String, ImapError> {
+        match s.uid_fetch(uid.to_string(), "BODY.PEEK[HEADER.FIELDS (FROM)]") {
+            Ok(f) => Ok(f
+                .iter()
+                .find(|f| f.uid == Some(uid))
+                .and_then(|f| f.header())
+                .and_then(crate::email::Email::parse_headers)
+                .map(|e| e.from)
+                .unwrap_or_default()),
+            Err(e) => {
+                session_fatal(e)?;
+                Ok(String::new())
+            }
+        }
     }
 
     /// The folder's counts (`STATUS`), or `None`: for a watched folder
@@ -351,24 +419,7 @@ impl Runner {
                     .and_then(|f| f.header().map(|h| super::learn_email(h, f.text())));
                 let mut theirs = email.as_ref().map_or(String::new(), |e| e.from.clone());
                 if theirs.is_empty() && !sender.is_empty() {
-                    // The fields the classifier reads stop at 64 KiB: a
-                    // From after 80 KB of To was not in them (a third
-                    // regression audit), so it is read on its own.
-                    theirs = match s.uid_fetch(uid.to_string(), "BODY.PEEK[HEADER.FIELDS (FROM)]") {
-                        Ok(f) => f
-                            .iter()
-                            .find(|f| f.uid == Some(uid))
-                            .and_then(|f| f.header())
-                            .and_then(crate::email::Email::parse_headers)
-                            .map(|e| e.from)
-                            .unwrap_or_default(),
-                        Err(e) => {
-                            return Ok(Err(format!(
-                                "reading it in {folder:?}: {}",
-                                session_fatal(e)?
-                            )))
-                        }
-                    };
+                    theirs = self.sender_of(s, uid)?;
                 }
                 if !sender.is_empty() && !theirs.eq_ignore_ascii_case(sender) {
                     continue;

@@ -283,15 +283,16 @@ impl Runner {
         }
     }
 
-    /// A person moved the message of entry `id` from folder `from` to
-    /// `to` (Move to…, an undo, or their own mail client): counted in
+    /// A person moved a message from folder `from` to `to` (Move to…, an
+    /// undo, or their own mail client): counted in
     /// `mailproc_corrections_total`, and with `learned.enabled` and its
     /// features known, learned as a correction: given to `to`, and taken
-    /// from `from` when it was counted there ([`Runner::counted_in`]).
-    /// Returns whether it was learned.
+    /// from `from` when it was `counted` there ([`Runner::counted_in`],
+    /// asked before the move's record changes the entry). Returns whether
+    /// it was learned.
     pub(super) fn corrected(
         &mut self,
-        id: i64,
+        counted: bool,
         feats: Option<Vec<String>>,
         from: &str,
         to: &str,
@@ -304,7 +305,7 @@ impl Runner {
         match feats {
             Some(f) if self.w.account.learned.enabled => {
                 let mut examples = vec![(to.to_string(), f.clone(), 1)];
-                if self.counted_in(id, from) {
+                if counted {
                     examples.insert(0, (from.to_string(), f, -1));
                 }
                 self.add_examples(examples, 1);
@@ -323,8 +324,11 @@ impl Runner {
     /// left, and so took other messages' evidence for mail never counted
     /// there: an operator going through review mail with "Move to…" wore
     /// the INBOX class away (an audit). A store that cannot tell answers
-    /// yes, as before.
-    fn counted_in(&self, id: i64, folder: &str) -> bool {
+    /// yes, as before. Asked before the move's record (`record_move_to`,
+    /// `record_undo`, `record_correction`) rewrites the entry: after it,
+    /// the entry names the folder it went to (the regression audit found
+    /// "Move to…" never taking anything back).
+    pub(super) fn counted_in(&self, id: i64, folder: &str) -> bool {
         let e = match self.w.store.activity_entry(id) {
             Ok(Some(e)) => e,
             Ok(None) => return false,

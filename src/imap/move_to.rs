@@ -38,6 +38,7 @@ impl Runner {
                 "activity {id}: the message is in {to:?} already"
             ))));
         }
+        let counted = self.counted_in(id, &from.folder);
         let (uid, feats) = match self.carry(s, caps, folders, &t, from, to)? {
             Ok(done) => done,
             // Not where its entry says: no retry finds it (a 409, as for
@@ -52,7 +53,7 @@ impl Runner {
                 ))))
             }
         };
-        let correction = self.corrected(id, feats, &from.folder, to);
+        let correction = self.corrected(counted, feats, &from.folder, to);
         log::info!(
             "{}: activity {id} moved by a person from {:?} to {to:?} (UID {uid})",
             self.name(),

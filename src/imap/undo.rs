@@ -155,6 +155,7 @@ impl Runner {
         let (Some(dest), Some(flags)) = (t.dest_folder.clone(), t.flags.clone()) else {
             unreachable!("why_not_undoable checked both");
         };
+        let counted = self.counted_in(id, &dest);
         let (uid, undo_id, feats) = match self.put_back(s, caps, folders, &t, &dest, &flags)? {
             Ok(done) => done,
             // Not where the entry says: no retry finds it (409, not 502:
@@ -167,7 +168,7 @@ impl Runner {
                 ))))
             }
         };
-        let correction = self.corrected(id, feats, &dest, &t.mailbox);
+        let correction = self.corrected(counted, feats, &dest, &t.mailbox);
         log::info!(
             "{}: activity {id} undone: back from {dest:?} to {:?} as UID {uid}",
             self.name(),
