@@ -622,6 +622,14 @@ mod tests {
                 single("text/plain", "THIRTEEN =A\r\nBC caf=C3=A9"),
                 "THIRTEEN =A\nBC café",
             ),
+            // Nor when it ends the text.
+            (
+                format!(
+                    "From: a@example.org\r\nSubject: s\r\nContent-Type: text/plain\r\n\
+                     {qp}\r\n\r\nQPSIX ends with =A"
+                ),
+                "QPSIX ends with =A",
+            ),
             // White space after an `=` is kept unless the line ends there
             // (a soft break with trailing space).
             (

@@ -1020,6 +1020,9 @@ fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
             assert!(page.contains("Reconnect tries now"), "{control}: {page}");
             assert!(!page.contains("processed now."), "{control}: {page}");
         }
+        // One button has the focus: the one pressed (the regression audit
+        // found Pause and "Process now" both after a resume).
+        assert_eq!(page.matches(" autofocus").count(), 1, "{control}: {page}");
     }
 }
 

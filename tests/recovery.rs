@@ -562,6 +562,39 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
     assert_eq!(undo.status, 200, "{}\n{}", undo.text, m.log());
     assert_eq!(where_is("first"), ["INBOX"]);
     assert_eq!(where_is("second"), ["Lists"]);
+
+    // A message with no Message-ID (the regression audit): its UID given
+    // to another message with one is not it, and nothing can find it.
+    let idless = String::from_utf8(msg_with("x", "Weekly digest 3", list))
+        .unwrap()
+        .replace("Message-ID: <x@mailproc.test>\r\n", "");
+    d.seed("test", "INBOX", idless.as_bytes());
+    wait_processed(&m, 3, Duration::from_secs(30));
+    let third = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    for cmd in ["RENAME Lists Kept2", "CREATE Lists"] {
+        let a = c.command(cmd).unwrap();
+        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
+    }
+    c.logout();
+    // The new Lists' UIDs start at 1 again: the third is its UID 3.
+    for i in 0..3 {
+        d.seed(
+            "test",
+            "Lists",
+            &msg_with(&format!("other{i}"), "Other", ""),
+        );
+    }
+    let undo = m.post(&format!("/api/activity/{third}/undo"), "");
+    assert_eq!(undo.status, 409, "{}", undo.text);
+    assert!(
+        undo.text.contains("no Message-ID to look for it by"),
+        "{}",
+        undo.text
+    );
+    assert_eq!(where_is("other2"), ["Lists"], "another message was moved");
 }
 
 /// Found by an audit of the binary: an undo is a move back and then its

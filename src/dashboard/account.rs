@@ -35,15 +35,19 @@ pub fn controls(s: &Session, name: &str, st: Option<&Status>, back: &str) -> Mar
             }
         }
     };
+    // One button has the focus: the one pressed, else (a failure that
+    // names no button) "Process now". A resume told "not connected" gave
+    // it to two (the regression audit).
     let pause_or_resume = focus.starts_with("Paused") || focus.starts_with("Resumed");
+    let reconnect = focus.starts_with("Reconnect");
     html! {
         @if let Some(f) = flash { (layout::flash_notice(f, false)) }
         div.controls {
             @if paused { (button("resume", "Resume", pause_or_resume)) }
             @else { (button("pause", "Pause", pause_or_resume)) }
-            (button("reconnect", "Reconnect", focus.starts_with("Reconnect")))
+            (button("reconnect", "Reconnect", reconnect))
             (button("process", "Process now", focus.starts_with("Process")
-                || flash.is_some_and(|f| !f.ok && !f.warning)))
+                || (!pause_or_resume && !reconnect && flash.is_some_and(|f| !f.ok && !f.warning))))
         }
     }
 }

@@ -11,7 +11,7 @@
 
 use super::commands::search_message_id;
 use super::session::{session_fatal, Caps, Folders, Session};
-use super::undo::{folder_missing, server_words, NotBack};
+use super::undo::{folder_missing, holds_the_entrys, idless_gone, server_words, NotBack};
 use super::{ImapError, Runner};
 use crate::account::{Location, Moved, RefileError};
 use crate::store::UndoTarget;
@@ -233,12 +233,11 @@ impl Runner {
             // A UID recorded in a folder renamed and made again since holds
             // another message: looked for by its Message-ID instead (undo
             // moved a stranger's message so; the learning-loop audit).
-            let held = f
-                .header()
-                .and_then(crate::email::Email::parse_headers)
-                .map(|e| e.message_id)
-                .unwrap_or_default();
-            if at.uid.is_some() && !t.message_id.is_empty() && held != t.message_id {
+            let held = f.header().and_then(crate::email::Email::parse_headers);
+            if at.uid.is_some() && !holds_the_entrys(t, held.as_ref()) {
+                if t.message_id.is_empty() {
+                    return Ok(Err(NotBack::Gone(idless_gone(uid, &from.folder))));
+                }
                 at.uid = None;
                 continue;
             }

@@ -47,6 +47,31 @@ pub(super) fn folder_missing(no: &imap::error::No) -> bool {
     .any(|w| said.contains(w))
 }
 
+/// Whether `e`, read at the UID an entry recorded, is the entry's message:
+/// the same Message-ID; for a message recorded with none, none either and
+/// the same sender. A folder renamed and made again gives its UIDs from 1
+/// again, to other messages (audits found undo and "Move to…" moving a
+/// stranger's message, one with a Message-ID of its own among them). A
+/// message whose fields could not be read is taken as it was before.
+pub(super) fn holds_the_entrys(t: &UndoTarget, e: Option<&crate::email::Email>) -> bool {
+    let Some(e) = e else {
+        return true;
+    };
+    if t.message_id.is_empty() {
+        e.message_id.is_empty() && e.from.eq_ignore_ascii_case(&t.from)
+    } else {
+        e.message_id == t.message_id
+    }
+}
+
+/// Why a message recorded without a Message-ID is not at its UID.
+pub(super) fn idless_gone(uid: u32, folder: &str) -> String {
+    format!(
+        "UID {uid} in {folder:?} holds another message now, and this one has no Message-ID to \
+         look for it by: moved or deleted since"
+    )
+}
+
 /// A server's text without its closing dot and Dovecot's timing
 /// (`Mailbox doesn't exist: Archive (0.001 + 0.000 secs).`), which an
 /// answer to an operator has no use for.
@@ -254,7 +279,10 @@ impl Runner {
             };
             let email = f.header().map(|h| super::learn_email(h, f.text()));
             let held = email.as_ref().map_or("", |e| e.message_id.as_str());
-            if !by_id && !t.message_id.is_empty() && held != t.message_id {
+            if !by_id && !holds_the_entrys(t, email.as_ref()) {
+                if t.message_id.is_empty() {
+                    return Ok(Err(NotBack::Gone(idless_gone(uid, dest))));
+                }
                 log::info!(
                     "{}: activity {}: UID {uid} in {dest:?} now holds another message \
                      ({held:?}); looking for {} by its Message-ID",

@@ -222,6 +222,10 @@ impl<'x> MessageStream<'x> {
             before_last_ch = last_ch;
             last_ch = ch;
         }
+        // mailproc patch: `=A` ending the text is text (as at a line's end).
+        if QuotedPrintableState::Hex1 == state {
+            buf.extend_from_slice(&[b'=', hex1_ch]);
+        }
 
         (
             if boundary.is_empty() {
