@@ -405,6 +405,48 @@ fn move_to_and_its_undo_take_back_what_was_learned() {
         &format!("/activity/{id}"),
     );
     assert_eq!(docs(), [("INBOX".to_string(), 1)], "in one folder only");
+
+    // "Move to…", then the user moves it on with their own mail client:
+    // a correction like any other (Undo was offered for it, and refused).
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("inv2", "billing@shop.example", "Invoice 10"),
+    );
+    m.wait_for(Duration::from_secs(20), "the second invoice moved", || {
+        (total(&m, "") >= 3).then_some(())
+    });
+    let id = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Archive")]),
+        &format!("/activity/{id}"),
+    );
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    for cmd in ["SELECT Archive", "MOVE 1:* Receipts"] {
+        let a = c.command(cmd).unwrap();
+        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
+    }
+    c.logout();
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("wake", "friend@pals.example", "Lunch"),
+    );
+    m.wait_for(Duration::from_secs(20), "the user's move found", || {
+        let all = m.get("/api/activity?pageSize=20").body;
+        let e = all["entries"].as_array()?.iter().find(|e| e["id"] == id)?;
+        (e["correctedTo"] == "Receipts").then_some(())
+    });
+    let page = b.get(&format!("/activity/{id}")).text;
+    assert!(!page.contains("Undo: put back"), "{page}");
+    // (INBOX: the invoice put back, and the model's answer on the lunch.)
+    assert_eq!(
+        docs(),
+        [("INBOX".to_string(), 2), ("Receipts".to_string(), 1)],
+        "learned under the user's folder, taken from Archive"
+    );
 }
 
 /// Found by an audit in a real browser: the rule form showed only move,
