@@ -293,6 +293,14 @@ fn main() -> ExitCode {
     }
 }
 
+/// A migration a shell command made, said on standard error (it has no
+/// log to say it in).
+fn say_migration() {
+    if let Some(said) = mailproc::store::migration_said() {
+        eprintln!("mailproc: {said}");
+    }
+}
+
 fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     // A name that is blank or begins or ends with a space cannot be told
     // apart on the login page (an audit made the user " ").
@@ -345,12 +353,14 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
         return Err("the password must be at least 8 characters".into());
     }
     let store = Store::open_configured(&config.storage.path)?;
+    say_migration();
     let hash = auth::hash_password(&password)?;
     store.set_password(user, &hash).map_err(|e| e.to_string())
 }
 
 fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(), String> {
     let store = std::sync::Arc::new(Store::open_configured(&config.storage.path)?);
+    say_migration();
     let mut last = String::new();
     let report = mailproc::service::train::train_account(
         account,

@@ -296,3 +296,34 @@ fn output_that_cannot_be_written_and_input_that_is_not_there_are_said() {
         "{err}"
     );
 }
+
+/// Found by the second regression audit (stop 58): a shell command that
+/// moved an older database to the new schema said nothing (its log goes
+/// nowhere), so an operator who ran `set-password` or `train` before
+/// restarting had no record of the step only a backup undoes.
+#[test]
+fn a_shell_command_that_migrates_the_database_says_so() {
+    let m =
+        Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let (code, _, err) = m.run_cli(&["set-password", "first"], "password123\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !err.contains("migrated"),
+        "a new file is made, not moved: {err}"
+    );
+    // The file as schema 9 left it (before the vocabulary was bounded).
+    let c = rusqlite::Connection::open(m.db_path()).unwrap();
+    c.execute_batch(
+        "ALTER TABLE learn_tokens DROP COLUMN seen;
+         ALTER TABLE learn_state DROP COLUMN vocabulary;
+         PRAGMA user_version = 9;",
+    )
+    .unwrap();
+    drop(c);
+    let (code, _, err) = m.run_cli(&["set-password", "second"], "password123\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("store: migrated") && err.contains("from schema version 9 to "),
+        "{err}"
+    );
+}

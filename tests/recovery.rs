@@ -595,6 +595,34 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
         undo.text
     );
     assert_eq!(where_is("other2"), ["Lists"], "another message was moved");
+    // At its UID now a message with no Message-ID either, from the same
+    // sender (the second regression audit: a sender that writes none
+    // sends many such, and undo moved the next one).
+    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
+    for cmd in ["RENAME Lists Kept3", "CREATE Lists"] {
+        let a = c.command(cmd).unwrap();
+        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
+    }
+    c.logout();
+    for i in 0..2 {
+        d.seed(
+            "test",
+            "Lists",
+            &msg_with(&format!("filler{i}"), "Other", ""),
+        );
+    }
+    let twin = String::from_utf8(msg_with("y", "Weekly digest 4", list))
+        .unwrap()
+        .replace("Message-ID: <y@mailproc.test>\r\n", "");
+    d.seed("test", "Lists", twin.as_bytes());
+    let undo = m.post(&format!("/api/activity/{third}/undo"), "");
+    assert_eq!(undo.status, 409, "{}", undo.text);
+    let idless_in_lists = d
+        .messages("test")
+        .into_iter()
+        .filter(|x| x.mailbox == "Lists" && x.message_id.is_empty())
+        .count();
+    assert_eq!(idless_in_lists, 1, "the twin was moved");
 }
 
 /// Found by an audit of the binary: an undo is a move back and then its

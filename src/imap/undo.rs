@@ -49,7 +49,9 @@ pub(super) fn folder_missing(no: &imap::error::No) -> bool {
 
 /// Whether `e`, read at the UID an entry recorded, is the entry's message:
 /// the same Message-ID; for a message recorded with none, none either and
-/// the same sender. A folder renamed and made again gives its UIDs from 1
+/// the same sender and subject (a sender that writes no Message-ID sends
+/// many such messages: the second regression audit's undo moved the next
+/// one). A folder renamed and made again gives its UIDs from 1
 /// again, to other messages (audits found undo and "Move to…" moving a
 /// stranger's message, one with a Message-ID of its own among them). A
 /// message whose fields could not be read is taken as it was before.
@@ -58,7 +60,7 @@ pub(super) fn holds_the_entrys(t: &UndoTarget, e: Option<&crate::email::Email>) 
         return true;
     };
     if t.message_id.is_empty() {
-        e.message_id.is_empty() && e.from.eq_ignore_ascii_case(&t.from)
+        e.message_id.is_empty() && e.from.eq_ignore_ascii_case(&t.from) && e.subject == t.subject
     } else {
         e.message_id == t.message_id
     }

@@ -42,6 +42,13 @@ static SERVICE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// retraining beside a file a new `set-password` had migrated left the
 /// vocabulary's count far above its rows, and the new binary's first trim
 /// then let the whole classifier go).
+///
+/// The descriptor it asks through is never closed: closing any descriptor
+/// of a file drops every POSIX lock the process holds on it, SQLite's
+/// among them, which SQLite goes on believing it holds (the second
+/// regression audit: after an upgrade's start a `sqlite3` read deleted
+/// the live `-wal`, backups missed every write, and the file corrupted).
+/// One descriptor each time a file is to be migrated, a handful a life.
 pub(super) fn another_service_holds(path: &Path) -> bool {
     use nix::fcntl::{Flock, FlockArg};
     if SERVICE.load(std::sync::atomic::Ordering::Relaxed) {
@@ -50,10 +57,21 @@ pub(super) fn another_service_holds(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else {
         return false;
     };
-    matches!(
-        Flock::lock(file, FlockArg::LockExclusiveNonblock),
-        Err((_, nix::errno::Errno::EWOULDBLOCK))
-    )
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(held) => {
+            // Let go of the flock (a service starting next must get it),
+            // never of the descriptor.
+            match held.unlock() {
+                Ok(file) => std::mem::forget(file),
+                Err((held, _)) => std::mem::forget(held),
+            }
+            false
+        }
+        Err((file, e)) => {
+            std::mem::forget(file);
+            e == nix::errno::Errno::EWOULDBLOCK
+        }
+    }
 }
 
 /// A file's device and inode: which file a path names.

@@ -407,11 +407,27 @@ fn an_older_file_a_running_service_holds_is_not_migrated_under_it() {
     let e = Store::open(&p).err().expect("refused").to_string();
     assert!(
         e.contains("schema version 9 is older than this mailproc's")
-            && e.contains("restart the service with this mailproc first"),
+            && e.contains("stop that service and start it with this mailproc"),
         "{e}"
     );
     assert_eq!(version(), 9);
     drop(service);
-    Store::open(&p).unwrap();
+    let s = Store::open(&p).unwrap();
     assert_eq!(version(), MIGRATIONS.len() as i64);
+    // SQLite's own lock on the file outlives the look at the service's
+    // (the second regression audit: the look closed a descriptor of the
+    // file, which drops every POSIX lock of the process on it; a `sqlite3`
+    // read then deleted the live -wal, and the file corrupted).
+    s.set_setting("k", "v").unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let inode = format!(":{} ", std::fs::metadata(&p).unwrap().ino());
+    let pid = format!(" {} ", std::process::id());
+    let locks = std::fs::read_to_string("/proc/locks").unwrap();
+    assert!(
+        locks
+            .lines()
+            .any(|l| l.contains("POSIX") && l.contains(&pid) && l.contains(&inode)),
+        "no lock of SQLite's on {}:\n{locks}",
+        p.display()
+    );
 }
