@@ -326,13 +326,7 @@ fn move_to_never_takes_another_message_that_got_its_uid() {
     m.wait_for(Duration::from_secs(20), "the second invoice moved", || {
         (total(&m, "") >= 2).then_some(())
     });
-    let where_is = |id: &str| -> Vec<String> {
-        d.messages("test")
-            .into_iter()
-            .filter(|x| x.message_id == format!("<{id}@mailproc.test>"))
-            .map(|x| x.mailbox)
-            .collect()
-    };
+    let where_is = |id: &str| d.mailboxes_of("test", &format!("<{id}@mailproc.test>"));
     assert_eq!(where_is("second"), ["Receipts"], "{}", m.log());
     assert_redirect(
         &b.submit(&format!("/activity/{first}/move"), &[("folder", "Archive")]),
@@ -381,18 +375,7 @@ fn move_to_and_its_undo_take_back_what_was_learned() {
     let id = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
         .as_i64()
         .unwrap();
-    let docs = || -> Vec<(String, i64)> {
-        let c = rusqlite::Connection::open(m.db_path()).unwrap();
-        let mut st = c
-            .prepare("SELECT class, docs FROM learn_classes WHERE docs > 0 ORDER BY class")
-            .unwrap();
-        let rows = st
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        rows
-    };
+    let docs = || -> Vec<(String, i64)> { m.learned_docs("acct").into_iter().collect() };
     // The rule's decision, learned as it was made.
     assert_eq!(docs(), [("Receipts".to_string(), 1)]);
     assert_redirect(

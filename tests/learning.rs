@@ -472,20 +472,6 @@ fn a_message_the_user_moves_elsewhere_is_a_correction_shown_to_the_model() {
     );
 }
 
-/// Each folder's count of messages, as the classifier holds it.
-fn class_docs(m: &Mailproc) -> std::collections::BTreeMap<String, i64> {
-    let c = rusqlite::Connection::open(m.db_path()).unwrap();
-    let mut st = c
-        .prepare("SELECT class, docs FROM learn_classes WHERE account = 'acct'")
-        .unwrap();
-    let rows = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    rows
-}
-
 /// Found by an audit (stop 58): a correction took the message from the
 /// folder it left even when it had never been counted there (the
 /// classifier's own decision, mail left for review): other messages'
@@ -503,7 +489,7 @@ fn a_correction_takes_back_only_what_was_learned() {
     let all = wait_entries(&m, 2);
     assert_eq!(entry(&all, "<n500@letters.example>")["model"], "learned");
     assert_eq!(entry(&all, "<r500@shop.example>")["model"], "rules:shop");
-    let trained = class_docs(&m);
+    let trained = m.learned_docs("acct");
     assert_eq!(trained["Newsletters"], 8, "{trained:?}");
     assert_eq!(
         trained["Receipts"], 9,
@@ -518,7 +504,7 @@ fn a_correction_takes_back_only_what_was_learned() {
     m.wait_for(Duration::from_secs(20), "both corrections", || {
         (m.get("/api/learned/acct").body["corrections"] == 2).then_some(())
     });
-    let now = class_docs(&m);
+    let now = m.learned_docs("acct");
     // The classifier's decision was never learned: nothing taken from
     // Newsletters for it; the rule's was, and goes.
     assert_eq!(now["Newsletters"], 8 + 1, "{now:?}");

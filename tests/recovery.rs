@@ -532,13 +532,7 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
         &msg_with("second", "Weekly digest 2", list),
     );
     wait_processed(&m, 2, Duration::from_secs(30));
-    let where_is = |id: &str| -> Vec<String> {
-        d.messages("test")
-            .into_iter()
-            .filter(|x| x.message_id == format!("<{id}@mailproc.test>"))
-            .map(|x| x.mailbox)
-            .collect()
-    };
+    let where_is = |id: &str| d.mailboxes_of("test", &format!("<{id}@mailproc.test>"));
     assert_eq!(where_is("second"), ["Lists"], "{}", m.log());
     let undo = m.post(&format!("/api/activity/{first}/undo"), "");
     assert_eq!(undo.status, 409, "{}", undo.text);

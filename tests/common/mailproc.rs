@@ -111,6 +111,21 @@ impl Mailproc {
         self.dir.path().join("mailproc.db")
     }
 
+    /// Each folder of `account`'s learned classifier that counts any
+    /// message, and how many, as the database holds them.
+    pub fn learned_docs(&self, account: &str) -> std::collections::BTreeMap<String, i64> {
+        let c = rusqlite::Connection::open(self.db_path()).unwrap();
+        let mut st = c
+            .prepare("SELECT class, docs FROM learn_classes WHERE account = ?1 AND docs > 0")
+            .unwrap();
+        let rows = st
+            .query_map([account], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows
+    }
+
     pub fn spawn(&mut self, env: &[(&str, &str)]) {
         self.env = env
             .iter()
