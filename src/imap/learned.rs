@@ -46,6 +46,16 @@ fn took_rules_place(c: &Classification) -> bool {
     c.model == PATH && c.reasoning.contains(BEFORE_RULE)
 }
 
+/// Whether a decision is learned as it is made (see [`Runner::example`]):
+/// acted on, by a rule, or by the model at least `min` sure (or saying
+/// nothing of it); not the classifier's own (that would only repeat its
+/// mistakes), nor mail left undecided, nor an undo or a correction's row.
+fn learned_as_made(status: Status, model: &str, confidence: Option<f64>, min: f64) -> bool {
+    status == Status::Ok
+        && ![PATH, "none", "undo", "correction"].contains(&model)
+        && confidence.is_none_or(|c| c >= min)
+}
+
 /// Whether `a` puts the message in the junk folder `junk`: `spam`, or a
 /// move there.
 fn to_junk(a: &Action, junk: &str) -> bool {
@@ -234,12 +244,7 @@ impl Runner {
         }
         let f = it.seen.features.as_ref()?;
         let min = self.w.account.learned.min_confidence;
-        if o.status != Status::Ok
-            || it.is_replay()
-            || o.model == PATH
-            || o.model == "none"
-            || o.confidence.is_some_and(|c| c < min)
-        {
+        if it.is_replay() || !learned_as_made(o.status, &o.model, o.confidence, min) {
             return None;
         }
         Some((class_of(&o.actions, folders, mailbox)?, f.clone(), 1))
@@ -352,9 +357,7 @@ impl Runner {
             return true;
         }
         let min = self.w.account.learned.min_confidence;
-        e.status == Status::Ok
-            && ![PATH, "none", "undo", "correction"].contains(&e.model.as_str())
-            && e.confidence.is_none_or(|c| c >= min)
+        learned_as_made(e.status, &e.model, e.confidence, min)
             && e.dest_folder.as_deref().unwrap_or(&e.mailbox) == folder
     }
 
