@@ -380,6 +380,9 @@ fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(),
     for (folder, why) in &report.skipped {
         outln!("{folder}: skipped: {why}");
     }
+    if let Some(few) = report.too_few_said() {
+        eprintln!("note: {few}");
+    }
     outln!(
         "trained {} on {} message(s) in {} ms",
         account.name,

@@ -156,6 +156,12 @@ fn train_and_undo_buttons_are_form_posts_with_a_token() {
         page.contains("done: 3 message(s) from 3 folder(s)")
             .then_some(())
     });
+    // One message each: a folder the classifier can never choose is said.
+    let page = b.get("/accounts/acct").text;
+    assert!(
+        page.contains("Note: the classifier never chooses a folder holding fewer than 2 messages:"),
+        "{page}"
+    );
 
     d.seed(
         "test",

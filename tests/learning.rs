@@ -135,6 +135,14 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
     assert!(out.contains("Newsletters: 8 message(s)"), "{out}");
     assert!(out.contains("INBOX: 0 message(s)"), "{out}");
     assert!(out.contains("trained acct on 16 message(s)"), "{out}");
+    // A folder it can never choose is said (an audit trained a folder of
+    // one and wondered why nothing went there).
+    assert!(
+        err.contains(
+            "note: the classifier never chooses a folder holding fewer than 2 messages: INBOX (0)"
+        ),
+        "{err}"
+    );
     assert_eq!(d.messages("test"), before, "training changed the mailbox");
     assert!(!err.contains("replaced"), "{err}");
     // Trained again where the one before had learned more (folders

@@ -515,6 +515,9 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
                     Some(TrainStatus::Done { report, .. }) => {
                         "done: " (report.examples) " message(s) from " (report.folders.len()) " folder(s) in "
                         (report.duration_ms) " ms"
+                        @if let Some(few) = report.too_few_said() {
+                            br; span.muted { "Note: " (few) "." }
+                        }
                         @if let Some(n) = report.replaced.filter(|n| *n > report.examples as u64) {
                             br; span.err { "It replaced a classifier trained on " (n)
                                 " message(s): the folders hold fewer now." }

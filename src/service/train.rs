@@ -34,6 +34,33 @@ pub struct TrainReport {
     pub replaced: Option<u64>,
 }
 
+impl TrainReport {
+    /// The folders read with fewer messages than the classifier needs to
+    /// choose one ([`crate::learn::MIN_CLASS_DOCS`]), and how many they
+    /// hold: told beside the report (an audit trained a folder of one and
+    /// then wondered why nothing went there).
+    pub fn too_few(&self) -> Vec<(&str, usize)> {
+        self.folders
+            .iter()
+            .filter(|(_, n)| (**n as u64) < crate::learn::MIN_CLASS_DOCS)
+            .map(|(f, n)| (f.as_str(), *n))
+            .collect()
+    }
+
+    /// [`TrainReport::too_few`] in words, when there are any.
+    pub fn too_few_said(&self) -> Option<String> {
+        let few = self.too_few();
+        (!few.is_empty()).then(|| {
+            let list: Vec<String> = few.iter().map(|(f, n)| format!("{f} ({n})")).collect();
+            format!(
+                "the classifier never chooses a folder holding fewer than {} messages: {}",
+                crate::learn::MIN_CLASS_DOCS,
+                list.join(", ")
+            )
+        })
+    }
+}
+
 /// The latest training run of an account, as the dashboard shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(
