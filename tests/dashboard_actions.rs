@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use common::dashboard::*;
 use common::dovecot::Dovecot;
+use common::mailproc::Mailproc;
+use common::model::Model;
 
 #[test]
 fn the_config_editor_saves_through_the_api_path() {
@@ -194,20 +196,46 @@ fn train_and_undo_buttons_are_form_posts_with_a_token() {
     assert!(back[0].flags.is_empty(), "\\Flagged taken back: {back:?}");
 }
 
+/// An account whose invoices a rule moves to Receipts, with Archive
+/// allowed too, and a user to log in as; `extra`: more of the account's
+/// YAML. The model must outlive the service.
+fn with_archive(extra: &str) -> (Dovecot, Model, Mailproc) {
+    let d = Dovecot::start();
+    d.create_mailbox("test", "Receipts");
+    d.create_mailbox("test", "Archive");
+    let model = scripted_model();
+    let m = with_user(
+        &account_config(&d, &model, extra)
+            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
+    );
+    (d, model, m)
+}
+
+/// Delivers an invoice with Message-ID `<id@mailproc.test>`, waits until
+/// the account has `n` entries, and gives the newest one's id.
+fn invoice(d: &Dovecot, m: &Mailproc, id: &str, n: u64) -> i64 {
+    d.seed(
+        "test",
+        "INBOX",
+        &msg(id, "billing@shop.example", &format!("Invoice {id}")),
+    );
+    m.wait_for(
+        Duration::from_secs(20),
+        &format!("invoice {id} moved"),
+        || (total(m, "") >= n).then_some(()),
+    );
+    m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap()
+}
+
 /// Issue 23: "Move to…" and the List-Id read of "Make a rule" are done by
 /// the account's own thread on its session (no second connection, no
 /// second login); while the account is not connected, a move is refused
 /// at once, with nothing changed.
 #[test]
 fn move_to_and_make_a_rule_use_the_accounts_own_session() {
-    let mut d = Dovecot::start();
-    d.create_mailbox("test", "Receipts");
-    d.create_mailbox("test", "Archive");
-    let model = scripted_model();
-    let m = with_user(
-        &account_config(&d, &model, "")
-            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
-    );
+    let (mut d, _model, m) = with_archive("");
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");
     let mut listed = msg("news", "billing@shop.example", "Invoice 7");
@@ -298,40 +326,13 @@ fn move_to_and_make_a_rule_use_the_accounts_own_session() {
 /// entry says was told as a failure to retry, not as what it is.
 #[test]
 fn move_to_never_takes_another_message_that_got_its_uid() {
-    let d = Dovecot::start();
-    d.create_mailbox("test", "Receipts");
-    d.create_mailbox("test", "Archive");
-    let model = scripted_model();
-    let m = with_user(
-        &account_config(&d, &model, "")
-            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
-    );
+    let (d, _model, m) = with_archive("");
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");
     wait_connected(&m);
-    d.seed(
-        "test",
-        "INBOX",
-        &msg("first", "billing@shop.example", "Invoice 1"),
-    );
-    m.wait_for(Duration::from_secs(20), "the first invoice moved", || {
-        (total(&m, "") >= 1).then_some(())
-    });
-    let first = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    let a = c.command("RENAME Receipts Kept").unwrap();
-    assert!(a.ok(), "{:?}", a.text_of_untagged());
-    c.logout();
-    d.seed(
-        "test",
-        "INBOX",
-        &msg("second", "billing@shop.example", "Invoice 2"),
-    );
-    m.wait_for(Duration::from_secs(20), "the second invoice moved", || {
-        (total(&m, "") >= 2).then_some(())
-    });
+    let first = invoice(&d, &m, "first", 1);
+    common::imap_client::user_does(d.imap_port, "test", &["RENAME Receipts Kept"]);
+    invoice(&d, &m, "second", 2);
     let where_is = |id: &str| d.mailboxes_of("test", &format!("<{id}@mailproc.test>"));
     assert_eq!(where_is("second"), ["Receipts"], "{}", m.log());
     assert_redirect(
@@ -359,28 +360,11 @@ fn move_to_never_takes_another_message_that_got_its_uid() {
 /// two folders at once.
 #[test]
 fn move_to_and_its_undo_take_back_what_was_learned() {
-    let d = Dovecot::start();
-    d.create_mailbox("test", "Receipts");
-    d.create_mailbox("test", "Archive");
-    let model = scripted_model();
-    let m = with_user(
-        &account_config(&d, &model, "    learned: { enabled: true }\n")
-            .replace("allowed: [Receipts]", "allowed: [Receipts, Archive]"),
-    );
+    let (d, _model, m) = with_archive("    learned: { enabled: true }\n");
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");
     wait_connected(&m);
-    d.seed(
-        "test",
-        "INBOX",
-        &msg("inv", "billing@shop.example", "Invoice 9"),
-    );
-    m.wait_for(Duration::from_secs(20), "the invoice moved", || {
-        (total(&m, "") >= 1).then_some(())
-    });
-    let id = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let id = invoice(&d, &m, "inv", 1);
     let docs = || -> Vec<(String, i64)> { m.learned_docs("acct").into_iter().collect() };
     // The rule's decision, learned as it was made.
     assert_eq!(docs(), [("Receipts".to_string(), 1)]);
@@ -397,27 +381,16 @@ fn move_to_and_its_undo_take_back_what_was_learned() {
 
     // "Move to…", then the user moves it on with their own mail client:
     // a correction like any other (Undo was offered for it, and refused).
-    d.seed(
-        "test",
-        "INBOX",
-        &msg("inv2", "billing@shop.example", "Invoice 10"),
-    );
-    m.wait_for(Duration::from_secs(20), "the second invoice moved", || {
-        (total(&m, "") >= 3).then_some(())
-    });
-    let id = m.get("/api/activity?pageSize=1").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let id = invoice(&d, &m, "inv2", 3);
     assert_redirect(
         &b.submit(&format!("/activity/{id}/move"), &[("folder", "Archive")]),
         &format!("/activity/{id}"),
     );
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    for cmd in ["SELECT Archive", "MOVE 1:* Receipts"] {
-        let a = c.command(cmd).unwrap();
-        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
-    }
-    c.logout();
+    common::imap_client::user_does(
+        d.imap_port,
+        "test",
+        &["SELECT Archive", "MOVE 1:* Receipts"],
+    );
     d.seed(
         "test",
         "INBOX",

@@ -470,12 +470,11 @@ fn the_undo_of_a_message_deleted_since_is_refused_as_gone() {
     let id = m.get("/api/activity").body["entries"][0]["id"]
         .as_i64()
         .unwrap();
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    for cmd in ["SELECT Lists", "STORE 1 +FLAGS (\\Deleted)", "EXPUNGE"] {
-        let a = c.command(cmd).unwrap();
-        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
-    }
-    c.logout();
+    common::imap_client::user_does(
+        d.imap_port,
+        "test",
+        &["SELECT Lists", "STORE 1 +FLAGS (\\Deleted)", "EXPUNGE"],
+    );
     let undo = m.post(&format!("/api/activity/{id}/undo"), "");
     assert_eq!(undo.status, 409, "{}", undo.text);
     assert!(
@@ -493,10 +492,7 @@ fn the_undo_of_a_message_deleted_since_is_refused_as_gone() {
     let id = m.get("/api/activity").body["entries"][0]["id"]
         .as_i64()
         .unwrap();
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    let a = c.command("RENAME Lists Elsewhere").unwrap();
-    assert!(a.ok(), "{:?}", a.text_of_untagged());
-    c.logout();
+    common::imap_client::user_does(d.imap_port, "test", &["RENAME Lists Elsewhere"]);
     let undo = m.post(&format!("/api/activity/{id}/undo"), "");
     assert_eq!(undo.status, 409, "{}", undo.text);
     assert!(
@@ -522,10 +518,7 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
     let first = m.get("/api/activity").body["entries"][0]["id"]
         .as_i64()
         .unwrap();
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    let a = c.command("RENAME Lists Kept").unwrap();
-    assert!(a.ok(), "{:?}", a.text_of_untagged());
-    c.logout();
+    common::imap_client::user_does(d.imap_port, "test", &["RENAME Lists Kept"]);
     d.seed(
         "test",
         "INBOX",
@@ -546,12 +539,7 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
     assert_eq!(where_is("first"), ["Kept"]);
     // Found by its Message-ID where the folder's UIDs started over, it is
     // put back: the first message, renamed back into a Lists of its own.
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    for cmd in ["SELECT Kept", "MOVE 1 Lists"] {
-        let a = c.command(cmd).unwrap();
-        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
-    }
-    c.logout();
+    common::imap_client::user_does(d.imap_port, "test", &["SELECT Kept", "MOVE 1 Lists"]);
     let undo = m.post(&format!("/api/activity/{first}/undo"), "");
     assert_eq!(undo.status, 200, "{}\n{}", undo.text, m.log());
     assert_eq!(where_is("first"), ["INBOX"]);
@@ -567,12 +555,7 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
     let third = m.get("/api/activity").body["entries"][0]["id"]
         .as_i64()
         .unwrap();
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    for cmd in ["RENAME Lists Kept2", "CREATE Lists"] {
-        let a = c.command(cmd).unwrap();
-        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
-    }
-    c.logout();
+    common::imap_client::user_does(d.imap_port, "test", &["RENAME Lists Kept2", "CREATE Lists"]);
     // The new Lists' UIDs start at 1 again: the third is its UID 3.
     for i in 0..3 {
         d.seed(
@@ -592,12 +575,7 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
     // At its UID now a message with no Message-ID either, from the same
     // sender (the second regression audit: a sender that writes none
     // sends many such, and undo moved the next one).
-    let mut c = common::imap_client::session(d.imap_port, "test", "secret");
-    for cmd in ["RENAME Lists Kept3", "CREATE Lists"] {
-        let a = c.command(cmd).unwrap();
-        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
-    }
-    c.logout();
+    common::imap_client::user_does(d.imap_port, "test", &["RENAME Lists Kept3", "CREATE Lists"]);
     for i in 0..2 {
         d.seed(
             "test",

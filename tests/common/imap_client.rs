@@ -339,6 +339,17 @@ pub fn session(port: u16, user: &str, password: &str) -> ImapClient {
     c
 }
 
+/// What the user's own mail client does: `commands` in one session of
+/// `user` (password `secret`), each of which must succeed.
+pub fn user_does(port: u16, user: &str, commands: &[&str]) {
+    let mut c = session(port, user, "secret");
+    for cmd in commands {
+        let a = c.command(cmd).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        assert!(a.ok(), "{cmd}: {:?}", a.text_of_untagged());
+    }
+    c.logout();
+}
+
 /// CREATE `mailbox`; one that exists already is fine.
 pub fn create_mailbox(c: &mut ImapClient, mailbox: &str) {
     let a = c

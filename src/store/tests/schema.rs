@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// A database file at `path` as schema `version` left it, marked so.
+fn at_version(path: &std::path::Path, version: usize) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    for step in &MIGRATIONS[..version] {
+        conn.execute_batch(step).unwrap();
+    }
+    conn.pragma_update(None, "user_version", version).unwrap();
+    conn
+}
+
 #[test]
 fn migrates_once_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,11 +181,7 @@ fn step_5_takes_undo_rows_out_of_the_counts_and_indexes_senders() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("db.sqlite");
     {
-        let conn = Connection::open(&p).unwrap();
-        for step in &MIGRATIONS[..4] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 4).unwrap();
+        let conn = at_version(&p, 4);
         conn.execute_batch(
             "INSERT INTO emails (account, mailbox, uidvalidity, uid, sender, processed_at, status, model)
              VALUES ('a', 'INBOX', 1, 1, 'news@lists.example', 86400000, 'ok', 'rules:lists'),
@@ -265,11 +271,7 @@ fn step_8_gives_old_deliveries_their_outcome() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("db.sqlite");
     {
-        let conn = Connection::open(&p).unwrap();
-        for step in &MIGRATIONS[..7] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 7).unwrap();
+        let conn = at_version(&p, 7);
         conn.execute_batch(
             "INSERT INTO webhook_deliveries (at, event, url, status_code, error, duration_ms) VALUES
                 (1, 'test', 'http://a/', 204, NULL, 1),
@@ -359,15 +361,11 @@ fn the_vocabulary_count_is_taken_as_the_file_migrates() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("v9.db");
     {
-        let conn = Connection::open(&p).unwrap();
-        for step in &MIGRATIONS[..9] {
-            conn.execute_batch(step).unwrap();
-        }
+        let conn = at_version(&p, 9);
         conn.execute_batch(
             "INSERT INTO learn_state (account, generation) VALUES ('a', 1), ('b', 1);
              INSERT INTO learn_tokens VALUES ('a', 'Work', 's:x', 2), ('a', 'INBOX', 's:x', 1),
-                 ('a', 'Work', 's:y', 1);
-             PRAGMA user_version = 9;",
+                 ('a', 'Work', 's:y', 1);",
         )
         .unwrap();
     }
@@ -385,13 +383,7 @@ fn an_older_file_a_running_service_holds_is_not_migrated_under_it() {
     use nix::fcntl::{Flock, FlockArg};
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("v9.db");
-    {
-        let conn = Connection::open(&p).unwrap();
-        for step in &MIGRATIONS[..9] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.execute_batch("PRAGMA user_version = 9;").unwrap();
-    }
+    at_version(&p, 9);
     let version = || -> i64 {
         Connection::open(&p)
             .unwrap()
