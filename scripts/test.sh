@@ -68,6 +68,23 @@ setup_want_build
 setup_install test.sh || exit 1
 "$ROOT/scripts/fetch-imap-servers.sh" >/dev/null || die "scripts/fetch-imap-servers.sh failed"
 
+# ---- room to build --------------------------------------------------------------
+# A fresh clone's debug build and its test binaries take about 3 GB
+# (4.5 GB with cargo's incremental cache, which a one-time CI build never
+# reuses, so CI leaves it off). A disk that fills mid-link makes the linker
+# die of SIGBUS ("ld terminated with signal 7 [Bus error]"), which names
+# no cause: say it first.
+if [[ "${CI:-}" == true ]]; then
+    export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+fi
+target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
+mkdir -p "$target_dir"
+free_kb=$(df -Pk "$target_dir" | awk 'NR == 2 {print $4}')
+if [[ "$free_kb" =~ ^[0-9]+$ ]] && ((free_kb < 4 * 1024 * 1024)); then
+    say "warning: $((free_kb / 1024)) MB free under $target_dir; a fresh build needs about 3,000 MB" \
+        "(a linker killed by signal 7, Bus error, is a full disk)"
+fi
+
 # ---- the suite ---------------------------------------------------------------
 say "cargo test --locked $*"
 cargo_locked test --locked "$@"
