@@ -9,7 +9,8 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::batch::{Confirmed, Moved, Replayed};
-use super::commands::{ids_in_folder, search_message_id, set_max, uid_pieces, uid_set};
+use super::by_id::{ids_in_folder, search_message_id};
+use super::commands::{set_max, uid_pieces, uid_set};
 use super::flags::Wanted;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};

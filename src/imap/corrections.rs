@@ -5,7 +5,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::commands::{ids_in_folder, search_message_id, set_max, uid_pieces, uid_set};
+use super::by_id::{ids_in_folder, search_message_id};
+use super::commands::{set_max, uid_pieces, uid_set};
 use super::folders::Counts;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};

@@ -9,7 +9,7 @@
 //! [`crate::account::Handle::refile`]): no second connection, no second
 //! login, and no pass looks at the folder between the move and its record.
 
-use super::commands::search_message_id;
+use super::by_id::search_message_id;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::undo::{folder_missing, holds_the_entrys, idless_gone, server_words, NotBack};
 use super::{ImapError, Runner};

@@ -17,7 +17,8 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use super::commands::{search_message_id, uid_set};
+use super::by_id::search_message_id;
+use super::commands::uid_set;
 use super::session::{session_fatal, Caps, Folders, Session};
 use super::{ImapError, Runner};
 use crate::account::{RefileError as UndoError, RefileTo, Refiled, Undone};
