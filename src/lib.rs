@@ -5,6 +5,18 @@
 //! exists so integration tests and benchmarks can use the store directly.
 #![forbid(unsafe_code)]
 
+/// The commit this binary was built from (12 hex digits), or `unknown`
+/// outside a git checkout (`build.rs`).
+pub const COMMIT: &str = env!("MAILPROC_COMMIT");
+/// The version and commit, as `mailproc --version` prints them:
+/// `0.1.0 (commit 0123456789ab)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("MAILPROC_COMMIT"),
+    ")"
+);
+
 pub mod account;
 pub mod actions;
 pub mod agent;

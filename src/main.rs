@@ -100,7 +100,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
                 p => config = p.into(),
             },
             "--version" | "-V" => {
-                outln!("mailproc {}", env!("CARGO_PKG_VERSION"));
+                outln!("mailproc {}", mailproc::VERSION);
                 std::process::exit(0);
             }
             "--help" | "-h" | "help" => {
@@ -151,7 +151,7 @@ fn operand(
             std::process::exit(0);
         }
         "--version" | "-V" => {
-            outln!("mailproc {}", env!("CARGO_PKG_VERSION"));
+            outln!("mailproc {}", mailproc::VERSION);
             std::process::exit(0);
         }
         "--" => match args.next() {

@@ -191,6 +191,21 @@ impl Metrics {
             ),
             registry,
         };
+        // Which binary runs: 1, labelled with its version and commit.
+        let build = reg(
+            &m.registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "build_info",
+                    "The running binary: its version and the commit it was built from.",
+                ),
+                &["version", "commit"],
+            )
+            .expect("valid metric"),
+        );
+        build
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), crate::COMMIT])
+            .set(1);
         #[cfg(target_os = "linux")]
         {
             // No namespace of its own: the registry's prefix makes the

@@ -113,15 +113,25 @@ fn a_config_file_that_cannot_be_read_says_what_to_do() {
     assert!(err.contains("config.example.yaml"), "{err}");
 }
 
+/// The version names the commit the binary was built from, so an
+/// operator can tell which binary runs (it said `mailproc 0.1.0` only).
 #[test]
-fn version_flag() {
+fn version_flag_names_the_commit() {
     let out = std::process::Command::new(common::mailproc::bin())
         .arg("--version")
         .output()
         .unwrap();
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git not found: apt-get install git");
+    assert!(head.status.success(), "the tests run from a git checkout");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert_eq!(head.len(), 12, "{head}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        format!("mailproc {}", env!("CARGO_PKG_VERSION"))
+        format!("mailproc {} (commit {head})", env!("CARGO_PKG_VERSION"))
     );
 }
 

@@ -80,6 +80,12 @@ fn every_metric_the_readme_names_is_exported_from_the_start() {
         "mailproc_model_calls_saved_total{account=\"personal\"} 0",
         "mailproc_corrections_total{account=\"work\"} 0",
         "mailproc_decisions_total{account=\"personal\",path=\"learned\"} 0",
+        format!(
+            "mailproc_build_info{{commit=\"{}\",version=\"{}\"}} 1",
+            mailproc::COMMIT,
+            env!("CARGO_PKG_VERSION")
+        )
+        .as_str(),
     ] {
         assert!(text.contains(series), "missing {series} in\n{text}");
     }
