@@ -262,3 +262,45 @@ fn a_file_that_cannot_be_read_is_not_written_over() {
     );
     assert!(std::fs::read_to_string(&m.config_path).unwrap() == edited);
 }
+
+/// Found by the secrets audit (stop 59): the `ETag` was the plain SHA-256
+/// of the file, secrets and all, so a `read:config` key that rebuilt the
+/// masked rest of a file the service wrote tested guesses of a password
+/// offline. It is keyed now, with a key of the running service: not the
+/// file's digest, and another after a restart, when a version sent
+/// before it is refused (412) and the one read again is taken.
+#[test]
+fn the_etag_is_keyed_and_tells_nothing_of_the_files_bytes() {
+    use sha2::{Digest, Sha256};
+    let mut m = Mailproc::start(WITH_ACCOUNT);
+    let tag = |m: &Mailproc| {
+        let r = m.get_with("/api/config", TOKEN);
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.header("etag")
+            .expect("an ETag")
+            .trim_matches('"')
+            .to_string()
+    };
+    let before = tag(&m);
+    let bytes = std::fs::read(&m.config_path).unwrap();
+    let plain: String = Sha256::digest(&bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(before.len(), 16, "{before}");
+    assert_ne!(before, plain, "the ETag is the file's plain digest");
+    assert_eq!(tag(&m), before, "one version while the file stays");
+
+    m.restart();
+    let after = tag(&m);
+    assert_eq!(std::fs::read(&m.config_path).unwrap(), bytes);
+    assert_ne!(after, before, "the same key in two runs");
+    let mut body = m.get_with("/api/config", TOKEN).body;
+    body["log_level"] = "debug".into();
+    let r = put(&m, &body.to_string(), Some(&format!("\"{before}\"")));
+    assert_eq!(r.status, 412, "{}", r.text);
+    assert_eq!(std::fs::read(&m.config_path).unwrap(), bytes);
+    let r = put(&m, &body.to_string(), Some(&format!("\"{after}\"")));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
+}

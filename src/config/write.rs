@@ -11,20 +11,35 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The version of the configuration file at `path`: a digest of its bytes
-/// (16 hex digits), the same for a file that is gone or unreadable and an
-/// empty one. A change made from one version (the editor's page, the
-/// `ETag` of `GET /api/config`) is refused when the file is at another:
-/// without it, of two people editing, the second save undid the first
-/// without a word, and so did a save over a comment added by hand.
+/// The version of the configuration file at `path`: a keyed digest of its
+/// bytes (16 hex digits), the same for a file that is gone or unreadable
+/// and an empty one. A change made from one version (the editor's page,
+/// the `ETag` of `GET /api/config`) is refused when the file is at
+/// another: without it, of two people editing, the second save undid the
+/// first without a word, and so did a save over a comment added by hand.
 pub fn file_version(path: &Path) -> String {
     version_of(&super::read_bytes(path).unwrap_or_default())
 }
 
-/// The version of a file that holds `bytes` (see [`file_version`]).
+/// The version of a file that holds `bytes` (see [`file_version`]): an
+/// HMAC-SHA256 under a key of this process, drawn at its first use. The
+/// file holds the secrets a client sees masked, and a plain digest of it,
+/// sent as the `ETag`, let a reader who can rebuild the rest of the file
+/// test guesses of them offline (an audit found a password so). A version
+/// is good for the running service: after a restart a client reads the
+/// file's again.
 pub fn version_of(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)[..8]
+    use hmac::{Hmac, Mac};
+    use sha2::Sha256;
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        let mut k = [0u8; 32];
+        getrandom::fill(&mut k).expect("the OS random source is available");
+        k
+    });
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(bytes);
+    mac.finalize().into_bytes()[..8]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
