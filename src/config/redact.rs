@@ -164,8 +164,9 @@ pub(super) fn unmask_url(shown: &str, stored: &str) -> Option<String> {
     Some(out.to_string())
 }
 
-/// [`redact_url`] of a URL without references; a query value that is one
-/// of `keep` (a reference's placeholder) is left for the caller.
+/// [`redact_url`] of a URL without references; a query value or a path
+/// segment that is one of `keep` (a reference's placeholder) is left for
+/// the caller.
 fn redact_literal_url(s: &str, keep: &[String]) -> String {
     let Ok(mut u) = url::Url::parse(s) else {
         return MASK.into();
@@ -199,16 +200,14 @@ fn redact_literal_url(s: &str, keep: &[String]) -> String {
             .collect();
         u.set_query(Some(&masked.join("&")));
     }
-    let looks_like_token = |seg: &str| {
-        let n = seg.chars().count();
-        let letters = seg.chars().any(|c| c.is_ascii_alphabetic());
-        let digits = seg.chars().any(|c| c.is_ascii_digit());
-        n >= 32 || (n >= 16 && letters && digits)
-    };
     if let Some(segs) = u.path_segments() {
         let segs: Vec<String> = segs
             .map(|seg| {
-                if looks_like_token(seg) {
+                // A reference's placeholder is the caller's, not a token.
+                let own = keep
+                    .iter()
+                    .fold(seg.to_string(), |t, k| t.replace(k.as_str(), ""));
+                if looks_like_token(&own) {
                     MASK.to_string()
                 } else {
                     seg.to_string()
@@ -220,6 +219,50 @@ fn redact_literal_url(s: &str, keep: &[String]) -> String {
     u.set_fragment(None);
     // The masks must read as written, not percent-encoded.
     u.to_string().replace("%2A%2A%2A%2A%2A%2A%2A%2A", MASK)
+}
+
+/// Whether a path segment may be a credential, as hook services put them
+/// in paths: Slack's `T0ABCDEFG/B0ABCDEFG/<24 letters>`, Discord's id and
+/// token, Zapier's `1234567/abc1def`, IFTTT's key. Long ones, ids of six
+/// digits or more, letters and digits mixed (six characters or more), and
+/// upper and lower case mixed without word separators (twelve or more)
+/// are; words (`chat`, `completions`, `my-hook`), versions (`v1`,
+/// `v1beta`, `v2.0`) and a word with one digit after it (`oauth2`) are
+/// not. The audit that found 16 characters the least let a Slack token of
+/// letters alone and Zapier's ids through.
+fn looks_like_token(seg: &str) -> bool {
+    let n = seg.chars().count();
+    let has = |f: fn(&char) -> bool| seg.chars().any(|c| f(&c));
+    let letters = has(char::is_ascii_alphabetic);
+    let digits = has(char::is_ascii_digit);
+    if n >= 24 || (n >= 6 && seg.bytes().all(|b| b.is_ascii_digit())) {
+        return true;
+    }
+    // `v1`, `v1beta`, `v2alpha1`; `oauth2`, `api3`.
+    let version = |s: &str| {
+        let Some(rest) = s.strip_prefix('v') else {
+            return false;
+        };
+        let d = rest.bytes().take_while(u8::is_ascii_digit).count();
+        d > 0
+            && rest[d..]
+                .trim_end_matches(|c: char| c.is_ascii_digit())
+                .bytes()
+                .all(|b| b.is_ascii_lowercase())
+    };
+    let word_and_digit = |s: &str| {
+        let b = s.as_bytes();
+        b.len() >= 2
+            && b[b.len() - 1].is_ascii_digit()
+            && b[..b.len() - 1].iter().all(u8::is_ascii_lowercase)
+    };
+    if n >= 6 && letters && digits && !version(seg) && !word_and_digit(seg) {
+        return true;
+    }
+    n >= 12
+        && has(char::is_ascii_uppercase)
+        && has(char::is_ascii_lowercase)
+        && !seg.contains(['-', '_', '.', '~'])
 }
 
 /// `text` (a log line, an error message) with every URL in it passed
@@ -509,6 +552,45 @@ mod tests {
         assert_eq!(redact_url("${HOOK_URL}"), "${HOOK_URL}");
         assert_eq!(redact_url("${BASE}/v1?key=abc"), MASK);
         assert_eq!(redact_url("not a url"), MASK);
+    }
+
+    /// Found by the secrets audit (stop 59): a token of letters alone
+    /// (Slack's, 1.5 % of them), Zapier's ids and IFTTT's key were shown
+    /// whole to `read:activity` and `read:config`. Paths' words stay.
+    #[test]
+    fn hook_tokens_in_paths_are_masked_and_words_stay() {
+        for (url, shown) in [
+            (
+                "http://h.example/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb",
+                "http://h.example/services/********/********/********",
+            ),
+            (
+                "http://h.example/hooks/catch/1234567/abc1def/",
+                "http://h.example/hooks/catch/********/********/",
+            ),
+            (
+                "http://h.example/trigger/EVENT/with/key/abcDEF123",
+                "http://h.example/trigger/EVENT/with/key/********",
+            ),
+            (
+                "https://discord.com/api/webhooks/123456789012345678/aBcDeFgHiJkLmNoPqRsTuVwXyZ-012",
+                "https://discord.com/api/webhooks/********/********",
+            ),
+            (
+                "https://api.example/v1beta/openai/chat/completions",
+                "https://api.example/v1beta/openai/chat/completions",
+            ),
+            (
+                "https://login.example/common/oauth2/v2.0/token",
+                "https://login.example/common/oauth2/v2.0/token",
+            ),
+            (
+                "http://127.0.0.1:9/api/webhook/mailproc-events",
+                "http://127.0.0.1:9/api/webhook/mailproc-events",
+            ),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
     }
 
     /// README: a URL's masked parts are written out again only when its

@@ -403,16 +403,24 @@ fn imap_destination(account: &Value) -> Vec<(&'static str, String)> {
 }
 
 /// Where an account's OAuth2 client secret and refresh token go: to the
-/// token endpoint, and the access token they buy to the IMAP server.
+/// token endpoint, and the access token they buy to the IMAP server. The
+/// endpoints whole, path too (as masked, so a mask and what it stands for
+/// compare alike): one identity provider serves many tenants or realms by
+/// path, and a secret kept for `…/realms/a/token` went to `…/realms/b/`
+/// (the secrets audit found only the origin compared).
 fn oauth2_destination(account: &Value) -> Vec<(&'static str, String)> {
     let o = |k: &str| at(account, &["imap", "oauth2", k]);
+    let endpoint = |k: &str| match o(k) {
+        Some(v) => redact_url(&text(Some(v))),
+        None => String::new(),
+    };
     let mut d = imap_destination(account);
     d.extend([
         ("imap.oauth2.preset", text(o("preset"))),
-        ("imap.oauth2.token_url", origin(o("token_url"))),
+        ("imap.oauth2.token_url", endpoint("token_url")),
         (
             "imap.oauth2.device_authorization_url",
-            origin(o("device_authorization_url")),
+            endpoint("device_authorization_url"),
         ),
         ("imap.oauth2.ca_file", text(o("ca_file"))),
     ]);

@@ -320,6 +320,9 @@ accounts:
     assert_eq!(same, old);
     for (key, value) in [
         ("token_url", "https://evil.example/token"),
+        // The same origin, another tenant's endpoint (the secrets audit,
+        // stop 59: only the origin was compared).
+        ("token_url", "https://login.example.com/other-tenant/token"),
         ("preset", "google"),
     ] {
         let mut new = shown.clone();
