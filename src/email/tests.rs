@@ -157,6 +157,13 @@ fn a_part_left_open_is_decoded_and_read() {
                 "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable",
                 "caf=C3=A9 alpha =3D equals omega=\r\n tail",
             ),
+            // An `=` that begins no escape, in a part left open (the
+            // regression audit, stop 59: patch 6 reached only closed
+            // parts, and this one was given undecoded).
+            (
+                "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable",
+                "if a == b then caf=C3=A9 alpha = equals omega=\r\n tail",
+            ),
             ("Content-Type: text/html", "<p>caf\u{e9} alpha = equals omega tail</p>"),
         ] {
             let e = Email::parse(open_inside(headers, text).as_bytes()).unwrap();

@@ -15,24 +15,41 @@ enum QuotedPrintableState {
     Hex1,
 }
 
+/// mailproc patch: as lenient as `decode_quoted_printable_mime` (patch 6):
+/// an `=` that begins no escape is text, `=A` at a line's or the text's
+/// end is text, and white space after an `=` only goes when the line ends
+/// there. Never `None` now; the release gave up at `==` and mailproc took
+/// the text raw (a part cut at the fetch limit is decoded with this).
 pub fn quoted_printable_decode(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut buf = Vec::with_capacity(bytes.len());
 
     let mut state = QuotedPrintableState::None;
     let mut hex1 = 0;
+    let mut hex1_ch = 0;
     let mut ws_count = 0;
     let mut crlf = b"\n".as_ref();
+    let mut after_eq: Vec<u8> = Vec::new();
 
     for &ch in bytes {
         match ch {
             b'=' => {
-                if let QuotedPrintableState::None = state {
-                    state = QuotedPrintableState::Eq
-                } else {
-                    return None;
+                match state {
+                    QuotedPrintableState::None => {}
+                    QuotedPrintableState::Eq => {
+                        buf.push(b'=');
+                        buf.append(&mut after_eq);
+                    }
+                    QuotedPrintableState::Hex1 => buf.extend_from_slice(&[b'=', hex1_ch]),
                 }
+                ws_count = 0;
+                state = QuotedPrintableState::Eq;
             }
             b'\n' => {
+                after_eq.clear();
+                if QuotedPrintableState::Hex1 == state {
+                    buf.extend_from_slice(&[b'=', hex1_ch]);
+                    state = QuotedPrintableState::None;
+                }
                 if QuotedPrintableState::Eq == state {
                     state = QuotedPrintableState::None;
                 } else {
@@ -57,11 +74,17 @@ pub fn quoted_printable_decode(bytes: &[u8]) -> Option<Vec<u8>> {
                 }
                 QuotedPrintableState::Eq => {
                     hex1 = HEX_MAP[ch as usize];
-
-                    if hex1 != -1 {
+                    if ch.is_ascii_whitespace() {
+                        after_eq.push(ch);
+                    } else if hex1 != -1 && after_eq.is_empty() {
                         state = QuotedPrintableState::Hex1;
-                    } else if !ch.is_ascii_whitespace() {
-                        return None;
+                        hex1_ch = ch;
+                    } else {
+                        state = QuotedPrintableState::None;
+                        buf.push(b'=');
+                        buf.append(&mut after_eq);
+                        buf.push(ch);
+                        ws_count = 0;
                     }
                 }
                 QuotedPrintableState::Hex1 => {
@@ -70,13 +93,16 @@ pub fn quoted_printable_decode(bytes: &[u8]) -> Option<Vec<u8>> {
                     state = QuotedPrintableState::None;
                     if hex2 != -1 {
                         buf.push(((hex1 as u8) << 4) | hex2 as u8);
-                        ws_count = 0;
                     } else {
-                        return None;
+                        buf.extend_from_slice(&[b'=', hex1_ch, ch]);
                     }
+                    ws_count = 0;
                 }
             },
         }
+    }
+    if QuotedPrintableState::Hex1 == state {
+        buf.extend_from_slice(&[b'=', hex1_ch]);
     }
 
     buf.into()
