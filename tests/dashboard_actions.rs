@@ -214,11 +214,15 @@ fn with_archive(extra: &str) -> (Dovecot, Model, Mailproc) {
 /// Delivers an invoice with Message-ID `<id@mailproc.test>`, waits until
 /// the account has `n` entries, and gives the newest one's id.
 fn invoice(d: &Dovecot, m: &Mailproc, id: &str, n: u64) -> i64 {
-    d.seed(
-        "test",
-        "INBOX",
-        &msg(id, "billing@shop.example", &format!("Invoice {id}")),
-    );
+    invoice_with(d, m, id, n, "")
+}
+
+/// [`invoice`] with header fields of its own (`header`, each ending in
+/// CRLF) before the others.
+fn invoice_with(d: &Dovecot, m: &Mailproc, id: &str, n: u64, header: &str) -> i64 {
+    let mut raw = msg(id, "billing@shop.example", &format!("Invoice {id}"));
+    raw.splice(0..0, header.bytes());
+    d.seed("test", "INBOX", &raw);
     m.wait_for(
         Duration::from_secs(20),
         &format!("invoice {id} moved"),
@@ -332,9 +336,33 @@ fn move_to_never_takes_another_message_that_got_its_uid() {
     wait_connected(&m);
     let first = invoice(&d, &m, "first", 1);
     common::imap_client::user_does(d.imap_port, "test", &["RENAME Receipts Kept"]);
-    invoice(&d, &m, "second", 2);
+    let second = invoice_with(
+        &d,
+        &m,
+        "second",
+        2,
+        "List-Id: Other list <other.list.example>\r\n",
+    );
     let where_is = |id: &str| d.mailboxes_of("test", &format!("<{id}@mailproc.test>"));
     assert_eq!(where_is("second"), ["Receipts"], "{}", m.log());
+    // "Make a rule" from the first: not from the List-Id of the message
+    // that got its UID (the regression audit, stop 59). The second's own
+    // form shows its list, once the account's thread is free to read it
+    // (see the test above); the first's is asked right after.
+    m.wait_for(Duration::from_secs(60), "the second's form", || {
+        let page = b
+            .get(&format!("/config/rule?account=acct&entry={second}"))
+            .text;
+        page.contains("other\\.list\\.example").then_some(())
+    });
+    let page = b
+        .get(&format!("/config/rule?account=acct&entry={first}"))
+        .text;
+    assert!(page.contains("billing@shop"), "{page}");
+    assert!(
+        !page.contains("other\\.list"),
+        "another message's list:\n{page}"
+    );
     assert_redirect(
         &b.submit(&format!("/activity/{first}/move"), &[("folder", "Archive")]),
         &format!("/activity/{first}"),

@@ -100,27 +100,42 @@ impl Runner {
                 ))
             }
         };
-        let uid = match self.find(s, caps, &t, at, mb.uid_validity)? {
-            Ok(Some(u)) => u,
-            Ok(None) => return Ok(Ok(None)),
-            Err(e) => return failed(e),
-        };
-        let fetched = match s.uid_fetch(
-            uid.to_string(),
-            format!("(UID BODY.PEEK[HEADER.FIELDS ({name})])"),
-        ) {
-            Ok(f) => f,
-            Err(e) => return failed(session_fatal(e)?),
-        };
-        let Some(h) = fetched
-            .iter()
-            .find(|f| f.uid == Some(uid))
-            .and_then(|f| f.header())
-        else {
-            return Ok(Ok(None));
-        };
-        let e = crate::classify::Email::parse_headers(h).unwrap_or_default();
-        Ok(Ok(e.header(field).map(str::to_string)))
+        let mut at = at.clone();
+        loop {
+            let uid = match self.find(s, caps, &t, &at, mb.uid_validity)? {
+                Ok(Some(u)) => u,
+                Ok(None) => return Ok(Ok(None)),
+                Err(e) => return failed(e),
+            };
+            // With what tells whether the UID still holds the entry's
+            // message (see `holds_the_entrys`).
+            let fetched = match s.uid_fetch(
+                uid.to_string(),
+                format!("(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID FROM SUBJECT {name})])"),
+            ) {
+                Ok(f) => f,
+                Err(e) => return failed(session_fatal(e)?),
+            };
+            let Some(h) = fetched
+                .iter()
+                .find(|f| f.uid == Some(uid))
+                .and_then(|f| f.header())
+            else {
+                return Ok(Ok(None));
+            };
+            let e = crate::classify::Email::parse_headers(h);
+            // A UID recorded in a folder renamed and made again since holds
+            // another message, whose list the form was prefilled with (the
+            // regression audit, stop 59): looked for by its Message-ID.
+            if at.uid.is_some() && !holds_the_entrys(&t, e.as_ref()) {
+                if t.message_id.is_empty() {
+                    return Ok(Ok(None));
+                }
+                at.uid = None;
+                continue;
+            }
+            return Ok(Ok(e.and_then(|e| e.header(field).map(str::to_string))));
+        }
     }
 
     /// The entry's record, when it is this account's.
