@@ -265,7 +265,7 @@ fn main() -> ExitCode {
                 eprintln!("mailproc: no account named {name:?} in {}", path.display());
                 return ExitCode::FAILURE;
             };
-            match train(&loaded.config, account) {
+            match train(&loaded.config, account, &path) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("mailproc: {e}");
@@ -358,7 +358,11 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     store.set_password(user, &hash).map_err(|e| e.to_string())
 }
 
-fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(), String> {
+fn train(
+    config: &config::Config,
+    account: &config::AccountConfig,
+    path: &std::path::Path,
+) -> Result<(), String> {
     let store = std::sync::Arc::new(Store::open_configured(&config.storage.path)?);
     say_migration();
     let mut last = String::new();
@@ -371,8 +375,15 @@ fn train(config: &config::Config, account: &config::AccountConfig) -> Result<(),
                 last = folder.to_string();
             }
         },
-        // The file this run read is what it trains for.
-        &|| true,
+        // The account still goes by its name in the file (a save from the
+        // dashboard or the API may have renamed or removed it while this
+        // read: stored under the old name, the classifier reached no
+        // account; the regression audit, stop 59). A file that does not
+        // read as a configuration now, or a stream, cannot say otherwise.
+        &|| match config::load_again(path) {
+            Ok(now) => now.config.accounts.iter().any(|a| a.name == account.name),
+            Err(_) => true,
+        },
     )?;
     for (folder, n) in &report.folders {
         outln!("{folder}: {n} message(s)");

@@ -923,3 +923,58 @@ fn a_training_whose_account_is_renamed_meanwhile_stores_nothing() {
         .unwrap();
     assert_eq!(stored, 0, "a classifier no account uses");
 }
+
+/// The same from the shell (the regression audit, stop 59): `mailproc
+/// train` trained for the file as it read it, and a rename saved while it
+/// read left the classifier under the old name, the run "successful".
+#[test]
+fn a_training_from_the_shell_whose_account_is_renamed_meanwhile_stores_nothing() {
+    use std::io::{BufRead, BufReader};
+    let d = Dovecot::start();
+    let mut m = Mailproc::prepare(&base(&account(
+        &d,
+        "one",
+        "test",
+        "(?i)invoice",
+        "Receipts",
+    )));
+    let mut child = std::process::Command::new(common::mailproc::bin())
+        .arg("--config")
+        .arg(&m.config_path)
+        .args(["train", "one"])
+        .envs(env())
+        .env("MAILPROC_FAILPOINTS", "train-before-store=pause:3000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its progress lines (`INBOX: 0/0`) say the file was read and the
+    // folders are being read: the rename comes after.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("INBOX: ") {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "no progress:\n{said}"
+        );
+        said.push_str(&line);
+    }
+    let renamed =
+        account(&d, "two", "test", "(?i)invoice", "Receipts").replace("${PASS_two}", "${PASS_one}");
+    m.write_config(&base(&renamed));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    said.push_str(&rest);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("account one: renamed or removed while it trained; nothing was stored"),
+        "{said}"
+    );
+    let c = rusqlite::Connection::open(m.db_path()).unwrap();
+    let stored: i64 = c
+        .query_row("SELECT count(*) FROM learn_state", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 0, "a classifier no account uses");
+}
