@@ -6,10 +6,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::by_id::{ids_in_folder, search_message_id};
-use super::commands::{imap_string, set_max, uid_pieces, uid_set};
+use super::commands::{set_max, uid_pieces, uid_set};
 use super::folders::Counts;
 use super::session::{session_fatal, Caps, Folders, Session};
-use super::undo::holds_the_entrys;
 use super::{ImapError, Runner};
 use crate::store::UndoTarget;
 use crate::timestamp::now_ms;
@@ -33,16 +32,6 @@ fn look_budget() -> std::time::Duration {
 /// Where a message the user moved went: the folder, its UIDVALIDITY and
 /// UID there, and the message's features.
 type Found = (String, u32, u32, Option<Vec<String>>);
-
-/// The newest messages of a folder from one sender without a Message-ID
-/// read to find a message recorded without one (see
-/// [`Runner::find_idless`]).
-const IDLESS_CANDIDATES: usize = 20;
-
-/// The most messages recorded without a Message-ID that the look budget
-/// left over and one pass finds back in the watched folders at once (a
-/// search of each folder each); the rest wait for the next pass.
-const IDLESS_AT_ONCE: usize = 100;
 
 impl Runner {
     /// Looks, in each folder we moved mail to lately, for the messages no
@@ -123,42 +112,45 @@ impl Runner {
                 continue;
             };
             // Each pass looks for one at least, so that all are found in
-            // time.
-            if searched > 0 && started.elapsed() >= look_budget() {
-                // Read again next pass, though unchanged, to find these.
-                for (_, f) in &gone[i..] {
-                    self.corrections_read.remove(f);
+            // time; one with no Message-ID is not looked for.
+            if !t.message_id.is_empty() {
+                if searched > 0 && started.elapsed() >= look_budget() {
+                    // Read again next pass, though unchanged, to find these.
+                    for (_, f) in &gone[i..] {
+                        self.corrections_read.remove(f);
+                    }
+                    let back = self.claim_watched(s, caps, folders, &gone[i..])?;
+                    let rest = gone.len() - i - back;
+                    if back > 0 {
+                        log::info!(
+                            "{}: corrections: {back} message(s) the user moved back were found \
+                             in a watched folder at once",
+                            self.name()
+                        );
+                    }
+                    if rest > 0 {
+                        log::info!(
+                            "{}: corrections: {rest} more message(s) that left their folders \
+                             are looked for at the next pass",
+                            self.name()
+                        );
+                    }
+                    break;
                 }
-                let back = self.claim_watched(s, caps, folders, &gone[i..])?;
-                let rest = gone.len() - i - back;
-                if back > 0 {
-                    log::info!(
-                        "{}: corrections: {back} message(s) the user moved back were found \
-                         in a watched folder at once",
-                        self.name()
-                    );
-                }
-                if rest > 0 {
-                    log::info!(
-                        "{}: corrections: {rest} more message(s) that left their folders \
-                         are looked for at the next pass",
-                        self.name()
-                    );
-                }
-                break;
+                searched += 1;
             }
-            searched += 1;
-            let found = match self.find_elsewhere(s, caps, folders, &t, &from)? {
-                Ok(found) => found,
-                Err(e) => {
-                    log::warn!(
+            let found =
+                match self.find_elsewhere(s, caps, folders, (&t.message_id, &t.from), &from)? {
+                    Ok(found) => found,
+                    Err(e) => {
+                        log::warn!(
                         "{}: activity {id}: the message left {from:?}, and looking for it failed: \
                          {e}; not looked for again",
                         self.name()
                     );
-                    None
-                }
-            };
+                        None
+                    }
+                };
             let (folder, arrived, feats) = match found {
                 Some((f, uidvalidity, uid, feats)) => (Some(f), Some((uidvalidity, uid)), feats),
                 None => (None, None, None),
@@ -197,9 +189,8 @@ impl Runner {
     /// [`Runner::find_elsewhere`] takes a message: by its Message-ID, from
     /// the recorded sender (read on its own when the header's first 64 KiB
     /// hold no From), the newest of a few first; and only a message with
-    /// no record yet; one recorded without a Message-ID by its sender and
-    /// subject (see [`Runner::find_idless`], [`IDLESS_AT_ONCE`] of them).
-    /// The rest wait for the next pass. Returns how many were found.
+    /// no record yet. The rest wait for the next pass. Returns how many
+    /// were found.
     fn claim_watched(
         &mut self,
         s: &mut Session,
@@ -213,22 +204,18 @@ impl Runner {
         /// the one from the sender, as `find_elsewhere` reads them.
         const CANDIDATES: usize = 5;
         let mut wanted: HashMap<String, (UndoTarget, String)> = HashMap::new();
-        // Those recorded without a Message-ID, looked for one by one.
-        let mut idless: Vec<(UndoTarget, String)> = Vec::new();
         for (id, from) in left {
             if let Some(t) = self.w.store.undo_target(*id)? {
                 if !t.message_id.is_empty() {
                     wanted
                         .entry(t.message_id.clone())
                         .or_insert((t, from.clone()));
-                } else if idless.len() < IDLESS_AT_ONCE {
-                    idless.push((t, from.clone()));
                 }
             }
         }
         let mut back = 0;
         for folder in self.w.account.folders.watch.clone() {
-            if wanted.is_empty() && idless.is_empty() {
+            if wanted.is_empty() {
                 break;
             }
             let mb = match folders.examine(s, &folder) {
@@ -239,10 +226,6 @@ impl Runner {
                 }
             };
             let validity = mb.uid_validity.unwrap_or(0);
-            back += self.claim_idless(s, caps, &folder, validity, &mut idless)?;
-            if wanted.is_empty() {
-                continue;
-            }
             let ids: Vec<&str> = wanted.keys().map(String::as_str).collect();
             let mut found = match ids_in_folder(s, caps, &ids) {
                 Ok(found) => found,
@@ -335,113 +318,6 @@ impl Runner {
         Ok(back)
     }
 
-    /// Of `idless` (entries recorded without a Message-ID, each with the
-    /// folder it left), those now in the selected watched `folder`:
-    /// recorded there as corrections, learned, and taken off the list.
-    /// Returns how many.
-    fn claim_idless(
-        &mut self,
-        s: &mut Session,
-        caps: &Caps,
-        folder: &str,
-        validity: u32,
-        idless: &mut Vec<(UndoTarget, String)>,
-    ) -> Result<usize, ImapError> {
-        let mut claimed = HashSet::new();
-        let mut back = 0;
-        let mut i = 0;
-        while i < idless.len() {
-            let (t, from) = &idless[i];
-            let found = match self.find_idless(s, caps, t, folder, validity, &claimed)? {
-                Ok(found) => found,
-                Err(e) => {
-                    log::warn!("{}: corrections: {folder:?}: {e}", self.name());
-                    None
-                }
-            };
-            let Some((uid, e)) = found else {
-                i += 1;
-                continue;
-            };
-            let (t, from) = (t.clone(), from.clone());
-            let counted = self.counted_in(t.id, &from);
-            self.w
-                .store
-                .record_correction(&t, Some(folder), Some((validity, uid)))?;
-            log::info!(
-                "{}: activity {}: the user moved the message from {from:?} to {folder:?}; \
-                 learned as a correction",
-                self.name(),
-                t.id
-            );
-            self.corrected(counted, Some(crate::learn::features(&e)), &from, folder);
-            claimed.insert(uid);
-            idless.swap_remove(i);
-            back += 1;
-        }
-        Ok(back)
-    }
-
-    /// In the selected `folder` (at `validity`), the message of `t`, an
-    /// entry recorded without a Message-ID: one without one either, from
-    /// its sender, with its subject (see `holds_the_entrys`), the newest of
-    /// the newest [`IDLESS_CANDIDATES`] from that sender without one; never
-    /// a UID in `taken` or recorded already (another message, processed
-    /// before). The regression audit (stop 59) found such a message, moved
-    /// back to INBOX by its user, recorded as deleted and sorted away
-    /// again. The inner error: the server refused the search, or the
-    /// sender cannot be sent.
-    fn find_idless(
-        &self,
-        s: &mut Session,
-        caps: &Caps,
-        t: &UndoTarget,
-        folder: &str,
-        validity: u32,
-        taken: &HashSet<u32>,
-    ) -> Result<Result<Option<(u32, crate::email::Email)>, String>, ImapError> {
-        if t.from.is_empty() {
-            return Ok(Ok(None));
-        }
-        let sender = match imap_string(&t.from, caps) {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(format!("the sender: {e}"))),
-        };
-        // `HEADER MESSAGE-ID ""` matches every message that has the field.
-        let found = match s.uid_search(format!("FROM {sender} NOT HEADER MESSAGE-ID \"\"")) {
-            Ok(f) => f,
-            Err(e) => return Ok(Err(session_fatal(e)?)),
-        };
-        let mut uids: Vec<u32> = found.into_iter().filter(|u| !taken.contains(u)).collect();
-        let recorded: HashSet<u32> = (self.w.store)
-            .recorded(self.name(), folder, validity, &uids)?
-            .into_iter()
-            .map(|(m, _)| m.uid)
-            .collect();
-        uids.retain(|u| !recorded.contains(u));
-        uids.sort_unstable_by(|a, b| b.cmp(a));
-        uids.truncate(IDLESS_CANDIDATES);
-        if uids.is_empty() {
-            return Ok(Ok(None));
-        }
-        let fetched = match s.uid_fetch(uid_set(&uids), super::learn_query()) {
-            Ok(f) => f,
-            Err(e) => return Ok(Err(format!("reading them: {}", session_fatal(e)?))),
-        };
-        for uid in &uids {
-            let Some(e) = (fetched.iter())
-                .find(|f| f.uid == Some(*uid))
-                .and_then(|f| f.header().map(|h| super::learn_email(h, f.text())))
-            else {
-                continue;
-            };
-            if holds_the_entrys(t, Some(&e)) {
-                return Ok(Ok(Some((*uid, e))));
-            }
-        }
-        Ok(Ok(None))
-    }
-
     /// The sender of `uid` in the selected folder, read on its own: the
     /// fields the classifier reads stop at 64 KiB, and a From after 80 KB
     /// of To is not in them (a third regression audit). Empty when the
@@ -497,35 +373,13 @@ impl Runner {
         s: &mut Session,
         caps: &Caps,
         folders: &Folders,
-        t: &UndoTarget,
+        (message_id, sender): (&str, &str),
         not: &str,
     ) -> Result<Result<Option<Found>, String>, ImapError> {
         /// The most messages of one folder that carry the Message-ID read
         /// to find the one from the sender.
         const CANDIDATES: usize = 5;
-        let (message_id, sender) = (t.message_id.as_str(), t.from.as_str());
         if message_id.is_empty() {
-            for folder in super::training_folders(&self.w.account) {
-                if folder == not {
-                    continue;
-                }
-                let mb = match folders.examine(s, &folder) {
-                    Ok(mb) => mb,
-                    Err(e) => {
-                        session_fatal(e)?;
-                        continue;
-                    }
-                };
-                let validity = mb.uid_validity.unwrap_or(0);
-                match self.find_idless(s, caps, t, &folder, validity, &HashSet::new())? {
-                    Ok(Some((uid, e))) => {
-                        let feats = Some(crate::learn::features(&e));
-                        return Ok(Ok(Some((folder, validity, uid, feats))));
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Ok(Err(format!("searching {folder:?}: {e}"))),
-                }
-            }
             return Ok(Ok(None));
         }
         let query = match search_message_id(message_id, caps) {
