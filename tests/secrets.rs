@@ -563,7 +563,7 @@ fn webhook_secrets_stay_with_their_exact_url() {
     );
     let c = current(&m);
     assert_eq!(
-        c["webhooks"][0]["url"],
+        common::bare_masks(c["webhooks"][0]["url"].as_str().unwrap()),
         "https://hooks.example.com/services/********"
     );
     let mut body = c.clone();
@@ -754,4 +754,48 @@ fn textarea(page: &str) -> String {
         .replace("&quot;", "\"")
         .replace("&#39;", "'")
         .replace("&amp;", "&")
+}
+
+/// Found by the second regression audit (stop 59): once token-like path
+/// segments were told by their shape, two Slack hooks of one workspace
+/// (the same events) masked alike, and the configuration could not be
+/// saved back as it was read (400, ambiguous). Each mask names its token:
+/// the round trip keeps both, and one hook's mask put on the other's URL
+/// is refused.
+#[test]
+fn two_hooks_that_differ_only_in_tokens_round_trip() {
+    let a = "https://hooks.example.com/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb";
+    let b = "https://hooks.example.com/services/T0ABCDEFG/B0HIJKLMN/ZxCvBnMaSdFgHjKlQwErTyUi";
+    let m = Mailproc::start_with_env(
+        &format!(
+            "server: {{ port: {{PORT}}, auth_token: \"${{MAILPROC_TOKEN}}\" }}\n\
+             storage: {{ path: \"{{DIR}}/mailproc.db\" }}\nwebhooks:\n  \
+             - {{ url: \"{a}\", events: [error], secret: \"first-hook-secret-0123456789\" }}\n  \
+             - {{ url: \"{b}\", events: [error], secret: \"other-hook-secret-0123456789\" }}\n"
+        ),
+        &env(),
+    );
+    let c = current(&m);
+    let (sa, sb) = (
+        c["webhooks"][0]["url"].as_str().unwrap().to_string(),
+        c["webhooks"][1]["url"].as_str().unwrap().to_string(),
+    );
+    assert!(
+        !sa.contains("QwErTy") && !sb.contains("ZxCvBn"),
+        "{sa} {sb}"
+    );
+    assert_eq!(common::bare_masks(&sa), common::bare_masks(&sb));
+    assert_ne!(sa, sb);
+    let before = file(&m);
+    let r = put(&m, &c);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(file(&m), before, "nothing changed");
+    // The first's token mask in the second's URL: no token of the second.
+    let mut swapped = c.clone();
+    let (head, _) = sb.rsplit_once('/').unwrap();
+    let (_, a_token) = sa.rsplit_once('/').unwrap();
+    swapped["webhooks"][1]["url"] = json!(format!("{head}/{a_token}"));
+    let r = put(&m, &swapped);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(file(&m), before);
 }

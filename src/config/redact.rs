@@ -128,17 +128,27 @@ pub(super) fn unmask_url(shown: &str, stored: &str) -> Option<String> {
     } else if new.username() == MASK {
         out.set_username(old.username()).ok()?;
     }
-    let segments: Vec<&str> = new.path_segments()?.collect();
-    if segments.contains(&MASK) {
+    let segments: Vec<String> = new
+        .path_segments()?
+        .map(|s| s.replace("%2A%2A%2A%2A%2A%2A%2A%2A", MASK))
+        .collect();
+    if segments.iter().any(|s| s.starts_with(MASK)) {
         let stored_segments: Vec<&str> = old.path_segments()?.collect();
         if stored_segments.len() != segments.len() {
             return None;
         }
-        let path: Vec<&str> = segments
-            .iter()
-            .zip(&stored_segments)
-            .map(|(n, o)| if *n == MASK { *o } else { *n })
-            .collect();
+        // A mask stands for the stored segment at its place: the one its
+        // digest names (a bare mask, for any).
+        let mut path: Vec<&str> = Vec::new();
+        for (n, o) in segments.iter().zip(&stored_segments) {
+            if !n.starts_with(MASK) {
+                path.push(n);
+            } else if n == MASK || *n == masked_segment(o) {
+                path.push(o);
+            } else {
+                return None;
+            }
+        }
         out.set_path(&format!("/{}", path.join("/")));
     }
     if let Some(query) = new.query() {
@@ -207,8 +217,11 @@ fn redact_literal_url(s: &str, keep: &[String]) -> String {
                 let own = keep
                     .iter()
                     .fold(seg.to_string(), |t, k| t.replace(k.as_str(), ""));
-                if looks_like_token(&own) {
-                    MASK.to_string()
+                if seg.starts_with(MASK) || seg.starts_with("%2A%2A%2A%2A%2A%2A%2A%2A") {
+                    // Masked already (a URL shown before, read again).
+                    seg.to_string()
+                } else if looks_like_token(&own) {
+                    masked_segment(seg)
                 } else {
                     seg.to_string()
                 }
@@ -219,6 +232,21 @@ fn redact_literal_url(s: &str, keep: &[String]) -> String {
     u.set_fragment(None);
     // The masks must read as written, not percent-encoded.
     u.to_string().replace("%2A%2A%2A%2A%2A%2A%2A%2A", MASK)
+}
+
+/// A path segment as a URL shows it masked: [`MASK`], `~` and a keyed
+/// digest of the segment (4 bytes, under a key of the running service),
+/// so that two hooks whose URLs differ only in their tokens are told apart
+/// (their masks read alike, and a configuration with two Slack hooks on
+/// one workspace could not be saved back as it was read; the second
+/// regression audit, stop 59), and a masked part is taken back only from
+/// the stored segment it stands for. The digest tells nothing of the
+/// token without the key; it changes with each start.
+pub(super) fn masked_segment(seg: &str) -> String {
+    format!(
+        "{MASK}~{}",
+        super::write::keyed_digest(b"url segment", seg.as_bytes(), 4)
+    )
 }
 
 /// Whether a path segment may be a credential, as hook services put them
@@ -496,6 +524,41 @@ pub fn summary_json(raw: &serde_norway::Value) -> serde_json::Value {
 mod tests {
     use super::*;
 
+    /// `shown` with each masked path segment's digest taken off (it is
+    /// keyed by the running process): `********~1a2b3c4d` reads `********`.
+    fn bare(shown: &str) -> String {
+        let mut out = String::new();
+        let mut rest = shown;
+        while let Some(i) = rest.find("********~") {
+            out.push_str(&rest[..i + 8]);
+            let digest = &rest[i + 9..];
+            let n = digest.bytes().take_while(u8::is_ascii_hexdigit).count();
+            assert_eq!(n, 8, "a mask's digest in {shown}");
+            rest = &digest[n..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The second regression audit (stop 59): two hooks whose URLs differ
+    /// only in tokens were masked alike, and a configuration holding both
+    /// could not be saved back as it was read; a masked tenant in a token
+    /// endpoint read as any other. Each mask names its segment.
+    #[test]
+    fn masks_of_different_tokens_differ_and_stand_for_their_own_segment() {
+        let a = "http://h.example/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb";
+        let b = "http://h.example/services/T0ABCDEFG/B0HIJKLMN/ZxCvBnMaSdFgHjKlQwErTyUi";
+        let (sa, sb) = (redact_url(a), redact_url(b));
+        assert_eq!(bare(&sa), bare(&sb));
+        assert_ne!(sa, sb);
+        assert_eq!(redact_url(a), sa, "the same within a run");
+        assert_eq!(redact_url(&sa), sa, "a mask is not masked again");
+        assert_eq!(unmask_url(&sa, a).as_deref(), Some(a));
+        assert_eq!(unmask_url(&sb, a), None, "b's masks are not a's tokens");
+        // A bare mask still stands for the segment at its place.
+        assert_eq!(unmask_url(&bare(&sa), a).as_deref(), Some(a));
+    }
+
     /// What a client sent written out, where `GET /api/config` shows a
     /// mask: a password, a key, and a URL's token or query value.
     #[test]
@@ -537,7 +600,9 @@ mod tests {
         // Paths stay readable (the delivery log tells targets apart by
         // them) but for segments that look like tokens.
         assert_eq!(
-            redact_url("https://hooks.slack.com/services/T0123/B0123/abcDEF0123456789ghijKLMN"),
+            bare(&redact_url(
+                "https://hooks.slack.com/services/T0123/B0123/abcDEF0123456789ghijKLMN"
+            )),
             "https://hooks.slack.com/services/T0123/B0123/********"
         );
         // A part of the query without `=` is masked whole.
@@ -589,7 +654,7 @@ mod tests {
                 "http://127.0.0.1:9/api/webhook/mailproc-events",
             ),
         ] {
-            assert_eq!(redact_url(url), shown, "{url}");
+            assert_eq!(bare(&redact_url(url)), shown, "{url}");
         }
     }
 

@@ -640,6 +640,6 @@ pub fn save_config(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
 /// Why the editor's text was not saved when the file changed after its
 /// page was loaded.
 pub const OVERTAKEN_HERE: &str = "the file was changed after this page was loaded (a save from \
-     another page or through the API, or an edit of the file), and saving would have undone \
-     that change. Your text is below as you left it; “Validate and save” again writes it over \
+     another page or through the API, or an edit of the file), or the service restarted since \
+     (a page's version holds for one run), and saving would have undone that change. Your text is below as you left it; “Validate and save” again writes it over \
      that change. To see the file as it is now, open the editor in another tab.";

@@ -134,6 +134,12 @@ impl Runner {
                 at.uid = None;
                 continue;
             }
+            // Found by its Message-ID, which a stranger's copy may carry
+            // too: from the recorded sender only, as corrections take it.
+            let theirs = e.as_ref().map_or("", |e| e.from.as_str());
+            if at.uid.is_none() && !t.from.is_empty() && !theirs.eq_ignore_ascii_case(&t.from) {
+                return Ok(Ok(None));
+            }
             return Ok(Ok(e.and_then(|e| e.header(field).map(str::to_string))));
         }
     }

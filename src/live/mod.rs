@@ -141,8 +141,9 @@ impl std::fmt::Display for ChangeError {
 
 /// Why a change made from an earlier version of the file is refused.
 pub const OVERTAKEN: &str = "the configuration file was changed since this version of it was \
-     read (a save from another page or through the API, or an edit of the file): saving would \
-     undo that change; nothing changed";
+     read (a save from another page or through the API, or an edit of the file), or the service \
+     restarted since (a version holds for one run): saving would undo that change; nothing \
+     changed. Read the file again and save from that";
 
 impl From<ConfigError> for ChangeError {
     fn from(e: ConfigError) -> Self {

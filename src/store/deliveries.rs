@@ -73,10 +73,15 @@ impl Store {
                     id: r.get(0)?,
                     timestamp: iso_ms(r.get(1)?),
                     event: r.get(2)?,
-                    url: r.get(3)?,
+                    // Masked as it is read too: a row written before the
+                    // masking knew a token's shape keeps it (the second
+                    // regression audit, stop 59), as do the errors.
+                    url: crate::config::redact_url(&r.get::<_, String>(3)?),
                     account: r.get(4)?,
                     status_code: r.get(5)?,
-                    error: r.get(6)?,
+                    error: r
+                        .get::<_, Option<String>>(6)?
+                        .map(|e| crate::config::redact_text(&e)),
                     duration_ms: r.get(7)?,
                     outcome: r.get(8)?,
                 })

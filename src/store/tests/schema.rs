@@ -301,6 +301,30 @@ fn step_8_gives_old_deliveries_their_outcome() {
     )
     .unwrap();
     assert_eq!(s.deliveries(1, 0).unwrap().0[0].outcome, "refused");
+    // A row written before its token's shape was masked is masked as it
+    // is read (the second regression audit, stop 59).
+    let token = "QwErTyUiOpAsDfGhJkLzXcVb";
+    s.record_delivery(
+        "test",
+        "failed",
+        &format!("http://h.example/services/T0ABCDEFG/B0ABCDEFG/{token}"),
+        None,
+        None,
+        Some(&format!(
+            "POST http://h.example/services/x/{token}: refused"
+        )),
+        Duration::ZERO,
+    )
+    .unwrap();
+    let row = &s.deliveries(1, 0).unwrap().0[0];
+    assert!(!row.url.contains(token), "{}", row.url);
+    assert!(
+        row.url.starts_with("http://h.example/services/********~"),
+        "{}",
+        row.url
+    );
+    let error = row.error.as_deref().unwrap();
+    assert!(!error.contains(token), "{error}");
 }
 
 #[test]
