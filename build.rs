@@ -48,6 +48,8 @@ fn main() {
         git_dir.join("HEAD"),
         common.join("packed-refs"),
         common.join("refs").join("heads"),
+        // Repositories in the reftable format (git 2.45 on).
+        common.join("reftable"),
     ] {
         if p.exists() {
             println!("cargo:rerun-if-changed={}", p.display());

@@ -113,14 +113,23 @@ pub(super) fn pieces(s: &str) -> Result<Vec<Piece<'_>>, String> {
         } else if let Some(body) = after.strip_prefix('{') {
             let end = body
                 .find('}')
-                .ok_or_else(|| format!("unterminated variable reference in {s:?}"))?;
+                // The value is not quoted, here or below: it may be a
+                // secret with `${` in it (the first-hour audit found such a
+                // password printed by check-config and logged by a reload).
+                .ok_or_else(|| {
+                    "a `${` with no `}` after it (write `$${` for a literal `${`)".to_string()
+                })?;
             let inner = &body[..end];
             let (name, default) = match inner.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
                 None => (inner, None),
             };
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(format!("invalid variable name {name:?}"));
+                return Err(
+                    "a `${…}` whose name is not letters, digits and `_` (write `$${` \
+                            for a literal `${`)"
+                        .to_string(),
+                );
             }
             out.push(Piece::Ref { name, default });
             rest = &body[end + 1..];

@@ -247,6 +247,30 @@ fn substitution_keeps_types_and_names_unset_variables() {
     );
 }
 
+/// Found by the first-hour audit (stop 59): a password with a `${` in it
+/// that closes nowhere, or with a name that is no name, was quoted whole
+/// (or in part) by the problem: `check-config` printed it, a reload logged
+/// it for every `read:logs` key. The problem names the key, not the value.
+#[test]
+fn a_broken_reference_in_a_secret_is_not_quoted() {
+    for (password, kept) in [
+        ("Hunter2${Secret9", ["Hunter2", "Secret9"]),
+        ("Tr0ub${4dor-3}x", ["Tr0ub", "4dor-3"]),
+    ] {
+        let e = parse_str(&format!(
+            "server:\n  auth_token: \"{password}\"\naccounts:\n  - name: a\n    imap: {{ host: h, username: u, password: \"{password}\" }}\n"
+        ))
+        .unwrap_err();
+        let said = e.problems.join("\n");
+        assert!(said.contains("accounts[0].imap.password"), "{said}");
+        assert!(said.contains("server.auth_token"), "{said}");
+        assert!(said.contains("$${"), "the remedy: {said}");
+        for part in kept {
+            assert!(!said.contains(part), "{part} in: {said}");
+        }
+    }
+}
+
 /// Issue 20, item 7: a problem never shows what a variable holds.
 #[test]
 fn problems_quote_the_text_as_written_not_the_variable() {

@@ -134,10 +134,12 @@ impl Runner {
                 at.uid = None;
                 continue;
             }
-            // Found by its Message-ID, which a stranger's copy may carry
-            // too: from the recorded sender only, as corrections take it.
+            // A Message-ID, which a stranger's copy may carry too (and
+            // `find` searches by it also where the recorded UID is of
+            // another UIDVALIDITY): from the recorded sender only, as
+            // corrections take it (the regression audits, stop 59).
             let theirs = e.as_ref().map_or("", |e| e.from.as_str());
-            if at.uid.is_none() && !t.from.is_empty() && !theirs.eq_ignore_ascii_case(&t.from) {
+            if !t.from.is_empty() && !theirs.eq_ignore_ascii_case(&t.from) {
                 return Ok(Ok(None));
             }
             return Ok(Ok(e.and_then(|e| e.header(field).map(str::to_string))));

@@ -34,7 +34,9 @@
 use serde_norway::Value;
 
 use super::env::{pieces, Piece};
-use super::redact::{is_secret_path, is_url_key, masked_secret, redact_url, unmask_url};
+use super::redact::{
+    is_secret_path, is_url_key, masked_secret, redact_url, shown_url, unmask_url, MASK_ENCODED,
+};
 use super::{Config, MASK};
 
 /// Puts stored secrets back where `new` shows them masked; `old` is the tree
@@ -114,13 +116,16 @@ fn counterpart<'o>(key: Option<&str>, v: &Value, olds: &'o [Value]) -> Counterpa
             .find(|o| *o == v)
             .map_or(Counterpart::None, |o| Counterpart::One(o, 0));
     };
-    let Some(id) = text(v, k) else {
+    let Some(mut id) = text(v, k) else {
         return Counterpart::None;
     };
+    if k == "url" {
+        id = unencode_masks(&id);
+    }
     let same_key: Vec<&Value> = olds
         .iter()
         .filter(|o| match text(o, k) {
-            Some(stored) if k == "url" && id.contains(MASK) => redact_url(&stored) == id,
+            Some(stored) if k == "url" && id.contains(MASK) => same_masked_url(&stored, &id),
             Some(stored) => stored == id,
             None => false,
         })
@@ -255,6 +260,12 @@ impl<'o> Walk<'o> {
     fn string(&mut self, s: &mut String, old: Option<&Value>) {
         let secret = is_secret_path(&self.path);
         let url = self.path.last().is_some_and(|k| is_url_key(k));
+        // A mask a URL library sent percent-encoded is a mask (taken for
+        // text, it replaced the stored token, and the masked view hid
+        // that; the third regression audit).
+        if url && s.to_ascii_uppercase().contains(MASK_ENCODED) {
+            *s = unencode_masks(s);
+        }
         let masked = (secret || url) && s.contains(MASK);
         if !masked && !has_reference(s) {
             return;
@@ -270,7 +281,7 @@ impl<'o> Walk<'o> {
                 if secret {
                     masked_secret(o)
                 } else {
-                    redact_url(o)
+                    shown_url(o)
                 }
             };
             match stored {
@@ -341,7 +352,19 @@ impl<'o> Walk<'o> {
         dest(&owner.new)
             .into_iter()
             .zip(dest(old))
-            .find(|(a, b)| a.1 != b.1)
+            .find(|(a, b)| {
+                // A URL compared as what it stands for: the stored one when
+                // it reads as that one's mask (the walk may not have taken
+                // it back yet), else what was sent (a tenant, realm or
+                // query value changed where the stored one shows masked;
+                // the second and third regression audits).
+                let new = if a.0.ends_with("url") {
+                    resolved_url(&a.1, &b.1)
+                } else {
+                    a.1.clone()
+                };
+                new != b.1
+            })
             .map(|(a, _)| a.0.to_string())
     }
 }
@@ -410,10 +433,7 @@ fn imap_destination(account: &Value) -> Vec<(&'static str, String)> {
 /// (the secrets audit found only the origin compared).
 fn oauth2_destination(account: &Value) -> Vec<(&'static str, String)> {
     let o = |k: &str| at(account, &["imap", "oauth2", k]);
-    let endpoint = |k: &str| match o(k) {
-        Some(v) => redact_url(&text(Some(v))),
-        None => String::new(),
-    };
+    let endpoint = |k: &str| text(o(k));
     let mut d = imap_destination(account);
     d.extend([
         ("imap.oauth2.preset", text(o("preset"))),
@@ -438,7 +458,46 @@ fn provider_destination(provider: &Value) -> Vec<(&'static str, String)> {
 
 /// A webhook's headers and secret go to its URL, exactly.
 fn webhook_destination(hook: &Value) -> Vec<(&'static str, String)> {
-    vec![("url", redact_url(&text(hook.get("url"))))]
+    vec![("url", text(hook.get("url")))]
+}
+
+/// `s` with each percent-encoded [`MASK`] (either case) written as one.
+fn unencode_masks(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.to_ascii_uppercase().find(MASK_ENCODED) {
+        out.push_str(&rest[..i]);
+        out.push_str(MASK);
+        rest = &rest[i + MASK_ENCODED.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `sent` (a URL as a client sent it, masked) stands for the
+/// stored URL: it reads as the configuration shows that one (each masked
+/// path segment's digest naming its token); or, sent with bare masks (a
+/// client of a version before the digests, a hand-written `********`), as
+/// that one without digests. Two stored URLs that differ only in their
+/// tokens both match a bare mask, which `counterpart` then finds
+/// ambiguous, never guesses.
+fn same_masked_url(stored: &str, sent: &str) -> bool {
+    let sent = unencode_masks(sent);
+    shown_url(stored) == sent || (!sent.contains("********~") && redact_url(stored) == sent)
+}
+
+/// `sent`, a URL where `stored` was, as what it stands for: `stored` when
+/// it is that one's mask, the stored parts put back where it shows masks
+/// along the same origin, else as sent.
+fn resolved_url(sent: &str, stored: &str) -> String {
+    let sent = unencode_masks(sent);
+    if !sent.contains(MASK) {
+        return sent;
+    }
+    if same_masked_url(stored, &sent) {
+        return stored.to_string();
+    }
+    unmask_url(&sent, stored).unwrap_or(sent)
 }
 
 /// A path as the configuration's error messages write it:

@@ -311,7 +311,7 @@ accounts:
       host: imap.example.com
       username: u
       auth: oauth2
-      oauth2: { token_url: "https://login.example.com/11111111-2222-3333-4444-555555555555/oauth2/v2.0/token", client_id: c, client_secret: cs, refresh_token: "${RT}" }
+      oauth2: { token_url: "https://login.example.com/11111111-2222-3333-4444-555555555555/oauth2/v2.0/token?realm=alpha", client_id: c, client_secret: cs, refresh_token: "${RT}" }
 "#,
     );
     let shown: Value = serde_json::from_value(crate::config::redacted_json(&old)).unwrap();
@@ -323,6 +323,12 @@ accounts:
         // The same origin, another tenant's endpoint (the secrets audit,
         // stop 59: only the origin was compared).
         ("token_url", "https://login.example.com/other-tenant/token"),
+        // A query value changed where the stored one shows masked (the
+        // third regression audit).
+        (
+            "token_url",
+            "https://login.example.com/11111111-2222-3333-4444-555555555555/oauth2/v2.0/token?realm=beta",
+        ),
         // Another tenant where the stored one shows masked (the second
         // regression audit: the masks compared alike).
         (
