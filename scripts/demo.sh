@@ -11,11 +11,12 @@
 #
 #   scripts/demo.sh            sort the inbox, print who decided what, then
 #                              run until Ctrl-C and stop everything
-#   scripts/demo.sh --no-model rules only: no model is built or asked
+#   scripts/demo.sh --no-model the rules and the learned classifier: no
+#                              model is built or asked
 #   scripts/demo.sh --check    wait until every message is recorded, print the
 #                              stats and who decided what, stop everything,
 #                              exit (non-zero when nothing was processed).
-#                              Rules only unless --model or MAILPROC_LLM_URL:
+#                              No model unless --model or MAILPROC_LLM_URL:
 #                              it is the quick check of the demo's plumbing
 #                              (tests/real_mail.rs runs it); the model's own
 #                              end-to-end test is tests/local_model.rs
@@ -116,11 +117,13 @@ if ((SMOKE)) && [[ -z "${MAILPROC_DEMO_PORT:-}" ]]; then
 else
     PORT=${MAILPROC_DEMO_PORT:-8080}
 fi
-[[ "$PORT" =~ ^[0-9]+$ ]] || die "MAILPROC_DEMO_PORT must be a port number, got '$PORT'"
+[[ "$PORT" =~ ^[0-9]+$ ]] && ((10#$PORT >= 1 && 10#$PORT <= 65535)) \
+    || die "MAILPROC_DEMO_PORT must be a port number from 1 to 65535, got '$PORT'"
+PORT=$((10#$PORT))
 
 if [[ -n "${MAILPROC_BIN:-}" ]]; then
     BIN=$MAILPROC_BIN
-    [[ -x "$BIN" ]] || die "MAILPROC_BIN=$BIN is not an executable"
+    [[ -f "$BIN" && -x "$BIN" ]] || die "MAILPROC_BIN=$BIN is not an executable file"
 else
     command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) or set MAILPROC_BIN"
     if ((SMOKE)); then profile=(); out=debug; else profile=(--release); out=release; fi
@@ -134,7 +137,7 @@ else
 fi
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-    die "127.0.0.1:$PORT is already in use; set MAILPROC_DEMO_PORT to a free port"
+    die "127.0.0.1:$PORT is already in use; set MAILPROC_DEMO_PORT to a free port (an earlier demo killed with -9 leaves its mailproc and Dovecot running, and its /tmp/mailproc-demo.* directory: stop those by their pids, ps -ef | grep mailproc-demo)"
 fi
 
 # ---- state and clean-up ------------------------------------------------------
@@ -206,7 +209,7 @@ case "$MODEL" in
         LLM_MODEL=$(sed -n 2p "$DIR/llm.out")
         say "the model: $LLM_MODEL at $LLM_URL"
         ;;
-    off) say "no model: the rules sort what they can, the rest stays in INBOX" ;;
+    off) say "no model: the rules and the learned classifier sort what they can, the rest stays in INBOX" ;;
 esac
 
 # ---- Dovecot and mail --------------------------------------------------------
@@ -387,15 +390,21 @@ for ((i = 0; ; i++)); do
         tail -n 30 "$LOG" >&2
         die "mailproc exited during start-up (log above)"
     fi
-    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$URL/health" || true)
-    [[ "$code" != "000" && -n "$code" ]] && break
+    # mailproc's own answer: another server that took the port meanwhile
+    # (it was free when checked, before the seeding) answers too.
+    body=$(curl -s --max-time 2 "$URL/health" || true)
+    [[ "$body" == *'"status"'*'"uptime"'* ]] && break
+    if grep -q "address in use" "$LOG" 2>/dev/null; then
+        tail -n 5 "$LOG" >&2
+        die "127.0.0.1:$PORT was taken while the demo prepared the mail; set MAILPROC_DEMO_PORT to a free port"
+    fi
     ((i < 300)) || die "mailproc did not answer $URL/health within 30 s (log: $LOG)"
     sleep 0.1
 done
 
 # The demo's database is new, so mailproc printed a one-time setup code for
 # the dashboard's first user.
-SETUP_CODE=$(grep -o 'setup code [A-Z0-9-]*' "$LOG" | head -n 1 | cut -d' ' -f3)
+SETUP_CODE=$(grep -o 'setup code [A-Z0-9-]*' "$LOG" | head -n 1 | cut -d' ' -f3 || true)
 
 ((SMOKE)) || cat >&2 <<EOF
 
@@ -487,6 +496,13 @@ while ((SECONDS - start < LIMIT)); do
     kill -0 "$MAILPROC_PID" 2>/dev/null || { tail -n 30 "$LOG" >&2; die "mailproc exited (log above)"; }
     n=$(recorded)
     ((n >= ${#MAIL[@]})) && break
+    # A model that gives no answer (a wrong MAILPROC_LLM_URL) is said once,
+    # as /health tells it, not found out from the counts minutes later.
+    if [[ -n "$LLM_URL" && -z "${MODEL_DOWN_SAID:-}" ]] \
+        && curl -s --max-time 2 "$URL/health" | grep -q '"down"'; then
+        say "warning: the model at $LLM_URL gives no answer (/health: its provider is down); the messages it should decide fail and wait for their retries: check MAILPROC_LLM_URL"
+        MODEL_DOWN_SAID=1
+    fi
     if [[ -n "$LLM_URL" && "$n" != "$last" ]]; then
         say "recorded $n of ${#MAIL[@]} ($((SECONDS - start)) s)"
         last=$n
@@ -517,4 +533,6 @@ wait "$MAILPROC_PID"
 rc=$?
 set -e
 MAILPROC_PID=""
-die "mailproc exited with status $rc"
+# Stopped from outside (SIGTERM by its pid, systemctl-style): a clean stop.
+((rc == 0)) && { say "mailproc stopped"; exit 0; }
+die "mailproc exited with status $rc (its log above)"

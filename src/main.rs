@@ -200,7 +200,19 @@ fn main() -> ExitCode {
     };
     let loaded = match loaded {
         Ok(l) => l,
-        Err(e) => {
+        Err(mut e) => {
+            // check-config lists every problem at once, the storage path's
+            // too (the first-hour audit found it told only once the rest
+            // was mended).
+            if matches!(cmd, Cmd::CheckConfig)
+                && !e.problems.iter().any(|p| p.starts_with("storage.path"))
+            {
+                if let Some(Err(why)) =
+                    storage_path_of(&path).map(|p| mailproc::store::check_path(&p))
+                {
+                    e.problems.push(format!("storage.path: {why}"));
+                }
+            }
             let mut text = format!("mailproc: invalid configuration {}:", path.display());
             for p in &e.problems {
                 text.push_str(&format!("\n  {p}"));
@@ -301,6 +313,27 @@ fn say_migration() {
     }
 }
 
+/// The storage path a file that does not load as a configuration names
+/// (`storage.path`, its `${NAME}`s substituted; the default when it names
+/// none), when it can be read at all: a file read a second time (not a
+/// stream), YAML, the key a string.
+fn storage_path_of(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let text = String::from_utf8(config::read_bytes(path).ok()?).ok()?;
+    let tree: serde_norway::Value = serde_norway::from_str(&text).ok()?;
+    match tree.get("storage").and_then(|s| s.get("path")) {
+        None => Some(config::StorageConfig::default().path),
+        Some(v) => {
+            let p = v.as_str()?;
+            config::substitute(p, &|n| std::env::var(n).ok())
+                .ok()
+                .map(Into::into)
+        }
+    }
+}
+
 fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     // A name that is blank or begins or ends with a space cannot be told
     // apart on the login page (an audit made the user " ").
@@ -309,7 +342,10 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
         || user.len() > 64
         || user.chars().any(|c| c.is_control() || c == ':')
     {
-        return Err(format!("invalid user name {user:?}"));
+        return Err(format!(
+            "invalid user name {user:?}: 1 to 64 bytes, no space at either end, no control \
+             character and no `:`"
+        ));
     }
     let password = if std::io::stdin().is_terminal() {
         let p = rpassword::prompt_password(format!("new password for {user}: "))

@@ -337,3 +337,24 @@ fn a_shell_command_that_migrates_the_database_says_so() {
         "{err}"
     );
 }
+
+/// Found by the first-hour audit (stop 59): `check-config` named a
+/// storage path it cannot use only once every other problem was mended,
+/// where the README says it lists every problem at once.
+#[test]
+fn check_config_names_the_storage_path_among_the_other_problems() {
+    let m = Mailproc::prepare(
+        "storage: { path: \"/etc/passwd/x/mailproc.db\" }\naccounts:\n  - name: a\n    \
+         provider: nope\n    imap: { host: h, username: u, password: p }\n",
+    );
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("accounts[0].provider: no provider named"),
+        "{err}"
+    );
+    assert!(
+        err.contains("storage.path: /etc/passwd is not a directory"),
+        "{err}"
+    );
+}

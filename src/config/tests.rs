@@ -784,6 +784,24 @@ fn trusted_proxies_without_authentication_is_a_warning() {
     assert!(warnings(&closed).is_empty(), "{:?}", warnings(&closed));
 }
 
+/// Found by the first-hour audit (stop 59): an API open on every
+/// interface was said only by `run`; `check-config` said "ok".
+#[test]
+fn an_open_api_off_loopback_is_a_warning() {
+    let wide = parse_str("server: { bind: 0.0.0.0, port: 8081 }\naccounts: []\n").unwrap();
+    let w = warnings(&wide).join("\n");
+    assert!(
+        w.contains("anyone who reaches 0.0.0.0:8081 can read and change everything"),
+        "{w}"
+    );
+    let local = parse_str("server: { bind: 127.0.0.1 }\naccounts: []\n").unwrap();
+    assert!(warnings(&local).is_empty(), "{:?}", warnings(&local));
+    let closed =
+        parse_str("server: { bind: \"::\", auth_token: a-token-0123456789abcdef }\naccounts: []\n")
+            .unwrap();
+    assert!(warnings(&closed).is_empty(), "{:?}", warnings(&closed));
+}
+
 /// A third regression audit: a stream was told by the path as written,
 /// so `../../dev/stdin` and a link to `/dev/stdin` passed for files, and
 /// a file under `/dev/shm` was taken for a stream.

@@ -171,6 +171,19 @@ impl Setup {
     /// API) must not be able to claim the dashboard.
     pub fn start(enabled: bool, store: &Store, addr: SocketAddr) -> Setup {
         let mut code = None;
+        // Bound to every interface (0.0.0.0, ::): a browser on this host
+        // opens loopback (the first-hour audit: `http://0.0.0.0:…` opens
+        // nothing).
+        let addr = if addr.ip().is_unspecified() {
+            let lo: std::net::IpAddr = if addr.is_ipv4() {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            } else {
+                std::net::Ipv6Addr::LOCALHOST.into()
+            };
+            SocketAddr::new(lo, addr.port())
+        } else {
+            addr
+        };
         if enabled && store.user_count().unwrap_or(0) == 0 {
             let c = new_setup_code();
             crate::logging::warn_always(

@@ -210,6 +210,21 @@ pub fn warnings(c: &Config) -> Vec<String> {
                 .into(),
         );
     }
+    // Said at `run` only before (the first-hour audit): check-config, which
+    // the README has an operator run after each change, said "ok".
+    let loopback = c
+        .server
+        .bind
+        .parse::<IpAddr>()
+        .is_ok_and(|a| a.is_loopback());
+    if c.api_is_open() && !loopback {
+        w.push(format!(
+            "server.auth_token: neither it nor dashboard.api_keys is set, so anyone who reaches \
+             {}:{} can read and change everything (open mode is for development on loopback); \
+             set one (`openssl rand -hex 24`)",
+            c.server.bind, c.server.port
+        ));
+    }
     w
 }
 
