@@ -41,9 +41,6 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let store = Arc::new(Store::open_configured(&config.storage.path)?);
     let _one_service = crate::store::hold_for_service(&config.storage.path)?;
     let session_secret = session_secret(config, &store)?;
-    // The masks of URL tokens the configuration shows name them by a
-    // digest under a key kept with this secret (see `config::shown_url`).
-    crate::config::set_mask_key(&session_secret);
     let metrics = Arc::new(Metrics::new());
 
     let (webhooks, webhook_thread) =

@@ -35,8 +35,8 @@ pub use env::substitute;
 use env::{as_written, substitute_tree};
 pub use policy::{outgoing_urls, unmask};
 pub use redact::{
-    holds_literal_secret, masked_secret, redact_text, redact_url, redacted_json, shown_url,
-    summary_json, without_credentials,
+    holds_literal_secret, masked_secret, redact_text, redact_url, redacted_json, summary_json,
+    without_credentials,
 };
 pub use schema::*;
 pub use typed::{plain_types, split_problem, steps as path_steps, Step as PathStep};
@@ -44,9 +44,7 @@ pub use validate::{
     framing_header, read_certificate, sendable_header_value, signing_key, too_many_headers,
     validate, warnings, BAD_HEADER_VALUE, FRAMING_HEADER, TOO_MANY_HEADERS,
 };
-pub use write::{
-    backup_path, file_version, set_mask_key, version_of, write_atomically, WriteError,
-};
+pub use write::{backup_path, file_version, version_of, write_atomically, WriteError};
 
 use std::fmt;
 use std::net::IpAddr;

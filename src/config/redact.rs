@@ -39,29 +39,20 @@ pub fn masked_secret(s: &str) -> String {
     out
 }
 
-/// A URL as it may leave the process (the delivery log, log lines, error
-/// messages): the secret part of its user-info (the password, or a user
-/// name standing alone, which is then the token), every query value and
-/// every path segment that looks like a token (Slack, Discord and similar
-/// hooks carry their credential in the path) are [`MASK`]. `${NAME}`
-/// references stay, literal `:-default`s are masked. Not a URL at all:
-/// [`MASK`]. A masked path segment of the configuration's own form
-/// ([`shown_url`]) reads [`MASK`] here.
+/// A URL as it may leave the process (the configuration API, the delivery
+/// log, log lines, error messages): the secret part of its user-info (the
+/// password, or a user name standing alone, which is then the token),
+/// every query value and every path segment that looks like a token
+/// (Slack, Discord and similar hooks carry their credential in the path)
+/// are [`MASK`]. `${NAME}` references stay, literal `:-default`s are
+/// masked. Not a URL at all: [`MASK`].
 pub fn redact_url(s: &str) -> String {
-    redact(s, false)
+    redact(s)
 }
 
-/// A URL as the configuration shows it (`GET /api/config`, the editor):
-/// [`redact_url`], but each masked path segment names its token by a
-/// digest (see [`masked_segment`]), so that what a client read and sends
-/// back is taken back token by token.
-pub fn shown_url(s: &str) -> String {
-    redact(s, true)
-}
-
-fn redact(s: &str, digests: bool) -> String {
+fn redact(s: &str) -> String {
     if !s.contains("${") {
-        return redact_literal_url(s, &[], digests);
+        return redact_literal_url(s, &[]);
     }
     // References stand in the URL as placeholders while it is redacted,
     // so the literal parts around them lose their credentials too.
@@ -83,7 +74,7 @@ fn redact(s: &str, digests: bool) -> String {
         }
     }
     let placeholders: Vec<String> = (0..refs.len()).map(|i| format!("mpref{i}x")).collect();
-    let mut out = redact_literal_url(&text, &placeholders, digests);
+    let mut out = redact_literal_url(&text, &placeholders);
     if out == MASK {
         // A reference may stand for the scheme or the whole URL.
         out = text;
@@ -150,16 +141,15 @@ pub(super) fn unmask_url(shown: &str, stored: &str) -> Option<String> {
         if stored_segments.len() != segments.len() {
             return None;
         }
-        // A mask stands for the stored segment at its place: the one its
-        // digest names (a bare mask, for any).
+        // A mask stands for the stored segment at its place.
         let mut path: Vec<&str> = Vec::new();
         for (n, o) in segments.iter().zip(&stored_segments) {
-            if !n.starts_with(MASK) {
-                path.push(n);
-            } else if n == MASK || *n == masked_segment(o) {
+            if n == MASK {
                 path.push(o);
-            } else {
+            } else if n.starts_with(MASK) {
                 return None;
+            } else {
+                path.push(n);
             }
         }
         out.set_path(&format!("/{}", path.join("/")));
@@ -189,8 +179,8 @@ pub(super) fn unmask_url(shown: &str, stored: &str) -> Option<String> {
 
 /// [`redact`] of a URL without references; a query value or a path
 /// segment that is one of `keep` (a reference's placeholder) is left for
-/// the caller. With `digests`, a masked path segment names its token.
-fn redact_literal_url(s: &str, keep: &[String], digests: bool) -> String {
+/// the caller.
+fn redact_literal_url(s: &str, keep: &[String]) -> String {
     let Ok(mut u) = url::Url::parse(s) else {
         return MASK.into();
     };
@@ -230,20 +220,8 @@ fn redact_literal_url(s: &str, keep: &[String], digests: bool) -> String {
                 let own = keep
                     .iter()
                     .fold(seg.to_string(), |t, k| t.replace(k.as_str(), ""));
-                let seg_masked = seg.replace(MASK_ENCODED, MASK);
-                if seg_masked.starts_with(MASK) {
-                    // Masked already (a URL shown before, read again).
-                    if digests {
-                        seg_masked
-                    } else {
-                        MASK.to_string()
-                    }
-                } else if looks_like_token(&own) {
-                    if digests {
-                        masked_segment(seg)
-                    } else {
-                        MASK.to_string()
-                    }
+                if seg.replace(MASK_ENCODED, MASK).starts_with(MASK) || looks_like_token(&own) {
+                    MASK.to_string()
                 } else {
                     seg.to_string()
                 }
@@ -259,68 +237,18 @@ fn redact_literal_url(s: &str, keep: &[String], digests: bool) -> String {
 /// [`MASK`] percent-encoded, as a URL library may send it back.
 pub(super) const MASK_ENCODED: &str = "%2A%2A%2A%2A%2A%2A%2A%2A";
 
-/// A path segment as the configuration shows it masked: [`MASK`], `~`
-/// and a keyed digest of the segment (4 bytes, under the service's mask
-/// key, `write::set_mask_key`), so that two hooks whose URLs differ only in
-/// their tokens are told apart (their masks read alike, and a
-/// configuration with two Slack hooks on one workspace could not be saved
-/// back as it was read; the second regression audit, stop 59), and a
-/// masked part is taken back only from the stored segment it stands for.
-/// The digest tells nothing of the token without the key, which is kept
-/// with the service's session secret, so it stays across restarts; only
-/// the configuration's readers see it (the delivery log and log lines show
-/// the bare mask: a digest there let a key that may test a webhook
-/// confirm a guess of a token; the third regression audit). Without a key
-/// (a shell command): the bare mask.
-pub(super) fn masked_segment(seg: &str) -> String {
-    match super::write::mask_digest(seg.as_bytes()) {
-        Some(d) => format!("{MASK}~{d}"),
-        None => MASK.to_string(),
-    }
-}
-
 /// Whether a path segment may be a credential, as hook services put them
-/// in paths: Slack's `T0ABCDEFG/B0ABCDEFG/<24 letters>`, Discord's id and
-/// token, Zapier's `1234567/abc1def`, IFTTT's key. Long ones, ids of six
-/// digits or more, letters and digits mixed (six characters or more), and
-/// upper and lower case mixed without word separators (twelve or more)
-/// are; words (`chat`, `completions`, `my-hook`), versions (`v1`,
-/// `v1beta`, `v2.0`) and a word with one digit after it (`oauth2`) are
-/// not. The audit that found 16 characters the least let a Slack token of
-/// letters alone and Zapier's ids through.
+/// in paths: 24 characters or more (Slack's token, letters alone in one
+/// of about 70), or 16 or more of letters and digits mixed. Shorter ids
+/// (Slack's `T0ABCDEFG`, Zapier's, IFTTT's key) stay shown: masked, two
+/// hooks of one workspace read alike and a configuration holding both
+/// could not be saved back as it was read (the second regression audit,
+/// stop 59); the README says to keep such a secret in the query.
 fn looks_like_token(seg: &str) -> bool {
     let n = seg.chars().count();
-    let has = |f: fn(&char) -> bool| seg.chars().any(|c| f(&c));
-    let letters = has(char::is_ascii_alphabetic);
-    let digits = has(char::is_ascii_digit);
-    if n >= 24 || (n >= 6 && seg.bytes().all(|b| b.is_ascii_digit())) {
-        return true;
-    }
-    // `v1`, `v1beta`, `v2alpha1`; `oauth2`, `api3`.
-    let version = |s: &str| {
-        let Some(rest) = s.strip_prefix('v') else {
-            return false;
-        };
-        let d = rest.bytes().take_while(u8::is_ascii_digit).count();
-        d > 0
-            && rest[d..]
-                .trim_end_matches(|c: char| c.is_ascii_digit())
-                .bytes()
-                .all(|b| b.is_ascii_lowercase())
-    };
-    let word_and_digit = |s: &str| {
-        let b = s.as_bytes();
-        b.len() >= 2
-            && b[b.len() - 1].is_ascii_digit()
-            && b[..b.len() - 1].iter().all(u8::is_ascii_lowercase)
-    };
-    if n >= 6 && letters && digits && !version(seg) && !word_and_digit(seg) {
-        return true;
-    }
-    n >= 12
-        && has(char::is_ascii_uppercase)
-        && has(char::is_ascii_lowercase)
-        && !seg.contains(['-', '_', '.', '~'])
+    let letters = seg.chars().any(|c| c.is_ascii_alphabetic());
+    let digits = seg.chars().any(|c| c.is_ascii_digit());
+    n >= 24 || (n >= 16 && letters && digits)
 }
 
 /// `text` (a log line, an error message) with every URL in it passed
@@ -420,7 +348,7 @@ pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
                 _ => serde_json::Value::String(MASK.into()),
             },
             Value::String(s) if path.last().is_some_and(|k| is_url_key(k)) => {
-                serde_json::Value::String(shown_url(s))
+                serde_json::Value::String(redact_url(s))
             }
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
@@ -457,7 +385,7 @@ pub fn holds_literal_secret(v: &serde_norway::Value, at: &[&str]) -> bool {
             // A URL's credentials, tokens in its path and query values are
             // secrets too (`redact_url` masks them): one written out is a
             // guess to test as well (the regression audit).
-            Value::String(s) if path.last().is_some_and(|k| is_url_key(k)) => shown_url(s) != *s,
+            Value::String(s) if path.last().is_some_and(|k| is_url_key(k)) => redact_url(s) != *s,
             _ => is_secret_path(path),
         }
     }
@@ -554,47 +482,6 @@ pub fn summary_json(raw: &serde_norway::Value) -> serde_json::Value {
 mod tests {
     use super::*;
 
-    /// `shown` with each masked path segment's digest taken off (it is
-    /// keyed by the running process): `********~1a2b3c4d` reads `********`.
-    fn bare(shown: &str) -> String {
-        let mut out = String::new();
-        let mut rest = shown;
-        while let Some(i) = rest.find("********~") {
-            out.push_str(&rest[..i + 8]);
-            let digest = &rest[i + 9..];
-            let n = digest.bytes().take_while(u8::is_ascii_hexdigit).count();
-            assert_eq!(n, 8, "a mask's digest in {shown}");
-            rest = &digest[n..];
-        }
-        out.push_str(rest);
-        out
-    }
-
-    /// The second regression audit (stop 59): two hooks whose URLs differ
-    /// only in tokens were masked alike, and a configuration holding both
-    /// could not be saved back as it was read; a masked tenant in a token
-    /// endpoint read as any other. Each mask names its segment.
-    #[test]
-    fn masks_of_different_tokens_differ_and_stand_for_their_own_segment() {
-        let a = "http://h.example/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb";
-        let b = "http://h.example/services/T0ABCDEFG/B0HIJKLMN/ZxCvBnMaSdFgHjKlQwErTyUi";
-        crate::config::set_mask_key(b"the unit tests' session secret");
-        let (sa, sb) = (shown_url(a), shown_url(b));
-        assert_eq!(bare(&sa), bare(&sb));
-        assert_ne!(sa, sb);
-        assert_eq!(shown_url(a), sa, "the same each time");
-        assert_eq!(shown_url(&sa), sa, "a mask is not masked again");
-        // Elsewhere (the delivery log, log lines) the bare mask only: a
-        // digest there confirmed a guess of a token (the third regression
-        // audit).
-        assert_eq!(redact_url(a), bare(&sa));
-        assert_eq!(redact_url(&sa), bare(&sa));
-        assert_eq!(unmask_url(&sa, a).as_deref(), Some(a));
-        assert_eq!(unmask_url(&sb, a), None, "b's masks are not a's tokens");
-        // A bare mask still stands for the segment at its place.
-        assert_eq!(unmask_url(&bare(&sa), a).as_deref(), Some(a));
-    }
-
     /// What a client sent written out, where `GET /api/config` shows a
     /// mask: a password, a key, and a URL's token or query value.
     #[test]
@@ -636,9 +523,7 @@ mod tests {
         // Paths stay readable (the delivery log tells targets apart by
         // them) but for segments that look like tokens.
         assert_eq!(
-            bare(&redact_url(
-                "https://hooks.slack.com/services/T0123/B0123/abcDEF0123456789ghijKLMN"
-            )),
+            redact_url("https://hooks.slack.com/services/T0123/B0123/abcDEF0123456789ghijKLMN"),
             "https://hooks.slack.com/services/T0123/B0123/********"
         );
         // A part of the query without `=` is masked whole.
@@ -655,43 +540,42 @@ mod tests {
         assert_eq!(redact_url("not a url"), MASK);
     }
 
-    /// Found by the secrets audit (stop 59): a token of letters alone
-    /// (Slack's, 1.5 % of them), Zapier's ids and IFTTT's key were shown
-    /// whole to `read:activity` and `read:config`. Paths' words stay.
+    /// Found by the secrets audit (stop 59): Slack's token of letters
+    /// alone was shown whole to `read:activity` and `read:config`. Ids
+    /// shorter than 16 stay shown, as do a path's words.
     #[test]
     fn hook_tokens_in_paths_are_masked_and_words_stay() {
         for (url, shown) in [
             (
                 "http://h.example/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb",
-                "http://h.example/services/********/********/********",
-            ),
-            (
-                "http://h.example/hooks/catch/1234567/abc1def/",
-                "http://h.example/hooks/catch/********/********/",
-            ),
-            (
-                "http://h.example/trigger/EVENT/with/key/abcDEF123",
-                "http://h.example/trigger/EVENT/with/key/********",
+                "http://h.example/services/T0ABCDEFG/B0ABCDEFG/********",
             ),
             (
                 "https://discord.com/api/webhooks/123456789012345678/aBcDeFgHiJkLmNoPqRsTuVwXyZ-012",
-                "https://discord.com/api/webhooks/********/********",
+                "https://discord.com/api/webhooks/123456789012345678/********",
             ),
             (
-                "https://api.example/v1beta/openai/chat/completions",
-                "https://api.example/v1beta/openai/chat/completions",
+                "https://api.example/v1beta/openai/deployments/gpt-4o-mini/chat/completions",
+                "https://api.example/v1beta/openai/deployments/gpt-4o-mini/chat/completions",
             ),
             (
-                "https://login.example/common/oauth2/v2.0/token",
-                "https://login.example/common/oauth2/v2.0/token",
+                "https://login.example/11111111-2222-3333-4444-555555555555/oauth2/v2.0/token",
+                "https://login.example/********/oauth2/v2.0/token",
             ),
             (
                 "http://127.0.0.1:9/api/webhook/mailproc-events",
                 "http://127.0.0.1:9/api/webhook/mailproc-events",
             ),
         ] {
-            assert_eq!(bare(&redact_url(url)), shown, "{url}");
+            assert_eq!(redact_url(url), shown, "{url}");
         }
+        // A mask sent back, also percent-encoded, is a mask.
+        let shown = redact_url("http://h.example/a/QwErTyUiOpAsDfGhJkLzXcVb");
+        assert_eq!(redact_url(&shown), shown);
+        assert_eq!(
+            redact_url("http://h.example/a/%2A%2A%2A%2A%2A%2A%2A%2A"),
+            shown
+        );
     }
 
     /// README: a URL's masked parts are written out again only when its

@@ -32,41 +32,11 @@ pub fn version_of(bytes: &[u8]) -> String {
     keyed_digest(b"version", bytes, 8)
 }
 
-/// The key of the digests that masked URL path segments carry
-/// (`redact::masked_segment`), set once at the service's start.
-static MASK_KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
-
-/// Sets the key of masked URL segments' digests, derived from `secret`
-/// (the session secret: kept in the database or the configuration, so
-/// the masks read the same after a restart and a client's saved copy
-/// still saves). The first call wins.
-pub fn set_mask_key(secret: &[u8]) {
-    use hmac::{Hmac, Mac};
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(b"mailproc url masks");
-    let _ = MASK_KEY.set(mac.finalize().into_bytes().into());
-}
-
-/// A digest of a masked URL segment (8 hex digits) under the mask key;
-/// `None` before it is set.
-pub(crate) fn mask_digest(bytes: &[u8]) -> Option<String> {
-    use hmac::{Hmac, Mac};
-    let key = MASK_KEY.get()?;
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(bytes);
-    Some(
-        mac.finalize().into_bytes()[..4]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
-}
-
 /// The first `n` bytes, in hex, of an HMAC-SHA256 of `bytes` under this
 /// process's key (drawn at its first use, never stored), for `purpose`:
 /// a digest that tells nothing of `bytes` to whoever has no key, and
 /// another after a restart.
-pub(crate) fn keyed_digest(purpose: &[u8], bytes: &[u8], n: usize) -> String {
+fn keyed_digest(purpose: &[u8], bytes: &[u8], n: usize) -> String {
     use hmac::{Hmac, Mac};
     use sha2::Sha256;
     static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();

@@ -46,21 +46,3 @@ macro_rules! on_every_server {
         }
     };
 }
-
-/// `shown` (a URL or text as the service masks it) with each masked path
-/// segment's digest taken off: `********~1a2b3c4d` reads `********`. The
-/// digest is keyed by the running service (see `config::redact`), so a
-/// test compares the shape of what it shows.
-pub fn bare_masks(shown: &str) -> String {
-    let mut out = String::new();
-    let mut rest = shown;
-    while let Some(i) = rest.find("********~") {
-        out.push_str(&rest[..i + 8]);
-        let digest = &rest[i + 9..];
-        let n = digest.bytes().take_while(u8::is_ascii_hexdigit).count();
-        assert_eq!(n, 8, "a mask's digest in {shown}");
-        rest = &digest[n..];
-    }
-    out.push_str(rest);
-    out
-}

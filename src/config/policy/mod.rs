@@ -35,7 +35,7 @@ use serde_norway::Value;
 
 use super::env::{pieces, Piece};
 use super::redact::{
-    is_secret_path, is_url_key, masked_secret, redact_url, shown_url, unmask_url, MASK_ENCODED,
+    is_secret_path, is_url_key, masked_secret, redact_url, unmask_url, MASK_ENCODED,
 };
 use super::{Config, MASK};
 
@@ -281,7 +281,7 @@ impl<'o> Walk<'o> {
                 if secret {
                     masked_secret(o)
                 } else {
-                    shown_url(o)
+                    redact_url(o)
                 }
             };
             match stored {
@@ -353,17 +353,11 @@ impl<'o> Walk<'o> {
             .into_iter()
             .zip(dest(old))
             .find(|(a, b)| {
-                // A URL compared as what it stands for: the stored one when
-                // it reads as that one's mask (the walk may not have taken
-                // it back yet), else what was sent (a tenant, realm or
-                // query value changed where the stored one shows masked;
-                // the second and third regression audits).
-                let new = if a.0.ends_with("url") {
-                    resolved_url(&a.1, &b.1)
+                if a.0.starts_with("imap.oauth2.") && a.0.ends_with("_url") {
+                    !same_endpoint(&a.1, &b.1)
                 } else {
-                    a.1.clone()
-                };
-                new != b.1
+                    a.1 != b.1
+                }
             })
             .map(|(a, _)| a.0.to_string())
     }
@@ -427,10 +421,10 @@ fn imap_destination(account: &Value) -> Vec<(&'static str, String)> {
 
 /// Where an account's OAuth2 client secret and refresh token go: to the
 /// token endpoint, and the access token they buy to the IMAP server. The
-/// endpoints whole, path too (as masked, so a mask and what it stands for
-/// compare alike): one identity provider serves many tenants or realms by
-/// path, and a secret kept for `…/realms/a/token` went to `…/realms/b/`
-/// (the secrets audit found only the origin compared).
+/// endpoints whole, path too (see `same_endpoint`): one identity provider
+/// serves many tenants or realms by path, and a secret kept for
+/// `…/realms/a/token` went to `…/realms/b/` (the secrets audit found only
+/// the origin compared).
 fn oauth2_destination(account: &Value) -> Vec<(&'static str, String)> {
     let o = |k: &str| at(account, &["imap", "oauth2", k]);
     let endpoint = |k: &str| text(o(k));
@@ -458,7 +452,7 @@ fn provider_destination(provider: &Value) -> Vec<(&'static str, String)> {
 
 /// A webhook's headers and secret go to its URL, exactly.
 fn webhook_destination(hook: &Value) -> Vec<(&'static str, String)> {
-    vec![("url", text(hook.get("url")))]
+    vec![("url", redact_url(&text(hook.get("url"))))]
 }
 
 /// `s` with each percent-encoded [`MASK`] (either case) written as one.
@@ -475,29 +469,27 @@ fn unencode_masks(s: &str) -> String {
 }
 
 /// Whether `sent` (a URL as a client sent it, masked) stands for the
-/// stored URL: it reads as the configuration shows that one (each masked
-/// path segment's digest naming its token); or, sent with bare masks (a
-/// client of a version before the digests, a hand-written `********`), as
-/// that one without digests. Two stored URLs that differ only in their
-/// tokens both match a bare mask, which `counterpart` then finds
-/// ambiguous, never guesses.
+/// stored URL: it reads as `GET /api/config` shows that one.
 fn same_masked_url(stored: &str, sent: &str) -> bool {
-    let sent = unencode_masks(sent);
-    shown_url(stored) == sent || (!sent.contains("********~") && redact_url(stored) == sent)
+    redact_url(stored) == unencode_masks(sent)
 }
 
-/// `sent`, a URL where `stored` was, as what it stands for: `stored` when
-/// it is that one's mask, the stored parts put back where it shows masks
-/// along the same origin, else as sent.
-fn resolved_url(sent: &str, stored: &str) -> String {
+/// Whether a token endpoint `sent` (as the client sent it: the element is
+/// kept as sent, before its masks are taken back) is the stored one: the
+/// URL as `GET` shows it, every masked part still masked, or the stored
+/// URL written out when it has no part to mask. A masked part written
+/// out is a change whether or not it is the stored value (a tenant,
+/// realm or password compared as what it stands for told a guess of it
+/// right, at no cost; the fourth regression audit), and so is any other
+/// edit (a tenant where the stored one shows masked; the second).
+fn same_endpoint(sent: &str, stored: &str) -> bool {
     let sent = unencode_masks(sent);
-    if !sent.contains(MASK) {
-        return sent;
+    // Not set (or not a URL, which validation refuses): as written.
+    if url::Url::parse(stored).is_err() {
+        return sent == stored;
     }
-    if same_masked_url(stored, &sent) {
-        return stored.to_string();
-    }
-    unmask_url(&sent, stored).unwrap_or(sent)
+    let shown = redact_url(stored);
+    sent == shown || (sent == stored && !shown.contains(MASK))
 }
 
 /// A path as the configuration's error messages write it:

@@ -323,6 +323,13 @@ accounts:
         // The same origin, another tenant's endpoint (the secrets audit,
         // stop 59: only the origin was compared).
         ("token_url", "https://login.example.com/other-tenant/token"),
+        // The stored endpoint written out, masked parts and all: a change
+        // like any other, or a right guess of a tenant, realm or password
+        // would be told from a wrong one (the fourth regression audit).
+        (
+            "token_url",
+            "https://login.example.com/11111111-2222-3333-4444-555555555555/oauth2/v2.0/token?realm=alpha",
+        ),
         // A query value changed where the stored one shows masked (the
         // third regression audit).
         (
