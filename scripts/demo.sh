@@ -150,7 +150,7 @@ TAIL_PID=""
 LLM_PID=""
 cleanup() {
     local rc=$?
-    trap - EXIT INT TERM
+    trap - EXIT INT TERM HUP PIPE
     if [[ -n "$TAIL_PID" ]]; then
         kill "$TAIL_PID" 2>/dev/null || true
         wait "$TAIL_PID" 2>/dev/null || true
@@ -181,6 +181,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# A closed terminal or output pipe (`demo.sh | head`) ends the demo as a
+# stop does, not leaving Dovecot and the directory behind.
+trap 'exit 129' HUP
+trap 'exit 141' PIPE
 
 # ---- the model ---------------------------------------------------------------
 LLM_URL=""

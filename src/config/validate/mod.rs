@@ -212,17 +212,15 @@ pub fn warnings(c: &Config) -> Vec<String> {
     }
     // Said at `run` only before (the first-hour audit): check-config, which
     // the README has an operator run after each change, said "ok".
-    let loopback = c
-        .server
-        .bind
-        .parse::<IpAddr>()
-        .is_ok_and(|a| a.is_loopback());
-    if c.api_is_open() && !loopback {
+    let bind = c.server.bind.parse::<IpAddr>().ok();
+    if c.api_is_open() && !bind.is_some_and(|a| a.to_canonical().is_loopback()) {
+        let at = bind.map_or(format!("{}:{}", c.server.bind, c.server.port), |a| {
+            std::net::SocketAddr::new(a, c.server.port).to_string()
+        });
         w.push(format!(
             "server.auth_token: neither it nor dashboard.api_keys is set, so anyone who reaches \
-             {}:{} can read and change everything (open mode is for development on loopback); \
-             set one (`openssl rand -hex 24`)",
-            c.server.bind, c.server.port
+             {at} can read and change everything (open mode is for development on loopback); \
+             set one (`openssl rand -hex 24`)"
         ));
     }
     w
