@@ -98,7 +98,7 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     log::info!(
         "mailproc {} listening on http://{addr} with {} account(s)",
-        crate::VERSION,
+        crate::build_info::VERSION,
         config.accounts.len()
     );
     let status = format!(

@@ -5,17 +5,7 @@
 //! exists so integration tests and benchmarks can use the store directly.
 #![forbid(unsafe_code)]
 
-/// The commit this binary was built from (12 hex digits), or `unknown`
-/// outside a git checkout (`build.rs`).
-pub const COMMIT: &str = env!("MAILPROC_COMMIT");
-/// The version and commit, as `mailproc --version` prints them:
-/// `0.1.0 (commit 0123456789ab)`.
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("MAILPROC_COMMIT"),
-    ")"
-);
+pub use build_info::{COMMIT, VERSION};
 
 pub mod account;
 pub mod actions;
@@ -23,6 +13,7 @@ pub mod agent;
 pub mod api;
 pub mod auth;
 pub mod backoff;
+pub mod build_info;
 pub mod classify;
 pub mod config;
 pub mod daemon;

@@ -204,7 +204,7 @@ impl Metrics {
             .expect("valid metric"),
         );
         build
-            .with_label_values(&[env!("CARGO_PKG_VERSION"), crate::COMMIT])
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), crate::build_info::COMMIT])
             .set(1);
         #[cfg(target_os = "linux")]
         {

@@ -9,9 +9,9 @@ use std::path::Path;
 
 /// Lowest first. A module may use modules of lower tiers only.
 const TIERS: &[&[&str]] = &[
-    // Fault injection for the tests, under everything (the resolver's
+    // Fault injection for the tests and the build id, under everything (the resolver's
     // `dns=error` included).
-    &["failpoint"],
+    &["failpoint", "build_info"],
     // The ground: values and tools that know no other room.
     &[
         "timestamp",
