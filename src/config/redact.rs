@@ -132,10 +132,7 @@ pub(super) fn unmask_url(shown: &str, stored: &str) -> Option<String> {
     } else if new.username() == MASK {
         out.set_username(old.username()).ok()?;
     }
-    let segments: Vec<String> = new
-        .path_segments()?
-        .map(|s| s.replace(MASK_ENCODED, MASK))
-        .collect();
+    let segments: Vec<String> = new.path_segments()?.map(unencode_masks).collect();
     if segments.iter().any(|s| s.starts_with(MASK)) {
         let stored_segments: Vec<&str> = old.path_segments()?.collect();
         if stored_segments.len() != segments.len() {
@@ -220,7 +217,7 @@ fn redact_literal_url(s: &str, keep: &[String]) -> String {
                 let own = keep
                     .iter()
                     .fold(seg.to_string(), |t, k| t.replace(k.as_str(), ""));
-                if seg.replace(MASK_ENCODED, MASK).starts_with(MASK) || looks_like_token(&own) {
+                if unencode_masks(seg).starts_with(MASK) || looks_like_token(&own) {
                     MASK.to_string()
                 } else {
                     seg.to_string()
@@ -231,11 +228,28 @@ fn redact_literal_url(s: &str, keep: &[String]) -> String {
     }
     u.set_fragment(None);
     // The masks must read as written, not percent-encoded.
-    u.to_string().replace(MASK_ENCODED, MASK)
+    unencode_masks(u.as_str())
 }
 
 /// [`MASK`] percent-encoded, as a URL library may send it back.
-pub(super) const MASK_ENCODED: &str = "%2A%2A%2A%2A%2A%2A%2A%2A";
+const MASK_ENCODED: &str = "%2A%2A%2A%2A%2A%2A%2A%2A";
+
+/// `s` with each percent-encoded [`MASK`] (either case) written as one:
+/// the one reading of such masks, for whatever compares or shows them. In
+/// one pass (a search of the whole rest for each mask was quadratic in a
+/// 1 MiB value of masks).
+pub(super) fn unencode_masks(s: &str) -> String {
+    let upper = s.to_ascii_uppercase();
+    let mut out = String::with_capacity(s.len());
+    let mut at = 0;
+    while let Some(i) = upper[at..].find(MASK_ENCODED) {
+        out.push_str(&s[at..at + i]);
+        out.push_str(MASK);
+        at += i + MASK_ENCODED.len();
+    }
+    out.push_str(&s[at..]);
+    out
+}
 
 /// Whether a path segment may be a credential, as hook services put them
 /// in paths: 24 characters or more (Slack's token, letters alone in one
@@ -388,7 +402,7 @@ pub fn holds_literal_secret(v: &serde_norway::Value, at: &[&str]) -> bool {
             // (A mask sent percent-encoded is a mask: the fourth
             // regression audit found it restarting the account.)
             Value::String(s) if path.last().is_some_and(|k| is_url_key(k)) => {
-                redact_url(s) != s.replace(MASK_ENCODED, MASK)
+                redact_url(s) != unencode_masks(s)
             }
             _ => is_secret_path(path),
         }
@@ -504,6 +518,20 @@ mod tests {
         ] {
             assert_eq!(holds_literal_secret(&v(yaml), &at), literal, "{yaml}");
         }
+        // A mask sent back percent-encoded, in either case, is no secret
+        // written out (it restarted the account; the fourth regression
+        // audit found the lower case read apart from the upper).
+        for enc in ["%2A%2A%2A%2A%2A%2A%2A%2A", "%2a%2a%2a%2a%2a%2a%2a%2a"] {
+            let back = v(&format!(
+                "{{ webhooks: [ {{ url: 'https://h.example/x?key={enc}' }} ] }}"
+            ));
+            assert!(!holds_literal_secret(&back, &at), "{enc}");
+        }
+        assert_eq!(
+            unencode_masks("a%2a%2A%2a%2A%2a%2A%2a%2Ab%2A%2A%2A%2A%2A%2A%2A%2A"),
+            "a********b********"
+        );
+        assert_eq!(unencode_masks("%2A%2A é"), "%2A%2A é");
         // What GET showed, sent back: no secret in it.
         let shown = redact_url("https://h.example/hook/tok_ABCDEF1234567890abcdef?key=S");
         let back = v(&format!("{{ webhooks: [ {{ url: '{shown}' }} ] }}"));

@@ -29,14 +29,6 @@ pub fn file_version(path: &Path) -> String {
 /// is good for the running service: after a restart a client reads the
 /// file's again.
 pub fn version_of(bytes: &[u8]) -> String {
-    keyed_digest(b"version", bytes, 8)
-}
-
-/// The first `n` bytes, in hex, of an HMAC-SHA256 of `bytes` under this
-/// process's key (drawn at its first use, never stored), for `purpose`:
-/// a digest that tells nothing of `bytes` to whoever has no key, and
-/// another after a restart.
-fn keyed_digest(purpose: &[u8], bytes: &[u8], n: usize) -> String {
     use hmac::{Hmac, Mac};
     use sha2::Sha256;
     static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
@@ -46,10 +38,8 @@ fn keyed_digest(purpose: &[u8], bytes: &[u8], n: usize) -> String {
         k
     });
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(purpose);
-    mac.update(&[0]);
     mac.update(bytes);
-    mac.finalize().into_bytes()[..n]
+    mac.finalize().into_bytes()[..8]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

@@ -35,7 +35,7 @@ use serde_norway::Value;
 
 use super::env::{pieces, Piece};
 use super::redact::{
-    is_secret_path, is_url_key, masked_secret, redact_url, unmask_url, MASK_ENCODED,
+    is_secret_path, is_url_key, masked_secret, redact_url, unencode_masks, unmask_url,
 };
 use super::{Config, MASK};
 
@@ -263,7 +263,7 @@ impl<'o> Walk<'o> {
         // A mask a URL library sent percent-encoded is a mask (taken for
         // text, it replaced the stored token, and the masked view hid
         // that; the third regression audit).
-        if url && s.to_ascii_uppercase().contains(MASK_ENCODED) {
+        if url {
             *s = unencode_masks(s);
         }
         let masked = (secret || url) && s.contains(MASK);
@@ -453,19 +453,6 @@ fn provider_destination(provider: &Value) -> Vec<(&'static str, String)> {
 /// A webhook's headers and secret go to its URL, exactly.
 fn webhook_destination(hook: &Value) -> Vec<(&'static str, String)> {
     vec![("url", redact_url(&text(hook.get("url"))))]
-}
-
-/// `s` with each percent-encoded [`MASK`] (either case) written as one.
-fn unencode_masks(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.to_ascii_uppercase().find(MASK_ENCODED) {
-        out.push_str(&rest[..i]);
-        out.push_str(MASK);
-        rest = &rest[i + MASK_ENCODED.len()..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Whether `sent` (a URL as a client sent it, masked) stands for the
