@@ -208,7 +208,7 @@ fn main() -> ExitCode {
                 && !e.problems.iter().any(|p| p.starts_with("storage.path"))
             {
                 if let Some(Err(why)) =
-                    storage_path_of(&path).map(|p| mailproc::store::check_path(&p))
+                    config::storage_path_of(&path).map(|p| mailproc::store::check_path(&p))
                 {
                     e.problems.push(format!("storage.path: {why}"));
                 }
@@ -310,27 +310,6 @@ fn main() -> ExitCode {
 fn say_migration() {
     if let Some(said) = mailproc::store::migration_said() {
         eprintln!("mailproc: {said}");
-    }
-}
-
-/// The storage path a file that does not load as a configuration names
-/// (`storage.path`, its `${NAME}`s substituted; the default when it names
-/// none), when it can be read at all: a file read a second time (not a
-/// stream), YAML, the key a string.
-fn storage_path_of(path: &std::path::Path) -> Option<std::path::PathBuf> {
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return None;
-    }
-    let text = String::from_utf8(config::read_bytes(path).ok()?).ok()?;
-    let tree: serde_norway::Value = serde_norway::from_str(&text).ok()?;
-    match tree.get("storage").and_then(|s| s.get("path")) {
-        None => Some(config::StorageConfig::default().path),
-        Some(v) => {
-            let p = v.as_str()?;
-            config::substitute(p, &|n| std::env::var(n).ok())
-                .ok()
-                .map(Into::into)
-        }
     }
 }
 

@@ -222,6 +222,27 @@ fn read_file(path: &Path, stream: bool) -> Result<String, ConfigError> {
     })
 }
 
+/// The storage path a file that does not load as a configuration names
+/// (`storage.path`, its `${NAME}`s substituted; the default when it names
+/// none), when it can be read at all: a regular file (read a second time,
+/// so no stream), YAML within the bounds of [`bounded`] (a file of
+/// aliases the loader refused was expanded without them, at
+/// `check-config`'s second look; review), the key a string. For
+/// `check-config`, which names it among the other problems.
+pub fn storage_path_of(path: &Path) -> Option<PathBuf> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let text = String::from_utf8(read_bytes(path).ok()?).ok()?;
+    let tree = bounded::from_str(&text).ok()?;
+    match tree.get("storage").and_then(|s| s.get("path")) {
+        None => Some(StorageConfig::default().path),
+        Some(v) => substitute(v.as_str()?, &|n| std::env::var(n).ok())
+            .ok()
+            .map(Into::into),
+    }
+}
+
 /// Reads, substitutes, deserializes and validates the file at `path`, at
 /// a command's start (a stream is read too, see [`read_stream`]).
 pub fn load(path: &Path) -> Result<Loaded, ConfigError> {

@@ -830,3 +830,31 @@ fn a_stream_is_told_by_where_its_path_leads() {
     std::os::unix::fs::symlink("../../../../../../../../dev/fd/0", &relative).unwrap();
     assert!(from_stream(&relative).is_some());
 }
+
+/// `check-config`'s second look at a file that did not load, for its
+/// storage path (review, stop 59): the bounded parser, so a file of
+/// aliases the loader refused is refused here too rather than expanded.
+#[test]
+fn the_storage_path_of_a_file_that_did_not_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let named = at("named.yaml", "storage: { path: /srv/m/m.db }\nbad: [\n");
+    assert_eq!(storage_path_of(&named), None, "not YAML");
+    let named = at("named.yaml", "storage: { path: /srv/m/m.db }\nserver: 7\n");
+    assert_eq!(storage_path_of(&named), Some("/srv/m/m.db".into()));
+    let none = at("none.yaml", "server: 7\n");
+    assert_eq!(storage_path_of(&none), Some(StorageConfig::default().path));
+    let a = vec!["x"; 1000].join(", ");
+    let b = vec!["*a"; 1000].join(", ");
+    let c = vec!["*b"; 100].join(", ");
+    let bomb = at(
+        "bomb.yaml",
+        &format!("storage: {{ path: /srv/m/m.db }}\na: &a [{a}]\nb: &b [{b}]\nc: [{c}]\n"),
+    );
+    assert_eq!(storage_path_of(&bomb), None);
+    assert_eq!(storage_path_of(dir.path()), None, "a directory");
+}
