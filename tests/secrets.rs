@@ -764,6 +764,7 @@ fn textarea(page: &str) -> String {
 /// and after a restart.
 #[test]
 fn two_hooks_of_one_workspace_round_trip() {
+    const ACCOUNTS_KEY: &str = "mpk_accounts_only_0123456789abcdef";
     let a = "https://hooks.example.com/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb";
     let b = "https://hooks.example.com/services/T0ABCDEFG/B0HIJKLMN/ZxCvBnMaSdFgHjKlQwErTyUi";
     let mut m = Mailproc::start_with_env(
@@ -771,7 +772,9 @@ fn two_hooks_of_one_workspace_round_trip() {
             "server: {{ port: {{PORT}}, auth_token: \"${{MAILPROC_TOKEN}}\" }}\n\
              storage: {{ path: \"{{DIR}}/mailproc.db\" }}\nwebhooks:\n  \
              - {{ url: \"{a}\", events: [error], secret: \"first-hook-secret-0123456789\" }}\n  \
-             - {{ url: \"{b}\", events: [error], secret: \"other-hook-secret-0123456789\" }}\n"
+             - {{ url: \"{b}\", events: [error], secret: \"other-hook-secret-0123456789\" }}\n\
+             dashboard:\n  api_keys:\n    \
+             - {{ name: ops, key: \"{ACCOUNTS_KEY}\", permissions: [\"write:accounts\", \"read:config\"] }}\n"
         ),
         &env(),
     );
@@ -798,6 +801,23 @@ fn two_hooks_of_one_workspace_round_trip() {
     let r = put(&m, &encoded);
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(file(&m), before, "the tokens kept");
+    // So for a key that may change the accounts only, which sends the
+    // rest back as read: the webhooks unchanged (it was refused 403, as
+    // a change to them; the fifth regression audit).
+    let auth = format!("Bearer {ACCOUNTS_KEY}");
+    let mut accounts_only = encoded.clone();
+    accounts_only["accounts"] = json!([]);
+    let r = m.request(
+        "PUT",
+        "/api/config",
+        &[("Authorization", &auth)],
+        Some(&accounts_only.to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(file(&m).contains(a) && file(&m).contains(b), "the tokens kept");
+    let r = put(&m, &c);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let before = file(&m);
     // What was read before a restart still saves after it.
     m.restart();
     assert_eq!(current(&m), c);

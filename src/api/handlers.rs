@@ -355,8 +355,13 @@ fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
     let mut raw = ctx.config().raw.clone();
     let shown = crate::config::redacted_json(&raw);
     let summary = crate::config::summary_json(&raw);
+    // A section sent back as read: a mask percent-encoded by the client's
+    // URL library reads as the mask (a regression audit found a 403).
     if let Some((name, _)) = sections.iter().find(|(k, v)| {
-        *k != "accounts" && (!reads_config || shown.get(k) != Some(v)) && summary.get(k) != Some(v)
+        let v = &crate::config::masks_unencoded(v);
+        *k != "accounts"
+            && (!reads_config || shown.get(*k) != Some(v))
+            && summary.get(*k) != Some(v)
     }) {
         return Err(Reply::error(
             403,

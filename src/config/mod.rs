@@ -35,8 +35,8 @@ pub use env::substitute;
 use env::{as_written, substitute_tree};
 pub use policy::{outgoing_urls, unmask};
 pub use redact::{
-    holds_literal_secret, masked_secret, redact_text, redact_url, redacted_json, summary_json,
-    without_credentials,
+    holds_literal_secret, masked_secret, masks_unencoded, redact_text, redact_url, redacted_json,
+    summary_json, without_credentials,
 };
 pub use schema::*;
 pub use typed::{plain_types, split_problem, steps as path_steps, Step as PathStep};

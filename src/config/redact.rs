@@ -324,6 +324,23 @@ pub(super) fn is_secret_path(path: &[String]) -> bool {
     })
 }
 
+/// A part of a configuration as a client sent it back, with every
+/// percent-encoded mask read as the mask (`%2A` × 8, as a URL library
+/// writes `********`), to be compared with what [`redacted_json`] showed.
+pub fn masks_unencoded(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(unencode_masks(s)),
+        Value::Array(items) => Value::Array(items.iter().map(masks_unencoded).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), masks_unencoded(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// The configuration as written, as JSON, with every literal secret replaced
 /// by [`MASK`] (see [`masked_secret`]) and every URL (`url`, `*_url`,
 /// `proxy`) stripped of its credentials (see [`redact_url`]).

@@ -359,3 +359,52 @@ accounts:
     let p = unmask(&mut new, &old).unwrap_err();
     assert!(p[0].contains("imap.host changed"), "{p:?}");
 }
+
+/// Found by a regression audit: a hook was found by its URL exactly as
+/// stored, so a URL whose masked token was written out kept the hook's
+/// secret when the guess was right (200) and was refused when wrong
+/// (400): a free test of guesses of the token, for any key that may
+/// change webhooks. And a stored URL not in the URL library's normal
+/// form (`HTTP://…:80`, a fragment) reads otherwise in `GET`, so what was
+/// read could not be sent back.
+#[test]
+fn a_hook_is_found_by_its_url_as_get_shows_it_and_nothing_else() {
+    let old = tree(
+        r#"
+webhooks:
+  - url: http://127.0.0.1:9/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb
+    secret: "whsec_c2VjcmV0"
+  - url: HTTP://127.0.0.1:80
+    secret: "whsec_second"
+  - url: http://127.0.0.1:9/plain#frag
+    secret: "whsec_third"
+"#,
+    );
+    let shown: Value = serde_json::from_value(crate::config::redacted_json(&old)).unwrap();
+    // As read, unchanged: every secret kept.
+    let mut same = shown.clone();
+    unmask(&mut same, &old).unwrap();
+    for (i, secret) in ["whsec_c2VjcmV0", "whsec_second", "whsec_third"]
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(same["webhooks"][i]["secret"].as_str(), Some(*secret), "{i}");
+    }
+    // The stored URL written out in place of its mask, right or wrong:
+    // the same refusal either way, and no secret kept.
+    let stored = "http://127.0.0.1:9/services/T0ABCDEFG/B0ABCDEFG/QwErTyUiOpAsDfGhJkLzXcVb";
+    let answers: Vec<String> = [stored.to_string(), stored.replace("XcVb", "XcVc")]
+        .iter()
+        .map(|url| {
+            let mut new = shown.clone();
+            new["webhooks"][0]["url"] = Value::String(url.clone());
+            let problems = unmask(&mut new, &old).unwrap_err();
+            assert!(
+                problems.iter().any(|p| p.starts_with("webhooks[0].secret")),
+                "{problems:?}"
+            );
+            problems.join("\n")
+        })
+        .collect();
+    assert_eq!(answers[0], answers[1]);
+}
