@@ -323,6 +323,46 @@ fn a_database_removed_under_the_service_stops_processing_and_says_so() {
     assert!(after.flags.iter().all(|f| f != "\\Flagged"), "{after:?}");
 }
 
+/// Found by an audit of the database (stop 60): a backup copied over the
+/// file in place (`cp backup.db mailproc.db` while the service runs keeps
+/// the inode) left the account connected and acting on the server,
+/// recording into a damaged file that the next start refused: those
+/// records were lost. Damage seen is now a stop, as a removed file is.
+#[test]
+fn a_backup_copied_over_the_running_database_stops_processing() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg_with("first", "Invoice first", ""));
+    let m = Mailproc::start(&config(&d, None, RULES, ""));
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let backup = m.db_path().with_file_name("backup.db");
+    rusqlite::Connection::open(m.db_path())
+        .unwrap()
+        .execute("VACUUM INTO ?1", [backup.to_str().unwrap()])
+        .unwrap();
+    d.seed("test", "INBOX", &msg_with("second", "Invoice second", ""));
+    m.post("/api/accounts/acct/process", "");
+    wait_processed(&m, 2, Duration::from_secs(30));
+    std::fs::copy(&backup, m.db_path()).unwrap();
+    d.seed("test", "INBOX", &msg_with("after", "Invoice after", ""));
+    m.post("/api/accounts/acct/process", "");
+    m.wait_for(Duration::from_secs(30), "the account in error", || {
+        let a = m.get("/api/accounts").body["accounts"][0].clone();
+        (a["state"] == "error"
+            && a["lastError"]
+                .as_str()
+                .is_some_and(|e| e.contains("damaged")))
+        .then_some(())
+    });
+    let health = m.get("/health");
+    assert_eq!(health.status, 503, "{}", health.text);
+    let after = d
+        .messages("test")
+        .into_iter()
+        .find(|x| x.message_id == "<after@mailproc.test>")
+        .expect("the message is there");
+    assert_eq!(after.mailbox, "INBOX", "nothing acted on: {after:?}");
+}
+
 /// Found by an audit (stop 56): another program holding the database
 /// locked (a sqlite3 shell's `BEGIN EXCLUSIVE`) past the 5 s busy wait
 /// made `POST /login` a 500 with SQLite's words alone, and a pause answered

@@ -592,31 +592,57 @@ impl Store {
         Ok(())
     }
 
-    /// Whether the database file answers, for `/health`: a read of its
-    /// schema, which opens a read transaction on the file (`SELECT 1`
-    /// touched no file and said "ok" for a database overwritten with
-    /// zeros). On a read connection: `/health` needs no login and must
-    /// not queue for the writer.
-    /// Whether the database file is still the one opened. Removed (its
+    /// Whether the database file is still the one opened, and answers.
+    /// Removed (its
     /// directory deleted) or replaced (a copy restored over it), what is
     /// written goes on succeeding, into a file no one opens again: at the
     /// next start it is gone, and the mailbox is processed again from
-    /// nothing. `/health` and every pass ask.
+    /// nothing. `/health` and every pass ask. So for a file found damaged
+    /// (a backup copied over it in place, which keeps its inode): a pass
+    /// went on acting on the server and recording into it, and after a
+    /// restart those records were gone with the refused file (an audit).
+    /// It answers a read of its schema, which opens a read transaction
+    /// on the file (`SELECT 1` touched no file and said "ok" for a
+    /// database overwritten with zeros), on a read connection: `/health`
+    /// needs no login and must not queue for the writer.
     pub fn check_file(&self) -> Result<()> {
-        let Some((path, id)) = &self.file else {
-            return Ok(());
-        };
-        if file_id(path).ok().as_ref() == Some(id) {
-            return Ok(());
+        const OP: &str = "check the database file";
+        if let Some((path, id)) = &self.file {
+            if file_id(path).ok().as_ref() != Some(id) {
+                return Err(StoreError::new(
+                    OP,
+                    Cause::Io(std::io::Error::other(format!(
+                        "{} was removed or replaced while mailproc runs: nothing is recorded \
+                         until the same file is moved back, or mailproc restarted",
+                        path.display()
+                    ))),
+                ));
+            }
         }
-        Err(StoreError::new(
-            "check the database file",
-            Cause::Io(std::io::Error::other(format!(
-                "{} was removed or replaced while mailproc runs: nothing is recorded \
-                 until the same file is moved back, or mailproc restarted",
-                path.display()
-            ))),
-        ))
+        if let Some(why) = (self.trouble.lock().as_ref())
+            .filter(|t| t.damaged)
+            .map(|t| t.why.clone())
+        {
+            return Err(StoreError::new(OP, Cause::Io(std::io::Error::other(why))));
+        }
+        let read = in_op(OP, || {
+            self.reader()
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+            Ok(())
+        });
+        if let Err(e) = &read {
+            if e.is_damaged() {
+                *self.trouble.lock() = Some(Trouble {
+                    op: OP,
+                    why: e.to_string(),
+                    full: false,
+                    damaged: true,
+                });
+                self.troubled
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
+        read
     }
 
     /// Whether the database answers, and its writes succeed: the file is
@@ -624,11 +650,6 @@ impl Store {
     /// of the disk (see [`Store::trouble`]).
     pub fn ping(&self) -> Result<()> {
         self.check_file()?;
-        in_op("ping", || {
-            self.reader()
-                .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
-            Ok(())
-        })?;
         if self.troubled.load(std::sync::atomic::Ordering::Acquire) {
             let mut t = self.trouble.lock();
             if t.as_ref().is_some_and(|t| t.full) && self.freed() {
