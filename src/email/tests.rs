@@ -503,3 +503,45 @@ fn nesting_inside_an_encoded_message_part_does_not_overflow_the_stack() {
     assert!(body.contains("the body"), "{body:?}");
     assert_eq!(attachments, 1);
 }
+
+/// A base64 text part cut at the fetch limit (a newsletter's HTML over
+/// 16 KB, in a multipart whose rest is never read) went to the model and
+/// the classifier as its base64 letters; a single part cut the same way
+/// was decoded by the parser. Both read as a mail client shows them,
+/// decoded to the last whole group; text that is not base64 at all gives
+/// no body instead of its letters.
+#[test]
+fn a_base64_part_cut_at_the_fetch_limit_is_decoded() {
+    use base64::Engine;
+    let text = "<p>Caf\u{e9} news for our readers.</p> ".repeat(40);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    let lines: Vec<&str> = (encoded.as_bytes().chunks(76))
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let body = lines.join("\r\n");
+    // Cut mid-line and mid-group, as the fetch limit cuts.
+    let cut = &body[..body.len() / 2 + 3];
+    let headers = "Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: base64";
+    let head = "From: a@example.org\r\nSubject: s\r\n";
+    let single = format!("{head}{headers}\r\n\r\n{cut}");
+    let open = format!(
+        "{head}Content-Type: multipart/alternative; boundary=\"B\"\r\n\r\n--B\r\n{headers}\r\n\r\n{cut}"
+    );
+    for message in [single, open] {
+        let e = Email::parse(message.as_bytes()).unwrap();
+        assert!(
+            e.body.starts_with("Caf\u{e9} news for our readers.")
+                && e.body.matches("readers").count() > 10
+                && !e.body.contains("PHA+"),
+            "{:?}",
+            e.body
+        );
+    }
+    let garbage = format!(
+        "{head}Content-Type: multipart/alternative; boundary=\"B\"\r\n\r\n--B\r\n\
+         Content-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+         U0VDUkVUQjY0 not base64 at all!\r\n"
+    );
+    let e = Email::parse(garbage.as_bytes()).unwrap();
+    assert!(!e.body.contains("U0VD"), "{:?}", e.body);
+}
