@@ -814,7 +814,10 @@ fn two_hooks_of_one_workspace_round_trip() {
         Some(&accounts_only.to_string()),
     );
     assert_eq!(r.status, 200, "{}", r.text);
-    assert!(file(&m).contains(a) && file(&m).contains(b), "the tokens kept");
+    assert!(
+        file(&m).contains(a) && file(&m).contains(b),
+        "the tokens kept"
+    );
     let r = put(&m, &c);
     assert_eq!(r.status, 200, "{}", r.text);
     let before = file(&m);
