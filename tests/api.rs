@@ -386,6 +386,70 @@ fn bad_credentials_get_401_with_bearer_challenge() {
     assert_eq!(r.status, 200, "{}", r.text);
 }
 
+/// Found by an audit writing a client from the SPEC (stop 60): a path
+/// with two leading slashes told a client without credentials the API's
+/// routes and methods (404, 405 with `Allow`); `/api/export` took `page`
+/// and `pageSize` and gave every row; the open routes took any query
+/// parameter; two `Authorization` fields were read as the first; and a
+/// test hook's optional `headers` sent as `null` was refused.
+#[test]
+fn odd_requests_get_a_clear_answer_and_tell_nothing() {
+    let m = start_secured();
+    for (method, path) in [
+        ("DELETE", "//api/config"),
+        ("GET", "//api/nosuch"),
+        ("GET", "///api"),
+    ] {
+        let r = m.request(method, path, &[], None);
+        assert_eq!(r.status, 401, "{method} {path}: {}", r.text);
+        assert_eq!(r.header("allow"), None, "{method} {path}");
+    }
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = [("Authorization", bearer.as_str())];
+    for (path, name) in [
+        ("/api/export?format=json&page=2", "page"),
+        ("/api/export?pageSize=5", "pageSize"),
+        ("/health?x=1", "x"),
+        ("/metrics?x=1", "x"),
+    ] {
+        let r = m.request("GET", path, &auth, None);
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+        assert!(
+            (r.body["error"].as_str()).is_some_and(|e| e.starts_with(&format!("{name}: "))),
+            "{path}: {}",
+            r.text
+        );
+    }
+    assert_eq!(
+        m.request("GET", "/api/export?format=json", &auth, None)
+            .status,
+        200
+    );
+    for pair in [[TOKEN, "x-wrong-0123456789"], ["x-wrong-0123456789", TOKEN]] {
+        let (a, b) = (format!("Bearer {}", pair[0]), format!("Bearer {}", pair[1]));
+        let r = m.request(
+            "GET",
+            "/api/stats",
+            &[("Authorization", &a), ("Authorization", &b)],
+            None,
+        );
+        assert_eq!(r.status, 400, "{pair:?}: {}", r.text);
+        assert_eq!(r.body["error"], "Authorization: given more than once");
+    }
+    let r = m.request(
+        "POST",
+        "/api/test-webhook",
+        &auth,
+        Some(r#"{"url":"http://127.0.0.1:9/hook","headers":null}"#),
+    );
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["error"], "Cannot test webhooks to private or local addresses",
+        "{}",
+        r.text
+    );
+}
+
 #[test]
 fn open_mode_without_token_or_keys() {
     let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");

@@ -145,7 +145,7 @@ pub fn json_body<T: serde::de::DeserializeOwned>(req: &Req) -> Result<T, Reply> 
 
 /// A JSON object of strings with no key twice (serde keeps the last of
 /// two in a map, so `{"a":"b","a":"c"}` was taken as one header: an
-/// audit), for `#[serde(deserialize_with)]`.
+/// audit), or `null` for none, for `#[serde(deserialize_with)]`.
 pub fn unique_strings<'de, D>(d: D) -> Result<BTreeMap<String, String>, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -169,8 +169,16 @@ where
             }
             Ok(out)
         }
+        // `null` is no field, as serializers write an absent optional one
+        // (an audit: Jackson's and Go's clients were refused).
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(BTreeMap::new())
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_map(Unique)
+        }
     }
-    d.deserialize_map(Unique)
+    d.deserialize_option(Unique)
 }
 
 /// A body that is a JSON object, as a tree, with no key twice in any

@@ -107,6 +107,15 @@ pub struct Req {
 }
 
 impl Req {
+    /// Whether the path is the API's (`/api` or under it), as the router
+    /// reads paths: leading slashes do not count (`//api/config` is
+    /// `/api/config`; an audit found it answered 405 with the route's
+    /// methods to a client without credentials).
+    pub fn under_api(&self) -> bool {
+        let path = self.path.trim_start_matches('/');
+        path == "api" || path.starts_with("api/")
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()

@@ -166,6 +166,17 @@ fn read_request(site: &dyn Site, request: &mut tiny_http::Request) -> Result<Req
             format!("method {:?} is not implemented", clean(&method)),
         ));
     }
+    // One set of credentials (RFC 9110 §11.6.2: `Authorization` is one
+    // field, not a list): of two, the first decided and the second was
+    // ignored, a request read half (an audit; a proxy that adds its own
+    // beside the client's is the case to refuse, not to guess).
+    if (headers.iter())
+        .filter(|(k, _)| k.eq_ignore_ascii_case("Authorization"))
+        .count()
+        > 1
+    {
+        return Err(Reply::error(400, "Authorization: given more than once"));
+    }
     // Refused unread: tiny_http then closes the connection instead of
     // reading (or allocating) what the client declared.
     if request.body_length().is_some_and(|n| n > MAX_BODY) {

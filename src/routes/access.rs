@@ -54,7 +54,7 @@ pub fn authenticate(ctx: &Ctx, req: &Req) -> Result<Principal, Reply> {
 /// proxy that rewrote `Host`).
 pub fn open_mode_refusal(ctx: &Ctx, req: &Req) -> Option<Reply> {
     let why = open_mode_refusal_reason(ctx, req)?;
-    let browser = !req.path.starts_with("/api/")
+    let browser = !req.under_api()
         && (req.is_form()
             || req
                 .header("Accept")

@@ -114,10 +114,12 @@ impl Route {
     }
 }
 
-/// The query parameters of `/api/activity`, its export's too.
+/// The pages of `/api/activity`; an export is every page at once, and
+/// refuses them (it took them and gave every row: an audit).
+const PAGES: &[&str] = &["page", "pageSize"];
+
+/// The filters of `/api/activity`, its export's too.
 const ACTIVITY_QUERY: &[&str] = &[
-    "page",
-    "pageSize",
     "accountName",
     "actionType",
     "status",
@@ -149,7 +151,7 @@ static ROUTES: &[Route] = &[
         Needs("read:activity"),
         Api(handlers::activity),
     )
-    .taking(&[ACTIVITY_QUERY]),
+    .taking(&[PAGES, ACTIVITY_QUERY]),
     r(
         "POST",
         "/api/activity/retry",
@@ -556,7 +558,7 @@ pub fn route(ctx: &Ctx, req: &Req) -> (Reply, &'static str) {
 /// HTML.
 fn wants_a_page(req: &Req) -> bool {
     matches!(req.method.as_str(), "GET" | "HEAD")
-        && !req.path.starts_with("/api/")
+        && !req.under_api()
         && req
             .header("Accept")
             .is_some_and(|a| a.contains("text/html"))
@@ -593,14 +595,13 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
         // Under `/api/`, who may not use the API learns nothing of it, not
         // even which routes and methods there are: 401 first (DESIGN §5:
         // "Otherwise 401").
-        let api = req.path == "/api" || req.path.starts_with("/api/");
-        if api && rows.iter().all(|(r, _)| r.access != Anyone) {
+        if req.under_api() && rows.iter().all(|(r, _)| r.access != Anyone) {
             if let Err(refused) = access::authenticate(ctx, req) {
                 return (refused, "unknown");
             }
         }
         if rows.is_empty() {
-            let message = if req.path.starts_with("/api/") {
+            let message = if req.under_api() {
                 format!("no such route: {}", req.path)
             } else {
                 format!("not found: {}", req.path)
@@ -615,7 +616,11 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
         return (reply, "unknown");
     };
     let answer = match (r.access, &r.handler) {
-        (Anyone, Api(f) | ApiOr(f, ..)) => f(ctx, req, params),
+        // Open routes read no query either (`/health?x=1` answered as if
+        // the route took it: an audit).
+        (Anyone, Api(f) | ApiOr(f, ..)) => {
+            query_refusal(req, r.query).map_or_else(|| f(ctx, req, params), Err)
+        }
         (Needs(permission), Api(_) | ApiOr(..)) => access::authenticate(ctx, req).and_then(|who| {
             let fuller = match r.handler {
                 ApiOr(_, tiers) => tiers
