@@ -923,3 +923,67 @@ fn a_replayed_move_never_takes_another_messages_copy_for_its_own() {
     );
     assert!(!m.log().contains("an earlier run's copy"), "{}", m.log());
 }
+
+/// Found by an audit of the log (stop 60): a hook answering 404 wrote a
+/// warning an event (150 in a second on a backlog) with no hint of what
+/// to mend, and nothing said when it answered again. At most a line a
+/// second a target now, with the count held back; a line when it
+/// answers again.
+#[test]
+fn a_failing_hook_is_told_at_a_pace_and_its_return_once() {
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(40));
+    // A target whose answer the test turns from 404 to 200.
+    let status = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(404));
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    {
+        let (status, hits) = (status.clone(), hits.clone());
+        std::thread::spawn(move || {
+            for req in server.incoming_requests() {
+                hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let code = status.load(std::sync::atomic::Ordering::SeqCst);
+                let _ = req.respond(tiny_http::Response::from_string("x").with_status_code(code));
+            }
+        });
+    }
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.0/8\"] }}\n\
+         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/hook\", events: [email_processed] }}\n"
+    );
+    let m = Mailproc::start(&format!("{}{hooks}", config(&d, None, RULES, "")));
+    wait_processed(&m, 40, Duration::from_secs(60));
+    m.wait_for(Duration::from_secs(30), "40 deliveries", || {
+        (hits.load(std::sync::atomic::Ordering::SeqCst) >= 40).then_some(())
+    });
+    let told: Vec<String> = (m.log().lines())
+        .filter(|l| l.contains("answered 404"))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        !told.is_empty() && told.len() <= 10,
+        "{} lines:\n{}",
+        told.len(),
+        told.join("\n")
+    );
+    assert!(
+        told[0].contains("check the hook's url, headers and secret"),
+        "{}",
+        told[0]
+    );
+    status.store(200, std::sync::atomic::Ordering::SeqCst);
+    d.seed(
+        "test",
+        "INBOX",
+        &common::mail::msg_with("back", "Hello again", ""),
+    );
+    m.post("/api/accounts/acct/process", "");
+    m.wait_for(Duration::from_secs(30), "the hook told answering again", || {
+        m.log()
+            .contains(&format!(
+                "webhooks: http://127.0.0.1:{port}/... answers again (40 delivery(ies) to it failed before)"
+            ))
+            .then_some(())
+    });
+}

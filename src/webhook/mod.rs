@@ -256,6 +256,21 @@ struct Shared {
     /// URLs a reload removed, for the delivery thread to forget their
     /// waits (see `run`).
     removed: Mutex<std::collections::HashSet<String>>,
+    /// What the log was told of failing deliveries (see [`Said`]).
+    said: Mutex<Said>,
+}
+
+/// The log's pace for failing deliveries: at most one line a second for
+/// each target, with the count held back, and a line when a target that
+/// failed answers again; at most one a second for deliveries the store
+/// could not record. A target answering 404 wrote a line an event (150
+/// in a second on a backlog), and a full disk 4,046 in 3 s (audits).
+#[derive(Default)]
+struct Said {
+    by_target: std::collections::HashMap<String, crate::logging::LinesPerSecond>,
+    /// Failed deliveries to a target since its last success.
+    failing: std::collections::HashMap<String, u64>,
+    unrecorded: crate::logging::LinesPerSecond,
 }
 
 impl Shared {
@@ -351,16 +366,54 @@ impl Shared {
             error.as_deref(),
             took,
         ) {
-            log::error!("webhooks: recording a delivery failed: {e}");
+            self.unrecorded(&e);
         }
         let shown = shown_url(url);
         let who = account.map(|a| format!(" ({a})")).unwrap_or_default();
-        match result {
-            Ok(code) if outcome == "success" => {
-                log::debug!("webhooks: {event}{who} to {shown}: {code} in {took:?}")
+        let mut said = self.said.lock();
+        if outcome == "success" {
+            let code = result.as_ref().map_or(0, |c| *c);
+            log::debug!("webhooks: {event}{who} to {shown}: {code} in {took:?}");
+            if let Some(n) = said.failing.remove(url) {
+                log::info!(
+                    "webhooks: {shown} answers again ({n} delivery(ies) to it failed before)"
+                );
             }
-            Ok(code) => log::warn!("webhooks: {event}{who} to {shown}: answered {code}"),
-            Err(e) => log::warn!("webhooks: {event}{who} to {shown}: {e}"),
+            return;
+        }
+        *said.failing.entry(url.to_string()).or_default() += 1;
+        let Some(held) = said
+            .by_target
+            .entry(url.to_string())
+            .or_default()
+            .admit(Instant::now())
+        else {
+            return;
+        };
+        let more = match held {
+            0 => String::new(),
+            n => format!(" ({n} more failed delivery(ies) to it since the last line)"),
+        };
+        match result {
+            // The target refused it: its address or credentials, which
+            // only the configuration mends.
+            Ok(code @ 400..=499) => log::warn!(
+                "webhooks: {event}{who} to {shown}: answered {code} (check the hook's url, \
+                 headers and secret){more}"
+            ),
+            Ok(code) => log::warn!("webhooks: {event}{who} to {shown}: answered {code}{more}"),
+            Err(e) => log::warn!("webhooks: {event}{who} to {shown}: {e}{more}"),
+        }
+    }
+
+    /// A delivery the store could not record, at most one line a second.
+    fn unrecorded(&self, e: &crate::store::StoreError) {
+        if let Some(held) = self.said.lock().unrecorded.admit(Instant::now()) {
+            let more = match held {
+                0 => String::new(),
+                n => format!(" ({n} more since the last line)"),
+            };
+            log::error!("webhooks: recording a delivery failed: {e}{more}");
         }
     }
 }
@@ -389,7 +442,7 @@ impl Shared {
             Some(&error),
             Duration::ZERO,
         ) {
-            log::error!("webhooks: recording a delivery failed: {e}");
+            self.unrecorded(&e);
         }
         log::debug!(
             "webhooks: {event} ({account}) to {}: {error}",
@@ -454,6 +507,7 @@ impl Webhooks {
             unlogged_drops: AtomicU64::new(0),
             last_drop_warn_ms: AtomicI64::new(i64::MIN / 2),
             removed: Mutex::new(Default::default()),
+            said: Mutex::new(Said::default()),
         });
         let client = Client::new();
         let w = Arc::new(Webhooks {
