@@ -244,6 +244,10 @@ pub struct Handle {
     cut: AtomicBool,
     /// Where the last error is kept across restarts, once set.
     errors_kept_in: std::sync::OnceLock<Arc<crate::store::Store>>,
+    /// The outage of the worker this one replaces (a restart for a changed
+    /// configuration), so its end is told: a refused login mended by a new
+    /// password was followed by no `connection_restored` (an audit).
+    inherited_outage: Mutex<Option<String>>,
 }
 
 impl Handle {
@@ -268,8 +272,23 @@ impl Handle {
             shutting_down: AtomicBool::new(false),
             cut: AtomicBool::new(false),
             errors_kept_in: std::sync::OnceLock::new(),
+            inherited_outage: Mutex::new(None),
         });
         (h, rx)
+    }
+
+    /// The outage `old` was in when this handle replaced it: away from its
+    /// server with an error.
+    pub fn inherit_outage(&self, old: &Handle) {
+        let s = old.status();
+        if !s.connected {
+            *self.inherited_outage.lock() = s.last_error;
+        }
+    }
+
+    /// The outage inherited, once.
+    pub fn take_inherited_outage(&self) -> Option<String> {
+        self.inherited_outage.lock().take()
     }
 
     pub fn status(&self) -> Status {

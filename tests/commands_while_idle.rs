@@ -209,3 +209,34 @@ fn config_with_port(port: u16) -> String {
          accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, username: u, password: p }}\n"
     )
 }
+
+/// Found by an audit of the log (stop 60): a refused login mended (a new
+/// password through a reload, or the server's fixed and a reconnect) was
+/// followed by "connected" alone: no "connection restored" and no
+/// `connection_restored` event, so an alert raised by the login's `error`
+/// never cleared.
+#[test]
+fn a_refused_login_mended_is_told_as_restored() {
+    let d = Dovecot::start();
+    let (port, got) = common::hooks::receiver();
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.0/8\"] }}\n\
+         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/hook\", events: [error, connection_restored] }}\n"
+    );
+    let mut m = Mailproc::start(&format!("{}{hooks}", config(&d, "wrong")));
+    m.wait_for(Duration::from_secs(15), "the refused login", || {
+        (common::hooks::events(&got, "error") == 1).then_some(())
+    });
+    assert!(
+        m.log()
+            .contains("trying again in 5 min, or at a reconnect (check accounts[acct].imap.username and password)"),
+        "{}",
+        m.log()
+    );
+    m.write_config(&format!("{}{hooks}", config(&d, "secret")));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(15), "the restored event", || {
+        (common::hooks::events(&got, "connection_restored") == 1).then_some(())
+    });
+    assert!(m.log().contains("acct: connection restored"), "{}", m.log());
+}

@@ -420,7 +420,7 @@ impl Runner {
     /// Connects, serves and reconnects until shutdown.
     fn run(&mut self) {
         let mut backoff = RECONNECT;
-        let mut outage: Option<String> = None;
+        let mut outage: Option<String> = self.w.handle.take_inherited_outage();
         let mut refused = false;
         loop {
             if self.w.handle.is_shutting_down() {
@@ -540,7 +540,14 @@ impl Runner {
                     }
                     Err(ImapError::Login(e)) => {
                         let msg = format!("login failed: {e}");
-                        log::error!("{}: {msg}", self.name());
+                        log::error!(
+                            "{0}: {msg}; trying again in {1} min, or at a reconnect (check \
+                             accounts[{0}].imap.username and password)",
+                            self.name(),
+                            LOGIN_RETRY.as_secs() / 60
+                        );
+                        // An outage, whose end is told (connection_restored).
+                        outage.get_or_insert_with(|| msg.clone());
                         self.w.handle.set_state(State::Error);
                         self.w.handle.set_error(Some(msg.clone()));
                         self.count_error("login");

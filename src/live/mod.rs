@@ -190,7 +190,7 @@ impl Live {
                         a.name
                     );
                 }
-                live.start_account(&mut fleet, &config.config, a, paused)?;
+                live.start_account(&mut fleet, &config.config, a, paused, None)?;
             }
         }
         Ok(live)
@@ -571,7 +571,7 @@ impl Live {
                 }
                 self.inherit(gone, &a.name);
             }
-            match self.start_account(fleet, &config.config, a, false) {
+            match self.start_account(fleet, &config.config, a, false, None) {
                 Ok(()) => {
                     log::info!("{}: account added; started", a.name);
                     if !applied.started.contains(&a.name) {

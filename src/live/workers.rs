@@ -59,9 +59,13 @@ impl Live {
         config: &Config,
         a: &AccountConfig,
         paused: bool,
+        replaces: Option<&Handle>,
     ) -> Result<(), String> {
         let (handle, commands) = Handle::new(&a.name);
         handle.keep_errors_in(self.deps.store.clone());
+        if let Some(old) = replaces {
+            handle.inherit_outage(old);
+        }
         if paused {
             let _ = handle.send(Command::Pause);
         }
@@ -157,7 +161,7 @@ impl Live {
             if let Some(a) = to.filter(|a| !fleet.closed && !fleet.running.contains_key(&a.name)) {
                 self.inherit(name, &a.name);
                 let _ = self.deps.store.set_account_paused(&a.name, old.is_paused());
-                match self.start_account(&mut fleet, &wanted.config, a, old.is_paused()) {
+                match self.start_account(&mut fleet, &wanted.config, a, old.is_paused(), None) {
                     Ok(()) => log::info!("{}: renamed from {name}; started", a.name),
                     Err(e) => log::error!("{}: cannot start: {e}", a.name),
                 }
@@ -168,7 +172,7 @@ impl Live {
         if fleet.running.contains_key(name) {
             return;
         }
-        match self.start_account(&mut fleet, &wanted.config, a, old.is_paused()) {
+        match self.start_account(&mut fleet, &wanted.config, a, old.is_paused(), Some(old)) {
             Ok(()) => log::info!("{name}: account changed; restarted"),
             Err(e) => log::error!("{name}: cannot start: {e}"),
         }
