@@ -987,3 +987,45 @@ fn a_failing_hook_is_told_at_a_pace_and_its_return_once() {
             .then_some(())
     });
 }
+
+/// Found by an audit of the log (stop 60): with the model's server down,
+/// a backlog wrote a line a call ("retrying") and a line a message
+/// ("attempt 1, retrying"), 600 lines for 100 messages, and the one line
+/// that said the provider was down fell out of the dashboard's log. Each
+/// kind is told at most once a second now, with the count held back;
+/// every failure is still recorded.
+#[test]
+fn a_provider_that_is_down_does_not_flood_the_log() {
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(60));
+    let model = sorter(Duration::ZERO);
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let yaml = config(&d, Some(&model), RULES, "").replace(
+        &model.url(),
+        &format!("http://127.0.0.1:{closed}/v1/chat/completions"),
+    );
+    let m = Mailproc::start(&yaml);
+    // Half the backlog is for the model: 30 failed attempts recorded.
+    m.wait_for(Duration::from_secs(60), "30 failures recorded", || {
+        let r = m.get("/api/activity?status=retrying&pageSize=1");
+        (r.body["total"].as_u64() == Some(30)).then_some(())
+    });
+    let log = m.log();
+    let retries = (log.lines())
+        .filter(|l| l.contains("[WARN]") && l.contains("; retrying in"))
+        .count();
+    let failures = (log.lines())
+        .filter(|l| l.contains("[WARN] acct: INBOX UID") && l.contains("(attempt"))
+        .count();
+    assert!(
+        (1..=10).contains(&retries) && (1..=10).contains(&failures),
+        "{retries} retry lines, {failures} failure lines:\n{log}"
+    );
+    assert!(
+        log.contains("provider fake: 3 calls in a row got no answer"),
+        "{log}"
+    );
+}

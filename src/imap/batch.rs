@@ -347,7 +347,11 @@ impl Runner {
     }
 
     /// Counts, logs and announces (`error` webhook) recorded failed
-    /// attempts, with what became of each (`recorded`, in order).
+    /// attempts, with what became of each (`recorded`, in order). At most
+    /// a line a second in the log, with the count held back: with its
+    /// provider down, a backlog wrote a line a message and pushed the one
+    /// that said so out of the dashboard's log (an audit); each failure is
+    /// in the activity list and its `error` event all the same.
     pub(super) fn report_failures(
         &self,
         mailbox: &str,
@@ -362,16 +366,25 @@ impl Runner {
             // list named (an audit).
             let (message_id, subject) = (&r.message_id, &r.subject);
             self.count_error(kind);
-            log::warn!(
-                "{}: {mailbox} UID {uid} ({}): {} (attempt {n}, {st})",
-                self.name(),
-                if message_id.is_empty() {
-                    "no Message-ID".to_string()
-                } else {
-                    crate::logging::clean(message_id)
-                },
-                crate::logging::clean_up_to(&f.error, 1000)
-            );
+            if let Some(held) = self.failure_lines.lock().admit(std::time::Instant::now()) {
+                log::warn!(
+                    "{}: {mailbox} UID {uid} ({}): {} (attempt {n}, {st}){}",
+                    self.name(),
+                    if message_id.is_empty() {
+                        "no Message-ID".to_string()
+                    } else {
+                        crate::logging::clean(message_id)
+                    },
+                    crate::logging::clean_up_to(&f.error, 1000),
+                    match held {
+                        0 => String::new(),
+                        n => format!(
+                            "; {n} more failed attempt(s) since the last line (the activity list \
+                             has each)"
+                        ),
+                    }
+                );
+            }
             self.emit(Event::Error {
                 error: &f.error,
                 // A permanent failure's limit is 1 whatever came before:

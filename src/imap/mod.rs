@@ -318,6 +318,9 @@ struct Runner {
     /// pending): a pass the server prompted that found none is empty (see
     /// `schedule::Quiet`).
     found: usize,
+    /// The pace of the log's lines of failed attempts (see
+    /// `batch::report_failures`).
+    failure_lines: parking_lot::Mutex<crate::logging::LinesPerSecond>,
 }
 
 impl Runner {
@@ -344,6 +347,7 @@ impl Runner {
             careful: HashMap::new(),
             corrections_read: HashMap::new(),
             found: 0,
+            failure_lines: Default::default(),
         }
     }
 

@@ -33,6 +33,10 @@ pub struct Provider {
     /// model's folders inside `allowed`).
     fell_back: Mutex<Option<Instant>>,
     metrics: Arc<Metrics>,
+    /// The pace of the log's retry lines: at most one a second for the
+    /// provider, whichever account's call it was (a backlog with the
+    /// provider down wrote one a call; an audit).
+    retry_lines: Mutex<crate::logging::LinesPerSecond>,
 }
 
 mod wire;
@@ -61,6 +65,7 @@ impl Provider {
             next_slot: Mutex::new(Instant::now()),
             json_mode: std::sync::atomic::AtomicUsize::new(0),
             fell_back: Mutex::new(None),
+            retry_lines: Mutex::new(Default::default()),
             metrics,
         })
     }
@@ -164,7 +169,16 @@ impl Provider {
                 }
                 (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
                     let wait = wait.min(MAX_RETRY_WAIT);
-                    log::warn!("{}: {err}; retrying in {wait:?}", account.name);
+                    match self.retry_lines.lock().admit(Instant::now()) {
+                        Some(0) => log::warn!("{}: {err}; retrying in {wait:?}", account.name),
+                        Some(n) => log::warn!(
+                            "{}: {err}; retrying in {wait:?} ({n} more retried call(s) to {} \
+                             since the last line)",
+                            account.name,
+                            self.config.name
+                        ),
+                        None => log::debug!("{}: {err}; retrying in {wait:?}", account.name),
+                    }
                     if !wait_unless(wait, stop) {
                         return Err(ClassifyError::Cancelled);
                     }
