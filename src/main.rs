@@ -233,7 +233,8 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::FAILURE;
             }
-            for w in config::warnings(&loaded.config) {
+            let empty = mailproc::store::empty_file_warning(&loaded.config.storage.path);
+            for w in config::warnings(&loaded.config).into_iter().chain(empty) {
                 logging::to_stderr(logging::WARNING, &format!("warning: {w}"));
             }
             outln!(

@@ -1127,3 +1127,28 @@ fn a_failed_start_is_told_to_the_journal_as_an_error() {
         "{said}"
     );
 }
+
+/// Found by an audit of the database (stop 60): an empty database file (a
+/// restore cut short) was taken as a new database without a word, and
+/// every account's mailbox was handled again from nothing. It still is
+/// (SQLite makes a new database in an empty file, as a crash before the
+/// first write leaves one), but `check-config` and the start say so.
+#[test]
+fn an_empty_database_file_is_named_before_it_is_taken_as_new() {
+    let mut m = Mailproc::prepare(OPEN_CONFIG);
+    std::fs::write(m.db_path(), b"").unwrap();
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("is an empty file: a new database is made in it")
+            && err.contains("the copy did not complete"),
+        "{err}"
+    );
+    m.spawn(&[]);
+    m.wait_ready();
+    assert!(
+        m.log().contains("[WARN] storage.path") && m.log().contains("is an empty file"),
+        "{}",
+        m.log()
+    );
+}

@@ -108,6 +108,23 @@ pub(super) fn owner_only(db: &Path) {
     }
 }
 
+/// What to say of a database file that exists and is empty: SQLite makes a
+/// new database in it, so every folder is read as first seen, and the one
+/// way an operator gets there by accident is a restore that stopped short
+/// (a full disk, a `cp` cut off). It was taken silently, and a whole
+/// mailbox handled again (a database audit).
+pub fn empty_file_warning(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    (meta.is_file() && meta.len() == 0).then(|| {
+        format!(
+            "storage.path {} is an empty file: a new database is made in it, and every \
+             account's folders are read as never seen (as each `backlog` says); if a backup was \
+             restored there, the copy did not complete: stop mailproc and restore it again",
+            path.display()
+        )
+    })
+}
+
 /// Whether the database at `path` could be opened for writing, without
 /// touching anything (`mailproc check-config`): an existing file must be a
 /// regular file this user may write, and its directory too (SQLite writes

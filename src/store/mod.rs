@@ -52,7 +52,7 @@ use schema::MIGRATIONS;
 pub use activity::{search_refusal, ActivityEntry, ActivityQuery, Stats, MAX_SEARCH_CHARS};
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
-pub use file::{check_path, hold_for_service};
+pub use file::{check_path, empty_file_warning, hold_for_service};
 pub use finished::{Finished, FinishedIn, FinishedMove};
 pub use generations::{Earlier, FirstSight};
 pub use journal::{
@@ -438,6 +438,9 @@ impl Store {
                 path.display(),
                 path.display()
             ));
+        }
+        if let Some(w) = empty_file_warning(path) {
+            log::warn!("{w}");
         }
         Store::open(path).map_err(|e| format!("storage.path {}: {e}", path.display()))
     }
