@@ -150,7 +150,12 @@ TAIL_PID=""
 LLM_PID=""
 cleanup() {
     local rc=$?
-    trap - EXIT INT TERM HUP PIPE
+    trap - EXIT INT TERM HUP
+    # With its output closed (`demo.sh | head`), a line written here must
+    # fail quietly, not end the cleanup half done (SIGPIPE killed bash at
+    # its first `say`, and Dovecot and the directory were left behind).
+    trap '' PIPE
+    set +e
     if [[ -n "$TAIL_PID" ]]; then
         kill "$TAIL_PID" 2>/dev/null || true
         wait "$TAIL_PID" 2>/dev/null || true
@@ -533,9 +538,12 @@ say "press Ctrl-C to stop; mailproc's log follows"
 tail -n +1 -f "$LOG" &
 TAIL_PID=$!
 set +e
-wait "$MAILPROC_PID"
+wait -n "$MAILPROC_PID" "$TAIL_PID"
 rc=$?
 set -e
+# The log's reader ended first: its output was closed (`demo.sh | head`),
+# and the demo ends as a stop does.
+kill -0 "$MAILPROC_PID" 2>/dev/null && exit 141
 MAILPROC_PID=""
 # Stopped from outside (SIGTERM by its pid, systemctl-style): a clean stop.
 ((rc == 0)) && { say "mailproc stopped"; exit 0; }
