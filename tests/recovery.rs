@@ -1029,3 +1029,24 @@ fn a_provider_that_is_down_does_not_flood_the_log() {
         "{log}"
     );
 }
+
+/// Found by an audit of the log (stop 60): a provider refusing the API key
+/// (401) was said to have given "no answer", naming no setting to mend.
+#[test]
+fn a_provider_refusing_its_key_is_told_which_setting_to_mend() {
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(12));
+    let model = Model::start(2, |_| Reply::Status(401, None));
+    let m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    m.wait_for(Duration::from_secs(60), "the provider told down", || {
+        m.log().contains("provider fake: 3 calls in a row").then_some(())
+    });
+    assert!(
+        m.log().contains(
+            "provider fake: 3 calls in a row were refused the credentials (the last: fake: HTTP \
+             401"
+        ) && m.log().contains("check classifier.providers[fake].api_key"),
+        "{}",
+        m.log()
+    );
+}

@@ -223,11 +223,24 @@ fn count(
         Err(ClassifyError::Cancelled) => {}
         Err(e) if unanswered(e) => {
             if streak.fetch_add(1, Ordering::SeqCst) + 1 == DOWN_AFTER {
+                // A refusal of the credentials is an answer, and says what
+                // to mend (it read "no answer", naming no setting: an
+                // audit).
+                let what = match e {
+                    ClassifyError::Http {
+                        status: 401 | 403, ..
+                    } => format!(
+                        "were refused the credentials (the last: {e}): check \
+                         classifier.providers[{provider}].api_key"
+                    ),
+                    ClassifyError::Http { .. } => format!("got an HTTP error (the last: {e})"),
+                    _ => format!("got no answer (the last: {e})"),
+                };
                 log::warn!(
-                    "provider {provider}: {DOWN_AFTER} calls in a row got no answer (the last: \
-                     {e}); /health reads degraded until one is answered, and messages that \
-                     fail meanwhile are parked as failed after their attempts (Retry all on \
-                     the dashboard's Needs attention page, or POST /api/activity/retry)"
+                    "provider {provider}: {DOWN_AFTER} calls in a row {what}; /health reads \
+                     degraded until one is answered, and messages that fail meanwhile are \
+                     parked as failed after their attempts (Retry all on the dashboard's Needs \
+                     attention page, or POST /api/activity/retry)"
                 );
             }
         }
