@@ -583,7 +583,7 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
     assert_eq!(h.body["accounts"]["acct"], "connected", "{}", h.text);
     let log = m.log();
     assert_eq!(
-        log.matches("provider fake: 3 calls in a row got no answer")
+        log.matches("provider fake: 3 calls in a row got an HTTP error (the last: fake: HTTP 503")
             .count(),
         1,
         "{log}"

@@ -1028,6 +1028,14 @@ fn a_provider_that_is_down_does_not_flood_the_log() {
         log.contains("provider fake: 3 calls in a row got no answer"),
         "{log}"
     );
+    // Which server failed (the URL's origin: "fake: io: Connection refused"
+    // named none).
+    assert!(
+        log.contains(&format!(
+            "fake: io: Connection refused (os error 111); server http://127.0.0.1:{closed}/"
+        )),
+        "{log}"
+    );
 }
 
 /// Found by an audit of the log (stop 60): a provider refusing the API key
@@ -1039,7 +1047,9 @@ fn a_provider_refusing_its_key_is_told_which_setting_to_mend() {
     let model = Model::start(2, |_| Reply::Status(401, None));
     let m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
     m.wait_for(Duration::from_secs(60), "the provider told down", || {
-        m.log().contains("provider fake: 3 calls in a row").then_some(())
+        m.log()
+            .contains("provider fake: 3 calls in a row")
+            .then_some(())
     });
     assert!(
         m.log().contains(

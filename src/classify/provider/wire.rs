@@ -51,6 +51,12 @@ impl Provider {
             }
         }
         let provider = c.name.clone();
+        // Where it failed, without the URL's path, query or credentials:
+        // "llm: io: Connection refused" named no server to check (an
+        // audit).
+        let origin = (url::Url::parse(&c.url).ok())
+            .map(|u| u.origin().ascii_serialization())
+            .filter(|o| o != "null");
         let started = Instant::now();
         // A time-out in either phase (sending, or reading the answer) is a
         // time-out of the call; anything else the transport says is kept.
@@ -62,7 +68,10 @@ impl Provider {
                 },
                 e => ClassifyError::Transport {
                     provider: provider.clone(),
-                    error: e.to_string(),
+                    error: match &origin {
+                        Some(o) => format!("{e}; server {o}/"),
+                        None => e.to_string(),
+                    },
                 },
             };
             (err, None)
