@@ -319,6 +319,14 @@ pub struct LinesPerSecond {
 }
 
 impl LinesPerSecond {
+    /// None written yet (for a `static`).
+    pub const fn new() -> LinesPerSecond {
+        LinesPerSecond {
+            last: None,
+            held: 0,
+        }
+    }
+
     /// Whether a line may be written `now`: `Some(held)`, the lines held
     /// back since the last one written, or `None` (this one is counted).
     pub fn admit(&mut self, now: std::time::Instant) -> Option<u64> {

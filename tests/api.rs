@@ -376,6 +376,14 @@ fn bad_credentials_get_401_with_bearer_challenge() {
         assert_eq!(r.header("www-authenticate"), Some("Bearer"));
         assert!(r.body["error"].is_string());
     }
+    // Told in the log with the client's address, never the token (a
+    // rotated key still in use was seen only at debug: an audit).
+    let log = m.log();
+    assert!(
+        log.contains("[INFO] api: a bearer token that is no API key or token, from 127.0.0.1 (GET /api/stats)"),
+        "{log}"
+    );
+    assert!(!log.contains("wrong-key-0123456789"), "{log}");
     // The scheme is case-insensitive (RFC 9110 §11.1).
     let r = m.request(
         "GET",
@@ -658,6 +666,13 @@ fn login_sessions_logout_and_limits() {
     assert_eq!(locked.status, 429);
     // It says when to come back: once the 15-minute window has passed.
     assert_eq!(locked.header("retry-after"), Some("900"));
+    // The refusal is in the log: the real user turned away learns why.
+    assert!(
+        m.log()
+            .contains("[WARN] login from 127.0.0.1 refused unchecked: too many failed logins"),
+        "{}",
+        m.log()
+    );
     let r = m.post("/login", r#"{"username":"admin"}"#);
     assert!(matches!(r.status, 400 | 429));
 }

@@ -32,6 +32,7 @@ fn too_many_logins() -> Reply {
 /// `POST /login` with JSON (or a form) `{username, password}`.
 pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     if ctx.limiter.blocked(req.client_ip) {
+        crate::service::sessions::refused_unchecked(req.client_ip, None, "");
         return Err(too_many_logins());
     }
     // A browser's login from another site's page (login CSRF: the victim

@@ -111,6 +111,7 @@ fn unauthenticated_form(ctx: &Ctx, req: &Req) -> Result<BTreeMap<String, String>
         return Err(forbidden("Cross-origin request refused."));
     }
     if ctx.limiter.blocked(req.client_ip) {
+        crate::service::sessions::refused_unchecked(req.client_ip, None, " (dashboard)");
         return Err(too_many());
     }
     Ok(fields(req))

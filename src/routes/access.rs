@@ -14,7 +14,26 @@ pub fn authenticate(ctx: &Ctx, req: &Req) -> Result<Principal, Reply> {
         return Ok(Principal::Open);
     }
     match auth::bearer(config, req.header("Authorization")) {
-        Err(auth::AuthError::Unauthorized(msg)) => return Err(Reply::error(401, msg)),
+        Err(auth::AuthError::Unauthorized(msg)) => {
+            // Told, at most a line a second (never the token): a rotated
+            // key still in use, or a client guessing, was seen only at
+            // debug without its address (an audit).
+            static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
+                parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
+            if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
+                log::info!(
+                    "api: a bearer token that is no API key or token, from {} ({} {}){}",
+                    req.client_ip,
+                    req.method,
+                    crate::logging::clean_up_to(&req.path, 200),
+                    match held {
+                        0 => String::new(),
+                        n => format!("; {n} more refused since the last line"),
+                    }
+                );
+            }
+            return Err(Reply::error(401, msg));
+        }
         Ok(Some(p)) => return Ok(p),
         Ok(None) => {}
     }

@@ -52,6 +52,27 @@ pub enum LoginError {
 /// The `Retry-After` (seconds) of a login answered [`LoginError::Busy`].
 pub const LOGIN_RETRY: &str = "5";
 
+/// Says in the log that a login from `ip` was refused unchecked (the
+/// address or the name locked out), at most a line a second: a lockout
+/// left the journal silent while the real user was turned away (an
+/// audit). `via` as for [`login`].
+pub fn refused_unchecked(ip: std::net::IpAddr, user: Option<&str>, via: &str) {
+    static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
+        parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
+    if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
+        log::warn!(
+            "login{} from {ip}{via} refused unchecked: too many failed logins from that address \
+             or for that name (up to 15 minutes){}",
+            user.map(|u| format!(" for \"{}\"", clean(u)))
+                .unwrap_or_default(),
+            match held {
+                0 => String::new(),
+                n => format!("; {n} more refused since the last line"),
+            }
+        );
+    }
+}
+
 /// Checks `user` and `password` for the client of `req` and opens a
 /// session: the `Set-Cookie` values (the session's, and the device
 /// cookie that keeps this browser's later logins out of the username's
@@ -65,8 +86,12 @@ pub fn login(
     via: &str,
 ) -> Result<Vec<String>, LoginError> {
     let (ip, secure, cookies) = (req.client_ip, req.secure, req.header("Cookie"));
+    let refused = || {
+        refused_unchecked(ip, Some(user), via);
+        LoginError::TooMany
+    };
     if ctx.limiter.blocked(ip) {
-        return Err(LoginError::TooMany);
+        return Err(refused());
     }
     // Counted before the (slow) check, so a burst cannot race past it.
     // A store that cannot say is no wrong password (an audit found a
@@ -76,7 +101,7 @@ pub fn login(
         .as_deref()
         .and_then(|h| auth::known_device(&ctx.session_secret, cookies, user, h));
     let Some(attempt) = ctx.limiter.attempt(ip, Some(user), device) else {
-        return Err(LoginError::TooMany);
+        return Err(refused());
     };
     match auth::verify_login(password, hash.as_deref()) {
         Ok(true) => {}
