@@ -134,6 +134,15 @@ fn a_store_failure_is_not_a_lost_connection() {
     m.wait_for(Duration::from_secs(5), "connected again", || {
         (m.get("/health").body["accounts"]["acct"] == "connected").then_some(())
     });
+    // Its end is told as its failure was (only /health said so: an audit).
+    assert_eq!(
+        m.log()
+            .matches("acct: the database answers again; processing goes on")
+            .count(),
+        1,
+        "{}",
+        m.log()
+    );
 }
 
 #[test]

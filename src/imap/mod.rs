@@ -321,6 +321,9 @@ struct Runner {
     /// The pace of the log's lines of failed attempts (see
     /// `batch::report_failures`).
     failure_lines: parking_lot::Mutex<crate::logging::LinesPerSecond>,
+    /// A pass failed for the store since the last one that went through:
+    /// the next that does says the store is back (see `pass`).
+    store_failed: bool,
 }
 
 impl Runner {
@@ -348,6 +351,7 @@ impl Runner {
             corrections_read: HashMap::new(),
             found: 0,
             failure_lines: Default::default(),
+            store_failed: false,
         }
     }
 
@@ -403,6 +407,7 @@ impl Runner {
                     }
                     let wait = backoff.next_wait();
                     let msg = e.to_string();
+                    self.store_failed = true;
                     log::error!("{}: {msg}; trying again in {wait:?}", self.name());
                     self.count_error("store");
                     self.w.handle.set_state(State::Error);
