@@ -403,7 +403,7 @@ fn the_operators_loop_in_a_real_browser() {
     let news = entry("Rust")["id"].as_i64().unwrap();
     b.goto(&format!("{base}/config/rule?account=acct&entry={news}"));
     let list_id = b.run("return document.querySelector('#list_id').value;", vec![]);
-    assert_eq!(list_id, "(?i)rust\\.lists\\.example");
+    assert_eq!(list_id, "(?i)(^|<)rust\\.lists\\.example(>|$)");
 
     // ---- the other pages ---------------------------------------------------
     for (path, name) in [

@@ -476,3 +476,41 @@ fn the_learned_classifiers_name_is_no_models_name() {
     let e = crate::config::parse(&text, &|_| None).unwrap_err();
     assert!(e.problems[0].contains("not a model's"), "{:?}", e.problems);
 }
+
+/// Found by an audit of the rules language (stop 60): a subject past 998
+/// characters (cut for the record) hid a word beyond the cut from
+/// `subject:`, and a folded field (`X-Team: alpha\r\n beta`, a long
+/// List-Id folded before its `<id>`) was matched with its line break.
+#[test]
+fn rules_read_a_long_subject_whole_and_a_folded_field_unfolded() {
+    let c = crate::config::parse(
+        r#"
+accounts:
+  - name: a
+    imap: { host: h, username: u, password: p }
+    folders: { allowed: [Team] }
+    rules:
+      - { name: needle, when: { subject: "NEEDLE$" }, actions: [ { type: read } ] }
+      - { name: team, when: { header: X-Team, value: "^alpha beta$" }, actions: [ { type: read } ] }
+      - { name: list, when: { list_id: "^Dev list <dev\\.list\\.example>$" }, actions: [ { type: read } ] }
+"#,
+        &|_| None,
+    )
+    .unwrap();
+    let rules = Rules::new(&c.0.accounts[0].rules).unwrap();
+    let rule_of = |head: &str| {
+        rules
+            .classify(&email(&format!("From: a@b.c\r\n{head}")))
+            .map(|c| c.model)
+    };
+    let padded = format!("Subject: {} NEEDLE", "x".repeat(1100));
+    assert_eq!(rule_of(&padded).as_deref(), Some("rules:needle"));
+    assert_eq!(
+        rule_of("Subject: s\r\nX-Team: alpha\r\n beta").as_deref(),
+        Some("rules:team")
+    );
+    assert_eq!(
+        rule_of("Subject: s\r\nList-Id: Dev list\r\n <dev.list.example>").as_deref(),
+        Some("rules:list")
+    );
+}

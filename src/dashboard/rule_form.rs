@@ -57,7 +57,14 @@ impl RuleForm {
         for a in &r.actions {
             match a {
                 Action::Move { folder } => f.move_to = folder.clone(),
-                Action::Flag { flags } => f.flags = flags.join(" "),
+                // Every flag action's flags: saving the form unchanged kept
+                // only the last action's (an audit).
+                Action::Flag { flags } => {
+                    if !f.flags.is_empty() {
+                        f.flags.push(' ');
+                    }
+                    f.flags.push_str(&flags.join(" "));
+                }
                 Action::Read => f.read = true,
                 Action::Spam => f.spam = true,
                 Action::Trash => f.trash = true,
@@ -250,7 +257,10 @@ pub fn rule_page(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         match crate::service::refile::list_id(ctx, &e) {
             // A mailing list is told by its List-Id, whoever posts to it.
             Some(id) => {
-                form.list_id = format!("(?i){}", regex::escape(&id));
+                // The whole id, as written between its brackets or alone:
+                // `dev\.list\.example` took `olddev.list.example.net` too
+                // (an audit), where the sender's prefill is exact.
+                form.list_id = format!("(?i)(^|<){}(>|$)", regex::escape(&id));
                 form.name = format!("list-{}", slug(id.split('.').next().unwrap_or(&id)));
             }
             None if !e.from.is_empty() => {
@@ -600,6 +610,20 @@ mod tests {
             .map(|a| a["type"].as_str().unwrap().to_string())
             .collect();
         assert_eq!(kinds, ["move", "flag", "read", "spam"]);
+    }
+
+    /// Found by an audit of the rules (stop 60): a rule with two flag
+    /// actions opened in the form showed the last one's flags, and saving
+    /// it unchanged dropped the others.
+    #[test]
+    fn a_rule_with_two_flag_actions_keeps_every_flag() {
+        let rule: config::RuleConfig = serde_norway::from_str(
+            "{ name: r, when: { subject: x }, actions: [ { type: flag, flags: ['$A'] }, \
+             { type: flag, flags: ['$B', '$C'] } ] }",
+        )
+        .unwrap();
+        let f = RuleForm::from_config("a", &rule);
+        assert_eq!(f.flags, "$A $B $C");
     }
 
     #[test]

@@ -180,13 +180,17 @@ impl Email {
     }
 }
 
-/// A field's value as rules and the model read it: RFC 2047 encoded words
-/// decoded (`=?UTF-8?Q?M=C3=BCller?=` reads `Müller`), as the subject
-/// is; a value without one is kept as written. A `header:` or `list_id`
-/// rule matched the encoded text before (an audit).
+/// A field's value as rules and the model read it: unfolded (a line
+/// break before white space is no part of it: `value: "^alpha beta$"`
+/// missed a folded `alpha\r\n beta`, a long List-Id folded before its
+/// `<id>` read with the break; an audit), RFC 2047 encoded words decoded
+/// (`=?UTF-8?Q?M=C3=BCller?=` reads `Müller`), as the subject is; a value
+/// without one is kept as written. A `header:` or `list_id` rule matched
+/// the encoded text before (an audit).
 fn decoded_value(raw: &str) -> String {
     if !raw.contains("=?") {
-        return raw.trim().to_string();
+        let unfolded: String = raw.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+        return unfolded.trim().to_string();
     }
     let line = format!("{raw}\n");
     match mail_parser::parsers::MessageStream::new(line.as_bytes()).parse_unstructured() {
