@@ -22,6 +22,10 @@ pub const MAX_STRING_BYTES: usize = 64 << 20;
 /// `serde_norway::from_str` into a [`Value`], refused past [`MAX_VALUES`]
 /// or [`MAX_STRING_BYTES`].
 pub fn from_str(text: &str) -> Result<Value, serde_norway::Error> {
+    // A byte-order mark, as some editors write one, is no content: the
+    // YAML library took it for a second document and told only that,
+    // hiding every real problem of the file (a regression audit).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let left = Cell::new(MAX_VALUES);
     let bytes = Cell::new(MAX_STRING_BYTES);
     Bounded {

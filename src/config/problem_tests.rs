@@ -642,3 +642,22 @@ fn rules_that_cannot_work_as_written_are_problems() {
         );
     }
 }
+
+/// Found by a regression audit (stop 60): a file saved with a UTF-8
+/// byte-order mark read as "more than one document", and that was all
+/// check-config said of it.
+#[test]
+fn a_byte_order_mark_is_no_content() {
+    let e = parse_str("\u{feff}server: 7\nstorage: { path: /x/m.db }\n").unwrap_err();
+    assert!(
+        e.problems.iter().any(|p| p.starts_with("server:")),
+        "{:#?}",
+        e.problems
+    );
+    assert!(
+        !e.problems.iter().any(|p| p.contains("more than one document")),
+        "{:#?}",
+        e.problems
+    );
+    parse_str("\u{feff}server: { port: 8080 }\n").unwrap();
+}

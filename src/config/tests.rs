@@ -858,3 +858,15 @@ fn the_storage_path_of_a_file_that_did_not_load() {
     assert_eq!(storage_path_of(&bomb), None);
     assert_eq!(storage_path_of(dir.path()), None, "a directory");
 }
+
+/// Found by a regression audit (stop 60): a relative `storage.path` was
+/// checked by check-config against the shell's working directory, and
+/// used by the service against its own (the unit's `/`), with no word.
+#[test]
+fn a_relative_storage_path_is_a_warning() {
+    let rel = parse_str("storage: { path: rel/m.db }\naccounts: []\n").unwrap();
+    let w = warnings(&rel).join("\n");
+    assert!(w.contains("storage.path: rel/m.db is relative"), "{w}");
+    let abs = parse_str("storage: { path: /var/lib/m.db }\naccounts: []\n").unwrap();
+    assert!(warnings(&abs).is_empty(), "{:?}", warnings(&abs));
+}

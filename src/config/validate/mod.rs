@@ -210,6 +210,17 @@ pub fn warnings(c: &Config) -> Vec<String> {
                 .into(),
         );
     }
+    // Resolved against the working directory of whoever runs it: the
+    // shipped unit sets none (`/`), so check-config from the operator's
+    // shell looked at another file than the service would (an audit).
+    if c.storage.path.is_relative() {
+        w.push(format!(
+            "storage.path: {} is relative, so it is read from the working directory of the \
+             process (the shipped unit sets none: /{}); write it in full",
+            c.storage.path.display(),
+            c.storage.path.display()
+        ));
+    }
     // Said at `run` only before (the first-hour audit): check-config, which
     // the README has an operator run after each change, said "ok".
     let bind = c.server.bind.parse::<IpAddr>().ok();
