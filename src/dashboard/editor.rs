@@ -93,9 +93,15 @@ fn line_key(rest: &str) -> Option<std::borrow::Cow<'_, str>> {
     } else {
         // A plain key ends at the `:` a space, a tab or the line's end
         // follows.
+        // The colon tested first: `rest[i + 1..]` after a letter of two
+        // bytes or more (`Entwürfe`) is no character boundary, and the
+        // editor's answer to a refused edit was a panic (an audit).
         let end = rest.char_indices().find_map(|(i, c)| {
-            let next = &rest[i + 1..];
-            (c == ':' && (next.is_empty() || next.starts_with([' ', '\t']))).then_some(i)
+            (c == ':' && {
+                let next = &rest[i + 1..];
+                next.is_empty() || next.starts_with([' ', '\t'])
+            })
+            .then_some(i)
         })?;
         let key = rest[..end].trim_end();
         (key.into(), &rest[end..])
@@ -336,6 +342,21 @@ accounts:
 - name: b
   imap: { host: y, port: 99x }
 ";
+    /// Found by an audit on a phone (stop 60): a refused edit of a file
+    /// with a folder name of two-byte letters (`- Entwürfe`, as mailproc
+    /// itself writes one) panicked in the key reader: a 500, and the edit
+    /// lost.
+    #[test]
+    fn a_line_of_letters_beyond_ascii_is_read_not_panicked_on() {
+        let text = "accounts:\n- name: a\n  folders:\n    allowed:\n    - Entwürfe\n    - أرشيف البريد\n    - 日本語: x\n  poll_interval: 30 parsecs\n";
+        assert_eq!(
+            problem_line(text, "accounts[0].poll_interval: bad duration"),
+            Some(8)
+        );
+        assert_eq!(line_key("Entwürfe"), None);
+        assert_eq!(line_key("日本語: x").as_deref(), Some("日本語"));
+    }
+
     #[test]
     fn problems_are_found_by_their_path() {
         assert_eq!(problem_line(TEXT, "server.port: expected"), Some(2));
