@@ -64,7 +64,7 @@ fn backlog(b: &Backlog) -> String {
 /// The first cells of an account's row: its name (a link) and its state.
 pub(super) fn name_and_state(name: &str, st: Option<&Status>) -> Markup {
     html! {
-        th scope="row" { a href=(layout::account_url(name)) { (name) } }
+        th.account scope="row" { a href=(layout::account_url(name)) { (name) } }
         td data-label="State" { (badge(crate::service::accounts::state_name(st))) }
     }
 }

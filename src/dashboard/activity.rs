@@ -241,9 +241,9 @@ pub fn table(
                             @let flash = if controls { s.flash_for(&at) } else { None };
                             tr {
                                 td.nowrap data-label="Time" { (time_iso(&e.timestamp)) }
-                                td data-label="Account" { (e.account) }
-                                td.clip data-label="From" title=[shortened(&e.from).1] { (shortened(&e.from).0) }
-                                td.clip data-label="Subject" { a href=(detail(e.id)) title=[shortened(&e.subject).1] {
+                                td.account data-label="Account" { (e.account) }
+                                td.clip dir="auto" data-label="From" title=[shortened(&e.from).1] { (shortened(&e.from).0) }
+                                td.clip dir="auto" data-label="Subject" { a href=(detail(e.id)) title=[shortened(&e.subject).1] {
                                     @if e.subject.trim().is_empty() { "(no subject)" } @else { (shortened(&e.subject).0) }
                                 } }
                                 td data-label="Decided by" { (decided_by(&e.model, e.error.as_deref())) }

@@ -366,7 +366,7 @@ pub fn deliveries(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
                                 td.clip data-label="Target" { (d.url) }
                                 // A test is sent for no account; a global
                                 // target's event names its account.
-                                td data-label="Account" { @match (d.account.as_deref(), d.event.as_str()) {
+                                td.account data-label="Account" { @match (d.account.as_deref(), d.event.as_str()) {
                                     (Some(a), _) => (a),
                                     (None, "test") => span.muted { "(a test)" },
                                     (None, _) => span.muted { "—" },
