@@ -604,12 +604,28 @@ impl Store {
     /// (a backup copied over it in place, which keeps its inode): a pass
     /// went on acting on the server and recording into it, and after a
     /// restart those records were gone with the refused file (an audit).
+    /// The file is never opened here but through SQLite: closing any
+    /// descriptor of it drops the process's POSIX locks on it (a header
+    /// read that way let another program's exclusive lock be ignored, a
+    /// regression audit's test found). So damage shows through SQLite's
+    /// reads, which a connection may answer from its cache for a pass.
     /// It answers a read of its schema, which opens a read transaction
     /// on the file (`SELECT 1` touched no file and said "ok" for a
     /// database overwritten with zeros), on a read connection: `/health`
     /// needs no login and must not queue for the writer.
     pub fn check_file(&self) -> Result<()> {
         const OP: &str = "check the database file";
+        let damaged = |why: String| {
+            *self.trouble.lock() = Some(Trouble {
+                op: OP,
+                why: why.clone(),
+                full: false,
+                damaged: true,
+            });
+            self.troubled
+                .store(true, std::sync::atomic::Ordering::Release);
+            StoreError::new(OP, Cause::Io(std::io::Error::other(why)))
+        };
         if let Some((path, id)) = &self.file {
             if file_id(path).ok().as_ref() != Some(id) {
                 return Err(StoreError::new(
@@ -633,19 +649,10 @@ impl Store {
                 .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
             Ok(())
         });
-        if let Err(e) = &read {
-            if e.is_damaged() {
-                *self.trouble.lock() = Some(Trouble {
-                    op: OP,
-                    why: e.to_string(),
-                    full: false,
-                    damaged: true,
-                });
-                self.troubled
-                    .store(true, std::sync::atomic::Ordering::Release);
-            }
+        match read {
+            Err(e) if e.is_damaged() => Err(damaged(e.to_string())),
+            read => read,
         }
-        read
     }
 
     /// Whether the database answers, and its writes succeed: the file is
