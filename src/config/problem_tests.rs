@@ -655,7 +655,9 @@ fn a_byte_order_mark_is_no_content() {
         e.problems
     );
     assert!(
-        !e.problems.iter().any(|p| p.contains("more than one document")),
+        !e.problems
+            .iter()
+            .any(|p| p.contains("more than one document")),
         "{:#?}",
         e.problems
     );

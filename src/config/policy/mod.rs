@@ -165,10 +165,14 @@ fn counterpart<'o>(key: Option<&str>, v: &Value, index: &Index<'o>) -> Counterpa
     let same_key: Vec<&Value> = (index.by_key.get(&id).into_iter().flatten())
         .map(|&i| &olds[i])
         .collect();
-    // Of those, the ones that agree with every field sent unmasked.
+    // Of those, the ones that agree with every other field sent unmasked
+    // (the key itself matched already, as shown: a percent-encoded mask in
+    // it read as a value no stored element has, and two hooks told apart
+    // by their events became ambiguous; a regression audit).
     let shown_alike = |o: &&Value| {
-        v.as_mapping()
-            .is_some_and(|m| m.iter().all(|(f, x)| holds_mask(x) || o.get(f) == Some(x)))
+        v.as_mapping().is_some_and(|m| {
+            (m.iter()).all(|(f, x)| f.as_str() == Some(k) || holds_mask(x) || o.get(f) == Some(x))
+        })
     };
     let shared = if same_key.iter().any(|o| *o != same_key[0]) {
         same_key.len()
@@ -308,6 +312,17 @@ impl<'o> Walk<'o> {
         }
         let masked = (secret || url) && s.contains(MASK);
         if !masked && !has_reference(s) {
+            // A URL sent back as `GET` shows the stored one is the stored
+            // text, not its normal form (`HTTP://x:80` was saved back as
+            // `http://x/`, a fragment dropped; a regression audit).
+            if let Some(o) = old
+                .and_then(Value::as_str)
+                .filter(|o| url && *o != s.as_str())
+            {
+                if url::Url::parse(o).is_ok() && redact_url(o) == *s {
+                    *s = o.to_string();
+                }
+            }
             return;
         }
         let at = shown(&self.path);

@@ -381,9 +381,18 @@ webhooks:
 "#,
     );
     let shown: Value = serde_json::from_value(crate::config::redacted_json(&old)).unwrap();
-    // As read, unchanged: every secret kept.
+    // As read, unchanged: every secret kept, and each URL as written (the
+    // normal form GET shows was written back in its place).
     let mut same = shown.clone();
     unmask(&mut same, &old).unwrap();
+    assert_eq!(
+        same["webhooks"][1]["url"].as_str(),
+        Some("HTTP://127.0.0.1:80")
+    );
+    assert_eq!(
+        same["webhooks"][2]["url"].as_str(),
+        Some("http://127.0.0.1:9/plain#frag")
+    );
     for (i, secret) in ["whsec_c2VjcmV0", "whsec_second", "whsec_third"]
         .iter()
         .enumerate()
@@ -407,4 +416,39 @@ webhooks:
         })
         .collect();
     assert_eq!(answers[0], answers[1]);
+}
+
+/// Found by a regression audit (stop 60): two hooks whose URLs read alike
+/// masked, told apart by their events, were refused as ambiguous when the
+/// masks came back percent-encoded (the URL, compared as a value, matched
+/// neither), and with `********` they were not.
+#[test]
+fn hooks_told_apart_by_events_keep_their_secrets_with_encoded_masks() {
+    let old = tree(
+        r#"
+webhooks:
+  - url: http://127.0.0.1:9/hooks/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA?key=sekrit
+    events: [action_taken]
+    secret: "whsec_first_0123456789"
+  - url: http://127.0.0.1:9/hooks/BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB?key=sekrit
+    events: [action_taken, email_processed]
+    secret: "whsec_second_0123456789"
+"#,
+    );
+    let shown: Value = serde_json::from_value(crate::config::redacted_json(&old)).unwrap();
+    let mut encoded = shown.clone();
+    for i in 0..2 {
+        let url = encoded["webhooks"][i]["url"].as_str().unwrap().to_string();
+        encoded["webhooks"][i]["url"] =
+            Value::String(url.replace("********", "%2A%2A%2A%2A%2A%2A%2A%2A"));
+    }
+    unmask(&mut encoded, &old).unwrap();
+    assert_eq!(
+        encoded["webhooks"][0]["secret"].as_str(),
+        Some("whsec_first_0123456789")
+    );
+    assert_eq!(
+        encoded["webhooks"][1]["secret"].as_str(),
+        Some("whsec_second_0123456789")
+    );
 }
