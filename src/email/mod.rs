@@ -317,9 +317,22 @@ fn written_text<'m>(
         // Decoded up to its last whole group, as the parser decodes a
         // single part cut short. Given as written, a newsletter's HTML
         // cut at the fetch limit reached the model and the classifier as
-        // base64; text that is not base64 at all gives no body rather
-        // than its letters.
-        mail_parser::decoders::base64::base64_decode(text.as_bytes())?
+        // base64. A stray byte ends it there, and what came before is
+        // kept (one `!` lost the whole text: a regression audit); what
+        // decodes to no text (NULs, control bytes) gives no body rather
+        // than noise.
+        let valid = text
+            .bytes()
+            .position(|b| !(b.is_ascii_alphanumeric() || b"+/=\r\n \t".contains(&b)))
+            .unwrap_or(text.len());
+        let bytes = mail_parser::decoders::base64::base64_decode(&text.as_bytes()[..valid])?;
+        let controls = (bytes.iter())
+            .filter(|b| b.is_ascii_control() && !b"\r\n\t\x0c".contains(b))
+            .count();
+        if bytes.contains(&0) || controls * 20 > bytes.len() {
+            return None;
+        }
+        bytes
     } else {
         return Some(Cow::Borrowed(text));
     };

@@ -544,4 +544,30 @@ fn a_base64_part_cut_at_the_fetch_limit_is_decoded() {
     );
     let e = Email::parse(garbage.as_bytes()).unwrap();
     assert!(!e.body.contains("U0VD"), "{:?}", e.body);
+    // A stray byte ends the text there, what came before kept; base64 of
+    // bytes that are no text gives no body (the regression audit, stop 60:
+    // one `!` lost everything, and random bytes reached the model).
+    let open_part = |b64: &str| {
+        format!(
+            "{head}Content-Type: multipart/alternative; boundary=\"B\"\r\n\r\n--B\r\n\
+             Content-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n{b64}"
+        )
+    };
+    let stray = format!("{}!{}", &cut[..200], &cut[201..]);
+    let e = Email::parse(open_part(&stray).as_bytes()).unwrap();
+    assert!(
+        e.body.contains("Caf\u{e9} news for our readers.") && !e.body.contains('!'),
+        "{:?}",
+        e.body
+    );
+    let noise: Vec<u8> = (0..3000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    let e = Email::parse(
+        open_part(&base64::engine::general_purpose::STANDARD.encode(&noise)).as_bytes(),
+    )
+    .unwrap();
+    assert!(
+        !e.body.chars().any(|c| c == '\0' || c == '\u{1}'),
+        "{:?}",
+        e.body
+    );
 }
