@@ -986,6 +986,22 @@ fn a_failing_hook_is_told_at_a_pace_and_its_return_once() {
             ))
             .then_some(())
     });
+    // Failing again, its count starts from the line that told its return
+    // (the failures told there were counted again: a regression audit).
+    status.store(500, std::sync::atomic::Ordering::SeqCst);
+    d.seed(
+        "test",
+        "INBOX",
+        &common::mail::msg_with("again", "Hello once more", ""),
+    );
+    m.post("/api/accounts/acct/process", "");
+    let line = m.wait_for(Duration::from_secs(30), "the new failure told", || {
+        m.log()
+            .lines()
+            .find(|l| l.contains("answered 500"))
+            .map(str::to_string)
+    });
+    assert!(!line.contains("more failed"), "{line}");
 }
 
 /// Found by an audit of the log (stop 60): with the model's server down,

@@ -374,6 +374,10 @@ impl Shared {
         if outcome == "success" {
             let code = result.as_ref().map_or(0, |c| *c);
             log::debug!("webhooks: {event}{who} to {shown}: {code} in {took:?}");
+            // What was held back is told here: the next failure's line
+            // counts from this one (it added the same failures again; a
+            // regression audit).
+            said.by_target.remove(url);
             if let Some(n) = said.failing.remove(url) {
                 log::info!(
                     "webhooks: {shown} answers again ({n} delivery(ies) to it failed before)"
@@ -432,6 +436,9 @@ impl Shared {
              the next attempt in {} s at the earliest",
             left.as_secs().max(1)
         );
+        // Not sent is failed, for the count its return tells (it read
+        // "1 failed" after 5 skipped; a regression audit).
+        *self.said.lock().failing.entry(url.to_string()).or_default() += 1;
         let stored = crate::config::redact_url(url);
         if let Err(e) = self.store.record_delivery(
             event,
