@@ -153,6 +153,14 @@ fn login_logout_expiry_and_no_open_redirect() {
     assert_eq!(r.status, 401);
     assert!(r.text.contains("Wrong username or password"));
     assert!(b.cookie.is_none());
+    // The password field has the focus again, marked as refused (the focus
+    // was left on the page's body: an audit on a phone, stop 60).
+    assert!(
+        r.text
+            .contains("autocomplete=\"current-password\" autofocus aria-invalid=\"true\""),
+        "{}",
+        r.text
+    );
 
     // next: only a path on this site.
     for evil in [

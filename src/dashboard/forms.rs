@@ -228,11 +228,15 @@ fn login_form(
                 input type="hidden" name="next" value=(next);
                 @if unsent { input type="hidden" name="unsent" value="1"; }
                 label for="username" { "Username" }
+                // After a refusal the password has the focus (it stayed on
+                // the page's body, a Tab from the top away: an audit); on a
+                // first visit the name does.
                 input #username name="username" type="text" required autocomplete="username"
-                    value=(username);
+                    value=(username) autofocus[error.is_none()];
                 label for="password" { "Password" }
                 input #password name="password" type="password" required
-                    autocomplete="current-password";
+                    autocomplete="current-password" autofocus[error.is_some()]
+                    aria-invalid=[error.map(|_| "true")];
                 button type="submit" { "Log in" }
             }
             p.hint { "Forgot the password? Reset it on the server with "
