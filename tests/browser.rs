@@ -404,6 +404,15 @@ fn the_operators_loop_in_a_real_browser() {
     b.goto(&format!("{base}/config/rule?account=acct&entry={news}"));
     let list_id = b.run("return document.querySelector('#list_id').value;", vec![]);
     assert_eq!(list_id, "(?i)(^|<)rust\\.lists\\.example(>|$)");
+    // Refused, the form's answer has the focus (it went to Name: an audit
+    // on a phone, stop 60), and every problem is listed.
+    b.set_value("#subject", "(unclosed");
+    b.set_value("#list_id", "");
+    b.click("form[action='/config/rule'] button[type=submit]");
+    b.wait(WAIT, "the rule's problems", |b| b.exists("#rule-problems"));
+    let focused = b.run("return document.activeElement.id;", vec![]);
+    assert_eq!(focused, "rule-problems");
+    look(&b, &axe, "rule-error", &mut found);
 
     // ---- the other pages ---------------------------------------------------
     for (path, name) in [

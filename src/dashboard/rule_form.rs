@@ -307,7 +307,9 @@ fn rule_form(
             "filled in must match. Saving checks and applies the whole configuration, as the "
             "editor does." }
         @if !problems.is_empty() {
-            div #rule-problems.notice.error role="alert" {
+            // The answer has the focus, so the browser shows it and a
+            // screen reader reads it first (it went to Name: an audit).
+            div #rule-problems.notice.error role="alert" tabindex="-1" autofocus {
                 p { "Not saved: " (problems.len()) " problem(s)." }
                 ul { @for p in problems { li { code { (p) } } } }
             }
@@ -317,8 +319,7 @@ fn rule_form(
             input type="hidden" name="account" value=(a.name);
             input type="hidden" name="was" value=(f.was);
             label for="name" { "Name" }
-            input #name name="name" type="text" required maxlength=(MAX_RULE_NAME) value=(f.name)
-                autofocus[!problems.is_empty()];
+            input #name name="name" type="text" required maxlength=(MAX_RULE_NAME) value=(f.name);
             fieldset {
                 legend { "When" }
                 (text_field("from", "From", &f.from, "(sender address)"))
