@@ -193,7 +193,10 @@ fn corrections(
                     input type="hidden" name="_csrf" value=(csrf);
                     input type="hidden" name="back" value=(back);
                     label for=(select_id) { "Move to" }
-                    select id=(select_id) name="folder" {
+                    // No folder chosen for the operator: one tap on Move
+                    // filed the message in the first one (an audit).
+                    select id=(select_id) name="folder" required {
+                        option value="" disabled selected { "choose a folder" }
                         @for f in &folders { option value=(f) { (f) } }
                     }
                     button type="submit" autofocus[focus && !undo] { "Move" }
