@@ -380,7 +380,9 @@ fn bad_credentials_get_401_with_bearer_challenge() {
     // rotated key still in use was seen only at debug: an audit).
     let log = m.log();
     assert!(
-        log.contains("[INFO] api: a bearer token that is no API key or token, from 127.0.0.1 (GET /api/stats)"),
+        log.contains(
+            "[INFO] api: credentials that are no API key or token, from 127.0.0.1 (GET /api/stats)"
+        ),
         "{log}"
     );
     assert!(!log.contains("wrong-key-0123456789"), "{log}");

@@ -231,7 +231,8 @@ fn count(
                         status: 401 | 403, ..
                     } => format!(
                         "were refused the credentials (the last: {e}): check \
-                         classifier.providers[{provider}].api_key"
+                         classifier.providers[{provider}].api_key, or the user and password in \
+                         its url when it has no api_key"
                     ),
                     ClassifyError::Http { .. } => format!("got an HTTP error (the last: {e})"),
                     _ => format!("got no answer (the last: {e})"),

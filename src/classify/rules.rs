@@ -103,14 +103,8 @@ impl Rule {
         }
         if let Some(re) = &self.subject {
             // A subject cut for the record (998 characters) is read whole
-            // as its field, up to the 8 KiB every field rules read keeps:
-            // padding hid a word past the cut from `subject:` while
-            // `header: Subject` saw it (an audit).
-            let subject = match e.header("Subject") {
-                Some(whole) if e.subject.chars().count() >= crate::email::MAX_HEADER_CHARS => whole,
-                _ => e.subject.as_str(),
-            };
-            if !re.is_match(subject) {
+            // (see `Email::rule_subject`).
+            if !re.is_match(&e.rule_subject()) {
                 return false;
             }
         }

@@ -493,6 +493,8 @@ accounts:
       - { name: needle, when: { subject: "NEEDLE$" }, actions: [ { type: read } ] }
       - { name: team, when: { header: X-Team, value: "^alpha beta$" }, actions: [ { type: read } ] }
       - { name: list, when: { list_id: "^Dev list <dev\\.list\\.example>$" }, actions: [ { type: read } ] }
+      - { name: money, when: { subject: "^FREE MONEY " }, actions: [ { type: read } ] }
+      - { name: words, when: { header: X-Words, value: "^one two$" }, actions: [ { type: read } ] }
 "#,
         &|_| None,
     )
@@ -512,5 +514,17 @@ accounts:
     assert_eq!(
         rule_of("Subject: s\r\nList-Id: Dev list\r\n <dev.list.example>").as_deref(),
         Some("rules:list")
+    );
+    // Read whole, the subject reads as the record does: a zero-width
+    // space is a space, a tab fold one space (the regression audit: a rule
+    // that matched the cut subject missed the whole one).
+    let hidden = format!("Subject: FREE\u{200b}MONEY {}", "y".repeat(1000));
+    assert_eq!(rule_of(&hidden).as_deref(), Some("rules:money"));
+    let folded = format!("Subject: FREE\r\n\tMONEY {}", "y".repeat(1000));
+    assert_eq!(rule_of(&folded).as_deref(), Some("rules:money"));
+    // A tab fold in a field is one space, as in the subject.
+    assert_eq!(
+        rule_of("Subject: s\r\nX-Words: one\r\n\ttwo").as_deref(),
+        Some("rules:words")
     );
 }

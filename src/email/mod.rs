@@ -172,6 +172,20 @@ impl Email {
         Some(email)
     }
 
+    /// The subject as rules read it: the record's, unless that was cut
+    /// (998 characters), then the whole field read the same way (decoded,
+    /// unfolded, characters that hide or turn text made spaces): padding
+    /// hid a word past the cut from `subject:` rules (an audit), and the
+    /// raw field read otherwise than the record (a regression audit).
+    pub fn rule_subject(&self) -> std::borrow::Cow<'_, str> {
+        match self.header("Subject") {
+            Some(whole) if self.subject.chars().count() >= MAX_HEADER_CHARS => {
+                std::borrow::Cow::Owned(visible(whole.trim(), ' '))
+            }
+            _ => std::borrow::Cow::Borrowed(&self.subject),
+        }
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -188,10 +202,9 @@ impl Email {
 /// without one is kept as written. A `header:` or `list_id` rule matched
 /// the encoded text before (an audit).
 fn decoded_value(raw: &str) -> String {
-    if !raw.contains("=?") {
-        let unfolded: String = raw.chars().filter(|c| *c != '\r' && *c != '\n').collect();
-        return unfolded.trim().to_string();
-    }
+    // Read as the subject is read (mail-parser's unstructured field), so a
+    // fold is a space whichever blank follows the line break, and a bare
+    // CR inside a line stays no join of two words (a regression audit).
     let line = format!("{raw}\n");
     match mail_parser::parsers::MessageStream::new(line.as_bytes()).parse_unstructured() {
         mail_parser::HeaderValue::Text(text) => text.trim().to_string(),
@@ -319,30 +332,32 @@ fn written_text<'m>(
         // cut at the fetch limit reached the model and the classifier as
         // base64. A stray byte ends it there, and what came before is
         // kept (one `!` lost the whole text: a regression audit); what
-        // decodes to no text (NULs, control bytes) gives no body rather
-        // than noise.
+        // decodes to no text (below) gives no body rather than noise.
         let valid = text
             .bytes()
             .position(|b| !(b.is_ascii_alphanumeric() || b"+/=\r\n \t".contains(&b)))
             .unwrap_or(text.len());
-        let bytes = mail_parser::decoders::base64::base64_decode(&text.as_bytes()[..valid])?;
-        let controls = (bytes.iter())
-            .filter(|b| b.is_ascii_control() && !b"\r\n\t\x0c".contains(b))
-            .count();
-        if bytes.contains(&0) || controls * 20 > bytes.len() {
-            return None;
-        }
-        bytes
+        mail_parser::decoders::base64::base64_decode(&text.as_bytes()[..valid])?
     } else {
         return Some(Cow::Borrowed(text));
     };
     let decoder = (part.content_type())
         .and_then(|t| t.attribute("charset"))
         .and_then(|c| mail_parser::decoders::charsets::map::charset_decoder(c.as_bytes()));
-    Some(Cow::Owned(match decoder {
+    let text = match decoder {
         Some(decode) => decode(&bytes),
         None => String::from_utf8_lossy(&bytes).into_owned(),
-    }))
+    };
+    // Judged once read in its charset (UTF-16 has NULs, ISO-2022-JP
+    // escapes, as bytes; a regression audit).
+    let noise = (text.chars())
+        .filter(|c| {
+            *c == '\u{fffd}' || (c.is_control() && !matches!(c, '\r' | '\n' | '\t' | '\x0c'))
+        })
+        .count();
+    let base64 = encoding.eq_ignore_ascii_case("base64");
+    (!base64 || (!text.contains('\0') && noise * 20 <= text.chars().count()))
+        .then_some(Cow::Owned(text))
 }
 
 /// `text` up to the first line that is a delimiter of one of the

@@ -570,4 +570,17 @@ fn a_base64_part_cut_at_the_fetch_limit_is_decoded() {
         "{:?}",
         e.body
     );
+    // ISO-2022-JP shifts with ESC bytes and is text: judged once read in
+    // its charset (the regression audit, stop 60).
+    let jp = "GyRCJDMkcyRLJEEkTyEiJUslZSE8JTklbCU/ITwkRyQ5ISMkMyRzJEskQSRPISIlSyVlITwlOSVsJT8hPCRHJDkhIyQzJHMkSyRBJE8hIiVLJWUhPCU5JWwlPyE8JEckOSEjJDMkcyRLJEEkTyEiJUslZSE8JTklbCU/ITwkRyQ5ISMkMyRzJEskQSRPISIlSyVlITwlOSVsJT8hPCRHJDkhIyQzJHMkSyRBJE8hIiVLJWUhPCU5JWwlPyE8JEckOSEjJDMkcyRLJEEkTyEiJUslZSE8JTklbCU/ITwkRyQ5ISMkMyRzJEskQSRPISIlSyVlITwlOSVsJT8hPCRHJDkhIyQzJHMkSyRBJE8hIiVLJWUhPCU5JWwlPyE8JEckOSEjJDMkcyRLJEEkTyEiJUslZSE8JTklbCU/ITwkRyQ5ISMkMyRzJEskQSRPISIlSyVlITwlOSVsJT8hPCRHJDkhIyQzJHMkSyRBJE8hIiVLJWUhPCU5JWwlPyE8JEckOSEjJDMkcyRLJEEkTyEiJUslZSE8JTklbCU/ITwkRyQ5ISMkMyRzJEskQSRPISIlSyVlITwlOSVsJT8hPCRHJDkhIyQzJHMkSyRBJE8hIiVLJWUhPCU5JWwlPyE8JEckOSEjJ";
+    let m = format!(
+        "{head}Content-Type: multipart/alternative; boundary=\"B\"\r\n\r\n--B\r\n\
+         Content-Type: text/plain; charset=iso-2022-jp\r\nContent-Transfer-Encoding: base64\r\n\r\n{jp}"
+    );
+    let e = Email::parse(m.as_bytes()).unwrap();
+    assert!(
+        e.body.contains("こんにちは、ニュースレターです。"),
+        "{:?}",
+        e.body
+    );
 }
