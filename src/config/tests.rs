@@ -870,3 +870,33 @@ fn a_relative_storage_path_is_a_warning() {
     let abs = parse_str("storage: { path: /var/lib/m.db }\naccounts: []\n").unwrap();
     assert!(warnings(&abs).is_empty(), "{:?}", warnings(&abs));
 }
+
+/// Found by an audit of the rules language (stop 60): a rule on
+/// `List-Id:` (the colon a typo) or on a name with 8-bit letters never
+/// matched; a rule named " spaced " or with a control character could not
+/// be edited in the form; `noop` beside a move was taken and the move done.
+/// Each is a warning naming its key: not a problem, as a file that ran
+/// before must still start (the regression audit after it).
+#[test]
+fn rules_that_cannot_work_as_written_are_warnings() {
+    let c = parse_str(
+        "accounts:\n  - name: a\n    imap: { host: x, username: u, password: p }\n    \
+         folders: { allowed: [Lists] }\n    rules:\n      \
+         - { name: colon, when: { header: \"List-Id:\" }, actions: [ { type: read } ] }\n      \
+         - { name: umlaut, when: { header: \"X-Prüfung\" }, actions: [ { type: read } ] }\n      \
+         - { name: \" spaced \", when: { subject: x }, actions: [ { type: read } ] }\n      \
+         - { name: \"bell\\u0007\", when: { subject: x }, actions: [ { type: read } ] }\n      \
+         - { name: both, when: { subject: y }, actions: [ { type: noop }, { type: move, folder: Lists } ] }\n",
+    )
+    .unwrap();
+    let w = warnings(&c);
+    for want in [
+        "accounts[0].rules[0].when.header: \"List-Id:\" is no header field name",
+        "accounts[0].rules[1].when.header: \"X-Prüfung\" is no header field name",
+        "accounts[0].rules[2].name: \" spaced \" begins or ends with white space",
+        "accounts[0].rules[3].name: \"bell\\u{7}\" begins or ends with white space",
+        "accounts[0].rules[4].actions: noop (keep it where it is) beside another action",
+    ] {
+        assert!(w.iter().any(|p| p.starts_with(want)), "{want}: {w:#?}");
+    }
+}

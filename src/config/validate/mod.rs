@@ -210,6 +210,45 @@ pub fn warnings(c: &Config) -> Vec<String> {
                 .into(),
         );
     }
+    // Rules that cannot work as written. Warnings, not problems: a file
+    // that ran before this check must still start (a regression audit),
+    // and each of these did nothing, or no more than it does now.
+    for (i, a) in c.accounts.iter().enumerate() {
+        for (j, r) in a.rules.iter().enumerate() {
+            let rat = format!("accounts[{i}].rules[{j}]");
+            // A field name as RFC 5322 §3.6.8 writes one: a rule on
+            // `List-Id:` (the colon a typo) or on 8-bit letters never
+            // matched, and nothing said so (an audit).
+            if let Some(h) = &r.when.header {
+                if h.is_empty() || !h.bytes().all(|b| (33..=126).contains(&b) && b != b':') {
+                    w.push(format!(
+                        "{rat}.when.header: {h:?} is no header field name (letters, digits and \
+                         marks other than `:`, as `List-Id` or `X-Spam-Flag`), so the rule never \
+                         matches"
+                    ));
+                }
+            }
+            // Shown in records, webhooks and the rule form's URL, which
+            // trims it: such a rule could not be edited there (an audit).
+            if r.name.trim() != r.name || r.name.chars().any(char::is_control) {
+                w.push(format!(
+                    "{rat}.name: {:?} begins or ends with white space or holds a control \
+                     character, so the dashboard's rule form cannot edit it; rename it",
+                    r.name
+                ));
+            }
+            // As the rule form says it: keeping the message is no action
+            // beside another, which is done all the same.
+            if r.actions.len() > 1
+                && (r.actions.iter()).any(|a| matches!(a, crate::actions::Action::Noop))
+            {
+                w.push(format!(
+                    "{rat}.actions: noop (keep it where it is) beside another action, which is \
+                     done all the same; take noop out"
+                ));
+            }
+        }
+    }
     // Resolved against the working directory of whoever runs it: the
     // shipped unit sets none (`/`), so check-config from the operator's
     // shell looked at another file than the service would (an audit).
@@ -600,29 +639,10 @@ pub fn validate(c: &Config) -> Vec<String> {
                 p.push(format!(
                     "{rat}.name: at most {MAX_RULE_NAME} characters, this one has {chars}"
                 ));
-            } else if r.name.trim() != r.name || r.name.chars().any(char::is_control) {
-                // Shown in records, webhooks and the rule form's URL, which
-                // trims it: such a rule could not be edited (an audit).
-                p.push(format!(
-                    "{rat}.name: {:?} begins or ends with white space or holds a control \
-                     character",
-                    r.name
-                ));
             } else if !rule_names.insert(r.name.as_str()) {
                 p.push(format!("{rat}.name: duplicate rule name {:?}", r.name));
             }
             let w = &r.when;
-            // A field name as RFC 5322 §3.6.8 writes one: a rule on
-            // `List-Id:` (the colon a typo) or on 8-bit letters never
-            // matched, and nothing said so (an audit).
-            if let Some(h) = &w.header {
-                if h.is_empty() || !h.bytes().all(|b| (33..=126).contains(&b) && b != b':') {
-                    p.push(format!(
-                        "{rat}.when.header: {h:?} is no header field name (letters, digits and \
-                         marks other than `:`, as `List-Id` or `X-Spam-Flag`)"
-                    ));
-                }
-            }
             if w.from.is_none()
                 && w.to.is_none()
                 && w.subject.is_none()
@@ -656,17 +676,6 @@ pub fn validate(c: &Config) -> Vec<String> {
                 if let Err(e) = check_action(a, act) {
                     p.push(format!("{rat}.actions[{k}]: {e}"));
                 }
-            }
-            // As the rule form says it: keeping the message is no action
-            // beside another (the file took it, and the other was done).
-            if r.actions.len() > 1
-                && r.actions
-                    .iter()
-                    .any(|a| matches!(a, crate::actions::Action::Noop))
-            {
-                p.push(format!(
-                    "{rat}.actions: noop (keep it where it is) cannot go with another action"
-                ));
             }
             if let Err(e) = crate::actions::one_destination(&r.actions)
                 .and_then(|()| crate::actions::flags_bounded(&r.actions))
