@@ -268,8 +268,10 @@ struct Shared {
 #[derive(Default)]
 struct Said {
     by_target: std::collections::HashMap<String, crate::logging::LinesPerSecond>,
-    /// Failed deliveries to a target since its last success.
+    /// Failed deliveries to a target since its return was last told.
     failing: std::collections::HashMap<String, u64>,
+    /// The pace of each target's "answers again".
+    returns: std::collections::HashMap<String, crate::logging::LinesPerSecond>,
     unrecorded: crate::logging::LinesPerSecond,
 }
 
@@ -374,11 +376,20 @@ impl Shared {
         if outcome == "success" {
             let code = result.as_ref().map_or(0, |c| *c);
             log::debug!("webhooks: {event}{who} to {shown}: {code} in {took:?}");
-            // What was held back is told here: the next failure's line
-            // counts from this one (it added the same failures again; a
-            // regression audit).
-            said.by_target.remove(url);
-            if let Some(n) = said.failing.remove(url) {
+            // Its return is told at most once a second too (a target
+            // that fails every other time wrote two lines a delivery: a
+            // regression audit), with every failure since the last such
+            // line; the failures told there are not counted again by the
+            // next failure's line, whose pace goes on.
+            if said.failing.contains_key(url)
+                && (said.returns.entry(url.to_string()).or_default())
+                    .admit(Instant::now())
+                    .is_some()
+            {
+                let n = said.failing.remove(url).unwrap_or_default();
+                if let Some(l) = said.by_target.get_mut(url) {
+                    l.clear_held();
+                }
                 log::info!(
                     "webhooks: {shown} answers again ({n} delivery(ies) to it failed before)"
                 );
