@@ -22,7 +22,7 @@ pub fn authenticate(ctx: &Ctx, req: &Req) -> Result<Principal, Reply> {
                 parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
             if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
                 log::info!(
-                    "api: a bearer token that is no API key or token, from {} ({} {}){}",
+                    "api: credentials that are no API key or token, from {} ({} {}){}",
                     req.client_ip,
                     req.method,
                     crate::logging::clean_up_to(&req.path, 200),
