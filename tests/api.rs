@@ -460,6 +460,41 @@ fn odd_requests_get_a_clear_answer_and_tell_nothing() {
     );
 }
 
+/// Found by a regression audit (stop 60): a rule that never matches (a
+/// header name with a colon) is a warning, and a change through the API
+/// took one without a word; the answer and the log say it.
+#[test]
+fn a_change_through_the_api_tells_its_warnings() {
+    let m = start_secured();
+    let bearer = format!("Bearer {TOKEN}");
+    let mut c = m.get_with("/api/config", TOKEN).body;
+    c["accounts"][0]["rules"] = serde_json::json!([{
+        "name": "colon",
+        "when": { "header": "X-Spam-Flag:" },
+        "actions": [{ "type": "noop" }]
+    }]);
+    let r = m.request(
+        "PUT",
+        "/api/config",
+        &[("Authorization", bearer.as_str())],
+        Some(&c.to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let warnings = r.body["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "accounts[0].rules[0].when.header: \\\"X-Spam-Flag:\\\" is no header field name"
+        ),
+        "{}",
+        r.text
+    );
+    assert!(
+        m.log().contains("[WARN] accounts[0].rules[0].when.header"),
+        "{}",
+        m.log()
+    );
+}
+
 #[test]
 fn open_mode_without_token_or_keys() {
     let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");

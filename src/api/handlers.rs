@@ -412,6 +412,7 @@ pub fn change_answer(result: Result<crate::live::Applied, crate::live::ChangeErr
             "started": a.started,
             "stopped": a.stopped,
             "restarted": a.restarted,
+            "warnings": a.warnings,
         }))),
         Err(ChangeError::Invalid(problems)) => Err(Reply::json(
             400,

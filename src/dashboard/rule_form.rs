@@ -181,6 +181,16 @@ impl RuleForm {
         if !self.value.is_empty() && self.header.is_empty() {
             out.push("Header value: name the header it is matched in.".into());
         }
+        // A new rule on a name no header has never matches (the file's
+        // check only warns, for rules that ran before it; a regression
+        // audit found the form saved `List-Id:` without a word).
+        let h = &self.header;
+        if !h.is_empty() && !h.bytes().all(|b| (33..=126).contains(&b) && b != b':') {
+            out.push(format!(
+                "Header present: {h:?} is no header's name (letters, digits and marks other \
+                 than `:`, as List-Id)."
+            ));
+        }
         // Told with the rest, not after them: each condition is a pattern.
         for (_, label, v, _) in self.conditions().into_iter().filter(|c| c.3) {
             if let Err(e) = regex::Regex::new(v) {
@@ -625,6 +635,22 @@ mod tests {
         .unwrap();
         let f = RuleForm::from_config("a", &rule);
         assert_eq!(f.flags, "$A $B $C");
+    }
+
+    #[test]
+    fn the_rule_form_refuses_a_header_that_is_no_name() {
+        let f = RuleForm {
+            name: "r".into(),
+            header: "List-Id:".into(),
+            read: true,
+            ..Default::default()
+        };
+        let p = f.problems();
+        assert!(
+            p.iter()
+                .any(|p| p.starts_with("Header present: \"List-Id:\" is no header's name")),
+            "{p:?}"
+        );
     }
 
     #[test]

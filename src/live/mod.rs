@@ -111,6 +111,10 @@ pub struct Applied {
     pub started: Vec<String>,
     pub stopped: Vec<String>,
     pub restarted: Vec<String>,
+    /// What `check-config` would warn of in the configuration applied (a
+    /// rule that never matches, say): said at a change as at the start (a
+    /// rule added through the API was taken without a word; an audit).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -368,8 +372,12 @@ impl Live {
         let old = self.config();
         let mut applied = Applied {
             restart_required: restart_required(&self.booted, &new.config),
+            warnings: crate::config::warnings(&new.config),
             ..Applied::default()
         };
+        for w in &applied.warnings {
+            log::warn!("{w}");
+        }
         // Providers first: a changed one is rebuilt, and so is every account
         // using it (below). One that cannot be built keeps the old one.
         for p in &new.config.classifier.providers {
