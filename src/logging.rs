@@ -327,12 +327,6 @@ impl LinesPerSecond {
         }
     }
 
-    /// Forgets the lines held back (another line told of them), keeping
-    /// the pace: the next line is still due a second after the last.
-    pub fn clear_held(&mut self) {
-        self.held = 0;
-    }
-
     /// Whether a line may be written `now`: `Some(held)`, the lines held
     /// back since the last one written, or `None` (this one is counted).
     pub fn admit(&mut self, now: std::time::Instant) -> Option<u64> {

@@ -379,17 +379,16 @@ impl Shared {
             // Its return is told at most once a second too (a target
             // that fails every other time wrote two lines a delivery: a
             // regression audit), with every failure since the last such
-            // line; the failures told there are not counted again by the
-            // next failure's line, whose pace goes on.
+            // line. Told, it starts the failures' pace again, so a failure
+            // right after it is told at once, not held behind a line that
+            // says the target is back (the next regression audit).
             if said.failing.contains_key(url)
                 && (said.returns.entry(url.to_string()).or_default())
                     .admit(Instant::now())
                     .is_some()
             {
                 let n = said.failing.remove(url).unwrap_or_default();
-                if let Some(l) = said.by_target.get_mut(url) {
-                    l.clear_held();
-                }
+                said.by_target.remove(url);
                 log::info!(
                     "webhooks: {shown} answers again ({n} delivery(ies) to it failed before)"
                 );
