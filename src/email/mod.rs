@@ -199,7 +199,7 @@ impl Email {
 /// missed a folded `alpha\r\n beta`, a long List-Id folded before its
 /// `<id>` read with the break; an audit), RFC 2047 encoded words decoded
 /// (`=?UTF-8?Q?M=C3=BCller?=` reads `Müller`), as the subject is; a value
-/// without one is kept as written. A `header:` or `list_id` rule matched
+/// without one is read the same way. A `header:` or `list_id` rule matched
 /// the encoded text before (an audit).
 fn decoded_value(raw: &str) -> String {
     // Read as the subject is read (mail-parser's unstructured field), so a
@@ -350,10 +350,10 @@ fn written_text<'m>(
     };
     // Judged once read in its charset (UTF-16 has NULs, ISO-2022-JP
     // escapes, as bytes; a regression audit).
+    // Control characters are noise; U+FFFD is not (text in a charset
+    // mislabelled or unknown reads with some, and is still text).
     let noise = (text.chars())
-        .filter(|c| {
-            *c == '\u{fffd}' || (c.is_control() && !matches!(c, '\r' | '\n' | '\t' | '\x0c'))
-        })
+        .filter(|c| c.is_control() && !matches!(c, '\r' | '\n' | '\t' | '\x0c'))
         .count();
     let base64 = encoding.eq_ignore_ascii_case("base64");
     (!base64 || (!text.contains('\0') && noise * 20 <= text.chars().count()))
