@@ -474,3 +474,5 @@ pub fn parse_net(s: &str) -> Option<IpNet> {
 mod problem_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod warning_tests;
