@@ -41,8 +41,8 @@ pub use redact::{
 pub use schema::*;
 pub use typed::{plain_types, split_problem, steps as path_steps, Step as PathStep};
 pub use validate::{
-    framing_header, read_certificate, sendable_header_value, signing_key, too_many_headers,
-    validate, warnings, BAD_HEADER_VALUE, FRAMING_HEADER, TOO_MANY_HEADERS,
+    framing_header, is_field_name, read_certificate, sendable_header_value, signing_key,
+    too_many_headers, validate, warnings, BAD_HEADER_VALUE, FRAMING_HEADER, TOO_MANY_HEADERS,
 };
 pub use write::{backup_path, file_version, version_of, write_atomically, WriteError};
 

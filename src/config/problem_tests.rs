@@ -4,7 +4,7 @@
 
 use super::*;
 
-fn parse_str(s: &str) -> Result<Config, ConfigError> {
+pub(super) fn parse_str(s: &str) -> Result<Config, ConfigError> {
     parse(s, &|name| {
         (name == "TOKEN").then(|| "abcdefghijklmnopqrstu".into())
     })

@@ -1,14 +1,8 @@
 //! What `check-config` and the start warn of, and a change tells
 //! (`config::warnings`): each by the key it is about.
 
+use super::problem_tests::parse_str;
 use super::*;
-
-fn parse_str(s: &str) -> Result<Config, ConfigError> {
-    parse(s, &|name| {
-        (name == "TOKEN").then(|| "abcdefghijklmnopqrstu".into())
-    })
-    .map(|(c, _)| c)
-}
 
 /// Found by an audit: `trusted_proxies` in open mode does nothing, and
 /// nothing said so.

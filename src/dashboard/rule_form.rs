@@ -185,7 +185,7 @@ impl RuleForm {
         // check only warns, for rules that ran before it; a regression
         // audit found the form saved `List-Id:` without a word).
         let h = &self.header;
-        if !h.is_empty() && !h.bytes().all(|b| (33..=126).contains(&b) && b != b':') {
+        if !h.is_empty() && !config::is_field_name(h) {
             out.push(format!(
                 "Header present: {h:?} is no header's name (letters, digits and marks other \
                  than `:`, as List-Id)."

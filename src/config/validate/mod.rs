@@ -220,7 +220,7 @@ pub fn warnings(c: &Config) -> Vec<String> {
             // `List-Id:` (the colon a typo) or on 8-bit letters never
             // matched, and nothing said so (an audit).
             if let Some(h) = &r.when.header {
-                if h.is_empty() || !h.bytes().all(|b| (33..=126).contains(&b) && b != b':') {
+                if !is_field_name(h) {
                     w.push(format!(
                         "{rat}.when.header: {h:?} is no header field name (letters, digits and \
                          marks other than `:`, as `List-Id` or `X-Spam-Flag`), so the rule never \
@@ -274,6 +274,13 @@ pub fn warnings(c: &Config) -> Vec<String> {
         ));
     }
     w
+}
+
+/// Whether `name` is a header field name as RFC 5322 §3.6.8 writes one:
+/// printable ASCII but `:`, at least one character. A rule on another
+/// (`List-Id:`, `X-Prüfung`) never matches.
+pub fn is_field_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| (33..=126).contains(&b) && b != b':')
 }
 
 /// Whether two configured names are one folder as any server sees them:
