@@ -283,6 +283,22 @@ fn a_crash_right_after_a_move_leaves_the_copy_with_its_flags() {
     assert_eq!(x.flags, ["\\Flagged"], "the flags it had before: {x:?}");
 }
 
+/// Waits until the account shows `error` with `needle` in its last error.
+fn wait_account_error(m: &Mailproc, needle: &str) {
+    m.wait_for(Duration::from_secs(30), "the account in error", || {
+        let a = m.get("/api/accounts").body["accounts"][0].clone();
+        (a["state"] == "error" && a["lastError"].as_str().is_some_and(|e| e.contains(needle)))
+            .then_some(())
+    });
+}
+
+/// The message of user `test` with this Message-ID, wherever it is.
+fn message(d: &Dovecot, id: &str) -> common::dovecot::StoredMsg {
+    (d.messages("test").into_iter())
+        .find(|x| x.message_id == id)
+        .expect("the message is there")
+}
+
 /// Found by an audit of the binary: the database removed under a running
 /// service (its directory deleted) left /health "ok" and the account
 /// processing on, into a file no one would open again; at the next start
@@ -305,20 +321,9 @@ fn a_database_removed_under_the_service_stops_processing_and_says_so() {
     assert_eq!(health.body["database"], "error", "{}", health.text);
     d.seed("test", "INBOX", &msg_with("after", "Invoice after", ""));
     m.post("/api/accounts/acct/process", "");
-    m.wait_for(Duration::from_secs(30), "the account in error", || {
-        let a = m.get("/api/accounts").body["accounts"][0].clone();
-        (a["state"] == "error"
-            && a["lastError"]
-                .as_str()
-                .is_some_and(|e| e.contains("was removed or replaced")))
-        .then_some(())
-    });
+    wait_account_error(&m, "was removed or replaced");
     // Nothing acted on: the new message is still where it arrived, as it was.
-    let after = d
-        .messages("test")
-        .into_iter()
-        .find(|x| x.message_id == "<after@mailproc.test>")
-        .expect("the message is there");
+    let after = message(&d, "<after@mailproc.test>");
     assert_eq!(after.mailbox, "INBOX");
     assert!(after.flags.iter().all(|f| f != "\\Flagged"), "{after:?}");
 }
@@ -345,21 +350,10 @@ fn a_backup_copied_over_the_running_database_stops_processing() {
     std::fs::copy(&backup, m.db_path()).unwrap();
     d.seed("test", "INBOX", &msg_with("after", "Invoice after", ""));
     m.post("/api/accounts/acct/process", "");
-    m.wait_for(Duration::from_secs(30), "the account in error", || {
-        let a = m.get("/api/accounts").body["accounts"][0].clone();
-        (a["state"] == "error"
-            && a["lastError"]
-                .as_str()
-                .is_some_and(|e| e.contains("damaged")))
-        .then_some(())
-    });
+    wait_account_error(&m, "damaged");
     let health = m.get("/health");
     assert_eq!(health.status, 503, "{}", health.text);
-    let after = d
-        .messages("test")
-        .into_iter()
-        .find(|x| x.message_id == "<after@mailproc.test>")
-        .expect("the message is there");
+    let after = message(&d, "<after@mailproc.test>");
     assert_eq!(after.mailbox, "INBOX", "nothing acted on: {after:?}");
 }
 
