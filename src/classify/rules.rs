@@ -104,7 +104,7 @@ impl Rule {
         if let Some(re) = &self.subject {
             // A subject cut for the record (998 characters) is read whole
             // (see `Email::rule_subject`).
-            if !re.is_match(&e.rule_subject()) {
+            if !re.is_match(e.rule_subject()) {
                 return false;
             }
         }
