@@ -278,17 +278,26 @@ impl Handle {
     }
 
     /// The outage `old` was in when this handle replaced it: away from its
-    /// server with an error.
+    /// server with an error, or with the outage it inherited itself and
+    /// had not yet seen end (replaced again before its own login had an
+    /// answer, its status held no error: two quick changes lost the
+    /// `connection_restored`; a regression audit).
     pub fn inherit_outage(&self, old: &Handle) {
         let s = old.status();
         if !s.connected {
-            *self.inherited_outage.lock() = s.last_error;
+            let carried = old.inherited_outage.lock().clone();
+            *self.inherited_outage.lock() = s.last_error.or(carried);
         }
     }
 
-    /// The outage inherited, once.
-    pub fn take_inherited_outage(&self) -> Option<String> {
-        self.inherited_outage.lock().take()
+    /// The outage inherited, kept until [`Handle::outage_ended`].
+    pub fn inherited_outage(&self) -> Option<String> {
+        self.inherited_outage.lock().clone()
+    }
+
+    /// The worker told the end of its outage: nothing is carried on.
+    pub fn outage_ended(&self) {
+        *self.inherited_outage.lock() = None;
     }
 
     pub fn status(&self) -> Status {

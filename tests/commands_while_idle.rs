@@ -240,3 +240,46 @@ fn a_refused_login_mended_is_told_as_restored() {
     });
     assert!(m.log().contains("acct: connection restored"), "{}", m.log());
 }
+
+/// Regression audit (stop 61): the outage is carried through a second
+/// restart that comes before the first restart's login had an answer (its
+/// worker held no error of its own, and the end of the refused login was
+/// never told). The middle configuration points at a server that takes the
+/// connection and never greets, so its worker has no answer when replaced.
+#[test]
+fn a_refused_login_is_told_restored_across_two_quick_restarts() {
+    let d = Dovecot::start();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let (port, got) = common::hooks::receiver();
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.0/8\"] }}\n\
+         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/hook\", events: [error, connection_restored] }}\n"
+    );
+    let mut m = Mailproc::start(&format!("{}{hooks}", config(&d, "wrong")));
+    m.wait_for(Duration::from_secs(15), "the refused login", || {
+        (common::hooks::events(&got, "error") == 1).then_some(())
+    });
+    let mute = format!(
+        "{{ host: 127.0.0.1, port: {silent_port}, security: none, username: test, password: wrong }}"
+    );
+    m.write_config(&format!("{}{hooks}", config_with(&d, &mute)));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(15), "the first restart", || {
+        m.log()
+            .contains("acct: account changed; restarted")
+            .then_some(())
+    });
+    m.write_config(&format!("{}{hooks}", config(&d, "secret")));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(15), "the restored event", || {
+        (common::hooks::events(&got, "connection_restored") == 1).then_some(())
+    });
+    assert_eq!(
+        m.log().matches("acct: connection restored").count(),
+        1,
+        "{}",
+        m.log()
+    );
+    drop(silent);
+}
