@@ -78,6 +78,31 @@ fn the_config_editor_saves_through_the_api_path() {
         before
     );
     assert!(!r.text.contains("secret<") && !textarea(&r.text).contains("secret"));
+    assert!(!r.text.contains("config-warnings"), "{}", r.text);
+
+    // Regression audit (stop 61): a save that brings a warning (it runs,
+    // but is likely a mistake) said only "saved and applied"; the page
+    // shows the running configuration's warnings, with their line.
+    let warned = textarea(&r.text).replace("name: invoices", "name: 'invoices '");
+    assert_ne!(warned, textarea(&r.text));
+    assert_redirect(&b.submit("/config", &[("yaml", &warned)]), "/config");
+    let r = b.get("/config");
+    assert!(
+        r.text.contains("Configuration saved and applied."),
+        "{}",
+        r.text
+    );
+    let notice = r
+        .text
+        .split("id=\"config-warnings\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no warnings shown: {}", r.text));
+    assert!(
+        notice.contains("1 warning(s)")
+            && notice.contains("accounts[0].rules[0].name")
+            && notice.contains("white space"),
+        "{notice}"
+    );
 
     // Without the page's token the post is refused.
     let r = b.post("/config", &[("yaml", &changed)]);
@@ -708,4 +733,41 @@ fn a_persons_move_is_undone_back_to_where_the_mail_arrived() {
             "round {round}: Archive offered again: {page}"
         );
     }
+}
+
+/// Regression audit (stop 61): a rule whose name ends in a space (warned
+/// of, but it runs) opened in the form filled in, and saving it unchanged
+/// answered 409 "renamed or removed meanwhile": the form trimmed the name
+/// it was opened with. It is found as it is, and saved under its name
+/// trimmed, which ends the warning.
+#[test]
+fn the_rule_form_saves_a_rule_whose_name_ends_in_a_space() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let yaml = account_config(&d, &model, "").replace("name: invoices,", "name: \"invoices \",");
+    let m = with_user(&yaml);
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/config/rule?account=acct&rule=invoices%20").text;
+    assert!(page.contains(r#"value="invoices ""#), "{page}");
+    let r = b.submit(
+        "/config/rule",
+        &[
+            ("account", "acct"),
+            ("was", "invoices "),
+            ("name", "invoices "),
+            ("subject", "(?i)invoice"),
+            ("move", "Receipts"),
+            ("flags", "\\Flagged"),
+        ],
+    );
+    assert_redirect(&r, "/accounts/acct");
+    let rules = m.get("/api/config").body["accounts"][0]["rules"].clone();
+    let names: Vec<&str> = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(names, ["invoices"], "{rules}");
 }

@@ -253,6 +253,9 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
         .map(|p| (problem_line(&text, p), p))
         .collect();
     let bad: std::collections::BTreeSet<usize> = located.iter().filter_map(|(l, _)| *l).collect();
+    let warned = config::warnings(&loaded.config);
+    let warnings: Vec<(Option<usize>, &String)> =
+        warned.iter().map(|w| (problem_line(&text, w), w)).collect();
     let n_lines = text.lines().count().max(1);
     let focus_editor = draft || !problems.is_empty();
     let body = html! {
@@ -272,6 +275,18 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
             }
             @if !lines.is_empty() {
                 ul.changes { @for l in lines { li { (l) } } }
+            }
+        }
+        // The running configuration's warnings: a save that brings one
+        // said only "saved and applied" (the log told it; an audit).
+        @if problems.is_empty() && !warnings.is_empty() {
+            div #config-warnings.notice.warning role="status" {
+                p { "The running configuration has " (warnings.len())
+                    " warning(s): it runs, but each is likely a mistake." }
+                ul { @for (line, w) in &warnings { li {
+                    @if let Some(l) = line { strong { "Line " (l) ": " } }
+                    code { (w) }
+                } } }
             }
         }
         @if let (Some(why), true) = (&differs, problems.is_empty()) {

@@ -78,7 +78,10 @@ impl RuleForm {
         let g = |k: &str| f.get(k).map(|v| v.trim().to_string()).unwrap_or_default();
         RuleForm {
             account: g("account"),
-            was: g("was"),
+            // As the page wrote it: a name with white space at an end (a
+            // warning, but it runs) was not found again (a 409 "renamed or
+            // removed meanwhile"; a regression audit).
+            was: f.get("was").cloned().unwrap_or_default(),
             name: g("name"),
             from: g("from"),
             to: g("to"),
