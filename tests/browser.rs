@@ -96,11 +96,37 @@ fn look(b: &Browser, axe: &str, name: &str, found: &mut Vec<String>) {
         if wide == json!(true) {
             found.push(format!("{name} at {w} px: the page scrolls sideways"));
         }
+        cut_tables(b, name, w, found);
         let png = b.full_page(w, 6000);
         assert_eq!(png_size(&png).0, w);
         save(&format!("{name}-{w}"), &png);
     }
+    // Just above where tables became cards (1,100 px) and where they now
+    // do (`main`'s widest, 1,200 px): a regression audit found the
+    // activity's Correct controls past the table's right edge from 1,101
+    // to about 1,180 px.
+    for w in [1101, 1201] {
+        b.resize(w, 900);
+        cut_tables(b, name, w, found);
+    }
     b.resize(1440, 900);
+}
+
+/// A table that becomes cards when narrow, wider than its scroll box:
+/// columns, and the controls in them, out of sight to the right. (A table
+/// of numbers, as a chart's, may scroll on a phone.)
+fn cut_tables(b: &Browser, name: &str, w: u32, found: &mut Vec<String>) {
+    let cut = b.run(
+        "return [...document.querySelectorAll('.scroll')] \
+           .filter(e => e.querySelector('table.cards') && e.scrollWidth > e.clientWidth + 1) \
+           .map(e => e.querySelector('table.cards').className + ' ' + e.scrollWidth + '>' + e.clientWidth);",
+        vec![],
+    );
+    if cut.as_array().is_some_and(|a| !a.is_empty()) {
+        found.push(format!(
+            "{name} at {w} px: a table is wider than its box: {cut}"
+        ));
+    }
 }
 
 /// The viewport as it is (a notice and the focused control in view).
