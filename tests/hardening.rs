@@ -795,4 +795,7 @@ fn page_times_page_size_beyond_range_is_a_400_naming_page() {
     let r = m.get("/api/webhooks/deliveries?page=4294967295&pageSize=100");
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["deliveries"], json!([]));
+    // Paged as /api/activity is: a client reads how many pages there are
+    // (it had only `total`).
+    assert_eq!(r.body["totalPages"], 0, "{}", r.text);
 }

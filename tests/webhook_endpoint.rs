@@ -87,6 +87,9 @@ fn test_endpoint_posts_with_headers_and_reports_the_status() {
     let d = m.get_with("/api/webhooks/deliveries", TOKEN);
     assert_eq!(d.status, 200, "{}", d.text);
     assert_eq!(d.body["total"], 3, "{}", d.text);
+    assert_eq!(d.body["totalPages"], 1, "{}", d.text);
+    let d2 = m.get_with("/api/webhooks/deliveries?pageSize=2", TOKEN);
+    assert_eq!(d2.body["totalPages"], 2, "{}", d2.text);
     let rows = d.body["deliveries"].as_array().unwrap();
     let row = |url: &str| {
         rows.iter()

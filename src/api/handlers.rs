@@ -512,9 +512,13 @@ pub fn deliveries(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let (rows, total) = ctx
         .store
         .deliveries(size, u64::from(page - 1) * u64::from(size))?;
-    Ok(Reply::ok(
-        &json!({ "deliveries": rows, "total": total, "page": page, "pageSize": size }),
-    ))
+    Ok(Reply::ok(&json!({
+        "deliveries": rows,
+        "total": total,
+        "page": page,
+        "pageSize": size,
+        "totalPages": total.div_ceil(u64::from(size)),
+    })))
 }
 
 /// SPEC §4's body: `url` and `headers`. Any other field is a 400 naming
