@@ -526,3 +526,60 @@ fn exports_nobody_reads_hold_no_worker() {
     }
     drop(held);
 }
+
+/// Found by the host-failure audit (stop 61): out of file descriptors,
+/// `accept` fails and leaves the connection in the kernel's queue, ahead
+/// of every other, so a client holding idle connections open kept the
+/// service from answering anyone, and each failure (20 a second) wrote a
+/// line. A descriptor kept in reserve lets the waiting connection be taken
+/// and told 503; a connection waiting for its request is shed, so one
+/// comes free; the log says it once a second.
+#[test]
+fn out_of_file_descriptors_the_waiting_are_answered_and_the_log_is_paced() {
+    let m = Mailproc::start("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let (port, pid) = (m.port, m.pid());
+    assert_eq!(health(port).0, 200);
+    let limit = open_fds(pid) + 24;
+    let out = std::process::Command::new("prlimit")
+        .arg(format!("--pid={pid}"))
+        .arg(format!("--nofile={limit}:{limit}"))
+        .output()
+        .expect("prlimit (Debian package util-linux) must be installed");
+    assert!(out.status.success(), "prlimit: {out:?}");
+    // Twice what the limit leaves, idle, held open by this test.
+    let mut held = Vec::new();
+    for _ in 0..48 {
+        held.push(TcpStream::connect(("127.0.0.1", port)).unwrap());
+    }
+    let started = Instant::now();
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(health(port));
+    }
+    eprintln!("answers while out of descriptors: {answers:?}");
+    // Each was answered, 200 or told to come back (503), well before the
+    // idle connections' own 10 s deadline for a request would have freed
+    // descriptors (the 10 s is a liveness bound, `health` waits no longer).
+    for (status, _) in &answers {
+        assert!(
+            *status == 200 || *status == 503,
+            "{answers:?} after {:?}",
+            started.elapsed()
+        );
+    }
+    let lines = m.log().matches("accepting a connection failed").count();
+    let secs = started.elapsed().as_secs() as usize;
+    assert!(lines <= secs + 2, "{lines} lines in {secs} s: {}", m.log());
+    assert!(
+        m.log().contains("raise the service's LimitNOFILE"),
+        "{}",
+        m.log()
+    );
+    drop(held);
+    // Descriptors back: served as before.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while health(port).0 != 200 {
+        assert!(Instant::now() < deadline, "not served again: {}", m.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -97,10 +97,25 @@ fn worker(server: &Server, site: &dyn Site, metrics: &Metrics, stopping: &Atomic
             // `unblock()` makes recv return an error: time to stop.
             Err(_) if stopping.load(Ordering::SeqCst) => return,
             // An accept error (say, out of file descriptors) must not cost
-            // the pool a worker; pause briefly so it cannot spin.
+            // the pool a worker. Said at most once a second, with the
+            // count held back: out of descriptors, the accept thread
+            // reports one every 50 ms (an audit found 20 lines a second).
             Err(e) => {
-                log::warn!("http: accepting a connection failed: {e}");
-                std::thread::sleep(std::time::Duration::from_millis(100));
+                static PACE: parking_lot::Mutex<crate::logging::LinesPerSecond> =
+                    parking_lot::Mutex::new(crate::logging::LinesPerSecond::new());
+                if let Some(held) = PACE.lock().admit(std::time::Instant::now()) {
+                    let more = match held {
+                        0 => String::new(),
+                        n => format!(" ({n} more since the last line)"),
+                    };
+                    let what = if matches!(e.raw_os_error(), Some(23 | 24)) {
+                        "; the connection waiting is closed and one waiting for its request \
+                         is shed (raise the service's LimitNOFILE)"
+                    } else {
+                        ""
+                    };
+                    log::warn!("http: accepting a connection failed: {e}{more}{what}");
+                }
             }
         }
     }

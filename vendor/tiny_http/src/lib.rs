@@ -402,8 +402,19 @@ impl Server {
                 n => n + 4,
             });
 
+            // mailproc patch: a descriptor kept in reserve. Out of
+            // descriptors, `accept` fails and leaves the connection in the
+            // kernel's queue, ahead of every other: the server served no
+            // one while a client held the rest open (an audit). The
+            // reserve is let go so the waiting connection can be accepted
+            // and closed, and a head-waiter is shed so a descriptor comes
+            // free for the next.
+            let mut reserve = std::fs::File::open("/dev/null").ok();
             log::debug!("Running accept thread");
             while !inside_close_trigger.load(Relaxed) {
+                if reserve.is_none() {
+                    reserve = std::fs::File::open("/dev/null").ok();
+                }
                 let new_client = match server.accept() {
                     Ok((sock, peer)) => {
                         use util::RefinedTcpStream;
@@ -472,7 +483,13 @@ impl Server {
                     // error concerns one connection: report it, pause so a
                     // persistent error cannot spin, and go on.
                     Err(e) => {
-                        log::error!("Error accepting new client: {}", e);
+                        if out_of_descriptors(&e) {
+                            drop(reserve.take());
+                            if let Ok((sock, _)) = server.accept() {
+                                refuse(sock);
+                            }
+                            table.shed_for_descriptors();
+                        }
                         inside_messages.push(e.into());
                         thread::sleep(Duration::from_millis(50));
                     }
@@ -596,6 +613,11 @@ fn serve(mut client: ClientConnection, messages: &MessagesQueue<Message>) {
 /// Answers a connection refused at the cap: a short `503` if the socket takes
 /// it at once (it never blocks the accept thread), then the close
 /// (mailproc patch).
+/// EMFILE or ENFILE: the process, or the system, has no descriptor left.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(23 | 24))
+}
+
 fn refuse(sock: Connection) {
     use std::io::Write;
     if sock.set_nonblocking(true).is_ok() {

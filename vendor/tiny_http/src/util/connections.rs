@@ -40,6 +40,11 @@ use std::time::{Duration, Instant};
 /// once (see [`ConnectionTable::make_room`]).
 const LEAVING_PER_CAP: usize = 4;
 
+/// How many shed connections may be on their way out at once while the
+/// process is out of file descriptors (see
+/// [`ConnectionTable::shed_for_descriptors`]).
+const FD_LEAVING: usize = 8;
+
 /// Counters of the connection bounds, shared with the application.
 #[derive(Debug, Default)]
 pub struct ConnectionStats {
@@ -438,6 +443,28 @@ impl ConnectionTable {
         if at_address_cap {
             // The address's own connections make room for it, or it waits.
             return self.shed_one(&mut entries, &per_ip, |e| e.ip == ip);
+        }
+        self.shed_one(&mut entries, &per_ip, |_| true)
+    }
+
+    /// Out of file descriptors: sheds a connection (as [`Self::make_room`]
+    /// would at a cap: from the biggest crowd, a head-waiter first) so one
+    /// comes free, unless [`FD_LEAVING`] are on their way out already (a
+    /// descriptor taken by something else than connections must not shed
+    /// them all). `false`: none shed.
+    pub(crate) fn shed_for_descriptors(&self) -> bool {
+        let mut entries = self.lock();
+        let mut per_ip: HashMap<Option<IpAddr>, usize> = HashMap::new();
+        let mut leaving = 0;
+        for e in entries.values() {
+            if e.shed {
+                leaving += 1;
+            } else {
+                *per_ip.entry(e.ip).or_default() += 1;
+            }
+        }
+        if leaving >= FD_LEAVING {
+            return false;
         }
         self.shed_one(&mut entries, &per_ip, |_| true)
     }
