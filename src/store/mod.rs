@@ -121,7 +121,18 @@ impl StoreError {
         matches!(
             &self.cause,
             Cause::Sqlite(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(e.code, C::DiskFull | C::ReadOnly | C::DatabaseBusy | C::DatabaseLocked)
+                if matches!(
+                    e.code,
+                    C::DiskFull
+                        | C::ReadOnly
+                        | C::DatabaseBusy
+                        | C::DatabaseLocked
+                        // A file system gone read-only under an open
+                        // database (ext4's `errors=remount-ro`) fails its
+                        // writes as an I/O error, not as read-only: it was
+                        // a 500, "a bug" (the host-failure audit).
+                        | C::SystemIoFailure
+                )
         )
     }
 
@@ -135,6 +146,10 @@ impl StoreError {
                     "try again once the other program lets go of the file"
                 }
                 C::ReadOnly => "try again once the file can be written",
+                C::SystemIoFailure => {
+                    "try again once the file can be written (the disk answered an I/O error: \
+                     `dmesg` tells whether its file system went read-only or the disk fails)"
+                }
                 _ => "try again once the disk has room",
             },
             _ => "try again shortly",

@@ -166,6 +166,13 @@ fn a_damaged_file_stays_told_and_a_lock_is_explained() {
     assert!(s.op("x", || -> Result<()> { Err(full) }).is_err());
     assert!(s.ping().unwrap_err().to_string().contains("malformed"));
 
+    // A file system gone read-only under the open file (ext4's
+    // errors=remount-ro) fails a write as an I/O error: the host's state,
+    // 503 too (the host-failure audit found a 500).
+    let eio = failure(rusqlite::ffi::SQLITE_IOERR_WRITE, "disk I/O error");
+    assert!(eio.is_unwritable(), "503, not 500");
+    assert!(eio.remedy().contains("dmesg"), "{}", eio.remedy());
+
     let locked = failure(rusqlite::ffi::SQLITE_BUSY, "database is locked");
     assert!(locked.is_unwritable(), "503, not 500");
     let said = locked.to_string();
