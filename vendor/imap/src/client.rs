@@ -2056,6 +2056,37 @@ mod tests {
         );
     }
 
+    /// mailproc patch: an answer listing more capabilities than any
+    /// server has is refused, not parsed into a list 20 times its size (a
+    /// hostile server's 44 MiB line cost one account 900 MB). imap-proto's
+    /// own tests do not run here, so its bound is tested through the client.
+    #[test]
+    fn a_capability_answer_past_its_bound_is_refused() {
+        let bound = imap_proto::parser::rfc3501::MAX_CAPABILITIES;
+        let answer = |atoms: usize| {
+            [
+                b"* CAPABILITY IMAP4rev1".to_vec(),
+                b" X".repeat(atoms),
+                b"\r\na1 OK CAPABILITY completed\r\n".to_vec(),
+            ]
+            .concat()
+        };
+        let mut client = Client::new(MockStream::new(answer(bound - 1)));
+        assert_eq!(client.capabilities().unwrap().len(), 2);
+        let mut client = Client::new(MockStream::new(answer(bound)));
+        assert!(client.capabilities().is_err());
+        // The ENABLED answer (RFC 5161) is bounded the same way.
+        let enabled = [
+            b"* ENABLED".to_vec(),
+            b" X".repeat(bound + 1),
+            b"\r\n".to_vec(),
+        ]
+        .concat();
+        assert!(imap_proto::parser::parse_response(&enabled).is_err());
+        let fine = [b"* ENABLED".to_vec(), b" X".repeat(bound), b"\r\n".to_vec()].concat();
+        assert!(imap_proto::parser::parse_response(&fine).is_ok());
+    }
+
     #[test]
     fn pre_login_capability() {
         let response = b"* CAPABILITY IMAP4rev1 STARTTLS AUTH=GSSAPI LOGINDISABLED\r\n\

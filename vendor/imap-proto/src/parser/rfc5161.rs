@@ -8,7 +8,7 @@ use nom::{
     bytes::streaming::tag_no_case,
     character::streaming::char,
     combinator::map,
-    multi::many0,
+    multi::many_m_n,
     sequence::{preceded, tuple},
     IResult,
 };
@@ -27,7 +27,12 @@ pub(crate) fn resp_enabled(i: &[u8]) -> IResult<&[u8], Response<'_>> {
 fn enabled_data(i: &[u8]) -> IResult<&[u8], Vec<Capability<'_>>> {
     let (i, (_, capabilities)) = tuple((
         tag_no_case("ENABLED"),
-        many0(preceded(char(' '), capability)),
+        // mailproc patch: bounded as CAPABILITY is.
+        many_m_n(
+            0,
+            super::rfc3501::MAX_CAPABILITIES,
+            preceded(char(' '), capability),
+        ),
     ))(i)?;
     Ok((i, capabilities))
 }
