@@ -554,7 +554,8 @@ fn warnings_with_the_sign_in_and_before_idle_are_logged_and_idle_goes_on() {
 /// like a broken session, so the account never got past its start. The
 /// folder is now left alone, said in the log, and the mail is processed;
 /// its `\Junk` mark does not make the mangled name the junk folder. So
-/// is a name longer than 1,024 bytes (stop 55).
+/// is a name longer than 1,024 bytes (stop 55), and one that is no valid
+/// modified UTF-7 (stop 61).
 #[test]
 fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
     let server = fake_imap::start(
@@ -562,6 +563,9 @@ fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
         Box::new(|out: &mut TcpStream, tag: &str, _line: &str| {
             let mut answer = b"* LIST (\\HasNoChildren) \".\" INBOX\r\n".to_vec();
             answer.extend_from_slice(b"* LIST (\\HasNoChildren \\Junk) \".\" \"Sp\xe4m\"\r\n");
+            // No valid modified UTF-7 (a shift of no whole UTF-16 unit):
+            // encoded back it names another folder (stop 61's audit).
+            answer.extend_from_slice(b"* LIST (\\HasNoChildren \\Junk) \".\" \"Sp&AGEA-m\"\r\n");
             answer.extend_from_slice(
                 format!(
                     "* LIST (\\HasNoChildren \\Trash) \".\" \"{}\"\r\n",
@@ -585,8 +589,8 @@ fn a_folder_name_that_is_not_utf8_is_left_alone_and_the_account_goes_on() {
     let log = m.log();
     assert!(
         log.contains(&format!(
-            "acct: 2 folder name(s) from the server are not valid modified UTF-7 or longer than \
-             1024 bytes, left alone: \"Sp\u{fffd}m\", \"{}… (100000 bytes)\"",
+            "acct: 3 folder name(s) from the server are not valid modified UTF-7 or longer than \
+             1024 bytes, left alone: \"Sp\u{fffd}m\", \"Sp&AGEA-m\", \"{}… (100000 bytes)\"",
             "T".repeat(100)
         )),
         "{log}"

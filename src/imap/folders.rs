@@ -334,8 +334,9 @@ pub(super) fn discover(
     } else {
         None
     };
-    // A name the server sent in bytes that are not UTF-8 (or modified
-    // UTF-7) came with U+FFFD in their place: it cannot be named back, so
+    // A name the server sent in bytes that are not UTF-8 came with U+FFFD
+    // in their place, one that is no valid modified UTF-7 as sent (not
+    // `readable`): it cannot be named back, so
     // the folder is left alone rather than taken for a junk folder that a
     // move would then create under the mangled name.
     // A name longer than any folder's is left alone too: it would go on
@@ -344,7 +345,9 @@ pub(super) fn discover(
     // 10 MB MOVE).
     let (entries, unreadable): (Vec<_>, Vec<_>) = list(s, caps)?
         .into_iter()
-        .partition(|e| !e.name.contains('\u{fffd}') && e.name.len() <= SERVER_NAME_MAX);
+        .partition(|e| {
+            e.readable && !e.name.contains('\u{fffd}') && e.name.len() <= SERVER_NAME_MAX
+        });
     if !unreadable.is_empty() {
         const SHOWN: usize = 10;
         let mut shown: Vec<String> = unreadable

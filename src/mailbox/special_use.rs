@@ -87,11 +87,18 @@ pub struct ListEntry {
     pub name: String,
     pub delimiter: Option<char>,
     pub attributes: Vec<String>,
+    /// Whether `name` was read as the server meant it: false for a name
+    /// that is no valid modified UTF-7, kept as sent. Encoded back it
+    /// would name another folder (`R&D` becomes `R&-D`), so such a folder
+    /// is left alone (a hostile-server audit found spam moved to
+    /// `"Sp&-AGEA-m"` for the server's `\Junk` `Sp&AGEA-m`).
+    pub readable: bool,
 }
 
 impl ListEntry {
     /// An entry from the `imap` crate's LIST result. The name is decoded
-    /// from modified UTF-7; one that is not valid stays as sent.
+    /// from modified UTF-7; one that is not valid stays as sent, not
+    /// `readable`.
     pub fn from_name(n: &imap::types::Name) -> ListEntry {
         use imap_proto::NameAttribute as A;
         let attributes = n
@@ -115,8 +122,10 @@ impl ListEntry {
                 other => format!("{other:?}"),
             })
             .collect();
+        let decoded = super::mutf7::decode(n.name());
         ListEntry {
-            name: super::mutf7::decode(n.name()).unwrap_or_else(|_| n.name().to_string()),
+            readable: decoded.is_ok(),
+            name: decoded.unwrap_or_else(|_| n.name().to_string()),
             delimiter: n.delimiter().and_then(|d| d.chars().next()),
             attributes,
         }
@@ -183,15 +192,19 @@ impl ListEntry {
             Token::Str(s) | Token::Atom(s) => s,
             _ => return None,
         };
-        let name = if mutf7 {
-            super::mutf7::decode(&raw_name).unwrap_or(raw_name)
+        let (name, readable) = if mutf7 {
+            match super::mutf7::decode(&raw_name) {
+                Ok(name) => (name, true),
+                Err(_) => (raw_name, false),
+            }
         } else {
-            raw_name
+            (raw_name, true)
         };
         Some(ListEntry {
             name,
             delimiter,
             attributes,
+            readable,
         })
     }
 
