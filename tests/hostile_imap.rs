@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::fake_imap::{self, FakeImap};
+use common::fake_imap::{self, FakeImap, MESSAGE};
 use common::mailproc::Mailproc;
 use common::model::{self, Model};
 
@@ -713,4 +713,38 @@ fn a_search_answer_past_uidnext_does_not_move_the_watermark() {
         )
         .unwrap();
     assert_eq!(last, 1, "the watermark\n{}", m.log());
+}
+
+/// Found by the hostile-server audit (stop 61): a header FETCH answered
+/// under another UID (0 here; one not asked for, or none, alike) left the
+/// message asked for looking gone between SEARCH and FETCH, so the
+/// watermark passed it with no row and no word. A header under a UID not
+/// asked for makes the missing ones failures of the server's, recorded and
+/// retried.
+#[test]
+fn a_header_fetch_answered_under_another_uid_is_a_failure_not_a_gone_message() {
+    let server = fake_imap::start(
+        "UID FETCH",
+        Box::new(|out: &mut TcpStream, tag: &str, line: &str| {
+            if !line.contains("RFC822.SIZE BODY.PEEK[HEADER.FIELDS (") {
+                return false;
+            }
+            let at = line.find("BODY.PEEK[").unwrap() + "BODY.PEEK".len();
+            let section = &line[at..=at + line[at..].find(']').unwrap()];
+            let header_end = MESSAGE.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            let head = &MESSAGE[..header_end];
+            let mut answer = format!(
+                "* 1 FETCH (UID 0 RFC822.SIZE {} FLAGS () BODY{section} {{{}}}\r\n",
+                MESSAGE.len(),
+                head.len()
+            )
+            .into_bytes();
+            answer.extend_from_slice(head);
+            answer.extend_from_slice(format!(")\r\n{tag} OK done\r\n").as_bytes());
+            let _ = out.write_all(&answer);
+            true
+        }),
+    );
+    let m = start_account(&server, "", TO_JUNK);
+    retrying_row(&m, "not asked for");
 }

@@ -315,6 +315,15 @@ impl Runner {
         let mut heads: HashMap<u32, Head<'_>> = HashMap::with_capacity(uids.len());
         // UIDs the server answered for, without the header asked for.
         let mut headless = std::collections::HashSet::new();
+        // A header under no UID asked for (none, 0, or another): the
+        // answer cannot be trusted to leave out only messages gone, so
+        // what it leaves out is a failure of the server's, not gone (a
+        // hostile-server audit saw the watermark pass such messages with
+        // no row). An unsolicited FETCH of flags carries no header.
+        let stray_header = fetched
+            .fetched
+            .iter()
+            .any(|f| f.header().is_some() && f.uid.is_none_or(|u| !uids.contains(&u)));
         for f in fetched.fetched.iter() {
             if let (Some(uid), None) = (f.uid, f.header()) {
                 headless.insert(uid);
@@ -348,6 +357,18 @@ impl Runner {
                         Seen::default(),
                         Failure::new(
                             "the server answered the header FETCH without the header",
+                            "imap",
+                        ),
+                    ));
+                    continue;
+                }
+                if stray_header && k.is_none() {
+                    ready.push(Item::failed(
+                        self.meta(mailbox, uidvalidity, uid, None),
+                        Seen::default(),
+                        Failure::new(
+                            "the server answered the header FETCH with a header under a UID \
+                             not asked for (none, 0 or another), and not for this one",
                             "imap",
                         ),
                     ));
