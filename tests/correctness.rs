@@ -145,6 +145,35 @@ fn a_store_failure_is_not_a_lost_connection() {
     );
 }
 
+/// Found by the host-failure audit (stop 61): a store failure before the
+/// model's answers were journalled (a full disk) threw them away, and each
+/// retry after the back-off asked the model about the whole group again
+/// (494 calls for 100 messages). The answers are kept for the retry.
+#[test]
+fn a_store_failure_before_the_journal_does_not_ask_the_model_again() {
+    let d = Dovecot::start();
+    let msgs: Vec<Vec<u8>> = (0..3)
+        .map(|i| msg(&format!("j{i}"), &format!("Order {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &msgs);
+    let model = Model::start(2, |_| receipt());
+    let m = Mailproc::start_with_env(
+        &config(&d, &model.url(), 2, ""),
+        &[("MAILPROC_FAILPOINTS", "record-decisions=error-once")],
+    );
+    m.wait_for(Duration::from_secs(30), "the messages recorded", || {
+        (ok_rows(&m).len() == 3).then_some(())
+    });
+    assert!(
+        m.log().contains("store: record_decisions: failpoint"),
+        "{}",
+        m.log()
+    );
+    assert_eq!(model.count(), 3, "{}", m.log());
+    let moved = d.messages("test");
+    assert!(moved.iter().all(|x| x.mailbox == "Receipts"), "{moved:?}");
+}
+
 #[test]
 fn shutdown_finishes_the_calls_in_hand_not_the_whole_batch() {
     let d = Dovecot::start();

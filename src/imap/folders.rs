@@ -343,11 +343,9 @@ pub(super) fn discover(
     // into every log line and command naming it (an audit's server sent a
     // junk folder named with 10 MB: 10 MB a connection in the log, and a
     // 10 MB MOVE).
-    let (entries, unreadable): (Vec<_>, Vec<_>) = list(s, caps)?
-        .into_iter()
-        .partition(|e| {
-            e.readable && !e.name.contains('\u{fffd}') && e.name.len() <= SERVER_NAME_MAX
-        });
+    let (entries, unreadable): (Vec<_>, Vec<_>) = list(s, caps)?.into_iter().partition(|e| {
+        e.readable && !e.name.contains('\u{fffd}') && e.name.len() <= SERVER_NAME_MAX
+    });
     if !unreadable.is_empty() {
         const SHOWN: usize = 10;
         let mut shown: Vec<String> = unreadable

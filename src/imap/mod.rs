@@ -324,6 +324,13 @@ struct Runner {
     /// A pass failed for the store since the last one that went through:
     /// the next that does says the store is back (see `pass`).
     store_failed: bool,
+    /// The model's answers whose journal the store could not write, by
+    /// message (folder, UIDVALIDITY, UID): the pass after the store's
+    /// back-off takes them instead of asking again (a full disk made every
+    /// retry ask the model about the whole group again, the answers thrown
+    /// away: 494 calls for 100 messages; the host-failure audit). Emptied
+    /// by a pass that goes through; at most [`model::UNRECORDED_ANSWERS`].
+    unrecorded_answers: HashMap<model::MessageKey, (crate::classify::Classification, Duration)>,
 }
 
 impl Runner {
@@ -352,6 +359,7 @@ impl Runner {
             found: 0,
             failure_lines: Default::default(),
             store_failed: false,
+            unrecorded_answers: HashMap::new(),
         }
     }
 

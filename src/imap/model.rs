@@ -28,6 +28,13 @@ type Answer = (usize, Result<Classification, ClassifyError>, Duration);
 /// second).
 const TICK: Duration = Duration::from_millis(200);
 
+/// The most model answers kept across a store failure (see
+/// `Runner::unrecorded_answers`): a few MB at most.
+pub(super) const UNRECORDED_ANSWERS: usize = 10_000;
+
+/// A message of the account: folder, UIDVALIDITY, UID.
+pub(super) type MessageKey = (String, u32, u32);
+
 /// A group's questions: the channel their answers come on (closed once
 /// each is answered or dropped), and their indexes.
 struct Asked {
@@ -48,6 +55,17 @@ impl Runner {
     /// `imap.idle_interval` without a command, a NOOP keeps it in use. A
     /// NOOP that fails is not retried; the actions that follow find the
     /// broken session, after the decisions are journalled.
+    /// Keeps the model's answers a store failure kept from the journal,
+    /// for the pass after the back-off (see `Runner::unrecorded_answers`).
+    fn keep_unrecorded(&mut self, answers: Vec<(MessageKey, (Classification, Duration))>) {
+        for (key, answer) in answers {
+            if self.unrecorded_answers.len() >= UNRECORDED_ANSWERS {
+                break;
+            }
+            self.unrecorded_answers.insert(key, answer);
+        }
+    }
+
     pub(super) fn ask_model(
         &mut self,
         s: &mut Session,
@@ -103,7 +121,20 @@ impl Runner {
             }
             if flow.due(Instant::now()) {
                 let items = flow.take_ready();
-                self.finish(s, caps, folders, f, w, items, false)?;
+                let answers: Vec<_> = items
+                    .iter()
+                    .filter_map(|it| {
+                        let (c, took) = it.unjournalled_decision()?;
+                        let key = (it.meta.mailbox.clone(), it.meta.uidvalidity, it.meta.uid);
+                        Some((key, (c.clone(), took)))
+                    })
+                    .collect();
+                if let Err(e) = self.finish(s, caps, folders, f, w, items, false) {
+                    if matches!(e, ImapError::Store(_)) {
+                        self.keep_unrecorded(answers);
+                    }
+                    return Err(e);
+                }
                 talked = Instant::now();
                 continue;
             }
@@ -249,6 +280,13 @@ impl Runner {
                     continue;
                 }
             };
+            let key = (it.meta.mailbox.clone(), it.meta.uidvalidity, it.meta.uid);
+            if let (Some(_), Some((c, took))) = (&email, self.unrecorded_answers.remove(&key)) {
+                // Answered before the store failed: not asked again.
+                it.answered(Ok(c), took);
+                flow.settled(it, now);
+                continue;
+            }
             match (email, &provider) {
                 (Some(email), Some(p)) => {
                     let shots = self.shots_for(&it);

@@ -75,6 +75,9 @@ impl Runner {
         }
         // Its failure was an ERROR line; its end is told too (it was not:
         // /health alone turned healthy again; an audit).
+        // Any left were of messages no longer new (gone, or recorded by
+        // their journal).
+        self.unrecorded_answers.clear();
         if std::mem::take(&mut self.store_failed) {
             log::info!(
                 "{}: the database answers again; processing goes on",

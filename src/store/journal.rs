@@ -419,6 +419,9 @@ impl Store {
     /// the order of `items`.
     pub fn record_decisions(&self, items: &[Decision]) -> Result<Vec<i64>> {
         self.op("record_decisions", || {
+            if crate::failpoint::fails("record-decisions") {
+                return Err(StoreError::new("record_decisions", Cause::Injected));
+            }
             let mut conn = self.conn.lock();
             let tx = conn.transaction()?;
             let mut ids = Vec::with_capacity(items.len());

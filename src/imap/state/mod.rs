@@ -271,6 +271,20 @@ impl Item {
         )
     }
 
+    /// The decision made in this run, not yet journalled: what a store
+    /// failure before the journal would otherwise throw away.
+    pub(super) fn unjournalled_decision(&self) -> Option<(&Classification, Duration)> {
+        match self.decided_state() {
+            Some(Decided {
+                decision,
+                source: Source::Now,
+                took,
+                journalled: false,
+            }) => Some((decision, *took)),
+            _ => None,
+        }
+    }
+
     /// The journal's decision of a message that already left the folder.
     pub(super) fn gone(&self) -> bool {
         matches!(
