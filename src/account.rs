@@ -428,6 +428,9 @@ impl Handle {
             }
         }
         self.wake(cmd == Command::Shutdown);
+        if cmd == Command::Reconnect {
+            self.cut_dialing();
+        }
         Ok(answer)
     }
 
@@ -516,6 +519,18 @@ impl Handle {
             let _ = w.sock.shutdown(std::net::Shutdown::Both);
         } else {
             let _ = (&w.tx).write(&[1]);
+        }
+    }
+
+    /// Cuts a session still being opened (greeting, TLS, login, folders):
+    /// a `reconnect` is the operator's "again, now", and a server that
+    /// never answered the login held it for `imap.timeout` (a
+    /// hostile-server audit). A session already open takes the command
+    /// between its commands.
+    fn cut_dialing(&self) {
+        if let Some(s) = self.dialing.lock().as_ref() {
+            self.interrupted.store(true, Ordering::SeqCst);
+            let _ = s.shutdown(std::net::Shutdown::Both);
         }
     }
 

@@ -748,3 +748,42 @@ fn a_header_fetch_answered_under_another_uid_is_a_failure_not_a_gone_message() {
     let m = start_account(&server, "", TO_JUNK);
     retrying_row(&m, "not asked for");
 }
+
+/// Found by the hostile-server audit (stop 61): a `reconnect` while the
+/// server had not answered the login waited for `imap.timeout` (120 s by
+/// default) before it was tried again: the controls are effective within
+/// a second. A reconnect cuts a session still being opened.
+#[test]
+fn reconnect_cuts_a_login_the_server_never_answers() {
+    let server = fake_imap::start(
+        "LOGIN",
+        Box::new(|_: &mut TcpStream, _: &str, _: &str| {
+            std::thread::sleep(Duration::from_secs(120));
+            true
+        }),
+    );
+    let m = start_account(
+        &server,
+        ", timeout: 90s",
+        "    folders: { watch: [INBOX] }\n",
+    );
+    m.wait_for(Duration::from_secs(10), "the first login sent", || {
+        (server.sessions.load(Ordering::SeqCst) == 1
+            && m.get("/api/accounts").body["accounts"][0]["state"] == "connecting")
+            .then_some(())
+    });
+    // The login is in the server's hands (it reads it at once).
+    std::thread::sleep(Duration::from_millis(500));
+    let r = m.post("/api/accounts/acct/reconnect", "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    m.wait_for(Duration::from_secs(10), "a second connection", || {
+        (server.sessions.load(Ordering::SeqCst) >= 2).then_some(())
+    });
+    assert!(
+        m.log()
+            .contains("acct: connecting cut short by a reconnect"),
+        "{}",
+        m.log()
+    );
+    assert!(!m.log().contains("connection lost"), "{}", m.log());
+}

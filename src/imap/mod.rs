@@ -556,6 +556,16 @@ impl Runner {
                         self.w.handle.take_interrupted();
                         break;
                     }
+                    // Cut by a reconnect while the session was being
+                    // opened: the command waits in the queue and ends the
+                    // wait below at once.
+                    Err(e) if self.w.handle.take_interrupted() => {
+                        log::info!(
+                            "{}: connecting cut short by a reconnect ({e}); connecting again",
+                            self.name()
+                        );
+                        Some(Duration::from_secs(1))
+                    }
                     Err(ImapError::Login(e)) => {
                         let msg = format!("login failed: {e}");
                         log::error!(
