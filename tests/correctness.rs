@@ -174,6 +174,43 @@ fn a_store_failure_before_the_journal_does_not_ask_the_model_again() {
     assert!(moved.iter().all(|x| x.mailbox == "Receipts"), "{moved:?}");
 }
 
+/// Found by the host-failure audit (stop 61): an undo asked while the
+/// account waited out a store failure was told "not connected to the IMAP
+/// server", though the session was kept; it is told the database is why.
+#[test]
+fn an_undo_while_the_store_fails_says_the_database_is_why() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("u1", "Order 1"));
+    let model = Model::start(2, |_| receipt());
+    let mut m = Mailproc::prepare(&config(&d, &model.url(), 2, ""));
+    m.spawn(&[]);
+    m.wait_ready();
+    let rows = m.wait_for(Duration::from_secs(20), "the first recorded", || {
+        let r = ok_rows(&m);
+        (r.len() == 1).then_some(r)
+    });
+    let id = rows[0]["id"].as_i64().unwrap();
+    m.kill();
+    d.seed("test", "INBOX", &msg("u2", "Order 2"));
+    m.spawn(&[("MAILPROC_FAILPOINTS", "record-decisions=error")]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(20), "the store failure", || {
+        m.log()
+            .contains("store: record_decisions: failpoint")
+            .then_some(())
+    });
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("the database cannot be written now"),
+        "{}",
+        r.text
+    );
+}
+
 #[test]
 fn shutdown_finishes_the_calls_in_hand_not_the_whole_batch() {
     let d = Dovecot::start();

@@ -660,13 +660,15 @@ impl Runner {
             let cmd = match self.w.commands.recv_timeout(left) {
                 Ok(Message::Command(c)) => Ok(c),
                 Ok(Message::Refile(r)) => {
-                    answer_unavailable(
-                        r,
-                        &format!(
-                            "{}: not connected to the IMAP server; try again later",
-                            self.name()
-                        ),
-                    );
+                    // The wait after a store failure keeps the session, but
+                    // the database must take the undo's record (it read "not
+                    // connected"; the host-failure audit).
+                    let why = if self.store_failed {
+                        "the database cannot be written now (the account waits to try again)"
+                    } else {
+                        "not connected to the IMAP server"
+                    };
+                    answer_unavailable(r, &format!("{}: {why}; try again later", self.name()));
                     continue;
                 }
                 Err(e) => Err(e),
