@@ -787,3 +787,32 @@ fn reconnect_cuts_a_login_the_server_never_answers() {
     );
     assert!(!m.log().contains("connection lost"), "{}", m.log());
 }
+
+/// Found by the hostile-server audit (stop 61): a server that greets with
+/// `* BYE` (it will not serve this connection) was logged as "Connection
+/// Lost"; its words are the error.
+#[test]
+fn a_bye_greeting_is_the_error_in_the_servers_words() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            let _ = c.write_all(b"* BYE too many connections from your address\r\n");
+        }
+    });
+    let m = Mailproc::start(&format!(
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n\
+         accounts:\n  - name: acct\n    imap: {{ host: 127.0.0.1, port: {port}, security: none, \
+         username: test, password: secret }}\n"
+    ));
+    let error = m.wait_for(Duration::from_secs(15), "the account's error", || {
+        m.get("/api/accounts").body["accounts"][0]["lastError"]
+            .as_str()
+            .map(str::to_string)
+    });
+    assert!(
+        error.contains("the server refused the connection: too many connections from your address"),
+        "{error}\n{}",
+        m.log()
+    );
+}

@@ -110,13 +110,13 @@ fn dial(
                 .map_err(|e| ImapError::Connect(format!("TLS handshake with {}: {e}", c.host)))?;
             let mut client = imap::Client::new(Stream::tls(s, control.clone()));
             client.max_response_bytes = response_cap(account);
-            client.read_greeting()?;
+            refused_greeting(&client.read_greeting()?)?;
             client
         }
         Security::None => {
             let mut client = imap::Client::new(Stream::plain(wrap(tcp), control.clone()));
             client.max_response_bytes = response_cap(account);
-            client.read_greeting()?;
+            refused_greeting(&client.read_greeting()?)?;
             client
         }
         Security::Starttls => {
@@ -332,6 +332,20 @@ fn keepalive(tcp: &TcpStream) {
     };
     if let Err(e) = set() {
         log::debug!("imap: TCP keepalive not set: {e}");
+    }
+}
+
+/// A greeting of `* BYE` (RFC 3501 §7.1.5: the server will not serve this
+/// connection) is the error, in the server's words: the login after it
+/// failed as "Connection Lost" (a hostile-server audit).
+fn refused_greeting(greeting: &[u8]) -> Result<(), ImapError> {
+    let text = String::from_utf8_lossy(greeting);
+    match text.get(..6) {
+        Some(bye) if bye.eq_ignore_ascii_case("* BYE ") => Err(ImapError::Connect(format!(
+            "the server refused the connection: {}",
+            crate::logging::clean_up_to(text[6..].trim_end(), 200)
+        ))),
+        _ => Ok(()),
     }
 }
 
