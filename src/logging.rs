@@ -48,6 +48,27 @@ pub const MAX_LINE_BYTES: usize = 2048;
 /// are long on purpose (every problem of a configuration) stay far below.
 pub const MAX_WRITTEN_BYTES: usize = 64 << 10;
 
+/// Room in a written line for what the logger puts before the message
+/// (time, level, target) and for the note of a cut's length.
+const WRITTEN_ROOM: usize = 512;
+
+/// The longest message written whole: with its line's prefix and a cut's
+/// note, the line stays within [`MAX_WRITTEN_BYTES`] (a message cut at
+/// exactly 64 KiB made a line of 65,590 bytes; an audit).
+const WRITTEN_MESSAGE_BYTES: usize = MAX_WRITTEN_BYTES - WRITTEN_ROOM;
+
+/// A message as it is written: URL credentials masked, and cut with its
+/// length noted when longer than [`WRITTEN_MESSAGE_BYTES`].
+fn written(message: String) -> String {
+    let mut message = crate::config::redact_text(&message);
+    if message.len() > WRITTEN_MESSAGE_BYTES {
+        let bytes = message.len();
+        message = clip(message, WRITTEN_MESSAGE_BYTES);
+        message.push_str(&format!(" ({bytes} bytes)"));
+    }
+    message
+}
+
 /// `s` cut to at most `max` bytes at a character boundary, marked with `…`.
 fn clip(s: String, max: usize) -> String {
     if s.len() <= max {
@@ -181,17 +202,11 @@ impl Log for Redacting {
             return;
         }
         let message = r.args().to_string();
-        let long = message.len() > MAX_WRITTEN_BYTES;
-        if !long && !message.contains("://") {
+        if message.len() <= WRITTEN_MESSAGE_BYTES && !message.contains("://") {
             self.inner.log(r);
             return;
         }
-        let mut message = crate::config::redact_text(&message);
-        if long {
-            let bytes = message.len();
-            message = clip(message, MAX_WRITTEN_BYTES);
-            message.push_str(&format!(" ({bytes} bytes)"));
-        }
+        let message = written(message);
         self.inner.log(
             &Record::builder()
                 .args(format_args!("{message}"))
@@ -476,6 +491,26 @@ mod tests {
         assert_eq!(priority(log::Level::Info), 6);
         assert_eq!(priority(log::Level::Debug), 7);
         assert_eq!(priority(log::Level::Trace), 7);
+    }
+
+    /// A written line, prefix and cut's note included, stays within 64 KiB
+    /// (a message cut at exactly 64 KiB made a line of 65,590 bytes).
+    #[test]
+    fn a_written_line_stays_within_its_bound() {
+        let long = written("é".repeat(40_000));
+        assert!(
+            long.ends_with("… (80000 bytes)"),
+            "{}",
+            &long[long.len() - 40..]
+        );
+        let prefix = "2026-12-01T00:00:00.000000000Z [WARN] ";
+        assert!(
+            prefix.len() + long.len() < MAX_WRITTEN_BYTES,
+            "{}",
+            long.len()
+        );
+        let short = "x".repeat(WRITTEN_MESSAGE_BYTES);
+        assert_eq!(written(short.clone()), short);
     }
 
     #[test]

@@ -348,17 +348,30 @@ fn framing_follows_rfc_9112_and_a_smuggled_request_is_never_answered() {
         ("GET health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400),
         ("get /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
         ("BREW /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
-        (
-            "BREW /api/stats?token=query-secret-1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-            501,
-        ),
     ] {
         let got = raw(port, head.as_bytes(), PATIENCE);
         assert_eq!(statuses(&got), vec![want], "{head:?}: {got}");
+        // A method not known closes the connection, as README says of
+        // each of these: a request after it on the same connection was
+        // answered (the README-numbers audit, stop 61).
+        if want == 501 {
+            let two = format!("{head}GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+            let got = raw(port, two.as_bytes(), PATIENCE);
+            assert_eq!(statuses(&got), vec![501], "{head:?}: {got}");
+            assert!(got.contains("Connection: close"), "{got}");
+        }
     }
     // A refusal is logged by its path, as a routed request is: the query
     // was written too, where a client may have put a token (an audit,
-    // stop 56).
+    // stop 56). (Past the second in which the 501s above were logged: a
+    // route's 5xx lines come at most one a second.)
+    std::thread::sleep(Duration::from_millis(1100));
+    let got = raw(
+        port,
+        b"BREW /api/stats?token=query-secret-1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        PATIENCE,
+    );
+    assert_eq!(statuses(&got), vec![501], "{got}");
     m.wait_for(Duration::from_secs(5), "the 501 logged", || {
         m.log().contains("BREW /api/stats -> 501").then_some(())
     });

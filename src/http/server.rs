@@ -281,12 +281,19 @@ fn handle(site: &dyn Site, metrics: &Metrics, mut request: tiny_http::Request) {
         // The path alone, as a routed request is logged: a refusal (a
         // 501 is logged as an error) wrote the query too, where a client
         // may have put a token (an audit).
-        Err(reply) => (
-            reply,
-            "invalid",
-            clean(request.method().as_str()),
-            clean(request.url().split('?').next().unwrap_or_default()),
-        ),
+        Err(reply) => {
+            // A method this server does not know closes the connection,
+            // as the framing's refusals do (README; it was kept open).
+            if reply.status == 501 {
+                request.close_after();
+            }
+            (
+                reply,
+                "invalid",
+                clean(request.method().as_str()),
+                clean(request.url().split('?').next().unwrap_or_default()),
+            )
+        }
     };
     let slot = match reply.stream {
         None => None,

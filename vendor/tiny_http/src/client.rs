@@ -333,6 +333,9 @@ impl Iterator for ClientConnection {
         // side is shut already).
         if self.abandoned.load(Ordering::SeqCst) {
             self.no_more_requests = true;
+            // Shut already for a body abandoned; not for an answer the
+            // application said is the last (`Request::close_after`).
+            (self.shutdown)(std::net::Shutdown::Write);
             self.linger();
             return None;
         }

@@ -610,14 +610,14 @@ fn serve(mut client: ClientConnection, messages: &MessagesQueue<Message>) {
     }
 }
 
-/// Answers a connection refused at the cap: a short `503` if the socket takes
-/// it at once (it never blocks the accept thread), then the close
-/// (mailproc patch).
 /// EMFILE or ENFILE: the process, or the system, has no descriptor left.
 fn out_of_descriptors(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(23 | 24))
 }
 
+/// Answers a connection refused at the cap: a short `503` if the socket takes
+/// it at once (it never blocks the accept thread), then the close
+/// (mailproc patch).
 fn refuse(sock: Connection) {
     use std::io::Write;
     if sock.set_nonblocking(true).is_ok() {

@@ -78,6 +78,10 @@ pub struct Request {
     /// is read, if at all, by the application): the answer says
     /// `Connection: close` (RFC 9112 §9.6).
     closes: bool,
+
+    /// mailproc patch: tells the connection to read no further request
+    /// (see [`Request::close_after`]).
+    no_more: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Whether the client said this is its last request on the connection
@@ -218,6 +222,7 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
+    let no_more = abandon.as_ref().map(|a| a.flag.clone());
     // mailproc patch: framing by RFC 9112 §6. Transfer codings are listed
     // across every `Transfer-Encoding` field; only `chunked`, alone, is
     // decoded, and it never stands beside `Content-Length`.
@@ -398,6 +403,7 @@ where
         handed: None,
         in_flight: None,
         closes,
+        no_more,
     })
 }
 
@@ -623,6 +629,16 @@ impl Request {
     }
 
     /// mailproc patch: see the `in_flight` field.
+    /// mailproc patch: the connection closes after this request's answer,
+    /// which says `Connection: close` (a method the application does not
+    /// know: what else the client sends is not read).
+    pub fn close_after(&mut self) {
+        self.closes = true;
+        if let Some(f) = &self.no_more {
+            f.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
     pub(crate) fn set_in_flight(&mut self, guard: crate::util::InFlight) {
         self.in_flight = Some(guard);
     }
