@@ -244,9 +244,10 @@ pub struct Handle {
     cut: AtomicBool,
     /// Where the last error is kept across restarts, once set.
     errors_kept_in: std::sync::OnceLock<Arc<crate::store::Store>>,
-    /// The outage of the worker this one replaces (a restart for a changed
-    /// configuration), so its end is told: a refused login mended by a new
-    /// password was followed by no `connection_restored` (an audit).
+    /// The outage the account is in: its worker's, or the one of the
+    /// worker this one replaces (a restart for a changed configuration),
+    /// so its end is told: a refused login mended by a new password was
+    /// followed by no `connection_restored` (an audit).
     inherited_outage: Mutex<Option<String>>,
 }
 
@@ -277,22 +278,28 @@ impl Handle {
         (h, rx)
     }
 
-    /// The outage `old` was in when this handle replaced it: away from its
-    /// server with an error, or with the outage it inherited itself and
-    /// had not yet seen end (replaced again before its own login had an
-    /// answer, its status held no error: two quick changes lost the
-    /// `connection_restored`; a regression audit).
+    /// The outage `old` was in when this handle replaced it (a restart
+    /// for a changed configuration), whose end this one tells: the outage
+    /// its worker said it was in, or the one it inherited and had not yet
+    /// seen end (replaced again before its own login had an answer: two
+    /// quick changes lost the `connection_restored`; a regression audit).
+    /// Only an outage: a store failure's error is none (it was carried as
+    /// one, and a restart during its back-off sent a `connection_restored`
+    /// no `connection_lost` had opened; the second regression audit).
     pub fn inherit_outage(&self, old: &Handle) {
-        let s = old.status();
-        if !s.connected {
-            let carried = old.inherited_outage.lock().clone();
-            *self.inherited_outage.lock() = s.last_error.or(carried);
-        }
+        *self.inherited_outage.lock() = old.inherited_outage.lock().clone();
     }
 
-    /// The outage inherited, kept until [`Handle::outage_ended`].
+    /// The outage the account is in (inherited, or said by its worker),
+    /// until [`Handle::outage_ended`].
     pub fn inherited_outage(&self) -> Option<String> {
         self.inherited_outage.lock().clone()
+    }
+
+    /// The worker is in an outage (away from its server, or its login
+    /// refused), which a replacing handle inherits.
+    pub fn set_outage(&self, outage: Option<String>) {
+        *self.inherited_outage.lock() = outage;
     }
 
     /// The worker told the end of its outage: nothing is carried on.

@@ -211,6 +211,55 @@ fn an_undo_while_the_store_fails_says_the_database_is_why() {
     );
 }
 
+/// Found by the second regression audit (stop 61): a configuration change
+/// while the account waited out a store failure carried the store's error
+/// to the restarted account as an outage, and it sent a
+/// `connection_restored` that no `connection_lost` had opened (a store
+/// failure is no outage).
+#[test]
+fn a_restart_during_a_store_failure_tells_no_restored_connection() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg("r1", "Order 1"));
+    let model = Model::start(2, |_| receipt());
+    let (port, got) = receiver();
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\n\
+         webhooks: [ {{ url: \"http://127.0.0.1:{port}/h\", events: [error, connection_lost, connection_restored] }} ]\n"
+    );
+    let yaml = format!("{}{hooks}", config(&d, &model.url(), 2, ""));
+    let mut m =
+        Mailproc::start_with_env(&yaml, &[("MAILPROC_FAILPOINTS", "record-decisions=error")]);
+    m.wait_for(Duration::from_secs(20), "the store failure", || {
+        m.log()
+            .contains("store: record_decisions: failpoint")
+            .then_some(())
+    });
+    m.write_config(&yaml.replace("poll_interval: 300s", "poll_interval: 200s"));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(20), "the restart", || {
+        m.log()
+            .contains("acct: account changed; restarted")
+            .then_some(())
+    });
+    // The restarted account connects and fails at the store again.
+    m.wait_for(Duration::from_secs(20), "its own store failure", || {
+        let after = m
+            .log()
+            .split("acct: account changed; restarted")
+            .nth(1)?
+            .to_string();
+        after
+            .contains("store: record_decisions: failpoint")
+            .then_some(())
+    });
+    let kinds: Vec<String> = bodies(&got)
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .collect();
+    assert!(kinds.iter().all(|k| k == "error"), "{kinds:?}\n{}", m.log());
+    assert!(!m.log().contains("connection restored"), "{}", m.log());
+}
+
 #[test]
 fn shutdown_finishes_the_calls_in_hand_not_the_whole_batch() {
     let d = Dovecot::start();

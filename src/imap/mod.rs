@@ -576,6 +576,7 @@ impl Runner {
                         );
                         // An outage, whose end is told (connection_restored).
                         outage.get_or_insert_with(|| msg.clone());
+                        self.w.handle.set_outage(outage.clone());
                         self.w.handle.set_state(State::Error);
                         self.w.handle.set_error(Some(msg.clone()));
                         self.count_error("login");
@@ -632,6 +633,7 @@ impl Runner {
         self.count_error("connection");
         if outage.is_none() {
             *outage = Some(e.to_string());
+            self.w.handle.set_outage(outage.clone());
             let host = &self.w.account.imap;
             self.emit(Event::ConnectionLost {
                 error: e,
