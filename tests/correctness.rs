@@ -174,6 +174,45 @@ fn a_store_failure_before_the_journal_does_not_ask_the_model_again() {
     assert!(moved.iter().all(|x| x.mailbox == "Receipts"), "{moved:?}");
 }
 
+/// The second regression audit (stop 61): an answer the allow-lists
+/// refuse (a folder not allowed) is a failure, not a decision, and it was
+/// not kept: each retry after a store failure asked the model again.
+#[test]
+fn a_store_failure_keeps_a_refused_answer_too() {
+    let d = Dovecot::start();
+    let msgs: Vec<Vec<u8>> = (0..2)
+        .map(|i| msg(&format!("k{i}"), &format!("Order {i}")))
+        .collect();
+    d.seed_many("test", "INBOX", &msgs);
+    let model = Model::start(2, |_| {
+        answer(
+            json!([{ "type": "move", "folder": "Elsewhere" }]),
+            "not an allowed folder",
+        )
+    });
+    let m = Mailproc::start_with_env(
+        &config(&d, &model.url(), 2, "").replace("retry_delay: 1s", "retry_delay: 1h"),
+        &[("MAILPROC_FAILPOINTS", "record-outcomes=error-once")],
+    );
+    let rows = m.wait_for(Duration::from_secs(30), "both recorded as failed", || {
+        let rows = m.get("/api/activity?pageSize=10").body["entries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        (rows.len() == 2 && rows.iter().all(|r| r["status"] == "retrying")).then_some(rows)
+    });
+    assert!(
+        m.log().contains("store: record_outcomes: failpoint"),
+        "{}",
+        m.log()
+    );
+    assert!(
+        rows[0]["error"].as_str().unwrap().contains("Elsewhere"),
+        "{rows:?}"
+    );
+    assert_eq!(model.count(), 2, "{}", m.log());
+}
+
 /// Found by the host-failure audit (stop 61): an undo asked while the
 /// account waited out a store failure was told "not connected to the IMAP
 /// server", though the session was kept; it is told the database is why.

@@ -330,7 +330,7 @@ struct Runner {
     /// retry ask the model about the whole group again, the answers thrown
     /// away: 494 calls for 100 messages; the host-failure audit). Emptied
     /// by a pass that goes through; at most [`model::UNRECORDED_ANSWERS`].
-    unrecorded_answers: HashMap<model::MessageKey, (crate::classify::Classification, Duration)>,
+    unrecorded_answers: HashMap<model::MessageKey, state::Kept>,
 }
 
 impl Runner {

@@ -14,7 +14,7 @@ use crossbeam_channel::{Receiver, Select};
 
 use super::flow::Flow;
 use super::session::{Caps, Folders, Session};
-use super::state::{next_group, Item, Window};
+use super::state::{next_group, Item, Kept, Window};
 use super::window::Folder;
 use super::{ImapError, Runner};
 use crate::classify::{Classification, ClassifyError, Email, Job};
@@ -57,7 +57,7 @@ impl Runner {
     /// broken session, after the decisions are journalled.
     /// Keeps the model's answers a store failure kept from the journal,
     /// for the pass after the back-off (see `Runner::unrecorded_answers`).
-    fn keep_unrecorded(&mut self, answers: Vec<(MessageKey, (Classification, Duration))>) {
+    fn keep_unrecorded(&mut self, answers: Vec<(MessageKey, Kept)>) {
         for (key, answer) in answers {
             if self.unrecorded_answers.len() >= UNRECORDED_ANSWERS {
                 break;
@@ -124,9 +124,9 @@ impl Runner {
                 let answers: Vec<_> = items
                     .iter()
                     .filter_map(|it| {
-                        let (c, took) = it.unjournalled_decision()?;
+                        let kept = it.kept()?;
                         let key = (it.meta.mailbox.clone(), it.meta.uidvalidity, it.meta.uid);
-                        Some((key, (c.clone(), took)))
+                        Some((key, kept))
                     })
                     .collect();
                 if let Err(e) = self.finish(s, caps, folders, f, w, items, false) {
@@ -281,9 +281,9 @@ impl Runner {
                 }
             };
             let key = (it.meta.mailbox.clone(), it.meta.uidvalidity, it.meta.uid);
-            if let (Some(_), Some((c, took))) = (&email, self.unrecorded_answers.remove(&key)) {
+            if let (Some(_), Some(kept)) = (&email, self.unrecorded_answers.remove(&key)) {
                 // Answered before the store failed: not asked again.
-                it.answered(Ok(c), took);
+                it.take_kept(kept);
                 flow.settled(it, now);
                 continue;
             }

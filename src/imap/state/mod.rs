@@ -23,6 +23,16 @@ pub(super) const MODEL_GROUP: usize = 100;
 /// makes a group of its own.
 pub(super) const MODEL_GROUP_BYTES: u64 = 32 << 20;
 
+/// The model's answer to a message, or its failure, that a store failure
+/// kept from the record: taken by the attempt after the back-off instead of
+/// asking again (an answer refused for a folder not allowed was asked
+/// again at every retry; the second regression audit).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Kept {
+    Answer(Classification, Duration),
+    Failed(Failure),
+}
+
 /// Why a message of a batch was not finished this time.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Failure {
@@ -271,17 +281,28 @@ impl Item {
         )
     }
 
-    /// The decision made in this run, not yet journalled: what a store
-    /// failure before the journal would otherwise throw away.
-    pub(super) fn unjournalled_decision(&self) -> Option<(&Classification, Duration)> {
-        match self.decided_state() {
-            Some(Decided {
+    /// What this run made of it and has not journalled: what a store
+    /// failure would otherwise throw away (see [`Kept`]).
+    pub(super) fn kept(&self) -> Option<Kept> {
+        match &self.state {
+            State::Decided(Decided {
                 decision,
                 source: Source::Now,
                 took,
                 journalled: false,
-            }) => Some((decision, *took)),
+            }) => Some(Kept::Answer(decision.clone(), *took)),
+            State::Failed(f) => Some(Kept::Failed(f.clone())),
             _ => None,
+        }
+    }
+
+    /// Takes what an earlier attempt made of it (see [`Kept`]) instead of
+    /// an answer (asked only).
+    pub(super) fn take_kept(&mut self, k: Kept) {
+        match k {
+            Kept::Answer(c, took) => self.answered(Ok(c), took),
+            Kept::Failed(f) if self.state == State::Asked => self.state = State::Failed(f),
+            Kept::Failed(_) => {}
         }
     }
 
