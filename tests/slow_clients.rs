@@ -576,6 +576,19 @@ fn out_of_file_descriptors_the_waiting_are_answered_and_the_log_is_paced() {
         m.log()
     );
     drop(held);
+    // Counted as refused, as a refusal at the cap is (a regression audit
+    // found 482 such 503s and the counter at 1).
+    let statuses_503 = answers.iter().filter(|(s, _)| *s == 503).count() as f64;
+    let refused = m.wait_for(Duration::from_secs(15), "the metrics", || {
+        let r = m.get("/metrics");
+        (r.status == 200).then(|| {
+            metric(
+                &r.text,
+                "mailproc_http_connections_closed_total{reason=\"refused\"}",
+            )
+        })
+    });
+    assert!(refused >= statuses_503, "{refused} < {statuses_503}");
     // Descriptors back: served as before.
     let deadline = Instant::now() + Duration::from_secs(15);
     while health(port).0 != 200 {

@@ -109,8 +109,9 @@ fn worker(server: &Server, site: &dyn Site, metrics: &Metrics, stopping: &Atomic
                         n => format!(" ({n} more since the last line)"),
                     };
                     let what = if matches!(e.raw_os_error(), Some(23 | 24)) {
-                        "; the connection waiting is closed and one waiting for its request \
-                         is shed (raise the service's LimitNOFILE)"
+                        "; the connection waiting is answered 503 and closed, and one \
+                         waiting for its request head, if any, is closed to free a descriptor \
+                         (raise the service's LimitNOFILE)"
                     } else {
                         ""
                     };

@@ -486,6 +486,7 @@ impl Server {
                         if out_of_descriptors(&e) {
                             drop(reserve.take());
                             if let Ok((sock, _)) = server.accept() {
+                                table.stats.count_refused();
                                 refuse(sock);
                             }
                             table.shed_for_descriptors();

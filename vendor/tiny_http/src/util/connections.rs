@@ -60,9 +60,15 @@ impl ConnectionStats {
         self.open.load(Ordering::Relaxed)
     }
 
-    /// Connections refused at the cap (`503` and closed) since the start.
+    /// Connections refused at the cap, or out of file descriptors (`503`
+    /// and closed), since the start.
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+
+    /// One more refused (out of file descriptors: see the accept loop).
+    pub(crate) fn count_refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Connections closed to make room for a new one: each had been waiting
