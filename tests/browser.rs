@@ -334,6 +334,13 @@ fn the_operators_loop_in_a_real_browser() {
     look(&b, &axe, "activity", &mut found);
     let summary = in_row(&b, "Invoice 1001", "details.correct summary");
     b.click_el(&summary);
+    // The open panel fits the table too, at the widths above the cards
+    // (the second regression audit found Undo and the folder list cut
+    // off at 1,440 px).
+    for w in [1201, 1440] {
+        b.resize(w, 900);
+        cut_tables(&b, "activity, Correct open", w, &mut found);
+    }
     let undo = in_row(&b, "Invoice 1001", "form[action$='/undo'] button");
     b.click_el(&undo);
     b.wait(WAIT, "the undo's notice", |b| {

@@ -152,6 +152,19 @@ pub fn time_iso(iso: &str) -> Markup {
     html! { time datetime=(iso) title=(iso) { (shown) } }
 }
 
+/// [`time_iso`] that may break between its date and its clock, never
+/// inside either (a narrow column broke `2026-12-` from `01`).
+pub fn time_iso_breaking(iso: &str) -> Markup {
+    if iso.len() < 19 {
+        return time_iso(iso);
+    }
+    html! {
+        time datetime=(iso) title=(iso) {
+            span.nowrap { (&iso[..10]) } " " span.nowrap { (&iso[11..19]) " UTC" }
+        }
+    }
+}
+
 pub fn time_ms(ms: i64) -> Markup {
     time_iso(&iso_ms(ms))
 }
