@@ -210,6 +210,17 @@ fn config_with_port(port: u16) -> String {
     )
 }
 
+/// A receiver of `error` and `connection_restored`, and the configuration
+/// that sends them to it.
+fn restored_hooks() -> (String, common::hooks::Received) {
+    let (port, got) = common::hooks::receiver();
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.0/8\"] }}\n\
+         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/hook\", events: [error, connection_restored] }}\n"
+    );
+    (hooks, got)
+}
+
 /// Found by an audit of the log (stop 60): a refused login mended (a new
 /// password through a reload, or the server's fixed and a reconnect) was
 /// followed by "connected" alone: no "connection restored" and no
@@ -218,11 +229,7 @@ fn config_with_port(port: u16) -> String {
 #[test]
 fn a_refused_login_mended_is_told_as_restored() {
     let d = Dovecot::start();
-    let (port, got) = common::hooks::receiver();
-    let hooks = format!(
-        "webhook_settings: {{ allow_private: [\"127.0.0.0/8\"] }}\n\
-         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/hook\", events: [error, connection_restored] }}\n"
-    );
+    let (hooks, got) = restored_hooks();
     let mut m = Mailproc::start(&format!("{}{hooks}", config(&d, "wrong")));
     m.wait_for(Duration::from_secs(15), "the refused login", || {
         (common::hooks::events(&got, "error") == 1).then_some(())
@@ -251,11 +258,7 @@ fn a_refused_login_is_told_restored_across_two_quick_restarts() {
     let d = Dovecot::start();
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_port = silent.local_addr().unwrap().port();
-    let (port, got) = common::hooks::receiver();
-    let hooks = format!(
-        "webhook_settings: {{ allow_private: [\"127.0.0.0/8\"] }}\n\
-         webhooks:\n  - {{ url: \"http://127.0.0.1:{port}/hook\", events: [error, connection_restored] }}\n"
-    );
+    let (hooks, got) = restored_hooks();
     let mut m = Mailproc::start(&format!("{}{hooks}", config(&d, "wrong")));
     m.wait_for(Duration::from_secs(15), "the refused login", || {
         (common::hooks::events(&got, "error") == 1).then_some(())

@@ -26,6 +26,17 @@ fn config(d: &Dovecot, url: &str, concurrency: u32, extra: &str) -> String {
     )
 }
 
+/// A receiver of `error` and the `connection_*` events, and the
+/// configuration that sends them to it.
+fn outage_hooks() -> (String, common::hooks::Received) {
+    let (port, got) = receiver();
+    let hooks = format!(
+        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\n\
+         webhooks: [ {{ url: \"http://127.0.0.1:{port}/h\", events: [error, connection_lost, connection_restored] }} ]\n"
+    );
+    (hooks, got)
+}
+
 fn receipt() -> Reply {
     answer(
         json!([{ "type": "move", "folder": "Receipts" }]),
@@ -82,11 +93,7 @@ fn a_store_failure_is_not_a_lost_connection() {
     let d = Dovecot::start();
     d.seed("test", "INBOX", &msg("s1", "Order 1"));
     let model = Model::start(2, |_| receipt());
-    let (port, got) = receiver();
-    let hooks = format!(
-        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\n\
-         webhooks: [ {{ url: \"http://127.0.0.1:{port}/h\", events: [error, connection_lost, connection_restored] }} ]\n"
-    );
+    let (hooks, got) = outage_hooks();
     let m = Mailproc::start_with_env(
         &format!("{}{hooks}", config(&d, &model.url(), 2, "")),
         &[("MAILPROC_FAILPOINTS", "record-outcomes=error-once")],
@@ -260,11 +267,7 @@ fn a_restart_during_a_store_failure_tells_no_restored_connection() {
     let d = Dovecot::start();
     d.seed("test", "INBOX", &msg("r1", "Order 1"));
     let model = Model::start(2, |_| receipt());
-    let (port, got) = receiver();
-    let hooks = format!(
-        "webhook_settings: {{ allow_private: [\"127.0.0.1/32\"] }}\n\
-         webhooks: [ {{ url: \"http://127.0.0.1:{port}/h\", events: [error, connection_lost, connection_restored] }} ]\n"
-    );
+    let (hooks, got) = outage_hooks();
     let yaml = format!("{}{hooks}", config(&d, &model.url(), 2, ""));
     let mut m =
         Mailproc::start_with_env(&yaml, &[("MAILPROC_FAILPOINTS", "record-decisions=error")]);
