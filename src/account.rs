@@ -248,7 +248,7 @@ pub struct Handle {
     /// worker this one replaces (a restart for a changed configuration),
     /// so its end is told: a refused login mended by a new password was
     /// followed by no `connection_restored` (an audit).
-    inherited_outage: Mutex<Option<String>>,
+    outage: Mutex<Option<String>>,
 }
 
 impl Handle {
@@ -273,7 +273,7 @@ impl Handle {
             shutting_down: AtomicBool::new(false),
             cut: AtomicBool::new(false),
             errors_kept_in: std::sync::OnceLock::new(),
-            inherited_outage: Mutex::new(None),
+            outage: Mutex::new(None),
         });
         (h, rx)
     }
@@ -287,24 +287,19 @@ impl Handle {
     /// one, and a restart during its back-off sent a `connection_restored`
     /// no `connection_lost` had opened; the second regression audit).
     pub fn inherit_outage(&self, old: &Handle) {
-        *self.inherited_outage.lock() = old.inherited_outage.lock().clone();
+        *self.outage.lock() = old.outage.lock().clone();
     }
 
-    /// The outage the account is in (inherited, or said by its worker),
-    /// until [`Handle::outage_ended`].
-    pub fn inherited_outage(&self) -> Option<String> {
-        self.inherited_outage.lock().clone()
+    /// The outage the account is in (inherited, or said by its worker).
+    pub fn outage(&self) -> Option<String> {
+        self.outage.lock().clone()
     }
 
     /// The worker is in an outage (away from its server, or its login
-    /// refused), which a replacing handle inherits.
+    /// refused), which a replacing handle inherits; `None` once its end
+    /// is told.
     pub fn set_outage(&self, outage: Option<String>) {
-        *self.inherited_outage.lock() = outage;
-    }
-
-    /// The worker told the end of its outage: nothing is carried on.
-    pub fn outage_ended(&self) {
-        *self.inherited_outage.lock() = None;
+        *self.outage.lock() = outage;
     }
 
     pub fn status(&self) -> Status {

@@ -243,7 +243,7 @@ pub fn table(
                             @let at = format!("entry:{}", e.id);
                             @let flash = if controls { s.flash_for(&at) } else { None };
                             tr {
-                                td.when data-label="Time" { (layout::time_iso_breaking(&e.timestamp)) }
+                                td.when data-label="Time" { (time_iso(&e.timestamp)) }
                                 td.account data-label="Account" { (e.account) }
                                 td.clip dir="auto" data-label="From" title=[shortened(&e.from).1] { (shortened(&e.from).0) }
                                 td.clip dir="auto" data-label="Subject" { a href=(detail(e.id)) title=[shortened(&e.subject).1] {

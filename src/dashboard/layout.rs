@@ -142,21 +142,12 @@ pub fn notice(kind: &str, text: &str) -> Markup {
 }
 
 /// `2026-11-22 23:20:36 UTC`, with the exact ISO text in `title` and
-/// `datetime`.
+/// `datetime`. A narrow column may break it between its date and its
+/// clock, never inside either (`2026-12-` was broken from `01`); a
+/// `nowrap` cell keeps it on one line.
 pub fn time_iso(iso: &str) -> Markup {
-    let shown = if iso.len() >= 19 {
-        format!("{} {} UTC", &iso[..10], &iso[11..19])
-    } else {
-        iso.to_string()
-    };
-    html! { time datetime=(iso) title=(iso) { (shown) } }
-}
-
-/// [`time_iso`] that may break between its date and its clock, never
-/// inside either (a narrow column broke `2026-12-` from `01`).
-pub fn time_iso_breaking(iso: &str) -> Markup {
-    if iso.len() < 19 {
-        return time_iso(iso);
+    if iso.len() < 19 || !iso.is_char_boundary(10) || !iso.is_char_boundary(19) {
+        return html! { time datetime=(iso) title=(iso) { (iso) } };
     }
     html! {
         time datetime=(iso) title=(iso) {

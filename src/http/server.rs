@@ -108,7 +108,7 @@ fn worker(server: &Server, site: &dyn Site, metrics: &Metrics, stopping: &Atomic
                         0 => String::new(),
                         n => format!(" ({n} more since the last line)"),
                     };
-                    let what = if matches!(e.raw_os_error(), Some(23 | 24)) {
+                    let what = if tiny_http::out_of_descriptors(&e) {
                         "; the connection waiting is answered 503 and closed, and one \
                          waiting for its request head, if any, is closed to free a descriptor \
                          (raise the service's LimitNOFILE)"

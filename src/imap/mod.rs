@@ -437,7 +437,7 @@ impl Runner {
     /// Connects, serves and reconnects until shutdown.
     fn run(&mut self) {
         let mut backoff = RECONNECT;
-        let mut outage: Option<String> = self.w.handle.inherited_outage();
+        let mut outage: Option<String> = self.w.handle.outage();
         let mut refused = false;
         loop {
             if self.w.handle.is_shutting_down() {
@@ -466,7 +466,7 @@ impl Runner {
                         self.w.handle.set_waker(Some(wake));
                         self.renew_at = self.tokens.as_ref().and_then(|t| t.renew_at());
                         self.token_backoff.reset();
-                        self.w.handle.outage_ended();
+                        self.w.handle.set_outage(None);
                         if let Some(err) = outage.take() {
                             log::info!("{}: connection restored", self.name());
                             self.emit(Event::ConnectionRestored {

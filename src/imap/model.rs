@@ -43,6 +43,17 @@ struct Asked {
 }
 
 impl Runner {
+    /// Keeps the model's answers a store failure kept from the journal,
+    /// for the pass after the back-off (see `Runner::unrecorded_answers`).
+    fn keep_unrecorded(&mut self, answers: Vec<(MessageKey, Kept)>) {
+        for (key, answer) in answers {
+            if self.unrecorded_answers.len() >= UNRECORDED_ANSWERS {
+                break;
+            }
+            self.unrecorded_answers.insert(key, answer);
+        }
+    }
+
     /// Asks the model about `to_model` and acts on its answers as they
     /// come. Returns whether every message was asked; `false` when
     /// shutdown, a pause, a command or an undo request stopped it (the
@@ -55,17 +66,6 @@ impl Runner {
     /// `imap.idle_interval` without a command, a NOOP keeps it in use. A
     /// NOOP that fails is not retried; the actions that follow find the
     /// broken session, after the decisions are journalled.
-    /// Keeps the model's answers a store failure kept from the journal,
-    /// for the pass after the back-off (see `Runner::unrecorded_answers`).
-    fn keep_unrecorded(&mut self, answers: Vec<(MessageKey, Kept)>) {
-        for (key, answer) in answers {
-            if self.unrecorded_answers.len() >= UNRECORDED_ANSWERS {
-                break;
-            }
-            self.unrecorded_answers.insert(key, answer);
-        }
-    }
-
     pub(super) fn ask_model(
         &mut self,
         s: &mut Session,

@@ -73,11 +73,11 @@ impl Runner {
             log::info!("{}: every watched folder read again", self.name());
             self.w.handle.set_error(None);
         }
-        // Its failure was an ERROR line; its end is told too (it was not:
-        // /health alone turned healthy again; an audit).
         // Any left were of messages no longer new (gone, or recorded by
         // their journal).
         self.unrecorded_answers.clear();
+        // Its failure was an ERROR line; its end is told too (it was not:
+        // /health alone turned healthy again; an audit).
         if std::mem::take(&mut self.store_failed) {
             log::info!(
                 "{}: the database answers again; processing goes on",

@@ -320,10 +320,11 @@ impl Runner {
         // what it leaves out is a failure of the server's, not gone (a
         // hostile-server audit saw the watermark pass such messages with
         // no row). An unsolicited FETCH of flags carries no header.
+        let asked: std::collections::HashSet<u32> = uids.iter().copied().collect();
         let stray_header = fetched
             .fetched
             .iter()
-            .any(|f| f.header().is_some() && f.uid.is_none_or(|u| !uids.contains(&u)));
+            .any(|f| f.header().is_some() && f.uid.is_none_or(|u| !asked.contains(&u)));
         for f in fetched.fetched.iter() {
             if let (Some(uid), None) = (f.uid, f.header()) {
                 headless.insert(uid);

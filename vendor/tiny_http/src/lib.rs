@@ -611,8 +611,9 @@ fn serve(mut client: ClientConnection, messages: &MessagesQueue<Message>) {
     }
 }
 
-/// EMFILE or ENFILE: the process, or the system, has no descriptor left.
-fn out_of_descriptors(e: &std::io::Error) -> bool {
+/// EMFILE or ENFILE: the process, or the system, has no descriptor left
+/// (mailproc patch; the application says so in its log).
+pub fn out_of_descriptors(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(23 | 24))
 }
 

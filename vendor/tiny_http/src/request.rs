@@ -628,7 +628,6 @@ impl Request {
         })
     }
 
-    /// mailproc patch: see the `in_flight` field.
     /// mailproc patch: the connection closes after this request's answer,
     /// which says `Connection: close` (a method the application does not
     /// know: what else the client sends is not read).
@@ -639,6 +638,7 @@ impl Request {
         }
     }
 
+    /// mailproc patch: see the `in_flight` field.
     pub(crate) fn set_in_flight(&mut self, guard: crate::util::InFlight) {
         self.in_flight = Some(guard);
     }

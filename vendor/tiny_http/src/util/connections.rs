@@ -45,6 +45,21 @@ const LEAVING_PER_CAP: usize = 4;
 /// [`ConnectionTable::shed_for_descriptors`]).
 const FD_LEAVING: usize = 8;
 
+/// The connections alive by client address, and how many shed ones are on
+/// their way out (they no longer count against a cap).
+fn census(entries: &BTreeMap<u64, Entry>) -> (HashMap<Option<IpAddr>, usize>, usize) {
+    let mut per_ip: HashMap<Option<IpAddr>, usize> = HashMap::new();
+    let mut leaving = 0;
+    for e in entries.values() {
+        if e.shed {
+            leaving += 1;
+        } else {
+            *per_ip.entry(e.ip).or_default() += 1;
+        }
+    }
+    (per_ip, leaving)
+}
+
 /// Counters of the connection bounds, shared with the application.
 #[derive(Debug, Default)]
 pub struct ConnectionStats {
@@ -427,15 +442,7 @@ impl ConnectionTable {
         // its client still sends for up to 2 s, so the bound is several
         // caps, not one: at one, slow bodies shed for a health check left
         // the check a 503 on a loaded machine.)
-        let mut per_ip: HashMap<Option<IpAddr>, usize> = HashMap::new();
-        let mut leaving = 0;
-        for e in entries.values() {
-            if e.shed {
-                leaving += 1;
-            } else {
-                *per_ip.entry(e.ip).or_default() += 1;
-            }
-        }
+        let (per_ip, leaving) = census(&entries);
         let alive: usize = per_ip.values().sum();
         let mine = per_ip.get(&ip).copied().unwrap_or(0);
         let at_address_cap = self.per_address != 0 && ip.is_some() && mine >= self.per_address;
@@ -460,15 +467,7 @@ impl ConnectionTable {
     /// them all). `false`: none shed.
     pub(crate) fn shed_for_descriptors(&self) -> bool {
         let mut entries = self.lock();
-        let mut per_ip: HashMap<Option<IpAddr>, usize> = HashMap::new();
-        let mut leaving = 0;
-        for e in entries.values() {
-            if e.shed {
-                leaving += 1;
-            } else {
-                *per_ip.entry(e.ip).or_default() += 1;
-            }
-        }
+        let (per_ip, leaving) = census(&entries);
         if leaving >= FD_LEAVING {
             return false;
         }
