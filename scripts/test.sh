@@ -98,6 +98,10 @@ if ((!$#)); then
     # parsers, vendor/imap/PATCHES.md).
     say "cargo test --locked -p imap --lib"
     cargo_locked test --locked -p imap --lib
+    # Their documentation's examples, so an example that no longer compiles
+    # is noticed (tiny_http's `as_reader` one named a crate long gone).
+    say "cargo test --locked -p tiny_http -p imap --doc"
+    cargo_locked test --locked -p tiny_http -p imap --doc
 fi
 
 if (($#)); then

@@ -8,62 +8,17 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::attacks::{self, raise_nofile, status_field};
 use common::mailproc::Mailproc;
 
 /// The default of `server.max_connections`.
 const CAP: usize = 256;
 const CROWD: usize = 2000;
 
-/// A line of /proc/PID/status, in its unit (threads: count; VmRSS: KiB).
-fn status_field(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{field} not in /proc/{pid}/status"))
-}
-
-/// The crowd needs more sockets than a default soft limit of 1024.
-fn raise_nofile(need: u64) {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
-    assert!(
-        hard >= need,
-        "this test opens {need} sockets; the hard RLIMIT_NOFILE is {hard}: raise it (ulimit -Hn)"
-    );
-    if soft < need {
-        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
-    }
-}
-
-/// GET /health on a fresh connection: the status (0 for none) and how long
-/// the answer took.
+/// GET /health on a fresh connection, waiting up to 10 s (a liveness
+/// check: the latency is reported by the callers).
 fn health(port: u16) -> (u16, Duration) {
-    health_over(TcpStream::connect(("127.0.0.1", port)))
-}
-
-fn health_over(stream: std::io::Result<TcpStream>) -> (u16, Duration) {
-    let started = Instant::now();
-    let Ok(mut s) = stream else {
-        return (0, started.elapsed());
-    };
-    // Generous: this is a liveness check, the latency is reported below.
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
-        return (0, started.elapsed());
-    }
-    let mut got = String::new();
-    let _ = s.read_to_string(&mut got);
-    let status = got
-        .strip_prefix("HTTP/1.1 ")
-        .and_then(|r| r.get(..3))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, started.elapsed())
+    attacks::health(port, Duration::from_secs(10))
 }
 
 fn metric(text: &str, name: &str) -> f64 {
@@ -353,7 +308,8 @@ fn a_flood_of_reset_connections_from_one_address_keeps_the_listener() {
         let mut status = 0;
         for _ in 0..10 {
             tries += 1;
-            status = health_over(common::attacks::connect_from(port, 0, 2)).0;
+            status =
+                attacks::health_over(attacks::connect_from(port, 0, 2), Duration::from_secs(10)).0;
             if status != 0 {
                 break;
             }

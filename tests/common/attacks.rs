@@ -290,8 +290,16 @@ pub fn half_heads(port: u16, n: usize) -> Attack {
 /// GET /health on a fresh connection: the status (0 for none within
 /// `limit`) and how long the answer took.
 pub fn health(port: u16, limit: Duration) -> (u16, Duration) {
+    health_over(
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), limit),
+        limit,
+    )
+}
+
+/// [`health`] over a connection already made (or not: status 0).
+pub fn health_over(stream: std::io::Result<TcpStream>, limit: Duration) -> (u16, Duration) {
     let started = Instant::now();
-    let Ok(mut s) = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), limit) else {
+    let Ok(mut s) = stream else {
         return (0, started.elapsed());
     };
     s.set_read_timeout(Some(limit)).unwrap();
@@ -313,14 +321,16 @@ pub fn health(port: u16, limit: Duration) -> (u16, Duration) {
 }
 
 /// A line of /proc/PID/status, in its unit (threads: count; VmRSS: KiB).
+/// Panics when the process is gone: a dead service has no small RSS.
 pub fn status_field(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e} (has the service died?)"));
     status
         .lines()
         .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .unwrap_or_else(|| panic!("{field} not in /proc/{pid}/status"))
 }
 
 /// Thousands of sockets need more than a default soft limit of 1024.

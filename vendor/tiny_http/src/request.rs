@@ -464,21 +464,16 @@ impl Request {
     /// # Example
     ///
     /// ```no_run
-    /// # extern crate rustc_serialize;
-    /// # extern crate tiny_http;
-    /// # use rustc_serialize::json::Json;
     /// # use std::io::Read;
     /// # fn get_content_type(_: &tiny_http::Request) -> &'static str { "" }
-    /// # fn main() {
     /// # let server = tiny_http::Server::http("0.0.0.0:0").unwrap();
     /// let mut request = server.recv().unwrap();
     ///
-    /// if get_content_type(&request) == "application/json" {
+    /// if get_content_type(&request) == "text/plain" {
     ///     let mut content = String::new();
     ///     request.as_reader().read_to_string(&mut content).unwrap();
-    ///     let json: Json = content.parse().unwrap();
+    ///     println!("{content}");
     /// }
-    /// # }
     /// ```
     ///
     /// If the client sent a `Expect: 100-continue` header with the request, calling this
