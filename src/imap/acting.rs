@@ -401,7 +401,7 @@ impl Runner {
             digests.extend(content_digests(s, uids, *size)?);
         }
         // The destination's messages of each size looked for.
-        let mut of_size: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut of_size: HashMap<(u32, i64), Vec<u32>> = HashMap::new();
         let mut found: Copied = Vec::new();
         match folders.examine(s, folder) {
             Ok(_) => {
@@ -437,9 +437,9 @@ impl Runner {
                         if !digests.contains_key(u) {
                             continue;
                         }
-                        match of_size.entry(stamp.0) {
+                        match of_size.entry(*stamp) {
                             Entry::Occupied(e) => e.get().clone(),
-                            Entry::Vacant(e) => e.insert(of_exact_size(s, stamp.0)?).clone(),
+                            Entry::Vacant(e) => e.insert(of_size_and_date(s, *stamp)?).clone(),
                         }
                     } else if many.left.contains(*id) {
                         let Ok(query) = search_message_id(id, caps) else {
@@ -544,7 +544,7 @@ impl Runner {
     /// Takes already copied messages out of `mailbox`: `\Deleted`, then
     /// `UID EXPUNGE` of just those (UIDPLUS; without it they stay marked, as
     /// after a COPY).
-    fn take_out(
+    pub(super) fn take_out(
         &mut self,
         s: &mut Session,
         caps: &Caps,
@@ -570,12 +570,38 @@ impl Runner {
     }
 }
 
-/// The UIDs of the selected folder's messages of exactly `size` octets.
-fn of_exact_size(s: &mut Session, size: u32) -> Result<Vec<u32>, ImapError> {
-    let query = match size {
+/// The UIDs of the selected folder's messages that may be the copy of one
+/// of `size` octets (RFC822.SIZE) received at `date` (INTERNALDATE, Unix
+/// seconds): those of exactly that size; when there are none, those of at
+/// least half of it from the days around `date`. Courier's `SEARCH
+/// LARGER`/`SMALLER` compare the size of the file it stores, with bare LF
+/// line ends, where RFC822.SIZE counts CRLF (a message of n octets is
+/// stored in n less its line count, at least n/2): searched exactly, no
+/// copy was ever found there, and a message with no Message-ID was copied
+/// a second time (an audit). The caller keeps only the hits whose own
+/// RFC822.SIZE and INTERNALDATE are the message's.
+fn of_size_and_date(s: &mut Session, (size, date): (u32, i64)) -> Result<Vec<u32>, ImapError> {
+    let exact = match size {
         0 => "SMALLER 1".to_string(),
         n => format!("LARGER {} SMALLER {}", n - 1, u64::from(n) + 1),
     };
+    let hits = search_or_none(s, exact)?;
+    if !hits.is_empty() || size < 2 {
+        return Ok(hits);
+    }
+    let day = 86_400;
+    let wide = format!(
+        "LARGER {} SMALLER {size} SINCE {} BEFORE {}",
+        (size / 2).saturating_sub(1),
+        search_date(date - day),
+        search_date(date + 2 * day)
+    );
+    search_or_none(s, wide)
+}
+
+/// `UID SEARCH`, its refusal taken as no hits (a broken session is the
+/// error).
+fn search_or_none(s: &mut Session, query: String) -> Result<Vec<u32>, ImapError> {
     match s.uid_search(query) {
         Ok(hits) => Ok(hits.into_iter().collect()),
         Err(e) => {
@@ -583,6 +609,24 @@ fn of_exact_size(s: &mut Session, size: u32) -> Result<Vec<u32>, ImapError> {
             Ok(Vec::new())
         }
     }
+}
+
+/// An IMAP search date (`21-Nov-2026`, RFC 3501 `date`) of Unix seconds,
+/// in UTC (the days around it are searched: a server compares in its own
+/// zone).
+fn search_date(unix: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let d = time::OffsetDateTime::from_unix_timestamp(unix)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+        .date();
+    format!(
+        "{}-{}-{}",
+        d.day(),
+        MONTHS[usize::from(u8::from(d.month())) - 1],
+        d.year()
+    )
 }
 
 /// Messages up to this size are known by all of their bytes, larger ones
@@ -622,4 +666,18 @@ fn content_digests(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search_date;
+
+    #[test]
+    fn search_dates_are_rfc_3501_dates_in_utc() {
+        assert_eq!(search_date(0), "1-Jan-1970");
+        // 2026-11-30 23:59:59 UTC and a second later.
+        assert_eq!(search_date(1_796_083_199), "30-Nov-2026");
+        assert_eq!(search_date(1_796_083_200), "1-Dec-2026");
+        assert_eq!(search_date(-86_400), "31-Dec-1969");
+    }
 }

@@ -204,6 +204,7 @@ pub(super) fn move_set(
             ))
         }
     };
+    crate::failpoint::hit("after-copy");
     // Only what was copied is taken out of `from`.
     let copied: Vec<u32> = if landed.exact {
         set.iter()

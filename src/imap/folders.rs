@@ -148,8 +148,13 @@ impl Folders {
         tell_warnings(&self.account, s, name);
     }
 
-    /// `CREATE name`; the folder counts as existing for the rest of the
-    /// session once made, or once the server says it already exists.
+    /// `CREATE name`, then `SUBSCRIBE name`; the folder counts as existing
+    /// for the rest of the session once made, or once the server says it
+    /// already exists. Subscribed because clients that show subscribed
+    /// folders only (Roundcube's default, Thunderbird's option) showed none
+    /// of the folders mail was sorted into on Courier and Cyrus, which
+    /// subscribe nothing themselves (an audit): to the user the mail was
+    /// gone. A refused SUBSCRIBE is a warning; the folder is made.
     pub(super) fn create(&self, s: &mut Session, name: &str) -> imap::Result<()> {
         let r = s.create(self.wire(name));
         let there = match &r {
@@ -159,6 +164,19 @@ impl Folders {
         };
         if there {
             self.created.lock().insert(self.server(name));
+        }
+        if r.is_ok() {
+            match s.subscribe(self.wire(name)) {
+                Ok(()) => {}
+                Err(imap::Error::No(imap::error::No { information, .. }))
+                | Err(imap::Error::Bad(imap::error::Bad { information, .. })) => log::warn!(
+                    "{}: SUBSCRIBE {} refused (clients that show subscribed folders only will \
+                     not show it): {information}",
+                    self.account,
+                    self.describe(name),
+                ),
+                Err(e) => return Err(e),
+            }
         }
         r
     }

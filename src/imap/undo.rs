@@ -427,14 +427,6 @@ impl Runner {
                     continue;
                 }
             };
-            let query = match search_message_id(&t.message_id, caps) {
-                Ok(q) => q,
-                Err(e) => {
-                    log::warn!("{}: undo of activity {id} not finished: {e}", self.name());
-                    let _ = self.w.store.end_undo(id);
-                    continue;
-                }
-            };
             let mb = match folders.select(s, &t.mailbox) {
                 Ok(mb) => mb,
                 Err(e) => {
@@ -452,8 +444,18 @@ impl Runner {
                 Ok(Some((v, last))) if v == uidvalidity => last,
                 _ => 0,
             };
-            let back = match query.run(s) {
-                Ok(found) => found.into_iter().filter(|u| *u > seen).max(),
+            // By its Message-ID; a message with none (or one no search can
+            // carry) by reading what came since the watermark: such an
+            // undo was dropped, and the pass sorted the message away again
+            // (an audit, on Cyrus and Courier).
+            let found = match search_message_id(&t.message_id, caps) {
+                Ok(query) => query
+                    .run(s)
+                    .map(|found| found.into_iter().filter(|u| *u > seen).max()),
+                Err(_) => newest_holding(s, &t, seen),
+            };
+            let back = match found {
+                Ok(back) => back,
                 Err(e) => {
                     log::warn!(
                         "{}: undo of activity {id}: {}",
@@ -489,9 +491,102 @@ impl Runner {
                 self.name(),
                 t.mailbox
             );
+            self.take_out_left_original(s, caps, folders, &t)?;
         }
         Ok(())
     }
+
+    /// After an undo finished by [`finish_undos`](Self::finish_undos): on a
+    /// server without MOVE the undo was a COPY back, then `\Deleted` and
+    /// `UID EXPUNGE` of the original, and an interruption after the COPY
+    /// left the message in both folders (an audit, on Courier). The
+    /// original, still at its recorded UID and still the entry's message,
+    /// is taken out as the move back would have.
+    fn take_out_left_original(
+        &mut self,
+        s: &mut Session,
+        caps: &Caps,
+        folders: &Folders,
+        t: &UndoTarget,
+    ) -> Result<(), ImapError> {
+        let (Some(dest), Some(uid)) = (t.dest_folder.as_deref(), t.dest_uid) else {
+            return Ok(());
+        };
+        let name = self.name().to_string();
+        let left = |e: &dyn std::fmt::Display| {
+            log::warn!(
+                "{name}: undo of activity {}: looking for the original left in {dest:?}: {e}",
+                t.id
+            )
+        };
+        if let Err(e) = folders.select(s, dest) {
+            left(&session_fatal(e)?);
+            return Ok(());
+        }
+        let fetched = match s.uid_fetch(uid.to_string(), super::learn_query()) {
+            Ok(f) => f,
+            Err(e) => {
+                left(&session_fatal(e)?);
+                return Ok(());
+            }
+        };
+        let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
+            return Ok(());
+        };
+        let Some(header) = f.header() else {
+            return Ok(());
+        };
+        if !holds_the_entrys(t, Some(&super::learn_email(header, f.text()))) {
+            return Ok(());
+        }
+        match self.take_out(s, caps, dest, &[uid])? {
+            Ok(()) => log::info!(
+                "{}: activity {}: the original left in {dest:?} by the interrupted undo \
+                 (UID {uid}) taken out",
+                self.name(),
+                t.id
+            ),
+            Err(e) => left(&e),
+        }
+        Ok(())
+    }
+}
+
+/// The most messages past the watermark an interrupted undo reads the
+/// header of, the newest first, to find a message it cannot search for.
+const BACK_SCAN_MAX: usize = 2_000;
+
+/// The newest message past `seen` in the selected folder that holds `t`'s
+/// message ([`holds_the_entrys`], its header read): how an interrupted
+/// undo of a message with no Message-ID finds it back.
+fn newest_holding(s: &mut Session, t: &UndoTarget, seen: u32) -> imap::Result<Option<u32>> {
+    // `n:*` names the highest UID even when it is below n.
+    let mut since: Vec<u32> = s
+        .uid_search(format!("UID {}:*", seen.saturating_add(1)))?
+        .into_iter()
+        .filter(|u| *u > seen)
+        .collect();
+    since.sort_unstable();
+    let newest = &since[since.len().saturating_sub(BACK_SCAN_MAX)..];
+    let query = format!(
+        "(UID BODY.PEEK[HEADER.FIELDS ({})]<0.{}>)",
+        crate::learn::HEADER_FIELDS.join(" "),
+        super::headers::HEADER_CAP
+    );
+    for piece in newest.rchunks(200) {
+        let fetched = s.uid_fetch(uid_set(piece), &query)?;
+        let hit = fetched
+            .iter()
+            .filter_map(|f| {
+                let e = super::learn_email(f.header()?, None);
+                holds_the_entrys(t, Some(&e)).then_some(f.uid?)
+            })
+            .max();
+        if hit.is_some() {
+            return Ok(hit);
+        }
+    }
+    Ok(None)
 }
 
 /// Sets exactly the flags the message had before it was moved (what undo

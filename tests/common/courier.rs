@@ -374,7 +374,15 @@ impl ImapServer for Courier {
         let Some(mut shell) = self.shell.take() else {
             return;
         };
-        let tree = process_tree(shell.id());
+        let mut tree = process_tree(shell.id());
+        // libgamin's `gam_server`, started by an imapd of a session that
+        // ended, is reparented to init and not in the tree: each Courier
+        // left one running (an audit). It is in the namespace still.
+        for pid in in_mount_namespace_of(shell.id()) {
+            if !tree.contains(&pid) {
+                tree.push(pid);
+            }
+        }
         stop_tree(&tree, Duration::from_secs(10));
         let _ = shell.wait();
         wait_ports_closed(&[self.imap_port, self.imaps_port], Duration::from_secs(10));
@@ -396,6 +404,25 @@ impl ImapServer for Courier {
     fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join("courier.log")).unwrap_or_default()
     }
+}
+
+/// The processes in `pid`'s mount namespace, when that is not this
+/// process's own (the server's `unshare --mount`): none otherwise.
+fn in_mount_namespace_of(pid: u32) -> Vec<u32> {
+    let ns = |p: &str| fs::read_link(format!("/proc/{p}/ns/mnt")).ok();
+    let Some(theirs) = ns(&pid.to_string()) else {
+        return Vec::new();
+    };
+    if ns("self").as_ref() == Some(&theirs) {
+        return Vec::new();
+    }
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|p| ns(&p.to_string()).as_ref() == Some(&theirs))
+        .collect()
 }
 
 impl Drop for Courier {
