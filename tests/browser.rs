@@ -452,6 +452,15 @@ fn the_operators_loop_in_a_real_browser() {
     b.wait(WAIT, "the rule's problems", |b| b.exists("#rule-problems"));
     let focused = b.run("return document.activeElement.id;", vec![]);
     assert_eq!(focused, "rule-problems");
+    // The field a problem names is marked and described by them (the
+    // accessibility audit: Tab through Name, From and To to find it).
+    let marked = b.run(
+        "const s = document.querySelector('#subject'), n = document.querySelector('#name'); \
+         return [s.getAttribute('aria-invalid'), s.getAttribute('aria-describedby'), \
+         n.getAttribute('aria-invalid')].join(',');",
+        vec![],
+    );
+    assert_eq!(marked, "true,rule-problems,", "{marked}");
     look(&b, &axe, "rule-error", &mut found);
 
     // ---- the other pages ---------------------------------------------------

@@ -161,6 +161,15 @@ fn login_logout_expiry_and_no_open_redirect() {
         "{}",
         r.text
     );
+    // ...and described by the refusal, which a screen reader did not read
+    // (on the page at load, it is no change to announce: the
+    // accessibility audit).
+    assert!(
+        r.text.contains("aria-describedby=\"login-error\"")
+            && r.text.contains("id=\"login-error\""),
+        "{}",
+        r.text
+    );
 
     // next: only a path on this site.
     for evil in [
@@ -405,6 +414,16 @@ fn pages_show_processed_mail_escaped() {
     assert!(
         t.contains("b-failed") && t.contains(&format!("action=\"/activity/{failed_id}/retry\"")),
         "{t}"
+    );
+    // Named for its message to a screen reader: a page of failures read
+    // "Retry, Retry, Retry" (the accessibility audit).
+    let named = t
+        .split_once("Retry<span class=\"sr\"> ")
+        .and_then(|(_, rest)| rest.split_once("</span>"))
+        .map(|(name, _)| name);
+    assert!(
+        named.is_some_and(|n| n.contains("explode")),
+        "{named:?}: {t}"
     );
     let failed_page = b.get("/failed").text;
     assert!(failed_page.contains("please explode"));
@@ -1031,6 +1050,13 @@ fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
         // One button has the focus: the one pressed (the regression audit
         // found Pause and "Process now" both after a resume).
         assert_eq!(page.matches(" autofocus").count(), 1, "{control}: {page}");
+        // It names the notice as its description, so a screen reader
+        // reads the answer with the button (the accessibility audit).
+        assert!(
+            page.contains(" autofocus aria-describedby=\"acct-notice\"")
+                && page.contains("id=\"acct-notice\""),
+            "{control}: {page}"
+        );
     }
 }
 

@@ -9,13 +9,17 @@ use maud::{html, Markup};
 
 use super::flash::Flash;
 use super::forms::fields;
-use super::layout::{self, actions_text, badge, notice, time_ms};
+use super::layout::{self, actions_text, badge, time_ms};
 use super::{html, Session};
 use crate::account::Status;
 use crate::config::{self, format_duration, AccountConfig, Backlog};
 use crate::http::{Reply, Req};
 use crate::service::Ctx;
 use crate::webhook::{TestOutcome, SSRF_MESSAGE};
+
+/// The id of the notice an account's controls left (one account's a page:
+/// the one pressed).
+const NOTICE: &str = "acct-notice";
 
 /// Pause or resume, reconnect and process: one small form each, posting
 /// back to `back` once done. The notice of the last of them shows here, and
@@ -31,7 +35,8 @@ pub fn controls(s: &Session, name: &str, st: Option<&Status>, back: &str) -> Mar
             form.inline method="post" action={ (base) "/" (cmd) } {
                 input type="hidden" name="_csrf" value=(s.csrf);
                 input type="hidden" name="back" value=(back);
-                button type="submit" aria-label={ (label) " " (name) } autofocus[pressed] { (label) }
+                button type="submit" aria-label={ (label) " " (name) } autofocus[pressed]
+                    aria-describedby=[pressed.then_some(NOTICE)] { (label) }
             }
         }
     };
@@ -41,7 +46,7 @@ pub fn controls(s: &Session, name: &str, st: Option<&Status>, back: &str) -> Mar
     let pause_or_resume = focus.starts_with("Paused") || focus.starts_with("Resumed");
     let reconnect = focus.starts_with("Reconnect");
     html! {
-        @if let Some(f) = flash { (layout::flash_notice(f, false)) }
+        @if let Some(f) = flash { (layout::flash_notice(f, false, Some(NOTICE))) }
         div.controls {
             @if paused { (button("resume", "Resume", pause_or_resume)) }
             @else { (button("pause", "Pause", pause_or_resume)) }
@@ -389,9 +394,10 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
                 // The result right above the button, which has the focus:
                 // the browser scrolls both into view.
                 @if let Some(t) = &test {
-                    (notice(if t.ok { "ok" } else { "error" }, &t.text))
+                    (layout::notice_with_id(if t.ok { "ok" } else { "error" }, &t.text, Some("test-notice")))
                 }
-                button type="submit" autofocus[test.is_some()] { "Test Webhook" }
+                button type="submit" autofocus[test.is_some()]
+                    aria-describedby=[test.as_ref().map(|_| "test-notice")] { "Test Webhook" }
             }
         }
     };
@@ -530,12 +536,14 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
             // to the link that follows the run instead. The link's query
             // changes with each page: a link that differs from the page
             // only by its fragment scrolls instead of loading it again.
+            @let told = flash.map(|_| "train-notice");
             @if running { p { a href={ (base) "?checked=" (crate::timestamp::now_ms()) "#h-learned" }
-                autofocus[flash.is_some()] { "Check again" } } }
-            @if let Some(f) = flash { (layout::flash_notice(f, false)) }
+                autofocus[flash.is_some()] aria-describedby=[told] { "Check again" } } }
+            @if let Some(f) = flash { (layout::flash_notice(f, false, told)) }
             form.inline method="post" action={ (base) "/train" } {
                 input type="hidden" name="_csrf" value=(s.csrf);
                 button type="submit" disabled[running] autofocus[flash.is_some() && !running]
+                    aria-describedby=[told.filter(|_| !running)]
                     aria-label={ "Train " (a.name) } { "Train" }
             }
         }

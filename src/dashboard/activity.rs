@@ -172,6 +172,7 @@ fn corrections(
         && e.undone_at.is_none();
     let folders = targets(a, e);
     let select_id = format!("move-{}", e.id);
+    let told = focus.then(|| layout::entry_notice_id(e.id));
     let rule_url = format!(
         "/config/rule?{}",
         url::form_urlencoded::Serializer::new(String::new())
@@ -185,7 +186,9 @@ fn corrections(
                 form.inline method="post" action={ "/activity/" (e.id) "/undo" } {
                     input type="hidden" name="_csrf" value=(csrf);
                     input type="hidden" name="back" value=(back);
-                    button type="submit" autofocus[focus] { "Undo: put back in " (e.mailbox) }
+                    button type="submit" autofocus[focus] aria-describedby=[told.as_deref()] {
+                        "Undo: put back in " (e.mailbox)
+                    }
                 }
             }
             @if !folders.is_empty() {
@@ -199,7 +202,8 @@ fn corrections(
                         option value="" disabled selected { "choose a folder" }
                         @for f in &folders { option value=(f) { (f) } }
                     }
-                    button type="submit" autofocus[focus && !undo] { "Move" }
+                    button type="submit" autofocus[focus && !undo]
+                        aria-describedby=[told.as_deref().filter(|_| !undo)] { "Move" }
                 }
             }
             a href=(rule_url) { "Make a rule from this" }
@@ -260,7 +264,7 @@ pub fn table(
                                             .then(|| correctable(ctx, e, &loaded))
                                             .flatten();
                                         @let alone = e.status != store::Status::Failed && correct.is_none();
-                                        @if let Some(f) = flash { (layout::flash_notice(f, alone)) }
+                                        @if let Some(f) = flash { (layout::flash_notice(f, alone, Some(&layout::entry_notice_id(e.id)))) }
                                         @if e.status == store::Status::Failed {
                                             (retry_or_why(e, &loaded, &s.csrf, back, flash.is_some()))
                                         } @else if let Some(a) = correct {
@@ -291,17 +295,23 @@ fn retry_or_why(
     focus: bool,
 ) -> Markup {
     if loaded.config.accounts.iter().any(|a| a.name == e.account) {
-        return retry_button(e.id, csrf, back, focus);
+        return retry_button(e.id, &e.subject, csrf, back, focus);
     }
     html! { span.muted { "Its account is no longer configured." } }
 }
 
-pub fn retry_button(id: i64, csrf: &str, back: &str, focus: bool) -> Markup {
+/// Retry for entry `id`, named for its `subject` to a screen reader (a
+/// page of failures read "Retry, Retry, Retry": an audit).
+pub fn retry_button(id: i64, subject: &str, csrf: &str, back: &str, focus: bool) -> Markup {
+    let told = focus.then(|| layout::entry_notice_id(id));
     html! {
         form.inline method="post" action={ "/activity/" (id) "/retry" } {
             input type="hidden" name="_csrf" value=(csrf);
             input type="hidden" name="back" value=(back);
-            button type="submit" autofocus[focus] { "Retry" }
+            button type="submit" autofocus[focus] aria-describedby=[told] {
+                "Retry"
+                span.sr { " " @if subject.trim().is_empty() { "(no subject)" } @else { (shortened(subject).0) } }
+            }
         }
     }
 }
@@ -569,7 +579,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
                 .then(|| correctable(ctx, &e, &loaded))
                 .flatten();
             @let alone = e.status != store::Status::Failed && correct.is_none();
-            @if let Some(f) = flash { (layout::flash_notice(f, alone)) }
+            @if let Some(f) = flash { (layout::flash_notice(f, alone, Some(&layout::entry_notice_id(e.id)))) }
             @if e.status == store::Status::Failed {
                 (retry_or_why(&e, &loaded, &s.csrf, &here, flash.is_some()))
             } @else if let Some(a) = correct {

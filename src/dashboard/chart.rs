@@ -61,7 +61,15 @@ fn nice_max(n: u64) -> u64 {
 
 /// `rows`: (day since the epoch, series key, count); `today`: the last day;
 /// `id` tells this chart's elements from another's on the page.
-pub fn render(id: &str, series: &Series, rows: &[(i64, String, u64)], today: i64) -> Markup {
+/// `name` tells a screen reader which chart a "The chart's numbers"
+/// disclosure belongs to (two read alike: an audit).
+pub fn render(
+    id: &str,
+    name: &str,
+    series: &Series,
+    rows: &[(i64, String, u64)],
+    today: i64,
+) -> Markup {
     let first = today - DAYS + 1;
     let keys: Vec<&str> = series.iter().map(|(k, _)| *k).collect();
     fn label_of<'a>(series: &'a Series, k: &'a str) -> &'a str {
@@ -168,7 +176,7 @@ pub fn render(id: &str, series: &Series, rows: &[(i64, String, u64)], today: i64
             }
         }
         details.chart-data {
-            summary { "The chart's numbers" }
+            summary { "The chart's numbers" span.sr { ": " (name) } }
             div.scroll {
                 table {
                     thead { tr { th scope="col" { "Day (UTC)" }
@@ -228,7 +236,7 @@ mod tests {
     #[test]
     fn the_axis_labels_sit_on_their_lines() {
         let day = |n| vec![(100, "move".to_string(), n)];
-        let svg = |n| render("t", &KINDS, &day(n), 100).into_string();
+        let svg = |n| render("t", "test", &KINDS, &day(n), 100).into_string();
         // A bound of 1 or 5 has no whole middle: no middle tick.
         assert_eq!(
             axis(&svg(1)),
@@ -247,7 +255,7 @@ mod tests {
             )
         );
         // Nothing at all: the bound is 1.
-        let empty = render("t", &KINDS, &[], 100).into_string();
+        let empty = render("t", "test", &KINDS, &[], 100).into_string();
         assert_eq!(axis(&empty).0, vec!["1".to_string(), "0".into()]);
     }
 
@@ -258,7 +266,7 @@ mod tests {
             (100, "read".into(), 2),
             (50, "flag".into(), 9),
         ];
-        let svg = render("t", &KINDS, &rows, 100).into_string();
+        let svg = render("t", "test", &KINDS, &rows, 100).into_string();
         assert_eq!(svg.matches("class=\"bar c-move\"").count(), 1);
         assert_eq!(svg.matches("class=\"bar c-read\"").count(), 1);
         assert!(!svg.contains("bar c-flag"), "day 50 is outside the window");

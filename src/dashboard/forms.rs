@@ -223,7 +223,7 @@ fn login_form(
         "Log in",
         html! {
             @if let Some(i) = info { (notice("info", i)) }
-            @if let Some(e) = error { (notice("error", e)) }
+            @if let Some(e) = error { (layout::notice_with_id("error", e, Some("login-error"))) }
             form.stack method="post" action="/login" {
                 input type="hidden" name="next" value=(next);
                 @if unsent { input type="hidden" name="unsent" value="1"; }
@@ -236,7 +236,8 @@ fn login_form(
                 label for="password" { "Password" }
                 input #password name="password" type="password" required
                     autocomplete="current-password" autofocus[error.is_some()]
-                    aria-invalid=[error.map(|_| "true")];
+                    aria-invalid=[error.map(|_| "true")]
+                    aria-describedby=[error.map(|_| "login-error")];
                 button type="submit" { "Log in" }
             }
             p.hint { "Forgot the password? Reset it on the server with "

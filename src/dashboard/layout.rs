@@ -68,7 +68,7 @@ pub fn page(title: &str, current: &str, s: &Session, body: Markup) -> Markup {
                 main id="main" {
                     h1 { (title) }
                     @if let Some(f) = s.flash_left() {
-                        (flash_notice(f, true))
+                        (flash_notice(f, true, None))
                     }
                     (body)
                 }
@@ -114,20 +114,24 @@ fn logo() -> Markup {
 /// `focus` it takes the focus itself: where the control that was used is
 /// gone from the page (a retried message is no longer failed; a saved rule
 /// comes back to its account's page), the keyboard and a screen reader
-/// start at the answer instead of the top of the page.
-pub fn flash_notice(f: &super::flash::Flash, focus: bool) -> Markup {
+/// start at the answer instead of the top of the page. Without `focus`
+/// the control given the focus instead names the notice's `id` in its
+/// `aria-describedby`: a notice already on the page when it loads is not
+/// announced, and a screen reader said only the control's name (after
+/// Undo, "Move, button": an audit).
+pub fn flash_notice(f: &super::flash::Flash, focus: bool, id: Option<&str>) -> Markup {
     let tabindex = focus.then_some("-1");
     if f.ok {
         html! {
-            p.notice.ok role="status" tabindex=[tabindex] autofocus[focus] { (f.text) }
+            p.notice.ok id=[id] role="status" tabindex=[tabindex] autofocus[focus] { (f.text) }
         }
     } else if f.warning {
         html! {
-            p.notice.warning role="status" tabindex=[tabindex] autofocus[focus] { (f.text) }
+            p.notice.warning id=[id] role="status" tabindex=[tabindex] autofocus[focus] { (f.text) }
         }
     } else {
         html! {
-            div.notice.error role="alert" tabindex=[tabindex] autofocus[focus] {
+            div.notice.error id=[id] role="alert" tabindex=[tabindex] autofocus[focus] {
                 (super::words::error_markup(&f.text))
             }
         }
@@ -136,9 +140,21 @@ pub fn flash_notice(f: &super::flash::Flash, focus: bool) -> Markup {
 
 /// An error or notice box.
 pub fn notice(kind: &str, text: &str) -> Markup {
+    notice_with_id(kind, text, None)
+}
+
+/// [`notice`] with an `id`, for the control that has the focus to name in
+/// its `aria-describedby` (see [`flash_notice`]).
+pub fn notice_with_id(kind: &str, text: &str, id: Option<&str>) -> Markup {
     html! {
-        p class={ "notice " (kind) } role=(if kind == "error" { "alert" } else { "status" }) { (text) }
+        p class={ "notice " (kind) } id=[id] role=(if kind == "error" { "alert" } else { "status" }) { (text) }
     }
+}
+
+/// The id of the notice a form post left beside activity entry `id`'s
+/// controls.
+pub fn entry_notice_id(id: i64) -> String {
+    format!("notice-{id}")
 }
 
 /// `2026-11-22 23:20:36 UTC`, with the exact ISO text in `title` and

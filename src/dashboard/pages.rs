@@ -238,11 +238,11 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
         }
         section aria-labelledby="h-chart-who" {
             h2 #h-chart-who { "Mail by who decided, last 30 days" }
-            (chart::render("who", &chart::WHO, &by_whom, today))
+            (chart::render("who", "mail by who decided", &chart::WHO, &by_whom, today))
         }
         section aria-labelledby="h-chart" {
             h2 #h-chart { "Actions by type, last 30 days" }
-            (chart::render("type", &chart::KINDS, &per_day, today))
+            (chart::render("type", "actions by type", &chart::KINDS, &per_day, today))
         }
         section aria-labelledby="h-latest" {
             h2 #h-latest { "Latest activity" }

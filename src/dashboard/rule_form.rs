@@ -306,10 +306,16 @@ fn rule_form(
         format!("New rule for {}", a.name)
     };
     let allows = |k: crate::actions::ActionKind| a.allowed_actions.contains(&k);
+    // A field a problem names (`Subject: not a valid pattern…`) is marked
+    // invalid and described by the problems: a keyboard user was told of
+    // the Subject and had to find it (an audit).
+    let named = |label: &str| problems.iter().any(|p| p.starts_with(&format!("{label}:")));
     let text_field = |id: &str, label: &str, value: &str, hint: &str| {
+        let bad = named(label);
         html! {
             label for=(id) { (label) " " span.hint { (hint) } }
-            input id=(id) name=(id) type="text" value=(value) spellcheck="false";
+            input id=(id) name=(id) type="text" value=(value) spellcheck="false"
+                aria-invalid=[bad.then_some("true")] aria-describedby=[bad.then_some("rule-problems")];
         }
     };
     let body = html! {
