@@ -255,6 +255,25 @@ fn an_undo_while_the_store_fails_says_the_database_is_why() {
         "{}",
         r.text
     );
+    // The session lost since, the account is not connected: that is why,
+    // whatever the database does (it read "the database" until a pass
+    // went through: stop 62's regression audit).
+    let mut d = d;
+    d.stop();
+    m.wait_for(Duration::from_secs(30), "the session lost", || {
+        (m.get("/health").body["accounts"]["acct"] == "disconnected").then_some(())
+    });
+    let r = m.post(&format!("/api/activity/{id}/undo"), "");
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("not connected to the IMAP server"),
+        "{}\n{}",
+        r.text,
+        m.log()
+    );
 }
 
 /// Found by the second regression audit (stop 61): a configuration change

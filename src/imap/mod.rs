@@ -324,6 +324,10 @@ struct Runner {
     /// A pass failed for the store since the last one that went through:
     /// the next that does says the store is back (see `pass`).
     store_failed: bool,
+    /// The account waits out a store failure with its session kept: what
+    /// an undo asked meanwhile is told (the session lost later is "not
+    /// connected", the database well again or not: the regression audit).
+    store_waiting: bool,
     /// The model's answers whose journal the store could not write, by
     /// message (folder, UIDVALIDITY, UID): the pass after the store's
     /// back-off takes them instead of asking again (a full disk made every
@@ -359,6 +363,7 @@ impl Runner {
             found: 0,
             failure_lines: Default::default(),
             store_failed: false,
+            store_waiting: false,
             unrecorded_answers: HashMap::new(),
         }
     }
@@ -424,7 +429,10 @@ impl Runner {
                         error: &msg,
                         details: &format!("trying again in {wait:?}; the IMAP session is kept"),
                     });
-                    if !self.sleep_for_commands(wait) {
+                    self.store_waiting = true;
+                    let go_on = self.sleep_for_commands(wait);
+                    self.store_waiting = false;
+                    if !go_on {
                         return Ok(Exit::Shutdown);
                     }
                     self.w.handle.set_error(None);
@@ -665,7 +673,7 @@ impl Runner {
                     // The wait after a store failure keeps the session, but
                     // the database must take the undo's record (it read "not
                     // connected"; the host-failure audit).
-                    let why = if self.store_failed {
+                    let why = if self.store_waiting {
                         "the database cannot be written now (the account waits to try again)"
                     } else {
                         "not connected to the IMAP server"

@@ -228,12 +228,15 @@ pub fn warnings(c: &Config) -> Vec<String> {
                     ));
                 }
             }
-            // Shown in records, webhooks and the rule form's URL, which
-            // trims it: such a rule could not be edited there (an audit).
+            // Shown in records, webhooks and logs as written, where the
+            // white space or control character cannot be seen; the rule
+            // form saves it under its name trimmed (it said the form could
+            // not edit it, which the form since can: a regression audit).
             if r.name.trim() != r.name || r.name.chars().any(char::is_control) {
                 w.push(format!(
                     "{rat}.name: {:?} begins or ends with white space or holds a control \
-                     character, so the dashboard's rule form cannot edit it; rename it",
+                     character, which records, webhooks and logs show unseen (the dashboard's \
+                     rule form saves it under its name trimmed); rename it",
                     r.name
                 ));
             }
