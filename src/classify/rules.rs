@@ -30,7 +30,11 @@ impl Rules {
                 s.as_deref()
                     .map(|s| {
                         Regex::new(s).map_err(|e| {
-                            format!("rule {:?}: when.{key}: invalid regex: {e}", r.name)
+                            format!(
+                                "rule {:?}: when.{key}: invalid regex: {}",
+                                r.name,
+                                crate::config::pattern_problem(s, &e)
+                            )
                         })
                     })
                     .transpose()

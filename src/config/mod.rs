@@ -21,6 +21,7 @@
 pub(crate) mod bounded;
 mod comments;
 mod env;
+mod pattern;
 mod policy;
 mod redact;
 mod schema;
@@ -33,6 +34,7 @@ mod write;
 pub use comments::keep_comments;
 pub use env::substitute;
 use env::{as_written, substitute_tree};
+pub use pattern::pattern_problem;
 pub use policy::{outgoing_urls, unmask};
 pub use redact::{
     holds_literal_secret, masked_secret, masks_unencoded, redact_text, redact_url, redacted_json,

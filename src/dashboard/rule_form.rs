@@ -197,7 +197,10 @@ impl RuleForm {
         // Told with the rest, not after them: each condition is a pattern.
         for (_, label, v, _) in self.conditions().into_iter().filter(|c| c.3) {
             if let Err(e) = regex::Regex::new(v) {
-                out.push(format!("{label}: not a valid pattern: {e}"));
+                out.push(format!(
+                    "{label}: not a valid pattern: {}",
+                    config::pattern_problem(v, &e)
+                ));
             }
         }
         let acts = !self.move_to.is_empty()

@@ -675,7 +675,10 @@ pub fn validate(c: &Config) -> Vec<String> {
             ] {
                 if let Some(re) = re {
                     if let Err(e) = regex::Regex::new(re) {
-                        p.push(format!("{rat}.when.{key}: invalid regex: {e}"));
+                        p.push(format!(
+                            "{rat}.when.{key}: invalid regex: {}",
+                            super::pattern_problem(re, &e)
+                        ));
                     }
                 }
             }
