@@ -1673,16 +1673,16 @@ impl<T: Read + Write> Connection<T> {
                     Ok((..)) => None,
                     // Whole, yet short of a response: malformed, as below.
                     // mailproc patch: said so; "no explanation given" read
-                    // as if the server had said BYE (an audit).
-                    _ => Some(Err((
-                        Status::Bye,
-                        Some(
+                    // as if the server had said BYE (an audit), and so did
+                    // "Bye Response: " before these words (a regression
+                    // audit): an `InvalidData` I/O error, as the framing's.
+                    _ => {
+                        break Err(Error::Io(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
                             "the server sent a response that is not valid IMAP; the session \
-                             cannot go on after it"
-                                .to_string(),
-                        ),
-                        None,
-                    ))),
+                             cannot go on after it",
+                        )))
+                    }
                 }
             };
 
