@@ -187,6 +187,60 @@ fn a_put_with_if_match_of_an_earlier_version_is_refused_412() {
     assert!(file(&m).contains("log_level: info"), "{}", file(&m));
 }
 
+/// Found by the churn audit (stop 62): a change writes the file, then
+/// runs it, and a `GET /api/config` between the two answered the
+/// configuration running (the old one) with the new file's `ETag`. A `PUT`
+/// made from that answer with that tag was taken, and undid the change
+/// without a 412. The tag is now of the configuration the answer is
+/// made from; so is the editor's page.
+#[test]
+fn a_read_between_a_change_written_and_run_is_tagged_with_what_it_shows() {
+    let mut m = with_user(CONFIG);
+    m.kill();
+    m.spawn(&[("MAILPROC_FAILPOINTS", "config-written=pause:2000")]);
+    m.wait_ready();
+    let first = m.get_with("/api/config", TOKEN);
+    let tag = first.header("etag").expect("an ETag").to_string();
+    let mut alices = first.body.clone();
+    alices["log_level"] = "debug".into();
+    let mut bob = Browser::new(&m);
+    assert_redirect(&bob.login("admin", PASSWORD), "/");
+    let (read, page, alice) = std::thread::scope(|scope| {
+        let alice = scope.spawn(|| put(&m, &alices.to_string(), Some(&tag)));
+        // Read while Alice's change is written and not yet run.
+        m.wait_for(
+            std::time::Duration::from_secs(20),
+            "the change written, not run",
+            || {
+                m.log()
+                    .contains("failpoint config-written: pausing")
+                    .then_some(())
+            },
+        );
+        let read = m.get_with("/api/config", TOKEN);
+        let page = bob.get("/config").text;
+        (read, page, alice.join().unwrap())
+    });
+    assert_eq!(alice.status, 200, "{}", alice.text);
+    assert_eq!(read.body["log_level"], "info", "read before it ran");
+    // Made from what it read, with the tag it came with: refused, and
+    // Alice's change stands.
+    let r = put(
+        &m,
+        &read.body.to_string(),
+        read.header("etag").map(str::to_string).as_deref(),
+    );
+    assert_eq!(r.status, 412, "{}", r.text);
+    assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
+    // The editor's page read then is refused the same way.
+    let r = bob.submit(
+        "/config",
+        &[("yaml", &textarea(&page)), ("base", &base_of(&page))],
+    );
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
+}
+
 /// Found by the regression audit (stop 52): the rule form, made from the
 /// running configuration, was refused for good after a comment added to
 /// the file by hand ("save again" never worked until a reload). Made from

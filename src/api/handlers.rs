@@ -190,14 +190,21 @@ pub fn config(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     let loaded = ctx.config();
     Ok(versioned(
         Reply::ok(&crate::config::redacted_json(&loaded.raw)),
-        &loaded.path,
+        ctx,
+        &loaded,
     ))
 }
 
-/// `reply` with the `ETag` of the configuration file at `path`, which a
-/// `PUT /api/config` may send back as `If-Match`.
-fn versioned(reply: Reply, path: &std::path::Path) -> Reply {
-    reply.with_header("ETag", format!("\"{}\"", crate::config::file_version(path)))
+/// `reply`, made from `loaded`, with the `ETag` a `PUT /api/config` made
+/// from it may send back as `If-Match`: the version of the file `loaded`
+/// was read from or written as ([`crate::live::Live::version_made_from`]).
+/// The file's version as it was when the reply was sent let a client
+/// undo another's change without a 412: a change writes the file before
+/// it runs, and a GET between the two sent the old configuration with
+/// the new file's tag (the churn audit).
+fn versioned(reply: Reply, ctx: &Ctx, loaded: &crate::config::Loaded) -> Reply {
+    let version = ctx.live.version_made_from(loaded);
+    reply.with_header("ETag", format!("\"{version}\""))
 }
 
 /// The version a `PUT /api/config` is made from, by its `If-Match`
@@ -267,7 +274,8 @@ pub fn config_summary(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     let loaded = ctx.config();
     Ok(versioned(
         Reply::ok(&crate::config::summary_json(&loaded.raw)),
-        &loaded.path,
+        ctx,
+        &loaded,
     ))
 }
 
@@ -281,7 +289,7 @@ pub fn config_for_accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
     if !accounts.is_null() {
         answer["accounts"] = accounts;
     }
-    Ok(versioned(Reply::ok(&answer), &loaded.path))
+    Ok(versioned(Reply::ok(&answer), ctx, &loaded))
 }
 
 /// `PUT /api/config`: a whole configuration in the shape `GET` gives,
@@ -393,13 +401,14 @@ fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
     replace_config(ctx, req, raw, &spelt_out)
 }
 
-/// A change's answer with the file's `ETag` as it is now: the version a
-/// next change is made from, or the one that overtook this one.
+/// A change's answer with the `ETag` of the configuration running now:
+/// the version a next change is made from, or the one that overtook this
+/// one (see [`versioned`]).
 fn with_version(ctx: &Ctx, answer: Answer) -> Answer {
-    let path = ctx.config().path.clone();
+    let loaded = ctx.config();
     answer
-        .map(|r| versioned(r, &path))
-        .map_err(|r| versioned(r, &path))
+        .map(|r| versioned(r, ctx, &loaded))
+        .map_err(|r| versioned(r, ctx, &loaded))
 }
 
 /// The answer to a configuration change, for the API and the dashboard.

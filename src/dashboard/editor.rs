@@ -221,8 +221,11 @@ pub fn config(ctx: &Ctx, s: &Session, outcome: Option<Outcome>) -> Reply {
     let loaded = ctx.config();
     let file = crate::config::read_bytes(&loaded.path).unwrap_or_default();
     // What a save from this page is made from, unless it is a text made
-    // from an earlier version.
-    let now = config::version_of(&file);
+    // from an earlier version: the version `loaded` was read from or
+    // written as. The file's as read here paired the configuration running
+    // with the file a change had written and not yet run, and a save then
+    // undid that change (the churn audit, through the API's ETag).
+    let now = ctx.live.version_made_from(&loaded);
     // The file's text, secrets masked and its comments kept.
     let current = || {
         let redacted = config::redacted_json(&loaded.raw);

@@ -319,6 +319,9 @@ impl Live {
                 },
             )?;
             log::info!("configuration written to {}", current.path.display());
+            // A window between the file written and the change run (a
+            // test reads the configuration there).
+            crate::failpoint::hit("config-written");
             crate::config::version_of(text.as_bytes())
         };
         let loaded = Loaded {
