@@ -730,6 +730,56 @@ fn a_rename_under_new_only_goes_on_where_the_old_name_stopped() {
     assert_eq!(of("Invoice 2"), ["two"], "{entries:#}");
 }
 
+/// Found by the churn audit (stop 62): renamed, then the new name removed
+/// and the old name added back by later changes, the old name went on from
+/// its own watermarks from before the rename and took again what the new
+/// name had handled (rules act again, webhooks fire twice). The rename
+/// moves the watermarks now: the old name comes back as a new account.
+#[test]
+fn an_old_name_added_back_after_a_rename_takes_nothing_twice() {
+    let (d, mut m) = start();
+    let rows_of = |m: &Mailproc, subject: &str| {
+        accounts_of(
+            &get(m, "/api/activity?pageSize=100").body["entries"],
+            subject,
+        )
+    };
+    let wait_row = |m: &Mailproc, subject: &str| {
+        m.wait_for(Duration::from_secs(30), subject, || {
+            (!rows_of(m, subject).is_empty()).then_some(())
+        })
+    };
+    // No rule takes them: recorded, and left in INBOX.
+    d.seed("test", "INBOX", &msg_with("note1", "Note 1", ""));
+    wait_row(&m, "Note 1");
+    let renamed = account(&d, "two", "test", "(?i)invoice", "Receipts")
+        .replace("backlog: all", "backlog: new_only")
+        .replace("${PASS_two}", "${PASS_one}");
+    m.write_config(&base(&renamed));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(20), "two started", || {
+        m.log()
+            .contains("two: renamed from one; started")
+            .then_some(())
+    });
+    d.seed("test", "INBOX", &msg_with("note2", "Note 2", ""));
+    wait_row(&m, "Note 2");
+    m.write_config(&base("").replace("accounts:\n", "accounts: []\n"));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(20), "two removed", || {
+        let a = get(&m, "/api/accounts").body;
+        a["accounts"].as_array()?.is_empty().then_some(())
+    });
+    let before = m.passes("one");
+    let back = account(&d, "one", "test", "(?i)invoice", "Receipts")
+        .replace("backlog: all", "backlog: new_only");
+    m.write_config(&base(&back));
+    m.signal("HUP");
+    m.wait_pass_after("one", before);
+    assert_eq!(rows_of(&m, "Note 1"), ["two"], "{}", m.log());
+    assert_eq!(rows_of(&m, "Note 2"), ["two"], "{}", m.log());
+}
+
 /// Found by the second regression audit: renamed twice (one → two →
 /// three) while the first name still finished its batch, the last name
 /// started at once from the folder's UIDNEXT, and mail that came in the

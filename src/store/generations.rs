@@ -266,6 +266,10 @@ mod tests {
         s.hand_over("a", "b").unwrap();
         assert_eq!(s.first_sight("b", "INBOX").unwrap(), Some(inbox));
         assert!(s.first_sight("b", "Work").unwrap().unwrap().all);
+        // Moved: `a` added back later starts as a new account would.
+        assert_eq!(s.first_sight("a", "INBOX").unwrap(), None);
+        assert_eq!(s.first_sight("a", "Work").unwrap(), None);
+        assert!(s.first_sight("ab", "Other").unwrap().is_some());
         // `ab` is another account, not a folder of `a`.
         assert_eq!(s.first_sight("b", "Other").unwrap(), None);
         assert_eq!(s.first_sight("bb", "Other").unwrap(), None);

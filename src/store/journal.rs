@@ -635,7 +635,12 @@ mod tests {
             .unwrap());
         assert_eq!(s.hand_over("renamed", "a").unwrap().folders, 1);
         assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 14)));
-        assert_eq!(s.hand_over("a", "renamed").unwrap().folders, 0);
+        // Moved, not copied: the name renamed from keeps none, so added
+        // back by a later change it does not go on from before the rename
+        // (the churn audit: what the new name handled was taken again).
+        assert_eq!(s.folder_state("renamed", "INBOX").unwrap(), None);
+        assert_eq!(s.hand_over("renamed", "a").unwrap().folders, 0);
+        assert_eq!(s.folder_state("a", "INBOX").unwrap(), Some((7, 14)));
         // Another UIDVALIDITY is the folder's now: taken as it is.
         assert!(s
             .advance_watermark(&Watermark::new("b", "INBOX", 8, 3))

@@ -29,13 +29,15 @@ impl Store {
     /// `to`, renamed from `from`, takes over everything `from` kept of the
     /// mailbox, in one transaction:
     ///
-    /// * its folders' watermarks, so it goes on where `from` stopped. A
+    /// * its folders' watermarks (moved: `from` keeps none, so the name
+    ///   added back later starts as a new account would), so it goes on
+    ///   where `from` stopped. A
     ///   watermark `to` has already (a name given back: `a` → `b` → `a`)
     ///   is moved up to `from`'s, or replaced by it for another
     ///   UIDVALIDITY, never moved down (the second regression audit: the
     ///   older one kept, what `b` had handled was taken again);
-    /// * its folders' first sights (the fifth regression audit: lost in a
-    ///   rename, mail was taken for mail from before);
+    /// * its folders' first sights, moved too (the fifth regression
+    ///   audit: lost in a rename, mail was taken for mail from before);
     /// * its records, with their actions, counts and pending undos: what
     ///   was handled stays handled when a folder comes back under another
     ///   UIDVALIDITY, a message waiting for a retry is retried, a failed
@@ -65,6 +67,15 @@ impl Store {
                     WHERE folder_state.uidvalidity != excluded.uidvalidity
                        OR folder_state.last_uid < excluded.last_uid",
                 params![from, to],
+            )?;
+            // Handed over, not copied: the old name added back later (a
+            // later change) went on from its own watermarks, from before
+            // the rename, and took again what the new name had handled
+            // (the churn audit). It starts as a new account would.
+            tx.execute("DELETE FROM folder_state WHERE account = ?1", [from])?;
+            tx.execute(
+                "DELETE FROM settings WHERE substr(key, 1, length(?1)) = ?1",
+                [first_sight_key(from, "")],
             )?;
             let records = tx.execute(
                 "UPDATE OR IGNORE emails SET account = ?2 WHERE account = ?1",
