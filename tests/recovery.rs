@@ -1132,9 +1132,30 @@ fn a_provider_that_is_down_does_not_flood_the_log() {
     // named none).
     assert!(
         log.contains(&format!(
-            "fake: io: Connection refused (os error 111); server http://127.0.0.1:{closed}/"
+            "fake: server http://127.0.0.1:{closed}/: io: Connection refused (os error 111)"
         )),
         "{log}"
+    );
+}
+
+/// Found by the provider audit (stop 62): a 404 (a base URL without the
+/// endpoint's path, a model name the server does not have) was "an HTTP
+/// error", naming no setting, where a 401 names the key.
+#[test]
+fn a_provider_answering_404_is_told_which_settings_to_check() {
+    let d = Dovecot::start();
+    d.seed_many("test", "INBOX", &backlog(6));
+    let model = Model::start(2, |_| Reply::Status(404, None));
+    let m = Mailproc::start(&config(&d, Some(&model), RULES, ""));
+    let line = m.wait_for(Duration::from_secs(60), "the provider told down", || {
+        m.log()
+            .lines()
+            .find(|l| l.contains("provider fake: 3 calls in a row"))
+            .map(str::to_string)
+    });
+    assert!(
+        line.contains("got HTTP 404") && line.contains("check classifier.providers[fake].url"),
+        "{line}"
     );
 }
 
@@ -1156,6 +1177,29 @@ fn a_provider_refusing_its_key_is_told_which_setting_to_mend() {
             "provider fake: 3 calls in a row were refused the credentials (the last: fake: HTTP \
              401"
         ) && m.log().contains("check classifier.providers[fake].api_key"),
+        "{}",
+        m.log()
+    );
+    // Its settings mended (here its time-out stands for the key), it is no
+    // longer counted down: /health read `down` until a new message was
+    // answered, hours on a quiet mailbox (stop 62's provider audit). The
+    // account is paused, so no call tells it.
+    assert_eq!(m.get("/health").body["providers"]["fake"], "down");
+    assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
+    let mut m = m;
+    let yaml = std::fs::read_to_string(&m.config_path).unwrap();
+    let mended = yaml.replace("timeout: 2s", "timeout: 3s");
+    assert_ne!(mended, yaml, "{yaml}");
+    m.write_config(&mended);
+    m.signal("HUP");
+    m.wait_for(
+        Duration::from_secs(20),
+        "the provider counted afresh",
+        || (m.get("/health").body["providers"]["fake"] == "ok").then_some(()),
+    );
+    assert!(
+        m.log()
+            .contains("provider fake: its settings changed: no longer counted as down"),
         "{}",
         m.log()
     );

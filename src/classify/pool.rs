@@ -124,6 +124,24 @@ impl Pool {
         }
     }
 
+    /// Starts `provider`'s count of calls without an answer again: its
+    /// settings changed, and the calls counted were the old settings'.
+    /// Down, it was read so by `/health` until a new message was answered
+    /// (hours on a quiet mailbox after the key was mended), and a new
+    /// cause got no warning of its own (the stale one said "check
+    /// api_key": an audit).
+    pub fn settings_changed(&self, provider: &str) {
+        use std::sync::atomic::Ordering;
+        if let Some(l) = self.lanes.lock().get(provider) {
+            if l.streak.swap(0, Ordering::SeqCst) >= DOWN_AFTER {
+                log::info!(
+                    "provider {provider}: its settings changed: no longer counted as down; its \
+                     next calls tell"
+                );
+            }
+        }
+    }
+
     /// Ends the lanes of providers not in `kept` (a provider renamed or
     /// removed): their queues close, and their threads end once the calls
     /// in hand are answered. Every name ever used kept its threads until a
@@ -233,6 +251,13 @@ fn count(
                         "were refused the credentials (the last: {e}): check \
                          classifier.providers[{provider}].api_key, or the user and password in \
                          its url when it has no api_key"
+                    ),
+                    // A wrong endpoint or model name is a 404 at every
+                    // provider: named, as the key is for a 401 (an audit).
+                    ClassifyError::Http { status: 404, .. } => format!(
+                        "got HTTP 404 (the last: {e}): check classifier.providers[{provider}].url \
+                         (the whole endpoint, ending in /v1/chat/completions or /v1/messages) \
+                         and its model"
                     ),
                     ClassifyError::Http { .. } => format!("got an HTTP error (the last: {e})"),
                     _ => format!("got no answer (the last: {e})"),

@@ -391,6 +391,12 @@ impl Live {
             match Provider::new(p.clone(), self.deps.metrics.clone()) {
                 Ok(built) => {
                     fleet.providers.insert(p.name.clone(), Arc::new(built));
+                    // Its calls without an answer were the old settings':
+                    // counted on, /health read it down until mail came,
+                    // and the log's hint stayed the old cause's (an audit).
+                    if !same {
+                        self.deps.pool.settings_changed(&p.name);
+                    }
                 }
                 Err(e) => log::error!("provider {}: {e}; keeping the previous one", p.name),
             }

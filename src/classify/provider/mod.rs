@@ -277,10 +277,13 @@ impl Provider {
     fn without_secrets(&self, text: String) -> String {
         let c = &self.config;
         let mut secrets = crate::agent::url_secrets(&c.url);
-        secrets.extend(c.api_key.clone());
+        // An empty key is sent as none, and is no secret: masked, "Bearer "
+        // hid the provider's own words ("using ********auth": an audit).
+        let key = c.api_key.as_ref().filter(|k| !k.is_empty());
+        secrets.extend(key.cloned());
         // The header as sent, base64-encoded whole (an audit's server
         // echoed that, and the key was read back from it).
-        secrets.extend(c.api_key.as_ref().map(|k| format!("Bearer {k}")));
+        secrets.extend(key.map(|k| format!("Bearer {k}")));
         crate::agent::mask_secrets(text, &secrets)
     }
 

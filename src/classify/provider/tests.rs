@@ -215,6 +215,39 @@ fn secrets_a_server_quotes_back_are_masked() {
     assert!(!e.contains("QmVhcmVy"), "{e}");
 }
 
+/// An empty key is sent as none and masks nothing: "Bearer " hid the
+/// provider's own words (`using ********auth`: stop 62's provider audit).
+#[test]
+fn an_empty_key_masks_nothing_of_the_answer() {
+    let p = provider_of(
+        "{ name: fake, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", \
+         model: m, api_key: \"\" }",
+    );
+    let said = "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)";
+    assert_eq!(p.without_secrets(said.to_string()), said);
+}
+
+/// A Chat Completions answer with no choices (a content filter's) is not
+/// a wrong URL (an audit was sent to check it).
+#[test]
+fn an_answer_without_choices_is_not_blamed_on_the_url() {
+    let (url, seen, server) = server();
+    let t = answer_requests(
+        server,
+        1,
+        &[],
+        r#"{"id":"c1","object":"chat.completion","choices":[]}"#,
+        seen,
+    );
+    let e = provider(&url)
+        .classify(&account(), &email("From: a@b.c"))
+        .unwrap_err()
+        .to_string();
+    t.join().unwrap();
+    assert!(e.contains("the answer has no text content"), "{e}");
+    assert!(!e.contains("end in /v1"), "{e}");
+}
+
 #[test]
 fn an_answer_that_is_not_chat_completions_says_so() {
     for (answer, says) in [

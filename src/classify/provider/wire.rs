@@ -66,10 +66,19 @@ impl Provider {
                     provider: provider.clone(),
                     after: started.elapsed(),
                 },
+                // The server first, and what to set when its certificate
+                // is not trusted: the transport's text (OpenSSL's is about
+                // 190 characters) is clipped at 200, and a server named
+                // after it was cut, and its cut URL then masked as a
+                // secret (`server ********`: an audit).
                 e => ClassifyError::Transport {
                     provider: provider.clone(),
                     error: match &origin {
-                        Some(o) => format!("{e}; server {o}/"),
+                        Some(o) if untrusted_certificate(&e) => format!(
+                            "server {o}/: its certificate is not trusted (a private CA: set \
+                             classifier.providers[{provider}].ca_file): {e}"
+                        ),
+                        Some(o) => format!("server {o}/: {e}"),
                         None => e.to_string(),
                     },
                 },
@@ -156,7 +165,13 @@ impl Provider {
             ),
         };
         let content = content.ok_or_else(|| match c.kind {
-            ProviderKind::Openai if v.pointer("/choices/0/message").is_none() => {
+            // No choices at all is a Chat Completions answer with nothing
+            // in it (a content filter's), not a wrong URL (an audit was
+            // sent to check the URL).
+            ProviderKind::Openai
+                if v.pointer("/choices/0/message").is_none()
+                    && !v.get("choices").is_some_and(Value::is_array) =>
+            {
                 not_api("no choices[0].message".into())
             }
             ProviderKind::Anthropic if v.get("content").is_none() => not_api("no content".into()),
@@ -178,6 +193,23 @@ impl Provider {
             completion_tokens: ct,
         })
     }
+}
+
+/// Whether the transport refused the server's certificate chain (no CA
+/// it trusts signed it): OpenSSL's, Security.framework's and SChannel's
+/// words, as native-tls passes them on.
+fn untrusted_certificate(e: &ureq::Error) -> bool {
+    let said = e.to_string().to_ascii_lowercase();
+    [
+        "certificate verify failed",
+        "unable to get local issuer",
+        "self-signed certificate",
+        "self signed certificate",
+        "untrusted root",
+        "not trusted",
+    ]
+    .iter()
+    .any(|w| said.contains(w))
 }
 
 /// Whether a failed read of an answer's body failed on the answer itself
