@@ -1225,3 +1225,56 @@ fn a_first_starts_backlog_reaches_a_healthy_webhook_whole() {
     );
     assert_eq!(processed(), n);
 }
+
+/// Found by the fairness audit (stop 62): the accounts of one provider
+/// shared one first-come queue into its threads, and an account with a
+/// backlog kept it full: with one thread (as README suggests for a local
+/// model), another account's single message waited behind up to 22 of
+/// the backlog's calls (minutes under a shared `rate_limit_rpm`). Each
+/// asker has a queue of its own now, taken in turn.
+#[test]
+fn an_accounts_backlog_does_not_hold_up_anothers_message() {
+    use common::server::ImapServer;
+    let d = Dovecot::start();
+    d.add_user("other", "secret");
+    let asked: std::sync::Arc<parking_lot::Mutex<Vec<String>>> = Default::default();
+    let seen = asked.clone();
+    let model = Model::start(2, move |r| {
+        seen.lock().push(r.subject().to_string());
+        std::thread::sleep(Duration::from_millis(100));
+        answer(json!([]), "kept")
+    });
+    let backlog: Vec<Vec<u8>> = (0..80)
+        .map(|i| msg_with(&format!("b{i}"), &format!("Backlog {i}"), ""))
+        .collect();
+    d.seed_many("test", "INBOX", &backlog);
+    let yaml = config(&d, Some(&model), "", "")
+        .replace("concurrency: 4", "concurrency: 1")
+        + &format!(
+            "  - name: other\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: other, password: secret }}\n    \
+             folders: {{ watch: [INBOX] }}\n    provider: fake\n",
+            d.imap_port
+        );
+    let m = Mailproc::start(&yaml);
+    m.wait_for(Duration::from_secs(30), "the backlog under way", || {
+        (asked.lock().len() >= 5).then_some(())
+    });
+    let at_delivery = asked.lock().len();
+    d.seed("other", "INBOX", &msg_with("one", "The other's one", ""));
+    let at = m.wait_for(Duration::from_secs(60), "the other's question", || {
+        asked.lock().iter().position(|s| s == "The other's one")
+    });
+    // The backlog asks a few more while the other's message is noticed
+    // (IDLE) and fetched, about 0.6 s or 6 of its questions here; then the
+    // two take turns. First come, first served, it was up to 22.
+    let between = at - at_delivery;
+    assert!(
+        between <= 12,
+        "{between} of the backlog's questions between the other's delivery and its question: {:?}",
+        asked.lock()
+    );
+    assert!(
+        asked.lock().len() < 80,
+        "the backlog was done before the other's question was asked"
+    );
+}

@@ -50,14 +50,46 @@ pub struct Pool {
     stopped: std::sync::atomic::AtomicBool,
 }
 
-/// The threads of one provider and their queue.
+/// The threads of one provider and their queues.
 struct Lane {
-    tx: Sender<Job>,
+    queues: Arc<parking_lot::Mutex<Queues>>,
     threads: Vec<JoinHandle<()>>,
     /// Threads still taking jobs; `/health` is unhealthy when a lane has none.
     live: Arc<std::sync::atomic::AtomicUsize>,
     /// Calls in a row that got no answer from the provider.
     streak: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// The queues of one lane: one for each asker (an account's run of
+/// questions, [`Pool::queue`]), taken in turn by the lane's threads. One
+/// queue for all was first come, first served: an account with a backlog
+/// kept it full, and another account's one message waited behind it, up
+/// to 100 s under a shared `rate_limit_rpm` (10 a minute) and 5 to 10 s
+/// with one thread (the fairness audit).
+#[derive(Default)]
+struct Queues {
+    /// Each asker's queue; one whose asker is done (its sender dropped) is
+    /// taken out once empty.
+    receivers: Vec<Receiver<Job>>,
+    /// Bumped at each change of `receivers`, for the threads to notice.
+    generation: u64,
+    /// Each thread's bell: rung at a change, so a thread waiting on the
+    /// queues it knew also waits on the new one.
+    bells: Vec<Sender<()>>,
+    /// The lane is retired or the pool stopped: its threads end once every
+    /// queue is empty and let go.
+    closed: bool,
+    /// Where the next turn starts, so that each queue is served in turn.
+    turn: usize,
+}
+
+impl Queues {
+    fn ring(&mut self) {
+        self.generation += 1;
+        for b in &self.bells {
+            let _ = b.try_send(());
+        }
+    }
 }
 
 /// Calls in a row without an answer (time-outs, refused connections, HTTP
@@ -96,32 +128,37 @@ impl Pool {
             .collect()
     }
 
-    /// The queue of `provider`'s lane, its threads started at the first
-    /// question, for a caller that waits for room in it together with
-    /// something else (`crossbeam_channel::Select`). One queued job per
-    /// thread keeps account threads from piling up work no model can start
-    /// yet; they wait for room instead. After [`Pool::stop`], a queue whose
-    /// sends fail.
+    /// A queue of its own into `provider`'s lane (its threads started at
+    /// the first question), for one run of an asker's questions, which
+    /// waits for room in it together with something else
+    /// (`crossbeam_channel::Select`). The lane's threads take the queues
+    /// in turn, so an account with a backlog does not hold up another's
+    /// message (see [`Queues`]). One queued job per thread keeps an asker
+    /// from piling up work no model can start yet; it waits for room
+    /// instead. Dropped, the queue is still served until empty. After
+    /// [`Pool::stop`], a queue whose sends fail.
     pub fn queue(&self, provider: &str) -> Sender<Job> {
         use std::sync::atomic::Ordering;
         let mut lanes = self.lanes.lock();
-        if let Some(l) = lanes.get(provider) {
-            return l.tx.clone();
-        }
         if self.stopped.load(Ordering::SeqCst) {
             return crossbeam_channel::bounded(0).0;
         }
-        match lane(provider, self.each) {
-            Ok(l) => {
-                let tx = l.tx.clone();
-                lanes.insert(provider.to_string(), l);
-                tx
-            }
-            Err(e) => {
-                log::error!("classifier threads for provider {provider}: {e}");
-                crossbeam_channel::bounded(0).0
+        if !lanes.contains_key(provider) {
+            match lane(provider, self.each) {
+                Ok(l) => {
+                    lanes.insert(provider.to_string(), l);
+                }
+                Err(e) => {
+                    log::error!("classifier threads for provider {provider}: {e}");
+                    return crossbeam_channel::bounded(0).0;
+                }
             }
         }
+        let (tx, rx) = crossbeam_channel::bounded(self.each);
+        let mut q = lanes[provider].queues.lock();
+        q.receivers.push(rx);
+        q.ring();
+        tx
     }
 
     /// Starts `provider`'s count of calls without an answer again: its
@@ -147,9 +184,13 @@ impl Pool {
     /// in hand are answered. Every name ever used kept its threads until a
     /// restart (an audit counted two more at each rename).
     pub fn retire_all_but(&self, kept: &[&str]) {
-        self.lanes
-            .lock()
-            .retain(|name, _| kept.contains(&name.as_str()));
+        self.lanes.lock().retain(|name, l| {
+            let keep = kept.contains(&name.as_str());
+            if !keep {
+                close(&l.queues);
+            }
+            keep
+        });
     }
 
     /// Closes the queues and waits for calls in flight, up to `patience`:
@@ -162,7 +203,7 @@ impl Pool {
         let lanes: Vec<Lane> = self.lanes.lock().drain().map(|(_, l)| l).collect();
         let mut threads = Vec::new();
         for l in lanes {
-            drop(l.tx);
+            close(&l.queues);
             threads.extend(l.threads);
         }
         let deadline = Instant::now() + patience;
@@ -181,15 +222,81 @@ impl Pool {
     }
 }
 
+/// Closes a lane's queues: its threads end once every queue is empty and
+/// let go of (the questions in them are still answered, as a shutdown's
+/// are: `Cancelled`).
+fn close(queues: &parking_lot::Mutex<Queues>) {
+    let mut q = queues.lock();
+    q.closed = true;
+    q.ring();
+}
+
+/// The next job of a lane's queues for one of its threads, taking the
+/// queues in turn; `None` once the lane is closed and every queue empty
+/// and let go. `known` is the thread's copy of the queues (of
+/// `generation` `seen`), `bell` its own.
+fn next_job(
+    queues: &parking_lot::Mutex<Queues>,
+    known: &mut Vec<Receiver<Job>>,
+    seen: &mut u64,
+    bell: &Receiver<()>,
+) -> Option<Job> {
+    use crossbeam_channel::TryRecvError;
+    loop {
+        let (start, closed) = {
+            let mut q = queues.lock();
+            if q.generation != *seen {
+                known.clone_from(&q.receivers);
+                *seen = q.generation;
+            }
+            q.turn = q.turn.wrapping_add(1);
+            (q.turn, q.closed)
+        };
+        let n = known.len();
+        let mut done = Vec::new();
+        for k in 0..n {
+            let i = (start + k) % n;
+            match known[i].try_recv() {
+                Ok(job) => return Some(job),
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => done.push(i),
+            }
+        }
+        if !done.is_empty() {
+            let mut q = queues.lock();
+            let gone: Vec<Receiver<Job>> = done.iter().map(|i| known[*i].clone()).collect();
+            q.receivers
+                .retain(|r| !gone.iter().any(|g| g.same_channel(r)));
+            q.ring();
+            continue;
+        }
+        if closed && n == 0 {
+            return None;
+        }
+        // Nothing to take: wait for a queue or the bell (a queue added,
+        // the lane closed), then take in turn again.
+        let mut sel = crossbeam_channel::Select::new();
+        for r in known.iter() {
+            sel.recv(r);
+        }
+        let rung = sel.recv(bell);
+        if sel.ready() == rung {
+            let _ = bell.try_recv();
+        }
+    }
+}
+
 /// Starts `threads` classifier threads for `provider`.
 fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
     use std::sync::atomic::Ordering;
-    let (tx, rx): (Sender<Job>, Receiver<Job>) = crossbeam_channel::bounded(threads);
+    let queues: Arc<parking_lot::Mutex<Queues>> = Default::default();
     let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let streak = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
-        let (rx, live, streak) = (rx.clone(), live.clone(), streak.clone());
+        let (queues, live, streak) = (queues.clone(), live.clone(), streak.clone());
+        let (ring, bell) = crossbeam_channel::bounded(1);
+        queues.lock().bells.push(ring);
         live.fetch_add(1, Ordering::SeqCst);
         // A thread's name holds no NUL and 15 bytes at most (Linux): the
         // provider's name as far as it is plain (a NUL in one panicked
@@ -201,14 +308,15 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
             .collect();
         let name = format!("cls-{plain}-{i}");
         handles.push(std::thread::Builder::new().name(name).spawn(move || {
-            for job in rx {
+            let (mut known, mut seen) = (Vec::new(), u64::MAX);
+            while let Some(job) = next_job(&queues, &mut known, &mut seen, &bell) {
                 answer(job, &streak);
             }
             live.fetch_sub(1, Ordering::SeqCst);
         })?);
     }
     Ok(Lane {
-        tx,
+        queues,
         threads: handles,
         live,
         streak,

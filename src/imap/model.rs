@@ -83,9 +83,10 @@ impl Runner {
         let mut talked = Instant::now();
         let mut noop = true;
         let mut stopped = false;
-        let pool = self.w.pool.clone();
-        // The lane of the account's provider (see `classify::pool`).
+        // A queue of its own into the lane of the account's provider,
+        // served in turn with other askers' (see `classify::pool`).
         let provider = self.w.account.provider.clone().unwrap_or_default();
+        let queue = self.w.pool.queue(&provider);
         loop {
             if !stopped {
                 if let Some(why) = self.stop_now() {
@@ -156,7 +157,6 @@ impl Runner {
             for g in &groups {
                 sel.recv(&g.answers);
             }
-            let queue = pool.queue(&provider);
             let send = flow.next_question().map(|_| sel.send(&queue));
             let event = match sel.select_deadline(deadline) {
                 Ok(op) if Some(op.index()) == send => {
