@@ -241,6 +241,23 @@ fn a_read_between_a_change_written_and_run_is_tagged_with_what_it_shows() {
     assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
 }
 
+/// Found by stop 62's second regression audit: with the file gone, the
+/// `ETag` given was the running configuration's while a save checks the
+/// version of no bytes, so every save sent with its tag was refused 412,
+/// for ever. A save made from what is read writes the file again.
+#[test]
+fn a_save_with_its_tag_writes_a_file_gone_again() {
+    let m = Mailproc::start(CONFIG);
+    std::fs::remove_file(&m.config_path).unwrap();
+    let read = m.get_with("/api/config", TOKEN);
+    let tag = read.header("etag").expect("an ETag").to_string();
+    let mut body = read.body.clone();
+    body["log_level"] = "debug".into();
+    let r = put(&m, &body.to_string(), Some(&tag));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(file(&m).contains("log_level: debug"), "{}", file(&m));
+}
+
 /// Found by the regression audit (stop 52): the rule form, made from the
 /// running configuration, was refused for good after a comment added to
 /// the file by hand ("save again" never worked until a reload). Made from

@@ -1234,7 +1234,6 @@ fn a_first_starts_backlog_reaches_a_healthy_webhook_whole() {
 /// asker has a queue of its own now, taken in turn.
 #[test]
 fn an_accounts_backlog_does_not_hold_up_anothers_message() {
-    use common::server::ImapServer;
     let d = Dovecot::start();
     d.add_user("other", "secret");
     let asked: std::sync::Arc<parking_lot::Mutex<Vec<String>>> = Default::default();

@@ -721,6 +721,69 @@ fn undo_cut_between_move_and_record(raw: &[u8], id: &str, search: &str) {
     assert_eq!(models.iter().filter(|x| **x == "undo").count(), 1, "{rows}");
 }
 
+/// Found by stop 62's regression audit: an undo cut before its move, and a
+/// look-alike (the same sender and subject, no Message-ID) come meanwhile:
+/// the next pass took the look-alike for the message put back, recorded
+/// the undo with it and, on a server without MOVE, expunged the original
+/// from the folder it was in: the message was lost. Only a copy of it byte
+/// for byte is taken for it now; else the undo was not carried out.
+#[test]
+fn an_undo_cut_before_its_move_takes_no_look_alike_for_the_message() {
+    let mut d = Dovecot::start();
+    d.set_capability("IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE NAMESPACE SPECIAL-USE UIDPLUS");
+    let digest = |body: &str| {
+        String::from_utf8(msg_with(
+            "x",
+            "Weekly digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        ))
+        .unwrap()
+        .replace("Message-ID: <x@mailproc.test>\r\n", "")
+        .replace("Body of Weekly digest.", body)
+    };
+    d.seed("test", "INBOX", digest("The first week.").as_bytes());
+    let mut m = Mailproc::prepare(&config(&d, None, RULES, ""));
+    m.spawn(&[("MAILPROC_FAILPOINTS", "undo-before-move=abort")]);
+    m.wait_ready();
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let entry = m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let _ = ureq::post(m.url(&format!("/api/activity/{entry}/undo"))).send_empty();
+    assert!(
+        m.wait_exit(Duration::from_secs(20)).is_some(),
+        "{}",
+        m.log()
+    );
+    // The look-alike comes while the service is down.
+    d.seed("test", "INBOX", digest("The second week!").as_bytes());
+    m.spawn(&[]);
+    m.wait_ready();
+    wait_processed(&m, 2, Duration::from_secs(30));
+    m.run_pass("acct");
+    let at: Vec<String> = d.messages("test").into_iter().map(|x| x.mailbox).collect();
+    assert_eq!(
+        at,
+        ["Lists", "Lists"],
+        "both kept, both sorted\n{}",
+        m.log()
+    );
+    assert!(
+        m.log()
+            .contains(&format!("undo of activity {entry} was not carried out")),
+        "{}",
+        m.log()
+    );
+    let rows = m.get("/api/activity?pageSize=100").body;
+    let first = rows["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == entry)
+        .unwrap_or_else(|| panic!("no entry {entry}: {rows}"));
+    assert!(first["undoneAt"].is_null(), "{first}");
+}
+
 /// Without MOVE an undo is a COPY back, then `\Deleted` and `UID EXPUNGE`
 /// of the original; the process dying after the COPY left the message in
 /// both folders, and the next pass recorded the copy back and never took

@@ -637,7 +637,7 @@ const WHOLE_DIGEST_MAX: u32 = 4 << 20;
 /// whole message when it is small (two alerts alike but for a figure in
 /// the text are two messages: a regression audit), else of its header.
 /// Fetched a few at a time.
-fn content_digests(
+pub(super) fn content_digests(
     s: &mut Session,
     uids: &[u32],
     size: u32,

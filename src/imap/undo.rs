@@ -475,6 +475,37 @@ impl Runner {
                 let _ = self.w.store.end_undo(id);
                 continue;
             };
+            // Still where it was moved to, the message was not moved back
+            // (MOVE is one command), unless, without MOVE, the copy back
+            // was made and the original not yet taken out: only a copy of
+            // it, byte for byte, proves that. A look-alike that came
+            // meanwhile (the same sender and subject, or Message-ID) was
+            // taken for it, and the original expunged (a regression
+            // audit: the message was lost).
+            let left = self.original_left(s, folders, &t)?;
+            if let Some(original) = &left {
+                let copy = !caps.mv && self.is_copy_of(s, folders, &t, uid, original)?;
+                if !copy {
+                    log::info!(
+                        "{}: undo of activity {id} was not carried out (the message is still in \
+                         {:?}; UID {uid} of {:?} is another message); it can be asked again",
+                        self.name(),
+                        original.folder,
+                        t.mailbox
+                    );
+                    let _ = self.w.store.end_undo(id);
+                    continue;
+                }
+            }
+            if let Err(e) = folders.select(s, &t.mailbox) {
+                log::warn!(
+                    "{}: undo of activity {id}: SELECT {}: {}",
+                    self.name(),
+                    folders.describe(&t.mailbox),
+                    session_fatal(e)?
+                );
+                continue;
+            }
             if let Err(e) = self.w.store.record_undo(&t, uidvalidity, uid) {
                 log::warn!("{}: undo of activity {id}: {e}", self.name());
                 continue;
@@ -491,65 +522,154 @@ impl Runner {
                 self.name(),
                 t.mailbox
             );
-            self.take_out_left_original(s, caps, folders, &t)?;
+            if let Some(original) = left {
+                self.take_out_original(s, caps, folders, &t, &original)?;
+            }
         }
         Ok(())
+    }
+
+    /// The entry's message still at the UID it was moved to, with its size,
+    /// date and content digest; `None` when it is not there (moved back,
+    /// or moved or deleted by the user), when the entry knows no such UID,
+    /// or when the folder cannot be read.
+    fn original_left(
+        &mut self,
+        s: &mut Session,
+        folders: &Folders,
+        t: &UndoTarget,
+    ) -> Result<Option<Original>, ImapError> {
+        let (Some(dest), Some(uid)) = (t.dest_folder.as_deref(), t.dest_uid) else {
+            return Ok(None);
+        };
+        let name = self.name().to_string();
+        let left = |e: &dyn std::fmt::Display| {
+            log::warn!(
+                "{name}: undo of activity {}: looking for the original in {dest:?}: {e}",
+                t.id
+            )
+        };
+        if let Err(e) = folders.select(s, dest) {
+            left(&session_fatal(e)?);
+            return Ok(None);
+        }
+        let query = format!(
+            "(UID RFC822.SIZE INTERNALDATE BODY.PEEK[HEADER.FIELDS ({})]<0.{}>)",
+            crate::learn::HEADER_FIELDS.join(" "),
+            super::headers::HEADER_CAP
+        );
+        let fetched = match s.uid_fetch(uid.to_string(), &query) {
+            Ok(f) => f,
+            Err(e) => {
+                left(&session_fatal(e)?);
+                return Ok(None);
+            }
+        };
+        let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
+            return Ok(None);
+        };
+        let (Some(header), Some(size), Some(date)) = (f.header(), f.size, f.internal_date()) else {
+            return Ok(None);
+        };
+        if !holds_the_entrys(t, Some(&super::learn_email(header, None))) {
+            return Ok(None);
+        }
+        let digest = super::acting::content_digests(s, &[uid], size)?.remove(&uid);
+        Ok(Some(Original {
+            folder: dest.to_string(),
+            uid,
+            stamp: (size, date.timestamp()),
+            digest,
+        }))
+    }
+
+    /// Whether `uid` of the entry's folder is a copy of `original`: COPY
+    /// keeps size and INTERNALDATE, and the content is the same, byte for
+    /// byte (the header alone past 4 MiB, as a replayed move knows one).
+    fn is_copy_of(
+        &mut self,
+        s: &mut Session,
+        folders: &Folders,
+        t: &UndoTarget,
+        uid: u32,
+        original: &Original,
+    ) -> Result<bool, ImapError> {
+        let Some(digest) = original.digest else {
+            return Ok(false);
+        };
+        if let Err(e) = folders.select(s, &t.mailbox) {
+            session_fatal(e)?;
+            return Ok(false);
+        }
+        let fetched = match s.uid_fetch(uid.to_string(), "(UID RFC822.SIZE INTERNALDATE)") {
+            Ok(f) => f,
+            Err(e) => {
+                session_fatal(e)?;
+                return Ok(false);
+            }
+        };
+        let stamp = fetched
+            .iter()
+            .find(|f| f.uid == Some(uid))
+            .and_then(|f| Some((f.size?, f.internal_date()?.timestamp())));
+        if stamp != Some(original.stamp) {
+            return Ok(false);
+        }
+        let theirs = super::acting::content_digests(s, &[uid], original.stamp.0)?;
+        Ok(theirs.get(&uid) == Some(&digest))
     }
 
     /// After an undo finished by [`finish_undos`](Self::finish_undos): on a
     /// server without MOVE the undo was a COPY back, then `\Deleted` and
     /// `UID EXPUNGE` of the original, and an interruption after the COPY
     /// left the message in both folders (an audit, on Courier). The
-    /// original, still at its recorded UID and still the entry's message,
-    /// is taken out as the move back would have.
-    fn take_out_left_original(
+    /// original, proven copied back ([`is_copy_of`](Self::is_copy_of)), is
+    /// taken out as the move back would have.
+    fn take_out_original(
         &mut self,
         s: &mut Session,
         caps: &Caps,
         folders: &Folders,
         t: &UndoTarget,
+        original: &Original,
     ) -> Result<(), ImapError> {
-        let (Some(dest), Some(uid)) = (t.dest_folder.as_deref(), t.dest_uid) else {
-            return Ok(());
-        };
-        let name = self.name().to_string();
-        let left = |e: &dyn std::fmt::Display| {
-            log::warn!(
-                "{name}: undo of activity {}: looking for the original left in {dest:?}: {e}",
-                t.id
-            )
-        };
+        let dest = &original.folder;
         if let Err(e) = folders.select(s, dest) {
-            left(&session_fatal(e)?);
+            let e = session_fatal(e)?;
+            log::warn!(
+                "{}: undo of activity {}: the original left in {dest:?}: {e}",
+                self.name(),
+                t.id
+            );
             return Ok(());
         }
-        let fetched = match s.uid_fetch(uid.to_string(), super::learn_query()) {
-            Ok(f) => f,
-            Err(e) => {
-                left(&session_fatal(e)?);
-                return Ok(());
-            }
-        };
-        let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
-            return Ok(());
-        };
-        let Some(header) = f.header() else {
-            return Ok(());
-        };
-        if !holds_the_entrys(t, Some(&super::learn_email(header, f.text()))) {
-            return Ok(());
-        }
-        match self.take_out(s, caps, dest, &[uid])? {
+        match self.take_out(s, caps, dest, &[original.uid])? {
             Ok(()) => log::info!(
                 "{}: activity {}: the original left in {dest:?} by the interrupted undo \
-                 (UID {uid}) taken out",
+                 (UID {}) taken out",
+                self.name(),
+                t.id,
+                original.uid
+            ),
+            Err(e) => log::warn!(
+                "{}: undo of activity {}: the original left in {dest:?}: {e}",
                 self.name(),
                 t.id
             ),
-            Err(e) => left(&e),
         }
         Ok(())
     }
+}
+
+/// An interrupted undo's message still where it was moved to.
+struct Original {
+    folder: String,
+    uid: u32,
+    /// RFC822.SIZE and INTERNALDATE (seconds), which COPY keeps.
+    stamp: (u32, i64),
+    /// Its content's SHA-256 (see `acting::content_digests`); `None` when
+    /// it could not be read: then nothing proves a copy.
+    digest: Option<[u8; 32]>,
 }
 
 /// The most messages past the watermark an interrupted undo reads the

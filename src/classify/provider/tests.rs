@@ -426,3 +426,35 @@ fn a_providers_words_stay_on_one_line_of_the_log() {
     };
     assert_eq!(e.to_string(), r"p: io: a\nb");
 }
+
+/// A certificate for another name is not told to set `ca_file` (the
+/// second regression audit, stop 62: `ca_file` was set); one no CA signed
+/// is.
+#[test]
+fn a_certificate_is_told_what_is_wrong_with_it() {
+    let said = |text: &str| {
+        super::wire::certificate_trouble(
+            &ureq::Error::Io(std::io::Error::other(text.to_string())),
+            "p",
+        )
+    };
+    let mismatch = said(
+        "native-tls: error:0A000086:SSL routines::certificate verify failed (IP address mismatch)",
+    )
+    .unwrap();
+    assert!(
+        mismatch.contains("another host name or address"),
+        "{mismatch}"
+    );
+    assert!(!mismatch.contains("ca_file"), "{mismatch}");
+    let issuer = said(
+        "native-tls: error:0A000086:SSL routines::certificate verify failed (unable to get local \
+         issuer certificate)",
+    )
+    .unwrap();
+    assert!(
+        issuer.contains("set classifier.providers[p].ca_file"),
+        "{issuer}"
+    );
+    assert_eq!(said("io: Connection refused (os error 111)"), None);
+}

@@ -73,13 +73,10 @@ impl Provider {
                 // secret (`server ********`: an audit).
                 e => ClassifyError::Transport {
                     provider: provider.clone(),
-                    error: match &origin {
-                        Some(o) if untrusted_certificate(&e) => format!(
-                            "server {o}/: its certificate is not trusted (a private CA: set \
-                             classifier.providers[{provider}].ca_file): {e}"
-                        ),
-                        Some(o) => format!("server {o}/: {e}"),
-                        None => e.to_string(),
+                    error: match (&origin, certificate_trouble(&e, &provider)) {
+                        (Some(o), Some(why)) => format!("server {o}/: {why}: {e}"),
+                        (Some(o), None) => format!("server {o}/: {e}"),
+                        (None, _) => e.to_string(),
                     },
                 },
             };
@@ -195,21 +192,34 @@ impl Provider {
     }
 }
 
-/// Whether the transport refused the server's certificate chain (no CA
-/// it trusts signed it): OpenSSL's, Security.framework's and SChannel's
-/// words, as native-tls passes them on.
-fn untrusted_certificate(e: &ureq::Error) -> bool {
+/// What is wrong with the server's certificate, said before the TLS
+/// library's words (which the 200-character cut of an error may leave
+/// out: OpenSSL gives its reason last): one for another host name or
+/// address, or one no CA it trusts signed (an audit was told to set
+/// `ca_file` for a name mismatch, with `ca_file` set). `None` when it is
+/// neither.
+pub(super) fn certificate_trouble(e: &ureq::Error, provider: &str) -> Option<String> {
     let said = e.to_string().to_ascii_lowercase();
-    [
-        "certificate verify failed",
+    if said.contains("certificate") && said.contains("mismatch") {
+        return Some(
+            "its certificate is for another host name or address (the url must name one the \
+             certificate lists)"
+                .to_string(),
+        );
+    }
+    let untrusted = [
         "unable to get local issuer",
         "self-signed certificate",
         "self signed certificate",
         "untrusted root",
         "not trusted",
-    ]
-    .iter()
-    .any(|w| said.contains(w))
+    ];
+    untrusted.iter().any(|w| said.contains(w)).then(|| {
+        format!(
+            "its certificate is not trusted (a private CA: set \
+             classifier.providers[{provider}].ca_file to the CA's file)"
+        )
+    })
 }
 
 /// Whether a failed read of an answer's body failed on the answer itself
