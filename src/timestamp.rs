@@ -49,9 +49,35 @@ pub fn parse_iso_ms(s: &str) -> Option<i64> {
         .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
+/// An IMAP date (`21-Nov-2026`, RFC 3501 `date`, as `SEARCH SINCE` takes
+/// it) of Unix seconds, in UTC.
+pub fn imap_date(unix: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let d = OffsetDateTime::from_unix_timestamp(unix)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        .date();
+    format!(
+        "{}-{}-{}",
+        d.day(),
+        MONTHS[usize::from(u8::from(d.month())) - 1],
+        d.year()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn imap_dates_are_rfc_3501_dates_in_utc() {
+        assert_eq!(imap_date(0), "1-Jan-1970");
+        // 2026-11-30 23:59:59 UTC and a second later.
+        assert_eq!(imap_date(1_796_083_199), "30-Nov-2026");
+        assert_eq!(imap_date(1_796_083_200), "1-Dec-2026");
+        assert_eq!(imap_date(-86_400), "31-Dec-1969");
+    }
 
     #[test]
     fn formats_utc_with_milliseconds() {

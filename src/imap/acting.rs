@@ -589,12 +589,13 @@ fn of_size_and_date(s: &mut Session, (size, date): (u32, i64)) -> Result<Vec<u32
     if !hits.is_empty() || size < 2 {
         return Ok(hits);
     }
+    // The days around it: a server compares dates in its own zone.
     let day = 86_400;
     let wide = format!(
         "LARGER {} SMALLER {size} SINCE {} BEFORE {}",
         (size / 2).saturating_sub(1),
-        search_date(date - day),
-        search_date(date + 2 * day)
+        crate::timestamp::imap_date(date - day),
+        crate::timestamp::imap_date(date + 2 * day)
     );
     search_or_none(s, wide)
 }
@@ -609,24 +610,6 @@ fn search_or_none(s: &mut Session, query: String) -> Result<Vec<u32>, ImapError>
             Ok(Vec::new())
         }
     }
-}
-
-/// An IMAP search date (`21-Nov-2026`, RFC 3501 `date`) of Unix seconds,
-/// in UTC (the days around it are searched: a server compares in its own
-/// zone).
-fn search_date(unix: i64) -> String {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let d = time::OffsetDateTime::from_unix_timestamp(unix)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
-        .date();
-    format!(
-        "{}-{}-{}",
-        d.day(),
-        MONTHS[usize::from(u8::from(d.month())) - 1],
-        d.year()
-    )
 }
 
 /// Messages up to this size are known by all of their bytes, larger ones
@@ -666,18 +649,4 @@ pub(super) fn content_digests(
         }
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::search_date;
-
-    #[test]
-    fn search_dates_are_rfc_3501_dates_in_utc() {
-        assert_eq!(search_date(0), "1-Jan-1970");
-        // 2026-11-30 23:59:59 UTC and a second later.
-        assert_eq!(search_date(1_796_083_199), "30-Nov-2026");
-        assert_eq!(search_date(1_796_083_200), "1-Dec-2026");
-        assert_eq!(search_date(-86_400), "31-Dec-1969");
-    }
 }

@@ -427,17 +427,8 @@ impl Runner {
                     continue;
                 }
             };
-            let mb = match folders.select(s, &t.mailbox) {
-                Ok(mb) => mb,
-                Err(e) => {
-                    log::warn!(
-                        "{}: undo of activity {id}: SELECT {}: {}",
-                        self.name(),
-                        folders.describe(&t.mailbox),
-                        session_fatal(e)?
-                    );
-                    continue;
-                }
+            let Some(mb) = self.select_for_undo(s, folders, &t)? else {
+                continue;
             };
             let uidvalidity = mb.uid_validity.unwrap_or(t.uidvalidity);
             let seen = match self.w.store.folder_state(self.name(), &t.mailbox) {
@@ -497,13 +488,7 @@ impl Runner {
                     continue;
                 }
             }
-            if let Err(e) = folders.select(s, &t.mailbox) {
-                log::warn!(
-                    "{}: undo of activity {id}: SELECT {}: {}",
-                    self.name(),
-                    folders.describe(&t.mailbox),
-                    session_fatal(e)?
-                );
+            if self.select_for_undo(s, folders, &t)?.is_none() {
                 continue;
             }
             if let Err(e) = self.w.store.record_undo(&t, uidvalidity, uid) {
@@ -527,6 +512,29 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// Selects the folder `t`'s message came from, for finishing its undo;
+    /// `None` (logged) when the server refuses it.
+    fn select_for_undo(
+        &mut self,
+        s: &mut Session,
+        folders: &Folders,
+        t: &UndoTarget,
+    ) -> Result<Option<imap::types::Mailbox>, ImapError> {
+        match folders.select(s, &t.mailbox) {
+            Ok(mb) => Ok(Some(mb)),
+            Err(e) => {
+                log::warn!(
+                    "{}: undo of activity {}: SELECT {}: {}",
+                    self.name(),
+                    t.id,
+                    folders.describe(&t.mailbox),
+                    session_fatal(e)?
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// The entry's message still at the UID it was moved to, with its size,
