@@ -303,6 +303,20 @@ fn model_actions_keep_spam_and_read_from_the_model_but_not_from_rules() {
 /// model as a folder named Junk is; a rule may still move there.
 #[test]
 fn the_folder_the_server_marks_junk_is_not_the_models_without_spam() {
+    marked_junk_kept_from_the_model("", "Werbung");
+}
+
+/// Found by stop 62's IMAP audit: with `folders.junk` set, a second folder
+/// the server marks `\Junk` was offered to the model and moved to: only
+/// the junk folder in use was kept from it. Every marked one is now.
+#[test]
+fn every_folder_the_server_marks_junk_is_kept_from_the_model_without_spam() {
+    marked_junk_kept_from_the_model(", junk: Junk", "Junk");
+}
+
+/// A Dovecot whose `Werbung` is marked `\Junk`; the account's folders
+/// with `junk` (e.g. `, junk: Junk`), and the junk folder in use then.
+fn marked_junk_kept_from_the_model(junk: &str, in_use: &str) {
     let model = Model::start(2, |r| {
         assert!(!r.system.contains("Werbung"), "offered: {}", r.system);
         Reply::Answer(
@@ -319,13 +333,19 @@ fn the_folder_the_server_marks_junk_is_not_the_models_without_spam() {
     let m = Mailproc::start(&obedient_config(
         &model,
         &d,
-        "folders: { watch: [INBOX], allowed: [Receipts, Werbung] }\n    \
-            allowed_actions: [move, spam, noop]\n    model_actions: [move, noop]\n    \
-            backlog: all\n    max_attempts: 1\n    provider: fake\n    \
-            rules:\n      - { name: ads, when: { subject: \"^rule-werbung$\" }, actions: [ { type: move, folder: Werbung } ] }\n",
+        &format!(
+            "folders: {{ watch: [INBOX], allowed: [Receipts, Werbung]{junk} }}\n    \
+             allowed_actions: [move, spam, noop]\n    model_actions: [move, noop]\n    \
+             backlog: all\n    max_attempts: 1\n    provider: fake\n    \
+             rules:\n      - {{ name: ads, when: {{ subject: \"^rule-werbung$\" }}, actions: [ {{ type: move, folder: Werbung }} ] }}\n"
+        ),
     ));
     let rows = decided(&m, 2);
-    assert!(m.log().contains("junk \"Werbung\""), "{}", m.log());
+    assert!(
+        m.log().contains(&format!("junk \"{in_use}\"")),
+        "{}",
+        m.log()
+    );
     let row = |tag: &str| row_of(&rows, tag);
     let asked = row("ask-werbung");
     assert_eq!(asked["status"], "failed", "{asked:#}");

@@ -38,6 +38,10 @@ pub(crate) struct Folders {
     /// Where `spam` goes, as the user knows it (`Junk` for Cyrus's
     /// `INBOX.Junk`).
     pub(super) junk: String,
+    /// Every folder the server marks `\Junk`, as the user knows it: none
+    /// is a folder the model may move to without `spam` (`junk` alone was
+    /// kept from it, and a second marked folder was not: an audit).
+    pub(super) marked_junk: Vec<String>,
     /// Where `trash` goes, as the user knows it.
     pub(super) trash: String,
     names: FolderNames,
@@ -56,6 +60,7 @@ impl Folders {
             existing: HashSet::new(),
             created: Default::default(),
             junk: "Junk".into(),
+            marked_junk: Vec::new(),
             trash: "Trash".into(),
             names,
             utf8,
@@ -386,7 +391,25 @@ pub(super) fn discover(
     // asking with `LIST "" ""`, which every server here answers the same.
     let delimiter = entries.iter().find_map(|e| e.delimiter);
     let names = FolderNames::resolve(namespaces.as_ref(), delimiter);
-    let found = |use_: SpecialUse| find_special_use(use_, &entries, None).map(|(n, _)| n);
+    // The junk and trash folders are the user's own: one of another
+    // namespace (a public `Spam`) is no place for their mail.
+    let own = own_entries(&entries, namespaces.as_ref());
+    let found = |use_: SpecialUse| find_special_use(use_, &own, None).map(|(n, _)| n);
+    let marked_junk: Vec<String> = crate::mailbox::special_use::marked(SpecialUse::Junk, &own)
+        .map(|e| names.to_display(&e.name))
+        .collect();
+    if account.folders.junk.is_none() && marked_junk.len() > 1 {
+        log::warn!(
+            "{}: {} folders are marked \\Junk ({}); spam goes to {:?}: set folders.junk to \
+             choose",
+            account.name,
+            marked_junk.len(),
+            marked_junk.join(", "),
+            found(SpecialUse::Junk)
+                .map(|n| names.to_display(n))
+                .unwrap_or_default()
+        );
+    }
     let junk = match account.folders.junk.as_deref() {
         Some(j) => j.to_string(),
         None => found(SpecialUse::Junk)
@@ -470,11 +493,22 @@ pub(super) fn discover(
         existing: entries.into_iter().map(|e| e.name).collect(),
         created: Default::default(),
         junk,
+        marked_junk,
         trash,
         names,
         utf8: caps.utf8,
         account: account.name.clone(),
     })
+}
+
+/// The folders of `entries` in the user's personal namespace (all of them
+/// when the server has no NAMESPACE).
+fn own_entries(entries: &[ListEntry], namespaces: Option<&Namespaces>) -> Vec<ListEntry> {
+    entries
+        .iter()
+        .filter(|e| namespaces.is_none_or(|ns| ns.is_personal(&e.name)))
+        .cloned()
+        .collect()
 }
 
 /// Every folder, with its special-use attributes where the server marks

@@ -366,13 +366,17 @@ impl Runner {
     /// its instructions as examples. Only the sender's address and the
     /// words of the subject (no punctuation, cut short) are quoted: they
     /// are written by strangers and go into the instructions.
-    pub(super) fn prompt_account(&self, junk: &str) -> Arc<AccountConfig> {
+    pub(super) fn prompt_account(&self, folders: &super::session::Folders) -> Arc<AccountConfig> {
         // What the model may do (`model_actions`): without `spam`, not the
         // junk folder the server marks either (an audit moved mail to a
-        // `\Junk`-marked `Werbung` by a model without `spam`).
+        // `\Junk`-marked `Werbung` by a model without `spam`), nor any
+        // other it marks (an audit's `Bulk` beside `folders.junk: Junk`).
         let a = &match self.w.account.for_model() {
             Some(mut m) => {
-                m.keep_from_model(junk);
+                m.keep_from_model(&folders.junk);
+                for marked in &folders.marked_junk {
+                    m.keep_from_model(marked);
+                }
                 Arc::new(m)
             }
             None => self.w.account.clone(),

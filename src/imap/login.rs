@@ -13,13 +13,27 @@ use crate::config::{AccountConfig, ImapAuth};
 use crate::oauth::sasl::{Mechanism, TokenAuth};
 use crate::oauth::Tokens;
 
-/// A refused LOGIN or AUTHENTICATE is the credentials' fault; anything else
-/// is the connection's.
+/// A refused LOGIN or AUTHENTICATE is the credentials' fault, unless the
+/// server says it is its own passing state; anything else is the
+/// connection's.
 fn refused(e: imap::Error) -> ImapError {
     match e {
+        imap::Error::No(ref no) if passing(&no.information) => ImapError::Protocol(e),
         imap::Error::No(_) | imap::Error::Bad(_) => ImapError::Login(e.to_string()),
         other => ImapError::Protocol(other),
     }
+}
+
+/// Whether a refusal carries a response code of a passing state (RFC 5530:
+/// `UNAVAILABLE`, `LIMIT`, `INUSE`, `SERVERBUG`): Dovecot's "NO [LIMIT]
+/// Maximum number of connections" was taken for a wrong password, five
+/// minutes' wait and "check the username and password" (an audit). The
+/// codes this parser does not know stay in the words.
+fn passing(information: &str) -> bool {
+    let said = information.trim_start().to_ascii_uppercase();
+    ["[UNAVAILABLE]", "[LIMIT]", "[INUSE]", "[SERVERBUG]"]
+        .iter()
+        .any(|code| said.starts_with(code))
 }
 
 /// `e` with each of `secrets` masked out of what the server said: a server
@@ -145,6 +159,17 @@ fn oauth_login(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_for_a_passing_state_is_no_wrong_password() {
+        assert!(passing(
+            "[LIMIT] Maximum number of connections from user+IP exceeded"
+        ));
+        assert!(passing("[UNAVAILABLE] Temporary authentication failure"));
+        assert!(passing(" [inuse] mailbox in use"));
+        assert!(!passing("[AUTHENTICATIONFAILED] Authentication failed."));
+        assert!(!passing("Authentication failed. [LIMIT]"));
+    }
 
     #[test]
     fn a_secret_cut_with_the_servers_words_is_masked_to_its_end() {

@@ -116,7 +116,7 @@ impl Runner {
             }
             if !stopped && rest.peek().is_some() && flow.wants_group() {
                 let group = next_group(&mut rest, max_message);
-                groups.push(self.ask(s, group, &folders.junk, &mut flow)?);
+                groups.push(self.ask(s, group, folders, &mut flow)?);
                 talked = Instant::now();
                 continue;
             }
@@ -211,7 +211,7 @@ impl Runner {
         &mut self,
         s: &mut Session,
         items: Vec<Item>,
-        junk: &str,
+        folders: &Folders,
         flow: &mut Flow<Job>,
     ) -> Result<Asked, ImapError> {
         let uids: Vec<u32> = items.iter().map(|it| it.meta.uid).collect();
@@ -250,7 +250,7 @@ impl Runner {
         // questions, so it closes once each is answered or dropped.
         let (reply, answers) = crossbeam_channel::unbounded();
         let provider = self.w.provider.clone();
-        let account = self.prompt_account(junk);
+        let account = self.prompt_account(folders);
         let now = Instant::now();
         let mut indexes = Vec::with_capacity(items.len());
         for mut it in items {

@@ -36,6 +36,33 @@ pub struct Namespaces {
 }
 
 impl Namespaces {
+    /// Whether the server folder `name` is one of the user's own: INBOX,
+    /// or under a personal prefix and under no other user's or shared
+    /// prefix (a personal prefix `""` names everything). A junk folder
+    /// looked for by its usual name was taken from the public namespace
+    /// (`Public/Spam`: the user's mail moved where others read it; an
+    /// audit).
+    pub fn is_personal(&self, name: &str) -> bool {
+        if name.eq_ignore_ascii_case("INBOX") {
+            return true;
+        }
+        let under = |ns: &Namespace| {
+            let p = ns.prefix.as_str();
+            !p.is_empty()
+                && (name.starts_with(p)
+                    || Some(name) == p.strip_suffix(ns.delimiter.unwrap_or('\0')))
+        };
+        if self.other_users.iter().chain(&self.shared).any(under) {
+            return false;
+        }
+        self.personal.is_empty()
+            || self.personal.iter().any(|ns| {
+                ns.prefix.is_empty()
+                    || name.starts_with(&ns.prefix)
+                    || Some(name) == ns.prefix.strip_suffix(ns.delimiter.unwrap_or('\0'))
+            })
+    }
+
     /// Reads the untagged `* NAMESPACE` response in `raw` (what the server
     /// sent for the NAMESPACE command, other untagged lines allowed).
     pub fn parse(raw: &[u8]) -> Result<Namespaces, String> {
@@ -241,6 +268,25 @@ fn has_prefix(name: &str, prefix: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    /// Found by an audit: a public `Spam` was taken for the user's junk
+    /// folder. Only the personal namespace's folders are the user's own.
+    #[test]
+    fn only_the_personal_namespace_is_the_users_own() {
+        let ns = |raw: &str| Namespaces::parse(raw.as_bytes()).unwrap();
+        let dovecot = ns("* NAMESPACE ((\"\" \"/\")) NIL ((\"Public/\" \"/\"))\r\n");
+        assert!(dovecot.is_personal("INBOX"));
+        assert!(dovecot.is_personal("Spam"));
+        assert!(dovecot.is_personal("Lists/Rust"));
+        assert!(!dovecot.is_personal("Public/Spam"));
+        assert!(!dovecot.is_personal("Public"));
+        let cyrus = ns("* NAMESPACE ((\"INBOX.\" \".\")) ((\"user.\" \".\")) ((\"\" \".\"))\r\n");
+        assert!(cyrus.is_personal("INBOX"));
+        assert!(cyrus.is_personal("INBOX.Junk"));
+        assert!(!cyrus.is_personal("user.bob.Junk"));
+        assert!(!cyrus.is_personal("shared.Spam"));
+    }
+
     use super::*;
 
     #[test]

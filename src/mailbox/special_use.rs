@@ -250,9 +250,16 @@ pub fn find<'a>(
     if let Some(c) = configured.filter(|c| !c.is_empty()) {
         return Some((c, Found::Configured));
     }
-    if let Some(e) = entries
-        .iter()
-        .find(|e| e.selectable() && e.has(use_.attribute()))
+    // Of several marked, one chosen the same way at every sign-in (the
+    // server's LIST order changed between runs, and spam went to one, then
+    // the other: an audit): a usual name first, then the shortest, then
+    // by name.
+    let usual = |e: &ListEntry| {
+        (use_.usual_names().iter())
+            .position(|u| lower(e.leaf()) == lower(u))
+            .unwrap_or(usize::MAX)
+    };
+    if let Some(e) = marked(use_, entries).min_by_key(|e| (usual(e), e.name.len(), e.name.as_str()))
     {
         return Some((&e.name, Found::Attribute));
     }
@@ -264,6 +271,13 @@ pub fn find<'a>(
     })
 }
 
+/// The selectable folders the server marks `use_`.
+pub fn marked(use_: SpecialUse, entries: &[ListEntry]) -> impl Iterator<Item = &ListEntry> {
+    entries
+        .iter()
+        .filter(move |e| e.selectable() && e.has(use_.attribute()))
+}
+
 fn lower(s: &str) -> String {
     s.to_lowercase()
 }
@@ -271,6 +285,23 @@ fn lower(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by an audit: of two folders marked `\Junk`, the first LIST
+    /// named was taken, and Dovecot's order changed between runs. Chosen
+    /// the same way in any order now: a usual name first.
+    #[test]
+    fn of_two_marked_the_same_is_chosen_in_any_order() {
+        let a = "* LIST (\\Junk) \"/\" \"INBOX/Spam\"\r\n* LIST (\\Junk) \"/\" \"INBOX/Junk\"\r\n";
+        let b = "* LIST (\\Junk) \"/\" \"INBOX/Junk\"\r\n* LIST (\\Junk) \"/\" \"INBOX/Spam\"\r\n";
+        for raw in [a, b] {
+            let e = entries(raw);
+            assert_eq!(
+                find(SpecialUse::Junk, &e, None),
+                Some(("INBOX/Junk", Found::Attribute))
+            );
+            assert_eq!(marked(SpecialUse::Junk, &e).count(), 2);
+        }
+    }
 
     fn entries(raw: &str) -> Vec<ListEntry> {
         ListEntry::parse_all(raw.as_bytes())
