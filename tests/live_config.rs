@@ -87,6 +87,21 @@ fn accounts_of(entries: &Value, subject: &str) -> Vec<String> {
         .collect()
 }
 
+/// Renames `one` to `two` (same mailbox, `backlog: new_only`) in the file,
+/// reloads, and waits for `two` to start.
+fn rename_one_to_two(m: &mut Mailproc, d: &Dovecot) {
+    let renamed = account(d, "two", "test", "(?i)invoice", "Receipts")
+        .replace("backlog: all", "backlog: new_only")
+        .replace("${PASS_two}", "${PASS_one}");
+    m.write_config(&base(&renamed));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(20), "two started", || {
+        m.log()
+            .contains("two: renamed from one; started")
+            .then_some(())
+    });
+}
+
 fn start() -> (Dovecot, Mailproc) {
     let d = Dovecot::start();
     d.add_user("two", "secret2");
@@ -696,18 +711,9 @@ fn a_rename_under_new_only_goes_on_where_the_old_name_stopped() {
     let r = m.post_with("/api/accounts/one/pause", TOKEN, "");
     assert_eq!(r.status, 200, "{}", r.text);
     d.seed("test", "INBOX", &msg_with("inv2", "Invoice 2", ""));
-    let renamed = account(&d, "two", "test", "(?i)invoice", "Receipts")
-        .replace("backlog: all", "backlog: new_only")
-        .replace("${PASS_two}", "${PASS_one}");
-    m.write_config(&base(&renamed));
-    m.signal("HUP");
     // Listed at once (a configured account not started yet reads
     // `connecting`), started once `one`'s worker has ended.
-    m.wait_for(Duration::from_secs(20), "two started", || {
-        m.log()
-            .contains("two: renamed from one; started")
-            .then_some(())
-    });
+    rename_one_to_two(&mut m, &d);
     let two = m.wait_for(Duration::from_secs(20), "two listed", || {
         let a = get(&m, "/api/accounts").body;
         a["accounts"]
@@ -752,16 +758,7 @@ fn an_old_name_added_back_after_a_rename_takes_nothing_twice() {
     // No rule takes them: recorded, and left in INBOX.
     d.seed("test", "INBOX", &msg_with("note1", "Note 1", ""));
     wait_row(&m, "Note 1");
-    let renamed = account(&d, "two", "test", "(?i)invoice", "Receipts")
-        .replace("backlog: all", "backlog: new_only")
-        .replace("${PASS_two}", "${PASS_one}");
-    m.write_config(&base(&renamed));
-    m.signal("HUP");
-    m.wait_for(Duration::from_secs(20), "two started", || {
-        m.log()
-            .contains("two: renamed from one; started")
-            .then_some(())
-    });
+    rename_one_to_two(&mut m, &d);
     d.seed("test", "INBOX", &msg_with("note2", "Note 2", ""));
     wait_row(&m, "Note 2");
     m.write_config(&base("").replace("accounts:\n", "accounts: []\n"));

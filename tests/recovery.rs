@@ -460,9 +460,7 @@ fn an_undo_sent_during_a_pass_is_served_when_the_pass_ends() {
     m.spawn(&[("MAILPROC_FAILPOINTS", "window=2,before-act=pause:500")]);
     m.wait_ready();
     wait_processed(&m, 1, Duration::from_secs(30));
-    let id = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let id = newest_entry(&m);
     // Paused, eight more arrive; `process` runs one pass over them all, and
     // after it the paused account goes straight to IDLE.
     assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
@@ -501,9 +499,7 @@ fn the_undo_of_a_message_deleted_since_is_refused_as_gone() {
     d.seed("test", "INBOX", &msg_with("weekly", "Weekly digest", list));
     let m = Mailproc::start(&config(&d, None, RULES, ""));
     wait_processed(&m, 1, Duration::from_secs(30));
-    let id = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let id = newest_entry(&m);
     common::imap_client::user_does(
         d.imap_port,
         "test",
@@ -523,9 +519,7 @@ fn the_undo_of_a_message_deleted_since_is_refused_as_gone() {
         &msg_with("weekly2", "Weekly digest 2", list),
     );
     wait_processed(&m, 2, Duration::from_secs(30));
-    let id = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let id = newest_entry(&m);
     common::imap_client::user_does(d.imap_port, "test", &["RENAME Lists Elsewhere"]);
     let undo = m.post(&format!("/api/activity/{id}/undo"), "");
     assert_eq!(undo.status, 409, "{}", undo.text);
@@ -549,9 +543,7 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
     d.seed("test", "INBOX", &msg_with("first", "Weekly digest", list));
     let m = Mailproc::start(&config(&d, None, RULES, ""));
     wait_processed(&m, 1, Duration::from_secs(30));
-    let first = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let first = newest_entry(&m);
     common::imap_client::user_does(d.imap_port, "test", &["RENAME Lists Kept"]);
     d.seed(
         "test",
@@ -586,9 +578,7 @@ fn an_undo_never_moves_another_message_that_got_its_uid() {
         .replace("Message-ID: <x@mailproc.test>\r\n", "");
     d.seed("test", "INBOX", idless.as_bytes());
     wait_processed(&m, 3, Duration::from_secs(30));
-    let third = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let third = newest_entry(&m);
     common::imap_client::user_does(d.imap_port, "test", &["RENAME Lists Kept2", "CREATE Lists"]);
     // The new Lists' UIDs start at 1 again: the third is its UID 3.
     for i in 0..3 {
@@ -681,17 +671,9 @@ fn undo_cut_between_move_and_record(raw: &[u8], id: &str, search: &str) {
             .collect::<Vec<_>>()
     };
     assert_eq!(where_is(), ["Lists"]);
-    let entry = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let entry = newest_entry(&m);
     // The process dies right after the server moved the message back.
-    // (Asked without the harness's client: the answer never comes.)
-    let _ = ureq::post(m.url(&format!("/api/activity/{entry}/undo"))).send_empty();
-    assert!(
-        m.wait_exit(Duration::from_secs(20)).is_some(),
-        "{}",
-        m.log()
-    );
+    undo_and_die(&mut m, entry);
     assert_eq!(where_is(), ["INBOX"]);
     m.restart();
     let search = search.replace(' ', "%20");
@@ -746,15 +728,8 @@ fn an_undo_cut_before_its_move_takes_no_look_alike_for_the_message() {
     m.spawn(&[("MAILPROC_FAILPOINTS", "undo-before-move=abort")]);
     m.wait_ready();
     wait_processed(&m, 1, Duration::from_secs(30));
-    let entry = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
-    let _ = ureq::post(m.url(&format!("/api/activity/{entry}/undo"))).send_empty();
-    assert!(
-        m.wait_exit(Duration::from_secs(20)).is_some(),
-        "{}",
-        m.log()
-    );
+    let entry = newest_entry(&m);
+    undo_and_die(&mut m, entry);
     // The look-alike comes while the service is down.
     d.seed("test", "INBOX", digest("The second week!").as_bytes());
     m.spawn(&[]);
@@ -816,18 +791,11 @@ fn an_undo_cut_after_its_copy_on_a_server_without_move_leaves_one_copy() {
         at
     };
     assert_eq!(where_is(), ["Lists"]);
-    let entry = m.get("/api/activity").body["entries"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let entry = newest_entry(&m);
     m.kill();
     m.spawn(&[("MAILPROC_FAILPOINTS", "after-copy=abort")]);
     m.wait_ready();
-    let _ = ureq::post(m.url(&format!("/api/activity/{entry}/undo"))).send_empty();
-    assert!(
-        m.wait_exit(Duration::from_secs(20)).is_some(),
-        "{}",
-        m.log()
-    );
+    undo_and_die(&mut m, entry);
     assert_eq!(where_is(), ["INBOX", "Lists"], "the COPY back was made");
     m.spawn(&[]);
     m.wait_ready();
@@ -1263,6 +1231,25 @@ fn a_provider_refusing_its_key_is_told_which_setting_to_mend() {
     assert!(
         m.log()
             .contains("provider fake: its settings changed: no longer counted as down"),
+        "{}",
+        m.log()
+    );
+}
+
+/// The id of the newest activity entry.
+fn newest_entry(m: &Mailproc) -> i64 {
+    m.get("/api/activity").body["entries"][0]["id"]
+        .as_i64()
+        .unwrap()
+}
+
+/// Asks the undo of `entry` of a process set to die in it (a failpoint),
+/// and waits for it to end. (Asked without the harness's client: the
+/// answer never comes.)
+fn undo_and_die(m: &mut Mailproc, entry: i64) {
+    let _ = ureq::post(m.url(&format!("/api/activity/{entry}/undo"))).send_empty();
+    assert!(
+        m.wait_exit(Duration::from_secs(20)).is_some(),
         "{}",
         m.log()
     );

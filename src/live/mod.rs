@@ -341,6 +341,11 @@ impl Live {
     /// edit (an audit).
     pub fn version_made_from(&self, running: &Loaded) -> String {
         match crate::config::read_bytes(&running.path) {
+            // The file as it was read or written: nothing to parse (every
+            // `GET /api/config` asks).
+            Ok(bytes) if crate::config::version_of(&bytes) == running.version => {
+                running.version.clone()
+            }
             Ok(bytes) if file_differs(running).is_none() => crate::config::version_of(&bytes),
             // A file gone is written again by a save, which checks the
             // version of no bytes (a save with its tag was refused 412 for
