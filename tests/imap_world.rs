@@ -907,3 +907,72 @@ fn a_move_to_the_folder_the_message_is_in_is_not_sent() {
         m.log()
     );
 }
+
+/// Found by an audit (stop 62): Dovecot answers a `STORE` with OK in a
+/// folder whose `PERMANENTFLAGS` leave the flag out (its ACL lacks `w`)
+/// or that it opens `[READ-ONLY]` (ACL `lr`), and keeps nothing; the
+/// flags were recorded as set, counted and announced. Now such an action
+/// fails with why, and what the folder keeps is still set.
+#[test]
+fn a_flag_the_folder_does_not_keep_is_a_failure_not_a_success() {
+    use common::dovecot::Dovecot;
+    let d = Dovecot::start_with(
+        "mail_plugins = $mail_plugins acl\nplugin {\n  acl = vfile\n}\n",
+        false,
+    );
+    let mb = Mailbox::new(&d, "keeps");
+    mb.create("Shared");
+    mb.seed(
+        "INBOX",
+        &[msg_with("f1", "flagme", ""), msg_with("r1", "readme", "")],
+    );
+    mb.seed("Shared", &[msg_with("r2", "readme", "")]);
+    // INBOX keeps \Seen and \Deleted only; Shared is read-only.
+    let home = d.dir().join("mail").join(&mb.user);
+    std::fs::write(home.join("dovecot-acl"), "owner lrste\n").unwrap();
+    std::fs::write(home.join(".Shared").join("dovecot-acl"), "owner lr\n").unwrap();
+    let m = Mailproc::start(&config(
+        &mb.account(
+            "acct",
+            "    folders: { watch: [INBOX, Shared] }\n    backlog: all\n    max_attempts: 1\n    \
+             rules:\n      \
+             - { name: flag, when: { subject: \"^flagme\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\", \"$Label1\"] } ] }\n      \
+             - { name: read, when: { subject: \"^readme\" }, actions: [ { type: read } ] }\n",
+        ),
+        None,
+    ));
+    let settled = |id: &str| {
+        m.wait_for(STALL, id, || {
+            row_of(&m, id).filter(|r| r["status"] != "pending")
+        })
+    };
+    let flagged = settled("f1");
+    assert_eq!(flagged["status"], "failed", "{flagged}");
+    let error = flagged["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("keeps no $Label1 \\Flagged in \"INBOX\"")
+            && error.contains("PERMANENTFLAGS: \\Deleted \\Seen"),
+        "{error}"
+    );
+    let read = settled("r1");
+    assert_eq!(read["status"], "ok", "{read}");
+    let shared = settled("r2");
+    assert_eq!(shared["status"], "failed", "{shared}");
+    assert!(
+        shared["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("\"Shared\" is read-only")),
+        "{shared}"
+    );
+    let where_is = mb.where_is();
+    assert!(has(&where_is["<r1@mailproc.test>"][0].flags, "\\Seen"));
+    assert!(where_is["<f1@mailproc.test>"][0].flags.is_empty());
+    assert!(where_is["<r2@mailproc.test>"][0].flags.is_empty());
+    assert_eq!(
+        world::metric(
+            &m,
+            "mailproc_actions_total{account=\"acct\",action=\"flag\"}"
+        ),
+        0.0
+    );
+}

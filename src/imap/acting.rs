@@ -64,6 +64,17 @@ impl Runner {
             for u in set.iter().filter(|u| moving.contains(u)) {
                 wanted.entry(*u).or_default().extend(flags.iter().cloned());
             }
+            // Flags the folder would keep for this session only are not
+            // set at all: the server says OK and drops them (see `Keeps`).
+            if let Some(why) = folders
+                .keeps(mailbox)
+                .and_then(|k| k.refusal(&folders.describe(mailbox), flags))
+            {
+                for u in set {
+                    failed.insert(*u, format!("setting flags failed: {why}"));
+                }
+                continue;
+            }
             // A moving message gets its flags before the move, which
             // carries them along (and they come off again if it fails):
             // see `flags`. (A large fragmented set goes in several

@@ -71,3 +71,105 @@ impl Runner {
         Ok(())
     }
 }
+
+/// Which flags the selected folder keeps, as its `SELECT` said: a folder
+/// selected `[READ-ONLY]` keeps none, and one whose `PERMANENTFLAGS` list
+/// neither a flag nor `\*` keeps that flag for the session only (RFC 3501
+/// §7.1). Dovecot answers a `STORE` of either with OK: the flags were
+/// recorded as set, counted and announced, and gone at the next session
+/// (an audit).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Keeps {
+    read_only: bool,
+    /// The flags kept, as the server spells them; `None` for every one (no `PERMANENTFLAGS`
+    /// sent, or `\*` among them).
+    only: Option<Vec<String>>,
+}
+
+impl Keeps {
+    pub(super) fn of(mb: &imap::types::Mailbox) -> Keeps {
+        use imap::types::Flag;
+        let every = !mb.permanent_flags_listed || mb.permanent_flags.contains(&Flag::MayCreate);
+        Keeps {
+            read_only: mb.is_read_only,
+            only: (!every).then(|| mb.permanent_flags.iter().map(|f| f.to_string()).collect()),
+        }
+    }
+
+    /// Why `folder` (as messages name it) would not keep `flags`; `None`
+    /// when it keeps them all.
+    pub(super) fn refusal(&self, folder: &str, flags: &[String]) -> Option<String> {
+        if self.read_only {
+            return Some(format!(
+                "{folder} is read-only to this account (its SELECT said READ-ONLY): \
+                 the server keeps no flag set there"
+            ));
+        }
+        let only = self.only.as_ref()?;
+        let lost: Vec<&str> = flags
+            .iter()
+            .filter(|f| !only.iter().any(|k| k.eq_ignore_ascii_case(f)))
+            .map(String::as_str)
+            .collect();
+        if lost.is_empty() {
+            return None;
+        }
+        let listed = if only.is_empty() {
+            "none".to_string()
+        } else {
+            only.join(" ")
+        };
+        Some(format!(
+            "the server keeps no {} in {folder} beyond this session \
+             (its PERMANENTFLAGS: {listed})",
+            lost.join(" ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Keeps;
+    use imap::types::{Flag, Mailbox};
+
+    fn selected(listed: Option<Vec<Flag<'static>>>, read_only: bool) -> Keeps {
+        let mut mb = Mailbox::default();
+        mb.permanent_flags_listed = listed.is_some();
+        mb.permanent_flags = listed.unwrap_or_default();
+        mb.is_read_only = read_only;
+        Keeps::of(&mb)
+    }
+
+    #[test]
+    fn a_folder_keeps_what_its_permanentflags_list() {
+        let seen = vec!["\\Seen".to_string()];
+        let both = vec!["\\Seen".to_string(), "\\Flagged".to_string()];
+        // No list: every flag is kept (RFC 3501 §7.1).
+        assert_eq!(selected(None, false).refusal("\"INBOX\"", &both), None);
+        // `\*`: any keyword, and (read leniently) any flag.
+        let any = selected(Some(vec![Flag::MayCreate]), false);
+        assert_eq!(any.refusal("\"INBOX\"", &both), None);
+        // Listed, in any case.
+        let only_seen = selected(Some(vec![Flag::Custom("\\SEEN".into())]), false);
+        assert_eq!(only_seen.refusal("\"INBOX\"", &seen), None);
+        assert_eq!(
+            only_seen.refusal("\"INBOX\"", &both).as_deref(),
+            Some(
+                "the server keeps no \\Flagged in \"INBOX\" beyond this session \
+                 (its PERMANENTFLAGS: \\SEEN)"
+            )
+        );
+        // An empty list keeps nothing.
+        let none = selected(Some(Vec::new()), false);
+        assert!(none
+            .refusal("\"INBOX\"", &seen)
+            .unwrap()
+            .ends_with("(its PERMANENTFLAGS: none)"));
+        // Read-only keeps nothing, whatever the list.
+        let ro = selected(None, true);
+        assert!(ro
+            .refusal("\"INBOX\"", &seen)
+            .unwrap()
+            .contains("read-only"));
+    }
+}

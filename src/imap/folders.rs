@@ -22,6 +22,7 @@
 
 use std::collections::HashSet;
 
+use super::flags::Keeps;
 use super::session::{session_fatal, Caps, Session};
 use super::ImapError;
 use crate::config::AccountConfig;
@@ -35,6 +36,9 @@ pub(crate) struct Folders {
     /// CREATE was answered `ALREADYEXISTS`): not created again at every
     /// pass of the session.
     created: parking_lot::Mutex<HashSet<String>>,
+    /// The folder selected last (as the user knows it) and the flags it
+    /// keeps: see [`Keeps`].
+    selected: parking_lot::Mutex<Option<(String, Keeps)>>,
     /// Where `spam` goes, as the user knows it (`Junk` for Cyrus's
     /// `INBOX.Junk`).
     pub(super) junk: String,
@@ -59,6 +63,7 @@ impl Folders {
         Folders {
             existing: HashSet::new(),
             created: Default::default(),
+            selected: Default::default(),
             junk: "Junk".into(),
             marked_junk: Vec::new(),
             trash: "Trash".into(),
@@ -134,6 +139,7 @@ impl Folders {
     pub(super) fn select(&self, s: &mut Session, name: &str) -> imap::Result<imap::types::Mailbox> {
         let selected = s.select(self.wire(name));
         self.tell_warnings(s, name);
+        self.note_selected(name, &selected);
         selected
     }
 
@@ -144,7 +150,20 @@ impl Folders {
     ) -> imap::Result<imap::types::Mailbox> {
         let examined = s.examine(self.wire(name));
         self.tell_warnings(s, name);
+        self.note_selected(name, &examined);
         examined
+    }
+
+    fn note_selected(&self, name: &str, mb: &imap::Result<imap::types::Mailbox>) {
+        *self.selected.lock() = mb.as_ref().ok().map(|mb| (name.to_string(), Keeps::of(mb)));
+    }
+
+    /// Which flags `name` keeps, when it is the folder selected last.
+    pub(super) fn keeps(&self, name: &str) -> Option<Keeps> {
+        match &*self.selected.lock() {
+            Some((n, k)) if n == name => Some(k.clone()),
+            _ => None,
+        }
     }
 
     /// Logs what the server warned of with the SELECT or EXAMINE of `name`
@@ -492,6 +511,7 @@ pub(super) fn discover(
     Ok(Folders {
         existing: entries.into_iter().map(|e| e.name).collect(),
         created: Default::default(),
+        selected: Default::default(),
         junk,
         marked_junk,
         trash,

@@ -2302,6 +2302,7 @@ mod tests {
             recent: 1,
             unseen: Some(1),
             permanent_flags: vec![],
+            permanent_flags_listed: true,
             uid_next: Some(2),
             uid_validity: Some(1257842737),
             highest_mod_seq: None,
@@ -2360,6 +2361,7 @@ mod tests {
                 Flag::Draft,
                 Flag::Seen,
             ],
+            permanent_flags_listed: true,
             uid_next: Some(2),
             uid_validity: Some(1257842737),
             highest_mod_seq: None,
@@ -2503,7 +2505,10 @@ mod tests {
         assert_eq!(mailbox.exists, 3);
         assert_eq!(mailbox.uid_validity, Some(77));
         assert_eq!(mailbox.uid_next, Some(4));
-        assert!(mailbox.flags.is_empty() && mailbox.permanent_flags.is_empty());
+        assert!(mailbox.flags.is_empty());
+        // Read as "every flag kept", not as "none": see `frame::Frame::cut`.
+        assert_eq!(mailbox.permanent_flags, vec![Flag::MayCreate]);
+        assert!(mailbox.permanent_flags_listed);
     }
 
     #[test]

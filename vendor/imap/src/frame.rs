@@ -35,8 +35,11 @@ pub(crate) struct Frame {
     /// than [`MAX_LIST_ITEMS`]: the keywords every client ever set in the
     /// folder, which a server keeps after they are gone from every
     /// message. Refused, such a list stopped the account for good (an
-    /// audit set 10,001 keywords and removed them again); mailproc reads
-    /// neither list, so it is read past instead of parsed.
+    /// audit set 10,001 keywords and removed them again). mailproc reads
+    /// only whether `PERMANENTFLAGS` lets it keep a flag, so the list is
+    /// read past instead of parsed: `FLAGS` stands in empty, and
+    /// `PERMANENTFLAGS` as `(\*)`, every flag kept (a server listing
+    /// 10,001 keywords keeps them).
     cut: Option<&'static [u8]>,
     /// The first line has been seen.
     started: bool,
@@ -136,14 +139,14 @@ impl Frame {
     }
 }
 
-/// The empty stand-in for a response that lists a mailbox's flags, by its
-/// first line; `None` for any other response.
+/// The stand-in for a response that lists a mailbox's flags, by its
+/// first line (see [`Frame::cut`]); `None` for any other response.
 fn mailbox_flags(first: &[u8]) -> Option<&'static [u8]> {
     let starts = |p: &[u8]| first.len() >= p.len() && first[..p.len()].eq_ignore_ascii_case(p);
     if starts(b"* FLAGS ") {
         Some(b"* FLAGS ()\r\n")
     } else if starts(b"* OK [PERMANENTFLAGS ") {
-        Some(b"* OK [PERMANENTFLAGS ()] flags not listed: too many\r\n")
+        Some(b"* OK [PERMANENTFLAGS (\\*)] flags not listed: too many\r\n")
     } else {
         None
     }
@@ -231,7 +234,7 @@ mod tests {
         let many = b"k ".repeat(MAX_LIST_ITEMS + 1);
         for (first, stand_in) in [
             (b"* FLAGS (".as_slice(), b"* FLAGS ()\r\n".as_slice()),
-            (b"* ok [PERMANENTFLAGS (", b"* OK [PERMANENTFLAGS ()] flags not listed: too many\r\n"),
+            (b"* ok [PERMANENTFLAGS (", b"* OK [PERMANENTFLAGS (\\*)] flags not listed: too many\r\n"),
         ] {
             let mut f = Frame::default();
             let line = [first, &many, b")]\r\n"].concat();

@@ -352,6 +352,7 @@ pub fn parse_mailbox(
                     }
                     Some(ResponseCode::PermanentFlags(flags)) => {
                         mailbox.permanent_flags.extend(Flag::from_strs(flags));
+                        mailbox.permanent_flags_listed = true;
                     }
                     _ => {}
                 }

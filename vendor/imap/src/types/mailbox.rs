@@ -29,6 +29,11 @@ pub struct Mailbox {
     /// store the state change for the remainder of the current session only.
     pub permanent_flags: Vec<Flag<'static>>,
 
+    /// mailproc patch: the server sent `PERMANENTFLAGS` (an empty
+    /// `permanent_flags` then means no flag is kept; without it, every
+    /// flag is, RFC 3501 §7.1).
+    pub permanent_flags_listed: bool,
+
     /// The next unique identifier value.  If this is missing, the client can not make any
     /// assumptions about the next unique identifier value.
     pub uid_next: Option<Uid>,
@@ -55,6 +60,7 @@ impl Default for Mailbox {
             recent: 0,
             unseen: None,
             permanent_flags: Vec::new(),
+            permanent_flags_listed: false,
             uid_next: None,
             uid_validity: None,
             highest_mod_seq: None,
