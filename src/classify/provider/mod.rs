@@ -74,18 +74,33 @@ impl Provider {
     /// said stop meanwhile (the slot taken is then lost, which only
     /// makes the next call wait a little longer).
     fn throttle(&self, stop: &dyn Fn() -> bool) -> bool {
+        wait_unless(self.take_slot(), stop)
+    }
+
+    /// Takes the next call slot of the rate limit: how long until it
+    /// comes (zero without `rate_limit_rpm`).
+    pub(crate) fn take_slot(&self) -> Duration {
         let Some(rpm) = self.config.rate_limit_rpm else {
-            return true;
+            return Duration::ZERO;
         };
         let interval = Duration::from_secs(60) / rpm.max(1);
-        let wait = {
-            let mut next = self.next_slot.lock();
-            let now = Instant::now();
-            let start = (*next).max(now);
-            *next = start + interval;
-            start - now
-        };
-        wait_unless(wait, stop)
+        let mut next = self.next_slot.lock();
+        let now = Instant::now();
+        let start = (*next).max(now);
+        *next = start + interval;
+        start - now
+    }
+
+    /// Waits, without taking it, until the rate limit's next slot has
+    /// come; false when `stop` said stop first. A classifier thread waits
+    /// so before it takes a job (see `pool`), so that the job is chosen
+    /// when its call can start.
+    pub(crate) fn await_slot(&self, stop: &dyn Fn() -> bool) -> bool {
+        if self.config.rate_limit_rpm.is_none() {
+            return true;
+        }
+        let next = *self.next_slot.lock();
+        wait_unless(next.saturating_duration_since(Instant::now()), stop)
     }
 
     /// Classifies one email, retrying 429, 5xx and time-outs with backoff.
@@ -110,6 +125,19 @@ impl Provider {
         shots: &[Shot],
         stop: &dyn Fn() -> bool,
     ) -> Result<Classification, ClassifyError> {
+        self.classify_in_slot(account, e, shots, stop, None)
+    }
+
+    /// [`Provider::classify_with`] whose first call has its rate-limit
+    /// slot taken already, `slot` from now ([`Provider::take_slot`]).
+    pub(crate) fn classify_in_slot(
+        &self,
+        account: &AccountConfig,
+        e: &Email,
+        shots: &[Shot],
+        stop: &dyn Fn() -> bool,
+        mut slot: Option<Duration>,
+    ) -> Result<Classification, ClassifyError> {
         let choice = self.config.answer == AnswerMode::Choice;
         let messages = if choice {
             choice_messages(account, &self.config, e, shots)
@@ -124,7 +152,11 @@ impl Provider {
         let mut attempt = 0;
         let mut backoff = RETRY_BACKOFF;
         loop {
-            if !self.throttle(stop) || stop() {
+            let in_slot = match slot.take() {
+                Some(wait) => wait_unless(wait, stop),
+                None => self.throttle(stop),
+            };
+            if !in_slot || stop() {
                 return Err(ClassifyError::Cancelled);
             }
             let result = if choice {
