@@ -288,6 +288,14 @@ fn model_failures_leave_mail_in_place_and_others_flow() {
     ] {
         assert!(errors[case].contains(needle), "{case}: {}", errors[case]);
     }
+    // A time-out names the server and the setting that ran out.
+    let slow = &errors["Case slow"];
+    assert!(
+        slow.contains("from http")
+            && slow.contains("://127.0.0.1:")
+            && slow.ends_with("/ (classifier.providers[fake].timeout 1s)"),
+        "{slow}"
+    );
     assert!(failed["entries"]
         .as_array()
         .unwrap()

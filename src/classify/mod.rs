@@ -45,8 +45,15 @@ pub struct Classification {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ClassifyError {
-    /// No answer within the provider's timeout (after retries).
-    Timeout { provider: String, after: Duration },
+    /// No answer within the provider's timeout (after retries). `server`
+    /// is its origin (`https://api.example.com`, no path or credentials);
+    /// `limit` says which limit ran out.
+    Timeout {
+        provider: String,
+        after: Duration,
+        server: String,
+        limit: String,
+    },
     /// The provider answered with an HTTP error status (after retries).
     Http {
         provider: String,
@@ -85,15 +92,28 @@ impl ClassifyError {
 impl std::fmt::Display for ClassifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ClassifyError::Timeout { provider, after } => {
+            ClassifyError::Timeout {
+                provider,
+                after,
+                server,
+                limit,
+            } => {
                 // The time waited, to a tenth of a second ("3.11627603s"
-                // read badly, an audit); it is `timeout`, or the 10 s a
-                // connection may take at most, whichever ran out.
+                // read badly, an audit), the server and the limit that
+                // ran out: "no answer within 30.0s" named neither the
+                // server to check nor the setting (an audit).
                 write!(
                     f,
                     "{provider}: no answer within {:.1}s",
                     after.as_secs_f64()
-                )
+                )?;
+                if !server.is_empty() {
+                    write!(f, " from {server}/")?;
+                }
+                if !limit.is_empty() {
+                    write!(f, " ({limit})")?;
+                }
+                Ok(())
             }
             ClassifyError::Http {
                 provider,

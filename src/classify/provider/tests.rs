@@ -458,3 +458,22 @@ fn a_certificate_is_told_what_is_wrong_with_it() {
     );
     assert_eq!(said("io: Connection refused (os error 111)"), None);
 }
+
+#[test]
+fn a_time_out_says_which_limit_ran_out() {
+    use super::wire::timeout_limit;
+    let long = provider_of("{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, timeout: 60s }");
+    let short = provider_of("{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, timeout: 3s }");
+    assert_eq!(
+        timeout_limit(ureq::Timeout::Global, &long.config),
+        "classifier.providers[p].timeout 1m"
+    );
+    assert_eq!(
+        timeout_limit(ureq::Timeout::Connect, &long.config),
+        "connecting: 10 s at most"
+    );
+    assert_eq!(
+        timeout_limit(ureq::Timeout::Connect, &short.config),
+        "connecting: classifier.providers[p].timeout 3s"
+    );
+}

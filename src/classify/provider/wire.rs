@@ -62,9 +62,11 @@ impl Provider {
         // time-out of the call; anything else the transport says is kept.
         let failed = |e: ureq::Error| {
             let err = match e {
-                ureq::Error::Timeout(_) => ClassifyError::Timeout {
+                ureq::Error::Timeout(t) => ClassifyError::Timeout {
                     provider: provider.clone(),
                     after: started.elapsed(),
+                    server: origin.clone().unwrap_or_default(),
+                    limit: timeout_limit(t, c),
                 },
                 // The server first, and what to set when its certificate
                 // is not trusted: the transport's text (OpenSSL's is about
@@ -229,5 +231,27 @@ fn unreadable(e: &ureq::Error) -> bool {
         ureq::Error::BodyExceedsLimit(_) => true,
         ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
         _ => false,
+    }
+}
+
+/// Which of the call's limits ran out, for its time-out error: connecting
+/// has its own (`timeout`, or 10 s when that is longer; see `agent`).
+pub(super) fn timeout_limit(t: ureq::Timeout, c: &crate::config::ProviderConfig) -> String {
+    let name = &c.name;
+    let whole = c.timeout.0;
+    match t {
+        ureq::Timeout::Resolve | ureq::Timeout::Connect if whole > Duration::from_secs(10) => {
+            "connecting: 10 s at most".to_string()
+        }
+        ureq::Timeout::Resolve | ureq::Timeout::Connect => {
+            format!(
+                "connecting: classifier.providers[{name}].timeout {}",
+                crate::config::format_duration(whole)
+            )
+        }
+        _ => format!(
+            "classifier.providers[{name}].timeout {}",
+            crate::config::format_duration(whole)
+        ),
     }
 }

@@ -56,6 +56,8 @@ fn an_asked_message_becomes_what_the_model_answers() {
         Err(ClassifyError::Timeout {
             provider: "p".into(),
             after: T,
+            server: String::new(),
+            limit: String::new(),
         }),
         T,
     );
