@@ -759,6 +759,62 @@ fn an_undo_cut_before_its_move_takes_no_look_alike_for_the_message() {
     assert!(first["undoneAt"].is_null(), "{first}");
 }
 
+/// Found by stop 63's regression audit: an undo cut after its move back,
+/// and a look-alike with its Message-ID come meanwhile (a list's copy of
+/// a message also sent directly): the next pass took the newest of the
+/// two for the message put back, recorded the undo with it, and sorted the
+/// message itself away again. The one with the size and date the message
+/// had before the move back is taken now.
+#[test]
+fn an_undo_cut_after_its_move_takes_the_message_not_a_look_alike_come_since() {
+    let d = Dovecot::start();
+    let digest = |body: &str| {
+        String::from_utf8(msg_with(
+            "weekly",
+            "Weekly digest",
+            "List-Id: <dev.lists.example.org>\r\n",
+        ))
+        .unwrap()
+        .replace("Body of Weekly digest.", body)
+    };
+    d.seed("test", "INBOX", digest("The first week.").as_bytes());
+    let mut m = Mailproc::prepare(&config(&d, None, RULES, ""));
+    m.spawn(&[("MAILPROC_FAILPOINTS", "undo-after-move=abort")]);
+    m.wait_ready();
+    wait_processed(&m, 1, Duration::from_secs(30));
+    let in_inbox = || -> Vec<u32> {
+        d.messages("test")
+            .into_iter()
+            .filter(|x| x.mailbox == "INBOX" && x.message_id == "<weekly@mailproc.test>")
+            .map(|x| x.uid)
+            .collect()
+    };
+    let entry = newest_entry(&m);
+    undo_and_die(&mut m, entry);
+    let back = in_inbox();
+    assert_eq!(back.len(), 1, "the move back was made");
+    // The look-alike comes while the service is down.
+    d.seed(
+        "test",
+        "INBOX",
+        digest("The second week, longer.").as_bytes(),
+    );
+    m.spawn(&[]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(30), "the undo finished", || {
+        m.log()
+            .contains(&format!(
+                "activity {entry} undone (finished after an interruption)"
+            ))
+            .then_some(())
+    });
+    wait_processed(&m, 2, Duration::from_secs(30));
+    m.run_pass("acct");
+    assert_eq!(in_inbox(), back, "the message put back stays\n{}", m.log());
+    let at: Vec<String> = d.messages("test").into_iter().map(|x| x.mailbox).collect();
+    assert_eq!(at.iter().filter(|f| *f == "Lists").count(), 1, "{at:?}");
+}
+
 /// Without MOVE an undo is a COPY back, then `\Deleted` and `UID EXPUNGE`
 /// of the original; the process dying after the COPY left the message in
 /// both folders, and the next pass recorded the copy back and never took

@@ -272,7 +272,13 @@ impl Runner {
         let feats = loop {
             // Still there? (The user may have moved or deleted it since.)
             let fetched = answer!(
-                s.uid_fetch(uid.to_string(), super::learn_query()),
+                s.uid_fetch(
+                    uid.to_string(),
+                    format!(
+                        "(UID RFC822.SIZE INTERNALDATE {})",
+                        super::train::learn_items()
+                    )
+                ),
                 "reading it"
             );
             let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
@@ -300,9 +306,13 @@ impl Runner {
                 };
                 continue;
             }
-            break email.as_ref().map(crate::learn::features);
+            // What MOVE and COPY keep of it: an interrupted undo tells
+            // it from a look-alike by these (see `finish_undos`).
+            let stamp = f.size.zip(f.internal_date().map(|d| d.timestamp()));
+            break (email.as_ref().map(crate::learn::features), stamp);
         };
-        if let Err(e) = self.w.store.begin_undo(t) {
+        let (feats, stamp) = feats;
+        if let Err(e) = self.w.store.begin_undo(t, stamp) {
             return Ok(Err(format!("journalling the undo: {e}").into()));
         }
         crate::failpoint::hit("undo-before-move");
@@ -419,7 +429,7 @@ impl Runner {
                 return Ok(());
             }
         };
-        for id in pending {
+        for (id, stamp) in pending {
             let t = match self.w.store.undo_target(id) {
                 Ok(Some(t)) if t.undone_at.is_none() => t,
                 _ => {
@@ -442,11 +452,24 @@ impl Runner {
             let found = match search_message_id(&t.message_id, caps) {
                 Ok(query) => query
                     .run(s)
-                    .map(|found| found.into_iter().filter(|u| *u > seen).max()),
+                    .map(|found| found.into_iter().filter(|u| *u > seen).collect()),
                 Err(_) => newest_holding(s, &t, seen),
             };
+            let found = match found {
+                Ok(found) => the_one_back(s, found, stamp),
+                Err(e) => Err(e),
+            };
             let back = match found {
-                Ok(back) => back,
+                Ok(Ok(back)) => back,
+                Ok(Err(several)) => {
+                    log::warn!(
+                        "{}: undo of activity {id}: cannot tell which of UIDs {several} of {:?}                          is the message put back (each holds it: a look-alike came meanwhile);                          the undo is not recorded, and the pass takes them as new mail",
+                        self.name(),
+                        t.mailbox
+                    );
+                    let _ = self.w.store.end_undo(id);
+                    continue;
+                }
                 Err(e) => {
                     log::warn!(
                         "{}: undo of activity {id}: {}",
@@ -684,10 +707,11 @@ struct Original {
 /// header of, the newest first, to find a message it cannot search for.
 const BACK_SCAN_MAX: usize = 2_000;
 
-/// The newest message past `seen` in the selected folder that holds `t`'s
-/// message ([`holds_the_entrys`], its header read): how an interrupted
-/// undo of a message with no Message-ID finds it back.
-fn newest_holding(s: &mut Session, t: &UndoTarget, seen: u32) -> imap::Result<Option<u32>> {
+/// The messages past `seen` in the selected folder that hold `t`'s
+/// message ([`holds_the_entrys`], its header read), of the newest
+/// [`BACK_SCAN_MAX`]: how an interrupted undo of a message with no
+/// Message-ID finds it back.
+fn newest_holding(s: &mut Session, t: &UndoTarget, seen: u32) -> imap::Result<Vec<u32>> {
     // `n:*` names the highest UID even when it is below n.
     let mut since: Vec<u32> = s
         .uid_search(format!("UID {}:*", seen.saturating_add(1)))?
@@ -701,20 +725,47 @@ fn newest_holding(s: &mut Session, t: &UndoTarget, seen: u32) -> imap::Result<Op
         crate::learn::HEADER_FIELDS.join(" "),
         super::headers::HEADER_CAP
     );
-    for piece in newest.rchunks(200) {
+    let mut holding = Vec::new();
+    for piece in newest.chunks(200) {
         let fetched = s.uid_fetch(uid_set(piece), &query)?;
-        let hit = fetched
-            .iter()
-            .filter_map(|f| {
-                let e = super::learn_email(f.header()?, None);
-                holds_the_entrys(t, Some(&e)).then_some(f.uid?)
-            })
-            .max();
-        if hit.is_some() {
-            return Ok(hit);
-        }
+        holding.extend(fetched.iter().filter_map(|f| {
+            let e = super::learn_email(f.header()?, None);
+            holds_the_entrys(t, Some(&e)).then_some(f.uid?)
+        }));
     }
-    Ok(None)
+    Ok(holding)
+}
+
+/// Of the messages `found` past the watermark that hold an interrupted
+/// undo's message, the one put back: the only one, or, of several (a
+/// look-alike with its Message-ID, or its sender and subject, came
+/// meanwhile), the only one with the `stamp` the message had before its
+/// move back (MOVE and COPY keep RFC822.SIZE and INTERNALDATE). `None`
+/// when none is there; `Err` with the UIDs when it cannot tell.
+fn the_one_back(
+    s: &mut Session,
+    mut found: Vec<u32>,
+    stamp: Option<(u32, i64)>,
+) -> imap::Result<Result<Option<u32>, String>> {
+    found.sort_unstable();
+    found.dedup();
+    let several = |f: &[u32]| f.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    if found.len() <= 1 {
+        return Ok(Ok(found.first().copied()));
+    }
+    let Some(stamp) = stamp else {
+        return Ok(Err(several(&found)));
+    };
+    let fetched = s.uid_fetch(uid_set(&found), "(UID RFC822.SIZE INTERNALDATE)")?;
+    let alike: Vec<u32> = fetched
+        .iter()
+        .filter(|f| f.size.zip(f.internal_date().map(|d| d.timestamp())) == Some(stamp))
+        .filter_map(|f| f.uid)
+        .collect();
+    match alike[..] {
+        [one] => Ok(Ok(Some(one))),
+        _ => Ok(Err(several(&found))),
+    }
 }
 
 /// Sets exactly the flags the message had before it was moved (what undo

@@ -16,6 +16,10 @@ pub struct MoveRecord {
     pub flags: Vec<String>,
 }
 
+/// A message's RFC822.SIZE and INTERNALDATE (seconds), which MOVE and
+/// COPY keep.
+pub type Stamp = (u32, i64);
+
 /// An activity entry as undo sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UndoTarget {
@@ -158,12 +162,20 @@ impl Store {
     /// Journals the undo of entry `t` before its move: should the process
     /// or the session end between the move and [`Store::record_undo`], the
     /// account's next pass finishes it (`Runner::finish_undos`) before it
-    /// could take the message put back for new mail.
-    pub fn begin_undo(&self, t: &UndoTarget) -> Result<()> {
+    /// could take the message put back for new mail. `stamp`: the
+    /// message's RFC822.SIZE and INTERNALDATE (seconds), when known.
+    pub fn begin_undo(&self, t: &UndoTarget, stamp: Option<Stamp>) -> Result<()> {
         self.op("begin_undo", || {
             self.conn.lock().execute(
-                "INSERT OR REPLACE INTO undo_pending (entry, account, since) VALUES (?1, ?2, ?3)",
-                params![t.id, t.account, now_ms()],
+                "INSERT OR REPLACE INTO undo_pending (entry, account, since, size, internal_date)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    t.id,
+                    t.account,
+                    now_ms(),
+                    stamp.map(|s| s.0),
+                    stamp.map(|s| s.1)
+                ],
             )?;
             Ok(())
         })
@@ -180,14 +192,21 @@ impl Store {
         })
     }
 
-    /// The entries of `account` whose undo was journalled and not recorded.
-    pub fn pending_undos(&self, account: &str) -> Result<Vec<i64>> {
+    /// The entries of `account` whose undo was journalled and not recorded,
+    /// each with its message's stamp as [`Store::begin_undo`] got it.
+    pub fn pending_undos(&self, account: &str) -> Result<Vec<(i64, Option<Stamp>)>> {
         self.op("pending_undos", || {
             let conn = self.conn.lock();
-            let mut st =
-                conn.prepare("SELECT entry FROM undo_pending WHERE account = ?1 ORDER BY entry")?;
-            let rows = st.query_map([account], |r| r.get(0))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+            let mut st = conn.prepare(
+                "SELECT entry, size, internal_date FROM undo_pending WHERE account = ?1
+                 ORDER BY entry",
+            )?;
+            let rows = st.query_map([account], |r| {
+                let size: Option<u32> = r.get(1)?;
+                let date: Option<i64> = r.get(2)?;
+                Ok((r.get(0)?, size.zip(date)))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
 
