@@ -438,6 +438,7 @@ fn a_server_quoting_the_refused_login_does_not_publish_the_password() {
                 let line = line.trim_end();
                 let said = match word {
                     "NO" => format!("{tag} NO [AUTHENTICATIONFAILED] you sent: {line}\r\n"),
+                    "BUSY" => format!("{tag} NO [UNAVAILABLE] busy; you sent: {line}\r\n"),
                     _ => format!("* BYE you sent: {line}\r\n"),
                 };
                 let _ = out.write_all(said.as_bytes());
@@ -448,7 +449,7 @@ fn a_server_quoting_the_refused_login_does_not_publish_the_password() {
             }),
         )
     };
-    let (no, bye) = (echo("NO"), echo("BYE"));
+    let (no, bye, busy) = (echo("NO"), echo("BYE"), echo("BUSY"));
     let account = |name: &str, server: &FakeImap| {
         format!(
             "  - name: {name}\n    imap: {{ host: 127.0.0.1, port: {}, security: none, \
@@ -457,20 +458,29 @@ fn a_server_quoting_the_refused_login_does_not_publish_the_password() {
         )
     };
     let m = Mailproc::start(&format!(
-        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\naccounts:\n{}{}",
+        "server: {{ port: {{PORT}} }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\naccounts:\n{}{}{}",
         account("no", &no),
-        account("bye", &bye)
+        account("bye", &bye),
+        account("busy", &busy)
     ));
-    let errors = m.wait_for(Duration::from_secs(60), "both logins refused", || {
+    let errors = m.wait_for(Duration::from_secs(60), "the three logins refused", || {
         let list = m.get("/api/accounts").body["accounts"].clone();
         let errors: Vec<String> = list
             .as_array()?
             .iter()
             .filter_map(|a| a["lastError"].as_str().map(str::to_string))
             .collect();
-        (errors.len() == 2 && errors.iter().all(|e| e.starts_with("login failed")))
-            .then_some(errors)
+        let refused = errors
+            .iter()
+            .filter(|e| e.starts_with("login failed"))
+            .count();
+        (errors.len() == 3 && refused == 2).then_some(errors)
     });
+    // The passing state stays the connection's trouble, its words masked
+    // too (it was taken for a refused login once they were).
+    let busy = m.get("/api/accounts").body["accounts"][2].clone();
+    assert_eq!(busy["name"], "busy", "{busy}");
+    assert_ne!(busy["state"], "error", "{busy}");
     for e in &errors {
         assert!(e.contains("you sent:") && e.contains("********"), "{e}");
     }

@@ -458,3 +458,58 @@ fn a_server_without_oauth_mechanisms_is_a_login_error_naming_them() {
     // take a token.
     assert!(t.requests().is_empty(), "{:?}", t.requests());
 }
+
+/// Found by stop 63's regression audit: a server refusing the sign-in for
+/// a passing state of its own (Gmail: `NO [UNAVAILABLE] Temporary System
+/// Error`) is retried with the connection's back-off, as for a password,
+/// and the access token is kept. With OAuth2 such a refusal dropped the
+/// token, fetched another, and took the second refusal for bad
+/// credentials: state `error`, five minutes' wait, and "check the
+/// username and password" of an account that has none.
+#[test]
+fn a_passing_refusal_of_the_sign_in_is_retried_and_the_token_kept() {
+    use common::fake_imap;
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = TokenServer::start(tmp.path(), KEY, "test", 3600, REFRESH);
+    let tries = Arc::new(AtomicU64::new(0));
+    let seen = tries.clone();
+    let server = fake_imap::start(
+        "AUTHENTICATE",
+        Box::new(move |out, tag, _| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let _ = out
+                .write_all(format!("{tag} NO [UNAVAILABLE] Temporary System Error\r\n").as_bytes());
+            true
+        }),
+    );
+    let acct = format!(
+        "  - name: acct\n    imap:\n      host: 127.0.0.1\n      port: {}\n      security: none\n      \
+         username: test\n      auth: oauth2\n      oauth2:\n        token_url: \"{}\"\n        \
+         client_id: mailproc-test\n        refresh_token: \"${{REFRESH_TOKEN}}\"\n        \
+         ca_file: \"{}\"\n{FLAG_ALL}",
+        server.port,
+        t.url("/token"),
+        path_str(t.cert()),
+    );
+    let m = Mailproc::start_with_env(&config(&acct, ""), &[("REFRESH_TOKEN", REFRESH)]);
+    m.wait_for(Duration::from_secs(30), "three sign-ins refused", || {
+        (tries.load(Ordering::SeqCst) >= 3).then_some(())
+    });
+    assert_eq!(
+        t.refreshes().len(),
+        1,
+        "the token was dropped: {:?}",
+        t.refreshes()
+    );
+    let a = account(&m, "acct");
+    assert_ne!(a["state"], "error", "{a}");
+    let log = m.log();
+    assert!(
+        log.contains("[UNAVAILABLE] Temporary System Error"),
+        "{log}"
+    );
+    assert!(!log.contains("username and password"), "{log}");
+}

@@ -5,7 +5,9 @@
 //! capabilities (XOAUTH2 when offered, else OAUTHBEARER). An access token
 //! the server refuses is dropped, a fresh one is fetched with the refresh
 //! token and tried once more on the same connection; a refusal of a token
-//! fetched a moment ago is a login failure.
+//! fetched a moment ago is a login failure. A refusal with the code of a
+//! passing state (`[UNAVAILABLE]` and the like, see [`passing`]) is the
+//! connection's, with either kind of login.
 
 use super::session::{Session, Stream};
 use super::ImapError;
@@ -45,14 +47,21 @@ fn masked(e: ImapError, secrets: &[String]) -> ImapError {
     let hide = |said: String| mask_cut(crate::agent::mask_secrets(said, secrets), secrets);
     match e {
         ImapError::Login(said) => ImapError::Login(hide(said)),
-        ImapError::Protocol(p) => {
+        ImapError::Protocol(mut p) => {
             let said = p.to_string();
             let hidden = hide(said.clone());
             if hidden == said {
-                ImapError::Protocol(p)
-            } else {
-                ImapError::Login(hidden)
+                return ImapError::Protocol(p);
             }
+            // A passing state stays one, its words masked (it was taken
+            // for a refusal of the credentials: a regression audit).
+            if let imap::Error::No(no) = &mut p {
+                if passing(&no.information) {
+                    no.information = hide(std::mem::take(&mut no.information));
+                    return ImapError::Protocol(p);
+                }
+            }
+            ImapError::Login(hidden)
         }
         other => other,
     }
@@ -128,6 +137,14 @@ fn oauth_login(
             Ok(session) => {
                 log::debug!("{}: signed in with {}", account.name, mechanism.name());
                 return Ok(session);
+            }
+            // The server's passing state (Gmail's `NO [UNAVAILABLE]
+            // Temporary System Error`): retried with the connection's
+            // back-off, the token kept. It was taken for a refused token,
+            // dropped, and the fresh one's refusal for bad credentials:
+            // five minutes' wait (a regression audit).
+            Err((imap::Error::No(no), _)) if passing(&no.information) => {
+                return Err(masked(ImapError::Protocol(imap::Error::No(no)), &secrets));
             }
             Err((e @ (imap::Error::No(_) | imap::Error::Bad(_)), back)) => {
                 tokens.discard();

@@ -10,7 +10,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-const CAPS: &str = "IMAP4rev1 IDLE MOVE UIDPLUS NAMESPACE SPECIAL-USE";
+/// `AUTH=XOAUTH2` for an OAuth2 account's sign-in (a password's is `LOGIN`).
+const CAPS: &str = "IMAP4rev1 IDLE MOVE UIDPLUS NAMESPACE SPECIAL-USE AUTH=XOAUTH2";
 
 /// The one message INBOX holds (UID 1).
 pub const MESSAGE: &[u8] = b"From: a@example.com\r\nTo: b@example.com\r\nSubject: hello\r\n\
