@@ -194,10 +194,12 @@ impl Provider {
                                 .inc_by(n);
                         }
                     }
-                    if choice {
-                        return parse_choice(name, &self.config.model, account, &reply.raw);
-                    }
-                    return parse_answer(name, &self.config.model, account, &reply.text);
+                    let parsed = if choice {
+                        parse_choice(name, &self.config.model, account, &reply.raw)
+                    } else {
+                        parse_answer(name, &self.config.model, account, &reply.text)
+                    };
+                    return parsed.map_err(|e| self.cut_short(e, reply.cut));
                 }
                 (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
                     let wait = wait.min(MAX_RETRY_WAIT);
@@ -218,6 +220,25 @@ impl Provider {
                 }
                 (Err((err, _)), _) => return Err(err),
             }
+        }
+    }
+
+    /// `e`, an answer that could not be read, saying so when the server
+    /// stopped it at `max_tokens`: a verdict cut off read only as "EOF
+    /// while parsing a string", and nothing named the setting (an audit).
+    fn cut_short(&self, e: ClassifyError, cut: bool) -> ClassifyError {
+        match e {
+            ClassifyError::InvalidAnswer { provider, error } if cut => {
+                ClassifyError::InvalidAnswer {
+                    error: format!(
+                        "{error} (the answer was cut at max_tokens, {}: raise \
+                         classifier.providers[{provider}].max_tokens)",
+                        self.config.max_tokens
+                    ),
+                    provider,
+                }
+            }
+            e => e,
         }
     }
 

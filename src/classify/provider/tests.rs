@@ -477,3 +477,137 @@ fn a_time_out_says_which_limit_ran_out() {
         "connecting: classifier.providers[p].timeout 3s"
     );
 }
+
+/// Answers one request of a `kind` provider with `status`, `body` and a
+/// `Location` header when given; returns what the call made of it.
+fn answered(
+    kind: &str,
+    status: u16,
+    location: Option<&'static str>,
+    body: &'static str,
+) -> Result<Classification, ClassifyError> {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let t = std::thread::spawn(move || {
+        let req = server.recv().unwrap();
+        let mut resp = tiny_http::Response::from_string(body).with_status_code(status);
+        if let Some(l) = location {
+            resp.add_header(tiny_http::Header::from_bytes("Location", l).unwrap());
+        }
+        let _ = req.respond(resp);
+    });
+    let path = if kind == "anthropic" {
+        "messages"
+    } else {
+        "chat/completions"
+    };
+    let p = provider_of(&format!(
+        "{{ name: p, kind: {kind}, url: \"http://127.0.0.1:{port}/v1/{path}\", model: m, \
+         max_retries: 0, max_tokens: 333 }}"
+    ));
+    let got = p.classify(&account(), &email("From: a@b.c"));
+    t.join().unwrap();
+    got
+}
+
+/// The verdict of [`GOOD`], as a JSON string's contents.
+const VERDICT: &str = r#"{\"actions\":[{\"type\":\"move\",\"folder\":\"Lists\"}],\"reasoning\":\"a list\",\"confidence\":0.8}"#;
+
+#[test]
+fn a_messages_answer_is_read_from_its_text_blocks() {
+    // Found by an audit: only the first block was read.
+    for body in [
+        format!(
+            r#"{{"content":[{{"type":"thinking","thinking":"hm","signature":"s"}},{{"type":"text","text":"{VERDICT}"}}],"stop_reason":"end_turn"}}"#
+        ),
+        format!(
+            r#"{{"content":[{{"type":"redacted_thinking","data":"x"}},{{"type":"text","text":"{VERDICT}"}}]}}"#
+        ),
+        format!(
+            r#"{{"content":[{{"type":"text","text":"Here is my verdict."}},{{"type":"text","text":"{VERDICT}"}}]}}"#
+        ),
+        format!(
+            r#"{{"content":[{{"type":"text","text":""}},{{"type":"text","text":"{VERDICT}"}}]}}"#
+        ),
+    ] {
+        let body: &'static str = Box::leak(body.into_boxed_str());
+        let c = answered("anthropic", 200, None, body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!(c.reasoning, "a list", "{body}");
+    }
+    let e = answered(
+        "anthropic",
+        200,
+        None,
+        r#"{"content":[{"type":"tool_use","id":"t","name":"x","input":{}}]}"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no text content"), "{e}");
+}
+
+#[test]
+fn an_answer_cut_at_max_tokens_says_so() {
+    let cut = r#"{\"actions\":[{\"type\":\"move\",\"folder\":\"News"#;
+    for (kind, body) in [
+        (
+            "anthropic",
+            format!(
+                r#"{{"content":[{{"type":"text","text":"{cut}"}}],"stop_reason":"max_tokens"}}"#
+            ),
+        ),
+        (
+            "openai",
+            format!(
+                r#"{{"choices":[{{"message":{{"content":"{cut}"}},"finish_reason":"length"}}]}}"#
+            ),
+        ),
+    ] {
+        let body: &'static str = Box::leak(body.into_boxed_str());
+        let e = answered(kind, 200, None, body).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "(the answer was cut at max_tokens, 333: raise classifier.providers[p].max_tokens)"
+            ),
+            "{kind}: {e}"
+        );
+    }
+    // A whole verdict that reached the limit is taken.
+    let whole: &'static str = Box::leak(
+        format!(
+            r#"{{"content":[{{"type":"text","text":"{VERDICT}"}}],"stop_reason":"max_tokens"}}"#
+        )
+        .into_boxed_str(),
+    );
+    assert!(answered("anthropic", 200, None, whole).is_ok());
+}
+
+#[test]
+fn a_messages_error_sent_with_a_200_is_the_providers_error() {
+    let e = answered(
+        "anthropic",
+        200,
+        None,
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    )
+    .unwrap_err();
+    // 529: retried as an overload is.
+    assert!(
+        matches!(e, ClassifyError::Http { status: 529, .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("Overloaded"), "{e}");
+}
+
+#[test]
+fn a_redirect_names_where_it_points() {
+    for kind in ["openai", "anthropic"] {
+        let e = answered(kind, 307, Some("/v2/endpoint?key=sk-secret"), "")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HTTP 307: redirected to http://127.0.0.1:")
+                && e.contains("/v2/endpoint?key=********; mailproc follows no redirects: set classifier.providers[p].url"),
+            "{kind}: {e}"
+        );
+    }
+}

@@ -16,6 +16,9 @@ pub(super) struct Reply {
     pub(super) raw: Value,
     pub(super) prompt_tokens: Option<u64>,
     pub(super) completion_tokens: Option<u64>,
+    /// The server stopped the answer at `max_tokens` (Anthropic's
+    /// `stop_reason: max_tokens`, OpenAI's `finish_reason: length`).
+    pub(super) cut: bool,
 }
 
 impl Provider {
@@ -87,6 +90,11 @@ impl Provider {
         let mut res = req.send(body.to_string().as_bytes()).map_err(failed)?;
         let status = res.status().as_u16();
         let retry_after = crate::agent::retry_after(res.headers(), Duration::MAX);
+        // A relative `Location` read against the URL asked.
+        let location = (res.headers().get("location"))
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| url::Url::parse(&c.url).ok()?.join(l).ok())
+            .map(|l| crate::logging::clean(&crate::config::redact_url(l.as_str())));
         let text = match res.body_mut().with_config().limit(4 << 20).read_to_string() {
             Ok(text) => text,
             // An answer that arrived whole but cannot be read (over 4 MiB,
@@ -117,11 +125,21 @@ impl Provider {
         // provider's secrets never do (found by an audit).
         let text = self.without_secrets(text);
         if !(200..300).contains(&status) {
+            // No redirect is followed (the key would go along): where the
+            // endpoint moved is said (it read "HTTP 307: ", an audit).
+            let body = match location.filter(|_| (300..400).contains(&status)) {
+                Some(to) => format!(
+                    "redirected to {to}; mailproc follows no redirects: set \
+                     classifier.providers[{}].url to the endpoint itself",
+                    c.name
+                ),
+                None => text,
+            };
             return Err((
                 ClassifyError::Http {
                     provider,
                     status,
-                    body: text,
+                    body,
                 },
                 retry_after,
             ));
@@ -149,18 +167,36 @@ impl Provider {
         };
         let v: Value =
             serde_json::from_str(&text).map_err(|e| not_api(format!("not JSON: {e}")))?;
-        let (content, pt, ct) = match c.kind {
+        // The Messages API's error object, sent with a 200 by some proxies
+        // and as a stream's error event: the provider's error, under the
+        // status its type stands for, so an overload is retried (it was
+        // "not an Anthropic Messages answer … does url end in
+        // /v1/messages?", an audit).
+        if c.kind == ProviderKind::Anthropic && v.get("type") == Some(&Value::from("error")) {
+            return Err((
+                ClassifyError::Http {
+                    provider,
+                    status: anthropic_error_status(&v),
+                    body: text,
+                },
+                retry_after,
+            ));
+        }
+        let (content, pt, ct, cut) = match c.kind {
             ProviderKind::Openai => (
                 v.pointer("/choices/0/message/content")
-                    .and_then(Value::as_str),
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
                 v.pointer("/usage/prompt_tokens").and_then(Value::as_u64),
                 v.pointer("/usage/completion_tokens")
                     .and_then(Value::as_u64),
+                v.pointer("/choices/0/finish_reason") == Some(&Value::from("length")),
             ),
             ProviderKind::Anthropic => (
-                v.pointer("/content/0/text").and_then(Value::as_str),
+                anthropic_text(&v),
                 v.pointer("/usage/input_tokens").and_then(Value::as_u64),
                 v.pointer("/usage/output_tokens").and_then(Value::as_u64),
+                v.get("stop_reason") == Some(&Value::from("max_tokens")),
             ),
         };
         let content = content.ok_or_else(|| match c.kind {
@@ -186,11 +222,45 @@ impl Provider {
             ),
         })?;
         Ok(Reply {
-            text: content.to_string(),
+            text: content,
             raw: v.clone(),
             prompt_tokens: pt,
             completion_tokens: ct,
+            cut,
         })
+    }
+}
+
+/// The text of a Messages API answer: its `text` blocks, in order, one a
+/// line. Only the first block was read: a `thinking` block before the
+/// text (compatible gateways and reasoning models send them), a short
+/// line before the JSON, or an empty first block failed every message
+/// (an audit). `None` without a `text` block.
+fn anthropic_text(v: &Value) -> Option<String> {
+    let texts: Vec<&str> = v
+        .get("content")?
+        .as_array()?
+        .iter()
+        .filter(|b| b.get("type").is_none_or(|t| t == "text"))
+        .filter_map(|b| b.get("text")?.as_str())
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// The HTTP status a Messages API error object's `error.type` stands for
+/// (Anthropic's list of errors); 500 for one it does not list.
+fn anthropic_error_status(v: &Value) -> u16 {
+    match v.pointer("/error/type").and_then(Value::as_str) {
+        Some("invalid_request_error") => 400,
+        Some("authentication_error") => 401,
+        Some("billing_error") => 402,
+        Some("permission_error") => 403,
+        Some("not_found_error") => 404,
+        Some("request_too_large") => 413,
+        Some("rate_limit_error") => 429,
+        Some("timeout_error") => 504,
+        Some("overloaded_error") => 529,
+        _ => 500,
     }
 }
 
