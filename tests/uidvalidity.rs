@@ -650,3 +650,47 @@ fn a_batch_journalled_before_a_crash_is_processed_after_a_rebuild() {
         m.log()
     );
 }
+
+/// Found by an audit (stop 63): copies restored after a folder was made
+/// again, each left alone as handled under the old UIDVALIDITY, were
+/// counted as passes that found nothing: "the server signalled new mail 2
+/// times in a row that no pass found", and the passes the server's next
+/// signals prompted waited first. The mail was there; it was left alone.
+#[test]
+fn restored_copies_left_alone_are_no_false_signal_of_new_mail() {
+    let s = server::shared(Kind::Dovecot);
+    let mb = Mailbox::new(&**s, "leftsignal");
+    mb.create("Work");
+    let old = nightly("last-night", 3600);
+    mb.seed("Work", std::slice::from_ref(&old));
+    let m = Mailproc::start(&config(
+        &mb.account(
+            "acct",
+            &format!("    folders: {{ watch: [Work] }}\n    backlog: all\n    poll_interval: 10m\n{INVOICES}"),
+        ),
+        None,
+    ));
+    wait_ok(&m, 1);
+    let (_, after) = mb.recreate("Work");
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    m.wait_for(Duration::from_secs(30), "the empty folder seen", || {
+        m.log()
+            .contains(&format!("to {after}; 0 message(s)"))
+            .then_some(())
+    });
+    // Each copy comes while the account idles: its pass is the server's
+    // signal's.
+    for n in 1..=3 {
+        append_dated_back(&mb, "Work", &old, 3600);
+        m.wait_for(Duration::from_secs(30), "the copy left alone", || {
+            (m.log()
+                .matches("were handled under an earlier UIDVALIDITY")
+                .count()
+                >= n)
+                .then_some(())
+        });
+    }
+    assert!(!m.log().contains("that no pass found"), "{}", m.log());
+    assert_eq!(rows(&m, 100).len(), 1);
+}

@@ -584,3 +584,23 @@ fn a_base64_part_cut_at_the_fetch_limit_is_decoded() {
         e.body
     );
 }
+
+/// Found by an audit (stop 63): a `Date` without seconds and with a zone
+/// name read as no date (`vendor/mail-parser/PATCHES.md` 7).
+#[test]
+fn a_date_without_seconds_and_with_a_zone_name_is_read() {
+    let at = |s: &str| mail_parser::DateTime::parse_rfc822(s).map(|d| d.to_timestamp());
+    // 2026-12-01T05:47:00Z
+    let want = Some(1_796_104_020);
+    for s in [
+        "Tue, 01 Dec 2026 05:47 GMT",
+        "Tue, 01 Dec 2026 05:47 UT",
+        "01 Dec 2026 05:47 UT",
+        "Tue, 01 Dec 2026 05:47 +0000",
+        "Tue, 01 Dec 2026 05:47:00 GMT",
+        "Tue, 01 Dec 2026 00:47 EST",
+    ] {
+        assert_eq!(at(s), want, "{s}");
+    }
+    assert_eq!(at("Tue, 01 Dec 2026 05:47:20 GMT"), Some(1_796_104_040));
+}

@@ -410,9 +410,13 @@ impl Runner {
             }
             known.insert(k.uid, k);
         }
-        self.skip_handled_earlier(s, mailbox, uidvalidity, &mut uids, &known)?;
+        // Mail left alone as handled earlier was found all the same: the
+        // server's signal of it was no false one (it read "signalled new
+        // mail … that no pass found", and the passes after it waited: an
+        // audit).
+        let skipped = self.skip_handled_earlier(s, mailbox, uidvalidity, &mut uids, &known)?;
         let uids: Vec<u32> = uids.into_iter().collect();
-        self.found += uids.len();
+        self.found += uids.len() + skipped;
         let mut reader = self.second_session(caps, folders, mailbox, uidvalidity, &uids);
         // More than one window: their moves are held and made at the end
         // (see `held`).

@@ -354,6 +354,13 @@ impl<'x> MessageStream<'x> {
                     next_part = true;
                 }
                 b'a'..=b'z' | b'A'..=b'Z' => {
+                    // mailproc patch: a zone name where the seconds would
+                    // be (`10:00 GMT`: RFC 5322 makes the seconds
+                    // optional). The letters were passed over, and the
+                    // date, one part short, read as none.
+                    if pos == 5 && is_new_token {
+                        pos = 6;
+                    }
                     if pos == 1 {
                         if (1..=2).contains(&month_pos) {
                             month_hash += MONTH_HASH
