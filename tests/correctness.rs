@@ -351,7 +351,12 @@ fn shutdown_finishes_the_calls_in_hand_not_the_whole_batch() {
     // Two calls were in flight (3 s each); the other ten were not started.
     // Waiting for the whole batch would take five rounds more, 15 s.
     assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
-    assert!(m.log().contains("left for the next start"), "{}", m.log());
+    assert!(
+        m.log()
+            .contains("left with the rest of the folder's new mail for the next start"),
+        "{}",
+        m.log()
+    );
     let asked = calls.load(Ordering::SeqCst);
     assert!(asked < 12, "{asked}");
     slow.store(false, Ordering::SeqCst);
@@ -398,7 +403,12 @@ fn shutdown_does_not_wait_out_a_providers_retry_after() {
     assert_eq!(st.code(), Some(0), "{}", m.log());
     assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 1, "a call after the stop");
-    assert!(m.log().contains("left for the next start"), "{}", m.log());
+    assert!(
+        m.log()
+            .contains("left with the rest of the folder's new mail for the next start"),
+        "{}",
+        m.log()
+    );
     busy.store(false, Ordering::SeqCst);
     m.spawn(&[]);
     m.wait_ready();

@@ -339,7 +339,8 @@ impl Runner {
             .count();
         if cancelled > 0 {
             log::info!(
-                "{}: {mailbox}: shutting down; {cancelled} message(s) left for the next start",
+                "{}: {mailbox}: shutting down; {cancelled} message(s) of this group not asked, \
+                 left with the rest of the folder's new mail for the next start",
                 self.name()
             );
         }
