@@ -321,11 +321,14 @@ fn a_shell_command_that_migrates_the_database_says_so() {
         !err.contains("migrated"),
         "a new file is made, not moved: {err}"
     );
-    // The file as schema 9 left it (before the vocabulary was bounded).
+    // The file as schema 9 left it (before the vocabulary was bounded and
+    // an undo journalled its message's size and date).
     let c = rusqlite::Connection::open(m.db_path()).unwrap();
     c.execute_batch(
         "ALTER TABLE learn_tokens DROP COLUMN seen;
          ALTER TABLE learn_state DROP COLUMN vocabulary;
+         ALTER TABLE undo_pending DROP COLUMN size;
+         ALTER TABLE undo_pending DROP COLUMN internal_date;
          PRAGMA user_version = 9;",
     )
     .unwrap();

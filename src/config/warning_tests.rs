@@ -80,3 +80,52 @@ fn rules_that_cannot_work_as_written_are_warnings() {
         assert!(w.iter().any(|p| p.starts_with(want)), "{want}: {w:#?}");
     }
 }
+
+/// Found by the provider-misconfiguration audit (stop 62): a base URL as
+/// the SDKs take it, a hosted API without a key, and a key sent over
+/// plain http passed check-config with "ok", and every call then failed
+/// (or the key crossed the network in the clear).
+#[test]
+fn a_provider_that_cannot_work_as_written_is_a_warning() {
+    let with = |entry: &str| {
+        let c = parse_str(&format!(
+            "classifier: {{ providers: [ {entry} ] }}\naccounts: []\n"
+        ))
+        .unwrap();
+        warnings(&c).join("\n")
+    };
+    let w = with("{ name: a, kind: openai, url: \"https://api.openai.com/v1\", model: m }");
+    assert!(
+        w.contains("classifier.providers[0].url: https://api.openai.com/v1 does not end in /chat/completions"),
+        "{w}"
+    );
+    assert!(
+        w.contains("classifier.providers[0].api_key: not set, and api.openai.com refuses"),
+        "{w}"
+    );
+    let w = with(
+        "{ name: a, kind: anthropic, url: \"https://api.anthropic.com/v1/messages\", model: m }",
+    );
+    assert!(
+        w.contains("api.anthropic.com refuses every call without one"),
+        "{w}"
+    );
+    assert!(!w.contains(".url:"), "{w}");
+    let w = with(
+        "{ name: a, kind: openai, url: \"http://llm.example.net/v1/chat/completions\", model: m, api_key: sk-0123 }",
+    );
+    assert!(
+        w.contains("classifier.providers[0].url: http://llm.example.net/v1/chat/completions is plain http to another host"),
+        "{w}"
+    );
+    // What works as written says nothing: a local server over http with
+    // no key, a LAN one without a key, a hosted one with a key over https.
+    for quiet in [
+        "{ name: a, kind: openai, url: \"http://127.0.0.1:11434/v1/chat/completions\", model: m }",
+        "{ name: a, kind: openai, url: \"http://localhost:8080/v1/chat/completions/\", model: m, api_key: k }",
+        "{ name: a, kind: openai, url: \"http://ollama.lan:11434/v1/chat/completions\", model: m }",
+        "{ name: a, kind: anthropic, url: \"https://api.anthropic.com/v1/messages\", model: m, api_key: sk-ant }",
+    ] {
+        assert_eq!(with(quiet), "", "{quiet}");
+    }
+}

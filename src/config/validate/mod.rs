@@ -263,6 +263,9 @@ pub fn warnings(c: &Config) -> Vec<String> {
             c.storage.path.display()
         ));
     }
+    for (i, pr) in c.classifier.providers.iter().enumerate() {
+        w.extend(provider_warnings(&format!("classifier.providers[{i}]"), pr));
+    }
     // Said at `run` only before (the first-hour audit): check-config, which
     // the README has an operator run after each change, said "ok".
     let bind = c.server.bind.parse::<IpAddr>().ok();
@@ -274,6 +277,53 @@ pub fn warnings(c: &Config) -> Vec<String> {
             "server.auth_token: neither it nor dashboard.api_keys is set, so anyone who reaches \
              {at} can read and change everything (open mode is for development on loopback); \
              set one (`openssl rand -hex 24`)"
+        ));
+    }
+    w
+}
+
+/// What a provider's settings say of calls that cannot work, or send its
+/// key in the clear; each was found by an audit of an operator's mistakes
+/// (`check-config` said "ok", and every message then failed).
+fn provider_warnings(at: &str, pr: &super::ProviderConfig) -> Vec<String> {
+    let mut w = Vec::new();
+    let Ok(u) = url::Url::parse(&pr.url) else {
+        return w;
+    };
+    let shown = super::redact_url(&pr.url);
+    // The SDKs take a base URL (`https://api.openai.com/v1`); mailproc
+    // posts to the URL as written.
+    let endpoint = match pr.kind {
+        ProviderKind::Openai => "/chat/completions",
+        ProviderKind::Anthropic => "/messages",
+    };
+    if !u.path().trim_end_matches('/').ends_with(endpoint) {
+        w.push(format!(
+            "{at}.url: {shown} does not end in {endpoint}; calls go to the URL as written, the \
+             whole endpoint (…/v1{endpoint}), not a base URL as the SDKs take"
+        ));
+    }
+    let host = u.host_str().unwrap_or("").trim_end_matches('.');
+    let keyless = pr.api_key.as_deref().is_none_or(str::is_empty) && u.username().is_empty();
+    let hosted = ["api.openai.com", "api.anthropic.com"]
+        .iter()
+        .find(|h| host.eq_ignore_ascii_case(h));
+    if let (true, Some(h)) = (keyless, hosted) {
+        w.push(format!(
+            "{at}.api_key: not set, and {h} refuses every call without one (HTTP 401); set it \
+             from the environment (api_key: ${{NAME}})"
+        ));
+    }
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || u.host().is_some_and(|h| match h {
+            url::Host::Ipv4(a) => a.is_loopback(),
+            url::Host::Ipv6(a) => a.is_loopback(),
+            url::Host::Domain(_) => false,
+        });
+    if u.scheme() == "http" && !loopback && (!keyless || hosted.is_some()) {
+        w.push(format!(
+            "{at}.url: {shown} is plain http to another host: the API key and every message \
+             asked about cross the network unencrypted; use https (ca_file for a private CA)"
         ));
     }
     w
