@@ -197,11 +197,14 @@ impl FolderNames {
             Some(d) if d != '/' => configured.replace('/', &d.to_string()),
             _ => configured.to_string(),
         };
+        // A leading INBOX level goes as `INBOX` (RFC 3501 §5.1): Cyrus
+        // refused to CREATE `inbox.Sub` for a configured `inbox/Sub` (an
+        // audit).
         if self.prefix.is_empty()
             || has_prefix(&name, &self.prefix)
             || self.foreign.iter().any(|p| has_prefix(&name, p))
         {
-            return name;
+            return inbox_upper(&name).into_owned();
         }
         format!("{}{name}", self.prefix)
     }
@@ -404,10 +407,12 @@ mod tests {
             assert_eq!(n.to_server("Reçus"), "INBOX.Reçus");
             assert_eq!(n.to_display("INBOX.Lists"), "Lists");
             assert_eq!(n.to_display("INBOX.Archive.2024"), "Archive/2024");
-            // Already prefixed: left alone (INBOX in any case).
+            // Already prefixed: left alone, but for INBOX's case.
             assert_eq!(n.to_server("INBOX.Lists"), "INBOX.Lists");
-            assert_eq!(n.to_server("inbox.Lists"), "inbox.Lists");
+            assert_eq!(n.to_server("inbox.Lists"), "INBOX.Lists");
+            assert_eq!(n.to_server("inbox/Sub"), "INBOX.Sub");
             assert_eq!(n.to_server("INBOX/Lists"), "INBOX.Lists");
+            assert_eq!(n.to_server("Inboxes"), "INBOX.Inboxes");
             assert_eq!(n.canonical("INBOX.Lists"), "Lists");
             assert_eq!(n.canonical("Lists"), "Lists");
             // INBOX itself.
@@ -437,6 +442,7 @@ mod tests {
         assert_eq!(d.to_server("Archive.2024"), "Archive.2024");
         assert_eq!(d.to_display("Archive.2024"), "Archive/2024");
         assert_eq!(d.to_server("INBOX"), "INBOX");
+        assert_eq!(d.to_server("inbox/Sub"), "INBOX.Sub");
         let g = names(GMAIL);
         assert_eq!(g.to_server("[Gmail]/Spam"), "[Gmail]/Spam");
         assert_eq!(g.to_display("[Gmail]/Spam"), "[Gmail]/Spam");
