@@ -1021,6 +1021,16 @@ fn process_and_resume_on_an_account_that_cannot_sign_in_say_so() {
     });
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");
+    // The error's exact text is one click away, the disclosure named for
+    // whose error it is: a list of accounts read "Details, Details" (the
+    // accessibility audit).
+    for page in ["/", "/accounts", "/accounts/acct"] {
+        let t = b.get(page).text;
+        assert!(
+            t.contains("<summary>Details<span class=\"sr\"> of acct's last error</span></summary>"),
+            "{page}: {t}"
+        );
+    }
     for (control, said) in [
         (
             "process",

@@ -76,18 +76,19 @@ pub(super) fn name_and_state(name: &str, st: Option<&Status>) -> Markup {
 
 /// An account's last error as a table cell: the current one, or the last
 /// one kept (with when it happened).
-pub(super) fn last_error(e: Option<&(Option<i64>, String)>) -> Markup {
+pub(super) fn last_error(account: &str, e: Option<&(Option<i64>, String)>) -> Markup {
     html! {
-        td.clip data-label="Last error" { (error_text(e)) }
+        td.clip data-label="Last error" { (error_text(account, e)) }
     }
 }
 
-fn error_text(e: Option<&(Option<i64>, String)>) -> Markup {
+fn error_text(account: &str, e: Option<&(Option<i64>, String)>) -> Markup {
+    let of = format!("{account}'s last error");
     html! {
         @match e {
             Some((at, e)) => {
                 @if let Some(at) = at { (time_ms(*at)) ": " }
-                span.err { (super::words::error_markup(e)) }
+                span.err { (super::words::error_markup(e, Some(&of))) }
             }
             None => span.muted { "none" },
         }
@@ -122,7 +123,7 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
                                 (name_and_state(&a.name, st.as_ref()))
                                 td data-label="Server" { (a.imap.host) ":" (a.imap.port()) }
                                 td data-label="Watching" { (a.folders.watch.join(", ")) }
-                                (last_error(error.as_ref()))
+                                (last_error(&a.name, error.as_ref()))
                             }
                         }
                     }
@@ -353,7 +354,7 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
                 dt { "Since" } dd { @match &st { Some(s) => (time_ms(s.since)), None => "—" } }
                 dt { "Last processed" } dd { @match processed {
                     Some(t) => (time_ms(t)), None => span.muted { "never" } } }
-                dt { "Last error" } dd { (error_text(error.as_ref())) }
+                dt { "Last error" } dd { (error_text(name, error.as_ref())) }
             }
             (controls(s, name, st.as_ref(), &base))
         }
@@ -528,8 +529,8 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
                             br; span.err { "It replaced a classifier trained on " (n)
                                 " message(s): the folders hold fewer now." }
                         }
-                        @for (f, why) in &report.skipped { br; span.err { (f) ": " (super::words::error_markup(why)) } } }
-                    Some(TrainStatus::Failed { error, .. }) => span.err { "failed: " (super::words::error_markup(error)) },
+                        @for (f, why) in &report.skipped { br; span.err { (f) ": " (super::words::error_markup(why, Some(f))) } } }
+                    Some(TrainStatus::Failed { error, .. }) => span.err { "failed: " (super::words::error_markup(error, Some("the training's error"))) },
                 } }
             }
             // While it runs the Train button is off: a notice's focus goes

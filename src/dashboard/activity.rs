@@ -565,7 +565,7 @@ pub fn detail(ctx: &Ctx, req: &Req, s: &Session, id: &str) -> Reply {
             (row("Reasoning", html! { @if e.reasoning.is_empty() { span.muted { "none" } }
                 @else { span.pre { (e.reasoning) } } }))
             (row("Error", html! { @match &e.error {
-                Some(err) => span.err { (super::words::error_markup(err)) },
+                Some(err) => span.err { (super::words::error_markup(err, None)) },
                 None => span.muted { "none" },
             } }))
             (row("Attempts", html! { (e.attempts) }))

@@ -132,7 +132,7 @@ pub fn flash_notice(f: &super::flash::Flash, focus: bool, id: Option<&str>) -> M
     } else {
         html! {
             div.notice.error id=[id] role="alert" tabindex=[tabindex] autofocus[focus] {
-                (super::words::error_markup(&f.text))
+                (super::words::error_markup(&f.text, None))
             }
         }
     }

@@ -227,7 +227,7 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
                                         Some(t) => (time_ms(t)),
                                         None => span.muted { "never" },
                                     } }
-                                    (last_error(error.as_ref()))
+                                    (last_error(&a.name, error.as_ref()))
                                     td data-label="Controls" { (controls(s, &a.name, st.as_ref(), "/")) }
                                 }
                             }

@@ -124,12 +124,15 @@ fn unquoted(raw: &str) -> String {
 }
 
 /// An error as a notice's content: the plain words, and the exact text in
-/// a disclosure for whoever needs it.
-pub fn error_markup(raw: &str) -> Markup {
+/// a disclosure for whoever needs it, named for a screen reader by what
+/// the error is `of` when a page shows several (an account's, a folder's:
+/// a list of "Details" told none apart, the accessibility audit).
+pub fn error_markup(raw: &str, of: Option<&str>) -> Markup {
     match plain(raw) {
         Some(p) => html! {
             (p) " "
-            details.raw { summary { "Details" } code { (raw) } }
+            details.raw { summary { "Details" @if let Some(of) = of { span.sr { " of " (of) } } }
+                code { (raw) } }
         },
         None => html! { (raw) },
     }
