@@ -212,8 +212,15 @@ mod tests {
              (watched folders excepted)",
         );
         assert!(!moved.contains("undone"), "{moved}");
-        let m = error_markup("No Response: Mailbox doesn't exist: X").into_string();
+        let m = error_markup("No Response: Mailbox doesn't exist: X", None).into_string();
         assert!(m.contains("<details"), "{m}");
+        assert!(m.contains("<summary>Details</summary>"), "{m}");
+        let named = error_markup("login failed: x", Some("b's last error")).into_string();
+        assert!(
+            named
+                .contains("<summary>Details<span class=\"sr\"> of b's last error</span></summary>"),
+            "{named}"
+        );
         assert!(m.contains("Mailbox doesn&#39;t exist") || m.contains("Mailbox doesn't exist"));
     }
 }
