@@ -86,7 +86,7 @@ impl Runner {
         // A queue of its own into the lane of the account's provider,
         // served in turn with other askers' (see `classify::pool`).
         let provider = self.w.account.provider.clone().unwrap_or_default();
-        let queue = self.w.pool.queue(&provider);
+        let queue = self.w.pool.queue(&provider, &self.w.handle);
         loop {
             if !stopped {
                 if let Some(why) = self.stop_now() {
