@@ -460,15 +460,17 @@ impl Runner {
                 Err(e) => Err(e),
             };
             let back = match found {
-                Ok(Ok(back)) => back,
-                Ok(Err(several)) => {
+                Ok((back, None)) => back,
+                Ok((back, Some(among))) => {
                     log::warn!(
-                        "{}: undo of activity {id}: cannot tell which of UIDs {several} of {:?}                          is the message put back (each holds it: a look-alike came meanwhile);                          the undo is not recorded, and the pass takes them as new mail",
+                        "{}: undo of activity {id}: UIDs {among} of {:?} each hold the message \
+                         (a look-alike came meanwhile) and its size and date tell none apart: \
+                         the first, UID {}, is taken for the one put back",
                         self.name(),
-                        t.mailbox
+                        t.mailbox,
+                        back.unwrap_or_default()
                     );
-                    let _ = self.w.store.end_undo(id);
-                    continue;
+                    back
                 }
                 Err(e) => {
                     log::warn!(
@@ -740,32 +742,44 @@ fn newest_holding(s: &mut Session, t: &UndoTarget, seen: u32) -> imap::Result<Ve
 /// undo's message, the one put back: the only one, or, of several (a
 /// look-alike with its Message-ID, or its sender and subject, came
 /// meanwhile), the only one with the `stamp` the message had before its
-/// move back (MOVE and COPY keep RFC822.SIZE and INTERNALDATE). `None`
-/// when none is there; `Err` with the UIDs when it cannot tell.
+/// move back (MOVE and COPY keep RFC822.SIZE and INTERNALDATE). When that
+/// does not tell (no stamp: an undo journalled before stamps were; the
+/// same size and date; a server that kept no date), the first to come of
+/// those left (the lowest UID: the move back came right after the
+/// journal, and a look-alike after the process stopped), with the UIDs it
+/// chose among. `None` when none is there.
 fn the_one_back(
     s: &mut Session,
     mut found: Vec<u32>,
     stamp: Option<(u32, i64)>,
-) -> imap::Result<Result<Option<u32>, String>> {
+) -> imap::Result<(Option<u32>, Option<String>)> {
     found.sort_unstable();
     found.dedup();
-    let several = |f: &[u32]| f.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     if found.len() <= 1 {
-        return Ok(Ok(found.first().copied()));
+        return Ok((found.first().copied(), None));
     }
-    let Some(stamp) = stamp else {
-        return Ok(Err(several(&found)));
+    let mut alike: Vec<u32> = match stamp {
+        Some(stamp) => s
+            .uid_fetch(uid_set(&found), "(UID RFC822.SIZE INTERNALDATE)")?
+            .iter()
+            .filter(|f| f.size.zip(f.internal_date().map(|d| d.timestamp())) == Some(stamp))
+            .filter_map(|f| f.uid)
+            .collect(),
+        None => Vec::new(),
     };
-    let fetched = s.uid_fetch(uid_set(&found), "(UID RFC822.SIZE INTERNALDATE)")?;
-    let alike: Vec<u32> = fetched
-        .iter()
-        .filter(|f| f.size.zip(f.internal_date().map(|d| d.timestamp())) == Some(stamp))
-        .filter_map(|f| f.uid)
-        .collect();
+    alike.sort_unstable();
     match alike[..] {
-        [one] => Ok(Ok(Some(one))),
-        _ => Ok(Err(several(&found))),
+        [one] => Ok((Some(one), None)),
+        [] => Ok((Some(found[0]), Some(list(&found)))),
+        _ => Ok((Some(alike[0]), Some(list(&alike)))),
     }
+}
+
+fn list(uids: &[u32]) -> String {
+    uids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Sets exactly the flags the message had before it was moved (what undo

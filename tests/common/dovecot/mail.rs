@@ -377,6 +377,21 @@ impl Dovecot {
         parse_fetch(&String::from_utf8_lossy(&out.stdout))
     }
 
+    /// The body of message `uid` of `mailbox` of `user`.
+    pub fn body(&self, user: &str, mailbox: &str, uid: u32) -> String {
+        let uid = uid.to_string();
+        let out = self.doveadm(
+            &["fetch", "-u", user, "body", "mailbox", mailbox, "uid", &uid],
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "doveadm fetch body: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// The mailboxes of `user` holding the message `message_id` (with its
     /// angle brackets), once per copy.
     pub fn mailboxes_of(&self, user: &str, message_id: &str) -> Vec<String> {
