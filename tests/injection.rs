@@ -314,6 +314,74 @@ fn every_folder_the_server_marks_junk_is_kept_from_the_model_without_spam() {
     marked_junk_kept_from_the_model(", junk: Junk", "Junk");
 }
 
+/// Found by stop 63's audit of mail services' folder layouts: a model
+/// without `trash` trashed mail by a move to the folder the server marks
+/// `\Trash` (`[Gmail]/Trash`, `Deleted Items`), where the junk folder was
+/// kept from one without `spam`. The trash folder is kept alike.
+#[test]
+fn the_folder_the_server_marks_trash_is_kept_from_the_model_without_trash() {
+    let model = Model::start(2, |r| {
+        assert!(!r.system.contains("Papierkorb"), "offered: {}", r.system);
+        Reply::Answer(
+            r#"{"actions":[{"type":"move","folder":"Papierkorb"}],"reasoning":"x","confidence":1}"#
+                .into(),
+        )
+    });
+    let d = Dovecot::start_with(
+        "namespace inbox {\n  mailbox Trash {\n    special_use =\n  }\n  \
+         mailbox Papierkorb {\n    special_use = \\Trash\n    auto = create\n  }\n}\n",
+        false,
+    );
+    seed_tagged(&d, &["ask-trash"]);
+    let m = Mailproc::start(&obedient_config(
+        &model,
+        &d,
+        "folders: { watch: [INBOX], allowed: [Receipts, Papierkorb] }\n    \
+         allowed_actions: [move, spam, trash, noop]\n    model_actions: [move, spam, noop]\n    \
+         backlog: all\n    max_attempts: 1\n    provider: fake\n",
+    ));
+    let rows = decided(&m, 1);
+    assert!(m.log().contains("trash \"Papierkorb\""), "{}", m.log());
+    let asked = row_of(&rows, "ask-trash");
+    assert_eq!(asked["status"], "failed", "{asked:#}");
+    assert!(
+        asked["error"].as_str().is_some_and(|e| e.contains(
+            "\"Papierkorb\" is not for the model of account \"acct\": not in folders.allowed, \
+             or the trash folder (moving there is trash, which is not in its model_actions)"
+        )),
+        "{asked:#}"
+    );
+    let at: Vec<String> = d.messages("test").into_iter().map(|x| x.mailbox).collect();
+    assert_eq!(at, ["INBOX"]);
+}
+
+/// Found by stop 63's audit of folder layouts: `folders.junk: Junk
+/// E-mail` (Exchange's spelling) where the server marks `Junk Email`
+/// made a new folder for spam, and nothing said so.
+#[test]
+fn a_junk_folder_the_server_lacks_beside_the_one_it_marks_is_warned_of() {
+    let model = Model::start(1, |_| Reply::Answer("{}".into()));
+    let d = Dovecot::start_with(
+        "namespace inbox {\n  mailbox Junk {\n    special_use =\n  }\n  \
+         mailbox \"Junk Email\" {\n    special_use = \\Junk\n    auto = create\n  }\n}\n",
+        false,
+    );
+    let m = Mailproc::start(&obedient_config(
+        &model,
+        &d,
+        "folders: { watch: [INBOX], junk: Junk E-mail }\n    backlog: all\n",
+    ));
+    m.wait_for(Duration::from_secs(30), "the sign-in's warning", || {
+        m.log()
+            .contains(
+                "folders.junk \"Junk E-mail\" is no folder on the server, which marks \
+                 \"Junk Email\" \\Junk: spam goes to a new \"Junk E-mail\" beside it; set \
+                 folders.junk to \"Junk Email\", or leave it out",
+            )
+            .then_some(())
+    });
+}
+
 /// A Dovecot whose `Werbung` is marked `\Junk`; the account's folders
 /// with `junk` (e.g. `, junk: Junk`), and the junk folder in use then.
 fn marked_junk_kept_from_the_model(junk: &str, in_use: &str) {

@@ -1032,3 +1032,47 @@ fn messages_moved_back_to_a_watched_folder_are_not_sorted_again() {
     std::thread::sleep(Duration::from_secs(1));
     assert!(!m.log().contains("(deleted)"), "{}", m.log());
 }
+
+/// Found by stop 63's audit of mail services' folder layouts: Gmail's
+/// `[Gmail]/All Mail` (marked `\All`) holds every message of INBOX and of
+/// each label; as an allowed folder (Gmail's "archive") training read it
+/// as a class of its own, each message counted twice and shown to the
+/// model as both "keep" and "archive", and watched it was processed
+/// again. Training leaves it out, saying why, and a watched one is warned
+/// of at sign-in.
+#[test]
+fn a_folder_the_server_marks_all_is_no_class_and_watching_it_is_warned_of() {
+    let d = Dovecot::start_with(
+        "namespace inbox {\n  mailbox \"All Mail\" {\n    special_use = \\All\n    auto = create\n  }\n}\n",
+        false,
+    );
+    d.create_mailbox("test", "Receipts");
+    let receipts: Vec<Vec<u8>> = (0..4).map(receipt).collect();
+    d.seed_many("test", "Receipts", &receipts);
+    d.seed_many("test", "All Mail", &receipts);
+    let with = |folders: &str| {
+        config(&d, None, "{ enabled: true }").replace(
+            "folders: { watch: [INBOX], allowed: [Receipts, Newsletters]",
+            folders,
+        )
+    };
+    let m = Mailproc::prepare(&with(
+        "folders: { watch: [INBOX], allowed: [Receipts, All Mail]",
+    ));
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 0, "train failed:\n{out}\n{err}");
+    let said = format!("{out}\n{err}");
+    assert!(
+        said.contains("All Mail: skipped: not read: the server marks it \\All"),
+        "{said}"
+    );
+    assert!(said.contains("trained acct on 4 message(s)"), "{said}");
+    let m = Mailproc::start(&with(
+        "folders: { watch: [INBOX, All Mail], allowed: [Receipts]",
+    ));
+    m.wait_for(Duration::from_secs(30), "the sign-in's warning", || {
+        m.log()
+            .contains("watched folder \"All Mail\" is marked \\All by the server")
+            .then_some(())
+    });
+}

@@ -182,13 +182,22 @@ fn for_the_model(account: &AccountConfig, action: &Action, error: String) -> Str
     if account.model_actions.is_none() {
         return error;
     }
+    use crate::actions::ActionKind::{Spam, Trash};
     match action {
-        // The account was cut to no junk folder (see `for_model`), which
-        // the folder's name alone may not show (`Werbung`, marked `\Junk`).
-        Action::Move { folder } if !account.allows(crate::actions::ActionKind::Spam) => {
+        // The account was cut to no junk or trash folder (see `for_model`),
+        // which the folder's name alone may not show (`Werbung`, marked
+        // `\Junk`).
+        Action::Move { folder } if !account.allows(Spam) || !account.allows(Trash) => {
+            let which = match (account.allows(Spam), account.allows(Trash)) {
+                (false, false) => {
+                    "the junk or trash folder (moving there is spam or trash, which are not"
+                }
+                (false, true) => "the junk folder (moving there is spam, which is not",
+                _ => "the trash folder (moving there is trash, which is not",
+            };
             format!(
                 "folder {folder:?} is not for the model of account {:?}: not in folders.allowed, \
-                 or the junk folder (moving there is spam, which is not in its model_actions)",
+                 or {which} in its model_actions)",
                 account.name
             )
         }

@@ -401,9 +401,34 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
     assert!(flag.contains("\"flag\" is not in model_actions"), "{flag}");
     let junk = refusal(&m, r#"{"actions": [{"type": "move", "folder": "Junk"}]}"#);
     assert!(
-        junk.contains("spam, which is not in its model_actions"),
+        junk.contains("or the junk or trash folder (moving there is spam or trash, which are not in its model_actions)"),
         "{junk}"
     );
+    // The trash folder is kept from a model without `trash` as the junk
+    // folder from one without `spam` (the layouts audit: a move to
+    // `[Gmail]/Trash` trashed mail).
+    let b = parse(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Receipts, Junk, \"Deleted Items\", \"[Gmail]/Trash\"] }, \
+             model_actions: [move, spam, noop] }\n",
+    );
+    let mb = b.for_model().unwrap();
+    assert_eq!(mb.folders.allowed, ["Receipts", "Junk"]);
+    let trash = refusal(
+        &mb,
+        r#"{"actions": [{"type": "move", "folder": "Deleted Items"}]}"#,
+    );
+    assert!(
+        trash.contains(
+            "or the trash folder (moving there is trash, which is not in its model_actions)"
+        ),
+        "{trash}"
+    );
+    let mut marked = b.for_model().unwrap();
+    marked.folders.allowed.push("Papierkorb".into());
+    marked.keep_from_model("Papierkorb", crate::actions::ActionKind::Trash);
+    marked.keep_from_model("Receipts", crate::actions::ActionKind::Spam);
+    assert_eq!(marked.folders.allowed, ["Receipts", "Junk"]);
     let two = parse(
         "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, folders: { allowed: [X, Y] } }\n",
     );

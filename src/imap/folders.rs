@@ -48,6 +48,14 @@ pub(crate) struct Folders {
     pub(super) marked_junk: Vec<String>,
     /// Where `trash` goes, as the user knows it.
     pub(super) trash: String,
+    /// Every folder the server marks `\Trash`, as the user knows it: kept
+    /// from a model without `trash`, as `marked_junk` from one without
+    /// `spam`.
+    pub(super) marked_trash: Vec<String>,
+    /// Every folder the server marks `\All` (Gmail's `[Gmail]/All Mail`),
+    /// as the user knows it: it holds every message of the account, so it
+    /// is no class of its own to learn (see `train`).
+    pub(super) marked_all: Vec<String>,
     names: FolderNames,
     /// `ENABLE UTF8=ACCEPT` succeeded: names go as UTF-8, not modified UTF-7.
     utf8: bool,
@@ -67,6 +75,8 @@ impl Folders {
             junk: "Junk".into(),
             marked_junk: Vec::new(),
             trash: "Trash".into(),
+            marked_trash: Vec::new(),
+            marked_all: Vec::new(),
             names,
             utf8,
             account: "test".into(),
@@ -417,18 +427,12 @@ pub(super) fn discover(
     let marked_junk: Vec<String> = crate::mailbox::special_use::marked(SpecialUse::Junk, &own)
         .map(|e| names.to_display(&e.name))
         .collect();
-    if account.folders.junk.is_none() && marked_junk.len() > 1 {
-        log::warn!(
-            "{}: {} folders are marked \\Junk ({}); spam goes to {:?}: set folders.junk to \
-             choose",
-            account.name,
-            marked_junk.len(),
-            marked_junk.join(", "),
-            found(SpecialUse::Junk)
-                .map(|n| names.to_display(n))
-                .unwrap_or_default()
-        );
-    }
+    let marked_trash: Vec<String> = crate::mailbox::special_use::marked(SpecialUse::Trash, &own)
+        .map(|e| names.to_display(&e.name))
+        .collect();
+    let marked_all: Vec<String> = crate::mailbox::special_use::marked_with("\\All", &own)
+        .map(|e| names.to_display(&e.name))
+        .collect();
     let junk = match account.folders.junk.as_deref() {
         Some(j) => j.to_string(),
         None => found(SpecialUse::Junk)
@@ -448,63 +452,16 @@ pub(super) fn discover(
         names.to_server(&trash),
         if caps.utf8 { "UTF-8" } else { "modified UTF-7" }
     );
-    // What the configuration could not check: the junk folder the server
-    // marks, and two spellings of one folder (`Arch/Sub` and `Arch.Sub`
-    // on a server whose separator is `.`). Mail moved to a watched folder
-    // is processed again there (an audit: each spam recorded, counted and
-    // asked about twice).
-    for w in &account.folders.watch {
-        let on_server = names.to_server(w);
-        if account.folders.junk.is_none() && on_server == names.to_server(&junk) {
-            log::warn!(
-                "{}: watched folder {w:?} is the server's junk folder: spam moved there is \
-                 processed again in it; set folders.junk to another folder, or stop watching it",
-                account.name
-            );
-        }
-        for a in &account.folders.allowed {
-            if a != w && names.to_server(a) == on_server {
-                log::warn!(
-                    "{}: watched folder {w:?} and allowed folder {a:?} are one folder on the \
-                     server ({on_server:?}): mail moved there is processed again in it",
-                    account.name
-                );
-            }
-        }
-    }
-    if let Some(d) = names.delimiter().filter(|d| *d != '/') {
-        let configured = account
-            .folders
-            .watch
-            .iter()
-            .chain(&account.folders.allowed)
-            .chain(account.folders.junk.as_ref());
-        for name in configured {
-            // Levels are written with `/`; the server's own separator in
-            // a name is read as a level by the server. The personal prefix
-            // of a name written in the server's form (`INBOX.Lists`) is
-            // meant so.
-            let server = names.to_server(name);
-            let rest = server.strip_prefix(names.prefix()).unwrap_or(&server);
-            if server.split(d).any(str::is_empty) {
-                log::warn!(
-                    "{}: folder {name:?} is {server:?} on the server, whose level separator \
-                     is {d:?}: a level of it is empty, so it can never be used; write levels \
-                     with \"/\"",
-                    account.name
-                );
-            } else if name.contains(d) && rest.contains(d) {
-                log::warn!(
-                    "{}: folder {name:?} holds {d:?}, this server's level separator: it is {:?} \
-                     on the server, {} level(s) deep; write levels with \"/\" (a {d:?} cannot \
-                     be part of one folder's name here)",
-                    account.name,
-                    names.to_server(name),
-                    names.to_server(name).split(d).count()
-                );
-            }
-        }
-    }
+    super::folder_checks::warn(
+        account,
+        &names,
+        &entries,
+        &super::folder_checks::Chosen {
+            junk: &junk,
+            marked_junk: &marked_junk,
+            marked_all: &marked_all,
+        },
+    );
     // What the server warned of with the sign-in, NAMESPACE or LIST (a
     // password about to expire, say).
     tell_warnings(&account.name, s, "the sign-in");
@@ -515,6 +472,8 @@ pub(super) fn discover(
         junk,
         marked_junk,
         trash,
+        marked_trash,
+        marked_all,
         names,
         utf8: caps.utf8,
         account: account.name.clone(),

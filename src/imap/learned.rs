@@ -370,12 +370,18 @@ impl Runner {
         // What the model may do (`model_actions`): without `spam`, not the
         // junk folder the server marks either (an audit moved mail to a
         // `\Junk`-marked `Werbung` by a model without `spam`), nor any
-        // other it marks (an audit's `Bulk` beside `folders.junk: Junk`).
+        // other it marks (an audit's `Bulk` beside `folders.junk: Junk`);
+        // without `trash`, no trash folder alike.
         let a = &match self.w.account.for_model() {
             Some(mut m) => {
-                m.keep_from_model(&folders.junk);
+                use crate::actions::ActionKind::{Spam, Trash};
+                m.keep_from_model(&folders.junk, Spam);
                 for marked in &folders.marked_junk {
-                    m.keep_from_model(marked);
+                    m.keep_from_model(marked, Spam);
+                }
+                m.keep_from_model(&folders.trash, Trash);
+                for marked in &folders.marked_trash {
+                    m.keep_from_model(marked, Trash);
                 }
                 Arc::new(m)
             }

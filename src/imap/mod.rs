@@ -33,6 +33,7 @@ mod commands;
 mod corrections;
 mod flags;
 mod flow;
+mod folder_checks;
 mod folders;
 mod generation;
 mod headers;

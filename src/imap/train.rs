@@ -100,6 +100,21 @@ pub fn fetch_examples(
         read.push(folders.junk.clone());
     }
     for folder in read {
+        // Gmail's All Mail holds the messages of every other folder: read
+        // as a class of its own, each counted twice and taught as both
+        // "keep" and "archive" (the layouts audit).
+        if folders.marked_all.contains(&folder) {
+            out.push(FolderExamples {
+                folder,
+                examples: Vec::new(),
+                error: Some(
+                    "not read: the server marks it \\All, it holds the messages of every other \
+                     folder (Gmail's All Mail), so it is no class of its own"
+                        .into(),
+                ),
+            });
+            continue;
+        }
         let mb = match folders.examine(&mut s, &folder) {
             Ok(mb) => mb,
             Err(e @ (imap::Error::No(_) | imap::Error::Bad(_))) => {

@@ -273,9 +273,17 @@ pub fn find<'a>(
 
 /// The selectable folders the server marks `use_`.
 pub fn marked(use_: SpecialUse, entries: &[ListEntry]) -> impl Iterator<Item = &ListEntry> {
+    marked_with(use_.attribute(), entries)
+}
+
+/// The selectable entries with LIST `attribute` (`\All`, say), in order.
+pub fn marked_with<'a>(
+    attribute: &'a str,
+    entries: &'a [ListEntry],
+) -> impl Iterator<Item = &'a ListEntry> {
     entries
         .iter()
-        .filter(move |e| e.selectable() && e.has(use_.attribute()))
+        .filter(move |e| e.selectable() && e.has(attribute))
 }
 
 fn lower(s: &str) -> String {

@@ -368,39 +368,46 @@ impl AccountConfig {
     /// the server marks `\Junk` is kept from it at run time
     /// ([`AccountConfig::keep_from_model`]). An audit moved
     /// mail to `folders.junk: Spam` by a model without `spam`: only a folder
-    /// named `Junk` was kept from it. `None` when `model_actions` is not
-    /// set (the account as it is).
+    /// named `Junk` was kept from it. Without `trash` the same for the
+    /// trash folder (`Trash`, `Deleted Items`…, and the one marked
+    /// `\Trash`): a model without it trashed mail by a move to
+    /// `[Gmail]/Trash` (the layouts audit). `None` when `model_actions` is
+    /// not set (the account as it is).
     pub fn for_model(&self) -> Option<AccountConfig> {
         use crate::mailbox::special_use::SpecialUse;
         let only = self.model_actions.as_ref()?;
         let mut a = self.clone();
         a.allowed_actions.retain(|k| only.contains(k));
-        if !a.allows(ActionKind::Spam) {
-            let junk = self.folders.junk.clone();
+        for (kind, use_) in [
+            (ActionKind::Spam, SpecialUse::Junk),
+            (ActionKind::Trash, SpecialUse::Trash),
+        ] {
+            if a.allows(kind) {
+                continue;
+            }
             let usual = |level: &str| {
-                SpecialUse::Junk
-                    .usual_names()
+                use_.usual_names()
                     .iter()
                     .any(|n| n.to_lowercase() == level.to_lowercase())
             };
             a.folders
                 .allowed
                 .retain(|f| !f.split(['/', '.']).any(usual));
-            if let Some(j) = &junk {
-                a.keep_from_model(j);
-            }
+        }
+        if let Some(j) = &self.folders.junk {
+            a.keep_from_model(j, ActionKind::Spam);
         }
         Some(a)
     }
 
-    /// Drops `junk` (the account's junk folder, as configured or as the
-    /// server marks it `\Junk`) and the folders in it from what the model
-    /// may move to, when it may not `spam`.
-    pub fn keep_from_model(&mut self, junk: &str) {
-        if self.allows(ActionKind::Spam) {
+    /// Drops `folder` (the account's junk or trash folder, as configured or
+    /// as the server marks it) and the folders in it from what the model
+    /// may move to, when it may not `kind` (`spam`, `trash`).
+    pub fn keep_from_model(&mut self, folder: &str, kind: ActionKind) {
+        if self.allows(kind) {
             return;
         }
-        let j = junk.to_lowercase();
+        let j = folder.to_lowercase();
         self.folders.allowed.retain(|f| {
             let f = f.to_lowercase();
             !(f == j || f.starts_with(&format!("{j}/")) || f.starts_with(&format!("{j}.")))
