@@ -924,22 +924,36 @@ fn a_flag_the_folder_does_not_keep_is_a_failure_not_a_success() {
     mb.create("Shared");
     mb.seed(
         "INBOX",
-        &[msg_with("f1", "flagme", ""), msg_with("r1", "readme", "")],
+        &[
+            msg_with("f1", "flagme", ""),
+            msg_with("r1", "readme", ""),
+            msg_with("u1", "unsure", ""),
+        ],
     );
     mb.seed("Shared", &[msg_with("r2", "readme", "")]);
     // INBOX keeps \Seen and \Deleted only; Shared is read-only.
     let home = d.dir().join("mail").join(&mb.user);
     std::fs::write(home.join("dovecot-acl"), "owner lrste\n").unwrap();
     std::fs::write(home.join(".Shared").join("dovecot-acl"), "owner lr\n").unwrap();
+    // The model is unsure of "unsure": for review, whose flag INBOX does
+    // not keep (the regression audit found it failed, asked again at each
+    // attempt).
+    let model = Model::start(1, |_| {
+        common::model::Reply::Answer(
+            json!({ "actions": [{"type": "noop"}], "reasoning": "?", "confidence": 0.2 })
+                .to_string(),
+        )
+    });
     let m = Mailproc::start(&config(
         &mb.account(
             "acct",
             "    folders: { watch: [INBOX, Shared] }\n    backlog: all\n    max_attempts: 1\n    \
+             provider: fake\n    minimum_confidence: 0.9\n    review_flag: \"$Review\"\n    \
              rules:\n      \
              - { name: flag, when: { subject: \"^flagme\" }, actions: [ { type: flag, flags: [\"\\\\Flagged\", \"$Label1\"] } ] }\n      \
              - { name: read, when: { subject: \"^readme\" }, actions: [ { type: read } ] }\n",
         ),
-        None,
+        Some(&model),
     ));
     let settled = |id: &str| {
         m.wait_for(STALL, id, || {
@@ -963,6 +977,15 @@ fn a_flag_the_folder_does_not_keep_is_a_failure_not_a_success() {
             .as_str()
             .is_some_and(|e| e.contains("\"Shared\" is read-only")),
         "{shared}"
+    );
+    let unsure = settled("u1");
+    assert_eq!(unsure["status"], "review", "{unsure}");
+    assert!(
+        m.log().contains(
+            "1 message(s) for review left without review_flag: the server keeps no $Review in \"INBOX\""
+        ),
+        "{}",
+        m.log()
     );
     let where_is = mb.where_is();
     assert!(has(&where_is["<r1@mailproc.test>"][0].flags, "\\Seen"));

@@ -86,6 +86,11 @@ impl Runner {
             .review_flag
             .as_deref()
             .filter(|_| !self.w.account.dry_run);
+        // The review flag marks a message for the user's client; a folder
+        // that would not keep it (see `Keeps`) leaves the message for
+        // review unmarked, not failed (it was, and asked again at each
+        // attempt: the regression audit).
+        let mut unmarked: Option<(String, usize)> = None;
         let mut plan = Plan::default();
         for (it, o) in items.iter().zip(outcomes) {
             let Some(o) = o else { continue };
@@ -94,9 +99,26 @@ impl Runner {
             }
             match o.status {
                 Status::Ok => plan.add(it.meta.uid, &o.actions, None, &to),
-                Status::Review => plan.add(it.meta.uid, &[], review_flag, &to),
+                Status::Review => {
+                    let refused = review_flag.and_then(|f| {
+                        let k = folders.keeps(&it.meta.mailbox)?;
+                        k.refusal(&folders.describe(&it.meta.mailbox), &[f.to_string()])
+                    });
+                    if let Some(why) = refused {
+                        unmarked.get_or_insert((why, 0)).1 += 1;
+                        plan.add(it.meta.uid, &[], None, &to);
+                    } else {
+                        plan.add(it.meta.uid, &[], review_flag, &to);
+                    }
+                }
                 _ => {}
             }
+        }
+        if let Some((why, n)) = unmarked {
+            log::warn!(
+                "{}: {n} message(s) for review left without review_flag: {why}",
+                self.name()
+            );
         }
         plan
     }

@@ -529,6 +529,8 @@ fn a_messages_answer_is_read_from_its_text_blocks() {
         format!(
             r#"{{"content":[{{"type":"text","text":""}},{{"type":"text","text":"{VERDICT}"}}]}}"#
         ),
+        // The JSON running on from one block into the next.
+        r#"{"content":[{"type":"text","text":"{\"actions\":[{\"type\":\"move\",\"folder\":\"Li"},{"type":"text","text":"sts\"}],\"reasoning\":\"a list\",\"confidence\":0.8}"}]}"#.to_string(),
     ] {
         let body: &'static str = Box::leak(body.into_boxed_str());
         let c = answered("anthropic", 200, None, body).unwrap_or_else(|e| panic!("{e}: {body}"));

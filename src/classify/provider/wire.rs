@@ -231,11 +231,13 @@ impl Provider {
     }
 }
 
-/// The text of a Messages API answer: its `text` blocks, in order, one a
-/// line. Only the first block was read: a `thinking` block before the
-/// text (compatible gateways and reasoning models send them), a short
-/// line before the JSON, or an empty first block failed every message
-/// (an audit). `None` without a `text` block.
+/// The text of a Messages API answer: its `text` blocks, in order, joined
+/// as they are (a verdict's JSON may run on from one block into the next;
+/// a newline between them broke its string: a regression audit). Only the
+/// first block was read: a `thinking` block before the text (compatible
+/// gateways and reasoning models send them), a short line before the
+/// JSON, or an empty first block failed every message (an audit). `None`
+/// without a `text` block.
 fn anthropic_text(v: &Value) -> Option<String> {
     let texts: Vec<&str> = v
         .get("content")?
@@ -244,7 +246,7 @@ fn anthropic_text(v: &Value) -> Option<String> {
         .filter(|b| b.get("type").is_none_or(|t| t == "text"))
         .filter_map(|b| b.get("text")?.as_str())
         .collect();
-    (!texts.is_empty()).then(|| texts.join("\n"))
+    (!texts.is_empty()).then(|| texts.concat())
 }
 
 /// The HTTP status a Messages API error object's `error.type` stands for
