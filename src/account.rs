@@ -249,6 +249,19 @@ pub struct Handle {
     /// so its end is told: a refused login mended by a new password was
     /// followed by no `connection_restored` (an audit).
     outage: Mutex<Option<String>>,
+    /// The junk and trash folders the last sign-in chose (see
+    /// [`FoldersInUse`]).
+    in_use: Mutex<Option<FoldersInUse>>,
+}
+
+/// Where `spam` and `trash` move to, as the last sign-in found them (the
+/// server's marks, a usual name, or the configuration): shown on the
+/// account page and in `/api/accounts`, where an operator could learn it
+/// only from a log line (the layouts audit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldersInUse {
+    pub junk: String,
+    pub trash: String,
 }
 
 impl Handle {
@@ -274,8 +287,18 @@ impl Handle {
             cut: AtomicBool::new(false),
             errors_kept_in: std::sync::OnceLock::new(),
             outage: Mutex::new(None),
+            in_use: Mutex::new(None),
         });
         (h, rx)
+    }
+
+    /// The junk and trash folders the last sign-in chose, if any yet.
+    pub fn folders_in_use(&self) -> Option<FoldersInUse> {
+        self.in_use.lock().clone()
+    }
+
+    pub fn set_folders_in_use(&self, f: FoldersInUse) {
+        *self.in_use.lock() = Some(f);
     }
 
     /// The outage `old` was in when this handle replaced it (a restart

@@ -448,6 +448,13 @@ fn pages_show_processed_mail_escaped() {
         acct.contains("Receipts") && acct.contains("invoices"),
         "{acct}"
     );
+    // Where spam and trash go, as the sign-in found them (the layouts
+    // audit: only a log line said).
+    assert!(
+        acct.contains("<dt>Junk folder (spam)</dt><dd>Junk</dd>")
+            && acct.contains("<dt>Trash folder (trash)</dt><dd>Trash</dd>"),
+        "{acct}"
+    );
     assert!(!acct.contains(">secret<"));
     let conf = b.get("/config").text;
     assert!(

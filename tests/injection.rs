@@ -342,6 +342,12 @@ fn the_folder_the_server_marks_trash_is_kept_from_the_model_without_trash() {
     ));
     let rows = decided(&m, 1);
     assert!(m.log().contains("trash \"Papierkorb\""), "{}", m.log());
+    let a = &m.get("/api/accounts").body["accounts"][0];
+    assert_eq!(
+        (&a["junkFolder"], &a["trashFolder"]),
+        (&serde_json::json!("Junk"), &serde_json::json!("Papierkorb")),
+        "{a}"
+    );
     let asked = row_of(&rows, "ask-trash");
     assert_eq!(asked["status"], "failed", "{asked:#}");
     assert!(

@@ -451,6 +451,7 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
         .iter()
         .map(|a| {
             let st = ctx.account(&a.name).map(|h| h.status());
+            let in_use = ctx.account(&a.name).and_then(|h| h.folders_in_use());
             let (processed, _) = service::accounts::history(ctx, &a.name, st.as_ref());
             json!({
                 "name": a.name,
@@ -468,6 +469,10 @@ pub fn accounts(ctx: &Ctx, _: &Req, _: &Params<'_>) -> Answer {
                 "auth": a.imap.auth,
                 "watch": a.folders.watch,
                 "allowedFolders": a.folders.allowed,
+                // Where `spam` and `trash` go, as the last sign-in found
+                // them (null before one).
+                "junkFolder": in_use.as_ref().map(|f| &f.junk),
+                "trashFolder": in_use.as_ref().map(|f| &f.trash),
                 "allowedActions": a.allowed_actions,
                 "provider": a.provider,
                 "dryRun": a.dry_run,

@@ -368,6 +368,13 @@ pub fn page(ctx: &Ctx, s: &Session, name: &str, test: Option<TestResult>) -> Rep
                 dt { "Watched" } dd { (list_or_none(&a.folders.watch)) }
                 dt { "Allowed move targets" } dd { (list_or_none(&a.folders.allowed)) }
                 dt { "Create missing targets" } dd { (if a.folders.create { "yes" } else { "no" }) }
+                @let in_use = ctx.account(name).and_then(|h| h.folders_in_use());
+                dt { "Junk folder (spam)" } dd { @match &in_use {
+                    Some(f) => (f.junk),
+                    None => span.muted { "known once signed in" } } }
+                dt { "Trash folder (trash)" } dd { @match &in_use {
+                    Some(f) => (f.trash),
+                    None => span.muted { "known once signed in" } } }
             }
         }
         (learned(ctx, s, a, &base))

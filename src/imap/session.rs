@@ -174,6 +174,12 @@ pub(super) fn connect(
         copyuid_seen: AtomicBool::new(false),
     };
     let folders = super::folders::discover(&mut session, &caps, account)?;
+    if let Some(h) = handle {
+        h.set_folders_in_use(crate::account::FoldersInUse {
+            junk: folders.junk.clone(),
+            trash: folders.trash.clone(),
+        });
+    }
     log::info!(
         "{}: connected to {}:{} (idle={}, move={}, uidplus={}, utf8={})",
         account.name,
