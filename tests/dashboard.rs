@@ -1463,3 +1463,34 @@ fn long_folder_names_are_cut_in_lists_and_whole_on_the_entrys_page() {
         "{page}"
     );
 }
+
+/// Found by stop 63's audit of folder layouts: the account page listed
+/// the allowed actions and not which of them the model may take
+/// (`model_actions`), nor where spam and trash go.
+#[test]
+fn the_account_page_says_what_the_model_may_do() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let m = with_user(&account_config(
+        &d,
+        &model,
+        "    allowed_actions: [move, flag, read, spam, noop]\n    model_actions: [move, noop]\n",
+    ));
+    m.wait_for(Duration::from_secs(20), "signed in", || {
+        (m.get("/health").body["accounts"]["acct"] == "connected").then_some(())
+    });
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/accounts/acct").text;
+    assert!(
+        page.contains("<dt>Of them, the model's</dt><dd>")
+            && page
+                .split("<dt>Of them, the model's</dt>")
+                .nth(1)
+                .is_some_and(|rest| {
+                    let dd = rest.split("</dd>").next().unwrap_or("");
+                    dd.contains("move") && dd.contains("noop") && !dd.contains("spam")
+                }),
+        "{page}"
+    );
+}

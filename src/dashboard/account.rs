@@ -163,6 +163,15 @@ fn settings(a: &AccountConfig) -> Markup {
         .iter()
         .map(|k| k.as_str().to_string())
         .collect();
+    // What the model may do of them (`model_actions`), which the page did
+    // not say (the layouts audit).
+    let model_actions: Option<Vec<String>> = a.model_actions.as_ref().map(|m| {
+        a.allowed_actions
+            .iter()
+            .filter(|k| m.contains(k))
+            .map(|k| k.as_str().to_string())
+            .collect()
+    });
     html! {
         dl.details {
             (row("IMAP server", html! { (a.imap.host) ":" (a.imap.port()) " (" (security) ")" }))
@@ -183,6 +192,7 @@ fn settings(a: &AccountConfig) -> Markup {
                 None if a.learned.enabled => span.muted { "none (rules and the learned classifier)" },
                 None => span.muted { "none (rules only)" } } }))
             (row("Allowed actions", list_or_none(&actions)))
+            @if let Some(m) = &model_actions { (row("Of them, the model's", list_or_none(m))) }
             (row("Dry run", html! { (if a.dry_run { "yes: mailproc changes nothing on the server (a person's Move to… and Undo still do)" } else { "no" }) }))
             (row("Attempts before parking", html! { (a.max_attempts) " (first retry after " (format_duration(a.retry_delay.0)) ")" }))
             (row("Largest message read", html! { (layout::thousands(a.max_message_bytes as u64)) " bytes" }))
