@@ -329,6 +329,7 @@ fn a_shell_command_that_migrates_the_database_says_so() {
          ALTER TABLE learn_state DROP COLUMN vocabulary;
          ALTER TABLE undo_pending DROP COLUMN size;
          ALTER TABLE undo_pending DROP COLUMN internal_date;
+         ALTER TABLE undo_pending DROP COLUMN uid_next;
          PRAGMA user_version = 9;",
     )
     .unwrap();

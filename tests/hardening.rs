@@ -680,6 +680,37 @@ fn open_mode_serves_only_local_hosts_and_same_origin_posts() {
     assert!(text.contains("Origin must match the Host"), "{text}");
 }
 
+/// Found by stop 63's IPv6 audit: a `public_url` that names an address,
+/// IPv6 or IPv4, was never served in open mode: addresses were checked
+/// for loopback and the bind address only, and the 403 said to set the
+/// `public_url` that was set.
+#[test]
+fn an_address_in_public_url_is_served_as_a_name_is() {
+    for (public, served, other) in [
+        (
+            "http://[2001:db8::10]:8080/",
+            "[2001:db8:0::10]:8080",
+            "[2001:db8::11]:8080",
+        ),
+        ("http://192.0.2.7:8080/", "192.0.2.7:8080", "192.0.2.8:8080"),
+    ] {
+        let m = Mailproc::start(&format!(
+            "server: {{ port: {{PORT}}, public_url: \"{public}\" }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n",
+        ));
+        let get = |host: &str| {
+            raw(
+                m.port,
+                format!("GET /api/stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+                Duration::from_secs(5),
+            )
+            .0
+        };
+        assert_eq!(get(served), 200, "{public}");
+        assert_eq!(get(other), 403, "{public}");
+    }
+}
+
 #[test]
 fn forwarded_for_takes_the_rightmost_untrusted_hop_and_ipv6_counts_per_64() {
     let m = Mailproc::start(

@@ -768,25 +768,38 @@ fn an_undo_cut_before_its_move_takes_no_look_alike_for_the_message() {
 /// first (between the undo's journal and its move).
 #[test]
 fn an_undo_cut_after_its_move_takes_the_message_not_a_look_alike_come_since() {
-    undo_cut_beside_a_look_alike(false, false);
-    undo_cut_beside_a_look_alike(true, false);
+    undo_cut_beside_a_look_alike(LookAlike::AfterTheKill, false);
+    undo_cut_beside_a_look_alike(LookAlike::BeforeTheMove, false);
 }
 
 /// An undo journalled by a version that kept no size and date (the
-/// regression audit's database of the binary before): the first of the
-/// two to come is taken for the one put back, which the move back is when
-/// the look-alike came after the process stopped.
+/// regression audit's database of the binary before) takes the first to
+/// come past the folder's UIDNEXT before the move back: the move back,
+/// also when a look-alike came before the undo (the account paused: the
+/// third regression audit found it taken for the message, which was
+/// sorted away again).
 #[test]
 fn an_undo_journalled_without_a_stamp_takes_the_first_to_come() {
-    undo_cut_beside_a_look_alike(false, true);
+    undo_cut_beside_a_look_alike(LookAlike::AfterTheKill, true);
+    undo_cut_beside_a_look_alike(LookAlike::BeforeTheUndo, true);
+}
+
+/// When the look-alike of [`undo_cut_beside_a_look_alike`] comes.
+#[derive(PartialEq)]
+enum LookAlike {
+    /// While the account is paused, before the undo is asked.
+    BeforeTheUndo,
+    /// While the undo is paused between its journal and its move.
+    BeforeTheMove,
+    /// While the process is down, after the move back.
+    AfterTheKill,
 }
 
 /// The undo of a digest, cut after its move back, and a look-alike with
-/// its Message-ID delivered while the process is down (or, `first`,
-/// while the undo is paused between its journal and its move); `unstamped`
-/// clears the journal's size and date. The restart must take the digest
-/// put back, not the look-alike, and sort the look-alike alone.
-fn undo_cut_beside_a_look_alike(first: bool, unstamped: bool) {
+/// its Message-ID delivered `when`; `unstamped` clears the journal's size
+/// and date. The restart must take the digest put back, not the
+/// look-alike, and sort the look-alike alone.
+fn undo_cut_beside_a_look_alike(when: LookAlike, unstamped: bool) {
     let d = Dovecot::start();
     let digest = |body: &str| {
         String::from_utf8(msg_with(
@@ -807,12 +820,16 @@ fn undo_cut_beside_a_look_alike(first: bool, unstamped: bool) {
     )]);
     m.wait_ready();
     wait_processed(&m, 1, Duration::from_secs(30));
+    if when == LookAlike::BeforeTheUndo {
+        assert_eq!(m.post("/api/accounts/acct/pause", "").status, 200);
+        d.seed("test", "INBOX", look_alike.as_bytes());
+    }
     let entry = newest_entry(&m);
     let undo = m.url(&format!("/api/activity/{entry}/undo"));
     let asked = std::thread::spawn(move || {
         let _ = ureq::post(undo).send_empty();
     });
-    if first {
+    if when == LookAlike::BeforeTheMove {
         m.wait_for(Duration::from_secs(20), "the undo journalled", || {
             m.log()
                 .contains("failpoint undo-before-move: pausing")
@@ -826,7 +843,7 @@ fn undo_cut_beside_a_look_alike(first: bool, unstamped: bool) {
         m.log()
     );
     let _ = asked.join();
-    if !first {
+    if when == LookAlike::AfterTheKill {
         d.seed("test", "INBOX", look_alike.as_bytes());
     }
     if unstamped {
@@ -856,6 +873,9 @@ fn undo_cut_beside_a_look_alike(first: bool, unstamped: bool) {
     let back = before.iter().find(|(_, o)| *o).unwrap().0;
     m.spawn(&[]);
     m.wait_ready();
+    if when == LookAlike::BeforeTheUndo {
+        assert_eq!(m.post("/api/accounts/acct/resume", "").status, 200);
+    }
     m.wait_for(Duration::from_secs(30), "the undo finished", || {
         m.log()
             .contains(&format!(

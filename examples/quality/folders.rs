@@ -33,7 +33,7 @@ pub fn run(s: &Setup, data: &str, limit: usize) {
     // the demo's 0.5 that is nothing here): asking all of them cost 90 s
     // of a run meant to stay under 30 minutes, for answers no figure read.
     let to_model: Vec<usize> = (0..n).filter(|&i| guess[i].1 < th).collect();
-    let demo_account = account.for_model().unwrap_or_else(|| account.clone());
+    let demo_account = account.for_model();
     let asked: Vec<&Msg> = to_model.iter().map(|&i| &ftest[i]).collect();
     let demo: HashMap<usize, Answer> = to_model
         .iter()

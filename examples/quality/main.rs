@@ -245,7 +245,7 @@ fn measure(config: &str, data: &str, sa_dir: &str, subset: usize, folder_limit: 
         .collect();
     let s = Setup {
         rules: Rules::new(&account.rules).unwrap(),
-        model_account: account.for_model().unwrap_or_else(|| account.clone()),
+        model_account: account.for_model(),
         account,
         demo,
         models,

@@ -293,6 +293,20 @@ fn next_job(
     }
 }
 
+/// Whether an asker is shutting down with jobs still queued.
+fn stopping_with_work((rx, asker): &(Receiver<Job>, Arc<crate::account::Handle>)) -> bool {
+    asker.is_shutting_down() && !rx.is_empty()
+}
+
+/// A queued job of an asker shutting down, if any.
+fn stopping_job(queues: &parking_lot::Mutex<Queues>) -> Option<Job> {
+    let q = queues.lock();
+    q.askers
+        .iter()
+        .filter(|(_, asker)| asker.is_shutting_down())
+        .find_map(|(rx, _)| rx.try_recv().ok())
+}
+
 /// Starts `threads` classifier threads for `provider`.
 fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
     use std::sync::atomic::Ordering;
@@ -327,29 +341,42 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
             loop {
                 let (job, slot) = {
                     let mut last = gate.lock();
-                    if let Some(p) = last.as_ref() {
-                        // A closed lane, or an asker shutting down (whose
-                        // jobs are cancelled, not called), is answered
-                        // without waiting here; each call still takes its
-                        // slot. Waited out, a shutdown sat one slot for
-                        // each of its queued jobs (27 s at 6 a minute:
-                        // the regression audit).
-                        p.await_slot(&|| {
+                    // The job of an asker shutting down first, at once: it
+                    // is cancelled, not called, and takes no slot. Waited
+                    // for in turn, a shutdown sat a slot for each of its
+                    // queued jobs (27 s at 6 a minute), and the removal
+                    // of one account the others' (25 s; the regression
+                    // audits).
+                    let stopping = loop {
+                        if let Some(job) = stopping_job(&queues) {
+                            break Some(job);
+                        }
+                        let Some(p) = last.as_ref() else { break None };
+                        // A closed lane answers what is left without
+                        // waiting here (each call still takes its slot).
+                        if p.await_slot(&|| {
                             let q = queues.lock();
-                            q.closed || q.askers.iter().any(|(_, h)| h.is_shutting_down())
-                        });
+                            q.closed || q.askers.iter().any(stopping_with_work)
+                        }) || queues.lock().closed
+                        {
+                            break None;
+                        }
+                    };
+                    match stopping {
+                        Some(job) => (job, Duration::ZERO),
+                        None => {
+                            let Some(job) = next_job(&queues, &mut known, &mut seen, &bell) else {
+                                break;
+                            };
+                            let slot = if job.requester.is_shutting_down() {
+                                Duration::ZERO
+                            } else {
+                                job.provider.take_slot()
+                            };
+                            *last = Some(job.provider.clone());
+                            (job, slot)
+                        }
                     }
-                    let Some(job) = next_job(&queues, &mut known, &mut seen, &bell) else {
-                        break;
-                    };
-                    // A cancelled job makes no call: it takes no slot.
-                    let slot = if job.requester.is_shutting_down() {
-                        Duration::ZERO
-                    } else {
-                        job.provider.take_slot()
-                    };
-                    *last = Some(job.provider.clone());
-                    (job, slot)
                 };
                 answer(job, slot, &streak);
             }

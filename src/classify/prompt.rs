@@ -176,18 +176,25 @@ pub(super) fn extract_json(text: &str) -> Result<Value, String> {
 
 /// A refusal of the model's `action` in the words of the setting that made
 /// it: with `model_actions` the account the model answers for was cut to
-/// them (and, without `spam`, to no junk folder), and "not in
-/// allowed_actions" sent the operator to a list that has it.
+/// them, and "not in allowed_actions" sent the operator to a list that has
+/// it; without `spam` or `trash` (in either list) it was cut to no junk
+/// or trash folder, which "not in folders.allowed" of a folder listed
+/// there does not explain (said only of such a folder: every refused
+/// move read "or the junk or trash folder", a regression audit).
 fn for_the_model(account: &AccountConfig, action: &Action, error: String) -> String {
-    if account.model_actions.is_none() {
-        return error;
-    }
     use crate::actions::ActionKind::{Spam, Trash};
+    let list = if account.model_actions.is_some() {
+        "model_actions"
+    } else {
+        "allowed_actions"
+    };
     match action {
         // The account was cut to no junk or trash folder (see `for_model`),
         // which the folder's name alone may not show (`Werbung`, marked
         // `\Junk`).
-        Action::Move { folder } if !account.allows(Spam) || !account.allows(Trash) => {
+        Action::Move { folder }
+            if (account.kept_from_model.iter()).any(|k| k.eq_ignore_ascii_case(folder)) =>
+        {
             let which = match (account.allows(Spam), account.allows(Trash)) {
                 (false, false) => {
                     "the junk or trash folder (moving there is spam or trash, which are not"
@@ -197,11 +204,14 @@ fn for_the_model(account: &AccountConfig, action: &Action, error: String) -> Str
             };
             format!(
                 "folder {folder:?} is not for the model of account {:?}: not in folders.allowed, \
-                 or {which} in its model_actions)",
+                 or {which} in its {list})",
                 account.name
             )
         }
-        _ => error.replace("not in allowed_actions", "not in model_actions"),
+        _ if account.model_actions.is_some() => {
+            error.replace("not in allowed_actions", "not in model_actions")
+        }
+        _ => error,
     }
 }
 

@@ -389,7 +389,7 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
         "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
              folders: { allowed: [Receipts, Junk] }, model_actions: [move, noop] }\n",
     );
-    let m = a.for_model().unwrap();
+    let m = a.for_model();
     let refusal = |account: &AccountConfig, answer: &str| {
         parse_answer("p", "m", account, answer)
             .unwrap_err()
@@ -404,6 +404,18 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
         junk.contains("or the junk or trash folder (moving there is spam or trash, which are not in its model_actions)"),
         "{junk}"
     );
+    // A folder that was never allowed is refused as such, not as one kept
+    // from the model (a regression audit: every refused move read "or the
+    // junk or trash folder").
+    let elsewhere = refusal(
+        &m,
+        r#"{"actions": [{"type": "move", "folder": "Elsewhere"}]}"#,
+    );
+    assert!(
+        elsewhere.contains("folder \"Elsewhere\" is not in folders.allowed")
+            && !elsewhere.contains("junk"),
+        "{elsewhere}"
+    );
     // The trash folder is kept from a model without `trash` as the junk
     // folder from one without `spam` (the layouts audit: a move to
     // `[Gmail]/Trash` trashed mail).
@@ -412,7 +424,7 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
              folders: { allowed: [Receipts, Junk, \"Deleted Items\", \"[Gmail]/Trash\"] }, \
              model_actions: [move, spam, noop] }\n",
     );
-    let mb = b.for_model().unwrap();
+    let mb = b.for_model();
     assert_eq!(mb.folders.allowed, ["Receipts", "Junk"]);
     let trash = refusal(
         &mb,
@@ -424,7 +436,7 @@ fn refusals_name_model_actions_and_one_destination_is_kept() {
         ),
         "{trash}"
     );
-    let mut marked = b.for_model().unwrap();
+    let mut marked = b.for_model();
     marked.folders.allowed.push("Papierkorb".into());
     marked.keep_from_model("Papierkorb", crate::actions::ActionKind::Trash);
     marked.keep_from_model("Receipts", crate::actions::ActionKind::Spam);

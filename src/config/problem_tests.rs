@@ -631,3 +631,28 @@ fn a_byte_order_mark_is_no_content() {
     );
     parse_str("\u{feff}server: { port: 8080 }\n").unwrap();
 }
+
+/// Found by stop 63's IPv6 audit: `imap.host: "[::1]"` passed the check
+/// and was looked up as a name for ever; `server.bind: "[::1]"` was
+/// refused without saying why.
+#[test]
+fn a_bracketed_ipv6_address_is_told_to_go_bare() {
+    let e = parse_str(
+        "server: { bind: \"[::1]\" }\naccounts:\n  - { name: a, imap: { host: \"[::1]\", username: u, password: p } }\n",
+    )
+    .unwrap_err();
+    for want in [
+        "server.bind: an IPv6 address goes without brackets here: ::1",
+        "accounts[0].imap.host: an IPv6 address goes without brackets here: ::1",
+    ] {
+        assert!(
+            e.problems.iter().any(|p| p == want),
+            "{want}: {:#?}",
+            e.problems
+        );
+    }
+    assert!(parse_str(
+        "server: { bind: \"::1\" }\naccounts:\n  - { name: a, imap: { host: \"::1\", username: u, password: p } }\n"
+    )
+    .is_ok());
+}

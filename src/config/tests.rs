@@ -43,7 +43,7 @@ fn model_actions_are_some_of_the_allowed_ones_and_the_model_sees_only_them() {
     )
     .unwrap();
     let a = &c.accounts[0];
-    let m = a.for_model().unwrap();
+    let m = a.for_model();
     assert!(a.allows(ActionKind::Spam) && !m.allows(ActionKind::Spam));
     assert!(!m.allows(ActionKind::Read) && m.allows(ActionKind::Move));
     assert_eq!(m.folders.allowed, ["Receipts"], "no Junk without spam");
@@ -56,7 +56,7 @@ fn model_actions_are_some_of_the_allowed_ones_and_the_model_sees_only_them() {
              model_actions: [move, noop] }\n",
     )
     .unwrap();
-    let m = c.accounts[0].for_model().unwrap();
+    let m = c.accounts[0].for_model();
     assert_eq!(m.folders.allowed, ["Receipts", "QuarantineNot"]);
     // Two destinations: only the last was carried out, both recorded.
     let e = parse_str(
@@ -71,13 +71,25 @@ fn model_actions_are_some_of_the_allowed_ones_and_the_model_sees_only_them() {
             && p.contains("move to \"X\", spam")),
         "{e}"
     );
-    let c = parse_str("accounts:\n  - { name: a, imap: { host: x, username: u, password: p } }\n")
-        .unwrap();
-    assert_eq!(
-        c.accounts[0].for_model(),
-        None,
-        "unset: the account as it is"
-    );
+    // Unset: the account's actions, and its junk and trash folders kept
+    // from the model only when it may not spam or trash (a regression
+    // audit: an account allowing neither had its model move mail there).
+    let c = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Receipts, Junk, Trash] } }\n",
+    )
+    .unwrap();
+    // (`trash` is not among the default actions: its folder is not the
+    // model's either.)
+    let m = c.accounts[0].for_model();
+    assert_eq!(m.allowed_actions, c.accounts[0].allowed_actions);
+    assert_eq!(m.folders.allowed, ["Receipts", "Junk"]);
+    let c = parse_str(
+        "accounts:\n  - { name: a, imap: { host: x, username: u, password: p }, \
+             folders: { allowed: [Receipts, Junk, Trash] }, allowed_actions: [move, noop] }\n",
+    )
+    .unwrap();
+    assert_eq!(c.accounts[0].for_model().folders.allowed, ["Receipts"]);
 }
 
 /// A missing required value took the search with it: an account
@@ -491,6 +503,19 @@ fn unsendable_keys_are_refused_with_their_path() {
 fn trusted_proxies_parse_once_with_their_path() {
     let c = parse_str("server: { trusted_proxies: [10.1.2.3, \"192.168.0.0/16\"] }").unwrap();
     assert_eq!(c.server.trusted_proxies.len(), 2);
+    // The IPv4-mapped spelling is the IPv4 net, as a peer is compared (the
+    // IPv6 audit: `::ffff:127.0.0.1` never matched).
+    let mapped = parse_str(
+        "server: { trusted_proxies: [\"::ffff:127.0.0.1\", \"::ffff:10.0.0.0/104\", \"::1\"] }",
+    )
+    .unwrap();
+    let shown: Vec<String> = mapped
+        .server
+        .trusted_proxies
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    assert_eq!(shown, ["127.0.0.1/32", "10.0.0.0/8", "::1/128"]);
     assert!(c.server.trusted_proxies[0].contains(&"10.1.2.3".parse::<IpAddr>().unwrap()));
     let e = parse_str("server: { trusted_proxies: [proxy.example] }").unwrap_err();
     assert!(e.problems[0].starts_with("server.trusted_proxies"), "{e}");

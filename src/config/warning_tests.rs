@@ -124,6 +124,7 @@ fn a_provider_that_cannot_work_as_written_is_a_warning() {
         "{ name: a, kind: openai, url: \"http://127.0.0.1:11434/v1/chat/completions\", model: m }",
         "{ name: a, kind: openai, url: \"http://localhost:8080/v1/chat/completions/\", model: m, api_key: k }",
         "{ name: a, kind: openai, url: \"http://ollama.lan:11434/v1/chat/completions\", model: m }",
+        "{ name: a, kind: openai, url: \"http://[::ffff:127.0.0.1]:8080/v1/chat/completions\", model: m, api_key: k }",
         "{ name: a, kind: anthropic, url: \"https://api.anthropic.com/v1/messages\", model: m, api_key: sk-ant }",
     ] {
         assert_eq!(with(quiet), "", "{quiet}");

@@ -121,7 +121,7 @@ pub fn list(ctx: &Ctx, s: &Session) -> Reply {
                             @let (_, error) = crate::service::accounts::history(ctx, &a.name, st.as_ref());
                             tr {
                                 (name_and_state(&a.name, st.as_ref()))
-                                td data-label="Server" { (a.imap.host) ":" (a.imap.port()) }
+                                td data-label="Server" { (a.imap.address()) }
                                 td data-label="Watching" { (a.folders.watch.join(", ")) }
                                 (last_error(&a.name, error.as_ref()))
                             }
@@ -174,7 +174,7 @@ fn settings(a: &AccountConfig) -> Markup {
     });
     html! {
         dl.details {
-            (row("IMAP server", html! { (a.imap.host) ":" (a.imap.port()) " (" (security) ")" }))
+            (row("IMAP server", html! { (a.imap.address()) " (" (security) ")" }))
             (row("Username", html! { (a.imap.username) }))
             @match (&a.imap.auth, &a.imap.oauth2) {
                 (crate::config::ImapAuth::Oauth2, Some(o)) => {

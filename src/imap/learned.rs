@@ -372,20 +372,18 @@ impl Runner {
         // `\Junk`-marked `Werbung` by a model without `spam`), nor any
         // other it marks (an audit's `Bulk` beside `folders.junk: Junk`);
         // without `trash`, no trash folder alike.
-        let a = &match self.w.account.for_model() {
-            Some(mut m) => {
-                use crate::actions::ActionKind::{Spam, Trash};
-                m.keep_from_model(&folders.junk, Spam);
-                for marked in &folders.marked_junk {
-                    m.keep_from_model(marked, Spam);
-                }
-                m.keep_from_model(&folders.trash, Trash);
-                for marked in &folders.marked_trash {
-                    m.keep_from_model(marked, Trash);
-                }
-                Arc::new(m)
+        let a = &{
+            use crate::actions::ActionKind::{Spam, Trash};
+            let mut m = self.w.account.for_model();
+            m.keep_from_model(&folders.junk, Spam);
+            for marked in &folders.marked_junk {
+                m.keep_from_model(marked, Spam);
             }
-            None => self.w.account.clone(),
+            m.keep_from_model(&folders.trash, Trash);
+            for marked in &folders.marked_trash {
+                m.keep_from_model(marked, Trash);
+            }
+            Arc::new(m)
         };
         if !a.learned.enabled {
             return a.clone();

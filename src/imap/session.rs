@@ -68,7 +68,7 @@ fn dial(
     let c = &account.imap;
     let timeout = c.timeout.0;
     let stopped = || handle.is_some_and(|h| h.is_shutting_down());
-    let tcp = open(&c.host, c.port(), &stopped)?;
+    let tcp = open(&account.name, &c.host, c.port(), &stopped)?;
     if let Some(h) = handle {
         // From here a stop cuts the socket (see `Handle::set_dialing`);
         // one that came just before is seen here.
@@ -181,10 +181,9 @@ pub(super) fn connect(
         });
     }
     log::info!(
-        "{}: connected to {}:{} (idle={}, move={}, uidplus={}, utf8={})",
+        "{}: connected to {} (idle={}, move={}, uidplus={}, utf8={})",
         account.name,
-        c.host,
-        c.port(),
+        c.address(),
         caps.idle,
         caps.mv,
         caps.uidplus,
@@ -230,16 +229,22 @@ pub(super) fn connect_second(
 /// address tried. `stopped` is asked while a connect waits, so a stop
 /// does not wait out [`CONNECT_TIMEOUT`] on an address that drops the
 /// handshake (a firewall, a server's full accept queue).
-fn open(host: &str, port: u16, stopped: &dyn Fn() -> bool) -> Result<TcpStream, ImapError> {
+fn open(
+    account: &str,
+    host: &str,
+    port: u16,
+    stopped: &dyn Fn() -> bool,
+) -> Result<TcpStream, ImapError> {
     let addrs: Vec<SocketAddr> = crate::resolve::system_lookup(host, port)
         .map_err(|e| ImapError::Connect(format!("{host}:{port}: {e}")))?;
     if addrs.is_empty() {
         return Err(ImapError::Connect(format!("{host}: no address")));
     }
-    connect_first(host, addrs, stopped)
+    connect_first(account, host, addrs, stopped)
 }
 
 fn connect_first(
+    account: &str,
     host: &str,
     mut addrs: Vec<SocketAddr>,
     stopped: &dyn Fn() -> bool,
@@ -250,7 +255,10 @@ fn connect_first(
         match connect_one(addr, CONNECT_TIMEOUT, stopped) {
             Ok(tcp) => {
                 if !failures.is_empty() {
-                    log::info!("{host}: connected to {addr} after: {}", failures.join("; "));
+                    log::info!(
+                        "{account}: {host} answered at {addr} after: {}",
+                        failures.join("; ")
+                    );
                 }
                 return Ok(tcp);
             }
@@ -450,15 +458,17 @@ mod tests {
             .map(|l| l.local_addr().unwrap());
         let mut addrs = vec![closed_v4, good];
         addrs.extend(closed_v6);
-        let tcp = connect_first("h", addrs.clone(), &|| false).unwrap();
+        let tcp = connect_first("acct", "h", addrs.clone(), &|| false).unwrap();
         assert_eq!(tcp.peer_addr().unwrap(), good);
-        let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4], &|| false) else {
+        let Err(ImapError::Connect(e)) = connect_first("acct", "h", vec![closed_v4], &|| false)
+        else {
             panic!("a closed port must fail");
         };
         assert!(e.contains(&closed_v4.to_string()), "{e}");
         if let Some(v6) = closed_v6 {
             // The IPv6 address is tried first, and named in a failure.
-            let Err(ImapError::Connect(e)) = connect_first("h", vec![closed_v4, v6], &|| false)
+            let Err(ImapError::Connect(e)) =
+                connect_first("acct", "h", vec![closed_v4, v6], &|| false)
             else {
                 panic!("closed ports must fail");
             };
@@ -504,7 +514,7 @@ mod tests {
         let e = connect_one(&addr, Duration::from_secs(15), &|| t.elapsed() > stop_at).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "{e}");
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
-        let Err(ImapError::Connect(e)) = connect_first("h", vec![addr], &|| true) else {
+        let Err(ImapError::Connect(e)) = connect_first("acct", "h", vec![addr], &|| true) else {
             panic!("a stopped connect must fail");
         };
         assert_eq!(e, "stopping");

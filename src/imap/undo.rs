@@ -312,7 +312,17 @@ impl Runner {
             break (email.as_ref().map(crate::learn::features), stamp);
         };
         let (feats, stamp) = feats;
-        if let Err(e) = self.w.store.begin_undo(t, stamp) {
+        // Where UIDs will be when the message is back: a look-alike that
+        // came before (while the account was paused, say) is below it (a
+        // regression audit's took the message's place).
+        let uid_next = match folders.status_uid_next(s, &t.mailbox) {
+            Ok(n) => n,
+            Err(e) => {
+                session_fatal(e)?;
+                None
+            }
+        };
+        if let Err(e) = self.w.store.begin_undo(t, stamp, uid_next) {
             return Ok(Err(format!("journalling the undo: {e}").into()));
         }
         crate::failpoint::hit("undo-before-move");
@@ -429,7 +439,11 @@ impl Runner {
                 return Ok(());
             }
         };
-        for (id, stamp) in pending {
+        for p in pending {
+            let (id, stamp) = (p.entry, p.stamp);
+            // Past the watermark, and at or past the folder's UIDNEXT
+            // before the move back, when it was journalled.
+            let seen_before = p.uid_next.map_or(0, |n| n.saturating_sub(1));
             let t = match self.w.store.undo_target(id) {
                 Ok(Some(t)) if t.undone_at.is_none() => t,
                 _ => {
@@ -442,7 +456,7 @@ impl Runner {
             };
             let uidvalidity = mb.uid_validity.unwrap_or(t.uidvalidity);
             let seen = match self.w.store.folder_state(self.name(), &t.mailbox) {
-                Ok(Some((v, last))) if v == uidvalidity => last,
+                Ok(Some((v, last))) if v == uidvalidity => last.max(seen_before),
                 _ => 0,
             };
             // By its Message-ID; a message with none (or one no search can

@@ -199,12 +199,20 @@ impl FolderNames {
         };
         // A leading INBOX level goes as `INBOX` (RFC 3501 §5.1): Cyrus
         // refused to CREATE `inbox.Sub` for a configured `inbox/Sub` (an
-        // audit).
+        // audit). A level, not a word: `Inbox Archive` is a folder of its
+        // own (taken for one under INBOX, its mail went to a new `INBOX
+        // Archive`: a regression audit).
         if self.prefix.is_empty()
             || has_prefix(&name, &self.prefix)
             || self.foreign.iter().any(|p| has_prefix(&name, p))
         {
-            return inbox_upper(&name).into_owned();
+            let level = self.delimiter.unwrap_or('/');
+            return match name.get(..5) {
+                Some(h) if h.eq_ignore_ascii_case("INBOX") && name[5..].starts_with(level) => {
+                    format!("INBOX{}", &name[5..])
+                }
+                _ => name,
+            };
         }
         format!("{}{name}", self.prefix)
     }
@@ -413,6 +421,8 @@ mod tests {
             assert_eq!(n.to_server("inbox/Sub"), "INBOX.Sub");
             assert_eq!(n.to_server("INBOX/Lists"), "INBOX.Lists");
             assert_eq!(n.to_server("Inboxes"), "INBOX.Inboxes");
+            // A word, not a level (a regression audit).
+            assert_eq!(n.to_server("Inbox Archive"), "INBOX.Inbox Archive");
             assert_eq!(n.canonical("INBOX.Lists"), "Lists");
             assert_eq!(n.canonical("Lists"), "Lists");
             // INBOX itself.
@@ -443,6 +453,8 @@ mod tests {
         assert_eq!(d.to_display("Archive.2024"), "Archive/2024");
         assert_eq!(d.to_server("INBOX"), "INBOX");
         assert_eq!(d.to_server("inbox/Sub"), "INBOX.Sub");
+        assert_eq!(d.to_server("Inbox Archive"), "Inbox Archive");
+        assert_eq!(d.to_server("Inbox (2019)"), "Inbox (2019)");
         let g = names(GMAIL);
         assert_eq!(g.to_server("[Gmail]/Spam"), "[Gmail]/Spam");
         assert_eq!(g.to_display("[Gmail]/Spam"), "[Gmail]/Spam");

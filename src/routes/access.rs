@@ -115,29 +115,37 @@ fn host_allowed(host: &str, config: &crate::config::Config) -> bool {
     let Ok(u) = url::Url::parse(&format!("http://{host}/")) else {
         return false;
     };
-    let name = match u.host() {
-        Some(url::Host::Domain(d)) => d.trim_end_matches('.').to_ascii_lowercase(),
-        Some(url::Host::Ipv4(ip)) => {
-            return ip.is_loopback() || config.server.bind == ip.to_string();
-        }
-        Some(url::Host::Ipv6(ip)) => {
-            return ip.is_loopback()
-                || ip.to_canonical().is_loopback()
-                || config.server.bind.parse() == Ok(std::net::IpAddr::V6(ip));
-        }
-        None => return false,
-    };
-    if name == "localhost" || name.ends_with(".localhost") {
-        return true;
-    }
-    config
+    // The host `server.public_url` names, as the URL parser reads it (an
+    // address in its one spelling): an address there is served as a name
+    // is (an IPv6 or IPv4 literal was refused 403, "set
+    // server.public_url", with it set: the IPv6 audit).
+    let public = config
         .server
         .public_url
         .as_deref()
         .and_then(|p| url::Url::parse(p).ok())
-        .and_then(|p| {
-            p.host_str()
-                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-        })
-        .is_some_and(|public| public == name)
+        .and_then(|p| p.host().map(|h| h.to_owned()));
+    let named = |h: &url::Host| match (h, &public) {
+        (url::Host::Domain(d), Some(url::Host::Domain(p))) => d
+            .trim_end_matches('.')
+            .eq_ignore_ascii_case(p.trim_end_matches('.')),
+        (h, Some(p)) => h == p,
+        (_, None) => false,
+    };
+    let Some(host) = u.host().map(|h| h.to_owned()) else {
+        return false;
+    };
+    let local = match &host {
+        url::Host::Domain(d) => {
+            let name = d.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        url::Host::Ipv4(ip) => ip.is_loopback() || config.server.bind == ip.to_string(),
+        url::Host::Ipv6(ip) => {
+            ip.is_loopback()
+                || ip.to_canonical().is_loopback()
+                || config.server.bind.parse() == Ok(std::net::IpAddr::V6(*ip))
+        }
+    };
+    local || named(&host)
 }

@@ -359,12 +359,14 @@ pub(super) const MIGRATIONS: &[&str] = &[
         (SELECT count(*) FROM learn_tokens t WHERE t.account = learn_state.account);
     "#,
     // 11: an undo's message as it was before its move back, RFC822.SIZE
-    // and INTERNALDATE (seconds), which MOVE and COPY keep: an interrupted
-    // undo tells the message put back from a look-alike with its
-    // Message-ID that came meanwhile (a regression audit: the look-alike
-    // was taken for it, and the message sorted away again).
+    // and INTERNALDATE (seconds), which MOVE and COPY keep, and the UIDNEXT
+    // of the folder it goes back to: an interrupted undo tells the message
+    // put back from a look-alike with its Message-ID that came meanwhile
+    // (regression audits: the look-alike was taken for it, and the message
+    // sorted away again).
     r#"
     ALTER TABLE undo_pending ADD COLUMN size INTEGER;
     ALTER TABLE undo_pending ADD COLUMN internal_date INTEGER;
+    ALTER TABLE undo_pending ADD COLUMN uid_next INTEGER;
     "#,
 ];

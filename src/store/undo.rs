@@ -20,6 +20,18 @@ pub struct MoveRecord {
 /// COPY keep.
 pub type Stamp = (u32, i64);
 
+/// An undo journalled before its move and not recorded yet.
+pub struct PendingUndo {
+    /// The activity entry undone.
+    pub entry: i64,
+    /// Its message's size and date before the move back.
+    pub stamp: Option<Stamp>,
+    /// The UIDNEXT of the folder it went back to, before the move: the
+    /// message put back is at or past it, a look-alike that came before
+    /// below it.
+    pub uid_next: Option<u32>,
+}
+
 /// An activity entry as undo sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UndoTarget {
@@ -163,18 +175,26 @@ impl Store {
     /// or the session end between the move and [`Store::record_undo`], the
     /// account's next pass finishes it (`Runner::finish_undos`) before it
     /// could take the message put back for new mail. `stamp`: the
-    /// message's RFC822.SIZE and INTERNALDATE (seconds), when known.
-    pub fn begin_undo(&self, t: &UndoTarget, stamp: Option<Stamp>) -> Result<()> {
+    /// message's RFC822.SIZE and INTERNALDATE (seconds), and `uid_next` the
+    /// UIDNEXT of the folder it goes back to, when known.
+    pub fn begin_undo(
+        &self,
+        t: &UndoTarget,
+        stamp: Option<Stamp>,
+        uid_next: Option<u32>,
+    ) -> Result<()> {
         self.op("begin_undo", || {
             self.conn.lock().execute(
-                "INSERT OR REPLACE INTO undo_pending (entry, account, since, size, internal_date)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR REPLACE INTO undo_pending
+                    (entry, account, since, size, internal_date, uid_next)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
                     t.id,
                     t.account,
                     now_ms(),
                     stamp.map(|s| s.0),
-                    stamp.map(|s| s.1)
+                    stamp.map(|s| s.1),
+                    uid_next
                 ],
             )?;
             Ok(())
@@ -192,19 +212,23 @@ impl Store {
         })
     }
 
-    /// The entries of `account` whose undo was journalled and not recorded,
-    /// each with its message's stamp as [`Store::begin_undo`] got it.
-    pub fn pending_undos(&self, account: &str) -> Result<Vec<(i64, Option<Stamp>)>> {
+    /// The undos of `account` journalled and not recorded, as
+    /// [`Store::begin_undo`] journalled them.
+    pub fn pending_undos(&self, account: &str) -> Result<Vec<PendingUndo>> {
         self.op("pending_undos", || {
             let conn = self.conn.lock();
             let mut st = conn.prepare(
-                "SELECT entry, size, internal_date FROM undo_pending WHERE account = ?1
-                 ORDER BY entry",
+                "SELECT entry, size, internal_date, uid_next FROM undo_pending
+                 WHERE account = ?1 ORDER BY entry",
             )?;
             let rows = st.query_map([account], |r| {
                 let size: Option<u32> = r.get(1)?;
                 let date: Option<i64> = r.get(2)?;
-                Ok((r.get(0)?, size.zip(date)))
+                Ok(PendingUndo {
+                    entry: r.get(0)?,
+                    stamp: size.zip(date),
+                    uid_next: r.get(3)?,
+                })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })

@@ -93,8 +93,15 @@ fn v6_reason(ip: Ipv6Addr) -> Option<String> {
     }
     // IPv6 spellings of an IPv4 address reach (or are translated to) that
     // address, so they are judged by it.
-    let embedded =
-        |v4: Ipv4Addr, form: &str| v4_reason(v4).map(|r| format!("an {form} form of {v4}, {r}"));
+    let embedded = |v4: Ipv4Addr, form: &str| {
+        // "a 6to4 form", "an IPv4-mapped form" (it read "an 6to4").
+        let a = if form.starts_with(|c: char| "AEIOU".contains(c.to_ascii_uppercase())) {
+            "an"
+        } else {
+            "a"
+        };
+        v4_reason(v4).map(|r| format!("{a} {form} form of {v4}, {r}"))
+    };
     let low_v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
     match s {

@@ -161,6 +161,16 @@ impl ImapConfig {
             Security::Starttls | Security::None => 143,
         })
     }
+
+    /// `host:port` as a URL writes it: an IPv6 address in brackets
+    /// (`[::1]:143`; `::1:143` read as one address, the IPv6 audit).
+    pub fn address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port())
+        } else {
+            format!("{}:{}", self.host, self.port())
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -291,6 +301,11 @@ pub struct AccountConfig {
     /// The classifier learned from the account's own folders (`learn`).
     #[serde(default)]
     pub learned: LearnedConfig,
+    /// Not configured: the allowed folders [`AccountConfig::for_model`]
+    /// and [`AccountConfig::keep_from_model`] took out of the model's
+    /// account (its junk and trash folders), for a refusal to say why.
+    #[serde(skip)]
+    pub kept_from_model: Vec<String>,
 }
 
 /// `learned:` of an account: whether the classifier trained on the
@@ -362,7 +377,7 @@ impl AccountConfig {
     }
 
     /// The account as the model may act on it: `allowed_actions` cut to
-    /// `model_actions`, and without `spam` no junk folder: not
+    /// `model_actions` when set, and without `spam` no junk folder: not
     /// `folders.junk`, nor a folder one of whose levels is named as junk
     /// folders usually are (`Junk`, `Spam/Old`, `Junk E-mail`…); the folder
     /// the server marks `\Junk` is kept from it at run time
@@ -371,13 +386,15 @@ impl AccountConfig {
     /// named `Junk` was kept from it. Without `trash` the same for the
     /// trash folder (`Trash`, `Deleted Items`…, and the one marked
     /// `\Trash`): a model without it trashed mail by a move to
-    /// `[Gmail]/Trash` (the layouts audit). `None` when `model_actions` is
-    /// not set (the account as it is).
-    pub fn for_model(&self) -> Option<AccountConfig> {
+    /// `[Gmail]/Trash` (the layouts audit). Whether `model_actions` is set
+    /// or not: an account allowing neither moved mail there by the model
+    /// all the same (a regression audit).
+    pub fn for_model(&self) -> AccountConfig {
         use crate::mailbox::special_use::SpecialUse;
-        let only = self.model_actions.as_ref()?;
         let mut a = self.clone();
-        a.allowed_actions.retain(|k| only.contains(k));
+        if let Some(only) = &self.model_actions {
+            a.allowed_actions.retain(|k| only.contains(k));
+        }
         for (kind, use_) in [
             (ActionKind::Spam, SpecialUse::Junk),
             (ActionKind::Trash, SpecialUse::Trash),
@@ -390,14 +407,18 @@ impl AccountConfig {
                     .iter()
                     .any(|n| n.to_lowercase() == level.to_lowercase())
             };
-            a.folders
+            let (kept, cut): (Vec<String>, Vec<String>) = a
+                .folders
                 .allowed
-                .retain(|f| !f.split(['/', '.']).any(usual));
+                .drain(..)
+                .partition(|f| !f.split(['/', '.']).any(usual));
+            a.folders.allowed = kept;
+            a.kept_from_model.extend(cut);
         }
         if let Some(j) = &self.folders.junk {
             a.keep_from_model(j, ActionKind::Spam);
         }
-        Some(a)
+        a
     }
 
     /// Drops `folder` (the account's junk or trash folder, as configured or
@@ -408,10 +429,13 @@ impl AccountConfig {
             return;
         }
         let j = folder.to_lowercase();
-        self.folders.allowed.retain(|f| {
-            let f = f.to_lowercase();
-            !(f == j || f.starts_with(&format!("{j}/")) || f.starts_with(&format!("{j}.")))
-        });
+        let (kept, cut): (Vec<String>, Vec<String>) =
+            self.folders.allowed.drain(..).partition(|f| {
+                let f = f.to_lowercase();
+                !(f == j || f.starts_with(&format!("{j}/")) || f.starts_with(&format!("{j}.")))
+            });
+        self.folders.allowed = kept;
+        self.kept_from_model.extend(cut);
     }
 }
 

@@ -199,7 +199,26 @@ fn de_nets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
             bad.join(", ")
         )));
     }
-    Ok(entries.iter().filter_map(|n| parse_net(n)).collect())
+    Ok(entries
+        .iter()
+        .filter_map(|n| parse_net(n))
+        .map(unmapped)
+        .collect())
+}
+
+/// An IPv4-mapped net (`::ffff:127.0.0.1`, `::ffff:10.0.0.0/104`) as the
+/// IPv4 net it is: a peer's address is compared in its IPv4 form, so the
+/// mapped spelling of a trusted proxy never matched (the IPv6 audit).
+fn unmapped(n: IpNet) -> IpNet {
+    match n {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.addr().to_ipv4_mapped() {
+            Some(v4) => ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96)
+                .map(IpNet::V4)
+                .unwrap_or(n),
+            None => n,
+        },
+        n => n,
+    }
 }
 
 impl Default for ServerConfig {

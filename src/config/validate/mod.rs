@@ -317,7 +317,8 @@ fn provider_warnings(at: &str, pr: &super::ProviderConfig) -> Vec<String> {
     let loopback = host.eq_ignore_ascii_case("localhost")
         || u.host().is_some_and(|h| match h {
             url::Host::Ipv4(a) => a.is_loopback(),
-            url::Host::Ipv6(a) => a.is_loopback(),
+            // `[::ffff:127.0.0.1]` too (the IPv6 audit).
+            url::Host::Ipv6(a) => a.to_canonical().is_loopback(),
             url::Host::Domain(_) => false,
         });
     if u.scheme() == "http" && !loopback && (!keyless || hosted.is_some()) {
@@ -327,6 +328,12 @@ fn provider_warnings(at: &str, pr: &super::ProviderConfig) -> Vec<String> {
         ));
     }
     w
+}
+
+/// The IPv6 address inside `[…]`, as a URL writes one, where a bare
+/// address is wanted (`imap.host`, `server.bind`).
+fn bracketed_address(s: &str) -> Option<std::net::Ipv6Addr> {
+    s.trim().strip_prefix('[')?.strip_suffix(']')?.parse().ok()
 }
 
 /// Whether `name` is a header field name as RFC 5322 §3.6.8 writes one:
@@ -350,7 +357,11 @@ pub fn validate(c: &Config) -> Vec<String> {
     if c.server.port == 0 {
         p.push("server.port: must be between 1 and 65535".into());
     }
-    if c.server.bind.parse::<IpAddr>().is_err() {
+    if let Some(bare) = bracketed_address(&c.server.bind) {
+        p.push(format!(
+            "server.bind: an IPv6 address goes without brackets here: {bare}"
+        ));
+    } else if c.server.bind.parse::<IpAddr>().is_err() {
         p.push(format!(
             "server.bind: expected an IP address such as 127.0.0.1, got {:?}",
             c.server.bind
@@ -559,6 +570,12 @@ pub fn validate(c: &Config) -> Vec<String> {
         }
         if a.imap.host.trim().is_empty() {
             p.push(format!("{at}.imap.host: must not be empty"));
+        } else if let Some(bare) = bracketed_address(&a.imap.host) {
+            // Looked up as a name, it never connected, retried for ever
+            // (the IPv6 audit).
+            p.push(format!(
+                "{at}.imap.host: an IPv6 address goes without brackets here: {bare}"
+            ));
         }
         if a.imap.port == Some(0) {
             p.push(format!("{at}.imap.port: must be between 1 and 65535"));
