@@ -655,4 +655,26 @@ fn a_bracketed_ipv6_address_is_told_to_go_bare() {
         "server: { bind: \"::1\" }\naccounts:\n  - { name: a, imap: { host: \"::1\", username: u, password: p } }\n"
     )
     .is_ok());
+    // A port in the host, in any spelling (a regression audit).
+    for host in [
+        "127.0.0.1:993",
+        "[::1]:993",
+        "[::1",
+        "::1]",
+        "[fe80::1%eth0]",
+        "mail.example.com:993",
+    ] {
+        let e = parse_str(&format!(
+            "accounts:\n  - {{ name: a, imap: {{ host: \"{host}\", username: u, password: p }} }}\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.problems
+                .iter()
+                .any(|p| p.starts_with("accounts[0].imap.host: ")
+                    && p.contains("is no host name or address")),
+            "{host}: {:#?}",
+            e.problems
+        );
+    }
 }

@@ -130,3 +130,33 @@ fn a_provider_that_cannot_work_as_written_is_a_warning() {
         assert_eq!(with(quiet), "", "{quiet}");
     }
 }
+
+/// Found by stop 63's fourth regression audit: `Trash` listed in
+/// `folders.allowed` for the model, without `trash`, is kept from it (a
+/// model's move there would trash mail), and nothing said so.
+#[test]
+fn a_folder_kept_from_the_model_by_its_name_is_a_warning() {
+    let with = |account: &str| {
+        let c = parse_str(&format!(
+            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m }} ] }}\n\
+             accounts:\n  - {{ name: a, imap: {{ host: x, username: u, password: p }}, provider: p, {account} }}\n"
+        ))
+        .unwrap();
+        warnings(&c).join("\n")
+    };
+    let w = with("folders: { allowed: [Receipts, Trash, Household/Bin] }");
+    assert!(
+        w.contains("accounts[0].folders.allowed: \"Trash\", \"Household/Bin\" named as junk or trash folders are"),
+        "{w}"
+    );
+    assert_eq!(
+        with("folders: { allowed: [Receipts, Trash] }, allowed_actions: [move, trash, spam, noop]"),
+        ""
+    );
+    // Narrowed by the operator's own `model_actions`: nothing to say (the
+    // example lists `Junk` for its rules alone).
+    assert_eq!(
+        with("folders: { allowed: [Receipts, Junk] }, model_actions: [move, noop]"),
+        ""
+    );
+}

@@ -266,6 +266,29 @@ pub fn warnings(c: &Config) -> Vec<String> {
     for (i, pr) in c.classifier.providers.iter().enumerate() {
         w.extend(provider_warnings(&format!("classifier.providers[{i}]"), pr));
     }
+    // A folder kept from the model by its name alone (a junk or trash
+    // folder's, at any level) is said: a configuration listing `Trash`
+    // for the model, without `trash`, had its answers refused and parked
+    // with no word before (a regression audit).
+    // (With `model_actions` the narrowing is the operator's own, as the
+    // example's `Junk` for rules alone.)
+    for (i, a) in c.accounts.iter().enumerate() {
+        if a.provider.is_none() || a.model_actions.is_some() {
+            continue;
+        }
+        let kept = a.for_model().kept_from_model;
+        if !kept.is_empty() {
+            w.push(format!(
+                "accounts[{i}].folders.allowed: {} named as junk or trash folders are, is not \
+                 offered to the model, which may not spam or trash (allowed_actions, \
+                 model_actions): rules may move there",
+                kept.iter()
+                    .map(|f| format!("{f:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
     // Said at `run` only before (the first-hour audit): check-config, which
     // the README has an operator run after each change, said "ok".
     let bind = c.server.bind.parse::<IpAddr>().ok();
@@ -575,6 +598,16 @@ pub fn validate(c: &Config) -> Vec<String> {
             // (the IPv6 audit).
             p.push(format!(
                 "{at}.imap.host: an IPv6 address goes without brackets here: {bare}"
+            ));
+        } else if (a.imap.host.contains([':', '[', ']']) || a.imap.host.contains('%'))
+            && a.imap.host.parse::<std::net::Ipv6Addr>().is_err()
+        {
+            // `127.0.0.1:993`, `[::1]:993`: the same, for any host with a
+            // port in it (a regression audit).
+            p.push(format!(
+                "{at}.imap.host: {:?} is no host name or address (a port goes in imap.port, \
+                 an IPv6 address without brackets)",
+                a.imap.host
             ));
         }
         if a.imap.port == Some(0) {
