@@ -1,0 +1,191 @@
+//! What a valid configuration does that an operator should hear about:
+//! logged at start-up and on each change, printed by `check-config`. Each
+//! is a warning, not a problem: a file that ran before a check was added
+//! must still start.
+
+use std::net::IpAddr;
+
+use super::super::{Config, ProviderConfig, ProviderKind};
+use super::is_field_name;
+
+/// The server token's length below which it is guessable: a warning, not
+/// a refusal (SPEC sets no minimum for it; API keys have 16 by SPEC).
+const TOKEN_MIN: usize = 16;
+
+/// What a valid configuration does that an operator should hear about:
+/// logged at start-up, printed by `check-config`.
+pub fn warnings(c: &Config) -> Vec<String> {
+    let mut w = Vec::new();
+    if let Some(t) = &c.server.auth_token {
+        let n = t.chars().count();
+        if (1..TOKEN_MIN).contains(&n) {
+            w.push(format!(
+                "server.auth_token: {n} characters is short enough to guess; use at least \
+                 {TOKEN_MIN} (`openssl rand -hex 24`)"
+            ));
+        }
+    }
+    if let Some(sec) = &c.dashboard.session_secret {
+        let n = sec.chars().count();
+        if (1..TOKEN_MIN).contains(&n) {
+            w.push(format!(
+                "dashboard.session_secret: {n} characters is short enough to guess, and it signs \
+                 the dashboard's cookies; use at least {TOKEN_MIN} (`openssl rand -hex 32`), \
+                 or leave it out to have one generated"
+            ));
+        }
+    }
+    // Open mode believes no proxy (a page that rebound its name to
+    // 127.0.0.1 could name an allowed host), so the list does nothing: an
+    // operator behind nginx who forgot the token got 403 through the proxy
+    // with no word of why (an audit).
+    if !c.server.trusted_proxies.is_empty() && c.api_is_open() {
+        w.push(
+            "server.trusted_proxies: ignored while neither server.auth_token nor \
+             dashboard.api_keys is set (open mode believes no forwarded header); a request \
+             through the proxy for another host is refused 403"
+                .into(),
+        );
+    }
+    // Rules that cannot work as written. Warnings, not problems: a file
+    // that ran before this check must still start (a regression audit),
+    // and each of these did nothing, or no more than it does now.
+    for (i, a) in c.accounts.iter().enumerate() {
+        for (j, r) in a.rules.iter().enumerate() {
+            let rat = format!("accounts[{i}].rules[{j}]");
+            // A field name as RFC 5322 §3.6.8 writes one: a rule on
+            // `List-Id:` (the colon a typo) or on 8-bit letters never
+            // matched, and nothing said so (an audit).
+            if let Some(h) = &r.when.header {
+                if !is_field_name(h) {
+                    w.push(format!(
+                        "{rat}.when.header: {h:?} is no header field name (letters, digits and \
+                         marks other than `:`, as `List-Id` or `X-Spam-Flag`), so the rule never \
+                         matches"
+                    ));
+                }
+            }
+            // Shown in records, webhooks and logs as written, where the
+            // white space or control character cannot be seen; the rule
+            // form saves it under its name trimmed (it said the form could
+            // not edit it, which the form since can: a regression audit).
+            if r.name.trim() != r.name || r.name.chars().any(char::is_control) {
+                w.push(format!(
+                    "{rat}.name: {:?} begins or ends with white space or holds a control \
+                     character, which records, webhooks and logs show unseen (the dashboard's \
+                     rule form saves it under its name trimmed); rename it",
+                    r.name
+                ));
+            }
+            // As the rule form says it: keeping the message is no action
+            // beside another, which is done all the same.
+            if r.actions.len() > 1
+                && (r.actions.iter()).any(|a| matches!(a, crate::actions::Action::Noop))
+            {
+                w.push(format!(
+                    "{rat}.actions: noop (keep it where it is) beside another action, which is \
+                     done all the same; take noop out"
+                ));
+            }
+        }
+    }
+    // Resolved against the working directory of whoever runs it: the
+    // shipped unit sets none (`/`), so check-config from the operator's
+    // shell looked at another file than the service would (an audit).
+    if c.storage.path.is_relative() {
+        w.push(format!(
+            "storage.path: {} is relative, so it is read from the working directory of the \
+             process (the shipped unit sets none: /{}); write it in full",
+            c.storage.path.display(),
+            c.storage.path.display()
+        ));
+    }
+    for (i, pr) in c.classifier.providers.iter().enumerate() {
+        w.extend(provider_warnings(&format!("classifier.providers[{i}]"), pr));
+    }
+    // A folder kept from the model by its name alone (a junk or trash
+    // folder's, at any level) is said: a configuration listing `Trash`
+    // for the model, without `trash`, had its answers refused and parked
+    // with no word before (a regression audit).
+    // (With `model_actions` the narrowing is the operator's own, as the
+    // example's `Junk` for rules alone.)
+    for (i, a) in c.accounts.iter().enumerate() {
+        if a.provider.is_none() || a.model_actions.is_some() {
+            continue;
+        }
+        let kept = a.for_model().kept_from_model;
+        if !kept.is_empty() {
+            w.push(format!(
+                "accounts[{i}].folders.allowed: {} named as junk or trash folders are, is not \
+                 offered to the model, which may not spam or trash (allowed_actions, \
+                 model_actions): rules may move there",
+                kept.iter()
+                    .map(|f| format!("{f:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    // Said at `run` only before (the first-hour audit): check-config, which
+    // the README has an operator run after each change, said "ok".
+    let bind = c.server.bind.parse::<IpAddr>().ok();
+    if c.api_is_open() && !bind.is_some_and(|a| a.to_canonical().is_loopback()) {
+        let at = bind.map_or(format!("{}:{}", c.server.bind, c.server.port), |a| {
+            std::net::SocketAddr::new(a, c.server.port).to_string()
+        });
+        w.push(format!(
+            "server.auth_token: neither it nor dashboard.api_keys is set, so anyone who reaches \
+             {at} can read and change everything (open mode is for development on loopback); \
+             set one (`openssl rand -hex 24`)"
+        ));
+    }
+    w
+}
+
+/// What a provider's settings say of calls that cannot work, or send its
+/// key in the clear; each was found by an audit of an operator's mistakes
+/// (`check-config` said "ok", and every message then failed).
+fn provider_warnings(at: &str, pr: &ProviderConfig) -> Vec<String> {
+    let mut w = Vec::new();
+    let Ok(u) = url::Url::parse(&pr.url) else {
+        return w;
+    };
+    let shown = super::super::redact_url(&pr.url);
+    // The SDKs take a base URL (`https://api.openai.com/v1`); mailproc
+    // posts to the URL as written.
+    let endpoint = match pr.kind {
+        ProviderKind::Openai => "/chat/completions",
+        ProviderKind::Anthropic => "/messages",
+    };
+    if !u.path().trim_end_matches('/').ends_with(endpoint) {
+        w.push(format!(
+            "{at}.url: {shown} does not end in {endpoint}; calls go to the URL as written, the \
+             whole endpoint (…/v1{endpoint}), not a base URL as the SDKs take"
+        ));
+    }
+    let host = u.host_str().unwrap_or("").trim_end_matches('.');
+    let keyless = pr.api_key.as_deref().is_none_or(str::is_empty) && u.username().is_empty();
+    let hosted = ["api.openai.com", "api.anthropic.com"]
+        .iter()
+        .find(|h| host.eq_ignore_ascii_case(h));
+    if let (true, Some(h)) = (keyless, hosted) {
+        w.push(format!(
+            "{at}.api_key: not set, and {h} refuses every call without one (HTTP 401); set it \
+             from the environment (api_key: ${{NAME}})"
+        ));
+    }
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || u.host().is_some_and(|h| match h {
+            url::Host::Ipv4(a) => a.is_loopback(),
+            // `[::ffff:127.0.0.1]` too (the IPv6 audit).
+            url::Host::Ipv6(a) => a.to_canonical().is_loopback(),
+            url::Host::Domain(_) => false,
+        });
+    if u.scheme() == "http" && !loopback && (!keyless || hosted.is_some()) {
+        w.push(format!(
+            "{at}.url: {shown} is plain http to another host: the API key and every message \
+             asked about cross the network unencrypted; use https (ca_file for a private CA)"
+        ));
+    }
+    w
+}
