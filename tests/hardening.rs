@@ -618,20 +618,22 @@ fn memory_is_bounded_in_bytes_log_lines_reasoning_events_and_exports() {
 // 6. who may reach the API
 // ---------------------------------------------------------------------------
 
+/// The status of `GET /api/stats` sent to `m` with `Host: host`.
+fn status_for_host(m: &Mailproc, host: &str) -> u16 {
+    raw(
+        m.port,
+        format!("GET /api/stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+        Duration::from_secs(5),
+    )
+    .0
+}
+
 #[test]
 fn open_mode_serves_only_local_hosts_and_same_origin_posts() {
     let m = Mailproc::start(
         "server: { port: {PORT}, public_url: \"https://mail.example.com\" }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
     );
-    let get = |host: &str| {
-        raw(
-            m.port,
-            format!("GET /api/stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
-                .as_bytes(),
-            Duration::from_secs(5),
-        )
-        .0
-    };
+    let get = |host: &str| status_for_host(&m, host);
     assert_eq!(get("evil.example"), 403, "a rebound DNS name");
     assert_eq!(get("evil.example:8080"), 403);
     assert_eq!(get("127.0.0.1.nip.io"), 403);
@@ -697,15 +699,7 @@ fn an_address_in_public_url_is_served_as_a_name_is() {
         let m = Mailproc::start(&format!(
             "server: {{ port: {{PORT}}, public_url: \"{public}\" }}\nstorage: {{ path: \"{{DIR}}/mailproc.db\" }}\n",
         ));
-        let get = |host: &str| {
-            raw(
-                m.port,
-                format!("GET /api/stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
-                    .as_bytes(),
-                Duration::from_secs(5),
-            )
-            .0
-        };
+        let get = |host: &str| status_for_host(&m, host);
         assert_eq!(get(served), 200, "{public}");
         assert_eq!(get(other), 403, "{public}");
     }

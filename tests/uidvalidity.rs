@@ -526,6 +526,19 @@ fn a_report_sent_after_the_old_records_is_new_whatever_record_is_left() {
     assert!(has(&at[""][0].flags, "\\Flagged"), "{:?}", at[""]);
 }
 
+/// Deletes `Work` and makes it again, empty (a new UIDVALIDITY), and
+/// waits until a pass of `m` has seen it so.
+fn work_made_again_empty(m: &Mailproc, mb: &Mailbox) {
+    let (_, after) = mb.recreate("Work");
+    let r = m.post("/api/accounts/acct/process", "");
+    assert!(r.status < 300, "{}", r.text);
+    m.wait_for(Duration::from_secs(30), "the empty folder seen", || {
+        m.log()
+            .contains(&format!("to {after}; 0 message(s)"))
+            .then_some(())
+    });
+}
+
 /// Found by an audit of the binary: a message without a Message-ID,
 /// restored with its date after mailproc had seen the folder made again
 /// empty, was acted on again (a Message-ID's was left alone). Its subject
@@ -540,14 +553,7 @@ fn a_later_restore_without_a_message_id_is_not_acted_on_twice() {
     mb.seed("Work", std::slice::from_ref(&old));
     let m = watching_work(&mb);
     wait_ok(&m, 1);
-    let (_, after) = mb.recreate("Work");
-    let r = m.post("/api/accounts/acct/process", "");
-    assert!(r.status < 300, "{}", r.text);
-    m.wait_for(Duration::from_secs(30), "the empty folder seen", || {
-        m.log()
-            .contains(&format!("to {after}; 0 message(s)"))
-            .then_some(())
-    });
+    work_made_again_empty(&m, &mb);
     append_dated_back(&mb, "Work", &old, 3600);
     // And a message that is new, to know the pass ran.
     mb.seed("Work", &[msg_now("fresh", "Invoice fresh")]);
@@ -671,14 +677,7 @@ fn restored_copies_left_alone_are_no_false_signal_of_new_mail() {
         None,
     ));
     wait_ok(&m, 1);
-    let (_, after) = mb.recreate("Work");
-    let r = m.post("/api/accounts/acct/process", "");
-    assert!(r.status < 300, "{}", r.text);
-    m.wait_for(Duration::from_secs(30), "the empty folder seen", || {
-        m.log()
-            .contains(&format!("to {after}; 0 message(s)"))
-            .then_some(())
-    });
+    work_made_again_empty(&m, &mb);
     // Each copy comes while the account idles: its pass is the server's
     // signal's.
     for n in 1..=3 {
