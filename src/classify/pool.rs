@@ -68,13 +68,11 @@ struct Lane {
 /// with one thread (the fairness audit).
 #[derive(Default)]
 struct Queues {
-    /// Each asker's queue; one whose asker is done (its sender dropped) is
-    /// taken out once empty.
-    receivers: Vec<Receiver<Job>>,
-    /// The account behind each queue (by its receiver): a thread waiting
-    /// for the rate limit's slot stops waiting when one is shutting down,
-    /// whose jobs are then answered at once (see `lane`).
-    askers: Vec<(Receiver<Job>, Arc<crate::account::Handle>)>,
+    /// Each asker's queue, with the account asking: a thread waiting for
+    /// the rate limit's slot stops waiting when one is shutting down,
+    /// whose jobs are then answered at once (see `lane`). One whose asker
+    /// is done (its sender dropped) is taken out once empty.
+    receivers: Vec<(Receiver<Job>, Arc<crate::account::Handle>)>,
     /// Bumped at each change of `receivers`, for the threads to notice.
     generation: u64,
     /// Each thread's bell: rung at a change, so a thread waiting on the
@@ -160,8 +158,7 @@ impl Pool {
         }
         let (tx, rx) = crossbeam_channel::bounded(self.each);
         let mut q = lanes[provider].queues.lock();
-        q.askers.push((rx.clone(), asker.clone()));
-        q.receivers.push(rx);
+        q.receivers.push((rx, asker.clone()));
         q.ring();
         tx
     }
@@ -251,7 +248,7 @@ fn next_job(
         let (start, closed) = {
             let mut q = queues.lock();
             if q.generation != *seen {
-                known.clone_from(&q.receivers);
+                *known = q.receivers.iter().map(|(r, _)| r.clone()).collect();
                 *seen = q.generation;
             }
             q.turn = q.turn.wrapping_add(1);
@@ -271,8 +268,6 @@ fn next_job(
             let mut q = queues.lock();
             let gone: Vec<Receiver<Job>> = done.iter().map(|i| known[*i].clone()).collect();
             q.receivers
-                .retain(|r| !gone.iter().any(|g| g.same_channel(r)));
-            q.askers
                 .retain(|(r, _)| !gone.iter().any(|g| g.same_channel(r)));
             q.ring();
             continue;
@@ -301,7 +296,7 @@ fn stopping_with_work((rx, asker): &(Receiver<Job>, Arc<crate::account::Handle>)
 /// A queued job of an asker shutting down, if any.
 fn stopping_job(queues: &parking_lot::Mutex<Queues>) -> Option<Job> {
     let q = queues.lock();
-    q.askers
+    q.receivers
         .iter()
         .filter(|(_, asker)| asker.is_shutting_down())
         .find_map(|(rx, _)| rx.try_recv().ok())
@@ -356,7 +351,7 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
                         // waiting here (each call still takes its slot).
                         if p.await_slot(&|| {
                             let q = queues.lock();
-                            q.closed || q.askers.iter().any(stopping_with_work)
+                            q.closed || q.receivers.iter().any(stopping_with_work)
                         }) || queues.lock().closed
                         {
                             break None;
