@@ -424,15 +424,15 @@ pub(super) fn discover(
     // namespace (a public `Spam`) is no place for their mail.
     let own = own_entries(&entries, namespaces.as_ref());
     let found = |use_: SpecialUse| find_special_use(use_, &own, None).map(|(n, _)| n);
-    let marked_junk: Vec<String> = crate::mailbox::special_use::marked(SpecialUse::Junk, &own)
-        .map(|e| names.to_display(&e.name))
-        .collect();
-    let marked_trash: Vec<String> = crate::mailbox::special_use::marked(SpecialUse::Trash, &own)
-        .map(|e| names.to_display(&e.name))
-        .collect();
-    let marked_all: Vec<String> = crate::mailbox::special_use::marked_with("\\All", &own)
-        .map(|e| names.to_display(&e.name))
-        .collect();
+    // Every folder of the user's marked `attribute`, as the user knows it.
+    let marked = |attribute: &str| -> Vec<String> {
+        crate::mailbox::special_use::marked_with(attribute, &own)
+            .map(|e| names.to_display(&e.name))
+            .collect()
+    };
+    let marked_junk = marked(SpecialUse::Junk.attribute());
+    let marked_trash = marked(SpecialUse::Trash.attribute());
+    let marked_all = marked("\\All");
     let junk = match account.folders.junk.as_deref() {
         Some(j) => j.to_string(),
         None => found(SpecialUse::Junk)
