@@ -114,10 +114,14 @@ impl Keeps {
         if lost.is_empty() {
             return None;
         }
-        let listed = if only.is_empty() {
-            "none".to_string()
-        } else {
-            only.join(" ")
+        // A server may list up to 10,000 keywords, each long: the error
+        // goes into rows, logs and webhooks, so 400 characters of them are
+        // named and the rest counted. (Atoms: nothing to escape.)
+        let all = only.join(" ");
+        let listed = match (only.len(), all.char_indices().nth(400)) {
+            (0, _) => "none".to_string(),
+            (_, None) => all,
+            (n, Some((cut, _))) => format!("{}… ({n} in all)", &all[..cut]),
         };
         Some(format!(
             "the server keeps no {} in {folder} beyond this session \
@@ -159,6 +163,14 @@ mod tests {
                  (its PERMANENTFLAGS: \\SEEN)"
             )
         );
+        // A long list is cut, whatever its keywords' lengths.
+        let many: Vec<Flag<'static>> = (0..200)
+            .map(|i| Flag::Custom(format!("$k{i}{}", "x".repeat(100)).into()))
+            .collect();
+        let cut = selected(Some(many), false)
+            .refusal("\"INBOX\"", &seen)
+            .unwrap();
+        assert!(cut.contains("(200 in all)") && cut.len() < 700, "{cut}");
         // An empty list keeps nothing.
         let none = selected(Some(Vec::new()), false);
         assert!(none

@@ -94,7 +94,7 @@ impl Provider {
         let location = (res.headers().get("location"))
             .and_then(|l| l.to_str().ok())
             .and_then(|l| url::Url::parse(&c.url).ok()?.join(l).ok())
-            .map(|l| crate::logging::clean(&crate::config::redact_url(l.as_str())));
+            .map(|l| crate::logging::clean_up_to(&crate::config::redact_url(l.as_str()), 300));
         let text = match res.body_mut().with_config().limit(4 << 20).read_to_string() {
             Ok(text) => text,
             // An answer that arrived whole but cannot be read (over 4 MiB,
