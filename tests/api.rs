@@ -140,6 +140,13 @@ fn retention_prunes_old_activity_at_start() {
     seed_history(&m);
     m.spawn(&[("HOOK_ENV", "x"), ("WORK_PASS", "y")]);
     m.wait_ready();
+    // The first prune runs just after the server starts listening: a
+    // request may come first (the test failed once so).
+    m.wait_for(Duration::from_secs(10), "the first prune", || {
+        m.log()
+            .contains("store: pruned 1 activity rows older than the retention")
+            .then_some(())
+    });
     let r = m.get_with("/api/activity", TOKEN);
     // The 100-day-old row is gone; the 20-day-old one and newer remain.
     assert_eq!(r.body["total"], 4, "{}", r.text);
