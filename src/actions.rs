@@ -301,6 +301,32 @@ pub fn destination(actions: &[Action], to: &Destinations<'_>) -> Option<String> 
     })
 }
 
+/// Names the folder a `spam` or `trash` action object sends its message
+/// to (`folder`, as a `move` names it), where it is known and the object
+/// names none: the activity log and webhooks said only "spam", and an
+/// operator had to know the account's junk folder to find the message.
+/// `v` is one action object or a list of them.
+pub fn name_destinations(v: &mut serde_json::Value, junk: Option<&str>, trash: Option<&str>) {
+    match v {
+        serde_json::Value::Array(list) => {
+            for a in list {
+                name_destinations(a, junk, trash);
+            }
+        }
+        serde_json::Value::Object(a) if !a.contains_key("folder") => {
+            let to = match a.get("type").and_then(|t| t.as_str()) {
+                Some("spam") => junk,
+                Some("trash") => trash,
+                _ => None,
+            };
+            if let Some(f) = to {
+                a.insert("folder".into(), f.into());
+            }
+        }
+        _ => {}
+    }
+}
+
 /// What a batch needs on the server: one `UID STORE` per flag set and one
 /// move per destination. Executed flags first, moves last (a moved message
 /// has a new UID in its new folder).

@@ -685,7 +685,14 @@ fn spam_goes_to_the_servers_junk_folder_unless_configured(kind: Kind) {
     assert_eq!(a.messages()[0].mailbox, a.folder("Junk"), "{name}");
     assert_eq!(b.messages()[0].mailbox, b.folder("Quarantaine"), "{name}");
     let s1 = row_of(&m, "s1").unwrap();
-    assert_eq!(s1["actions"], json!([{ "type": "spam" }]));
+    // The record names the folder as the user knows it, not the server's
+    // `INBOX.Junk`.
+    assert_eq!(s1["actions"], json!([{ "type": "spam", "folder": "Junk" }]));
+    let s2 = row_of(&m, "s2").unwrap();
+    assert_eq!(
+        s2["actions"],
+        json!([{ "type": "spam", "folder": "Quarantaine" }])
+    );
     let id = s1["id"].as_i64().unwrap();
     let cookie = world::dashboard_login(&m);
     let detail = world::page(&m, &cookie, &format!("/activity/{id}"));

@@ -769,7 +769,11 @@ fn the_junk_folder_teaches_spam() {
     let all = wait_entries(&m, 1);
     let e = entry(&all, "<w100@lotto.example>");
     assert_eq!(e["model"], "learned", "{e:#}");
-    assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
+    assert_eq!(
+        e["actions"],
+        json!([{ "type": "spam", "folder": "Junk" }]),
+        "{e:#}"
+    );
     assert_eq!(model.count(), 0, "the model was not asked");
     assert_eq!(d.mailboxes_of("test", "<w100@lotto.example>"), ["Junk"]);
 }
@@ -856,7 +860,11 @@ fn spam_first_puts_sure_spam_before_filing_rules_and_spam_confidence_leaves_unsu
     assert_eq!(e["model"], "learned", "{e:#}");
     assert!(e["confidence"].as_f64().unwrap() >= 0.9, "{e:#}");
     // The junk folder is `spam`, whatever it is called (issue [15]).
-    assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
+    assert_eq!(
+        e["actions"],
+        json!([{ "type": "spam", "folder": "Junk" }]),
+        "{e:#}"
+    );
     assert_eq!(unsure, ["INBOX"], "{u:#}");
     assert_eq!(u["status"], "review", "{u:#}");
     assert_eq!(u["model"], "learned", "{u:#}");
@@ -876,7 +884,11 @@ fn a_junk_verdict_before_a_filing_rule_needs_spam_first_not_spam_confidence() {
     assert_eq!(listed, ["Junk"], "{e:#}");
     assert_eq!(e["status"], "ok", "{e:#}");
     assert_eq!(e["model"], "learned", "{e:#}");
-    assert_eq!(e["actions"], json!([{ "type": "spam" }]), "{e:#}");
+    assert_eq!(
+        e["actions"],
+        json!([{ "type": "spam", "folder": "Junk" }]),
+        "{e:#}"
+    );
     let why = e["reasoning"].as_str().unwrap();
     assert!(
         why.contains("before the filing rule \"mailing-lists\""),

@@ -809,12 +809,36 @@ fn spam_goes_to_the_junk_folder_and_missing_folders_follow_the_create_setting() 
             answer(json!([{ "type": "move", "folder": "Work" }]), "work")
         }
     });
+    let (port, got) = receiver();
     let cfg = config(&d, Some(&model), "    max_attempts: 1\n", "")
-        .replace("create: true", "create: false");
-    let m = Mailproc::start(&cfg);
+        .replace("create: true", "create: false")
+        .replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[("HOOK_TOKEN", "t")]);
+    m.wait_ready();
     m.wait_for(Duration::from_secs(15), "all three recorded", || {
         (total(&m, "&status=ok") == 1 && total(&m, "&status=failed") == 2).then_some(())
     });
+    // The record and the events name where `spam` went, as a `move`
+    // names its folder (they said only "spam").
+    let spam = json!({ "type": "spam", "folder": "Junk" });
+    let ok = m.get("/api/activity?status=ok").body;
+    assert_eq!(ok["entries"][0]["actions"], json!([spam]), "{ok:#}");
+    m.wait_for(Duration::from_secs(10), "the spam's events", || {
+        let g = got.lock().unwrap();
+        let of = |k: &str| {
+            g.iter()
+                .find(|(b, _)| b["event"] == k)
+                .map(|(b, _)| b.clone())
+        };
+        Some((of("email_processed")?, of("action_taken")?))
+            .filter(|(p, _)| p["subject"] == "Spam offer")
+    });
+    let g = got.lock().unwrap();
+    let of = |k: &str| g.iter().find(|(b, _)| b["event"] == k).unwrap().0.clone();
+    assert_eq!(of("email_processed")["actions"], json!([spam]));
+    assert_eq!(of("action_taken")["action"], spam);
+    drop(g);
     let msgs = d.messages("test");
     let at = |id: &str| {
         msgs.iter()

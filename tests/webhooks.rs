@@ -44,11 +44,13 @@ fn emit(hooks: &Webhooks, kind: EventKind, account: &str, v: Value) {
             reasoning: &reasoning,
             dry_run: false,
             review: None,
+            to: None,
         },
         EventKind::ActionTaken => Event::ActionTaken {
             action: &action,
             subject: &subject,
             from: &from,
+            to: None,
         },
         EventKind::Error => Event::Error {
             error: &error,

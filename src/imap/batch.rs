@@ -450,6 +450,7 @@ impl Runner {
                 .classification_duration
                 .observe(took.as_secs_f64());
         }
+        let to = self.w.handle.folders_in_use();
         self.emit(Event::EmailProcessed {
             subject: &meta.subject,
             from: &meta.from,
@@ -458,6 +459,7 @@ impl Runner {
             reasoning: &o.reasoning,
             dry_run: o.status == Status::DryRun || self.w.account.dry_run,
             review: (o.status == Status::Review).then_some(o.confidence),
+            to: to.as_ref(),
         });
         if o.status == Status::Ok {
             for a in &o.actions {
@@ -475,6 +477,7 @@ impl Runner {
                     action: a,
                     subject: &meta.subject,
                     from: &meta.from,
+                    to: to.as_ref(),
                 });
             }
         }

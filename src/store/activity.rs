@@ -436,8 +436,13 @@ const ACTIVITY_COLUMNS: &str = "e.id, e.processed_at, e.account, e.mailbox, e.ui
 
 /// The columns of [`ACTIVITY_COLUMNS`] as an entry.
 fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
-    let actions: String = r.get(8)?;
     let at: i64 = r.get(1)?;
+    let dest_folder: Option<String> = r.get(17)?;
+    let mut actions =
+        serde_json::from_str(&r.get::<_, String>(8)?).unwrap_or(serde_json::Value::Array(vec![]));
+    // Where a `spam` or `trash` went, once its move was confirmed.
+    let dest = dest_folder.as_deref();
+    crate::actions::name_destinations(&mut actions, dest, dest);
     Ok(ActivityEntry {
         id: r.get(0)?,
         processed_at: at,
@@ -448,7 +453,7 @@ fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
         message_id: r.get(5)?,
         subject: r.get(6)?,
         from: r.get(7)?,
-        actions: serde_json::from_str(&actions).unwrap_or(serde_json::Value::Array(vec![])),
+        actions,
         // A message that failed before anything decided it (its row is
         // written with no model) reads `none`, as README lists the values.
         model: Some(r.get::<_, String>(9)?)
@@ -465,7 +470,7 @@ fn activity_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActivityEntry> {
         attempts: r.get(14)?,
         undone_at: r.get::<_, Option<i64>>(15)?.map(iso_ms),
         corrected_to: r.get(16)?,
-        dest_folder: r.get(17)?,
+        dest_folder,
         undoable: r.get(18)?,
     })
 }

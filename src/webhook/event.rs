@@ -2,6 +2,7 @@
 //! plus `dry_run`, `review` and `confidence` where they apply): the payload
 //! shapes are written here and nowhere else.
 
+use crate::account::FoldersInUse;
 use crate::actions::Action;
 use crate::config::EventKind;
 
@@ -23,11 +24,14 @@ pub enum Event<'a> {
         dry_run: bool,
         /// `Some(confidence)` when the message was left for review.
         review: Option<Option<f64>>,
+        /// Where `spam` and `trash` go, named in their action objects.
+        to: Option<&'a FoldersInUse>,
     },
     ActionTaken {
         action: &'a Action,
         subject: &'a str,
         from: &'a str,
+        to: Option<&'a FoldersInUse>,
     },
     Error {
         error: &'a str,
@@ -65,7 +69,10 @@ impl Event<'_> {
                 reasoning,
                 dry_run,
                 review,
+                to,
             } => {
+                let mut actions = json!(actions);
+                name_destinations(&mut actions, to);
                 let mut v = json!({
                     "subject": subject, "from": from, "actions": actions,
                     "model": model, "reasoning": reasoning,
@@ -83,7 +90,12 @@ impl Event<'_> {
                 action,
                 subject,
                 from,
-            } => json!({ "action": action, "subject": subject, "from": from }),
+                to,
+            } => {
+                let mut action = json!(action);
+                name_destinations(&mut action, to);
+                json!({ "action": action, "subject": subject, "from": from })
+            }
             // Errors may quote a URL with its credentials; they leave
             // without them.
             Event::Error { error, details } | Event::ConnectionLost { error, details } => {
@@ -97,6 +109,12 @@ impl Event<'_> {
             serde_json::Value::Object(m) => m,
             _ => serde_json::Map::new(),
         }
+    }
+}
+
+fn name_destinations(v: &mut serde_json::Value, to: &Option<&FoldersInUse>) {
+    if let Some(to) = to {
+        crate::actions::name_destinations(v, Some(&to.junk), Some(&to.trash));
     }
 }
 
