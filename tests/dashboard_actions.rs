@@ -670,6 +670,72 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
     );
 }
 
+/// A provider that answers every call, but with nothing of use (refused
+/// as a bad request, or prose instead of a verdict), parks every message:
+/// after ten such calls in a row `/health` reads it `down` and the log
+/// says what to check, once; one verdict ends it. It read healthy while
+/// every message failed (an audit).
+#[test]
+fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
+    use common::model::{answer, Model, Reply};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let d = Dovecot::start();
+    for i in 0..12 {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("nu{i}"), "a@b.example", &format!("Hello {i}")),
+        );
+    }
+    // Refused as bad requests, then prose, then verdicts once mended.
+    let mode = Arc::new(AtomicUsize::new(0));
+    let model = {
+        let mode = mode.clone();
+        Model::start(2, move |r| match mode.load(Ordering::SeqCst) {
+            0 if ["Hello 1", "Hello 3", "Hello 5"].contains(&r.subject()) => {
+                Reply::Status(400, None)
+            }
+            0 => Reply::Answer("This looks like a friendly note to me.".into()),
+            _ => answer(serde_json::json!([{ "type": "read" }]), "fine"),
+        })
+    };
+    let m = with_user(&account_config(&d, &model, "    backlog: all\n"));
+    m.wait_for(Duration::from_secs(30), "twelve parked", || {
+        (total(&m, "&status=failed") == 12).then_some(())
+    });
+    let h = m.wait_for(Duration::from_secs(30), "the pass ended", || {
+        let h = m.get("/health");
+        (h.body["accounts"]["acct"] != "processing").then_some(h)
+    });
+    assert_eq!(h.body["status"], "degraded", "{}", h.text);
+    assert_eq!(h.body["providers"]["fake"], "down", "{}", h.text);
+    let log = m.log();
+    // The tenth to end is prose or a refusal, as the two threads go.
+    let said = "provider fake: 10 calls in a row were ";
+    assert_eq!(log.matches(said).count(), 1, "{log}");
+    assert!(
+        log.contains("check classifier.providers[fake].model"),
+        "{log}"
+    );
+
+    mode.store(1, Ordering::SeqCst);
+    let r = m.post("/api/activity/retry?account=acct", "");
+    assert_eq!(r.status, 200, "{}", r.text);
+    m.wait_for(Duration::from_secs(30), "all twelve sorted", || {
+        (total(&m, "&status=ok") == 12).then_some(())
+    });
+    let h = m.get("/health");
+    assert_eq!(h.body["status"], "healthy", "{}", h.text);
+    assert_eq!(h.body["providers"]["fake"], "ok", "{}", h.text);
+    assert!(
+        m.log().contains("provider fake: answering again"),
+        "{}",
+        m.log()
+    );
+}
+
 /// Audit (stop 53): a "Move to…" of mail left in place for review had no
 /// Undo ("only a message that was acted on can be undone"), so a wrong
 /// click had no way back; and an Undo after a "Move to…" left the entry

@@ -16,6 +16,7 @@ mod pool;
 mod prompt;
 mod provider;
 mod rules;
+mod streaks;
 #[cfg(test)]
 mod tests;
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::streaks::Streaks;
 use super::*;
 use crate::config::{AccountConfig, ProviderConfig};
 use crate::metrics::Metrics;
@@ -56,8 +57,9 @@ struct Lane {
     threads: Vec<JoinHandle<()>>,
     /// Threads still taking jobs; `/health` is unhealthy when a lane has none.
     live: Arc<std::sync::atomic::AtomicUsize>,
-    /// Calls in a row that got no answer from the provider.
-    streak: Arc<std::sync::atomic::AtomicU32>,
+    /// Whether the provider is down: its calls in a row without an
+    /// answer, or with no use.
+    streaks: Arc<Streaks>,
 }
 
 /// The queues of one lane: one for each asker (an account's run of
@@ -94,12 +96,6 @@ impl Queues {
     }
 }
 
-/// Calls in a row without an answer (time-outs, refused connections, HTTP
-/// errors that are not about the message) after which a provider counts as
-/// down: `/health` reads `degraded` and the log says so once, until a call
-/// is answered. Each call has already been retried by then.
-pub const DOWN_AFTER: u32 = 3;
-
 impl Pool {
     pub fn start(threads: usize) -> std::io::Result<Pool> {
         Ok(Pool {
@@ -119,14 +115,13 @@ impl Pool {
             .all(|l| l.live.load(Ordering::SeqCst) > 0)
     }
 
-    /// Each provider asked since the start, and whether it is down (its
-    /// last [`DOWN_AFTER`] calls or more got no answer).
+    /// Each provider asked since the start, and whether it is down (see
+    /// [`Streaks`]).
     pub fn providers(&self) -> std::collections::BTreeMap<String, bool> {
-        use std::sync::atomic::Ordering;
         self.lanes
             .lock()
             .iter()
-            .map(|(name, l)| (name.clone(), l.streak.load(Ordering::SeqCst) >= DOWN_AFTER))
+            .map(|(name, l)| (name.clone(), l.streaks.down()))
             .collect()
     }
 
@@ -163,16 +158,15 @@ impl Pool {
         tx
     }
 
-    /// Starts `provider`'s count of calls without an answer again: its
-    /// settings changed, and the calls counted were the old settings'.
+    /// Starts `provider`'s counts of calls without an answer or use again:
+    /// its settings changed, and the calls counted were the old settings'.
     /// Down, it was read so by `/health` until a new message was answered
     /// (hours on a quiet mailbox after the key was mended), and a new
     /// cause got no warning of its own (the stale one said "check
     /// api_key": an audit).
     pub fn settings_changed(&self, provider: &str) {
-        use std::sync::atomic::Ordering;
         if let Some(l) = self.lanes.lock().get(provider) {
-            if l.streak.swap(0, Ordering::SeqCst) >= DOWN_AFTER {
+            if l.streaks.reset() {
                 log::info!(
                     "provider {provider}: its settings changed: no longer counted as down; its \
                      next calls tell"
@@ -307,7 +301,7 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
     use std::sync::atomic::Ordering;
     let queues: Arc<parking_lot::Mutex<Queues>> = Default::default();
     let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let streak = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let streaks: Arc<Streaks> = Default::default();
     // The provider of the lane's last job, whose rate limit paces the
     // taking of jobs: one thread at a time waits for the next slot and
     // only then takes the job whose turn it is. Taken first and waited
@@ -317,7 +311,7 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
     let gate: Arc<parking_lot::Mutex<Option<Arc<Provider>>>> = Default::default();
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
-        let (queues, live, streak) = (queues.clone(), live.clone(), streak.clone());
+        let (queues, live, streaks) = (queues.clone(), live.clone(), streaks.clone());
         let gate = gate.clone();
         let (ring, bell) = crossbeam_channel::bounded(1);
         queues.lock().bells.push(ring);
@@ -373,7 +367,7 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
                         }
                     }
                 };
-                answer(job, slot, &streak);
+                answer(job, slot, &streaks);
             }
             live.fetch_sub(1, Ordering::SeqCst);
         })?);
@@ -382,76 +376,13 @@ fn lane(provider: &str, threads: usize) -> std::io::Result<Lane> {
         queues,
         threads: handles,
         live,
-        streak,
+        streaks,
     })
-}
-
-/// Whether `e` says the provider could not be reached or would not answer
-/// at all, rather than something about this message or its answer: a
-/// time-out, a connection that failed, or an HTTP error other than one
-/// about the request's content (400, 413, 422).
-fn unanswered(e: &ClassifyError) -> bool {
-    match e {
-        ClassifyError::Timeout { .. } | ClassifyError::Transport { .. } => true,
-        ClassifyError::Http { status, .. } => !matches!(status, 400 | 413 | 422),
-        _ => false,
-    }
-}
-
-/// Counts `result` in the lane's `streak` of calls without an answer, and
-/// says in the log when the provider goes down (the [`DOWN_AFTER`]th in a
-/// row) and when it answers again.
-fn count(
-    streak: &std::sync::atomic::AtomicU32,
-    job: &Job,
-    result: &Result<Classification, ClassifyError>,
-) {
-    use std::sync::atomic::Ordering;
-    let provider = &job.provider.config.name;
-    match result {
-        Err(ClassifyError::Cancelled) => {}
-        Err(e) if unanswered(e) => {
-            if streak.fetch_add(1, Ordering::SeqCst) + 1 == DOWN_AFTER {
-                // A refusal of the credentials is an answer, and says what
-                // to mend (it read "no answer", naming no setting: an
-                // audit).
-                let what = match e {
-                    ClassifyError::Http {
-                        status: 401 | 403, ..
-                    } => format!(
-                        "were refused the credentials (the last: {e}): check \
-                         classifier.providers[{provider}].api_key, or the user and password in \
-                         its url when it has no api_key"
-                    ),
-                    // A wrong endpoint or model name is a 404 at every
-                    // provider: named, as the key is for a 401 (an audit).
-                    ClassifyError::Http { status: 404, .. } => format!(
-                        "got HTTP 404 (the last: {e}): check classifier.providers[{provider}].url \
-                         (the whole endpoint, ending in /v1/chat/completions or /v1/messages) \
-                         and its model"
-                    ),
-                    ClassifyError::Http { .. } => format!("got an HTTP error (the last: {e})"),
-                    _ => format!("got no answer (the last: {e})"),
-                };
-                log::warn!(
-                    "provider {provider}: {DOWN_AFTER} calls in a row {what}; /health reads \
-                     degraded until one is answered, and messages that fail meanwhile are \
-                     parked as failed after their attempts (Retry all on the dashboard's Needs \
-                     attention page, or POST /api/activity/retry)"
-                );
-            }
-        }
-        _ => {
-            if streak.swap(0, Ordering::SeqCst) >= DOWN_AFTER {
-                log::info!("provider {provider}: answering again");
-            }
-        }
-    }
 }
 
 /// Answers one job, a panic included.
 /// `slot`: how long until the rate-limit slot taken for its first call.
-fn answer(job: Job, slot: Duration, streak: &std::sync::atomic::AtomicU32) {
+fn answer(job: Job, slot: Duration, streaks: &Streaks) {
     let started = Instant::now();
     if job.requester.is_shutting_down() {
         let cancelled = Err(ClassifyError::Cancelled);
@@ -480,7 +411,7 @@ fn answer(job: Job, slot: Duration, streak: &std::sync::atomic::AtomicU32) {
             message,
         })
     });
-    count(streak, &job, &result);
+    streaks.count(&job.provider.config.name, &result);
     let _ = job.reply.send((job.index, result, started.elapsed()));
 }
 

@@ -1,0 +1,211 @@
+//! Whether a provider is down: the calls in a row that got no answer, and
+//! the calls in a row whose answer was no use (refused as a bad request,
+//! or no verdict), each counted from the lane's results.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::ClassifyError;
+
+/// Calls in a row without an answer (time-outs, refused connections, HTTP
+/// errors that are not about the message) after which a provider counts as
+/// down: `/health` reads `degraded` and the log says so once, until a call
+/// is answered. Each call has already been retried by then.
+pub const DOWN_AFTER: u32 = 3;
+
+/// Calls in a row answered with no use after which a provider counts as
+/// down too: refused as a bad request (HTTP 400, 413, 422) or answered
+/// with no verdict the account can act on. One such answer is about its
+/// message (a mail the model cannot read); ten in a row, none with a
+/// verdict between, are the settings (a model name the server reads as
+/// another, a `response_format` it refuses, a model that writes prose).
+/// Every message then failed while `/health` read healthy (an audit).
+pub const USELESS_AFTER: u32 = 10;
+
+/// The two counts of one provider's lane.
+#[derive(Default)]
+pub(super) struct Streaks {
+    /// Calls in a row that got no answer from the provider.
+    unanswered: AtomicU32,
+    /// Calls in a row answered with no use, since the last verdict.
+    useless: AtomicU32,
+}
+
+impl Streaks {
+    /// Whether the provider counts as down.
+    pub fn down(&self) -> bool {
+        self.unanswered.load(Ordering::SeqCst) >= DOWN_AFTER
+            || self.useless.load(Ordering::SeqCst) >= USELESS_AFTER
+    }
+
+    /// Starts both counts again (the provider's settings changed); whether
+    /// it was down.
+    pub fn reset(&self) -> bool {
+        let was = self.down();
+        self.unanswered.store(0, Ordering::SeqCst);
+        self.useless.store(0, Ordering::SeqCst);
+        was
+    }
+
+    /// Counts `result` of a call to `provider`, and says in the log when
+    /// the provider goes down (the [`DOWN_AFTER`]th call in a row without
+    /// an answer, or the [`USELESS_AFTER`]th with no use) and when it
+    /// answers again.
+    pub fn count<T>(&self, provider: &str, result: &Result<T, ClassifyError>) {
+        match result {
+            Err(ClassifyError::Cancelled) => {}
+            Err(e) if unanswered(e) => {
+                if self.unanswered.fetch_add(1, Ordering::SeqCst) + 1 == DOWN_AFTER {
+                    warn_down(provider, DOWN_AFTER, &no_answer(provider, e));
+                }
+            }
+            Err(e) => {
+                // An answer, if not a verdict: the provider is reachable.
+                let was = self.unanswered.swap(0, Ordering::SeqCst) >= DOWN_AFTER;
+                if useless(e) {
+                    if self.useless.fetch_add(1, Ordering::SeqCst) + 1 == USELESS_AFTER {
+                        warn_down(provider, USELESS_AFTER, &no_use(provider, e));
+                    }
+                } else if was && !self.down() {
+                    log::info!("provider {provider}: answering again");
+                }
+            }
+            Ok(_) => {
+                if self.reset() {
+                    log::info!("provider {provider}: answering again");
+                }
+            }
+        }
+    }
+}
+
+/// Whether `e` says the provider could not be reached or would not answer
+/// at all, rather than something about this message or its answer: a
+/// time-out, a connection that failed, or an HTTP error other than one
+/// about the request's content (400, 413, 422).
+fn unanswered(e: &ClassifyError) -> bool {
+    match e {
+        ClassifyError::Timeout { .. } | ClassifyError::Transport { .. } => true,
+        ClassifyError::Http { status, .. } => !matches!(status, 400 | 413 | 422),
+        _ => false,
+    }
+}
+
+/// Whether `e` is an answer of no use: the request refused for its
+/// content, or no verdict the account can act on. A panic is a bug of
+/// ours, not the provider's.
+fn useless(e: &ClassifyError) -> bool {
+    matches!(
+        e,
+        ClassifyError::Http { .. }
+            | ClassifyError::InvalidAnswer { .. }
+            | ClassifyError::Disallowed { .. }
+    )
+}
+
+fn warn_down(provider: &str, n: u32, what: &str) {
+    log::warn!(
+        "provider {provider}: {n} calls in a row {what}; /health reads degraded until one is \
+         answered with a verdict, and messages that fail meanwhile are parked as failed after \
+         their attempts (Retry all on the dashboard's Needs attention page, or POST \
+         /api/activity/retry)"
+    );
+}
+
+/// What the calls without an answer got, and what to check.
+fn no_answer(provider: &str, e: &ClassifyError) -> String {
+    match e {
+        // A refusal of the credentials is an answer, and says what to
+        // mend (it read "no answer", naming no setting: an audit).
+        ClassifyError::Http {
+            status: 401 | 403, ..
+        } => format!(
+            "were refused the credentials (the last: {e}): check \
+             classifier.providers[{provider}].api_key, or the user and password in its url when \
+             it has no api_key"
+        ),
+        // A wrong endpoint or model name is a 404 at every provider:
+        // named, as the key is for a 401 (an audit).
+        ClassifyError::Http { status: 404, .. } => format!(
+            "got HTTP 404 (the last: {e}): check classifier.providers[{provider}].url (the whole \
+             endpoint, ending in /v1/chat/completions or /v1/messages) and its model"
+        ),
+        ClassifyError::Http { .. } => format!("got an HTTP error (the last: {e})"),
+        _ => format!("got no answer (the last: {e})"),
+    }
+}
+
+/// What the calls of no use got, and what to check.
+fn no_use(provider: &str, e: &ClassifyError) -> String {
+    let what = match e {
+        ClassifyError::Http { .. } => "were refused as bad requests",
+        _ => "were answered with no verdict mailproc can act on",
+    };
+    format!(
+        "{what}, each message's attempts included (the last: {e}): check \
+         classifier.providers[{provider}].model and the account's allowed actions and folders \
+         (each failed message's error says more)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16) -> Result<(), ClassifyError> {
+        Err(ClassifyError::Http {
+            provider: "p".into(),
+            status,
+            body: String::new(),
+        })
+    }
+
+    fn invalid() -> Result<(), ClassifyError> {
+        Err(ClassifyError::InvalidAnswer {
+            provider: "p".into(),
+            error: "not JSON".into(),
+        })
+    }
+
+    #[test]
+    fn three_calls_without_an_answer_are_down_until_an_answer() {
+        let s = Streaks::default();
+        s.count("p", &http(503));
+        s.count("p", &http(503));
+        assert!(!s.down());
+        s.count("p", &http(503));
+        assert!(s.down());
+        // A refusal of the request is an answer: reachable again.
+        s.count("p", &http(400));
+        assert!(!s.down());
+    }
+
+    #[test]
+    fn ten_answers_of_no_use_in_a_row_are_down_until_a_verdict() {
+        let s = Streaks::default();
+        for i in 0..USELESS_AFTER {
+            assert!(!s.down(), "after {i}");
+            if i % 2 == 0 {
+                s.count("p", &http(400));
+            } else {
+                s.count("p", &invalid());
+            }
+        }
+        assert!(s.down());
+        // Nor does a call that got no answer, or a cancelled one, end it.
+        s.count("p", &http(503));
+        s.count::<()>("p", &Err(ClassifyError::Cancelled));
+        assert!(s.down());
+        s.count("p", &Ok(()));
+        assert!(!s.down());
+        // Nine, then a verdict, then nine: never down.
+        for _ in 0..USELESS_AFTER - 1 {
+            s.count("p", &invalid());
+        }
+        s.count("p", &Ok(()));
+        for _ in 0..USELESS_AFTER - 1 {
+            s.count("p", &invalid());
+        }
+        assert!(!s.down());
+        assert!(!s.reset());
+    }
+}
