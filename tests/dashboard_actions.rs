@@ -837,3 +837,69 @@ fn the_rule_form_saves_a_rule_whose_name_ends_in_a_space() {
         .collect();
     assert_eq!(names, ["invoices"], "{rules}");
 }
+
+/// A webhook whose URL has parts `GET /api/config` masks (a Slack-style
+/// token path, user-info) and whose secret and header are `${NAME}`
+/// references: a `write:accounts` key's change of the accounts, and the
+/// rule form's save, were refused with "webhooks[0].secret: ${NAME}
+/// references cannot be added or changed through the API", of a section
+/// neither had sent (the README audit). Both build on the file as a client
+/// would have read it back now; the file keeps its references and URLs.
+#[test]
+fn accounts_and_rules_change_beside_webhooks_with_masked_urls_and_references() {
+    const KEY: &str = "accounts-editor-0123456789";
+    const HOOK: &str =
+        "https://hooks.internal.example/services/T0ABCDEFG/B0123456/abcdefghijklmnopqrstuvwx";
+    let m = with_user(&format!(
+        r#"server: {{ port: {{PORT}}, auth_token: server-token-0123456789 }}
+storage: {{ path: "{{DIR}}/mailproc.db" }}
+dashboard:
+  api_keys:
+    - {{ name: editor, key: {KEY}, permissions: [read:stats, write:accounts] }}
+webhooks:
+  - {{ url: "{HOOK}", events: [email_processed], secret: "${{HOOK_SECRET:-hooksecret-0123456789abcdef}}" }}
+  - {{ url: "https://user:p%40ss@hooks.internal.example/mail", headers: {{ X-Token: "Bearer ${{HOOK_TOKEN:-tok}}" }} }}
+accounts:
+  - name: acct
+    imap: {{ host: 127.0.0.1, port: 9, security: none, username: me, password: p }}
+    folders: {{ watch: [INBOX], allowed: [Receipts] }}
+    webhooks: [ {{ url: "https://u:p%40ss@hooks.internal.example/acct", headers: {{ X-T: "${{HOOK_TOKEN:-tok}}" }} }} ]
+"#
+    ));
+    let r = m.get_with("/api/config", KEY);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut accounts = r.body["accounts"].clone();
+    accounts[0]["dry_run"] = serde_json::json!(true);
+    let body = serde_json::json!({ "accounts": accounts }).to_string();
+    let auth = format!("Bearer {KEY}");
+    let r = m.request(
+        "PUT",
+        "/api/config",
+        &[("Authorization", &auth)],
+        Some(&body),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    let rule = [
+        ("account", "acct"),
+        ("name", "receipts"),
+        ("subject", "(?i)receipt"),
+        ("move", "Receipts"),
+    ];
+    assert_redirect(&b.submit("/config/rule", &rule), "/accounts/acct");
+
+    let file = std::fs::read_to_string(&m.config_path).unwrap();
+    for kept in [
+        HOOK,
+        "secret: ${HOOK_SECRET:-hooksecret-0123456789abcdef}",
+        "https://user:p%40ss@hooks.internal.example/mail",
+        "X-Token: Bearer ${HOOK_TOKEN:-tok}",
+        "X-T: ${HOOK_TOKEN:-tok}",
+        "dry_run: true",
+        "name: receipts",
+    ] {
+        assert!(file.contains(kept), "{kept} not in\n{file}");
+    }
+}

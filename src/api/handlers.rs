@@ -360,9 +360,11 @@ fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
             "accounts: required (a key with write:accounts changes the accounts only)",
         ));
     };
-    let mut raw = ctx.config().raw.clone();
-    let shown = crate::config::redacted_json(&raw);
-    let summary = crate::config::summary_json(&raw);
+    let file = ctx.config().raw.clone();
+    let shown = crate::config::redacted_json(&file);
+    let summary = crate::config::summary_json(&file);
+    // The sections not sent, as the client would have sent them back.
+    let mut raw = crate::config::shown_tree(&file);
     // A section sent back as read: a mask percent-encoded by the client's
     // URL library reads as the mask (a regression audit found a 403).
     if let Some((name, _)) = sections.iter().find(|(k, v)| {

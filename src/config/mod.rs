@@ -38,7 +38,7 @@ pub use pattern::pattern_problem;
 pub use policy::{outgoing_urls, unmask};
 pub use redact::{
     holds_literal_secret, masked_secret, masks_unencoded, redact_text, redact_url, redacted_json,
-    summary_json, without_credentials,
+    shown_tree, summary_json, without_credentials,
 };
 pub use schema::*;
 pub use typed::{plain_types, split_problem, steps as path_steps, Step as PathStep};

@@ -414,7 +414,9 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     if !problems.is_empty() {
         return rule_form(ctx, s, a, &f, &problems, 400);
     }
-    let mut raw = loaded.raw.clone();
+    // Sent as a client that read the configuration would send it (see
+    // `shown_tree`), the rule the one change.
+    let mut raw = crate::config::shown_tree(&loaded.raw);
     let account_at = raw
         .get("accounts")
         .and_then(Value::as_sequence)
