@@ -358,6 +358,16 @@ impl LinesPerSecond {
     }
 }
 
+/// The tail of a paced line that tells the lines [`LinesPerSecond`] held
+/// back since the last one: `"; 12 more failed since the last line"`, or
+/// nothing.
+pub fn held_back(held: u64, what: &str) -> String {
+    match held {
+        0 => String::new(),
+        n => format!("; {n} more {what} since the last line"),
+    }
+}
+
 /// True when standard error is the journal stream systemd connected:
 /// `$JOURNAL_STREAM` is `<device>:<inode>` of it. The variable alone is not
 /// enough, since a child of a service inherits it with any standard error.

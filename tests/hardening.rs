@@ -710,12 +710,12 @@ fn forwarded_for_takes_the_rightmost_untrusted_hop_and_ipv6_counts_per_64() {
     let m = Mailproc::start(
         "server: { port: {PORT}, auth_token: server-token-0123456789, trusted_proxies: [127.0.0.1/32] }\nstorage: { path: \"{DIR}/mailproc.db\" }\n",
     );
-    let login = |xff: &[&str]| {
+    let login_as = |xff: &[&str], user: &str| {
         let lines: String = xff
             .iter()
             .map(|v| format!("X-Forwarded-For: {v}\r\n"))
             .collect();
-        let body = r#"{"username":"admin","password":"wrong-password"}"#;
+        let body = format!(r#"{{"username":"{user}","password":"wrong-password"}}"#);
         raw(
             m.port,
             format!(
@@ -727,10 +727,13 @@ fn forwarded_for_takes_the_rightmost_untrusted_hop_and_ipv6_counts_per_64() {
         )
         .0
     };
+    let login = |xff: &[&str]| login_as(xff, "admin");
     // A client-written left part and a trusted proxy hop on the right.
     assert_eq!(login(&["10.9.9.9, 203.0.113.9, 127.0.0.1"]), 401);
     assert!(m.log().contains("from 203.0.113.9"), "{}", m.log());
-    // Several header lines read as one list, in order.
+    // Several header lines read as one list, in order (a second later: a
+    // failed login is logged at most once a second).
+    std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(login(&["198.51.100.1", "198.51.100.2"]), 401);
     assert!(m.log().contains("from 198.51.100.2"), "{}", m.log());
     // Ten failures anywhere in one IPv6 /64 block the whole /64.
@@ -742,6 +745,36 @@ fn forwarded_for_takes_the_rightmost_untrusted_hop_and_ipv6_counts_per_64() {
         login(&["2001:db8:0:8::1"]),
         401,
         "the next /64 is someone else"
+    );
+
+    // A client with many /64s (a /48 behind the proxy) is not held by the
+    // lockout, and each failure was a line: 333 KB of log a second (an
+    // audit). At most one a second now, the rest counted.
+    let lines = |m: &Mailproc| m.log().matches("login failed for").count();
+    let before = lines(&m);
+    let started = std::time::Instant::now();
+    for i in 0..60 {
+        let (xff, user) = (format!("2001:db8:1:{i:x}::1"), format!("u{i}"));
+        assert_eq!(login_as(&[&xff], &user), 401);
+    }
+    let seconds = started.elapsed().as_secs() as usize;
+    let written = lines(&m) - before;
+    assert!(
+        (1..=seconds + 2).contains(&written),
+        "{written} lines in {seconds} s:\n{}",
+        m.log()
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(login_as(&["2001:db8:2::1"], "u-last"), 401);
+    let log = m.log();
+    let last = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("login failed for"))
+        .unwrap();
+    assert!(
+        last.contains("from 2001:db8:2::1; ") && last.contains(" more failed since the last line"),
+        "{last}"
     );
 }
 

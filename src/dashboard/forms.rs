@@ -149,10 +149,16 @@ fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
         return too_many();
     };
     if !ctx.setup.matches(get("code")) {
-        log::warn!(
-            "dashboard: setup attempt with a wrong or missing code from {}",
-            req.client_ip
-        );
+        // Paced as the failed logins are (see `sessions::login`).
+        static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
+            parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
+        if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
+            log::warn!(
+                "dashboard: setup attempt with a wrong or missing code from {}{}",
+                req.client_ip,
+                crate::logging::held_back(held, "refused")
+            );
+        }
         return again("The setup code is missing or wrong. Copy it from the service's log.");
     }
     ctx.limiter.succeed(attempt);

@@ -422,10 +422,16 @@ pub(crate) fn visible(s: &str, with: char) -> String {
 /// zero-width spaces and the BOM (a subject of U+200B alone was a link no
 /// one could see to click). The joiners (U+200C, U+200D), which scripts
 /// and emoji need, and the directional marks of right-to-left text stay.
+/// The line and paragraph separators (U+2028, U+2029) split a line for
+/// many log viewers (a subject showed as two lines: an audit).
 fn unseen(c: char) -> bool {
     matches!(
         c,
-        '\u{200B}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'
+        '\u{200B}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
     )
 }
 

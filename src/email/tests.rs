@@ -347,6 +347,10 @@ fn text_that_turns_or_hides_what_is_shown_is_replaced() {
         "\u{1F468}\u{200D}\u{1F469} \u{0645}\u{200F}",
         "joiners and right-to-left marks stay"
     );
+    // A line separator split the subject into two lines in log viewers.
+    let split = "Subject: =?UTF-8?Q?Hello=E2=80=A8[ERROR]_forged?=\r\n\r\nx\r\n";
+    let subject = Email::parse(split.as_bytes()).unwrap().subject;
+    assert!(!subject.contains('\u{2028}'), "{subject:?}");
 }
 
 /// Found by an audit: `header:` and `list_id` rules read the encoded

@@ -129,6 +129,19 @@ fn namespace_list(t: &[Token], pos: &mut usize) -> Result<Vec<Namespace>, String
             *pos += 1;
         }
         let prefix = super::mutf7::decode(&prefix).unwrap_or(prefix);
+        // A prefix goes before every folder name in log lines, errors and
+        // commands: a control character in it forged log lines and drove
+        // the operator's terminal (a hostile server; an audit).
+        if prefix
+            .chars()
+            .chain(delimiter)
+            .any(crate::shown::hides_text)
+        {
+            return Err(format!(
+                "NAMESPACE: a prefix or delimiter holds a control character ({})",
+                crate::shown::escape_hidden(&prefix)
+            ));
+        }
         list.push(Namespace { prefix, delimiter });
     }
 }
@@ -296,6 +309,24 @@ mod tests {
         assert!(cyrus.is_personal("INBOX.Junk"));
         assert!(!cyrus.is_personal("user.bob.Junk"));
         assert!(!cyrus.is_personal("shared.Spam"));
+    }
+
+    /// Found by an audit: a hostile server's prefix with a newline forged
+    /// log lines (every folder name is told with it), and an escape
+    /// sequence set the terminal's title.
+    #[test]
+    fn a_prefix_with_a_control_character_is_refused() {
+        // In modified UTF-7, as a name is sent: a newline, ESC ... BEL, and
+        // a line separator.
+        for raw in [
+            "* NAMESPACE ((\"x&AAo-2099-01-01 [ERROR] forged.\" \".\")) NIL NIL\r\n",
+            "* NAMESPACE ((\"&ABs-]0;owned&AAc-\" \".\")) NIL NIL\r\n",
+            "* NAMESPACE ((\"a&ICg-b.\" \".\")) NIL NIL\r\n",
+        ] {
+            let e = Namespaces::parse(raw.as_bytes()).unwrap_err();
+            assert!(e.contains("control character"), "{e}");
+            assert!(!e.chars().any(crate::shown::hides_text), "{e:?}");
+        }
     }
 
     use super::*;

@@ -106,15 +106,33 @@ pub fn login(
     match auth::verify_login(password, hash.as_deref()) {
         Ok(true) => {}
         Ok(false) => {
-            log::warn!("login failed for \"{}\" from {ip}{via}", clean(user));
+            // At most a line a second, as every line an unauthenticated
+            // client causes at will: the lockout holds one address (an
+            // IPv6 /64) to 10 in 15 minutes, but a client with many (a
+            // /48, a proxy's X-Forwarded-For) wrote one a request, 333 KB
+            // a second, and turned the logs page over in 2 s (an audit).
+            static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
+                parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
+            if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
+                log::warn!(
+                    "login failed for \"{}\" from {ip}{via}{}",
+                    clean(user),
+                    crate::logging::held_back(held, "failed")
+                );
+            }
             return Err(LoginError::Wrong);
         }
         Err(auth::Busy) => {
-            log::warn!(
-                "login for \"{}\" from {ip}{via} not checked: the service was busy (other \
-                 logins being checked, or with requests waiting on accounts)",
-                clean(user)
-            );
+            static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
+                parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
+            if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
+                log::warn!(
+                    "login for \"{}\" from {ip}{via} not checked: the service was busy (other \
+                     logins being checked, or with requests waiting on accounts){}",
+                    clean(user),
+                    crate::logging::held_back(held, "not checked")
+                );
+            }
             ctx.limiter.unchecked(attempt);
             return Err(LoginError::Busy);
         }

@@ -1900,7 +1900,7 @@ pub const MAX_SERVER_WORDS: usize = 500;
 pub(crate) fn server_words(words: String) -> String {
     let hidden = |c: char| {
         c.is_control()
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     };
     let mut out = String::with_capacity(words.len().min(MAX_SERVER_WORDS + 4));
     for (i, c) in words.chars().enumerate() {
@@ -1931,6 +1931,8 @@ mod tests {
         let long = format!("\x1b[31mRED\x1b[0m \x07 \u{202e}x{}", "Z".repeat(10 << 20));
         let w = server_words(long);
         assert!(w.starts_with("\\u{1b}[31mRED\\u{1b}[0m \\u{7} \\u{202e}xZ"), "{w:.60}");
+        // A line separator splits a line for many log viewers.
+        assert_eq!(server_words("a\u{2028}b".into()), "a\\u{2028}b");
         assert!(w.ends_with("Z…"));
         // 500 characters, the mark, and what the four escapes add.
         assert_eq!(w.chars().count(), MAX_SERVER_WORDS + 1 + 5 + 5 + 4 + 7);
