@@ -971,6 +971,63 @@ fn a_training_whose_account_is_renamed_meanwhile_stores_nothing() {
     assert_eq!(stored, 0, "a classifier no account uses");
 }
 
+/// One training reads at a time in the service: a second account's waits
+/// for the first's to end, and says so (twenty at once took the service
+/// from 171 MB to 641 MB; an audit of what a `write:accounts` key costs).
+#[test]
+fn trainings_of_two_accounts_take_turns() {
+    let d = Dovecot::start();
+    d.add_user("two", "secret2");
+    let mut env = env();
+    env.push(("MAILPROC_FAILPOINTS", "train-before-store=pause:2000"));
+    let accounts = format!(
+        "{}{}",
+        account(&d, "one", "test", "(?i)invoice", "Receipts"),
+        account(&d, "two", "two", "(?i)invoice", "Receipts")
+    );
+    let m = Mailproc::start_with_env(&base(&accounts), &env);
+    let training = |name: &str| get(&m, &format!("/api/learned/{name}")).body["training"].clone();
+    assert_eq!(
+        m.post_with("/api/accounts/one/train", TOKEN, "").status,
+        202
+    );
+    m.wait_for(Duration::from_secs(20), "one's folders read", || {
+        m.log()
+            .contains("failpoint train-before-store: pausing")
+            .then_some(())
+    });
+    assert_eq!(
+        m.post_with("/api/accounts/two/train", TOKEN, "").status,
+        202
+    );
+    let t = m.wait_for(Duration::from_secs(10), "two waiting", || {
+        let t = training("two");
+        (t["waiting"] == true).then_some(t)
+    });
+    assert_eq!(t["state"], "running", "{t}");
+    assert_eq!(training("one")["waiting"], false);
+    assert!(
+        m.log()
+            .contains("two: training waits for another account's to end"),
+        "{}",
+        m.log()
+    );
+    for name in ["one", "two"] {
+        let t = m.wait_for(Duration::from_secs(30), "both done", || {
+            let t = training(name);
+            (t["state"] != "running").then_some(t)
+        });
+        assert_eq!(t["state"], "done", "{name}: {t}");
+    }
+    // Two's folders were read only once one's training had ended.
+    let log = m.log();
+    let ended = log.find("one: trained on").unwrap();
+    let second = log
+        .match_indices("failpoint train-before-store: pausing")
+        .nth(1);
+    assert!(second.is_some_and(|(i, _)| i > ended), "{log}");
+}
+
 /// The same from the shell (the regression audit, stop 59): `mailproc
 /// train` trained for the file as it read it, and a rename saved while it
 /// read left the classifier under the old name, the run "successful".

@@ -532,6 +532,8 @@ fn learned(ctx: &Ctx, s: &Session, a: &AccountConfig, base: &str) -> Markup {
                     None => span.muted { "none since start" },
                     // Before the first folder is read it is signing in
                     // and listing them (an audit read "running: 0/0").
+                    Some(TrainStatus::Running { waiting: true, .. }) => {
+                        "waiting: another account's training runs first (one at a time)" }
                     Some(TrainStatus::Running { folder, total, .. }) if folder.is_empty() && *total == 0 => {
                         "running: signing in and listing the folders…" }
                     Some(TrainStatus::Running { folder, done, total, .. }) => {
