@@ -10,6 +10,13 @@
 //! logins leaves a worker for an undo, and undos on a hung account leave
 //! one for a login (a regression audit found one kind refusing the other
 //! with the other's message).
+//!
+//! Reading the activity log is the third kind: a page of it (a search of
+//! a common term with a filter beside it joins and sorts every match, up
+//! to 280 ms over 160,000 rows) or an export being sent. One key with
+//! `read:activity` and 16 to 48 such requests at once held every worker,
+//! and `/health` took 2 to 5 s (an audit of what the least permission
+//! costs).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,6 +27,8 @@ pub enum Wait {
     Login,
     /// An account's thread.
     Account,
+    /// A read of the activity log: a page of it, or an export being sent.
+    Read,
 }
 
 /// Why a wait was refused.
@@ -36,6 +45,7 @@ struct Gates {
     all: Gate,
     logins: Gate,
     accounts: Gate,
+    reads: Gate,
 }
 
 static GATES: Gates = Gates::new(4);
@@ -51,6 +61,20 @@ pub struct Place {
     _all: Held<'static>,
 }
 
+/// Why a read of the activity log was refused, in words.
+pub fn read_refusal(full: Full) -> &'static str {
+    match full {
+        Full::Same => {
+            "the service is busy: other reads of the activity log (searches, exports) hold \
+             their share of the workers; try again in a second"
+        }
+        Full::All => {
+            "the service is busy: logins being checked, requests waiting on accounts and \
+             reads of the activity log hold all but one worker; try again in a second"
+        }
+    }
+}
+
 /// A place for a wait of `kind`, or why there is none.
 pub fn enter(kind: Wait) -> Result<Place, Full> {
     GATES.enter(kind)
@@ -62,6 +86,7 @@ impl Gates {
             all: Gate::new(workers - 1),
             logins: Gate::new(workers - 2),
             accounts: Gate::new(workers - 2),
+            reads: Gate::new(workers - 2),
         }
     }
 
@@ -69,7 +94,7 @@ impl Gates {
         self.all
             .limit
             .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
-        for g in [&self.logins, &self.accounts] {
+        for g in [&self.logins, &self.accounts, &self.reads] {
             g.limit
                 .store(workers.saturating_sub(2).max(1), Ordering::Relaxed);
         }
@@ -79,6 +104,7 @@ impl Gates {
         let gate = match kind {
             Wait::Login => &self.logins,
             Wait::Account => &self.accounts,
+            Wait::Read => &self.reads,
         };
         let kind = gate.enter().ok_or(Full::Same)?;
         let all = self.all.enter().ok_or(Full::All)?;
@@ -146,6 +172,22 @@ mod tests {
         assert_eq!(small.enter(Wait::Login).err(), Some(Full::All));
         drop(one);
         assert!(small.enter(Wait::Login).is_ok());
+    }
+
+    /// Reads of the activity log take their share as the other kinds do:
+    /// two of four workers, and never the last one.
+    #[test]
+    fn reads_of_the_log_leave_workers_for_the_rest() {
+        let g: &'static Gates = Box::leak(Box::new(Gates::new(4)));
+        let r1 = g.enter(Wait::Read).expect("a read");
+        let r2 = g.enter(Wait::Read).expect("a second read");
+        assert_eq!(g.enter(Wait::Read).err(), Some(Full::Same));
+        let l1 = g.enter(Wait::Login).expect("a login beside them");
+        assert_eq!(g.enter(Wait::Account).err(), Some(Full::All));
+        drop((r1, l1));
+        assert!(g.enter(Wait::Read).is_ok());
+        drop(r2);
+        assert!(read_refusal(Full::Same).contains("try again"));
     }
 
     #[test]

@@ -31,7 +31,11 @@ pub fn export(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     } else {
         ("application/json", "mailproc-activity.json")
     };
+    // The first page is read on the worker (the rest on the export's own
+    // thread); a search's matches are found with it.
+    let place = super::read_place()?;
     let mut export = Export {
+        ids: None,
         store: ctx.store.clone(),
         query: q,
         csv,
@@ -45,6 +49,7 @@ pub fn export(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     export
         .fill()
         .map_err(|e| Reply::error(500, format!("export: {e}")))?;
+    drop(place);
     Ok(Reply::stream(content_type, Box::new(export)).with_header(
         "Content-Disposition",
         format!("attachment; filename=\"{file}\""),
@@ -92,6 +97,8 @@ fn inert_cell(cell: String) -> String {
 
 /// The body of an export: fills its buffer one page of rows at a time.
 struct Export {
+    /// The ids a search matched, those not sent yet.
+    ids: Option<std::vec::IntoIter<i64>>,
     store: std::sync::Arc<crate::store::Store>,
     query: ActivityQuery,
     csv: bool,
@@ -102,24 +109,40 @@ struct Export {
 }
 
 impl Export {
+    /// The next page of rows, and whether it is the last. A search of the
+    /// index goes through the ids it matched, found once (see
+    /// [`crate::store::Store::activity_ids`]); the rest walk the log by
+    /// its cursor.
+    fn page(&mut self) -> crate::store::Result<(Vec<crate::store::ActivityEntry>, bool)> {
+        let indexed = (self.query.search.as_deref()).is_some_and(|s| s.chars().count() >= 3);
+        if indexed {
+            if self.ids.is_none() {
+                self.ids = Some(self.store.activity_ids(&self.query)?.into_iter());
+            }
+            let ids = self.ids.as_mut().expect("set above");
+            let page: Vec<i64> = ids.by_ref().take(EXPORT_PAGE as usize).collect();
+            let rows = self.store.activity_by_ids(&page)?;
+            return Ok((rows, ids.len() == 0));
+        }
+        let rows = self.store.activity_page(&self.query, EXPORT_PAGE)?;
+        if let Some(last) = rows.last() {
+            self.query.before = Some((last.processed_at, last.id));
+        }
+        let end = rows.len() < EXPORT_PAGE as usize;
+        Ok((rows, end))
+    }
+
     fn fill(&mut self) -> std::io::Result<()> {
         self.buf.clear();
         self.pos = 0;
         let first = !self.started;
         self.started = true;
-        let rows = self
-            .store
-            .activity_page(&self.query, EXPORT_PAGE)
-            .map_err(|e| {
-                // Past the first page the status is sent: the answer is cut
-                // short (no last chunk), and the log says why.
-                log::error!("export: {e}");
-                std::io::Error::other(e.to_string())
-            })?;
-        if let Some(last) = rows.last() {
-            self.query.before = Some((last.processed_at, last.id));
-        }
-        let end = rows.len() < EXPORT_PAGE as usize;
+        let (rows, end) = self.page().map_err(|e| {
+            // Past the first page the status is sent: the answer is cut
+            // short (no last chunk), and the log says why.
+            log::error!("export: {e}");
+            std::io::Error::other(e.to_string())
+        })?;
         if self.csv {
             let mut w = csv::Writer::from_writer(&mut self.buf);
             if first {

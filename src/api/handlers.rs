@@ -140,7 +140,10 @@ pub fn activity(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     if let Some(name) = &q.account {
         known_account(ctx, name)?;
     }
-    let (entries, total) = ctx.store.activity(&q)?;
+    let (entries, total) = {
+        let _place = super::read_place()?;
+        ctx.store.activity(&q)?
+    };
     Ok(Reply::ok(&json!({
         "entries": entries,
         "total": total,

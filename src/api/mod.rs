@@ -21,6 +21,14 @@ pub type Answer = Result<Reply, Reply>;
 /// The values of a pattern's `:name` segments, in order.
 pub type Params<'a> = [&'a str];
 
+/// A place to read the activity log (a page, an export; see `gate`), or
+/// the 503 that says the service is busy and when to ask again.
+pub fn read_place() -> Result<crate::gate::Place, Reply> {
+    crate::gate::enter(crate::gate::Wait::Read).map_err(|full| {
+        Reply::error(503, crate::gate::read_refusal(full)).with_header("Retry-After", "1")
+    })
+}
+
 impl From<crate::store::StoreError> for Reply {
     /// A store failure is the service's fault: 500, logged by the server;
     /// one for want of the disk (full, read-only) is no bug but the host's

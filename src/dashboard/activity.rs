@@ -407,14 +407,23 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         open: open || undecided,
         undecided,
     };
-    let (mut entries, mut total) = recent(ctx, query.clone());
+    // A read of the log holds a worker: a bounded few may (see `gate`).
+    let place = crate::gate::enter(crate::gate::Wait::Read);
+    let (mut entries, mut total) = match &place {
+        Ok(_) => recent(ctx, query.clone()),
+        Err(full) => {
+            problems.push(format!("Not shown: {}.", crate::gate::read_refusal(*full)));
+            (Vec::new(), 0)
+        }
+    };
     let total_pages = total.div_ceil(u64::from(PAGE_SIZE)).max(1);
     // "Page 99 of 12" never: a page past the end shows the last one.
     let page = layout::clamp_page(u64::from(asked), total_pages);
-    if page != u64::from(asked) {
+    if page != u64::from(asked) && place.is_ok() {
         query.page = page as u32;
         (entries, total) = recent(ctx, query.clone());
     }
+    drop(place);
     let link = |p: u64| {
         let mut ser = url::form_urlencoded::Serializer::new(String::new());
         for (k, v) in &req.query {

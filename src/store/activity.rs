@@ -253,6 +253,42 @@ impl Store {
         })
     }
 
+    /// The ids of every row a search of the index matches (`q.search` of 3
+    /// characters or more), newest first: an export of a search pages
+    /// through them with [`Store::activity_by_ids`]. Paged by its cursor
+    /// instead, each page joined and sorted every match again, and an
+    /// export of a common term cost the square of its matches (90,000 of
+    /// 160,000 rows: 21 s of CPU against 0.7 s for the whole log; an
+    /// audit). 8 bytes a match.
+    pub fn activity_ids(&self, q: &ActivityQuery) -> Result<Vec<i64>> {
+        self.op("activity_ids", || {
+            let conn = self.reader();
+            let (from, where_sql, args) = activity_filter(q, search_queued(&conn)?, false);
+            let mut st = conn.prepare(&format!(
+                "SELECT e.id FROM {from} {where_sql} ORDER BY e.processed_at DESC, e.id DESC"
+            ))?;
+            let ids = st.query_map(params_from_iter(args.iter()), |r| r.get(0))?;
+            Ok(ids.collect::<std::result::Result<_, _>>()?)
+        })
+    }
+
+    /// The rows of `ids` that still exist, in the order of `ids`.
+    pub fn activity_by_ids(&self, ids: &[i64]) -> Result<Vec<ActivityEntry>> {
+        self.op("activity_by_ids", || {
+            let conn = self.reader();
+            let mut st = conn.prepare_cached(&format!(
+                "SELECT {ACTIVITY_COLUMNS} FROM emails e
+                 WHERE e.id IN (SELECT value FROM json_each(?1))"
+            ))?;
+            let list = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+            let mut rows: std::collections::HashMap<i64, ActivityEntry> = st
+                .query_map([list], activity_row)?
+                .map(|r| r.map(|e| (e.id, e)))
+                .collect::<std::result::Result<_, _>>()?;
+            Ok(ids.iter().filter_map(|id| rows.remove(id)).collect())
+        })
+    }
+
     /// One activity row by id, for the dashboard's detail page.
     pub fn activity_entry(&self, id: i64) -> Result<Option<ActivityEntry>> {
         self.op("activity_entry", || {
