@@ -896,6 +896,11 @@ fn logs_limit_stats_account_and_period_are_checked() {
         r.body,
         serde_json::json!({"error": "unknown account nosuch"})
     );
+    // A name of 5,000 characters is cut in the answer, as in the log.
+    let long = "a".repeat(5000);
+    let r = m.get_with(&format!("/api/stats?account={long}"), STATS_KEY);
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert!(r.text.len() < 400, "{}", r.text.len());
     let r = m.get_with("/api/stats?account=nosuch&period=day", STATS_KEY);
     assert_eq!(r.status, 404, "{}", r.text);
     // Known by its history alone, also for a period it has nothing in.

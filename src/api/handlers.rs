@@ -130,7 +130,12 @@ pub(super) fn known_account(ctx: &Ctx, name: &str) -> Result<(), Reply> {
         && !ctx.config().config.accounts.iter().any(|a| a.name == name)
         && !ctx.store.has_account_history(name)?
     {
-        return Err(Reply::error(404, format!("unknown account {name}")));
+        // Cut as every client text a reply quotes (5,000 characters came
+        // back whole: an audit).
+        return Err(Reply::error(
+            404,
+            format!("unknown account {}", crate::logging::clean(name)),
+        ));
     }
     Ok(())
 }

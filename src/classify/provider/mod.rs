@@ -202,7 +202,9 @@ impl Provider {
                     return parsed.map_err(|e| self.cut_short(e, reply.cut));
                 }
                 (Err((err, _)), Some(wait)) if attempt < self.config.max_retries => {
-                    let wait = wait.min(MAX_RETRY_WAIT);
+                    let wait = self.retry_wait(wait);
+                    // The retry's slot is taken with the wait it says.
+                    slot = Some(Duration::ZERO);
                     match self.retry_lines.lock().admit(Instant::now()) {
                         Some(0) => log::warn!("{}: {err}; retrying in {wait:?}", account.name),
                         Some(n) => log::warn!(
@@ -221,6 +223,15 @@ impl Provider {
                 (Err((err, _)), _) => return Err(err),
             }
         }
+    }
+
+    /// How long before a retry whose backoff (or `Retry-After`) is
+    /// `backoff`: that, at most [`MAX_RETRY_WAIT`], or until the rate
+    /// limit's next slot, which it takes, when that is later. The log said
+    /// "retrying in 500ms" of a retry that then waited out its slot too,
+    /// 1 s under `rate_limit_rpm: 60` (an audit).
+    fn retry_wait(&self, backoff: Duration) -> Duration {
+        backoff.min(MAX_RETRY_WAIT).max(self.take_slot())
     }
 
     /// `e`, an answer that could not be read, saying so when the server

@@ -613,3 +613,26 @@ fn a_redirect_names_where_it_points() {
         );
     }
 }
+
+/// A retry's wait, as logged, is the one kept: under `rate_limit_rpm` the
+/// later of its backoff and the next slot, which it takes.
+#[test]
+fn a_retry_under_a_rate_limit_says_the_wait_it_keeps() {
+    let p = provider_of("{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m, rate_limit_rpm: 60 }");
+    assert_eq!(p.take_slot(), Duration::ZERO, "the first call's slot");
+    let wait = p.retry_wait(Duration::from_millis(500));
+    assert!(
+        (Duration::from_millis(900)..=Duration::from_secs(1)).contains(&wait),
+        "{wait:?}"
+    );
+    // Its slot is taken: the next call's comes a second after it.
+    assert!(p.take_slot() > Duration::from_millis(1900));
+    // A longer backoff is kept as it is.
+    let unlimited = provider_of(
+        "{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m }",
+    );
+    assert_eq!(
+        unlimited.retry_wait(Duration::from_secs(3)),
+        Duration::from_secs(3)
+    );
+}

@@ -41,7 +41,7 @@ pub struct ImapConfig {
     /// IDLE is ended and re-issued this often; the server must answer the
     /// `DONE` and a NOOP within `min(timeout, 20s)` each. Bounds how long a
     /// server that stopped answering without closing the socket goes
-    /// unnoticed while idling (interval + 40 s: 100 s by default).
+    /// unnoticed while idling (interval + 20 s: 80 s by default).
     #[serde(default = "default_idle_interval")]
     pub idle_interval: Dur,
 }
