@@ -287,7 +287,12 @@ pub fn forwarded_client<'a>(
     let hops: Vec<&str> = lines.flat_map(|l| l.split(',')).map(str::trim).collect();
     let mut client = peer;
     for hop in hops.iter().rev() {
-        let Ok(ip) = hop.parse::<IpAddr>() else {
+        // Some proxies write the client's port too (`203.0.113.9:51234`,
+        // `[2001:db8::1]:443`); read as no address, every client was the
+        // proxy itself, and one client's ten wrong logins locked out all.
+        let Some(ip) = (hop.parse::<IpAddr>().ok())
+            .or_else(|| hop.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
+        else {
             break;
         };
         let ip = ip.to_canonical();
@@ -319,6 +324,14 @@ mod tests {
         );
         assert_eq!(f(&[]), "127.0.0.1");
         assert_eq!(f(&["::ffff:8.8.8.8"]), "8.8.8.8");
+        // With the client's port, as some proxies write it.
+        assert_eq!(f(&["203.0.113.9:51234"]), "203.0.113.9");
+        assert_eq!(f(&["[2001:db8::1]:443, 127.0.0.2"]), "2001:db8::1");
+        assert_eq!(
+            f(&["[2001:db8::1]"]),
+            "127.0.0.1",
+            "brackets without a port"
+        );
     }
 
     /// Found by an audit: behind a proxy on a port other than 443 (or one
