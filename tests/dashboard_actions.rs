@@ -574,14 +574,7 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    let d = Dovecot::start();
-    for i in 0..4 {
-        d.seed(
-            "test",
-            "INBOX",
-            &msg(&format!("out{i}"), "a@b.example", &format!("Hello {i}")),
-        );
-    }
+    let d = hellos(4, "out");
     let down = Arc::new(AtomicBool::new(true));
     let model = {
         let down = down.clone();
@@ -594,15 +587,7 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
         })
     };
     let m = with_user(&account_config(&d, &model, "    backlog: all\n"));
-    m.wait_for(Duration::from_secs(30), "four parked", || {
-        (total(&m, "&status=failed") == 4).then_some(())
-    });
-    // The pass that parked them ends a moment after its last row (a CI
-    // run on a busy machine read "processing" here).
-    let h = m.wait_for(Duration::from_secs(30), "the pass ended", || {
-        let h = m.get("/health");
-        (h.body["accounts"]["acct"] != "processing").then_some(h)
-    });
+    let h = health_once_parked(&m, 4);
     assert_eq!(h.status, 200, "{}", h.text);
     assert_eq!(h.body["status"], "degraded", "{}", h.text);
     assert_eq!(h.body["providers"]["fake"], "down", "{}", h.text);
@@ -670,6 +655,33 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
     );
 }
 
+/// A Dovecot whose INBOX holds `n` messages "Hello 0", "Hello 1", …
+/// from a@b.example, their Message-IDs `<{tag}0@…>`, ….
+fn hellos(n: usize, tag: &str) -> Dovecot {
+    let d = Dovecot::start();
+    for i in 0..n {
+        d.seed(
+            "test",
+            "INBOX",
+            &msg(&format!("{tag}{i}"), "a@b.example", &format!("Hello {i}")),
+        );
+    }
+    d
+}
+
+/// `/health` once `n` messages are parked as failed and the pass that
+/// parked them has ended (a moment after its last row: a CI run on a busy
+/// machine read "processing").
+fn health_once_parked(m: &Mailproc, n: u64) -> common::mailproc::Resp {
+    m.wait_for(Duration::from_secs(30), "the messages parked", || {
+        (total(m, "&status=failed") == n).then_some(())
+    });
+    m.wait_for(Duration::from_secs(30), "the pass ended", || {
+        let h = m.get("/health");
+        (h.body["accounts"]["acct"] != "processing").then_some(h)
+    })
+}
+
 /// A provider that answers every call, but with nothing of use (refused
 /// as a bad request, or prose instead of a verdict), parks every message:
 /// after ten such calls in a row `/health` reads it `down` and the log
@@ -681,14 +693,7 @@ fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    let d = Dovecot::start();
-    for i in 0..12 {
-        d.seed(
-            "test",
-            "INBOX",
-            &msg(&format!("nu{i}"), "a@b.example", &format!("Hello {i}")),
-        );
-    }
+    let d = hellos(12, "nu");
     // Refused as bad requests, then prose, then verdicts once mended.
     let mode = Arc::new(AtomicUsize::new(0));
     let model = {
@@ -702,13 +707,7 @@ fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
         })
     };
     let m = with_user(&account_config(&d, &model, "    backlog: all\n"));
-    m.wait_for(Duration::from_secs(30), "twelve parked", || {
-        (total(&m, "&status=failed") == 12).then_some(())
-    });
-    let h = m.wait_for(Duration::from_secs(30), "the pass ended", || {
-        let h = m.get("/health");
-        (h.body["accounts"]["acct"] != "processing").then_some(h)
-    });
+    let h = health_once_parked(&m, 12);
     assert_eq!(h.body["status"], "degraded", "{}", h.text);
     assert_eq!(h.body["providers"]["fake"], "down", "{}", h.text);
     let log = m.log();
