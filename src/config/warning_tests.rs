@@ -160,3 +160,36 @@ fn a_folder_kept_from_the_model_by_its_name_is_a_warning() {
         ""
     );
 }
+
+/// Two accounts signing in as the same user of the same server and
+/// watching a folder in common each act on every message there: warned
+/// of (`inbox` and `INBOX` are one folder), other folders or users not.
+#[test]
+fn two_accounts_watching_the_same_mailbox_are_a_warning() {
+    let account = |name: &str, user: &str, watch: &str| {
+        format!(
+            "  - {{ name: {name}, imap: {{ host: Mail.Example.org, username: {user}, password: p }}, \
+             folders: {{ watch: [{watch}] }} }}\n"
+        )
+    };
+    let twice = parse_str(&format!(
+        "accounts:\n{}{}",
+        account("a", "me", "INBOX, Lists"),
+        account("b", "me", "inbox")
+    ))
+    .unwrap();
+    let w = warnings(&twice).join("\n");
+    assert!(
+        w.contains("accounts[1].folders.watch: \"INBOX\" watched by accounts[0] too"),
+        "{w}"
+    );
+    for (user, watch) in [("you", "INBOX"), ("me", "Archive")] {
+        let apart = parse_str(&format!(
+            "accounts:\n{}{}",
+            account("a", "me", "INBOX"),
+            account("b", user, watch)
+        ))
+        .unwrap();
+        assert!(warnings(&apart).is_empty(), "{:?}", warnings(&apart));
+    }
+}

@@ -126,6 +126,7 @@ pub fn warnings(c: &Config) -> Vec<String> {
             ));
         }
     }
+    w.extend(shared_mailboxes(c));
     // Said at `run` only before (the first-hour audit): check-config, which
     // the README has an operator run after each change, said "ok".
     let bind = c.server.bind.parse::<IpAddr>().ok();
@@ -138,6 +139,47 @@ pub fn warnings(c: &Config) -> Vec<String> {
              {at} can read and change everything (open mode is for development on loopback); \
              set one (`openssl rand -hex 24`)"
         ));
+    }
+    w
+}
+
+/// Two accounts that sign in as the same user of the same server and
+/// watch a folder in common: each processes every message of it, and both
+/// act on it (two moves, the second refused as the message is gone; flags
+/// twice; two rows and two webhooks). Mostly a copy of an account edited
+/// in a hurry.
+fn shared_mailboxes(c: &Config) -> Vec<String> {
+    let mut w = Vec::new();
+    let watched = |a: &super::super::AccountConfig| -> Vec<String> {
+        (a.folders.watch.iter())
+            .map(|f| crate::mailbox::namespace::inbox_upper(f).into_owned())
+            .collect()
+    };
+    for (j, b) in c.accounts.iter().enumerate() {
+        let same = (c.accounts[..j].iter().enumerate()).find_map(|(i, a)| {
+            let alike = a.imap.host.eq_ignore_ascii_case(&b.imap.host)
+                && a.imap.port() == b.imap.port()
+                && a.imap.username == b.imap.username;
+            let theirs = watched(a);
+            let common: Vec<String> = (watched(b).into_iter())
+                .filter(|f| theirs.contains(f))
+                .collect();
+            (alike && !common.is_empty()).then_some((i, common))
+        });
+        if let Some((i, common)) = same {
+            w.push(format!(
+                "accounts[{j}].folders.watch: {} watched by accounts[{i}] too, as the same user \
+                 of the same server ({}@{}): both process every message there and act on it \
+                 twice; watch other folders, or remove one",
+                common
+                    .iter()
+                    .map(|f| format!("{f:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                b.imap.username,
+                b.imap.address()
+            ));
+        }
     }
     w
 }
