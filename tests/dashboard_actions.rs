@@ -858,11 +858,19 @@ dashboard:
 webhooks:
   - {{ url: "{HOOK}", events: [email_processed], secret: "${{HOOK_SECRET:-hooksecret-0123456789abcdef}}" }}
   - {{ url: "https://user:p%40ss@hooks.internal.example/mail", headers: {{ X-Token: "Bearer ${{HOOK_TOKEN:-tok}}" }} }}
+  - {{ url: "${{HOOK_URL:-https://hooks.internal.example/ref}}" }}
+  - {{ url: "https://hooks.internal.example/services/T0ABCDEFG/B0123456/aaaaaaaaaaaaaaaaaaaaaaaa" }}
+  - {{ url: "https://hooks.internal.example/services/T0ABCDEFG/B0123456/bbbbbbbbbbbbbbbbbbbbbbbb" }}
+classifier:
+  providers:
+    - {{ name: llm, kind: openai, url: "${{LLM_URL:-http://127.0.0.1:9/v1/chat/completions}}", model: m }}
 accounts:
   - name: acct
     imap: {{ host: 127.0.0.1, port: 9, security: none, username: me, password: p }}
     folders: {{ watch: [INBOX], allowed: [Receipts] }}
-    webhooks: [ {{ url: "https://u:p%40ss@hooks.internal.example/acct", headers: {{ X-T: "${{HOOK_TOKEN:-tok}}" }} }} ]
+    webhooks:
+      - {{ url: "https://u:p%40ss@hooks.internal.example/acct", headers: {{ X-T: "${{HOOK_TOKEN:-tok}}" }} }}
+      - {{ url: "${{ACCT_HOOK:-https://hooks.internal.example/acct2}}" }}
 "#
     ));
     let r = m.get_with("/api/config", KEY);
@@ -888,6 +896,16 @@ accounts:
         ("move", "Receipts"),
     ];
     assert_redirect(&b.submit("/config/rule", &rule), "/accounts/acct");
+    // What the form sends still passes the policy: no reference added.
+    let sneaky = [
+        ("account", "acct"),
+        ("name", "sneaky"),
+        ("subject", "[${HOOK_TOKEN}]"),
+        ("move", "Receipts"),
+    ];
+    let r = b.submit("/config/rule", &sneaky);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("references cannot be added"), "{}", r.text);
 
     let file = std::fs::read_to_string(&m.config_path).unwrap();
     for kept in [
@@ -898,7 +916,13 @@ accounts:
         "X-T: ${HOOK_TOKEN:-tok}",
         "dry_run: true",
         "name: receipts",
+        "url: ${HOOK_URL:-https://hooks.internal.example/ref}",
+        "url: ${LLM_URL:-http://127.0.0.1:9/v1/chat/completions}",
+        "url: ${ACCT_HOOK:-https://hooks.internal.example/acct2}",
+        "aaaaaaaaaaaaaaaaaaaaaaaa",
+        "bbbbbbbbbbbbbbbbbbbbbbbb",
     ] {
         assert!(file.contains(kept), "{kept} not in\n{file}");
     }
+    assert!(!file.contains("sneaky"), "{file}");
 }

@@ -313,19 +313,26 @@ pub fn put_config(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
     let raw: serde_norway::Value =
         serde_json::from_value(body).map_err(|e| Reply::error(400, format!("body: {e}")))?;
     let spelt_out = crate::live::literal_secret_accounts(&raw);
-    replace_config(ctx, req, raw, &spelt_out)
+    replace_config(ctx, req, raw, &spelt_out, crate::config::Sent::All)
 }
 
 /// Replaces the configuration with `raw` made from the version `If-Match`
 /// names, if any (see [`service::config::replace`]), and answers with
 /// the file's version as it is now.
-fn replace_config(ctx: &Ctx, req: &Req, raw: serde_norway::Value, spelt_out: &[String]) -> Answer {
+fn replace_config(
+    ctx: &Ctx,
+    req: &Req,
+    raw: serde_norway::Value,
+    spelt_out: &[String],
+    sent: crate::config::Sent<'_>,
+) -> Answer {
     let base = if_match(ctx, req)?;
     let done = change_answer(service::config::replace(
         ctx,
         raw,
         base.as_deref(),
         spelt_out,
+        sent,
     ));
     with_version(ctx, done)
 }
@@ -368,11 +375,9 @@ fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
             "accounts: required (a key with write:accounts changes the accounts only)",
         ));
     };
-    let file = ctx.config().raw.clone();
-    let shown = crate::config::redacted_json(&file);
-    let summary = crate::config::summary_json(&file);
-    // The sections not sent, as the client would have sent them back.
-    let mut raw = crate::config::shown_tree(&file);
+    let mut raw = ctx.config().raw.clone();
+    let shown = crate::config::redacted_json(&raw);
+    let summary = crate::config::summary_json(&raw);
     // A section sent back as read: a mask percent-encoded by the client's
     // URL library reads as the mask (a regression audit found a 403).
     if let Some((name, _)) = sections.iter().find(|(k, v)| {
@@ -408,7 +413,14 @@ fn put_accounts_seeing(ctx: &Ctx, req: &Req, reads_config: bool) -> Answer {
                 serde_norway::Value::Mapping([("accounts".into(), accounts)].into_iter().collect())
         }
     }
-    replace_config(ctx, req, raw, &spelt_out)
+    // Only what it sent passes the policy: the rest is the file's own.
+    replace_config(
+        ctx,
+        req,
+        raw,
+        &spelt_out,
+        crate::config::Sent::Only(&["accounts"]),
+    )
 }
 
 /// A change's answer with the `ETag` of the configuration running now:

@@ -35,10 +35,10 @@ pub use comments::keep_comments;
 pub use env::substitute;
 use env::{as_written, substitute_tree};
 pub use pattern::pattern_problem;
-pub use policy::{outgoing_urls, unmask};
+pub use policy::{outgoing_urls, unmask, unmask_sent, Sent};
 pub use redact::{
     holds_literal_secret, masked_secret, masks_unencoded, redact_text, redact_url, redacted_json,
-    shown_tree, summary_json, without_credentials,
+    summary_json, without_credentials,
 };
 pub use schema::*;
 pub use typed::{plain_types, split_problem, steps as path_steps, Step as PathStep};

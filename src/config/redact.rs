@@ -390,19 +390,6 @@ pub fn redacted_json(raw: &serde_norway::Value) -> serde_json::Value {
     walk(raw, &mut Vec::new())
 }
 
-/// The configuration as `GET /api/config` shows it, as a tree: the base
-/// of a change the service makes on a client's behalf (a `write:accounts`
-/// key's accounts set into it, the rule form's rule), so that the sections
-/// the client did not send come back as a client that read and returned
-/// them would send them. Made from the file itself, a webhook's URL
-/// written out in full was a new hook to the policy (which matches a
-/// masked URL only as shown, so a guess of its token tells nothing), and
-/// its stored `${NAME}` secret a reference "added through the API": every
-/// such change was refused (an audit).
-pub fn shown_tree(raw: &serde_norway::Value) -> serde_norway::Value {
-    serde_json::from_value(redacted_json(raw)).unwrap_or_else(|_| raw.clone())
-}
-
 /// Whether `v`, found at `at` in a configuration (`["accounts", "*"]` for
 /// one account), writes a secret out literally rather than as the mask or a
 /// `${NAME}` reference: a value only its owner could know, or a guess.

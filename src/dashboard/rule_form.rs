@@ -414,9 +414,7 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     if !problems.is_empty() {
         return rule_form(ctx, s, a, &f, &problems, 400);
     }
-    // Sent as a client that read the configuration would send it (see
-    // `shown_tree`), the rule the one change.
-    let mut raw = crate::config::shown_tree(&loaded.raw);
+    let mut raw = loaded.raw.clone();
     let account_at = raw
         .get("accounts")
         .and_then(Value::as_sequence)
@@ -473,6 +471,18 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         (true, _) if f.first => 0,
         _ => rules.len(),
     };
+    // The rule is all the form sends; the rest is the file's own, so the
+    // policy of a client's tree is run over the rule alone (see
+    // `config::Sent`): no `${NAME}` reference it did not hold before.
+    let before = named(&f.was)
+        .filter(|_| !f.was.is_empty())
+        .map(|i| rules[i].clone());
+    let alone = |r: Option<Value>| {
+        Value::Mapping(r.map(|r| (Value::from("rule"), r)).into_iter().collect())
+    };
+    if let Err(problems) = crate::config::unmask(&mut alone(Some(f.tree())), &alone(before)) {
+        return rule_form(ctx, s, a, &f, &problems, 400);
+    }
     match (f.was.is_empty(), named(&f.was)) {
         (false, Some(i)) => rules[i] = in_order_of(f.tree(), &rules[i]),
         (false, None) => {
@@ -491,7 +501,8 @@ pub fn save_rule(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
     // Made from the running configuration: refused if another change
     // (a save elsewhere, a reload) came after it was read.
     let base = ctx.live.version_made_from(&loaded);
-    match crate::service::config::replace(ctx, raw, Some(&base), &[]) {
+    let sent = crate::config::Sent::Only(&[]);
+    match crate::service::config::replace(ctx, raw, Some(&base), &[], sent) {
         Ok(applied) => {
             log::info!(
                 "{}: rule {:?} of {} saved from the dashboard",

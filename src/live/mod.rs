@@ -231,12 +231,16 @@ impl Live {
     /// The accounts in `spelt_out` restart even when nothing of theirs
     /// changed: an API client wrote a secret of theirs out in full (see
     /// [`literal_secret_accounts`]).
+    ///
+    /// `sent`: the sections a client sent, which the policy of
+    /// `config::unmask` checks; the rest are the file's own.
     pub fn replace(
         &self,
         mut raw: serde_norway::Value,
         posted: Option<&str>,
         base: Option<&str>,
         spelt_out: &[String],
+        sent: crate::config::Sent<'_>,
     ) -> Result<Applied, ChangeError> {
         let mut fleet = self.fleet.lock();
         let current = self.config();
@@ -257,7 +261,7 @@ impl Live {
         let as_posted = raw.clone();
         // Every problem at once: a masked secret that cannot be kept does
         // not hide a wrong value elsewhere.
-        let mut problems = crate::config::unmask(&mut raw, &current.raw)
+        let mut problems = crate::config::unmask_sent(&mut raw, &current.raw, sent)
             .err()
             .unwrap_or_default();
         let config = match crate::config::from_client_tree(&raw, &|name| std::env::var(name).ok()) {

@@ -7,18 +7,20 @@ use crate::live::{Applied, ChangeError};
 
 use super::Ctx;
 
-/// Replaces the configuration with `raw`, a whole tree as `GET
-/// /api/config` shows it (secrets may read `********`), made from the
-/// file at version `base` when the caller says (`If-Match`). The accounts
-/// in `spelt_out` restart whether changed or not (see
+/// Replaces the configuration with `raw`, a whole tree whose sections
+/// `sent` a client sent as `GET /api/config` shows them (secrets may read
+/// `********`), the rest the file's own, made from the file at version
+/// `base` when the caller says (`If-Match`). The accounts in `spelt_out`
+/// restart whether changed or not (see
 /// [`crate::live::literal_secret_accounts`]).
 pub fn replace(
     ctx: &Ctx,
     raw: serde_norway::Value,
     base: Option<&str>,
     spelt_out: &[String],
+    sent: crate::config::Sent<'_>,
 ) -> Result<Applied, ChangeError> {
-    ctx.live.replace(raw, None, base, spelt_out)
+    ctx.live.replace(raw, None, base, spelt_out, sent)
 }
 
 /// Replaces the configuration with `text`, YAML as the editor posts it.
@@ -28,5 +30,6 @@ pub fn replace(
 pub fn replace_text(ctx: &Ctx, text: &str, base: Option<&str>) -> Result<Applied, ChangeError> {
     // Read by a child process, with a deadline (see `config::untrusted`).
     let raw = crate::config::untrusted::tree_of_untrusted(text)?;
-    ctx.live.replace(raw, Some(text), base, &[])
+    ctx.live
+        .replace(raw, Some(text), base, &[], crate::config::Sent::All)
 }

@@ -55,6 +55,52 @@ pub fn unmask(new: &mut Value, old: &Value) -> Result<(), Vec<String>> {
     }
 }
 
+/// Which sections of a new tree a client sent, and so pass [`unmask`]'s
+/// policy; the others are the file's own, as written, put there by the
+/// service. A `write:accounts` key sends `accounts` alone; the rule form
+/// sends one rule, checked on its own. Run over the
+/// file's sections as written, the policy took a webhook's URL written
+/// out for a new hook and its `${NAME}` secret for one "added through the
+/// API"; over them as `GET` shows them, a `${NAME}` in a URL for a
+/// changed one (two audits): neither was sent by the client.
+#[derive(Clone, Copy, Debug)]
+pub enum Sent<'a> {
+    All,
+    Only(&'a [&'a str]),
+}
+
+/// [`unmask`] over the sections of `new` that `sent` says a client sent.
+pub fn unmask_sent(new: &mut Value, old: &Value, sent: Sent<'_>) -> Result<(), Vec<String>> {
+    let Sent::Only(keys) = sent else {
+        return unmask(new, old);
+    };
+    let mut problems = Vec::new();
+    for key in keys {
+        let Some(section) = new.get(*key).cloned() else {
+            continue;
+        };
+        let alone = |v: Option<&Value>| -> Value {
+            Value::Mapping(
+                v.map(|v| (Value::from(*key), v.clone()))
+                    .into_iter()
+                    .collect(),
+            )
+        };
+        let mut sent_alone = alone(Some(&section));
+        if let Err(p) = unmask(&mut sent_alone, &alone(old.get(*key))) {
+            problems.extend(p);
+        }
+        if let (Some(m), Some(v)) = (new.as_mapping_mut(), sent_alone.get(*key)) {
+            m.insert(Value::from(*key), v.clone());
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
 /// Whether `s` holds a `${NAME}` reference (a `$${` escape is text).
 fn has_reference(s: &str) -> bool {
     match pieces(s) {
@@ -121,8 +167,11 @@ impl<'o> Index<'o> {
                     continue;
                 };
                 let mut keys = vec![stored.to_string()];
-                if k == "url" && url::Url::parse(stored).is_ok() {
-                    let shown = redact_url(stored);
+                // A URL, or a reference standing for one (`${HOOK:-https://…}`
+                // shows as `${HOOK:-********}`: matched by nothing, it sent
+                // back as read was "no stored value"; a regression audit).
+                let shown = redact_url(stored);
+                if k == "url" && shown != MASK {
                     if shown.contains(MASK) {
                         keys = vec![shown];
                     } else if shown != stored {
