@@ -711,8 +711,8 @@ fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
     assert_eq!(h.body["status"], "degraded", "{}", h.text);
     assert_eq!(h.body["providers"]["fake"], "down", "{}", h.text);
     let log = m.log();
-    // The tenth to end is prose or a refusal, as the two threads go.
-    let said = "provider fake: 10 calls in a row were ";
+    let said = "provider fake: the calls for 10 messages in a row were refused as bad requests \
+                or answered with no verdict";
     assert_eq!(log.matches(said).count(), 1, "{log}");
     assert!(
         log.contains("check classifier.providers[fake].model"),

@@ -411,7 +411,8 @@ fn answer(job: Job, slot: Duration, streaks: &Streaks) {
             message,
         })
     });
-    streaks.count(&job.provider.config.name, &result);
+    let message = super::streaks::message_key(&job.account.name, &job.email);
+    streaks.count(&job.provider.config.name, &message, &result);
     let _ = job.reply.send((job.index, result, started.elapsed()));
 }
 

@@ -1,8 +1,10 @@
 //! Whether a provider is down: the calls in a row that got no answer, and
-//! the calls in a row whose answer was no use (refused as a bad request,
-//! or no verdict), each counted from the lane's results.
+//! the messages in a row whose calls were no use (refused as a bad
+//! request, or no verdict), each counted from the lane's results.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use parking_lot::Mutex;
 
 use super::ClassifyError;
 
@@ -12,29 +14,38 @@ use super::ClassifyError;
 /// is answered. Each call has already been retried by then.
 pub const DOWN_AFTER: u32 = 3;
 
-/// Calls in a row answered with no use after which a provider counts as
-/// down too: refused as a bad request (HTTP 400, 413, 422) or answered
-/// with no verdict the account can act on. One such answer is about its
-/// message (a mail the model cannot read); ten in a row, none with a
+/// Messages in a row whose calls were answered with no use after which a
+/// provider counts as down too: refused as a bad request (HTTP 400, 413,
+/// 422) or answered with no verdict. One such answer is about its message
+/// (a mail the model cannot read); ten messages in a row, none with a
 /// verdict between, are the settings (a model name the server reads as
 /// another, a `response_format` it refuses, a model that writes prose).
 /// Every message then failed while `/health` read healthy (an audit).
-pub const USELESS_AFTER: u32 = 10;
+/// Messages, not calls: each message is asked up to `max_attempts` times,
+/// and four refused messages read as ten calls (a regression audit).
+pub const USELESS_AFTER: usize = 10;
 
 /// The two counts of one provider's lane.
 #[derive(Default)]
 pub(super) struct Streaks {
     /// Calls in a row that got no answer from the provider.
     unanswered: AtomicU32,
-    /// Calls in a row answered with no use, since the last verdict.
-    useless: AtomicU32,
+    /// The messages (see [`message_key`]) whose calls were of no use,
+    /// since the last verdict; at most [`USELESS_AFTER`].
+    useless: Mutex<Vec<String>>,
+}
+
+/// What tells one message from another among a provider's calls: its
+/// account, Message-ID, sender and subject.
+pub(super) fn message_key(account: &str, e: &crate::email::Email) -> String {
+    format!("{account}\n{}\n{}\n{}", e.message_id, e.from, e.subject)
 }
 
 impl Streaks {
     /// Whether the provider counts as down.
     pub fn down(&self) -> bool {
         self.unanswered.load(Ordering::SeqCst) >= DOWN_AFTER
-            || self.useless.load(Ordering::SeqCst) >= USELESS_AFTER
+            || self.useless.lock().len() >= USELESS_AFTER
     }
 
     /// Starts both counts again (the provider's settings changed); whether
@@ -42,28 +53,37 @@ impl Streaks {
     pub fn reset(&self) -> bool {
         let was = self.down();
         self.unanswered.store(0, Ordering::SeqCst);
-        self.useless.store(0, Ordering::SeqCst);
+        self.useless.lock().clear();
         was
     }
 
-    /// Counts `result` of a call to `provider`, and says in the log when
-    /// the provider goes down (the [`DOWN_AFTER`]th call in a row without
-    /// an answer, or the [`USELESS_AFTER`]th with no use) and when it
-    /// answers again.
-    pub fn count<T>(&self, provider: &str, result: &Result<T, ClassifyError>) {
+    /// Counts `result` of a call to `provider` about `message` (see
+    /// [`message_key`]), and says in the log when the provider goes down
+    /// (the [`DOWN_AFTER`]th call in a row without an answer, or the
+    /// [`USELESS_AFTER`]th message with no use) and when it answers again.
+    pub fn count<T>(&self, provider: &str, message: &str, result: &Result<T, ClassifyError>) {
         match result {
             Err(ClassifyError::Cancelled) => {}
             Err(e) if unanswered(e) => {
                 if self.unanswered.fetch_add(1, Ordering::SeqCst) + 1 == DOWN_AFTER {
-                    warn_down(provider, DOWN_AFTER, &no_answer(provider, e));
+                    let what = no_answer(provider, e);
+                    warn_down(provider, &format!("{DOWN_AFTER} calls in a row {what}"));
                 }
             }
             Err(e) => {
                 // An answer, if not a verdict: the provider is reachable.
                 let was = self.unanswered.swap(0, Ordering::SeqCst) >= DOWN_AFTER;
                 if useless(e) {
-                    if self.useless.fetch_add(1, Ordering::SeqCst) + 1 == USELESS_AFTER {
-                        warn_down(provider, USELESS_AFTER, &no_use(provider, e));
+                    let mut seen = self.useless.lock();
+                    if seen.len() < USELESS_AFTER && !seen.iter().any(|m| m == message) {
+                        seen.push(message.to_string());
+                        if seen.len() == USELESS_AFTER {
+                            let what = no_use(provider, e);
+                            warn_down(
+                                provider,
+                                &format!("the calls for {USELESS_AFTER} messages in a row {what}"),
+                            );
+                        }
                     }
                 } else if was && !self.down() {
                     log::info!("provider {provider}: answering again");
@@ -91,20 +111,19 @@ fn unanswered(e: &ClassifyError) -> bool {
 }
 
 /// Whether `e` is an answer of no use: the request refused for its
-/// content, or no verdict the account can act on. A panic is a bug of
-/// ours, not the provider's.
+/// content, or no verdict. A verdict the account does not allow is one
+/// account's settings, not the provider's (every account shares it); a
+/// panic is a bug of ours.
 fn useless(e: &ClassifyError) -> bool {
     matches!(
         e,
-        ClassifyError::Http { .. }
-            | ClassifyError::InvalidAnswer { .. }
-            | ClassifyError::Disallowed { .. }
+        ClassifyError::Http { .. } | ClassifyError::InvalidAnswer { .. }
     )
 }
 
-fn warn_down(provider: &str, n: u32, what: &str) {
+fn warn_down(provider: &str, what: &str) {
     log::warn!(
-        "provider {provider}: {n} calls in a row {what}; /health reads degraded until one is \
+        "provider {provider}: {what}; /health reads degraded until one is \
          answered with a verdict, and messages that fail meanwhile are parked as failed after \
          their attempts (Retry all on the dashboard's Needs attention page, or POST \
          /api/activity/retry)"
@@ -136,14 +155,10 @@ fn no_answer(provider: &str, e: &ClassifyError) -> String {
 
 /// What the calls of no use got, and what to check.
 fn no_use(provider: &str, e: &ClassifyError) -> String {
-    let what = match e {
-        ClassifyError::Http { .. } => "were refused as bad requests",
-        _ => "were answered with no verdict mailproc can act on",
-    };
     format!(
-        "{what}, each message's attempts included (the last: {e}): check \
-         classifier.providers[{provider}].model and the account's allowed actions and folders \
-         (each failed message's error says more)"
+        "were refused as bad requests or answered with no verdict (the last: {e}): check \
+         classifier.providers[{provider}].model and its settings (each failed message's error \
+         says more)"
     )
 }
 
@@ -169,43 +184,65 @@ mod tests {
     #[test]
     fn three_calls_without_an_answer_are_down_until_an_answer() {
         let s = Streaks::default();
-        s.count("p", &http(503));
-        s.count("p", &http(503));
+        s.count("p", "m1", &http(503));
+        s.count("p", "m1", &http(503));
         assert!(!s.down());
-        s.count("p", &http(503));
+        s.count("p", "m2", &http(503));
         assert!(s.down());
         // A refusal of the request is an answer: reachable again.
-        s.count("p", &http(400));
+        s.count("p", "m3", &http(400));
         assert!(!s.down());
     }
 
     #[test]
-    fn ten_answers_of_no_use_in_a_row_are_down_until_a_verdict() {
+    fn ten_messages_of_no_use_in_a_row_are_down_until_a_verdict() {
         let s = Streaks::default();
         for i in 0..USELESS_AFTER {
             assert!(!s.down(), "after {i}");
-            if i % 2 == 0 {
-                s.count("p", &http(400));
-            } else {
-                s.count("p", &invalid());
+            // Each message asked three times (its attempts): one message.
+            for _ in 0..3 {
+                if i % 2 == 0 {
+                    s.count("p", &format!("m{i}"), &http(400));
+                } else {
+                    s.count("p", &format!("m{i}"), &invalid());
+                }
             }
         }
         assert!(s.down());
         // Nor does a call that got no answer, or a cancelled one, end it.
-        s.count("p", &http(503));
-        s.count::<()>("p", &Err(ClassifyError::Cancelled));
+        s.count("p", "m", &http(503));
+        s.count::<()>("p", "m", &Err(ClassifyError::Cancelled));
         assert!(s.down());
-        s.count("p", &Ok(()));
+        s.count("p", "m", &Ok(()));
         assert!(!s.down());
         // Nine, then a verdict, then nine: never down.
-        for _ in 0..USELESS_AFTER - 1 {
-            s.count("p", &invalid());
+        for i in 0..USELESS_AFTER - 1 {
+            s.count("p", &format!("a{i}"), &invalid());
         }
-        s.count("p", &Ok(()));
-        for _ in 0..USELESS_AFTER - 1 {
-            s.count("p", &invalid());
+        s.count("p", "m", &Ok(()));
+        for i in 0..USELESS_AFTER - 1 {
+            s.count("p", &format!("b{i}"), &invalid());
         }
         assert!(!s.down());
         assert!(!s.reset());
+        // Four messages refused at every one of their attempts: not down.
+        for i in 0..4 {
+            for _ in 0..3 {
+                s.count("p", &format!("c{i}"), &http(400));
+            }
+        }
+        assert!(!s.down());
+        // A verdict the account does not allow is the account's settings.
+        for i in 0..USELESS_AFTER {
+            s.count::<()>(
+                "p",
+                &format!("d{i}"),
+                &Err(ClassifyError::Disallowed {
+                    provider: "p".into(),
+                    error: "spam is not allowed".into(),
+                }),
+            );
+        }
+        assert!(!s.down());
     }
 }
