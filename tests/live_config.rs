@@ -974,58 +974,81 @@ fn a_training_whose_account_is_renamed_meanwhile_stores_nothing() {
 /// One training reads at a time in the service: a second account's waits
 /// for the first's to end, and says so (twenty at once took the service
 /// from 171 MB to 641 MB; an audit of what a `write:accounts` key costs).
+/// One removed while it waits reads nothing (it signed in with the removed
+/// account's settings and read its folders: a regression audit).
 #[test]
 fn trainings_of_two_accounts_take_turns() {
     let d = Dovecot::start();
     d.add_user("two", "secret2");
     let mut env = env();
+    env.push(("PASS_three", "secret2"));
     env.push(("MAILPROC_FAILPOINTS", "train-before-store=pause:2000"));
-    let accounts = format!(
+    let one_two = format!(
         "{}{}",
         account(&d, "one", "test", "(?i)invoice", "Receipts"),
         account(&d, "two", "two", "(?i)invoice", "Receipts")
     );
-    let m = Mailproc::start_with_env(&base(&accounts), &env);
-    let training = |name: &str| get(&m, &format!("/api/learned/{name}")).body["training"].clone();
-    assert_eq!(
-        m.post_with("/api/accounts/one/train", TOKEN, "").status,
-        202
+    let all = format!(
+        "{one_two}{}",
+        account(&d, "three", "two", "(?i)invoice", "Receipts")
     );
+    let mut m = Mailproc::start_with_env(&base(&all), &env);
+    let training =
+        |m: &Mailproc, name: &str| get(m, &format!("/api/learned/{name}")).body["training"].clone();
+    let train = |m: &Mailproc, name: &str| {
+        let r = m.post_with(&format!("/api/accounts/{name}/train"), TOKEN, "");
+        assert_eq!(r.status, 202, "{name}: {}", r.text);
+    };
+    train(&m, "one");
     m.wait_for(Duration::from_secs(20), "one's folders read", || {
         m.log()
             .contains("failpoint train-before-store: pausing")
             .then_some(())
     });
-    assert_eq!(
-        m.post_with("/api/accounts/two/train", TOKEN, "").status,
-        202
-    );
-    let t = m.wait_for(Duration::from_secs(10), "two waiting", || {
-        let t = training("two");
-        (t["waiting"] == true).then_some(t)
-    });
-    assert_eq!(t["state"], "running", "{t}");
-    assert_eq!(training("one")["waiting"], false);
+    train(&m, "two");
+    train(&m, "three");
+    for name in ["two", "three"] {
+        let t = m.wait_for(Duration::from_secs(10), "two and three waiting", || {
+            let t = training(&m, name);
+            (t["waiting"] == true).then_some(t)
+        });
+        assert_eq!(t["state"], "running", "{t}");
+    }
+    assert_eq!(training(&m, "one")["waiting"], false);
     assert!(
         m.log()
-            .contains("two: training waits for another account's to end"),
+            .contains("two: training waits for one's to end (one at a time)"),
         "{}",
         m.log()
     );
+    m.write_config(&base(&one_two));
+    m.signal("HUP");
     for name in ["one", "two"] {
         let t = m.wait_for(Duration::from_secs(30), "both done", || {
-            let t = training(name);
+            let t = training(&m, name);
             (t["state"] != "running").then_some(t)
         });
         assert_eq!(t["state"], "done", "{name}: {t}");
     }
-    // Two's folders were read only once one's training had ended.
+    // Three is no account any more (its page is gone): the log says.
+    m.wait_for(Duration::from_secs(30), "three's end", || {
+        m.log()
+            .contains(
+                "three: training failed: account three: renamed or removed while it waited its \
+                 turn; nothing was read",
+            )
+            .then_some(())
+    });
+    // Two's folders were read only once one's training had ended, and
+    // three's never.
     let log = m.log();
     let ended = log.find("one: trained on").unwrap();
-    let second = log
+    let pauses: Vec<usize> = log
         .match_indices("failpoint train-before-store: pausing")
-        .nth(1);
-    assert!(second.is_some_and(|(i, _)| i > ended), "{log}");
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(pauses.len(), 2, "{log}");
+    assert!(pauses[1] > ended, "{log}");
 }
 
 /// The same from the shell (the regression audit, stop 59): `mailproc

@@ -102,6 +102,9 @@ pub enum TrainStatus {
 pub struct Training {
     runs: Arc<Mutex<HashMap<String, TrainStatus>>>,
     turn: Arc<Mutex<()>>,
+    /// The account whose training has the turn, for the log line of one
+    /// that waits (a slow server holds every account's training).
+    holder: Arc<Mutex<Option<String>>>,
 }
 
 /// Reads the account's folders (read-only), fits its classifier from
@@ -172,20 +175,25 @@ impl Training {
 
     /// Runs [`train_account`] on a thread of its own (`train-<account>`),
     /// keeping [`Training::status`] up to date. Returns false (and starts
-    /// nothing) when the account is already training.
+    /// nothing) when the account is already training. `current()` is the
+    /// account's configuration as it is now (`None` once it is gone):
+    /// read when its turn comes, so a training that waited reads with the
+    /// settings of then (an account removed meanwhile, and added back
+    /// under its name, was read with the old ones: a regression audit),
+    /// and asked again before the classifier is stored.
     pub fn start(
         &self,
-        account: Arc<AccountConfig>,
+        name: &str,
         store: Arc<Store>,
-        named: Box<dyn Fn() -> bool + Send>,
+        current: Box<dyn Fn() -> Option<AccountConfig> + Send>,
     ) -> bool {
         {
             let mut t = self.runs.lock();
-            if matches!(t.get(&account.name), Some(TrainStatus::Running { .. })) {
+            if matches!(t.get(name), Some(TrainStatus::Running { .. })) {
                 return false;
             }
             t.insert(
-                account.name.clone(),
+                name.to_string(),
                 TrainStatus::Running {
                     started_at: now_ms(),
                     folder: String::new(),
@@ -195,12 +203,13 @@ impl Training {
                 },
             );
         }
-        let name = account.name.clone();
-        let (runs, turn) = (self.runs.clone(), self.turn.clone());
+        let (runs, turn, holder) = (self.runs.clone(), self.turn.clone(), self.holder.clone());
+        let thread_name = format!("train-{name}");
+        let name = name.to_string();
+        let failed_name = name.clone();
         let spawned = std::thread::Builder::new()
-            .name(format!("train-{name}"))
+            .name(thread_name)
             .spawn(move || {
-                let name = account.name.clone();
                 let started_at = now_ms();
                 let set_waiting = |now: bool| {
                     if let Some(TrainStatus::Running { waiting, .. }) = runs.lock().get_mut(&name) {
@@ -209,28 +218,37 @@ impl Training {
                 };
                 let _turn = turn.try_lock().unwrap_or_else(|| {
                     set_waiting(true);
-                    log::info!("{name}: training waits for another account's to end");
+                    let ahead = holder.lock().clone().unwrap_or_default();
+                    log::info!("{name}: training waits for {ahead}'s to end (one at a time)");
                     let turn = turn.lock();
                     set_waiting(false);
                     turn
                 });
-                let r = train_account(
-                    &account,
-                    &store,
-                    &mut |folder, done, total| {
-                        runs.lock().insert(
-                            name.clone(),
-                            TrainStatus::Running {
-                                started_at,
-                                folder: folder.to_string(),
-                                done,
-                                total,
-                                waiting: false,
-                            },
-                        );
-                    },
-                    &*named,
-                );
+                *holder.lock() = Some(name.clone());
+                let r = match current() {
+                    None => Err(format!(
+                        "account {name}: renamed or removed while it waited its turn; nothing was \
+                         read (train it again under its name now)"
+                    )),
+                    Some(account) => train_account(
+                        &account,
+                        &store,
+                        &mut |folder, done, total| {
+                            runs.lock().insert(
+                                name.clone(),
+                                TrainStatus::Running {
+                                    started_at,
+                                    folder: folder.to_string(),
+                                    done,
+                                    total,
+                                    waiting: false,
+                                },
+                            );
+                        },
+                        &|| current().is_some(),
+                    ),
+                };
+                *holder.lock() = None;
                 let status = match r {
                     Ok(report) => {
                         log::info!(
@@ -255,7 +273,7 @@ impl Training {
             });
         if let Err(e) = spawned {
             self.runs.lock().insert(
-                name,
+                failed_name,
                 TrainStatus::Failed {
                     finished_at: now_ms(),
                     error: format!("cannot start a thread: {e}"),
@@ -270,21 +288,16 @@ impl Training {
 /// from [`Training::status`].
 pub fn start(ctx: &super::Ctx, name: &str) -> Result<(), super::Error> {
     let loaded = ctx.config();
-    let Some(a) = loaded.config.accounts.iter().find(|a| a.name == name) else {
+    if !loaded.config.accounts.iter().any(|a| a.name == name) {
         return Err(super::Error::NotFound(format!("no account named {name:?}")));
-    };
+    }
     let (live, named) = (ctx.live.clone(), name.to_string());
-    let still = Box::new(move || {
-        live.config()
-            .config
-            .accounts
-            .iter()
-            .any(|a| a.name == named)
+    let current = Box::new(move || {
+        (live.config().config.accounts.iter())
+            .find(|a| a.name == named)
+            .cloned()
     });
-    if !ctx
-        .training
-        .start(Arc::new(a.clone()), ctx.store.clone(), still)
-    {
+    if !ctx.training.start(name, ctx.store.clone(), current) {
         return Err(super::Error::Conflict(format!(
             "{name}: training is already running"
         )));
