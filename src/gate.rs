@@ -13,12 +13,16 @@
 //!
 //! Reading the activity log is the third kind: a page of it (a search of
 //! a common term with a filter beside it joins and sorts every match, up
-//! to 280 ms over 160,000 rows) or an export being sent. One key with
+//! to 280 ms over 160,000 rows) or an export's first page. One key with
 //! `read:activity` and 16 to 48 such requests at once held every worker,
 //! and `/health` took 2 to 5 s (an audit of what the least permission
-//! costs).
+//! costs). Reads may take all but one worker, and one read at a time may
+//! wait a moment for a place ([`READ_WAIT`]) rather than be refused: at
+//! two, an operator's two tabs and a script were refused now and then,
+//! and a flood of logins left room for one (a regression audit).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// What a request waits on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +50,8 @@ struct Gates {
     logins: Gate,
     accounts: Gate,
     reads: Gate,
+    /// Whether a read is waiting for a place (one may).
+    read_waiter: AtomicBool,
 }
 
 static GATES: Gates = Gates::new(4);
@@ -59,6 +65,15 @@ pub fn set_http_workers(workers: usize) {
 pub struct Place {
     _kind: Held<'static>,
     _all: Held<'static>,
+}
+
+/// How long one read may wait for a place before it is refused.
+pub const READ_WAIT: Duration = Duration::from_millis(500);
+
+/// A place for a read of the activity log, waited for up to
+/// [`READ_WAIT`] by one read at a time (see the module).
+pub fn enter_read() -> Result<Place, Full> {
+    GATES.enter_read(READ_WAIT)
 }
 
 /// Why a read of the activity log was refused, in words.
@@ -86,7 +101,8 @@ impl Gates {
             all: Gate::new(workers - 1),
             logins: Gate::new(workers - 2),
             accounts: Gate::new(workers - 2),
-            reads: Gate::new(workers - 2),
+            reads: Gate::new(workers - 1),
+            read_waiter: AtomicBool::new(false),
         }
     }
 
@@ -94,10 +110,40 @@ impl Gates {
         self.all
             .limit
             .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
-        for g in [&self.logins, &self.accounts, &self.reads] {
+        for g in [&self.logins, &self.accounts] {
             g.limit
                 .store(workers.saturating_sub(2).max(1), Ordering::Relaxed);
         }
+        self.reads
+            .limit
+            .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
+    }
+
+    /// A place for a read, waiting up to `wait` for one when none is free
+    /// and no other read waits already.
+    fn enter_read(&'static self, wait: Duration) -> Result<Place, Full> {
+        let full = match self.enter(Wait::Read) {
+            Ok(place) => return Ok(place),
+            Err(full) => full,
+        };
+        if self
+            .read_waiter
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(full);
+        }
+        let deadline = Instant::now() + wait;
+        let got = loop {
+            std::thread::sleep(Duration::from_millis(5));
+            match self.enter(Wait::Read) {
+                Ok(place) => break Ok(place),
+                Err(full) if Instant::now() >= deadline => break Err(full),
+                Err(_) => {}
+            }
+        };
+        self.read_waiter.store(false, Ordering::Release);
+        got
     }
 
     fn enter(&'static self, kind: Wait) -> Result<Place, Full> {
@@ -174,19 +220,40 @@ mod tests {
         assert!(small.enter(Wait::Login).is_ok());
     }
 
-    /// Reads of the activity log take their share as the other kinds do:
-    /// two of four workers, and never the last one.
+    /// Reads of the activity log take all but one worker, with the other
+    /// kinds; one read at a time waits a moment for a place.
     #[test]
-    fn reads_of_the_log_leave_workers_for_the_rest() {
+    fn reads_of_the_log_leave_one_worker_and_one_may_wait() {
         let g: &'static Gates = Box::leak(Box::new(Gates::new(4)));
         let r1 = g.enter(Wait::Read).expect("a read");
+        let l1 = g.enter(Wait::Login).expect("a login beside it");
         let r2 = g.enter(Wait::Read).expect("a second read");
-        assert_eq!(g.enter(Wait::Read).err(), Some(Full::Same));
-        let l1 = g.enter(Wait::Login).expect("a login beside them");
+        assert_eq!(g.enter(Wait::Read).err(), Some(Full::All));
         assert_eq!(g.enter(Wait::Account).err(), Some(Full::All));
-        drop((r1, l1));
-        assert!(g.enter(Wait::Read).is_ok());
-        drop(r2);
+        // A place that comes free within the wait is taken.
+        let freed = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(r1);
+        });
+        let waited = g.enter_read(Duration::from_secs(5)).expect("r1's place");
+        freed.join().unwrap();
+        // None comes free: refused once the wait is over.
+        let started = Instant::now();
+        assert_eq!(
+            g.enter_read(Duration::from_millis(100)).err(),
+            Some(Full::All)
+        );
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        // While one waits, another is refused at once.
+        g.read_waiter.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        assert!(g.enter_read(Duration::from_secs(5)).is_err());
+        assert!(started.elapsed() < Duration::from_secs(1));
+        g.read_waiter.store(false, Ordering::SeqCst);
+        drop((l1, r2, waited));
+        let reads: Vec<Place> = (0..3).map(|_| g.enter(Wait::Read).unwrap()).collect();
+        assert_eq!(g.enter(Wait::Read).err(), Some(Full::Same), "three of four");
+        drop(reads);
         assert!(read_refusal(Full::Same).contains("try again"));
     }
 

@@ -24,7 +24,7 @@ pub type Params<'a> = [&'a str];
 /// A place to read the activity log (a page, an export; see `gate`), or
 /// the 503 that says the service is busy and when to ask again.
 pub fn read_place() -> Result<crate::gate::Place, Reply> {
-    crate::gate::enter(crate::gate::Wait::Read).map_err(|full| {
+    crate::gate::enter_read().map_err(|full| {
         Reply::error(503, crate::gate::read_refusal(full)).with_header("Retry-After", "1")
     })
 }

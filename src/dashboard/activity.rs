@@ -408,7 +408,7 @@ pub fn list(ctx: &Ctx, req: &Req, s: &Session) -> Reply {
         undecided,
     };
     // A read of the log holds a worker: a bounded few may (see `gate`).
-    let place = crate::gate::enter(crate::gate::Wait::Read);
+    let place = crate::gate::enter_read();
     let (mut entries, mut total) = match &place {
         Ok(_) => recent(ctx, query.clone()),
         Err(full) => {

@@ -131,12 +131,14 @@ fn namespace_list(t: &[Token], pos: &mut usize) -> Result<Vec<Namespace>, String
         let prefix = super::mutf7::decode(&prefix).unwrap_or(prefix);
         // A prefix goes before every folder name in log lines, errors and
         // commands: a control character in it forged log lines and drove
-        // the operator's terminal (a hostile server; an audit).
-        if prefix
-            .chars()
-            .chain(delimiter)
-            .any(crate::shown::hides_text)
-        {
+        // the operator's terminal (a hostile server; an audit). Joiners and
+        // the marks of right-to-left text are a language's (ZWNJ in
+        // Persian) and stay.
+        let forges = |c: char| {
+            c.is_control()
+                || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        };
+        if prefix.chars().chain(delimiter).any(forges) {
             return Err(format!(
                 "NAMESPACE: a prefix or delimiter holds a control character ({})",
                 crate::shown::escape_hidden(&prefix)
@@ -327,6 +329,15 @@ mod tests {
             assert!(e.contains("control character"), "{e}");
             assert!(!e.chars().any(crate::shown::hides_text), "{e:?}");
         }
+        // A zero-width non-joiner is Persian's, not a forgery (a
+        // regression audit).
+        let persian = "* NAMESPACE ((\"&BkUGzCAMBkcGJwZH-.\" \".\")) NIL NIL\r\n";
+        let ns = Namespaces::parse(persian.as_bytes()).unwrap();
+        assert!(
+            ns.personal[0].prefix.contains('\u{200c}'),
+            "{:?}",
+            ns.personal[0].prefix
+        );
     }
 
     use super::*;
