@@ -16,10 +16,12 @@
 //! to 280 ms over 160,000 rows) or an export's first page. One key with
 //! `read:activity` and 16 to 48 such requests at once held every worker,
 //! and `/health` took 2 to 5 s (an audit of what the least permission
-//! costs). Reads may take all but one worker, and one read at a time may
-//! wait a moment for a place ([`READ_WAIT`]) rather than be refused: at
-//! two, an operator's two tabs and a script were refused now and then,
-//! and a flood of logins left room for one (a regression audit).
+//! costs). Reads take all but two workers, as each kind; one more read at
+//! a time may wait a moment for a place ([`READ_WAIT`]) rather than be
+//! refused (an operator's two tabs and a script were refused now and
+//! then: a regression audit), its wait counted among all the waits. With
+//! all but one worker for reads, a freed place went to the next read in
+//! the queue and `/health` waited behind them as before (measured).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -68,7 +70,7 @@ pub struct Place {
 }
 
 /// How long one read may wait for a place before it is refused.
-pub const READ_WAIT: Duration = Duration::from_millis(500);
+pub const READ_WAIT: Duration = Duration::from_secs(2);
 
 /// A place for a read of the activity log, waited for up to
 /// [`READ_WAIT`] by one read at a time (see the module).
@@ -101,7 +103,7 @@ impl Gates {
             all: Gate::new(workers - 1),
             logins: Gate::new(workers - 2),
             accounts: Gate::new(workers - 2),
-            reads: Gate::new(workers - 1),
+            reads: Gate::new(workers - 2),
             read_waiter: AtomicBool::new(false),
         }
     }
@@ -110,13 +112,10 @@ impl Gates {
         self.all
             .limit
             .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
-        for g in [&self.logins, &self.accounts] {
+        for g in [&self.logins, &self.accounts, &self.reads] {
             g.limit
                 .store(workers.saturating_sub(2).max(1), Ordering::Relaxed);
         }
-        self.reads
-            .limit
-            .store(workers.saturating_sub(1).max(1), Ordering::Relaxed);
     }
 
     /// A place for a read, waiting up to `wait` for one when none is free
@@ -133,15 +132,23 @@ impl Gates {
         {
             return Err(full);
         }
-        let deadline = Instant::now() + wait;
-        let got = loop {
-            std::thread::sleep(Duration::from_millis(5));
-            match self.enter(Wait::Read) {
-                Ok(place) => break Ok(place),
-                Err(full) if Instant::now() >= deadline => break Err(full),
-                Err(_) => {}
+        // The wait holds a worker: it takes its place among all the
+        // waits at once, and keeps it for the read.
+        let got = self.all.enter().ok_or(Full::All).and_then(|all| {
+            let deadline = Instant::now() + wait;
+            loop {
+                std::thread::sleep(Duration::from_millis(5));
+                if let Some(kind) = self.reads.enter() {
+                    break Ok(Place {
+                        _kind: kind,
+                        _all: all,
+                    });
+                }
+                if Instant::now() >= deadline {
+                    break Err(Full::Same);
+                }
             }
-        };
+        });
         self.read_waiter.store(false, Ordering::Release);
         got
     }
@@ -220,16 +227,15 @@ mod tests {
         assert!(small.enter(Wait::Login).is_ok());
     }
 
-    /// Reads of the activity log take all but one worker, with the other
-    /// kinds; one read at a time waits a moment for a place.
+    /// Reads of the activity log take two of four workers, as each kind
+    /// of wait; one more may wait a moment for a place, itself counted
+    /// among all the waits, so a worker is always left.
     #[test]
-    fn reads_of_the_log_leave_one_worker_and_one_may_wait() {
+    fn reads_of_the_log_leave_a_worker_and_one_may_wait() {
         let g: &'static Gates = Box::leak(Box::new(Gates::new(4)));
         let r1 = g.enter(Wait::Read).expect("a read");
-        let l1 = g.enter(Wait::Login).expect("a login beside it");
         let r2 = g.enter(Wait::Read).expect("a second read");
-        assert_eq!(g.enter(Wait::Read).err(), Some(Full::All));
-        assert_eq!(g.enter(Wait::Account).err(), Some(Full::All));
+        assert_eq!(g.enter(Wait::Read).err(), Some(Full::Same));
         // A place that comes free within the wait is taken.
         let freed = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
@@ -241,7 +247,7 @@ mod tests {
         let started = Instant::now();
         assert_eq!(
             g.enter_read(Duration::from_millis(100)).err(),
-            Some(Full::All)
+            Some(Full::Same)
         );
         assert!(started.elapsed() >= Duration::from_millis(100));
         // While one waits, another is refused at once.
@@ -250,10 +256,15 @@ mod tests {
         assert!(g.enter_read(Duration::from_secs(5)).is_err());
         assert!(started.elapsed() < Duration::from_secs(1));
         g.read_waiter.store(false, Ordering::SeqCst);
-        drop((l1, r2, waited));
-        let reads: Vec<Place> = (0..3).map(|_| g.enter(Wait::Read).unwrap()).collect();
-        assert_eq!(g.enter(Wait::Read).err(), Some(Full::Same), "three of four");
-        drop(reads);
+        // A read, a login and an account's wait hold all but one worker:
+        // no read waits then.
+        drop(waited);
+        let l1 = g.enter(Wait::Login).expect("a login beside it");
+        let a1 = g.enter(Wait::Account).expect("an account's wait");
+        let started = Instant::now();
+        assert_eq!(g.enter_read(Duration::from_secs(5)).err(), Some(Full::All));
+        assert!(started.elapsed() < Duration::from_secs(1));
+        drop((r2, l1, a1));
         assert!(read_refusal(Full::Same).contains("try again"));
     }
 
