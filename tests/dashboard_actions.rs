@@ -684,7 +684,7 @@ fn health_once_parked(m: &Mailproc, n: u64) -> common::mailproc::Resp {
 
 /// A provider that answers every call, but with nothing of use (refused
 /// as a bad request, or prose instead of a verdict), parks every message:
-/// after ten such calls in a row `/health` reads it `down` and the log
+/// after ten messages so in a row `/health` reads it `down` and the log
 /// says what to check, once; one verdict ends it. It read healthy while
 /// every message failed (an audit).
 #[test]
@@ -693,7 +693,13 @@ fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    let d = hellos(12, "nu");
+    let d = hellos(8, "nu");
+    // Two alerts alike, with no Message-ID: two messages, the tenth (they
+    // were counted as one: a regression audit).
+    for _ in 0..2 {
+        let alert = "From: a@b.example\r\nSubject: Alert\r\n\r\nDisk full\r\n";
+        d.seed("test", "INBOX", alert.as_bytes());
+    }
     // Refused as bad requests, then prose, then verdicts once mended.
     let mode = Arc::new(AtomicUsize::new(0));
     let model = {
@@ -707,7 +713,7 @@ fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
         })
     };
     let m = with_user(&account_config(&d, &model, "    backlog: all\n"));
-    let h = health_once_parked(&m, 12);
+    let h = health_once_parked(&m, 10);
     assert_eq!(h.body["status"], "degraded", "{}", h.text);
     assert_eq!(h.body["providers"]["fake"], "down", "{}", h.text);
     let log = m.log();
@@ -722,8 +728,8 @@ fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
     mode.store(1, Ordering::SeqCst);
     let r = m.post("/api/activity/retry?account=acct", "");
     assert_eq!(r.status, 200, "{}", r.text);
-    m.wait_for(Duration::from_secs(30), "all twelve sorted", || {
-        (total(&m, "&status=ok") == 12).then_some(())
+    m.wait_for(Duration::from_secs(30), "all ten sorted", || {
+        (total(&m, "&status=ok") == 10).then_some(())
     });
     let h = m.get("/health");
     assert_eq!(h.body["status"], "healthy", "{}", h.text);

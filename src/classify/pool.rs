@@ -21,6 +21,11 @@ pub struct Job {
     pub shots: Vec<crate::learn::Shot>,
     /// Index of the email in its batch, echoed in the result.
     pub index: usize,
+    /// Which stored message it is (its folder, UIDVALIDITY and UID), so
+    /// a provider's count of messages of no use tells look-alikes apart
+    /// (alerts with the same sender and subject and no Message-ID were
+    /// counted as one: a regression audit).
+    pub message: String,
     pub reply: Sender<(usize, Result<Classification, ClassifyError>, Duration)>,
     /// The account asking; once it is shutting down, a job not yet started
     /// is answered [`ClassifyError::Cancelled`] (its message waits for the
@@ -411,7 +416,7 @@ fn answer(job: Job, slot: Duration, streaks: &Streaks) {
             message,
         })
     });
-    let message = super::streaks::message_key(&job.account.name, &job.email);
+    let message = format!("{}\n{}", job.account.name, job.message);
     streaks.count(&job.provider.config.name, &message, &result);
     let _ = job.reply.send((job.index, result, started.elapsed()));
 }

@@ -30,15 +30,9 @@ pub const USELESS_AFTER: usize = 10;
 pub(super) struct Streaks {
     /// Calls in a row that got no answer from the provider.
     unanswered: AtomicU32,
-    /// The messages (see [`message_key`]) whose calls were of no use,
+    /// The messages (account and `Job::message`) whose calls were of no use,
     /// since the last verdict; at most [`USELESS_AFTER`].
     useless: Mutex<Vec<String>>,
-}
-
-/// What tells one message from another among a provider's calls: its
-/// account, Message-ID, sender and subject.
-pub(super) fn message_key(account: &str, e: &crate::email::Email) -> String {
-    format!("{account}\n{}\n{}\n{}", e.message_id, e.from, e.subject)
 }
 
 impl Streaks {
@@ -57,8 +51,8 @@ impl Streaks {
         was
     }
 
-    /// Counts `result` of a call to `provider` about `message` (see
-    /// [`message_key`]), and says in the log when the provider goes down
+    /// Counts `result` of a call to `provider` about `message` (which
+    /// stored message it is), and says in the log when the provider goes down
     /// (the [`DOWN_AFTER`]th call in a row without an answer, or the
     /// [`USELESS_AFTER`]th message with no use) and when it answers again.
     pub fn count<T>(&self, provider: &str, message: &str, result: &Result<T, ClassifyError>) {

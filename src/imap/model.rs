@@ -290,12 +290,15 @@ impl Runner {
             match (email, &provider) {
                 (Some(email), Some(p)) => {
                     let shots = self.shots_for(&it);
+                    let m = &it.meta;
+                    let message = format!("{}\n{}\n{}", m.mailbox, m.uidvalidity, m.uid);
                     let job = |index| Job {
                         provider: p.clone(),
                         account: account.clone(),
                         shots,
                         email: Arc::new(email),
                         index,
+                        message,
                         reply: reply.clone(),
                         requester: self.w.handle.clone(),
                     };

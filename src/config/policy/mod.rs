@@ -101,6 +101,15 @@ pub fn unmask_sent(new: &mut Value, old: &Value, sent: Sent<'_>) -> Result<(), V
     }
 }
 
+/// Whether `s` holds a `${NAME:-default}` whose default is written out
+/// (not the mask `GET` shows in its place).
+fn literal_default(s: &str) -> bool {
+    pieces(s).is_ok_and(|ps| {
+        ps.iter()
+            .any(|p| matches!(p, Piece::Ref { default: Some(d), .. } if *d != MASK))
+    })
+}
+
 /// Whether `s` holds a `${NAME}` reference (a `$${` escape is text).
 fn has_reference(s: &str) -> bool {
     match pieces(s) {
@@ -360,6 +369,20 @@ impl<'o> Walk<'o> {
             *s = unencode_masks(s);
         }
         let masked = (secret || url) && s.contains(MASK);
+        // `GET` shows a reference's default here as the mask; one sent
+        // written out was kept when it was the stored default and refused
+        // when not, which told a guess of it, also to a key that cannot
+        // read the configuration (a regression audit). Either way now: as
+        // shown, or not at all.
+        if (secret || url) && literal_default(s) {
+            self.problems.push(format!(
+                "{}: a ${{NAME:-default}} here is shown with its default as {MASK}; send it as \
+                 shown, or write the value itself, or edit the file and reload",
+                shown(&self.path)
+            ));
+            *s = super::env::literal(s);
+            return;
+        }
         if !masked && !has_reference(s) {
             // A URL sent back as `GET` shows the stored one is the stored
             // text, not its normal form (`HTTP://x:80` was saved back as

@@ -452,3 +452,33 @@ webhooks:
         Some("whsec_second_0123456789")
     );
 }
+
+/// A reference's default shows as the mask; sent written out, a right
+/// guess was kept and a wrong one refused, a test of guesses at no cost
+/// (a regression audit). Both are refused alike now; as shown, kept.
+#[test]
+fn a_references_default_written_out_tells_no_guess() {
+    let old = tree(
+        "accounts:\n  - name: a\n    imap: { host: h, username: u, password: \"${P:-right}\" }\n\
+         webhooks:\n  - url: \"${HOOK:-https://hooks.example/x}\"\n",
+    );
+    let shown: Value = serde_json::from_value(crate::config::redacted_json(&old)).unwrap();
+    assert_eq!(
+        shown["accounts"][0]["imap"]["password"].as_str(),
+        Some("${P:-********}")
+    );
+    let mut back = shown.clone();
+    unmask(&mut back, &old).unwrap();
+    assert_eq!(back, old, "sent back as shown, kept");
+    let said = |guess: &str| {
+        let mut new = shown.clone();
+        new["accounts"][0]["imap"]["password"] = Value::from(guess);
+        unmask(&mut new, &old).unwrap_err().join("\n")
+    };
+    let (right, wrong) = (said("${P:-right}"), said("${P:-wrong}"));
+    assert_eq!(right, wrong);
+    assert!(right.contains("accounts[0].imap.password: a ${NAME:-default} here is shown with its default as ********"), "{right}");
+    let mut url = shown.clone();
+    url["webhooks"][0]["url"] = Value::from("${HOOK:-https://hooks.example/x}");
+    assert!(unmask(&mut url, &old).is_err());
+}
