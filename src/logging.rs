@@ -358,6 +358,25 @@ impl LinesPerSecond {
     }
 }
 
+/// `log::warn!` at most once a second from the place it is written, the
+/// line ending with how many were held back since the last (`what`: "57
+/// more failed since the last line"). For lines a client can cause at
+/// will (see [`LinesPerSecond`]).
+#[macro_export]
+macro_rules! warn_paced {
+    ($what:expr, $($arg:tt)+) => {{
+        static LINES: parking_lot::Mutex<$crate::logging::LinesPerSecond> =
+            parking_lot::const_mutex($crate::logging::LinesPerSecond::new());
+        if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
+            log::warn!(
+                "{}{}",
+                format_args!($($arg)+),
+                $crate::logging::held_back(held, $what)
+            );
+        }
+    }};
+}
+
 /// The tail of a paced line that tells the lines [`LinesPerSecond`] held
 /// back since the last one: `"; 12 more failed since the last line"`, or
 /// nothing.

@@ -150,15 +150,11 @@ fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
     };
     if !ctx.setup.matches(get("code")) {
         // Paced as the failed logins are (see `sessions::login`).
-        static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
-            parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
-        if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
-            log::warn!(
-                "dashboard: setup attempt with a wrong or missing code from {}{}",
-                req.client_ip,
-                crate::logging::held_back(held, "refused")
-            );
-        }
+        crate::warn_paced!(
+            "refused",
+            "dashboard: setup attempt with a wrong or missing code from {}",
+            req.client_ip
+        );
         return again("The setup code is missing or wrong. Copy it from the service's log.");
     }
     ctx.limiter.succeed(attempt);

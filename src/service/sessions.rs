@@ -111,28 +111,20 @@ pub fn login(
             // IPv6 /64) to 10 in 15 minutes, but a client with many (a
             // /48, a proxy's X-Forwarded-For) wrote one a request, 333 KB
             // a second, and turned the logs page over in 2 s (an audit).
-            static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
-                parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
-            if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
-                log::warn!(
-                    "login failed for \"{}\" from {ip}{via}{}",
-                    clean(user),
-                    crate::logging::held_back(held, "failed")
-                );
-            }
+            crate::warn_paced!(
+                "failed",
+                "login failed for \"{}\" from {ip}{via}",
+                clean(user)
+            );
             return Err(LoginError::Wrong);
         }
         Err(auth::Busy) => {
-            static LINES: parking_lot::Mutex<crate::logging::LinesPerSecond> =
-                parking_lot::const_mutex(crate::logging::LinesPerSecond::new());
-            if let Some(held) = LINES.lock().admit(std::time::Instant::now()) {
-                log::warn!(
-                    "login for \"{}\" from {ip}{via} not checked: the service was busy (other \
-                     logins being checked, or with requests waiting on accounts){}",
-                    clean(user),
-                    crate::logging::held_back(held, "not checked")
-                );
-            }
+            crate::warn_paced!(
+                "not checked",
+                "login for \"{}\" from {ip}{via} not checked: the service was busy (other \
+                 logins being checked, or with requests waiting on accounts)",
+                clean(user)
+            );
             ctx.limiter.unchecked(attempt);
             return Err(LoginError::Busy);
         }
