@@ -286,6 +286,7 @@ pub fn one_destination(actions: &[Action]) -> Result<(), String> {
 }
 
 /// Where `spam` and `trash` go on this server (its SPECIAL-USE folders).
+#[derive(Debug, Clone, Copy)]
 pub struct Destinations<'a> {
     pub junk: &'a str,
     pub trash: &'a str,

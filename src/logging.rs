@@ -362,7 +362,6 @@ impl LinesPerSecond {
 /// line ending with how many were held back since the last (`what`: "57
 /// more failed since the last line"). For lines a client can cause at
 /// will (see [`LinesPerSecond`]).
-#[macro_export]
 macro_rules! warn_paced {
     ($what:expr, $($arg:tt)+) => {{
         static LINES: parking_lot::Mutex<$crate::logging::LinesPerSecond> =
@@ -376,6 +375,7 @@ macro_rules! warn_paced {
         }
     }};
 }
+pub(crate) use warn_paced;
 
 /// The tail of a paced line that tells the lines [`LinesPerSecond`] held
 /// back since the last one: `"; 12 more failed since the last line"`, or

@@ -150,7 +150,7 @@ fn setup_post(ctx: &Ctx, req: &Req) -> Reply {
     };
     if !ctx.setup.matches(get("code")) {
         // Paced as the failed logins are (see `sessions::login`).
-        crate::warn_paced!(
+        crate::logging::warn_paced!(
             "refused",
             "dashboard: setup attempt with a wrong or missing code from {}",
             req.client_ip

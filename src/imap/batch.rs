@@ -450,7 +450,11 @@ impl Runner {
                 .classification_duration
                 .observe(took.as_secs_f64());
         }
-        let to = self.w.handle.folders_in_use();
+        let in_use = self.w.handle.folders_in_use();
+        let to = in_use.as_ref().map(|f| crate::actions::Destinations {
+            junk: &f.junk,
+            trash: &f.trash,
+        });
         self.emit(Event::EmailProcessed {
             subject: &meta.subject,
             from: &meta.from,
@@ -459,7 +463,7 @@ impl Runner {
             reasoning: &o.reasoning,
             dry_run: o.status == Status::DryRun || self.w.account.dry_run,
             review: (o.status == Status::Review).then_some(o.confidence),
-            to: to.as_ref(),
+            to,
         });
         if o.status == Status::Ok {
             for a in &o.actions {
@@ -477,7 +481,7 @@ impl Runner {
                     action: a,
                     subject: &meta.subject,
                     from: &meta.from,
-                    to: to.as_ref(),
+                    to,
                 });
             }
         }

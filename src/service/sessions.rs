@@ -111,7 +111,7 @@ pub fn login(
             // IPv6 /64) to 10 in 15 minutes, but a client with many (a
             // /48, a proxy's X-Forwarded-For) wrote one a request, 333 KB
             // a second, and turned the logs page over in 2 s (an audit).
-            crate::warn_paced!(
+            crate::logging::warn_paced!(
                 "failed",
                 "login failed for \"{}\" from {ip}{via}",
                 clean(user)
@@ -119,7 +119,7 @@ pub fn login(
             return Err(LoginError::Wrong);
         }
         Err(auth::Busy) => {
-            crate::warn_paced!(
+            crate::logging::warn_paced!(
                 "not checked",
                 "login for \"{}\" from {ip}{via} not checked: the service was busy (other \
                  logins being checked, or with requests waiting on accounts)",

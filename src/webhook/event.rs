@@ -2,8 +2,7 @@
 //! plus `dry_run`, `review` and `confidence` where they apply): the payload
 //! shapes are written here and nowhere else.
 
-use crate::account::FoldersInUse;
-use crate::actions::Action;
+use crate::actions::{Action, Destinations};
 use crate::config::EventKind;
 
 /// Longest string in a payload, in characters; longer ones are cut and end
@@ -25,13 +24,13 @@ pub enum Event<'a> {
         /// `Some(confidence)` when the message was left for review.
         review: Option<Option<f64>>,
         /// Where `spam` and `trash` go, named in their action objects.
-        to: Option<&'a FoldersInUse>,
+        to: Option<Destinations<'a>>,
     },
     ActionTaken {
         action: &'a Action,
         subject: &'a str,
         from: &'a str,
-        to: Option<&'a FoldersInUse>,
+        to: Option<Destinations<'a>>,
     },
     Error {
         error: &'a str,
@@ -112,9 +111,9 @@ impl Event<'_> {
     }
 }
 
-fn name_destinations(v: &mut serde_json::Value, to: &Option<&FoldersInUse>) {
+fn name_destinations(v: &mut serde_json::Value, to: &Option<Destinations<'_>>) {
     if let Some(to) = to {
-        crate::actions::name_destinations(v, Some(&to.junk), Some(&to.trash));
+        crate::actions::name_destinations(v, Some(to.junk), Some(to.trash));
     }
 }
 
