@@ -870,6 +870,7 @@ webhooks:
 classifier:
   providers:
     - {{ name: llm, kind: openai, url: "${{LLM_URL:-http://127.0.0.1:9/v1/chat/completions}}", model: m }}
+    - {{ name: gpu, kind: openai, url: "http://llm-gpu-7.corp.internal:8000/v1", model: m }}
 accounts:
   - name: acct
     imap: {{ host: 127.0.0.1, port: 9, security: none, username: me, password: p }}
@@ -892,6 +893,10 @@ accounts:
         Some(&body),
     );
     assert_eq!(r.status, 200, "{}", r.text);
+    // Its answer warns of what it sent, not of the providers it may not
+    // read (a regression audit: their URLs were in its warnings).
+    assert!(!r.text.contains("llm-gpu-7"), "{}", r.text);
+    assert!(r.body["warnings"].is_array(), "{}", r.text);
 
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");

@@ -327,13 +327,17 @@ fn replace_config(
     sent: crate::config::Sent<'_>,
 ) -> Answer {
     let base = if_match(ctx, req)?;
-    let done = change_answer(service::config::replace(
-        ctx,
-        raw,
-        base.as_deref(),
-        spelt_out,
-        sent,
-    ));
+    let mut done = service::config::replace(ctx, raw, base.as_deref(), spelt_out, sent);
+    // The warnings about what the client sent: those of the file's other
+    // sections named provider URLs to a `write:accounts` key that may not
+    // read them (a regression audit).
+    if let (Ok(applied), crate::config::Sent::Only(keys)) = (&mut done, sent) {
+        applied.warnings.retain(|w| {
+            keys.iter()
+                .any(|k| crate::config::split_problem(w).is_some_and(|(at, _)| at.starts_with(k)))
+        });
+    }
+    let done = change_answer(done);
     with_version(ctx, done)
 }
 
