@@ -628,18 +628,8 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
         "{}",
         page.text
     );
-    m.wait_for(Duration::from_secs(30), "all four sorted", || {
-        (total(&m, "&status=ok") == 4).then_some(())
-    });
+    healthy_once_sorted(&m, 4);
     assert_eq!(total(&m, "&status=failed"), 0);
-    let h = m.get("/health");
-    assert_eq!(h.body["status"], "healthy", "{}", h.text);
-    assert_eq!(h.body["providers"]["fake"], "ok", "{}", h.text);
-    assert!(
-        m.log().contains("provider fake: answering again"),
-        "{}",
-        m.log()
-    );
 
     // The API's form: nothing is left, and it says so; its mistakes are 4xx.
     let r = m.post("/api/activity/retry?account=acct", "");
@@ -680,6 +670,22 @@ fn health_once_parked(m: &Mailproc, n: u64) -> common::mailproc::Resp {
         let h = m.get("/health");
         (h.body["accounts"]["acct"] != "processing").then_some(h)
     })
+}
+
+/// Waits for `n` messages sorted, then: `/health` healthy, the provider
+/// `ok`, and the log says it answers again.
+fn healthy_once_sorted(m: &Mailproc, n: u64) {
+    m.wait_for(Duration::from_secs(30), "the messages sorted", || {
+        (total(m, "&status=ok") == n).then_some(())
+    });
+    let h = m.get("/health");
+    assert_eq!(h.body["status"], "healthy", "{}", h.text);
+    assert_eq!(h.body["providers"]["fake"], "ok", "{}", h.text);
+    assert!(
+        m.log().contains("provider fake: answering again"),
+        "{}",
+        m.log()
+    );
 }
 
 /// A provider that answers every call, but with nothing of use (refused
@@ -728,17 +734,7 @@ fn a_provider_whose_answers_are_of_no_use_shows_in_health() {
     mode.store(1, Ordering::SeqCst);
     let r = m.post("/api/activity/retry?account=acct", "");
     assert_eq!(r.status, 200, "{}", r.text);
-    m.wait_for(Duration::from_secs(30), "all ten sorted", || {
-        (total(&m, "&status=ok") == 10).then_some(())
-    });
-    let h = m.get("/health");
-    assert_eq!(h.body["status"], "healthy", "{}", h.text);
-    assert_eq!(h.body["providers"]["fake"], "ok", "{}", h.text);
-    assert!(
-        m.log().contains("provider fake: answering again"),
-        "{}",
-        m.log()
-    );
+    healthy_once_sorted(&m, 10);
 }
 
 /// Audit (stop 53): a "Move to…" of mail left in place for review had no
