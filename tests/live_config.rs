@@ -698,6 +698,58 @@ fn a_rename_is_a_new_account_and_the_log_says_so() {
     );
 }
 
+/// Found by the suite on a loaded machine: the name given back 60 ms after
+/// the rename, while the old worker's waiter had not yet handed over, was
+/// started by that waiter and the log said only "account changed". The
+/// waiter is held here so the change always comes in that window.
+#[test]
+fn a_name_given_back_while_its_old_worker_still_stops_is_said_so() {
+    let d = Dovecot::start();
+    d.add_user("two", "secret2");
+    let mut env = env();
+    env.push(("MAILPROC_FAILPOINTS", "stop-waiter=pause:1500"));
+    let mut m = Mailproc::start_with_env(
+        &base(&account(&d, "one", "test", "(?i)invoice", "Receipts")),
+        &env,
+    );
+    d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
+    wait_in(&m, &d, "test", "inv1", "Receipts");
+    m.write_config(&base(&account(
+        &d,
+        "two",
+        "test",
+        "(?i)invoice",
+        "Receipts",
+    )));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "one's waiter held", || {
+        m.log()
+            .contains("failpoint stop-waiter: pausing")
+            .then_some(())
+    });
+    m.write_config(&base(&account(
+        &d,
+        "one",
+        "test",
+        "(?i)invoice",
+        "Receipts",
+    )));
+    m.signal("HUP");
+    m.wait_for(Duration::from_secs(10), "the name given back", || {
+        m.log()
+            .contains("one: on the mailbox of two again: goes on from what one recorded before")
+            .then_some(())
+    });
+    assert!(
+        m.log().contains("failpoint stop-waiter: pausing")
+            && !m
+                .log()
+                .contains("one: account removed from the configuration; stopped"),
+        "one's waiter handed over before the change came: {}",
+        m.log()
+    );
+}
+
 /// Found by an audit of the binary: renamed under `backlog: new_only`, as
 /// the README advised, the new name started at the folder's UIDNEXT, and
 /// the mail the old name had not reached (here while it was paused) got no

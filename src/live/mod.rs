@@ -613,8 +613,19 @@ impl Live {
             }
         }
         // A rename under `backlog: all` is a removal and an addition:
-        // said, since the new name starts from nothing.
-        for added in &applied.started {
+        // said, since the new name starts from nothing. Added means new to
+        // the configuration: a name given back while its old worker still
+        // stops is started by that worker's waiter (`restarted`), and went
+        // unsaid (the suite, on a loaded machine: a change 60 ms after the
+        // rename).
+        let added_names = config
+            .config
+            .accounts
+            .iter()
+            .map(|a| &a.name)
+            .filter(|n| !old.config.accounts.iter().any(|o| &o.name == *n))
+            .filter(|n| applied.started.contains(n) || applied.restarted.contains(n));
+        for added in added_names {
             let Some(a) = config.config.accounts.iter().find(|a| &a.name == added) else {
                 continue;
             };

@@ -115,6 +115,7 @@ impl Live {
             .name(format!("stop-{name}"))
             .spawn(move || {
                 let _ = r.thread.join();
+                crate::failpoint::hit("stop-waiter");
                 if let Some(live) = me.upgrade() {
                     live.retired(&name, &r.handle);
                 }
