@@ -2,7 +2,9 @@
 //! and hands over to `daemon::run`. Nothing else happens here.
 #![forbid(unsafe_code)]
 
+use std::ffi::{OsStr, OsString};
 use std::io::IsTerminal;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,7 +54,23 @@ enum Cmd {
 }
 
 fn parse_args() -> Result<(PathBuf, Cmd), String> {
-    parse(std::env::args().skip(1))
+    parse(std::env::args_os().skip(1))
+}
+
+/// Writes `text` to standard error, whatever becomes of it: there is no
+/// one left to tell when that fails. `eprintln!` panicked with status 101
+/// when standard error was a closed pipe (an audit: `mailproc train demo
+/// 2>&1 | head -2` died in the middle of its reading, storing nothing).
+fn err(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// [`err`] with a line's end.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        err(&format!("{}\n", format_args!($($arg)*)))
+    };
 }
 
 /// Writes `text` to standard output. A write that fails (a closed pipe,
@@ -66,7 +84,7 @@ fn out(text: &str) {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        eprintln!("mailproc: cannot write to standard output: {e}");
+        errln!("mailproc: cannot write to standard output: {e}");
         std::process::exit(1);
     }
 }
@@ -82,18 +100,27 @@ macro_rules! outln {
 /// `--version` anywhere print and exit 0, also after a command: the name a
 /// command takes is never an option (`--` before it lets one begin with
 /// `-`).
-fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
+fn parse(args: impl Iterator<Item = OsString>) -> Result<(PathBuf, Cmd), String> {
     let mut config = PathBuf::from("config.yaml");
     let mut cmd = None;
     let mut args = args.peekable();
     // An option where the path belongs (`-c --help`) is a usage error; a
-    // path that begins with `-` goes as `--config=PATH`.
-    let path = |p: Option<String>| match p {
-        Some(p) if !p.is_empty() && !p.starts_with('-') => Ok(PathBuf::from(p)),
+    // path that begins with `-` goes as `--config=PATH`. A path may hold
+    // any byte but `/` and NUL (`std::env::args` panicked on one that is
+    // not UTF-8, status 101: an audit).
+    let path = |p: Option<OsString>| match p {
+        Some(p) if !p.is_empty() && !p.as_bytes().starts_with(b"-") => Ok(PathBuf::from(p)),
         _ => Err("--config needs a path (one that begins with - as --config=PATH)".to_string()),
     };
-    while let Some(a) = args.next() {
-        match a.as_str() {
+    while let Some(raw) = args.next() {
+        let Some(a) = raw.to_str() else {
+            if let Some(p) = raw.as_bytes().strip_prefix(b"--config=") {
+                config = PathBuf::from(OsStr::from_bytes(p));
+                continue;
+            }
+            return Err(format!("unexpected argument {raw:?} (not UTF-8)"));
+        };
+        match a {
             "--config" | "-c" => config = path(args.next())?,
             s if s.starts_with("--config=") => match &s["--config=".len()..] {
                 "" => return Err("--config needs a path".into()),
@@ -139,12 +166,16 @@ fn parse(args: impl Iterator<Item = String>) -> Result<(PathBuf, Cmd), String> {
 /// created the user `--help`); after `--`, the next argument is the name
 /// whatever it reads.
 fn operand(
-    args: &mut std::iter::Peekable<impl Iterator<Item = String>>,
+    args: &mut std::iter::Peekable<impl Iterator<Item = OsString>>,
     command: &str,
     what: &str,
 ) -> Result<String, String> {
     let needs = || format!("{command} needs {what} name");
-    let a = args.next().ok_or_else(needs)?;
+    let utf8 = |a: OsString| {
+        a.into_string()
+            .map_err(|a| format!("{command}: {what} name must be UTF-8, got {a:?}"))
+    };
+    let a = utf8(args.next().ok_or_else(needs)?)?;
     match a.as_str() {
         "--help" | "-h" => {
             out(USAGE);
@@ -154,7 +185,7 @@ fn operand(
             outln!("mailproc {}", mailproc::VERSION);
             std::process::exit(0);
         }
-        "--" => match args.next() {
+        "--" => match args.next().map(utf8).transpose()? {
             Some(name) if !name.is_empty() => Ok(name),
             _ => Err(needs()),
         },
@@ -173,14 +204,14 @@ fn main() -> ExitCode {
     // when it is not started by systemd (whose unit sets UMask=0077).
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     // The service's own reader of configuration text from outside.
-    if std::env::args().nth(1).as_deref() == Some(config::untrusted::CHILD_COMMAND) {
+    if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(config::untrusted::CHILD_COMMAND)) {
         return config::untrusted::child_main();
     }
     let (path, cmd) = match parse_args() {
         Ok(x) => x,
         Err(e) => {
             logging::to_stderr(logging::ERROR, &format!("mailproc: {e}"));
-            eprint!("\n{USAGE}");
+            err(&format!("\n{USAGE}"));
             return ExitCode::from(2);
         }
     };
@@ -252,13 +283,13 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("mailproc: {e}");
+                errln!("mailproc: {e}");
                 ExitCode::FAILURE
             }
         },
         Cmd::OAuth(name) => {
             let Some(account) = loaded.config.accounts.iter().find(|a| a.name == name) else {
-                eprintln!("mailproc: no account named {name:?} in {}", path.display());
+                errln!("mailproc: no account named {name:?} in {}", path.display());
                 return ExitCode::FAILURE;
             };
             let var = config::refresh_token_variable(&loaded.raw, &name);
@@ -268,20 +299,20 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("mailproc: {e}");
+                    errln!("mailproc: {e}");
                     ExitCode::FAILURE
                 }
             }
         }
         Cmd::Train(name) => {
             let Some(account) = loaded.config.accounts.iter().find(|a| a.name == name) else {
-                eprintln!("mailproc: no account named {name:?} in {}", path.display());
+                errln!("mailproc: no account named {name:?} in {}", path.display());
                 return ExitCode::FAILURE;
             };
             match train(&loaded.config, account, &path) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("mailproc: {e}");
+                    errln!("mailproc: {e}");
                     ExitCode::FAILURE
                 }
             }
@@ -297,7 +328,7 @@ fn main() -> ExitCode {
                     // The log line is the journal's error already; a
                     // terminal gets the reason once more, plainly, last.
                     if !logging::stderr_is_journal() {
-                        eprintln!("mailproc: {e}");
+                        errln!("mailproc: {e}");
                     }
                     ExitCode::FAILURE
                 }
@@ -310,7 +341,7 @@ fn main() -> ExitCode {
 /// log to say it in).
 fn say_migration() {
     if let Some(said) = mailproc::store::migration_said() {
-        eprintln!("mailproc: {said}");
+        errln!("mailproc: {said}");
     }
 }
 
@@ -387,7 +418,7 @@ fn train(
         &store,
         &mut |folder, done, total| {
             if folder != last || done == total {
-                eprintln!("{folder}: {done}/{total}");
+                errln!("{folder}: {done}/{total}");
                 last = folder.to_string();
             }
         },
@@ -408,7 +439,7 @@ fn train(
         outln!("{folder}: skipped: {why}");
     }
     if let Some(few) = report.too_few_said() {
-        eprintln!("note: {few}");
+        errln!("note: {few}");
     }
     outln!(
         "trained {} on {} message(s) in {} ms",
@@ -417,7 +448,7 @@ fn train(
         report.duration_ms
     );
     if let Some(n) = report.replaced.filter(|n| *n > report.examples as u64) {
-        eprintln!(
+        errln!(
             "note: the classifier this replaced was trained on {n} message(s); the folders \
              hold fewer now"
         );
@@ -425,7 +456,7 @@ fn train(
     // Kept all the same, for when it is switched on (an audit found the
     // silence misleading).
     if !account.learned.enabled {
-        eprintln!(
+        errln!(
             "note: learned.enabled is false for {}: the service decides nothing by this \
              classifier until it is set to true",
             account.name

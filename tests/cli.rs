@@ -307,6 +307,85 @@ fn output_that_cannot_be_written_and_input_that_is_not_there_are_said() {
     );
 }
 
+/// Found by an audit of the command line: an error said on a standard
+/// error that cannot be written (a closed pipe, a full disk) panicked
+/// with status 101 instead of the documented 1, and a path that is not
+/// UTF-8 (any byte but `/` and NUL is a Linux file name) panicked before
+/// it was read.
+#[test]
+fn errors_on_an_unwritable_standard_error_and_paths_beyond_utf8_keep_their_status() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = Command::new(common::mailproc::bin())
+        .args(["--config", dir.path().join("nope.yaml").to_str().unwrap()])
+        .arg("check-config")
+        .stderr(full.try_clone().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a missing file, said to /dev/full"
+    );
+    let out = Command::new(common::mailproc::bin())
+        .args(["--config", "/nonexistent/c.yaml", "bogus"])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a usage error, said to /dev/full"
+    );
+
+    // A configuration under a name that is not UTF-8 is read like any other.
+    let name = std::ffi::OsStr::from_bytes(b"\xffconfig.yaml");
+    let path = dir.path().join(name);
+    std::fs::write(
+        &path,
+        format!(
+            "server: {{ port: 8080 }}\nstorage: {{ path: \"{}/m.db\" }}\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    for args in [
+        vec![
+            std::ffi::OsString::from("--config"),
+            path.clone().into_os_string(),
+        ],
+        {
+            let mut a = std::ffi::OsString::from("--config=");
+            a.push(&path);
+            vec![a]
+        },
+    ] {
+        let out = Command::new(common::mailproc::bin())
+            .args(&args)
+            .arg("check-config")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+    // A name that must be UTF-8 (an account's) is a usage error.
+    let out = Command::new(common::mailproc::bin())
+        .arg("--config")
+        .arg(&path)
+        .arg("train")
+        .arg(std::ffi::OsStr::from_bytes(b"d\xffemo"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("an account name must be UTF-8"), "{err}");
+}
+
 /// Found by the second regression audit (stop 58): a shell command that
 /// moved an older database to the new schema said nothing (its log goes
 /// nowhere), so an operator who ran `set-password` or `train` before
