@@ -157,6 +157,26 @@ fn trains_from_sorted_folders_decides_by_path_and_survives_a_restart() {
         err.contains("the classifier this replaced was trained on 999 message(s)"),
         "{err}"
     );
+    // Folders misspelled (INBOX empty): nothing read is no classifier, and
+    // the one trained before stays (an audit's replaced 1,267 with none).
+    let good = config(&d, Some(&model), "{ enabled: true, min_confidence: 0.9 }");
+    m.write_config(&good.replace("[Receipts, Newsletters]", "[Reciepts, Newslettres]"));
+    let (code, out, err) = m.run_cli(&["train", "acct"], "");
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains(
+            "account acct: read no message to learn from (INBOX: empty; Junk: empty; \
+                 Newslettres: cannot open"
+        ) && err.contains("nothing was stored, and the classifier trained on 16 message(s) stays"),
+        "{err}"
+    );
+    let db = rusqlite::Connection::open(m.db_path()).unwrap();
+    let kept: i64 = db
+        .query_row("SELECT trained_examples FROM learn_state", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 16);
+    drop(db);
+    m.write_config(&good);
 
     // New mail: one the classifier knows, one a rule takes, one for the model.
     d.seed("test", "INBOX", &receipt(100));

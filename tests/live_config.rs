@@ -1044,6 +1044,10 @@ fn trainings_of_two_accounts_take_turns() {
         "{one_two}{}",
         account(&d, "three", "two", "(?i)invoice", "Receipts")
     );
+    // Something to learn from in each mailbox (nothing read is a failed
+    // training).
+    d.seed("test", "INBOX", &msg_with("hi1", "Hello", ""));
+    d.seed("two", "INBOX", &msg_with("hi2", "Hello", ""));
     let mut m = Mailproc::start_with_env(&base(&all), &env);
     let training =
         |m: &Mailproc, name: &str| get(m, &format!("/api/learned/{name}")).body["training"].clone();

@@ -155,6 +155,23 @@ pub fn train_account(
             account.name
         ));
     }
+    // Nothing read (every folder misspelled, gone or empty) is no
+    // classifier: stored, it replaced one trained on 1,267 messages with
+    // one that knows nothing, and the command said only a note (an audit).
+    if report.examples == 0 {
+        let why: Vec<String> = (report.folders.keys().map(|f| format!("{f}: empty")))
+            .chain(report.skipped.iter().map(|(f, e)| format!("{f}: {e}")))
+            .collect();
+        return Err(format!(
+            "account {}: read no message to learn from ({}); nothing was stored{}",
+            account.name,
+            why.join("; "),
+            match report.replaced {
+                Some(n) => format!(", and the classifier trained on {n} message(s) stays"),
+                None => String::new(),
+            }
+        ));
+    }
     store
         .learn_replace(
             &account.name,
