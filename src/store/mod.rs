@@ -481,10 +481,17 @@ impl Store {
         ReadGuard::Reader(self.readers[i % self.readers.len()].lock())
     }
 
-    fn init(conn: Connection) -> Result<Store> {
+    fn init(mut conn: Connection) -> Result<Store> {
         // Other processes (a second `mailproc set-password`, sqlite3 in a
         // shell) may hold the lock briefly; wait rather than fail.
         conn.busy_timeout(BUSY_WAIT)?;
+        // This connection writes: its transactions take the write lock when
+        // they begin (`BEGIN IMMEDIATE`), so that one that reads before it
+        // writes waits for another program's commit rather than failing at
+        // once with "database is locked" (SQLite does not wait for a
+        // transaction whose snapshot another commit made stale: the CLI
+        // audit, `mailproc train` beside the service).
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         intact(&conn)?;
         foreign(&conn)?;
         set_wal(&conn)?;

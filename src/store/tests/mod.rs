@@ -789,3 +789,37 @@ fn noop_finds_what_a_rule_kept_and_what_nothing_decided() {
     };
     assert_eq!(s.activity(&read).unwrap().1, 1, "only what was done");
 }
+
+/// Found by the CLI audit: a write of the service that read first (a
+/// deferred transaction) failed at once with "database is locked" when
+/// another program (`mailproc train`, `set-password`) committed between
+/// its read and its write: SQLite cannot move such a transaction's
+/// snapshot forward, and does not wait. The writer's transactions take the
+/// write lock when they begin, so they wait (`busy_timeout`) and then read
+/// what the other program wrote.
+#[test]
+fn a_write_that_reads_first_waits_for_another_programs_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let s = Store::open(&path).unwrap();
+    let other = Connection::open(&path).unwrap();
+    other
+        .execute_batch("BEGIN IMMEDIATE; INSERT INTO settings (key, value) VALUES ('x', '1');")
+        .unwrap();
+    let committer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        other.execute_batch("COMMIT").unwrap();
+    });
+    let mut conn = s.conn.lock();
+    let tx = conn.transaction().unwrap();
+    let seen: i64 = tx
+        .query_row("SELECT count(*) FROM settings WHERE key = 'x'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    tx.execute("INSERT INTO settings (key, value) VALUES ('y', '2')", [])
+        .expect("the write after a read waits for the other program's commit");
+    tx.commit().unwrap();
+    committer.join().unwrap();
+    assert_eq!(seen, 1, "read after the other program's commit");
+}
