@@ -441,3 +441,44 @@ fn check_config_names_the_storage_path_among_the_other_problems() {
         "{err}"
     );
 }
+
+/// Found by the CLI audit: a `storage.path` that is a symbolic link to
+/// nothing, or lies under one, passed `check-config`, and the start then
+/// failed as "unable to open database file" or "File exists", neither
+/// naming the link.
+#[test]
+fn a_storage_path_through_a_broken_link_is_named_by_check_and_start() {
+    let m = Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/db\" }\n");
+    let dir = m.config_path.parent().unwrap().to_path_buf();
+    let gone = dir.join("gone");
+    // The file itself a link to nothing, then a directory above it.
+    std::os::unix::fs::symlink(&gone, dir.join("db")).unwrap();
+    for (args, code) in [(&["check-config"][..], 1), (&["run"][..], 1)] {
+        let (got, _, err) = m.run_cli(args, "");
+        assert_eq!(got, code, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}/db is a symbolic link to {}, which does not exist",
+                dir.display(),
+                gone.display()
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    std::fs::remove_file(dir.join("db")).unwrap();
+    std::os::unix::fs::symlink(&gone, dir.join("state")).unwrap();
+    let mut m = m;
+    m.write_config("server: { port: {PORT} }\nstorage: { path: \"{DIR}/state/sub/db\" }\n");
+    for args in [&["check-config"][..], &["set-password", "admin"][..]] {
+        let (got, _, err) = m.run_cli(args, "password123\n");
+        assert_eq!(got, 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}/state is a symbolic link to {}, which does not exist",
+                dir.display(),
+                gone.display()
+            )),
+            "{args:?}: {err}"
+        );
+    }
+}

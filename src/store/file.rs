@@ -133,6 +133,9 @@ pub fn empty_file_warning(path: &Path) -> Option<String> {
 /// write. `Err` says why, naming the path.
 pub fn check_path(path: &Path) -> std::result::Result<(), String> {
     use nix::unistd::{access, AccessFlags};
+    if let Some(why) = broken_link(path) {
+        return Err(why);
+    }
     let contents = match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => return Err(format!("{} is not a file", path.display())),
         Ok(_) if access(path, AccessFlags::R_OK | AccessFlags::W_OK).is_err() => {
@@ -167,6 +170,30 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
         check_contents(path)?;
     }
     Ok(())
+}
+
+/// What to say of `path` or the nearest of its ancestors that is a
+/// symbolic link to nothing: `check-config` passed such a
+/// `storage.path`, and the start then failed as "unable to open database
+/// file" or "File exists", neither naming the link (the CLI audit).
+pub fn broken_link(path: &Path) -> Option<String> {
+    let mut at = path;
+    loop {
+        if std::fs::metadata(at).is_ok() {
+            return None;
+        }
+        if let Ok(target) = std::fs::read_link(at) {
+            return Some(format!(
+                "{} is a symbolic link to {}, which does not exist",
+                at.display(),
+                target.display()
+            ));
+        }
+        match at.parent() {
+            Some(up) if !up.as_os_str().is_empty() => at = up,
+            _ => return None,
+        }
+    }
 }
 
 /// Whether the directory of `path` (or, missing, the nearest directory

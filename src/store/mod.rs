@@ -445,6 +445,9 @@ impl Store {
     /// [`Store::open`] for the service and its commands: the error names
     /// the setting and the file (`storage.path /var/lib/…: …`).
     pub fn open_configured(path: &Path) -> std::result::Result<Store, String> {
+        if let Some(why) = file::broken_link(path) {
+            return Err(format!("storage.path {}: {why}", path.display()));
+        }
         // Said as `check-config` says it, not as SQLite's "disk I/O error"
         // (a FIFO, in an audit).
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
