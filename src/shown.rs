@@ -39,3 +39,63 @@ pub fn escape_hidden(text: &str) -> std::borrow::Cow<'_, str> {
     }
     out.into()
 }
+
+/// A name (a folder's, a rule's) or a subject in double quotes, as an
+/// operator reads it: a quote and a backslash escaped, and what
+/// [`hides_text`] says of but the joiners (ZWNJ and ZWJ write Persian and
+/// emoji) escaped as Rust writes it; combining marks, variation selectors
+/// and every script as written. `{:?}` escaped those too: `"हिन्दी"`
+/// read `"हिन\u{94d}दी"` in the activity log, on the pages and in the
+/// API (the folder-tree audit). Its `Debug` is its `Display`, so a
+/// format string's `{folder:?}` takes it as `folder = quoted(&folder)`.
+pub struct Quoted<'a>(&'a str);
+
+/// [`Quoted`] `text`.
+pub fn quoted(text: &str) -> Quoted<'_> {
+    Quoted(text)
+}
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write;
+        f.write_char('"')?;
+        for c in self.0.chars() {
+            match c {
+                '"' => f.write_str("\\\"")?,
+                '\\' => f.write_str("\\\\")?,
+                '\u{200c}' | '\u{200d}' => f.write_char(c)?,
+                c if hides_text(c) => {
+                    for e in c.escape_debug() {
+                        f.write_char(e)?;
+                    }
+                }
+                c => f.write_char(c)?,
+            }
+        }
+        f.write_char('"')
+    }
+}
+
+impl std::fmt::Debug for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted;
+
+    #[test]
+    fn quoted_keeps_every_script_and_escapes_what_hides_text() {
+        assert_eq!(quoted("हिन्दी/संग्रह").to_string(), "\"हिन्दी/संग्रह\"");
+        assert_eq!(quoted("❤\u{fe0f} Love").to_string(), "\"❤\u{fe0f} Love\"");
+        assert_eq!(quoted("می‌خواهم").to_string(), "\"می‌خواهم\"");
+        assert_eq!(
+            quoted("a\"b\\c\nd\u{202e}e").to_string(),
+            "\"a\\\"b\\\\c\\nd\\u{202e}e\""
+        );
+        // As `{:?}` writes what it escapes, so a line reads the same.
+        assert_eq!(format!("{:?}", quoted("Lists")), format!("{:?}", "Lists"));
+    }
+}

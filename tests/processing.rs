@@ -787,6 +787,40 @@ fn several_folders_a_missing_one_and_a_changed_uidvalidity() {
     );
 }
 
+/// Found by the folder-tree audit: a folder's name in an error came as
+/// Rust's `{:?}` writes it, which escapes combining marks and variation
+/// selectors (`"हिन\u{94d}दी"`): the activity log, the account's last
+/// error and the log named a folder the operator never wrote.
+#[test]
+fn an_error_names_a_folder_in_any_script_as_written() {
+    let d = Dovecot::start();
+    d.seed("test", "INBOX", &msg_with("h1", "Hindi thing", ""));
+    let folder = "हिन्दी/संग्रह ❤\u{fe0f}";
+    let model = Model::start(1, move |_| {
+        answer(json!([{ "type": "move", "folder": folder }]), "there")
+    });
+    let cfg = config(&d, Some(&model), "    max_attempts: 1\n", "")
+        .replace("create: true", "create: false")
+        .replace("Work]", &format!("Work, \"{folder}\"]"));
+    let m = Mailproc::start(&cfg);
+    m.wait_for(Duration::from_secs(15), "the failure recorded", || {
+        (total(&m, "&status=failed") == 1).then_some(())
+    });
+    let failed = m.get("/api/activity?status=failed").body;
+    let error = failed["entries"][0]["error"].as_str().unwrap().to_string();
+    assert!(
+        error.contains(&format!("folder \"{folder}\" ("))
+            && error.contains("does not exist and folders.create is false"),
+        "{error}"
+    );
+    assert!(!error.contains("\\u{"), "{error}");
+    assert!(
+        m.log().contains(&format!("\"{folder}\"")) && !m.log().contains("\\u{94d}"),
+        "{}",
+        m.log()
+    );
+}
+
 #[test]
 fn spam_goes_to_the_junk_folder_and_missing_folders_follow_the_create_setting() {
     let d = Dovecot::start();

@@ -144,7 +144,7 @@ impl Runner {
                 log::warn!(
                     "{}: {} message(s) to be moved to {folder:?} are in that folder already: not moved",
                     self.name(),
-                    set.len()
+                    set.len(), folder = crate::shown::quoted(folder)
                 );
                 done(Confirmed {
                     uids: set,
@@ -244,14 +244,18 @@ impl Runner {
                     "{}: {} message(s) left {mailbox:?} before their move to {folder:?} \
                      (another client moved or deleted them): not recorded as moved",
                     self.name(),
-                    vanished.len()
+                    vanished.len(),
+                    folder = crate::shown::quoted(folder),
+                    mailbox = crate::shown::quoted(mailbox)
                 );
                 for u in &vanished {
                     failed.insert(
                         *u,
                         format!(
                             "the message left {mailbox:?} before its move to {folder:?} \
-                             (another client moved or deleted it)"
+                             (another client moved or deleted it)",
+                            folder = crate::shown::quoted(folder),
+                            mailbox = crate::shown::quoted(mailbox)
                         ),
                     );
                 }
@@ -262,7 +266,8 @@ impl Runner {
                      ({e}) after {} of them had moved: those are recorded as moved",
                     self.name(),
                     sent,
-                    took.len()
+                    took.len(),
+                    folder = crate::shown::quoted(folder)
                 );
             }
             if !took.is_empty() {
@@ -290,7 +295,8 @@ impl Runner {
                         "{}: the move of {sent} message(s) to {folder:?} was refused because \
                          another client expunged some of them; moving the {} still here again",
                         self.name(),
-                        kept.len()
+                        kept.len(),
+                        folder = crate::shown::quoted(folder)
                     );
                     if tries == 1 {
                         log::info!("{say}");
@@ -435,7 +441,7 @@ impl Runner {
                     self.name(),
                     wanted.len(),
                     many.searches,
-                    many.left.len()
+                    many.left.len(), folder = crate::shown::quoted(folder)
                 );
                 let mut claimed: HashSet<u32> = HashSet::new();
                 for (u, id) in &check {
@@ -517,7 +523,8 @@ impl Runner {
         let mb = folders.select(s, mailbox)?;
         if mb.uid_validity != Some(replayed.uidvalidity) {
             return Err(ImapError::Io(std::io::Error::other(format!(
-                "{mailbox:?} changed UIDVALIDITY while its batch was acted on"
+                "{mailbox:?} changed UIDVALIDITY while its batch was acted on",
+                mailbox = crate::shown::quoted(mailbox)
             ))));
         }
         if !found.is_empty() {
@@ -526,7 +533,9 @@ impl Runner {
                  same Message-ID, or same content, and same size and date): taken out of \
                  {mailbox:?}, not copied again",
                 self.name(),
-                found.len()
+                found.len(),
+                folder = crate::shown::quoted(folder),
+                mailbox = crate::shown::quoted(mailbox)
             );
         }
         let copied: HashSet<u32> = found.iter().map(|(u, _)| *u).collect();
@@ -545,7 +554,8 @@ impl Runner {
                     "{}: could not take the \\Deleted of an earlier run off {} message(s) in \
                      {mailbox:?} before copying them again: {e}",
                     self.name(),
-                    again.len()
+                    again.len(),
+                    mailbox = crate::shown::quoted(mailbox)
                 );
             }
         }
@@ -566,14 +576,16 @@ impl Runner {
         if let Err(e) = s.uid_store(&set, "+FLAGS.SILENT (\\Deleted)") {
             let e = session_fatal(e)?;
             return Ok(Err(format!(
-                "marking copied messages in {mailbox:?} failed: {e}"
+                "marking copied messages in {mailbox:?} failed: {e}",
+                mailbox = crate::shown::quoted(mailbox)
             )));
         }
         if caps.uidplus {
             if let Err(e) = s.uid_expunge(&set) {
                 let e = session_fatal(e)?;
                 return Ok(Err(format!(
-                    "expunging copied messages from {mailbox:?} failed: {e}"
+                    "expunging copied messages from {mailbox:?} failed: {e}",
+                    mailbox = crate::shown::quoted(mailbox)
                 )));
             }
         }

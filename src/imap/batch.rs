@@ -413,11 +413,11 @@ impl Runner {
                 // A permanent failure's limit is 1 whatever came before:
                 // "attempt 2 of 1" (a regression audit). Failed is the end.
                 details: &if st == Status::Failed {
-                    format!("{mailbox} UID {uid} {message_id} subject {subject:?}: attempt {n}, now {st}")
+                    format!("{mailbox} UID {uid} {message_id} subject {subject:?}: attempt {n}, now {st}", subject = crate::shown::quoted(subject))
                 } else {
                     format!(
                         "{mailbox} UID {uid} {message_id} subject {subject:?}: attempt {n} of {}, now {st}",
-                        f.max_attempts
+                        f.max_attempts, subject = crate::shown::quoted(subject)
                     )
                 },
             });

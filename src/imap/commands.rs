@@ -107,13 +107,14 @@ impl Runner {
             self.name(),
             if caps.mv { "UID MOVE" } else { "UID COPY" },
             set.len(),
-            t.elapsed()
+            t.elapsed(),
+            folder = crate::shown::quoted(folder)
         );
         if r.1.is_ok() && !caps.mv && !caps.uidplus {
             log::warn!(
                 "{}: server lacks MOVE and UIDPLUS: copied to {folder:?} and marked \\Deleted in {from:?}, \
                  but not expunged (a plain EXPUNGE could remove mail the user marked)",
-                self.name()
+                self.name(), folder = crate::shown::quoted(folder), from = crate::shown::quoted(from)
             );
         }
         Ok(r)
@@ -221,14 +222,20 @@ pub(super) fn move_set(
     if let Err(e) = step(
         s.uid_store(&copied_s, "+FLAGS.SILENT (\\Deleted)")
             .map(|_| ()),
-        format!("marking moved messages in {from:?}"),
+        format!(
+            "marking moved messages in {from:?}",
+            from = crate::shown::quoted(from)
+        ),
     )? {
         return Ok((landed, Err(e)));
     }
     if caps.uidplus {
         if let Err(e) = step(
             s.uid_expunge(&copied_s).map(|_| ()),
-            format!("expunging moved messages from {from:?}"),
+            format!(
+                "expunging moved messages from {from:?}",
+                from = crate::shown::quoted(from)
+            ),
         )? {
             return Ok((landed, Err(e)));
         }

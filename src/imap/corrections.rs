@@ -67,7 +67,7 @@ impl Runner {
                 log::debug!(
                     "{}: corrections: {folder:?} unchanged since it was last read ({} move(s) to check)",
                     self.name(),
-                    list.len()
+                    list.len(), folder = crate::shown::quoted(folder)
                 );
                 continue;
             }
@@ -91,7 +91,11 @@ impl Runner {
                 }
             }
             if let Some(e) = refused {
-                log::warn!("{}: corrections: {folder:?}: {e}", self.name());
+                log::warn!(
+                    "{}: corrections: {folder:?}: {e}",
+                    self.name(),
+                    folder = crate::shown::quoted(folder)
+                );
                 continue;
             }
             for (id, uid) in list {
@@ -146,7 +150,7 @@ impl Runner {
                         log::warn!(
                         "{}: activity {id}: the message left {from:?}, and looking for it failed: \
                          {e}; not looked for again",
-                        self.name()
+                        self.name(), from = crate::shown::quoted(&from)
                     );
                         None
                     }
@@ -165,13 +169,14 @@ impl Runner {
             let Some(to) = folder else {
                 log::info!(
                     "{}: activity {id}: the message left {from:?} (deleted)",
-                    self.name()
+                    self.name(),
+                    from = crate::shown::quoted(&from)
                 );
                 continue;
             };
             log::info!(
                 "{}: activity {id}: the user moved the message from {from:?} to {to:?}; learned as a correction",
-                self.name()
+                self.name(), from = crate::shown::quoted(&from), to = crate::shown::quoted(&to)
             );
             self.corrected(counted, feats, &from, &to);
         }
@@ -231,7 +236,11 @@ impl Runner {
                 Ok(found) => found,
                 Err(e) => {
                     let e = session_fatal(e)?;
-                    log::warn!("{}: corrections: {folder:?}: {e}", self.name());
+                    log::warn!(
+                        "{}: corrections: {folder:?}: {e}",
+                        self.name(),
+                        folder = crate::shown::quoted(&folder)
+                    );
                     continue;
                 }
             };
@@ -273,7 +282,11 @@ impl Runner {
                     Ok(f) => f,
                     Err(e) => {
                         let e = session_fatal(e)?;
-                        log::warn!("{}: corrections: reading {folder:?}: {e}", self.name());
+                        log::warn!(
+                            "{}: corrections: reading {folder:?}: {e}",
+                            self.name(),
+                            folder = crate::shown::quoted(&folder)
+                        );
                         break;
                     }
                 };
@@ -306,7 +319,9 @@ impl Runner {
                         "{}: activity {}: the user moved the message from {from:?} to {folder:?}; \
                          learned as a correction",
                         self.name(),
-                        t.id
+                        t.id,
+                        folder = crate::shown::quoted(&folder),
+                        from = crate::shown::quoted(&from)
                     );
                     let feats = email.map(crate::learn::features);
                     self.corrected(counted, feats, &from, &folder);
@@ -399,7 +414,13 @@ impl Runner {
             };
             let found = match query.run(s) {
                 Ok(found) => found,
-                Err(e) => return Ok(Err(format!("searching {folder:?}: {}", session_fatal(e)?))),
+                Err(e) => {
+                    return Ok(Err(format!(
+                        "searching {folder:?}: {}",
+                        session_fatal(e)?,
+                        folder = crate::shown::quoted(&folder)
+                    )))
+                }
             };
             let mut uids: Vec<u32> = found.into_iter().collect();
             // The newest first.
@@ -410,7 +431,8 @@ impl Runner {
                     Err(e) => {
                         return Ok(Err(format!(
                             "reading it in {folder:?}: {}",
-                            session_fatal(e)?
+                            session_fatal(e)?,
+                            folder = crate::shown::quoted(&folder)
                         )))
                     }
                 };

@@ -32,7 +32,7 @@ pub(super) fn warn(
             account.name,
             c.marked_junk.len(),
             c.marked_junk.join(", "),
-            c.junk
+            crate::shown::quoted(c.junk)
         );
     }
     // A `folders.junk` the server does not have, beside one it marks:
@@ -50,10 +50,11 @@ pub(super) fn warn(
                 account.name,
                 c.marked_junk
                     .iter()
-                    .map(|m| format!("{m:?}"))
+                    .map(|m| crate::shown::quoted(m).to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                c.marked_junk[0]
+                crate::shown::quoted(&c.marked_junk[0]),
+                j = crate::shown::quoted(j)
             );
         }
     }
@@ -73,14 +74,16 @@ pub(super) fn warn(
                  of the account (INBOX's, each label's, the sent mail), so mail there is \
                  processed again, and mail the user sent or filed is decided on; watch INBOX, \
                  or the folders mail arrives in",
-                account.name
+                account.name,
+                w = crate::shown::quoted(w)
             );
         }
         if account.folders.junk.is_none() && on_server == names.to_server(c.junk) {
             log::warn!(
                 "{}: watched folder {w:?} is the server's junk folder: spam moved there is \
                  processed again in it; set folders.junk to another folder, or stop watching it",
-                account.name
+                account.name,
+                w = crate::shown::quoted(w)
             );
         }
         for a in &account.folders.allowed {
@@ -88,7 +91,10 @@ pub(super) fn warn(
                 log::warn!(
                     "{}: watched folder {w:?} and allowed folder {a:?} are one folder on the \
                      server ({on_server:?}): mail moved there is processed again in it",
-                    account.name
+                    account.name,
+                    a = crate::shown::quoted(a),
+                    on_server = crate::shown::quoted(&on_server),
+                    w = crate::shown::quoted(w)
                 );
             }
         }
@@ -112,7 +118,9 @@ pub(super) fn warn(
                     "{}: folder {name:?} is {server:?} on the server, whose level separator \
                      is {d:?}: a level of it is empty, so it can never be used; write levels \
                      with \"/\"",
-                    account.name
+                    account.name,
+                    name = crate::shown::quoted(name),
+                    server = crate::shown::quoted(&server)
                 );
             } else if name.contains(d) && rest.contains(d) {
                 log::warn!(
@@ -120,8 +128,9 @@ pub(super) fn warn(
                      on the server, {} level(s) deep; write levels with \"/\" (a {d:?} cannot \
                      be part of one folder's name here)",
                     account.name,
-                    names.to_server(name),
-                    names.to_server(name).split(d).count()
+                    crate::shown::quoted(&names.to_server(name)),
+                    names.to_server(name).split(d).count(),
+                    name = crate::shown::quoted(name)
                 );
             }
         }

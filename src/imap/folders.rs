@@ -93,9 +93,12 @@ impl Folders {
     pub(super) fn describe(&self, name: &str) -> String {
         let server = self.server(name);
         if server == name {
-            format!("{name:?}")
+            format!("{name:?}", name = crate::shown::quoted(name))
         } else {
-            format!("{name:?} ({server} on the server)")
+            format!(
+                "{name:?} ({server} on the server)",
+                name = crate::shown::quoted(name)
+            )
         }
     }
 
@@ -115,7 +118,8 @@ impl Folders {
     pub(super) fn arg(&self, name: &str) -> Result<String, String> {
         if name.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
             return Err(format!(
-                "folder {name:?} holds a line break or NUL, which no IMAP name can carry"
+                "folder {name:?} holds a line break or NUL, which no IMAP name can carry",
+                name = crate::shown::quoted(name)
             ));
         }
         if let Some(d) = self.names.delimiter() {
@@ -123,7 +127,9 @@ impl Folders {
             if server.split(d).any(str::is_empty) {
                 return Err(format!(
                     "folder {name:?} is {server:?} on the server, whose level separator is {d:?}: \
-                     a level of it is empty; no folder can have that name there"
+                     a level of it is empty; no folder can have that name there",
+                    name = crate::shown::quoted(name),
+                    server = crate::shown::quoted(&server)
                 ));
             }
         }
@@ -448,8 +454,8 @@ pub(super) fn discover(
         names.prefix(),
         names.delimiter().map(String::from).unwrap_or_default(),
         entries.len(),
-        names.to_server(&junk),
-        names.to_server(&trash),
+        crate::shown::quoted(&names.to_server(&junk)),
+        crate::shown::quoted(&names.to_server(&trash)),
         if caps.utf8 { "UTF-8" } else { "modified UTF-7" }
     );
     super::folder_checks::warn(

@@ -79,7 +79,8 @@ impl Runner {
                 if q.is_none() {
                     log::warn!(
                         "{}: header {f:?} cannot be fetched by name; left out",
-                        self.name()
+                        self.name(),
+                        f = crate::shown::quoted(f)
                     );
                 }
                 q

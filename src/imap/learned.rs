@@ -33,7 +33,8 @@ pub(super) fn before_rule(guess: &Classification, rule: &Classification) -> Clas
     Classification {
         reasoning: format!(
             "{}{BEFORE_RULE}{name:?} (learned.spam_first)",
-            guess.reasoning
+            guess.reasoning,
+            name = crate::shown::quoted(name)
         ),
         ..guess.clone()
     }
@@ -409,7 +410,8 @@ impl Runner {
                 .collect();
             let subject = crate::classify::truncate(&words.join(" "), 60).to_string();
             lines.push(format!(
-                "- from {from}, subject words \"{subject}\": the user put it in {folder:?}"
+                "- from {from}, subject words \"{subject}\": the user put it in {folder:?}",
+                folder = crate::shown::quoted(&folder)
             ));
         }
         let mut c = (**a).clone();

@@ -35,7 +35,8 @@ impl Runner {
         };
         if from.folder == to {
             return Ok(Err(RefileError::Refused(format!(
-                "activity {id}: the message is in {to:?} already"
+                "activity {id}: the message is in {to:?} already",
+                to = crate::shown::quoted(to)
             ))));
         }
         let counted = self.counted_in(id, &from.folder);
@@ -57,7 +58,8 @@ impl Runner {
         log::info!(
             "{}: activity {id} moved by a person from {:?} to {to:?} (UID {uid})",
             self.name(),
-            from.folder
+            crate::shown::quoted(&from.folder),
+            to = crate::shown::quoted(to)
         );
         Ok(Ok(Moved {
             id,
@@ -284,7 +286,7 @@ impl Runner {
                     return Ok(Err(NotBack::Gone(format!(
                         "the message left {:?} before it could be moved \
                          (another client moved or deleted it)",
-                        from.folder
+                        crate::shown::quoted(&from.folder)
                     ))))
                 }
                 (landed, Ok(())) => landed.dest,
@@ -305,7 +307,13 @@ impl Runner {
                 let found = answer!(query.run(s), "searching by Message-ID");
                 match found.into_iter().max() {
                     Some(u) => u,
-                    None => return Ok(Err(format!("moved, but not found in {to:?}").into())),
+                    None => {
+                        return Ok(Err(format!(
+                            "moved, but not found in {to:?}",
+                            to = crate::shown::quoted(to)
+                        )
+                        .into()))
+                    }
                 }
             }
         };

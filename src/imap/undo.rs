@@ -71,7 +71,8 @@ pub(super) fn holds_the_entrys(t: &UndoTarget, e: Option<&crate::email::Email>) 
 pub(super) fn idless_gone(uid: u32, folder: &str) -> String {
     format!(
         "UID {uid} in {folder:?} holds another message now, and this one has no Message-ID to \
-         look for it by: moved or deleted since"
+         look for it by: moved or deleted since",
+        folder = crate::shown::quoted(folder)
     )
 }
 
@@ -200,7 +201,8 @@ impl Runner {
         log::info!(
             "{}: activity {id} undone: back from {dest:?} to {:?} as UID {uid}",
             self.name(),
-            t.mailbox
+            crate::shown::quoted(&t.mailbox),
+            dest = crate::shown::quoted(&dest)
         );
         Ok(Ok(Undone {
             id,
@@ -283,7 +285,8 @@ impl Runner {
             );
             let Some(f) = fetched.iter().find(|f| f.uid == Some(uid)) else {
                 return Ok(Err(NotBack::Gone(format!(
-                    "UID {uid} is no longer in {dest:?}: moved or deleted since"
+                    "UID {uid} is no longer in {dest:?}: moved or deleted since",
+                    dest = crate::shown::quoted(dest)
                 ))));
             };
             let email = f.header().map(|h| super::learn_email(h, f.text()));
@@ -297,7 +300,8 @@ impl Runner {
                      ({held:?}); looking for {} by its Message-ID",
                     self.name(),
                     t.id,
-                    t.message_id
+                    t.message_id,
+                    dest = crate::shown::quoted(dest)
                 );
                 by_id = true;
                 uid = match self.find_by_message_id(s, caps, t, dest)? {
@@ -333,14 +337,19 @@ impl Runner {
                     let _ = self.w.store.end_undo(t.id);
                     return Ok(Err(NotBack::Gone(format!(
                         "the message left {dest:?} before it could be moved back \
-                         (another client moved or deleted it)"
+                         (another client moved or deleted it)",
+                        dest = crate::shown::quoted(dest)
                     ))));
                 }
                 (landed, Ok(())) => landed.dest,
                 (_, Err(e)) => {
                     // Refused: nothing moved, nothing to finish.
                     let _ = self.w.store.end_undo(t.id);
-                    return Ok(Err(format!("moving back to {:?}: {e}", t.mailbox).into()));
+                    return Ok(Err(format!(
+                        "moving back to {:?}: {e}",
+                        crate::shown::quoted(&t.mailbox)
+                    )
+                    .into()));
                 }
             };
         crate::failpoint::hit("undo-after-move");
@@ -363,9 +372,11 @@ impl Runner {
                 match found.into_iter().max() {
                     Some(u) => u,
                     None => {
-                        return Ok(Err(
-                            format!("moved back, but not found in {:?}", t.mailbox).into()
-                        ))
+                        return Ok(Err(format!(
+                            "moved back, but not found in {:?}",
+                            crate::shown::quoted(&t.mailbox)
+                        )
+                        .into()))
                     }
                 }
             }
@@ -391,7 +402,13 @@ impl Runner {
     ) -> Result<Result<u32, NotBack>, ImapError> {
         let query = match search_message_id(&t.message_id, caps) {
             Ok(q) => q,
-            Err(e) => return Ok(Err(format!("its UID in {dest:?} is unknown and {e}").into())),
+            Err(e) => {
+                return Ok(Err(format!(
+                    "its UID in {dest:?} is unknown and {e}",
+                    dest = crate::shown::quoted(dest)
+                )
+                .into()))
+            }
         };
         let found = match query.run(s) {
             Ok(v) => v,
@@ -409,14 +426,16 @@ impl Runner {
         Ok(match found.len() {
             0 => Err(NotBack::Gone(format!(
                 "no message {} in {dest:?}: moved or deleted since",
-                t.message_id
+                t.message_id,
+                dest = crate::shown::quoted(dest)
             ))),
             1 => Ok(found[0]),
             n => Err(NotBack::Gone(format!(
                 "{n} messages in {dest:?} have the Message-ID {} and the server did not say \
                  which UID this one got, so undo cannot tell which is this one; move it back \
                  by hand",
-                t.message_id
+                t.message_id,
+                dest = crate::shown::quoted(dest)
             ))),
         })
     }
@@ -481,7 +500,7 @@ impl Runner {
                          (a look-alike came meanwhile) and its size and date tell none apart: \
                          the first, UID {}, is taken for the one put back",
                         self.name(),
-                        t.mailbox,
+                        crate::shown::quoted(&t.mailbox),
                         back.unwrap_or_default()
                     );
                     back
@@ -500,7 +519,7 @@ impl Runner {
                     "{}: undo of activity {id} was not carried out (the message is not back \
                      in {:?}); it can be asked again",
                     self.name(),
-                    t.mailbox
+                    crate::shown::quoted(&t.mailbox)
                 );
                 let _ = self.w.store.end_undo(id);
                 continue;
@@ -520,8 +539,8 @@ impl Runner {
                         "{}: undo of activity {id} was not carried out (the message is still in \
                          {:?}; UID {uid} of {:?} is another message); it can be asked again",
                         self.name(),
-                        original.folder,
-                        t.mailbox
+                        crate::shown::quoted(&original.folder),
+                        crate::shown::quoted(&t.mailbox)
                     );
                     let _ = self.w.store.end_undo(id);
                     continue;
@@ -544,7 +563,7 @@ impl Runner {
             log::info!(
                 "{}: activity {id} undone (finished after an interruption): back in {:?} as UID {uid}",
                 self.name(),
-                t.mailbox
+                crate::shown::quoted(&t.mailbox)
             );
             if let Some(original) = left {
                 self.take_out_original(s, caps, folders, &t, &original)?;
@@ -593,7 +612,8 @@ impl Runner {
         let left = |e: &dyn std::fmt::Display| {
             log::warn!(
                 "{name}: undo of activity {}: looking for the original in {dest:?}: {e}",
-                t.id
+                t.id,
+                dest = crate::shown::quoted(dest)
             )
         };
         if let Err(e) = folders.select(s, dest) {
@@ -686,7 +706,8 @@ impl Runner {
             log::warn!(
                 "{}: undo of activity {}: the original left in {dest:?}: {e}",
                 self.name(),
-                t.id
+                t.id,
+                dest = crate::shown::quoted(dest)
             );
             return Ok(());
         }
@@ -696,12 +717,14 @@ impl Runner {
                  (UID {}) taken out",
                 self.name(),
                 t.id,
-                original.uid
+                original.uid,
+                dest = crate::shown::quoted(dest)
             ),
             Err(e) => log::warn!(
                 "{}: undo of activity {}: the original left in {dest:?}: {e}",
                 self.name(),
-                t.id
+                t.id,
+                dest = crate::shown::quoted(dest)
             ),
         }
         Ok(())

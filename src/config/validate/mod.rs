@@ -153,7 +153,7 @@ pub fn folder_name_problem(name: &str) -> Option<String> {
     }
     if let Some(c) = name.chars().find(|c| c.is_control()) {
         return Some(format!(
-            "{name:?} contains the control character {c:?}, which an IMAP mailbox name cannot carry"
+            "{name:?} contains the control character {c:?}, which an IMAP mailbox name cannot carry", name = crate::shown::quoted(name)
         ));
     }
     if name.chars().count() > FOLDER_NAME_MAX {
@@ -164,7 +164,8 @@ pub fn folder_name_problem(name: &str) -> Option<String> {
     }
     if name.starts_with('/') || name.ends_with('/') || name.contains("//") {
         return Some(format!(
-            "{name:?} has an empty level: '/' separates levels (write Archive/2024)"
+            "{name:?} has an empty level: '/' separates levels (write Archive/2024)",
+            name = crate::shown::quoted(name)
         ));
     }
     None
@@ -468,7 +469,7 @@ pub fn validate(c: &Config) -> Vec<String> {
                 p.push(format!("{at}.folders.junk: {e}"));
             } else if a.folders.watch.iter().any(|w| same_folder(w, j)) {
                 p.push(format!(
-                    "{at}.folders.junk: {j:?} is also watched in folders.watch; spam moved there would be processed again"
+                    "{at}.folders.junk: {j:?} is also watched in folders.watch; spam moved there would be processed again", j = crate::shown::quoted(j)
                 ));
             }
         }
@@ -480,7 +481,7 @@ pub fn validate(c: &Config) -> Vec<String> {
         for (j, f) in a.folders.watch.iter().enumerate() {
             if a.folders.allowed.iter().any(|x| same_folder(x, f)) {
                 p.push(format!(
-                    "{at}.folders.watch[{j}]: {f:?} is also a move target in folders.allowed; mail moved there would be processed again"
+                    "{at}.folders.watch[{j}]: {f:?} is also a move target in folders.allowed; mail moved there would be processed again", f = crate::shown::quoted(f)
                 ));
             }
         }
@@ -545,7 +546,7 @@ pub fn validate(c: &Config) -> Vec<String> {
         if let Some(f) = &a.review_flag {
             if !is_keyword(f) {
                 p.push(format!(
-                    "{at}.review_flag: {f:?} is not an IMAP keyword (one atom of letters, digits, '$', '_', '-' or '.', without a backslash)"
+                    "{at}.review_flag: {f:?} is not an IMAP keyword (one atom of letters, digits, '$', '_', '-' or '.', without a backslash)", f = crate::shown::quoted(f)
                 ));
             }
         }
@@ -642,7 +643,10 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
             {
-                p.push(format!("{at}[{i}].headers: invalid header name {name:?}"));
+                p.push(format!(
+                    "{at}[{i}].headers: invalid header name {name:?}",
+                    name = crate::shown::quoted(name)
+                ));
             } else if framing_header(name) {
                 p.push(format!("{at}[{i}].headers.{name}: {FRAMING_HEADER}"));
             }

@@ -120,7 +120,7 @@ pub fn warnings(c: &Config) -> Vec<String> {
                  offered to the model, which may not spam or trash (allowed_actions, \
                  model_actions): rules may move there",
                 kept.iter()
-                    .map(|f| format!("{f:?}"))
+                    .map(|f| crate::shown::quoted(f).to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
@@ -173,7 +173,7 @@ fn shared_mailboxes(c: &Config) -> Vec<String> {
                  twice; watch other folders, or remove one",
                 common
                     .iter()
-                    .map(|f| format!("{f:?}"))
+                    .map(|f| crate::shown::quoted(f).to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
                 b.imap.username,
