@@ -538,6 +538,59 @@ fn cookie_of(r: &common::mailproc::Resp) -> String {
     c.split(';').next().unwrap().to_string()
 }
 
+/// Found by the regression audit: with `server.workers: 2`, one script
+/// reading the activity log held the one place a wait may take, and the
+/// operator's right password, answered 503 unchecked, counted for its
+/// address: ten of them locked the address out for 15 minutes. A login
+/// turned away by requests of other kinds counts for nothing now.
+#[test]
+fn logins_turned_away_by_a_read_of_the_log_lock_no_address_out() {
+    let m = Mailproc::start_with_env(
+        &secured_config(),
+        &[
+            ("HOOK_ENV", "hook-env-value"),
+            ("WORK_PASS", "work-env-password"),
+            ("MAILPROC_FAILPOINTS", "activity-read=pause:4000"),
+        ],
+    );
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], "correct horse battery\n");
+    assert_eq!(code, 0, "{out}{err}");
+    let login = || {
+        m.request(
+            "POST",
+            "/login",
+            &[("X-Forwarded-For", "203.0.113.9")],
+            Some(r#"{"username":"admin","password":"correct horse battery"}"#),
+        )
+    };
+    std::thread::scope(|s| {
+        let reader = s.spawn(|| m.get_with("/api/activity", ACTIVITY_KEY));
+        m.wait_for(
+            Duration::from_secs(10),
+            "the read holding its place",
+            || {
+                m.log()
+                    .contains("failpoint activity-read: pausing")
+                    .then_some(())
+            },
+        );
+        for i in 0..12 {
+            let r = login();
+            assert_eq!(r.status, 503, "login {i}: {}", r.text);
+            assert!(r.text.contains("reading the activity log"), "{}", r.text);
+        }
+        assert_eq!(reader.join().unwrap().status, 200);
+    });
+    let r = login();
+    assert_eq!(r.status, 200, "the address was locked out: {}", r.text);
+    let (code, _, err) = m.run_cli(&["check-config"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("server.workers: with 2 worker(s), a login, a request waiting on an account"),
+        "{err}"
+    );
+}
+
 /// A crowd of wrong logins from many addresses (each under its own limit)
 /// held every HTTP worker waiting for the one Argon2 verifier, so
 /// `/health` and the API waited behind them for seconds. Now all but one

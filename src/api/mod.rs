@@ -24,9 +24,11 @@ pub type Params<'a> = [&'a str];
 /// A place to read the activity log (a page, an export; see `gate`), or
 /// the 503 that says the service is busy and when to ask again.
 pub fn read_place() -> Result<crate::gate::Place, Reply> {
-    crate::gate::enter_read().map_err(|full| {
+    let place = crate::gate::enter_read().map_err(|full| {
         Reply::error(503, crate::gate::read_refusal(full)).with_header("Retry-After", "1")
-    })
+    })?;
+    crate::failpoint::hit("activity-read");
+    Ok(place)
 }
 
 impl From<crate::store::StoreError> for Reply {

@@ -66,8 +66,8 @@ pub fn login(ctx: &Ctx, req: &Req, _: &Params<'_>) -> Answer {
         Err(LoginError::Busy) => {
             return Err(Reply::error(
                 503,
-                "too many logins are being checked (or requests waiting on accounts hold the \
-                 workers): try again in a few seconds",
+                "too many logins are being checked (or requests waiting on accounts or \
+                 reading the activity log hold the workers): try again in a few seconds",
             )
             .with_header("Retry-After", sessions::LOGIN_RETRY))
         }

@@ -197,6 +197,17 @@ impl LoginLimiter {
         Self::forget(&mut self.state.lock(), &attempt);
     }
 
+    /// The attempt could not be checked because requests of other kinds
+    /// held the places a wait may take ([`Busy::Others`](super::Busy)):
+    /// it counts for nothing.
+    pub fn not_checked_for_others(&self, attempt: Attempt) {
+        let mut s = self.state.lock();
+        if let Some(q) = s.by_ip.get_mut(&attempt.ip) {
+            q.retain(|(_, id)| *id != attempt.id);
+        }
+        Self::forget(&mut s, &attempt);
+    }
+
     /// The attempt was right: it does not count, nor do the address's
     /// earlier failures. The username's failures from elsewhere stay.
     pub fn succeed(&self, attempt: Attempt) {

@@ -37,12 +37,17 @@ const MAX_ARGON2_KIB: u32 = 256 << 10;
 /// for longer.
 const ARGON2_WAIT: Duration = Duration::from_secs(10);
 
-/// A password that could not be checked: other logins held the verifier
-/// for [`ARGON2_WAIT`], or as many as may wait for it (or, with requests
-/// waiting on accounts, for anything: see `gate`) were waiting already. Neither right nor wrong: the client is told to try again
-/// (503), not that its password is wrong.
+/// A password that could not be checked. Neither right nor wrong: the
+/// client is told to try again (503), not that its password is wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Busy;
+pub enum Busy {
+    /// Other logins held the verifier for [`ARGON2_WAIT`], or as many as
+    /// may wait for it were waiting already: a flood of logins.
+    Logins,
+    /// Requests of other kinds (waiting on accounts, reading the activity
+    /// log: see `gate`) held all the places a wait may take.
+    Others,
+}
 
 /// Whether `password` is the one `hash` was made from; a hash that cannot
 /// be read (written by hand, another scheme) never matches.
@@ -53,7 +58,7 @@ pub fn verify_password(password: &str, hash: &str) -> Result<bool, Busy> {
 fn verify_waiting(password: &str, hash: &str, wait: Duration) -> Result<bool, Busy> {
     match verify_in_shared_memory(password, hash, wait) {
         Ok(ok) => Ok(ok),
-        Err(Unchecked::Busy) => Err(Busy),
+        Err(Unchecked::Busy(b)) => Err(b),
         Err(Unchecked::Hash(e)) => {
             log::warn!("auth: password not verified: {e}");
             Ok(false)
@@ -63,7 +68,7 @@ fn verify_waiting(password: &str, hash: &str, wait: Duration) -> Result<bool, Bu
 
 /// Why a password was not checked.
 enum Unchecked {
-    Busy,
+    Busy(Busy),
     /// The stored hash cannot be used.
     Hash(String),
 }
@@ -104,8 +109,15 @@ fn verify_in_shared_memory(password: &str, hash: &str, wait: Duration) -> Result
     // Each check holds an HTTP worker while it waits: a crowd of logins
     // from many addresses (each under its own limit) held every worker and
     // `/health` waited seconds behind them (see `gate`).
-    let _place = crate::gate::enter(crate::gate::Wait::Login).map_err(|_| Unchecked::Busy)?;
-    let mut memory = ARGON2_MEMORY.try_lock_for(wait).ok_or(Unchecked::Busy)?;
+    let _place = crate::gate::enter(crate::gate::Wait::Login).map_err(|full| {
+        Unchecked::Busy(match full {
+            crate::gate::Full::Same => Busy::Logins,
+            crate::gate::Full::All => Busy::Others,
+        })
+    })?;
+    let mut memory = ARGON2_MEMORY
+        .try_lock_for(wait)
+        .ok_or(Unchecked::Busy(Busy::Logins))?;
     if memory.len() < params.block_count() {
         memory.resize(params.block_count(), Block::default());
     }
@@ -183,8 +195,8 @@ mod tests {
         // Another login holds the one verifier for longer than the wait.
         let held = ARGON2_MEMORY.lock();
         let wait = Duration::from_millis(50);
-        assert_eq!(verify_waiting("pw", &small, wait), Err(Busy));
-        assert_eq!(verify_waiting("px", &small, wait), Err(Busy));
+        assert_eq!(verify_waiting("pw", &small, wait), Err(Busy::Logins));
+        assert_eq!(verify_waiting("px", &small, wait), Err(Busy::Logins));
         drop(held);
         assert_eq!(verify_waiting("pw", &small, wait), Ok(true));
     }

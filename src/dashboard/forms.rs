@@ -332,7 +332,8 @@ fn login_post(ctx: &Ctx, req: &Req) -> Reply {
                 (&next, unsent),
                 Some(
                     "Too many logins are being checked right now (or requests waiting on \
-                     accounts hold the workers). Try again in a few seconds.",
+                     accounts or reading the activity log hold the workers). Try again in a \
+                     few seconds.",
                 ),
                 None,
             ),

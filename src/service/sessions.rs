@@ -118,14 +118,26 @@ pub fn login(
             );
             return Err(LoginError::Wrong);
         }
-        Err(auth::Busy) => {
+        Err(busy) => {
             crate::logging::warn_paced!(
                 "not checked",
-                "login for \"{}\" from {ip}{via} not checked: the service was busy (other \
-                 logins being checked, or with requests waiting on accounts)",
-                clean(user)
+                "login for \"{}\" from {ip}{via} not checked: the service was busy ({})",
+                clean(user),
+                match busy {
+                    auth::Busy::Logins => "other logins being checked",
+                    auth::Busy::Others =>
+                        "requests waiting on accounts or reading the activity log hold the workers",
+                }
             );
-            ctx.limiter.unchecked(attempt);
+            // A flood of logins counts for its address; a login turned
+            // away by other requests is no attempt at all (an operator's
+            // right password, refused while a script read the activity
+            // log, locked their address out for 15 minutes: the
+            // regression audit, `server.workers: 2`).
+            match busy {
+                auth::Busy::Logins => ctx.limiter.unchecked(attempt),
+                auth::Busy::Others => ctx.limiter.not_checked_for_others(attempt),
+            }
             return Err(LoginError::Busy);
         }
     }

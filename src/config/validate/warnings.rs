@@ -35,6 +35,18 @@ pub fn warnings(c: &Config) -> Vec<String> {
             ));
         }
     }
+    // Below 4 the gates of `crate::gate` give each kind of wait one place
+    // and all of them together one: a read of the activity log turned the
+    // operator's logins away (503) for as long as a script read it (the
+    // regression audit, `server.workers: 2`).
+    if c.server.workers < 4 {
+        w.push(format!(
+            "server.workers: with {} worker(s), a login, a request waiting on an account (an \
+             undo, a \"Move to…\") and a read of the activity log take turns in one place: \
+             while one runs, the others are answered 503; 4 or more leave each a place",
+            c.server.workers
+        ));
+    }
     // Open mode believes no proxy (a page that rebound its name to
     // 127.0.0.1 could name an allowed host), so the list does nothing: an
     // operator behind nginx who forgot the token got 403 through the proxy
