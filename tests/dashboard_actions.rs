@@ -985,3 +985,46 @@ fn a_row_with_many_folders_to_move_to_links_to_its_page() {
         .iter()
         .any(|x| x.message_id == "<kept@mailproc.test>" && x.mailbox == "F39"));
 }
+
+/// Found by the regression audit: after a "Move to…" of mail a `spam`
+/// action had sent to Junk, the action read `{"type":"spam","folder":
+/// "Receipts"}` ("spam → Receipts"): its folder came from the entry's
+/// destination, which the person's move overwrites, and the junk folder
+/// it went to was named nowhere.
+#[test]
+fn a_spam_action_names_its_junk_folder_after_a_persons_move() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let m = with_user(&account_config(
+        &d,
+        &model,
+        "      - { name: pills, when: { subject: \"(?i)pills\" }, actions: [ { type: spam } ] }\n",
+    ));
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    wait_connected(&m);
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("p1", "pills@spam.example", "Cheap pills"),
+    );
+    m.wait_for(Duration::from_secs(20), "the spam recorded", || {
+        (total(&m, "&status=ok") >= 1).then_some(())
+    });
+    let entry = || m.get("/api/activity?pageSize=1").body["entries"][0].clone();
+    let spam = serde_json::json!([{ "type": "spam", "folder": "Junk" }]);
+    assert_eq!(entry()["actions"], spam, "{}", entry());
+    let id = entry()["id"].as_i64().unwrap();
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Receipts")]),
+        &format!("/activity/{id}"),
+    );
+    let e = entry();
+    assert_eq!(e["correctedTo"], "Receipts", "{e}");
+    assert_eq!(e["actions"], spam, "{e}");
+    let csv = m.get("/api/export?format=csv").text;
+    assert!(
+        csv.contains(r#"[{""type"":""spam"",""folder"":""Junk""}]"#),
+        "{csv}"
+    );
+}

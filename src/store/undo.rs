@@ -359,17 +359,36 @@ impl Store {
     /// has none recorded yet.
     pub fn record_move_to(&self, id: i64, folder: &str, uid: u32, flags: &[String]) -> Result<()> {
         self.op("record_move_to", || {
-            self.conn.lock().execute(
+            let mut conn = self.conn.lock();
+            let tx = conn.transaction()?;
+            // A `spam` or `trash` action is named by where its move went
+            // (`dest_folder`), which this overwrites with the person's
+            // folder: the action then read "spam → Newsletters", and the
+            // junk folder it really went to was named nowhere (the
+            // regression audit). Its folder is written into the action
+            // first, while `dest_folder` is still the action's.
+            let (actions, dest): (String, Option<String>) = tx.query_row(
+                "SELECT actions, CASE WHEN coalesce(corrected_to, '') = '' THEN dest_folder END
+                 FROM emails WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let mut named: serde_json::Value =
+                serde_json::from_str(&actions).unwrap_or(serde_json::Value::Array(vec![]));
+            crate::actions::name_destinations(&mut named, dest.as_deref(), dest.as_deref());
+            tx.execute(
                 "UPDATE emails SET corrected_to = ?2, dest_folder = ?2, dest_uid = ?3,
-                    orig_flags = coalesce(orig_flags, ?4), undone_at = NULL
+                    orig_flags = coalesce(orig_flags, ?4), undone_at = NULL, actions = ?5
                  WHERE id = ?1",
                 params![
                     id,
                     folder,
                     uid,
-                    serde_json::to_string(flags).unwrap_or_else(|_| "[]".into())
+                    serde_json::to_string(flags).unwrap_or_else(|_| "[]".into()),
+                    named.to_string()
                 ],
             )?;
+            tx.commit()?;
             Ok(())
         })
     }
