@@ -1028,3 +1028,41 @@ fn a_spam_action_names_its_junk_folder_after_a_persons_move() {
         "{csv}"
     );
 }
+
+/// Found by the regression audit: when the Activity page's read of the
+/// log was refused (other reads held their places), the page said "Not
+/// shown" above "Nothing here" and "0 entries", as if the log were empty.
+#[test]
+fn activity_not_read_shows_no_empty_list() {
+    let d = Dovecot::start();
+    let model = scripted_model();
+    let yaml = account_config(&d, &model, "").replace(
+        "server: { port: {PORT} }",
+        "server: { port: {PORT}, workers: 3 }",
+    );
+    let m = Mailproc::start_with_env(
+        &yaml,
+        &[("MAILPROC_FAILPOINTS", "activity-read=pause:5000")],
+    );
+    let (code, out, err) = m.run_cli(&["set-password", "admin"], &format!("{PASSWORD}\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    std::thread::scope(|s| {
+        let reader = s.spawn(|| m.get("/api/activity"));
+        m.wait_for(
+            Duration::from_secs(10),
+            "the read holding its place",
+            || {
+                m.log()
+                    .contains("failpoint activity-read: pausing")
+                    .then_some(())
+            },
+        );
+        let page = b.get("/activity").text;
+        assert!(page.contains("Not shown: the service is busy"), "{page}");
+        assert!(!page.contains("Nothing here"), "{page}");
+        assert!(!page.contains("0 entries"), "{page}");
+        assert_eq!(reader.join().unwrap().status, 200);
+    });
+}
