@@ -359,6 +359,7 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
         ));
     }
     let password = if std::io::stdin().is_terminal() {
+        restore_terminal_when_interrupted();
         let p = rpassword::prompt_password(format!("new password for {user}: "))
             .map_err(|e| e.to_string())?;
         let again = rpassword::prompt_password("again: ").map_err(|e| e.to_string())?;
@@ -403,6 +404,21 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     say_migration();
     let hash = auth::hash_password(&password)?;
     store.set_password(user, &hash).map_err(|e| e.to_string())
+}
+
+/// Puts the terminal back as it was (echo on) when the command is
+/// interrupted at the password prompt, which turns echo off: Ctrl-C there
+/// left a shell without readline (dash) typing blind (the CLI audit).
+fn restore_terminal_when_interrupted() {
+    use nix::sys::termios::{tcgetattr, tcsetattr, SetArg};
+    let Ok(before) = tcgetattr(std::io::stdin()) else {
+        return;
+    };
+    let _ = ctrlc::set_handler(move || {
+        let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, &before);
+        err("\n");
+        std::process::exit(130);
+    });
 }
 
 fn train(

@@ -482,3 +482,49 @@ fn a_storage_path_through_a_broken_link_is_named_by_check_and_start() {
         );
     }
 }
+
+/// Found by the CLI audit: Ctrl-C at `set-password`'s prompt, which turns
+/// the terminal's echo off, left it off (a shell without readline, dash,
+/// then typed blind). Run in a pseudo-terminal that is the command's
+/// controlling terminal (Python's `pty.fork`), interrupted at the prompt.
+#[test]
+fn an_interrupted_password_prompt_gives_the_terminal_its_echo_back() {
+    let m =
+        Mailproc::prepare("server: { port: {PORT} }\nstorage: { path: \"{DIR}/mailproc.db\" }\n");
+    let script = r#"
+import os, pty, signal, sys, termios, time
+binary, config = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(binary, [binary, "--config", config, "set-password", "admin"])
+said, deadline = b"", time.time() + 20
+while b"new password for admin" not in said and time.time() < deadline:
+    said += os.read(fd, 1024)
+echo = lambda: bool(termios.tcgetattr(fd)[3] & termios.ECHO)
+while echo() and time.time() < deadline:
+    time.sleep(0.01)
+off = not echo()
+os.kill(pid, signal.SIGINT)
+_, status = os.waitpid(pid, 0)
+print(f"prompt={b'new password' in said} off={off} on_after={echo()} code={os.waitstatus_to_exitcode(status)}")
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(common::mailproc::bin())
+        .arg(&m.config_path)
+        .output()
+        .expect("python3 (apt-get install python3)");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        said.trim(),
+        "prompt=True off=True on_after=True code=130",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
