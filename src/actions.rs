@@ -144,8 +144,12 @@ const MAX_NAMED: usize = 10;
 /// the log, the record and the API's answer: found by an audit).
 fn quoted(name: &str) -> String {
     match name.char_indices().nth(200) {
-        Some((cut, _)) => format!("{:?}… ({} bytes)", &name[..cut], name.len()),
-        None => format!("{name:?}"),
+        Some((cut, _)) => format!(
+            "{}… ({} bytes)",
+            crate::shown::quoted(&name[..cut]),
+            name.len()
+        ),
+        None => crate::shown::quoted(name).to_string(),
     }
 }
 

@@ -360,9 +360,16 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     }
     let password = if std::io::stdin().is_terminal() {
         restore_terminal_when_interrupted();
-        let p = rpassword::prompt_password(format!("new password for {user}: "))
-            .map_err(|e| e.to_string())?;
-        let again = rpassword::prompt_password("again: ").map_err(|e| e.to_string())?;
+        let read = |prompt: &str| {
+            rpassword::prompt_password(prompt).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    interrupted();
+                }
+                e.to_string()
+            })
+        };
+        let p = read(&format!("new password for {user}: "))?;
+        let again = read("again: ")?;
         if p != again {
             return Err("the passwords differ".into());
         }
@@ -406,19 +413,44 @@ fn set_password(config: &config::Config, user: &str) -> Result<(), String> {
     store.set_password(user, &hash).map_err(|e| e.to_string())
 }
 
+/// The terminal as it was before the password prompt.
+static TERMINAL: parking_lot::Mutex<Option<nix::sys::termios::Termios>> =
+    parking_lot::Mutex::new(None);
+
 /// Puts the terminal back as it was (echo on) when the command is
 /// interrupted at the password prompt, which turns echo off: Ctrl-C there
 /// left a shell without readline (dash) typing blind (the CLI audit).
 fn restore_terminal_when_interrupted() {
-    use nix::sys::termios::{tcgetattr, tcsetattr, SetArg};
-    let Ok(before) = tcgetattr(std::io::stdin()) else {
+    let Ok(before) = nix::sys::termios::tcgetattr(std::io::stdin()) else {
         return;
     };
-    let _ = ctrlc::set_handler(move || {
-        let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, &before);
-        err("\n");
-        std::process::exit(130);
-    });
+    *TERMINAL.lock() = Some(before);
+    let _ = ctrlc::set_handler(interrupted);
+}
+
+/// The end of a command interrupted at the password prompt: the terminal
+/// as it was, status 130 (128 + SIGINT), as a shell says of it. Reached
+/// from the signal's handler, or from the prompt's read that the signal
+/// cut short (which won the race half the time and ended with 1: the
+/// regression audit).
+fn interrupted() {
+    // One of the two ends the process; `exit` from both at once is not
+    // safe.
+    static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if ENDING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    if let Some(before) = TERMINAL.lock().take() {
+        let _ = nix::sys::termios::tcsetattr(
+            std::io::stdin(),
+            nix::sys::termios::SetArg::TCSANOW,
+            &before,
+        );
+    }
+    err("\n");
+    std::process::exit(130);
 }
 
 fn train(

@@ -41,13 +41,16 @@ pub fn escape_hidden(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// A name (a folder's, a rule's) or a subject in double quotes, as an
-/// operator reads it: a quote and a backslash escaped, and what
-/// [`hides_text`] says of but the joiners (ZWNJ and ZWJ write Persian and
-/// emoji) escaped as Rust writes it; combining marks, variation selectors
-/// and every script as written. `{:?}` escaped those too: `"हिन्दी"`
-/// read `"हिन\u{94d}दी"` in the activity log, on the pages and in the
-/// API (the folder-tree audit). Its `Debug` is its `Display`, so a
-/// format string's `{folder:?}` takes it as `folder = quoted(&folder)`.
+/// operator reads it: a quote and a backslash escaped, and escaped as Rust
+/// writes it what `{:?}` escapes (control, format, private-use and
+/// unassigned characters), what [`hides_text`] says of and what Unicode
+/// calls default ignorable (invisible: `"Lists\u{1bca0}"` must not read
+/// as `"Lists"`), but for combining marks, the joiners (ZWNJ and ZWJ write
+/// Persian and emoji) and variation selectors, kept as written. `{:?}`
+/// escaped those too: `"हिन्दी"` read `"हिन\u{94d}दी"` in the activity
+/// log, on the pages and in the API (the folder-tree audit). Its `Debug`
+/// is its `Display`, so a format string's `{folder:?}` takes it as
+/// `folder = quoted(&folder)`.
 pub struct Quoted<'a>(&'a str);
 
 /// [`Quoted`] `text`.
@@ -63,8 +66,8 @@ impl std::fmt::Display for Quoted<'_> {
             match c {
                 '"' => f.write_str("\\\"")?,
                 '\\' => f.write_str("\\\\")?,
-                '\u{200c}' | '\u{200d}' => f.write_char(c)?,
-                c if hides_text(c) => {
+                c if written(c) => f.write_char(c)?,
+                c if hides_text(c) || escaped(c) => {
                     for e in c.escape_debug() {
                         f.write_char(e)?;
                     }
@@ -74,6 +77,21 @@ impl std::fmt::Display for Quoted<'_> {
         }
         f.write_char('"')
     }
+}
+
+/// Kept as written in a [`Quoted`] name though `{:?}` escapes it: a
+/// combining mark, a joiner or a variation selector.
+fn written(c: char) -> bool {
+    use icu_properties::{props::GraphemeExtend, CodePointSetData};
+    matches!(c, '\u{200c}' | '\u{200d}' | '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
+        || (CodePointSetData::new::<GraphemeExtend>().contains(c) && !hides_text(c))
+}
+
+/// Escaped in a [`Quoted`] name: what `{:?}` escapes, and the default
+/// ignorable characters besides (invisible wherever they are shown).
+fn escaped(c: char) -> bool {
+    use icu_properties::{props::DefaultIgnorableCodePoint, CodePointSetData};
+    c.escape_debug().len() > 1 || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
 }
 
 impl std::fmt::Debug for Quoted<'_> {
@@ -97,5 +115,13 @@ mod tests {
         );
         // As `{:?}` writes what it escapes, so a line reads the same.
         assert_eq!(format!("{:?}", quoted("Lists")), format!("{:?}", "Lists"));
+        // Invisible and unprintable characters stay escaped (the
+        // regression audit): a shorthand format control, private use, a
+        // supplementary variation selector after a letter is kept (it is
+        // one), a no-break space as `{:?}` writes it.
+        assert_eq!(quoted("Lists\u{1bca0}").to_string(), "\"Lists\\u{1bca0}\"");
+        assert_eq!(quoted("a\u{e000}").to_string(), "\"a\\u{e000}\"");
+        assert_eq!(quoted("葛\u{e0100}").to_string(), "\"葛\u{e0100}\"");
+        assert_eq!(quoted("a\u{a0}b").to_string(), format!("{:?}", "a\u{a0}b"));
     }
 }

@@ -586,7 +586,8 @@ fn logins_turned_away_by_a_read_of_the_log_lock_no_address_out() {
     let (code, _, err) = m.run_cli(&["check-config"], "");
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("server.workers: with 2 worker(s), a login, a request waiting on an account"),
+        err.contains("server.workers: with 2 worker(s), a login, a request waiting on an account")
+            && err.contains("3 or more let two run at once"),
         "{err}"
     );
 }

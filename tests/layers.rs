@@ -10,8 +10,9 @@ use std::path::Path;
 /// Lowest first. A module may use modules of lower tiers only.
 const TIERS: &[&[&str]] = &[
     // Fault injection for the tests and the build id, under everything (the resolver's
-    // `dns=error` included).
-    &["failpoint", "build_info"],
+    // `dns=error` included), and how outside text is shown (quoted in the
+    // ground's own errors).
+    &["failpoint", "build_info", "shown"],
     // The ground: values and tools that know no other room.
     &[
         "timestamp",
@@ -24,7 +25,6 @@ const TIERS: &[&[&str]] = &[
         "backoff",
         "resolve",
         "gate",
-        "shown",
     ],
     // What a message and the configuration are.
     &["learn", "config"],

@@ -22,6 +22,10 @@ const LOGIN_FAILURES: usize = 10;
 /// (or `X-Forwarded-For` through a trusted proxy) buys nothing.
 const USER_FAILURES: usize = 20;
 const LOGIN_WINDOW: Duration = Duration::from_secs(15 * 60);
+/// How near another attempt of its address must be for a login not
+/// checked (the verifier busy with others) to count for the address:
+/// longer than a check may wait for the verifier (10 s).
+const FLOOD_NEAR: Duration = Duration::from_secs(20);
 /// The `Retry-After` of a login refused as one too many (429), in
 /// seconds: the whole [`LOGIN_WINDOW`], after which every failure counted
 /// has expired.
@@ -190,11 +194,26 @@ impl LoginLimiter {
         }
     }
 
-    /// The attempt could not be checked ([`Busy`](super::Busy)): it still counts for
-    /// its address (a flood stays a flood), not for the username, so
-    /// logins that were never checked cannot lock a user out.
+    /// The attempt could not be checked because other logins held the
+    /// verifier ([`Busy::Logins`](super::Busy)). It never counts for the
+    /// username, so logins that were never checked cannot lock a user
+    /// out. It counts for its address only when the address has another
+    /// attempt of the last [`FLOOD_NEAR`] (a flood from it stays a flood):
+    /// counted always, a flood of wrong logins from other addresses had
+    /// the operator's right password refused ten times and their address
+    /// locked out for 15 minutes (the regression audit).
     pub fn unchecked(&self, attempt: Attempt) {
-        Self::forget(&mut self.state.lock(), &attempt);
+        let now = Instant::now();
+        let mut s = self.state.lock();
+        if let Some(q) = s.by_ip.get_mut(&attempt.ip) {
+            let flood = q
+                .iter()
+                .any(|(t, id)| *id != attempt.id && now.duration_since(*t) <= FLOOD_NEAR);
+            if !flood {
+                q.retain(|(_, id)| *id != attempt.id);
+            }
+        }
+        Self::forget(&mut s, &attempt);
     }
 
     /// The attempt could not be checked because requests of other kinds
@@ -367,12 +386,24 @@ mod tests {
         }
         // None of them locked alice out...
         assert!(l.attempt(ip, Some("alice"), None).is_some());
-        // ...but each still counted for the address it came from.
+        // ...but a flood from one address (its logins in flight at once)
+        // counts for it...
         let flood: IpAddr = "203.0.113.9".parse().unwrap();
-        for _ in 0..LOGIN_FAILURES {
-            let a = l.attempt(flood, Some("bob"), None).unwrap();
+        let burst: Vec<Attempt> = (0..LOGIN_FAILURES)
+            .map(|_| l.attempt(flood, Some("bob"), None).unwrap())
+            .collect();
+        for a in burst {
             l.unchecked(a);
         }
         assert!(l.blocked(flood));
+        // ...while one client's logins one after another, each turned away
+        // because others' held the verifier, do not: the operator's right
+        // password during someone else's flood (the regression audit).
+        let operator: IpAddr = "192.0.2.99".parse().unwrap();
+        for _ in 0..3 * LOGIN_FAILURES {
+            let a = l.attempt(operator, Some("carol"), None).unwrap();
+            l.unchecked(a);
+        }
+        assert!(!l.blocked(operator));
     }
 }

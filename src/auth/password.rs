@@ -152,8 +152,15 @@ const DUMMY_HASH: &str =
 mod tests {
     use super::*;
 
+    /// The tests that check passwords, one at a time: each takes a place
+    /// of the process's login gate (two at the default four workers), so
+    /// three at once (`cargo test` on a machine of four cores or more) had
+    /// the third answered busy.
+    static ONE_AT_A_TIME: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
     #[test]
     fn passwords_hash_and_verify() {
+        let _turn = ONE_AT_A_TIME.lock();
         let h = hash_password("correct horse").unwrap();
         assert!(h.starts_with("$argon2id$"));
         assert_eq!(verify_password("correct horse", &h), Ok(true));
@@ -175,6 +182,7 @@ mod tests {
 
     #[test]
     fn verification_reads_the_parameters_of_the_stored_hash() {
+        let _turn = ONE_AT_A_TIME.lock();
         // A hash made with other parameters than the default still verifies.
         let small = small_hash(2);
         assert_eq!(verify_password("pw", &small), Ok(true));
@@ -191,6 +199,7 @@ mod tests {
 
     #[test]
     fn a_password_not_checked_in_time_is_busy_not_wrong() {
+        let _turn = ONE_AT_A_TIME.lock();
         let small = small_hash(1);
         // Another login holds the one verifier for longer than the wait.
         let held = ARGON2_MEMORY.lock();

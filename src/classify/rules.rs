@@ -86,7 +86,7 @@ impl Rules {
             .find(|r| r.matches(e))
             .map(|r| Classification {
                 actions: r.actions.clone(),
-                reasoning: format!("matched rule {:?}", r.name),
+                reasoning: format!("matched rule {}", crate::shown::quoted(&r.name)),
                 model: format!("rules:{}", r.name),
                 confidence: None,
             })

@@ -88,7 +88,7 @@ impl Folders {
         self.names.to_server(name)
     }
 
-    /// A configured name for messages: `"Lists"`, or `"Lists" (INBOX.Lists
+    /// A configured name for messages: `"Lists"`, or `"Lists" ("INBOX.Lists"
     /// on the server)` where the two differ.
     pub(super) fn describe(&self, name: &str) -> String {
         let server = self.server(name);
@@ -96,8 +96,9 @@ impl Folders {
             format!("{name:?}", name = crate::shown::quoted(name))
         } else {
             format!(
-                "{name:?} ({server} on the server)",
-                name = crate::shown::quoted(name)
+                "{name:?} ({server:?} on the server)",
+                name = crate::shown::quoted(name),
+                server = crate::shown::quoted(&server)
             )
         }
     }
@@ -536,7 +537,7 @@ mod tests {
         assert!(cyrus.arg("a\r\nb").is_err());
         assert_eq!(
             cyrus.describe("Lists"),
-            "\"Lists\" (INBOX.Lists on the server)"
+            "\"Lists\" (\"INBOX.Lists\" on the server)"
         );
         // UTF-8 accepted: the name goes as it is, still quoted.
         let courier = Folders::plain(FolderNames::new("INBOX.", Some('.')), true);

@@ -179,15 +179,24 @@ pub fn check_path(path: &Path) -> std::result::Result<(), String> {
 pub fn broken_link(path: &Path) -> Option<String> {
     let mut at = path;
     loop {
-        if std::fs::metadata(at).is_ok() {
-            return None;
-        }
+        let looped = match std::fs::metadata(at) {
+            Ok(_) => return None,
+            Err(e) => e.raw_os_error() == Some(nix::libc::ELOOP),
+        };
         if let Ok(target) = std::fs::read_link(at) {
-            return Some(format!(
-                "{} is a symbolic link to {}, which does not exist",
-                at.display(),
-                target.display()
-            ));
+            return Some(if looped {
+                format!(
+                    "{} is a symbolic link to {}, which leads back to itself (a loop of links)",
+                    at.display(),
+                    target.display()
+                )
+            } else {
+                format!(
+                    "{} is a symbolic link to {}, which does not exist",
+                    at.display(),
+                    target.display()
+                )
+            });
         }
         match at.parent() {
             Some(up) if !up.as_os_str().is_empty() => at = up,

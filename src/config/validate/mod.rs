@@ -571,7 +571,10 @@ pub fn validate(c: &Config) -> Vec<String> {
                     "{rat}.name: at most {MAX_RULE_NAME} characters, this one has {chars}"
                 ));
             } else if !rule_names.insert(r.name.as_str()) {
-                p.push(format!("{rat}.name: duplicate rule name {:?}", r.name));
+                p.push(format!(
+                    "{rat}.name: duplicate rule name {}",
+                    crate::shown::quoted(&r.name)
+                ));
             }
             let w = &r.when;
             if w.from.is_none()

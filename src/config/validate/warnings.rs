@@ -35,15 +35,15 @@ pub fn warnings(c: &Config) -> Vec<String> {
             ));
         }
     }
-    // Below 4 the gates of `crate::gate` give each kind of wait one place
-    // and all of them together one: a read of the activity log turned the
-    // operator's logins away (503) for as long as a script read it (the
-    // regression audit, `server.workers: 2`).
-    if c.server.workers < 4 {
+    // Below 3 the gates of `crate::gate` give all kinds of wait together
+    // one place: a read of the activity log turned the operator's logins
+    // away (503) for as long as a script read it (the regression audit,
+    // `server.workers: 2`). At 3 each kind has one and two may run.
+    if c.server.workers < 3 {
         w.push(format!(
             "server.workers: with {} worker(s), a login, a request waiting on an account (an \
              undo, a \"Move to…\") and a read of the activity log take turns in one place: \
-             while one runs, the others are answered 503; 4 or more leave each a place",
+             while one runs, the others are answered 503; 3 or more let two run at once",
             c.server.workers
         ));
     }
