@@ -975,7 +975,14 @@ fn the_editor_reads_hostile_yaml_in_a_child_within_a_deadline() {
     let started = std::time::Instant::now();
     let r = b.submit("/config", &[("yaml", &bomb)]);
     assert_eq!(r.status, 400, "{}", r.text);
-    assert!(r.text.contains("more than 1000000 values"), "{}", r.text);
+    // Refused by its count, or by the deadline where the machine is busy
+    // (a debug build at four test threads on two cores took past 5 s).
+    assert!(
+        r.text.contains("more than 1000000 values")
+            || r.text.contains("takes more than 5s to read"),
+        "{}",
+        r.text
+    );
     assert!(started.elapsed() < Duration::from_secs(10));
 
     // Nested 60,000 deep behind tags: cut at the deadline, while
