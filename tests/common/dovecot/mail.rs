@@ -376,17 +376,33 @@ impl Dovecot {
     }
 
     /// Every message of every mailbox of `user`, sorted by mailbox and UID.
+    /// A message expunged between doveadm's listing and its fetch (mailproc
+    /// moving it meanwhile) fails the whole command (status 75, "Message
+    /// was expunged"): asked again, up to 50 times (a fresh-clone run at
+    /// four test threads met it).
     pub fn messages(&self, user: &str) -> Vec<StoredMsg> {
-        let out = self.doveadm(
-            &[
-                "fetch",
-                "-u",
-                user,
-                "mailbox uid flags hdr.message-id",
-                "all",
-            ],
-            None,
-        );
+        let fetch = || {
+            self.doveadm(
+                &[
+                    "fetch",
+                    "-u",
+                    user,
+                    "mailbox uid flags hdr.message-id",
+                    "all",
+                ],
+                None,
+            )
+        };
+        let mut out = fetch();
+        for _ in 0..50 {
+            if out.status.success()
+                || !String::from_utf8_lossy(&out.stderr).contains("Message was expunged")
+            {
+                break;
+            }
+            thread::sleep(Duration::from_millis(20));
+            out = fetch();
+        }
         if !out.status.success() {
             panic!(
                 "doveadm fetch -u {user}: {}\n{}",
