@@ -653,44 +653,41 @@ fn a_put_keeps_the_files_comments() {
     assert_eq!(current(&m)["accounts"][0]["poll_interval"], json!("45s"));
 }
 
-/// Found by an audit of the binary: a renamed account processed its whole
-/// mailbox again (watermarks are kept by name), and nothing said so. The
-/// change now warns that the new name starts from nothing.
-#[test]
-fn a_rename_is_a_new_account_and_the_log_says_so() {
-    let (d, mut m) = start();
+/// `one`, once it sorted a message, renamed `two` (on its mailbox) by the
+/// file and SIGHUP; once the log says `renamed` the name is given back the
+/// same way, and the log says it goes on from what `one` recorded.
+fn rename_and_give_back(d: &Dovecot, m: &mut Mailproc, renamed: &str) {
     d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
-    wait_in(&m, &d, "test", "inv1", "Receipts");
-    // `two` on the mailbox of `one` (its password variable is another's:
-    // the warning comes with the change, before any login).
-    m.write_config(&base(&account(
-        &d,
-        "two",
-        "test",
-        "(?i)invoice",
-        "Receipts",
-    )));
+    wait_in(m, d, "test", "inv1", "Receipts");
+    m.write_config(&base(&account(d, "two", "test", "(?i)invoice", "Receipts")));
     m.signal("HUP");
-    m.wait_for(Duration::from_secs(10), "the rename's warning", || {
-        m.log()
-            .contains("two: a new account on the mailbox of one (renamed?)")
-            .then_some(())
+    m.wait_for(Duration::from_secs(10), "the rename", || {
+        m.log().contains(renamed).then_some(())
     });
-    // The name given back goes on from its watermarks, and the log says
-    // so, not that it starts from nothing (an audit, stop 57).
-    m.write_config(&base(&account(
-        &d,
-        "one",
-        "test",
-        "(?i)invoice",
-        "Receipts",
-    )));
+    m.write_config(&base(&account(d, "one", "test", "(?i)invoice", "Receipts")));
     m.signal("HUP");
     m.wait_for(Duration::from_secs(10), "the name given back", || {
         m.log()
             .contains("one: on the mailbox of two again: goes on from what one recorded before")
             .then_some(())
     });
+}
+
+/// Found by an audit of the binary: a renamed account processed its whole
+/// mailbox again (watermarks are kept by name), and nothing said so. The
+/// change now warns that the new name starts from nothing.
+#[test]
+fn a_rename_is_a_new_account_and_the_log_says_so() {
+    let (d, mut m) = start();
+    // `two` on the mailbox of `one` (its password variable is another's:
+    // the warning comes with the change, before any login); the name
+    // given back goes on from its watermarks, and the log says so, not
+    // that it starts from nothing (an audit, stop 57).
+    rename_and_give_back(
+        &d,
+        &mut m,
+        "two: a new account on the mailbox of one (renamed?)",
+    );
     assert!(
         !m.log().contains("one: a new account on the mailbox of two"),
         "{}",
@@ -712,34 +709,7 @@ fn a_name_given_back_while_its_old_worker_still_stops_is_said_so() {
         &base(&account(&d, "one", "test", "(?i)invoice", "Receipts")),
         &env,
     );
-    d.seed("test", "INBOX", &msg_with("inv1", "Invoice 1", ""));
-    wait_in(&m, &d, "test", "inv1", "Receipts");
-    m.write_config(&base(&account(
-        &d,
-        "two",
-        "test",
-        "(?i)invoice",
-        "Receipts",
-    )));
-    m.signal("HUP");
-    m.wait_for(Duration::from_secs(10), "one's waiter held", || {
-        m.log()
-            .contains("failpoint stop-waiter: pausing")
-            .then_some(())
-    });
-    m.write_config(&base(&account(
-        &d,
-        "one",
-        "test",
-        "(?i)invoice",
-        "Receipts",
-    )));
-    m.signal("HUP");
-    m.wait_for(Duration::from_secs(10), "the name given back", || {
-        m.log()
-            .contains("one: on the mailbox of two again: goes on from what one recorded before")
-            .then_some(())
-    });
+    rename_and_give_back(&d, &mut m, "failpoint stop-waiter: pausing");
     assert!(
         m.log().contains("failpoint stop-waiter: pausing")
             && !m
