@@ -86,12 +86,14 @@ if [[ "$free_kb" =~ ^[0-9]+$ ]] && ((free_kb < 4 * 1024 * 1024)); then
 fi
 
 # ---- the suite ---------------------------------------------------------------
-# Four tests at a time on two cores: most of them wait (on servers they
-# start, deadlines, back-offs) rather than compute. Measured 1 December on
-# the 2-core machine with other work beside it: the test binaries took
-# 880 s at four against 1,035 s at two (cargo's default there). A value
-# set outside wins (RUST_TEST_THREADS=2 scripts/test.sh).
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
+# Tests at a time: cargo's default (the cores, two here) unless
+# RUST_TEST_THREADS is set. Four on two cores ran the test binaries in
+# 880 s against 1,035 s (measured 1 December) and two fresh-clone runs in
+# 16 min 27 s and 16 min 40 s against 20 min 34 s, but two other runs at
+# four failed on the harness under that load (a doveadm fetch racing a
+# move, fixed; Dovecot's auth-userdb socket refusing lookups for 10 s, not
+# understood yet), so the default stays until four has a record.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-2}"
 say "cargo test --locked $* (RUST_TEST_THREADS=$RUST_TEST_THREADS)"
 cargo_locked test --locked "$@"
 if ((!$#)); then
