@@ -599,9 +599,18 @@ protocol imap {{
                 self.master = None;
                 return Err(format!("dovecot exited with {status}\n{}", new_log()));
             }
+            // The ports alone do not say the server is this one: another
+            // test's server may have taken a port between `two_free_ports`
+            // and this bind, and then this master fails ("Address already
+            // in use"), leaving its unix sockets behind unserved (every
+            // doveadm refused for the whole AUTH_WAIT: a fresh-clone run at
+            // four test threads). Dovecot logs "starting up" only once all
+            // its listeners are bound.
             if port_open(self.imap_port)
                 && port_open(self.imaps_port)
                 && (self.lmtp_port == 0 || port_open(self.lmtp_port))
+                && new_log().contains(" starting up")
+                && matches!(master.try_wait(), Ok(None))
             {
                 return Ok(());
             }
