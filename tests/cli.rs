@@ -75,6 +75,56 @@ accounts:
     );
 }
 
+/// A variable that is set but holds no UTF-8 text (a password exported
+/// from a Latin-1 file) is said to be so, by `check-config` and `run`, and
+/// its default does not stand in for it: it read as "not set" (stop 65's
+/// CLI audit), or silently as the default.
+#[test]
+fn a_variable_that_is_not_utf8_is_named_as_such_not_as_unset() {
+    use std::os::unix::ffi::OsStrExt;
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9-0123456789abcdef");
+    for reference in [
+        "${MP_LATIN1_TOKEN}",
+        "${MP_LATIN1_TOKEN:-fallback-0123456789}",
+    ] {
+        let m = Mailproc::prepare(&format!(
+            "server: {{ port: {{PORT}}, auth_token: \"{reference}\" }}\n\
+             storage: {{ path: \"{{DIR}}/mailproc.db\" }}\n"
+        ));
+        for args in [&["check-config"][..], &["run"][..]] {
+            // `timeout`: a `run` that started anyway ends (124) rather than
+            // hanging the test.
+            let out = std::process::Command::new("timeout")
+                .arg("20")
+                .arg(common::mailproc::bin())
+                .arg("--config")
+                .arg(&m.config_path)
+                .args(args)
+                .env("MP_LATIN1_TOKEN", latin1)
+                .env("MAILPROC_LOG", "info")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{args:?} with {reference}: {said}"
+            );
+            assert!(
+                said.contains(
+                    "server.auth_token: environment variable MP_LATIN1_TOKEN is set but not UTF-8 text"
+                ),
+                "{args:?} with {reference}: {said}"
+            );
+        }
+    }
+}
+
 #[test]
 fn example_config_validates() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.yaml");

@@ -161,6 +161,16 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
             Piece::Text(t) => out.push_str(t),
             Piece::Ref { name, default } => match (env(name), default) {
                 (Some(v), _) => out.push_str(&v),
+                // Set, but not text: said as such, and never replaced by the
+                // default (an operator's password set from a file in
+                // Latin-1 was read as "not set", or silently as the
+                // default). Asked of the process's environment, where every
+                // lookup of the service reads.
+                (None, _) if std::env::var_os(name).is_some_and(|v| v.to_str().is_none()) => {
+                    return Err(format!(
+                        "environment variable {name} is set but not UTF-8 text"
+                    ))
+                }
                 (None, Some(d)) => out.push_str(d),
                 (None, None) => return Err(format!("environment variable {name} is not set")),
             },
