@@ -161,6 +161,35 @@ fn a_folder_kept_from_the_model_by_its_name_is_a_warning() {
     );
 }
 
+/// Found by stop 65's audit of a 3,000-folder tree: every folder of
+/// `folders.allowed` goes into every question to the model (338 KB each
+/// with 3,000), and nothing said so. Warned of past 16,000 characters,
+/// not when the model may not move or there is no model.
+#[test]
+fn a_folder_list_too_long_for_a_models_question_is_a_warning() {
+    let with = |n: usize, account: &str| {
+        let folders: Vec<String> = (0..n)
+            .map(|k| format!("Projects/Client {k:04}/Invoices"))
+            .collect();
+        let c = parse_str(&format!(
+            "classifier: {{ providers: [ {{ name: p, kind: openai, url: \"http://127.0.0.1:9/v1/chat/completions\", model: m }} ] }}\n\
+             accounts:\n  - {{ name: a, imap: {{ host: x, username: u, password: p }}, {account} folders: {{ allowed: [{}] }} }}\n",
+            folders.join(", ")
+        ))
+        .unwrap();
+        warnings(&c).join("\n")
+    };
+    let w = with(3000, "provider: p,");
+    assert!(
+        w.contains("accounts[0].folders.allowed: the model is offered all 3000 folders, a list of 99000 characters"),
+        "{w}"
+    );
+    // 400 folders of this length make 13,200 characters: said nothing.
+    assert_eq!(with(400, "provider: p,"), "");
+    assert_eq!(with(3000, "provider: p, model_actions: [flag, noop],"), "");
+    assert_eq!(with(3000, ""), "");
+}
+
 /// Two accounts signing in as the same user of the same server and
 /// watching a folder in common each act on every message there: warned
 /// of (`inbox` and `INBOX` are one folder), other folders or users not.

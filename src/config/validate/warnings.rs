@@ -138,6 +138,7 @@ pub fn warnings(c: &Config) -> Vec<String> {
             ));
         }
     }
+    w.extend(model_folder_lists(c));
     w.extend(shared_mailboxes(c));
     // Said at `run` only before (the first-hour audit): check-config, which
     // the README has an operator run after each change, said "ok".
@@ -151,6 +152,46 @@ pub fn warnings(c: &Config) -> Vec<String> {
              {at} can read and change everything (open mode is for development on loopback); \
              set one (`openssl rand -hex 24`)"
         ));
+    }
+    w
+}
+
+/// The characters of an account's folder list past which a question to
+/// the model is mostly that list: 16,000 (about 4,000 tokens, half of a
+/// small local model's whole context of 8,192).
+const MODEL_FOLDER_LIST_CHARS: usize = 16_000;
+
+/// An account whose model may move mail is offered every folder of
+/// `folders.allowed`, in every question (the list in the prompt, and the
+/// answer's schema): an account with 3,000 folders sent each message
+/// with a question of 338 KB, which no small model's context holds and a
+/// hosted one bills for, and nothing said so (stop 65's audit of a
+/// 3,000-folder tree).
+fn model_folder_lists(c: &Config) -> Vec<String> {
+    let mut w = Vec::new();
+    for (i, a) in c.accounts.iter().enumerate() {
+        if a.provider.is_none() {
+            continue;
+        }
+        let m = a.for_model();
+        if !m.allows(crate::actions::ActionKind::Move) {
+            continue;
+        }
+        // As the prompt writes it: each name quoted, ", " between.
+        let chars: usize = (m.folders.allowed.iter())
+            .map(|f| format!("{f:?}").chars().count() + 2)
+            .sum();
+        if chars > MODEL_FOLDER_LIST_CHARS {
+            w.push(format!(
+                "accounts[{i}].folders.allowed: the model is offered all {} folders, a list of \
+                 {chars} characters (about {} tokens) in every question it is asked; a small \
+                 model's whole context is 8,192 tokens, and a hosted one bills each: list only \
+                 the folders the model should choose among, or take `move` out of \
+                 model_actions and leave these folders to rules",
+                m.folders.allowed.len(),
+                chars / 4
+            ));
+        }
     }
     w
 }
