@@ -479,11 +479,11 @@ fn an_undo_uses_the_accounts_session_and_skips_no_message_arriving_meanwhile() {
 
     let undone = std::thread::scope(|scope| {
         let undo = scope.spawn(|| m.post(&format!("/api/activity/{id}/undo"), ""));
-        m.wait_for(Duration::from_secs(20), "the undo under way", || {
-            m.log()
-                .contains("failpoint undo-before-move: pausing")
-                .then_some(())
-        });
+        m.wait_paused(
+            "undo-before-move",
+            Duration::from_secs(20),
+            "the undo under way",
+        );
         d.seed(
             "test",
             "INBOX",

@@ -565,14 +565,10 @@ fn logins_turned_away_by_a_read_of_the_log_lock_no_address_out() {
     };
     std::thread::scope(|s| {
         let reader = s.spawn(|| m.get_with("/api/activity", ACTIVITY_KEY));
-        m.wait_for(
+        m.wait_paused(
+            "activity-read",
             Duration::from_secs(10),
             "the read holding its place",
-            || {
-                m.log()
-                    .contains("failpoint activity-read: pausing")
-                    .then_some(())
-            },
         );
         for i in 0..12 {
             let r = login();

@@ -1050,14 +1050,10 @@ fn activity_not_read_shows_no_empty_list() {
     assert_redirect(&b.login("admin", PASSWORD), "/");
     std::thread::scope(|s| {
         let reader = s.spawn(|| m.get("/api/activity"));
-        m.wait_for(
+        m.wait_paused(
+            "activity-read",
             Duration::from_secs(10),
             "the read holding its place",
-            || {
-                m.log()
-                    .contains("failpoint activity-read: pausing")
-                    .then_some(())
-            },
         );
         let page = b.get("/activity").text;
         assert!(page.contains("Not shown: the service is busy"), "{page}");

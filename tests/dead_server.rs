@@ -464,11 +464,11 @@ fn a_stop_mid_pass_on_a_server_that_stopped_answering_cuts_it_after_the_grace() 
         "before-act=pause:1500,stop_grace=2000",
     )]);
     m.wait_ready();
-    m.wait_for(Duration::from_secs(30), "the pass about to act", || {
-        m.log()
-            .contains("failpoint before-act: pausing")
-            .then_some(())
-    });
+    m.wait_paused(
+        "before-act",
+        Duration::from_secs(30),
+        "the pass about to act",
+    );
     // The server stops answering; the pass's MOVE waits on it.
     d.freeze();
     std::thread::sleep(Duration::from_secs(2));

@@ -208,14 +208,10 @@ fn a_read_between_a_change_written_and_run_is_tagged_with_what_it_shows() {
     let (read, page, alice) = std::thread::scope(|scope| {
         let alice = scope.spawn(|| put(&m, &alices.to_string(), Some(&tag)));
         // Read while Alice's change is written and not yet run.
-        m.wait_for(
+        m.wait_paused(
+            "config-written",
             std::time::Duration::from_secs(20),
             "the change written, not run",
-            || {
-                m.log()
-                    .contains("failpoint config-written: pausing")
-                    .then_some(())
-            },
         );
         let read = m.get_with("/api/config", TOKEN);
         let page = bob.get("/config").text;

@@ -972,11 +972,11 @@ fn a_training_whose_account_is_renamed_meanwhile_stores_nothing() {
     );
     let r = m.post_with("/api/accounts/one/train", TOKEN, "");
     assert_eq!(r.status, 202, "{}", r.text);
-    m.wait_for(Duration::from_secs(20), "the folders read", || {
-        m.log()
-            .contains("failpoint train-before-store: pausing")
-            .then_some(())
-    });
+    m.wait_paused(
+        "train-before-store",
+        Duration::from_secs(20),
+        "the folders read",
+    );
     let renamed =
         account(&d, "two", "test", "(?i)invoice", "Receipts").replace("${PASS_two}", "${PASS_one}");
     m.write_config(&base(&renamed));
@@ -1026,11 +1026,11 @@ fn trainings_of_two_accounts_take_turns() {
         assert_eq!(r.status, 202, "{name}: {}", r.text);
     };
     train(&m, "one");
-    m.wait_for(Duration::from_secs(20), "one's folders read", || {
-        m.log()
-            .contains("failpoint train-before-store: pausing")
-            .then_some(())
-    });
+    m.wait_paused(
+        "train-before-store",
+        Duration::from_secs(20),
+        "one's folders read",
+    );
     train(&m, "two");
     train(&m, "three");
     for name in ["two", "three"] {

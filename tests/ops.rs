@@ -565,11 +565,11 @@ fn sighup_reloads_and_never_stops_the_service() {
     // waits, and is a reload once the service runs.
     let applied = m.log().matches("configuration applied").count();
     m.spawn(&[("MAILPROC_FAILPOINTS", "before-signals=pause:1000")]);
-    m.wait_for(Duration::from_secs(10), "the start paused", || {
-        m.log()
-            .contains("failpoint before-signals: pausing")
-            .then_some(())
-    });
+    m.wait_paused(
+        "before-signals",
+        Duration::from_secs(10),
+        "the start paused",
+    );
     m.signal("HUP");
     m.wait_ready();
     m.wait_for(Duration::from_secs(10), "the early SIGHUP applied", || {

@@ -848,11 +848,11 @@ fn undo_cut_beside_a_look_alike(when: LookAlike, unstamped: bool) {
         let _ = ureq::post(undo).send_empty();
     });
     if when == LookAlike::BeforeTheMove {
-        m.wait_for(Duration::from_secs(20), "the undo journalled", || {
-            m.log()
-                .contains("failpoint undo-before-move: pausing")
-                .then_some(())
-        });
+        m.wait_paused(
+            "undo-before-move",
+            Duration::from_secs(20),
+            "the undo journalled",
+        );
         d.seed("test", "INBOX", look_alike.as_bytes());
     }
     assert!(

@@ -67,11 +67,11 @@ fn a_message_another_client_expunges_does_not_fail_the_rest_of_its_move() {
     let mut m = Mailproc::prepare(&yaml);
     m.spawn(&[("MAILPROC_FAILPOINTS", "before-act=pause:3000")]);
     m.wait_ready();
-    m.wait_for(Duration::from_secs(20), "the pass about to act", || {
-        m.log()
-            .contains("failpoint before-act: pausing")
-            .then_some(())
-    });
+    m.wait_paused(
+        "before-act",
+        Duration::from_secs(20),
+        "the pass about to act",
+    );
     // Another client deletes one of them while the account holds its
     // decisions.
     let tcp = std::net::TcpStream::connect(("127.0.0.1", d.imap_port)).unwrap();

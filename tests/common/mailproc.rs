@@ -411,6 +411,14 @@ impl Mailproc {
         self.wait_pass_after(account, before);
     }
 
+    /// Waits, at most `limit`, until the service says it is pausing at
+    /// `failpoint` (`MAILPROC_FAILPOINTS=<failpoint>=pause:<ms>`): the
+    /// moment a test acts while a request or a pass is held there.
+    pub fn wait_paused(&self, failpoint: &str, limit: Duration, what: &str) {
+        let said = format!("failpoint {failpoint}: pausing");
+        self.wait_for(limit, what, || self.log().contains(&said).then_some(()));
+    }
+
     /// Polls `f` every 50 ms until it returns `Some`, at most `limit`.
     pub fn wait_for<T>(&self, limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         let deadline = Instant::now() + limit;
