@@ -86,14 +86,14 @@ if [[ "$free_kb" =~ ^[0-9]+$ ]] && ((free_kb < 4 * 1024 * 1024)); then
 fi
 
 # ---- the suite ---------------------------------------------------------------
-# Tests at a time: cargo's default (the cores, two here) unless
-# RUST_TEST_THREADS is set. Four on two cores ran the test binaries in
-# 880 s against 1,035 s (measured 1 December) and two fresh-clone runs in
-# 16 min 27 s and 16 min 40 s against 20 min 34 s, but two other runs at
-# four failed on the harness under that load (a doveadm fetch racing a
-# move, fixed; Dovecot's auth-userdb socket refusing lookups for 10 s, not
-# understood yet), so the default stays until four has a record.
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-2}"
+# Tests at a time: four unless RUST_TEST_THREADS is set. Most tests wait
+# on the servers they start, on deadlines and back-offs, so four on two
+# cores ran fresh clones in 16 min 27 s and 16 min 40 s against 20 min
+# 34 s at two (1 December). Two other runs at four had failed on the
+# harness under that load, both fixed: a doveadm fetch racing a move, and
+# a Dovecot that lost a port to another test's server counted as started
+# (its auth-userdb socket left unserved, every lookup refused).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 say "cargo test --locked $* (RUST_TEST_THREADS=$RUST_TEST_THREADS)"
 cargo_locked test --locked "$@"
 if ((!$#)); then
