@@ -608,3 +608,45 @@ fn a_date_without_seconds_and_with_a_zone_name_is_read() {
     }
     assert_eq!(at("Tue, 01 Dec 2026 05:47:20 GMT"), Some(1_796_104_040));
 }
+
+/// Found by stop 66's audit of real-world mail: 8-bit text whose label
+/// cannot be right. A body labelled US-ASCII that is UTF-8 (a script's
+/// mail) read `CafÃ© … æ—¥æœ¬` (US-ASCII read as windows-1252); a Latin-1
+/// body with no charset read `Gr��e aus K�ln`. Now UTF-8 stays UTF-8, and
+/// unlabelled 8-bit text is read in the charset chardetng guesses, as
+/// header fields are. A right label is still obeyed.
+#[test]
+fn eight_bit_bodies_whose_label_cannot_be_right_are_read_as_written() {
+    let body = |content_type: &str, text: &[u8]| {
+        let mut raw = format!(
+            "From: a@example.com\r\nSubject: t\r\nMessage-ID: <t@x>\r\nMIME-Version: 1.0\r\n{content_type}\r\n"
+        )
+        .into_bytes();
+        raw.extend_from_slice(text);
+        Email::parse(&raw).expect("parses").body
+    };
+    let utf8 = "Café au lait in 日本\r\n".as_bytes();
+    assert_eq!(
+        body("Content-Type: text/plain; charset=us-ascii\r\n", utf8).trim(),
+        "Café au lait in 日本"
+    );
+    assert_eq!(body("", utf8).trim(), "Café au lait in 日本");
+    let latin1 = b"Gr\xfc\xdfe aus K\xf6ln, sch\xf6ne Gr\xfc\xdfe von der Stra\xdfe\r\n";
+    let want = "Grüße aus Köln, schöne Grüße von der Straße";
+    assert_eq!(body("", latin1).trim(), want);
+    assert_eq!(body("Content-Type: text/plain\r\n", latin1).trim(), want);
+    assert_eq!(
+        body("Content-Type: text/plain; charset=x-unknown\r\n", latin1).trim(),
+        want
+    );
+    assert_eq!(
+        body("Content-Type: text/plain; charset=us-ascii\r\n", latin1).trim(),
+        want
+    );
+    // A right label wins over any guess: KOI8-R text labelled so.
+    let koi8 = b"\xf0\xd2\xc9\xd7\xc5\xd4, \xcd\xc9\xd2\r\n";
+    assert_eq!(
+        body("Content-Type: text/plain; charset=koi8-r\r\n", koi8).trim(),
+        "Привет, мир"
+    );
+}

@@ -333,7 +333,27 @@ impl MessageParser {
                             .flatten()
                             .and_then(charset_decoder)
                     });
+                    // mailproc patch: 8-bit text whose label cannot be
+                    // right. Labelled US-ASCII (or none), valid UTF-8 is
+                    // UTF-8 (a script's `Café` read `CafÃ©`); with no
+                    // label the parser knows, text that is not UTF-8 is
+                    // read in the charset chardetng guesses, as mailproc
+                    // reads such header fields (`Grüße` read `Gr��e`).
+                    // Both found by an audit (stop 66).
+                    let label = content_type.and_then(|ct| ct.attribute("charset"));
+                    let eight_bit = !bytes.is_ascii();
+                    let declared = if eight_bit
+                        && label.is_none_or(is_ascii_label)
+                        && std::str::from_utf8(&bytes).is_ok()
+                    {
+                        None
+                    } else {
+                        declared
+                    };
+                    let guess =
+                        declared.is_none() && eight_bit && std::str::from_utf8(&bytes).is_err();
                     let text = match (bytes, declared) {
+                        (bytes, None) if guess => guessed_text(&bytes).into(),
                         (Cow::Owned(vec), Some(charset_decoder)) => charset_decoder(&vec).into(),
                         (Cow::Owned(vec), None) => String::from_utf8(vec)
                             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
@@ -594,6 +614,28 @@ impl<'x> Message<'x> {
     pub fn is_empty(&self) -> bool {
         self.parts.is_empty()
     }
+}
+
+/// mailproc patch: whether a `charset` label names US-ASCII (WHATWG's
+/// labels for it, which it reads as windows-1252, and `ascii`).
+fn is_ascii_label(label: &str) -> bool {
+    let l = label.trim().trim_matches('"').to_ascii_lowercase();
+    matches!(
+        l.as_str(),
+        "us-ascii" | "ascii" | "ansi_x3.4-1968" | "iso-ir-6" | "iso646-us" | "us" | "cp367"
+            | "ibm367" | "csascii" | "iso_646.irv:1991"
+    )
+}
+
+/// mailproc patch: 8-bit text with no charset the parser knows, read in
+/// the charset chardetng (Firefox's detector) guesses for it: the legacy
+/// charset of the text's language, as a browser reads a page that names
+/// none.
+fn guessed_text(bytes: &[u8]) -> String {
+    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Allow);
+    detector.feed(bytes, true);
+    let encoding = detector.guess(None, chardetng::Utf8Detection::Deny);
+    encoding.decode_without_bom_handling(bytes).0.into_owned()
 }
 
 /// mailproc patch: the charset an HTML document declares in its first
