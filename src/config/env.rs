@@ -160,6 +160,10 @@ pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
         match p {
             Piece::Text(t) => out.push_str(t),
             Piece::Ref { name, default } => match (env(name), default) {
+                // `:-`, as the shell and Compose read it: the fallback for an
+                // empty variable too (an `EnvironmentFile` line `PW=` sent
+                // an empty password: an audit).
+                (Some(v), Some(d)) if v.is_empty() => out.push_str(d),
                 (Some(v), _) => out.push_str(&v),
                 // Set, but not text: said as such, and never replaced by the
                 // default (an operator's password set from a file in

@@ -253,6 +253,12 @@ fn substitution_keeps_types_and_names_unset_variables() {
     let c = parse_str("server:\n  port: ${NOPE:-7070}\n").unwrap();
     assert_eq!(c.server.port, 7070);
     assert_eq!(substitute("a$${b}c", &env).unwrap(), "a${b}c");
+    // `:-` covers an empty variable as the shell's does (stop 66's audit:
+    // `PW=` in an EnvironmentFile sent an empty password); without a
+    // fallback an empty variable is an empty value, as there.
+    let empty = |n: &str| (n == "EMPTY").then(String::new);
+    assert_eq!(substitute("${EMPTY:-secret}", &empty).unwrap(), "secret");
+    assert_eq!(substitute("<${EMPTY}>", &empty).unwrap(), "<>");
     assert_eq!(
         substitute("Bearer ${TOKEN}!", &env).unwrap(),
         "Bearer abcdefghijklmnopqrstu!"
