@@ -342,16 +342,13 @@ impl MessageParser {
                     // Both found by an audit (stop 66).
                     let label = content_type.and_then(|ct| ct.attribute("charset"));
                     let eight_bit = !bytes.is_ascii();
-                    let declared = if eight_bit
-                        && label.is_none_or(is_ascii_label)
-                        && std::str::from_utf8(&bytes).is_ok()
-                    {
+                    let utf8 = !eight_bit || std::str::from_utf8(&bytes).is_ok();
+                    let declared = if eight_bit && utf8 && label.is_none_or(is_ascii_label) {
                         None
                     } else {
                         declared
                     };
-                    let guess =
-                        declared.is_none() && eight_bit && std::str::from_utf8(&bytes).is_err();
+                    let guess = declared.is_none() && !utf8;
                     let text = match (bytes, declared) {
                         (bytes, None) if guess => guessed_text(&bytes).into(),
                         (Cow::Owned(vec), Some(charset_decoder)) => charset_decoder(&vec).into(),
