@@ -1131,3 +1131,53 @@ fn a_training_from_the_shell_whose_account_is_renamed_meanwhile_stores_nothing()
         .unwrap();
     assert_eq!(stored, 0, "a classifier no account uses");
 }
+
+/// Found by an audit of the binary: unquoted, `password: 0x1F`, `username:
+/// 1e3` and `name: 1.10` are numbers to YAML, and were used (and saved) as
+/// `31`, `1000` and `1.1`: the login failed with check-config's "ok". Keys
+/// that take text keep the text as written, through a login, the API, a
+/// save, and a reload; a key that takes a number still reads one.
+#[test]
+fn plain_values_yaml_reads_as_numbers_keep_their_text_where_text_is_taken() {
+    let d = Dovecot::start();
+    d.add_user("1e3", "0x1F");
+    let accounts = format!(
+        "  - name: 1.10\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: 1e3, password: 0x1F }}\n    \
+         folders: {{ watch: [INBOX], allowed: [2024.10], create: true }}\n    \
+         backlog: all\n    poll_interval: 30s\n    learned: {{ min_confidence: 0.950 }}\n    \
+         rules:\n      - {{ name: +1, when: {{ subject: \"(?i)invoice\" }}, actions: [ {{ type: move, folder: 2024.10 }} ] }}\n",
+        d.imap_port
+    );
+    let m = Mailproc::start_with_env(&base(&accounts), &env());
+    d.seed("1e3", "INBOX", &msg_with("odd1", "Invoice 1", ""));
+    wait_in(&m, &d, "1e3", "odd1", "2024.10");
+    let c = current(&m);
+    let account = &c["accounts"][0];
+    assert_eq!(account["name"], json!("1.10"), "{c}");
+    assert_eq!(account["imap"]["username"], json!("1e3"), "{c}");
+    assert_eq!(account["rules"][0]["name"], json!("+1"), "{c}");
+    assert_eq!(account["learned"]["min_confidence"], json!(0.95), "{c}");
+    let listed = get(&m, "/api/accounts");
+    assert!(listed.text.contains("\"1.10\""), "{}", listed.text);
+    // A save writes the text so that it reads back as text.
+    let mut changed = c.clone();
+    changed["accounts"][0]["poll_interval"] = json!("45s");
+    let r = put(&m, &changed.to_string());
+    assert_eq!(r.status, 200, "{}", r.text);
+    let written = file(&m);
+    for gone in [
+        "name: 1.1\n",
+        "username: 1000",
+        "password: 31",
+        "folder: 2024.1\n",
+    ] {
+        assert!(!written.contains(gone), "{gone:?} in:\n{written}");
+    }
+    d.seed("1e3", "INBOX", &msg_with("odd2", "Invoice 2", ""));
+    m.signal("HUP");
+    wait_in(&m, &d, "1e3", "odd2", "2024.10");
+    let again = current(&m);
+    assert_eq!(again["accounts"][0]["imap"]["username"], json!("1e3"));
+    assert_eq!(again["accounts"][0]["poll_interval"], json!("45s"));
+    assert!(!m.log().contains("login failed"), "{}", m.log());
+}

@@ -386,7 +386,7 @@ pub fn keep_comments(old: &str, tree: &Value) -> Result<String, serde_norway::Er
         out.push_str(l);
         out.push('\n');
     }
-    let sound = super::bounded::from_str(&out).is_ok_and(|back| back == *tree);
+    let sound = super::yaml_tree(&out).is_ok_and(|back| back == *tree);
     Ok(if sound { out } else { plain })
 }
 

@@ -24,6 +24,7 @@ mod env;
 mod pattern;
 mod policy;
 mod redact;
+mod scalars;
 mod schema;
 mod typed;
 pub mod untrusted;
@@ -236,7 +237,7 @@ pub fn storage_path_of(path: &Path) -> Option<PathBuf> {
         return None;
     }
     let text = String::from_utf8(read_bytes(path).ok()?).ok()?;
-    let tree = bounded::from_str(&text).ok()?;
+    let tree = yaml_tree(&text).ok()?;
     match tree.get("storage").and_then(|s| s.get("path")) {
         None => Some(StorageConfig::default().path),
         Some(v) => substitute(v.as_str()?, &|n| std::env::var(n).ok())
@@ -327,8 +328,7 @@ fn load_from(path: &Path, stream: bool) -> Result<Loaded, ConfigError> {
 pub fn load_for_oauth_helper(path: &Path) -> Result<Loaded, ConfigError> {
     use serde_norway::Value;
     let text = read_file(path, true)?;
-    let raw: Value =
-        bounded::from_str(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
+    let raw: Value = yaml_tree(&text).map_err(|e| ConfigError::one(format!("config: {e}")))?;
     let mut lenient = raw.clone();
     if let Some(accounts) = lenient.get_mut("accounts").and_then(Value::as_sequence_mut) {
         for a in accounts {
@@ -389,7 +389,7 @@ pub fn tree_of(text: &str) -> Result<serde_norway::Value, ConfigError> {
     let raw: serde_norway::Value = if text.trim().is_empty() {
         serde_norway::Value::Null
     } else {
-        bounded::from_str(text).map_err(|e| ConfigError::one(format!("config: {e}")))?
+        yaml_tree(text).map_err(|e| ConfigError::one(format!("config: {e}")))?
     };
     if raw.is_null() {
         return Err(ConfigError::one(
@@ -399,6 +399,14 @@ pub fn tree_of(text: &str) -> Result<serde_norway::Value, ConfigError> {
         ));
     }
     Ok(raw)
+}
+
+/// The YAML tree of configuration text ([`bounded::from_str`]), the plain
+/// scalars of keys that take text as written (`password: 0x1F` is the
+/// text `0x1F`, not the number 31; see [`scalars`]). Also to compare the
+/// file with the tree the service runs.
+pub fn yaml_tree(text: &str) -> Result<serde_norway::Value, serde_norway::Error> {
+    bounded::from_str(text).map(|tree| scalars::as_written(tree, text))
 }
 
 /// Stage two and three for an already parsed tree: the file's.

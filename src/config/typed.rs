@@ -250,15 +250,18 @@ pub enum Step {
 /// (`accounts[1].imap.port`) with each odd key quoted (see [`shown_key`]).
 /// The one form of a path here: [`steps`] reads it back.
 fn shown_path(path: &serde_path_to_error::Path) -> String {
-    let steps: Vec<Step> = path
-        .iter()
+    render(&steps_of(path))
+}
+
+/// serde_path_to_error's path as steps.
+pub(super) fn steps_of(path: &serde_path_to_error::Path) -> Vec<Step> {
+    path.iter()
         .map(|segment| match segment {
             Segment::Seq { index } => Step::Index(*index),
             Segment::Map { key } | Segment::Enum { variant: key } => Step::Key(key.clone()),
             _ => Step::Unknown,
         })
-        .collect();
-    render(&steps)
+        .collect()
 }
 
 /// A problem split into its path and what it says: at the first `: `

@@ -294,7 +294,7 @@ impl Live {
         // the version before. Text from the editor is compared as text
         // (`write_atomically`): a comment is a change there.
         let same_tree =
-            posted.is_none() && crate::config::bounded::from_str(&on_disk).is_ok_and(|v| v == raw);
+            posted.is_none() && crate::config::yaml_tree(&on_disk).is_ok_and(|v| v == raw);
         let version = if same_tree {
             log::info!(
                 "configuration unchanged: {} left as it is",
@@ -731,7 +731,7 @@ fn file_differs(running: &Loaded) -> Option<String> {
     };
     let same = std::str::from_utf8(&bytes)
         .ok()
-        .and_then(|text| crate::config::bounded::from_str(text).ok())
+        .and_then(|text| crate::config::yaml_tree(text).ok())
         .is_some_and(|v| v == running.raw);
     (!same).then(|| {
         format!(

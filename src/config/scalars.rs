@@ -1,0 +1,331 @@
+//! Plain scalars kept as written where the configuration takes text.
+//! YAML reads `0x1F`, `1e3`, `+4915112345678`, `.inf`, `1.10` and `True`
+//! unquoted as numbers and booleans: a password, user name, token, secret,
+//! header or name written so was used as `31`, `1000`, `4915112345678`,
+//! `inf`, `1.1`, `true`, and saved so, without a word; a folder `2024`
+//! was refused as a number (an audit). Where a key takes text, the tree
+//! holds the scalar's text as written: for the service, the file's next
+//! save and `GET /api/config` alike. A key that takes a number or a
+//! boolean (`port: 0x3E1`, `min_confidence: 0.50`, `dry_run: True`) reads
+//! it as YAML does.
+//!
+//! Which keys take text is the schema's to say: the tree is read into
+//! [`Config`] with every number and boolean as its text, and a key that
+//! refuses text gets its number back (and so does the same key of every
+//! other item of its list). The text itself is read from the file a
+//! second time, guided by the tree: only the text parser keeps a plain
+//! scalar's text.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_norway::Value;
+
+use super::typed::{steps_of, Step};
+use super::Config;
+
+/// The most reads of the tree spent finding which keys take text: each
+/// one gives a key of the schema its number back, and the schema has
+/// about twenty keys that take numbers or booleans.
+const MAX_READS: usize = 64;
+
+/// `tree`, read from `text` by [`super::bounded::from_str`], with the
+/// plain scalars of keys that take text as written in `text`.
+pub(super) fn as_written(tree: Value, text: &str) -> Value {
+    let scalars = numbers_as_written(&tree, text);
+    if scalars.is_empty() {
+        return tree;
+    }
+    let mut trial = tree.clone();
+    for (path, written) in &scalars {
+        set(&mut trial, path, Value::String(written.clone()));
+    }
+    let mut as_text = vec![true; scalars.len()];
+    for _ in 0..MAX_READS {
+        let at = match serde_path_to_error::deserialize::<_, Config>(trial.clone()) {
+            Ok(_) => {
+                let mut out = tree;
+                for ((path, written), _) in scalars.iter().zip(&as_text).filter(|(_, t)| **t) {
+                    set(&mut out, path, Value::String(written.clone()));
+                }
+                return out;
+            }
+            Err(e) => steps_of(e.path()),
+        };
+        // A problem anywhere but at one of these scalars: the file has one
+        // of its own, and its problems are told of the tree as YAML reads
+        // it.
+        if !scalars
+            .iter()
+            .zip(&as_text)
+            .any(|((p, _), t)| *t && *p == at)
+        {
+            return tree;
+        }
+        for (i, (path, _)) in scalars.iter().enumerate() {
+            if as_text[i] && same_key(path, &at) {
+                as_text[i] = false;
+                if let Some(v) = get(&tree, path) {
+                    set(&mut trial, path, v.clone());
+                }
+            }
+        }
+    }
+    tree
+}
+
+/// The same key of the schema: equal but for the indexes of lists.
+fn same_key(a: &[Step], b: &[Step]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (Step::Index(_), Step::Index(_)) => true,
+            _ => x == y,
+        })
+}
+
+/// Every number and boolean of `tree` under string keys, with its path
+/// and its text in `text`; none when the second reading does not follow
+/// the tree (it always should).
+fn numbers_as_written(tree: &Value, text: &str) -> Vec<(Vec<Step>, String)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let found = RefCell::new(Vec::new());
+    let guided = Guided {
+        guide: tree,
+        path: Some(Vec::new()),
+        found: &found,
+    };
+    match guided.deserialize(serde_norway::Deserializer::from_str(text)) {
+        Ok(()) => found.into_inner(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// One value of the text, read as the tree says it is shaped: a number or
+/// boolean as the text it was written as.
+struct Guided<'a> {
+    guide: &'a Value,
+    /// `None` under a key that is not text (no path names it).
+    path: Option<Vec<Step>>,
+    found: &'a RefCell<Vec<(Vec<Step>, String)>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Guided<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        match self.guide {
+            Value::Mapping(_) => d.deserialize_map(self),
+            Value::Sequence(_) => d.deserialize_seq(self),
+            Value::Bool(_) | Value::Number(_) => {
+                let written = d.deserialize_str(Text)?;
+                if let Some(path) = self.path {
+                    self.found.borrow_mut().push((path, written));
+                }
+                Ok(())
+            }
+            _ => d.deserialize_ignored_any(IgnoredAny).map(|_| ()),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for Guided<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("the value the tree has here")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+        let Value::Mapping(m) = self.guide else {
+            return Err(de::Error::custom("not the tree's mapping"));
+        };
+        for (key, value) in m {
+            if a.next_key::<IgnoredAny>()?.is_none() {
+                return Err(de::Error::custom("fewer keys than the tree's"));
+            }
+            let path = match (&self.path, key.as_str()) {
+                (Some(p), Some(k)) => Some([p.as_slice(), &[Step::Key(k.to_string())]].concat()),
+                _ => None,
+            };
+            a.next_value_seed(Guided {
+                guide: value,
+                path,
+                found: self.found,
+            })?;
+        }
+        match a.next_key::<IgnoredAny>()? {
+            None => Ok(()),
+            Some(_) => Err(de::Error::custom("more keys than the tree's")),
+        }
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+        let Value::Sequence(items) = self.guide else {
+            return Err(de::Error::custom("not the tree's list"));
+        };
+        for (i, item) in items.iter().enumerate() {
+            let path = (self.path.as_ref()).map(|p| [p.as_slice(), &[Step::Index(i)]].concat());
+            let seed = Guided {
+                guide: item,
+                path,
+                found: self.found,
+            };
+            if a.next_element_seed(seed)?.is_none() {
+                return Err(de::Error::custom("fewer items than the tree's"));
+            }
+        }
+        match a.next_element::<IgnoredAny>()? {
+            None => Ok(()),
+            Some(_) => Err(de::Error::custom("more items than the tree's")),
+        }
+    }
+}
+
+/// A scalar's text as written.
+struct Text;
+
+impl Visitor<'_> for Text {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a scalar")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<String, E> {
+        Ok(s.to_string())
+    }
+}
+
+fn get<'a>(tree: &'a Value, path: &[Step]) -> Option<&'a Value> {
+    path.iter().try_fold(tree, |node, step| match step {
+        Step::Index(i) => node.as_sequence()?.get(*i),
+        Step::Key(k) => node.get(k.as_str()),
+        Step::Unknown => None,
+    })
+}
+
+fn set(tree: &mut Value, path: &[Step], to: Value) {
+    let node = path.iter().try_fold(tree, |node, step| match step {
+        Step::Index(i) => node.as_sequence_mut()?.get_mut(*i),
+        Step::Key(k) => node.get_mut(k.as_str()),
+        Step::Unknown => None,
+    });
+    if let Some(node) = node {
+        *node = to;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Value {
+        as_written(super::super::bounded::from_str(text).unwrap(), text)
+    }
+
+    fn at<'a>(tree: &'a Value, path: &str) -> &'a Value {
+        get(tree, &super::super::typed::steps(path).unwrap()).unwrap()
+    }
+
+    /// The audit's values, unquoted where text is taken: each stays as
+    /// written; where a number or boolean is taken, YAML's reading stands.
+    #[test]
+    fn plain_scalars_of_keys_that_take_text_stay_as_written() {
+        for written in [
+            "0x1F",
+            "1e3",
+            "1E3",
+            ".inf",
+            "-.inf",
+            ".NaN",
+            "+1",
+            "0o17",
+            "-0",
+            "0.10",
+            "1.10",
+            "1.0",
+            "0.1e1",
+            "True",
+            "FALSE",
+            "+4915112345678",
+            "1234567890123e45",
+        ] {
+            let text = format!(
+                "server:\n  auth_token: {written}\n  port: 0x1F90\n  workers: +4\n\
+                 accounts:\n  - name: {written}\n    imap:\n      host: h\n      \
+                 username: {written}\n      password: {written}\n      port: 993\n    \
+                 learned: {{min_confidence: 0.50}}\n\
+                 webhooks:\n  - url: https://h/x\n    events: [email_processed]\n    \
+                 secret: {written}\n    headers: {{X-Id: {written}}}\n"
+            );
+            let tree = read(&text);
+            let text_of = |p: &str| at(&tree, p).as_str().map(str::to_string);
+            for key in [
+                "server.auth_token",
+                "accounts[0].name",
+                "accounts[0].imap.username",
+                "accounts[0].imap.password",
+                "webhooks[0].secret",
+                "webhooks[0].headers.X-Id",
+            ] {
+                assert_eq!(text_of(key).as_deref(), Some(written), "{key} of {written}");
+            }
+            assert_eq!(at(&tree, "server.port"), &Value::from(8080), "{written}");
+            assert_eq!(at(&tree, "server.workers"), &Value::from(4), "{written}");
+            assert_eq!(
+                at(&tree, "accounts[0].learned.min_confidence"),
+                &Value::from(0.5)
+            );
+            assert_eq!(at(&tree, "accounts[0].imap.port"), &Value::from(993));
+        }
+    }
+
+    /// A number that prints as written is text too where text is taken (a
+    /// folder `2024` was refused); a file with a problem of its own is
+    /// read as YAML reads it, so its problems are told of that.
+    #[test]
+    fn plain_numbers_are_text_where_text_is_taken_unless_the_file_has_problems() {
+        let text =
+            "accounts:\n  - name: 2024\n    imap: {host: h, username: 7, password: true}\n    \
+                    folders: {allowed: [2024, 1.5]}\n    dry_run: true\n";
+        let tree = read(text);
+        assert_eq!(at(&tree, "accounts[0].name"), &Value::from("2024"));
+        assert_eq!(at(&tree, "accounts[0].imap.password"), &Value::from("true"));
+        assert_eq!(
+            at(&tree, "accounts[0].folders.allowed[0]"),
+            &Value::from("2024")
+        );
+        assert_eq!(
+            at(&tree, "accounts[0].folders.allowed[1]"),
+            &Value::from("1.5")
+        );
+        assert_eq!(at(&tree, "accounts[0].dry_run"), &Value::from(true));
+        let text = "server: {port: 0x1F90, bind: 1e3, workers: many}\n";
+        let tree = read(text);
+        assert_eq!(at(&tree, "server.bind"), &Value::from(1000.0));
+        // Aliases: the anchor's text, wherever the alias stands.
+        let text = "x: &pw 0x1F\naccounts:\n  - name: a\n    imap: {host: h, username: u, password: *pw}\n";
+        let tree = super::super::bounded::from_str(text).unwrap();
+        let found = numbers_as_written(&tree, text);
+        assert_eq!(
+            found.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>(),
+            ["0x1F", "0x1F"]
+        );
+    }
+
+    /// The same key of every item of a list takes its number back at
+    /// once: a thousand accounts' `port: 0x3E1` cost one more reading.
+    #[test]
+    fn a_key_that_takes_a_number_takes_it_back_for_every_item() {
+        let accounts: String = (0..1000)
+            .map(|i| format!("  - {{name: a{i}, imap: {{host: h, port: 0x3E1, username: u, password: 0x1F}}}}\n"))
+            .collect();
+        let tree = read(&format!("accounts:\n{accounts}"));
+        assert_eq!(at(&tree, "accounts[999].imap.port"), &Value::from(993));
+        assert_eq!(
+            at(&tree, "accounts[999].imap.password"),
+            &Value::from("0x1F")
+        );
+    }
+}
