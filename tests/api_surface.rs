@@ -172,11 +172,11 @@ fn a_json_body_is_one_object_with_known_fields_and_no_key_twice() {
     for (body, says) in [
         (
             r#"{"log_level":"error","storage":{"path":"x.db"},"log_level":"trace"}"#,
-            "body: duplicate entry with key \"log_level\"",
+            "body: duplicate entry: the key \"log_level\" is written twice",
         ),
         (
             r#"{"server":{"port":1,"port":2}}"#,
-            "server: duplicate entry with key \"port\"",
+            "server: duplicate entry: the key \"port\" is written twice",
         ),
     ] {
         let r = m.request(

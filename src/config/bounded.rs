@@ -22,10 +22,7 @@ pub const MAX_STRING_BYTES: usize = 64 << 20;
 /// `serde_norway::from_str` into a [`Value`], refused past [`MAX_VALUES`]
 /// or [`MAX_STRING_BYTES`].
 pub fn from_str(text: &str) -> Result<Value, serde_norway::Error> {
-    // A byte-order mark, as some editors write one, is no content: the
-    // YAML library took it for a second document and told only that,
-    // hiding every real problem of the file (a regression audit).
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = document(text);
     let left = Cell::new(MAX_VALUES);
     let bytes = Cell::new(MAX_STRING_BYTES);
     Bounded {
@@ -33,6 +30,59 @@ pub fn from_str(text: &str) -> Result<Value, serde_norway::Error> {
         bytes: &bytes,
     }
     .deserialize(serde_norway::Deserializer::from_str(text))
+    .map_err(|e| match second_document(text) {
+        // The YAML library says "more than one document" and no more.
+        Some(line) if e.to_string().contains("more than one document") => de::Error::custom(
+            format!("{e}: a second begins with the `---` at line {line}"),
+        ),
+        _ => e,
+    })
+}
+
+/// The text the YAML library is given: without a byte-order mark, which
+/// some editors write (the library took it for a second document and told
+/// only that, hiding every real problem of the file; a regression audit),
+/// nor a last `---` with only blank and comment lines after it, which some
+/// tools write (an empty document, refused as a second one; an audit).
+pub(super) fn document(text: &str) -> &str {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(at) = second_document_at(text) else {
+        return text;
+    };
+    let after = text[at..].split_once('\n').map_or("", |(_, rest)| rest);
+    let empty = after.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
+    });
+    if empty && !text[at + 3..].contains("\n---") {
+        &text[..at]
+    } else {
+        text
+    }
+}
+
+/// Where the `---` that opens a second document begins: the first one at
+/// a line's start after a line of content.
+fn second_document_at(text: &str) -> Option<usize> {
+    let mut content = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let marker = line
+            .strip_prefix("---")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']));
+        if marker && content {
+            return Some(at);
+        }
+        let l = line.trim();
+        content |= !marker && !l.is_empty() && !l.starts_with('#') && !l.starts_with('%');
+        at += line.len();
+    }
+    None
+}
+
+/// The line of [`second_document_at`], counted from 1.
+fn second_document(text: &str) -> Option<usize> {
+    second_document_at(text).map(|at| text[..at].matches('\n').count() + 1)
 }
 
 #[derive(Clone, Copy)]
@@ -99,6 +149,18 @@ impl<'de> Visitor<'de> for Bounded<'_> {
         Ok(Value::Number(u.into()))
     }
 
+    /// An integer past 64 bits (`key: 98765432109876543210`): a number
+    /// of the tree as the nearest float, where the YAML library stopped
+    /// the whole reading at it; a key that takes text reads its digits
+    /// as written (`scalars`), one that takes an integer refuses it.
+    fn visit_u128<E: de::Error>(self, u: u128) -> Result<Value, E> {
+        self.visit_f64(u as f64)
+    }
+
+    fn visit_i128<E: de::Error>(self, i: i128) -> Result<Value, E> {
+        self.visit_f64(i as f64)
+    }
+
     fn visit_f64<E: de::Error>(self, f: f64) -> Result<Value, E> {
         self.count()?;
         Ok(Value::Number(f.into()))
@@ -142,14 +204,19 @@ impl<'de> Visitor<'de> for Bounded<'_> {
         let mut m = Mapping::new();
         while let Some(k) = a.next_key_seed(self)? {
             if m.contains_key(&k) {
-                // As serde_norway's own mapping says it.
-                return Err(de::Error::custom(match &k {
-                    Value::Null => "duplicate entry with null key".to_string(),
-                    Value::Bool(b) => format!("duplicate entry with key `{b}`"),
-                    Value::Number(n) => format!("duplicate entry with key {n}"),
-                    Value::String(s) => format!("duplicate entry with key {s:?}"),
-                    _ => "duplicate entry in YAML map".to_string(),
-                }));
+                // The YAML library places the problem at the mapping's
+                // start, not at the second key: said so (an audit read
+                // "at line 10" as the duplicate's line).
+                let key = match &k {
+                    Value::Null => "a null key".to_string(),
+                    Value::Bool(b) => format!("the key `{b}`"),
+                    Value::Number(n) => format!("the key {n}"),
+                    Value::String(s) => format!("the key {s:?}"),
+                    _ => "a key".to_string(),
+                };
+                return Err(de::Error::custom(format!(
+                    "duplicate entry: {key} is written twice in the mapping that starts"
+                )));
             }
             let v = a.next_value_seed(self)?;
             m.insert(k, v);
@@ -201,7 +268,44 @@ mod tests {
         let strings = format!("s: &s {long}\nc: [{copies}]\n");
         let e = from_str(&strings).unwrap_err().to_string();
         assert!(e.contains("strings hold more than 64 MiB"), "{e}");
-        let dup = from_str("a: 1\na: 2\n").unwrap_err().to_string();
-        assert!(dup.starts_with("duplicate entry with key \"a\""), "{dup}");
+        let dup = from_str("a: 1\nb:\n  c: 1\n  c: 2\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            dup,
+            "b: duplicate entry: the key \"c\" is written twice in the mapping that starts \
+             at line 3 column 3"
+        );
+    }
+
+    /// Found by an audit: a last `---` (as some tools write one) was
+    /// refused as a second document, with no line; and an integer past 64
+    /// bits stopped the reading of the whole file.
+    #[test]
+    fn an_empty_last_document_is_none_and_a_second_is_told_by_its_line() {
+        for text in [
+            "a: 1\n---\n",
+            "a: 1\n---",
+            "---\na: 1\n--- # end\n\n# note\n",
+            "\u{feff}a: 1\n---\r\n",
+        ] {
+            let one: Value = serde_norway::from_str("a: 1").unwrap();
+            assert_eq!(from_str(text).unwrap(), one, "{text:?}");
+        }
+        let e = from_str("a: 1\n# two\n---\nb: 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("a second begins with the `---` at line 3"),
+            "{e}"
+        );
+        let e = from_str("a: 1\n---\n---\n").unwrap_err().to_string();
+        assert!(e.contains("at line 2"), "{e}");
+        // Within a block scalar `---` is text.
+        let text = "p: |\n  one\n  ---\n  two\n";
+        assert_eq!(from_str(text).unwrap()["p"], Value::from("one\n---\ntwo\n"));
+        let big = from_str("k: 98765432109876543210\nn: -98765432109876543210\n").unwrap();
+        assert_eq!(big["k"], Value::from(98765432109876543210_f64));
+        assert_eq!(big["n"], Value::from(-98765432109876543210_f64));
     }
 }

@@ -345,6 +345,9 @@ fn old_path(path: &str, new: &Names, old: &Names) -> Option<String> {
 /// the module's documentation). Never changes what is written: when the
 /// result would not read back as `tree`, it is the plain serialization.
 pub fn keep_comments(old: &str, tree: &Value) -> Result<String, serde_norway::Error> {
+    // A byte-order mark is no part of the first comment (an audit found
+    // the first line lost on every save of a file an editor gave one).
+    let old = old.strip_prefix('\u{feff}').unwrap_or(old);
     let plain = serde_norway::to_string(tree)?;
     let c = comments(old);
     if c.above.is_empty() && c.trailing.is_empty() && c.end.is_empty() {
@@ -446,6 +449,10 @@ accounts:
         }
         assert!(!out.contains("# not a comment either\n  - "), "{out}");
         assert_eq!(out.matches("# not a comment either").count(), 1, "{out}");
+        // Behind a byte-order mark the first comment is still one (an
+        // audit found it lost on every save).
+        let out = keep_comments(&format!("\u{feff}{OLD}"), &t).unwrap();
+        assert!(out.starts_with("# mailproc on the mail host\n"), "{out}");
     }
 
     /// A rule put first (the rule form's "first") or a list reordered:

@@ -88,7 +88,7 @@ fn same_key(a: &[Step], b: &[Step]) -> bool {
 /// and its text in `text`; none when the second reading does not follow
 /// the tree (it always should).
 fn numbers_as_written(tree: &Value, text: &str) -> Vec<(Vec<Step>, String)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = super::bounded::document(text);
     let found = RefCell::new(Vec::new());
     let guided = Guided {
         guide: tree,

@@ -648,6 +648,13 @@ fn imap_auth_needs_what_it_uses() {
         e.problems,
         ["accounts[0].imap.password: required with auth: password"]
     );
+    // Empty, as written or from a variable set to nothing (an audit: every
+    // login failed after check-config's "ok").
+    let e = acc("{ host: h, username: u, password: \"\" }").unwrap_err();
+    assert_eq!(
+        e.problems,
+        ["accounts[0].imap.password: empty (a variable set to nothing?); write the password"]
+    );
     let e = acc("{ host: h, username: u, auth: oauth2 }").unwrap_err();
     assert!(
         e.problems[0].starts_with("accounts[0].imap.oauth2: required"),

@@ -685,8 +685,14 @@ fn validate_webhooks(hooks: &[WebhookConfig], at: &str, p: &mut Vec<String>) {
 fn validate_imap_auth(imap: &ImapConfig, imap_account: &str, at: &str, p: &mut Vec<String>) {
     match imap.auth {
         ImapAuth::Password => {
-            if imap.password.is_none() {
-                p.push(format!("{at}.password: required with auth: password"));
+            match imap.password.as_deref() {
+                None => p.push(format!("{at}.password: required with auth: password")),
+                // `password: ""`, or a `${NAME}` set to nothing: every
+                // login failed while check-config said ok (an audit).
+                Some("") => p.push(format!(
+                    "{at}.password: empty (a variable set to nothing?); write the password"
+                )),
+                Some(_) => {}
             }
             if imap
                 .password
