@@ -434,7 +434,8 @@ fn read_tree(
     client: bool,
 ) -> Result<Config, ConfigError> {
     let mut unset = Vec::new();
-    let substituted = substitute_tree(raw, "", env, &mut unset);
+    let substituted =
+        scalars::substituted_as_written(raw, substitute_tree(raw, "", env, &mut unset));
     let typed::Read {
         config,
         mut problems,

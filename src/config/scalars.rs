@@ -34,6 +34,62 @@ const MAX_READS: usize = 64;
 /// plain scalars of keys that take text as written in `text`.
 pub(super) fn as_written(tree: Value, text: &str) -> Value {
     let scalars = numbers_as_written(&tree, text);
+    as_text_where_taken(tree, scalars)
+}
+
+/// `substituted`, `raw` with its `${NAME}`s substituted, with each value
+/// that was one whole reference and became a number or a boolean (`port:
+/// ${PORT}`) the variable's text again where its key takes text: a
+/// `folder: ${FOLDER}` holding `2024` was refused as an integer.
+pub(super) fn substituted_as_written(raw: &Value, substituted: Value) -> Value {
+    fn walk(raw: &Value, now: &Value, path: &mut Vec<Step>, out: &mut Vec<(Vec<Step>, String)>) {
+        match (raw, now) {
+            (Value::String(s), Value::Number(_) | Value::Bool(_)) if s.contains("${") => {
+                // Substitution made it a number only where the text reads
+                // back the same: `printed` is the variable's text.
+                if let Some(text) = printed(now) {
+                    out.push((path.clone(), text));
+                }
+            }
+            (Value::Sequence(a), Value::Sequence(b)) => {
+                for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                    path.push(Step::Index(i));
+                    walk(x, y, path, out);
+                    path.pop();
+                }
+            }
+            (Value::Mapping(a), Value::Mapping(b)) => {
+                for ((k, x), y) in a.iter().zip(b.values()) {
+                    let Some(k) = k.as_str() else { continue };
+                    path.push(Step::Key(k.to_string()));
+                    walk(x, y, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(raw, &substituted, &mut Vec::new(), &mut found);
+    as_text_where_taken(substituted, found)
+}
+
+/// What a number or boolean a whole `${NAME}` became was written as.
+fn printed(v: &Value) -> Option<String> {
+    match v {
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(if let Some(u) = n.as_u64() {
+            u.to_string()
+        } else {
+            n.as_f64()?.to_string()
+        }),
+        _ => None,
+    }
+}
+
+/// `tree` with each of `scalars` (a path and its text) as text where the
+/// schema takes text there.
+fn as_text_where_taken(tree: Value, scalars: Vec<(Vec<Step>, String)>) -> Value {
     if scalars.is_empty() {
         return tree;
     }
@@ -312,6 +368,31 @@ mod tests {
             found.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>(),
             ["0x1F", "0x1F"]
         );
+    }
+
+    /// A whole `${NAME}` holding digits is a number where a number is
+    /// taken and the variable's text where text is (a folder `2024` from
+    /// the environment was refused as an integer).
+    #[test]
+    fn a_variable_holding_digits_is_text_where_text_is_taken() {
+        let text = "server: {port: \"${P}\"}\naccounts:\n  - name: \"${F}\"\n    \
+                    imap: {host: h, username: u, password: \"${F}\", port: \"${P}\"}\n    \
+                    folders: {allowed: [\"${F}\", \"${X}\"]}\n    dry_run: ${T}\n";
+        let env = |n: &str| match n {
+            "P" => Some("993".to_string()),
+            "F" => Some("2024".to_string()),
+            "X" => Some("1.5".to_string()),
+            "T" => Some("true".to_string()),
+            _ => None,
+        };
+        let (c, _) = super::super::parse(text, &env).unwrap();
+        assert_eq!(c.server.port, 993);
+        let a = &c.accounts[0];
+        assert_eq!(a.name, "2024");
+        assert_eq!(a.imap.port, Some(993));
+        assert_eq!(a.imap.password.as_deref(), Some("2024"));
+        assert_eq!(a.folders.allowed, ["2024", "1.5"]);
+        assert!(a.dry_run);
     }
 
     /// The same key of every item of a list takes its number back at
