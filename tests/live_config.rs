@@ -1141,14 +1141,16 @@ fn a_training_from_the_shell_whose_account_is_renamed_meanwhile_stores_nothing()
 fn plain_values_yaml_reads_as_numbers_keep_their_text_where_text_is_taken() {
     let d = Dovecot::start();
     d.add_user("1e3", "0x1F");
-    let accounts = format!(
-        "  - name: 1.10\n    imap: {{ host: 127.0.0.1, port: {}, security: none, username: 1e3, password: 0x1F }}\n    \
-         folders: {{ watch: [INBOX], allowed: [2024.10], create: true }}\n    \
-         backlog: all\n    poll_interval: 30s\n    learned: {{ min_confidence: 0.950 }}\n    \
-         rules:\n      - {{ name: +1, when: {{ subject: \"(?i)invoice\" }}, actions: [ {{ type: move, folder: 2024.10 }} ] }}\n",
-        d.imap_port
-    );
-    let m = Mailproc::start_with_env(&base(&accounts), &env());
+    let accounts = "  - name: 1.10\n    imap: { host: 127.0.0.1, port: \"${ODD_PORT}\", security: none, username: 1e3, password: 0x1F }\n    \
+         folders: { watch: [INBOX], allowed: [2024.10], create: true }\n    \
+         backlog: all\n    poll_interval: 30s\n    learned: { min_confidence: 0.950 }\n    \
+         rules:\n      - { name: +1, when: { subject: \"(?i)invoice\" }, actions: [ { type: move, folder: 2024.10 } ] }\n";
+    // The port a `${NAME}`, as the README's own example has it: a
+    // regression audit found one such reference undo all of the above.
+    let port = d.imap_port.to_string();
+    let mut vars = env();
+    vars.push(("ODD_PORT", &port));
+    let m = Mailproc::start_with_env(&base(accounts), &vars);
     d.seed("1e3", "INBOX", &msg_with("odd1", "Invoice 1", ""));
     wait_in(&m, &d, "1e3", "odd1", "2024.10");
     let c = current(&m);

@@ -49,7 +49,9 @@ pub(super) fn document(text: &str) -> &str {
     let Some(at) = second_document_at(text) else {
         return text;
     };
-    let after = text[at..].split_once('\n').map_or("", |(_, rest)| rest);
+    // The marker's own line may hold a document too (`--- {a: 1}`; a
+    // regression audit found one dropped).
+    let after = &text[at + 3..];
     let empty = after.lines().all(|l| {
         let l = l.trim();
         l.is_empty() || l.starts_with('#')
@@ -215,7 +217,8 @@ impl<'de> Visitor<'de> for Bounded<'_> {
                     _ => "a key".to_string(),
                 };
                 return Err(de::Error::custom(format!(
-                    "duplicate entry: {key} is written twice in the mapping that starts"
+                    "duplicate entry: {key} is written twice in one mapping (told where \
+                     the mapping starts)"
                 )));
             }
             let v = a.next_value_seed(self)?;
@@ -273,8 +276,8 @@ mod tests {
             .to_string();
         assert_eq!(
             dup,
-            "b: duplicate entry: the key \"c\" is written twice in the mapping that starts \
-             at line 3 column 3"
+            "b: duplicate entry: the key \"c\" is written twice in one mapping (told where the \
+             mapping starts) at line 3 column 3"
         );
     }
 
@@ -299,6 +302,8 @@ mod tests {
             e.ends_with("a second begins with the `---` at line 3"),
             "{e}"
         );
+        let e = from_str("a: 1\n--- {b: 2}\n").unwrap_err().to_string();
+        assert!(e.ends_with("at line 2"), "{e}");
         let e = from_str("a: 1\n---\n---\n").unwrap_err().to_string();
         assert!(e.contains("at line 2"), "{e}");
         // Within a block scalar `---` is text.

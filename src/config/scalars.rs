@@ -26,9 +26,10 @@ use super::typed::{steps_of, Step};
 use super::Config;
 
 /// The most reads of the tree spent finding which keys take text: each
-/// one gives a key of the schema its number back, and the schema has
-/// about twenty keys that take numbers or booleans.
-const MAX_READS: usize = 64;
+/// one settles a key of the schema in every item (the schema has about
+/// twenty keys that take numbers or booleans) or takes out a key with a
+/// problem of the file's own.
+const MAX_READS: usize = 256;
 
 /// `tree`, read from `text` by [`super::bounded::from_str`], with the
 /// plain scalars of keys that take text as written in `text`.
@@ -97,9 +98,12 @@ fn as_text_where_taken(tree: Value, scalars: Vec<(Vec<Step>, String)>) -> Value 
     for (path, written) in &scalars {
         set(&mut trial, path, Value::String(written.clone()));
     }
+    // Per scalar: whether it is read as its text, and whether it is still
+    // in the trial tree (a scalar no reading takes is taken out).
     let mut as_text = vec![true; scalars.len()];
+    let mut in_trial = vec![true; scalars.len()];
     for _ in 0..MAX_READS {
-        let at = match serde_path_to_error::deserialize::<_, Config>(trial.clone()) {
+        let e = match serde_path_to_error::deserialize::<_, Config>(trial.clone()) {
             Ok(_) => {
                 let mut out = tree;
                 for ((path, written), _) in scalars.iter().zip(&as_text).filter(|(_, t)| **t) {
@@ -107,28 +111,106 @@ fn as_text_where_taken(tree: Value, scalars: Vec<(Vec<Step>, String)>) -> Value 
                 }
                 return out;
             }
-            Err(e) => steps_of(e.path()),
+            Err(e) => e,
         };
-        // A problem anywhere but at one of these scalars: the file has one
-        // of its own, and its problems are told of the tree as YAML reads
-        // it.
-        if !scalars
-            .iter()
-            .zip(&as_text)
-            .any(|((p, _), t)| *t && *p == at)
-        {
-            return tree;
-        }
-        for (i, (path, _)) in scalars.iter().enumerate() {
-            if as_text[i] && same_key(path, &at) {
-                as_text[i] = false;
-                if let Some(v) = get(&tree, path) {
-                    set(&mut trial, path, v.clone());
+        let at = steps_of(e.path());
+        let here = |text: bool, as_text: &[bool], in_trial: &[bool]| {
+            (scalars.iter().enumerate())
+                .any(|(i, (p, _))| in_trial[i] && as_text[i] == text && *p == at)
+        };
+        if here(true, &as_text, &in_trial) {
+            // The key takes no text: its number back, in every item.
+            for (i, (path, _)) in scalars.iter().enumerate() {
+                if in_trial[i] && as_text[i] && same_key(path, &at) {
+                    as_text[i] = false;
+                    if let Some(v) = get(&tree, path) {
+                        set(&mut trial, path, v.clone());
+                    }
                 }
+            }
+        } else if here(false, &as_text, &in_trial) {
+            // Its number is wrong too. A key that reads text (`poll_interval:
+            // 1e1`) tells its problem quoting the text as written, not
+            // `10`; one that takes a number, the number (`workers: 2.5`).
+            let reads_text = !["invalid type", "invalid value"]
+                .iter()
+                .any(|w| e.inner().to_string().starts_with(w));
+            for (i, (path, _)) in scalars.iter().enumerate() {
+                if in_trial[i] && !as_text[i] && same_key(path, &at) {
+                    as_text[i] = reads_text;
+                    in_trial[i] = false;
+                    remove(&mut trial, path);
+                }
+            }
+        } else if e.inner().to_string().starts_with("missing field") {
+            // A required key missing (or taken out here): its item cannot
+            // be read, nor what it holds told apart.
+            return tree;
+        } else {
+            // A problem of the file's own (`port: ${PORT}`, read once
+            // substituted; a typo): the key is taken out of every item, so
+            // what else the file holds is still told apart.
+            let Some(Step::Key(_)) = at.last() else {
+                return tree;
+            };
+            let mut taken = 0;
+            for path in matching(&trial, &at) {
+                let scalar =
+                    (scalars.iter().enumerate()).any(|(i, (p, _))| in_trial[i] && *p == path);
+                if !scalar && remove(&mut trial, &path) {
+                    taken += 1;
+                }
+            }
+            if taken == 0 {
+                return tree;
             }
         }
     }
     tree
+}
+
+/// The paths of `tree` that are `pattern` but for the indexes of lists.
+fn matching(tree: &Value, pattern: &[Step]) -> Vec<Vec<Step>> {
+    fn walk(node: &Value, rest: &[Step], at: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+        let Some((step, rest)) = rest.split_first() else {
+            out.push(at.clone());
+            return;
+        };
+        match step {
+            Step::Index(_) => {
+                for (i, item) in node.as_sequence().into_iter().flatten().enumerate() {
+                    at.push(Step::Index(i));
+                    walk(item, rest, at, out);
+                    at.pop();
+                }
+            }
+            Step::Key(k) => {
+                if let Some(v) = node.get(k.as_str()) {
+                    at.push(step.clone());
+                    walk(v, rest, at, out);
+                    at.pop();
+                }
+            }
+            Step::Unknown => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree, pattern, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Takes the key at `path` out of its mapping; false when there is none.
+fn remove(tree: &mut Value, path: &[Step]) -> bool {
+    let Some((Step::Key(k), parents)) = path.split_last() else {
+        return false;
+    };
+    let node = parents.iter().try_fold(tree, |node, step| match step {
+        Step::Index(i) => node.as_sequence_mut()?.get_mut(*i),
+        Step::Key(k) => node.get_mut(k.as_str()),
+        Step::Unknown => None,
+    });
+    node.and_then(Value::as_mapping_mut)
+        .is_some_and(|m| m.remove(k.as_str()).is_some())
 }
 
 /// The same key of the schema: equal but for the indexes of lists.
@@ -357,9 +439,24 @@ mod tests {
             &Value::from("1.5")
         );
         assert_eq!(at(&tree, "accounts[0].dry_run"), &Value::from(true));
-        let text = "server: {port: 0x1F90, bind: 1e3, workers: many}\n";
+        // A problem of the file's own elsewhere (a wrong type, a typo, a
+        // `${NAME}` where a number is taken, read once substituted): the
+        // rest is still told apart (a regression audit found one
+        // `port: ${PORT}` turn it all back to YAML's reading).
+        let text = "server: {port: \"${PORT}\", bind: 1e3, workers: many, wokers: 2}\n\
+                    accounts:\n  - name: a\n    poll_interval: 1e1\n    \
+                    imap: {host: h, port: \"${P}\", username: u, password: 0x1F}\n";
         let tree = read(text);
-        assert_eq!(at(&tree, "server.bind"), &Value::from(1000.0));
+        assert_eq!(at(&tree, "server.bind"), &Value::from("1e3"));
+        assert_eq!(at(&tree, "accounts[0].imap.password"), &Value::from("0x1F"));
+        // Wrong as a number too: told as written, not as `10`.
+        assert_eq!(at(&tree, "accounts[0].poll_interval"), &Value::from("1e1"));
+        // An item that cannot be read: YAML's reading.
+        let text = "accounts:\n  - imap: {host: h, username: u, password: 0x1F}\n";
+        assert_eq!(
+            at(&read(text), "accounts[0].imap.password"),
+            &Value::from(31)
+        );
         // Aliases: the anchor's text, wherever the alias stands.
         let text = "x: &pw 0x1F\naccounts:\n  - name: a\n    imap: {host: h, username: u, password: *pw}\n";
         let tree = super::super::bounded::from_str(text).unwrap();
