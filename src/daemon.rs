@@ -154,6 +154,17 @@ fn reload(live: &Live) {
                 for p in &problems {
                     log::error!("reload: {p}");
                 }
+                // A variable added to the EnvironmentFile with its
+                // reference: the reload read the file, not the environment
+                // (an audit followed the README's "add the reference and
+                // reload" and got only "not set").
+                if problems.iter().any(|p| p.contains("is not set")) {
+                    log::error!(
+                        "reload: a reload reads the configuration file, not the environment: the \
+                         service keeps the variables it started with, so one added to or changed \
+                         in its EnvironmentFile takes a restart (systemctl restart mailproc)"
+                    );
+                }
                 log::error!(
                     "reload: the configuration file has {} problem(s); the running configuration is kept",
                     problems.len()

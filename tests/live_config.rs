@@ -476,6 +476,23 @@ fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
     m.wait_for(Duration::from_secs(10), "the empty file refused", || {
         m.log().contains("holds no settings").then_some(())
     });
+    // A reference to a variable the service was not started with (added
+    // to the EnvironmentFile, then a reload): said to take a restart.
+    m.write_config(
+        &base(&account(&d, "one", "test", "(?i)invoice", "Receipts"))
+            .replace("key: reader-key-0123456789abcdefghijkl", "key: \"${NEW_KEY}\""),
+    );
+    m.signal("HUP");
+    m.wait_for(
+        Duration::from_secs(10),
+        "the unset variable refused",
+        || m.log().contains("takes a restart").then_some(()),
+    );
+    assert!(
+        m.log().contains("environment variable NEW_KEY is not set"),
+        "{}",
+        m.log()
+    );
     assert_eq!(get(&m, "/health").body["accounts"]["one"], "connected");
     d.seed("test", "INBOX", &msg_with("inv2", "Invoice 2", ""));
     wait_in(&m, &d, "test", "inv2", "Receipts");

@@ -242,8 +242,13 @@ fn login_form(
                     aria-describedby=[error.map(|_| "login-error")];
                 button type="submit" { "Log in" }
             }
-            p.hint { "Forgot the password? Reset it on the server with "
-                code { "mailproc set-password USER" } "." }
+            // As the README's systemd setup runs it: typed bare, the
+            // command found no configuration, and as root it left the
+            // database's journal files root's (an audit).
+            p.hint { "Forgot the password? Reset it on the server, as the service's user \
+                      and with its configuration: "
+                code { "runuser -u mailproc -- mailproc --config /etc/mailproc/config.yaml \
+                        set-password USER" } "." }
         },
     )
 }

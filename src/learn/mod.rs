@@ -384,12 +384,21 @@ fn best(post: Vec<(String, f64)>) -> Option<Prediction> {
     let mut it = post.into_iter();
     let first = it.next()?;
     let (class, confidence) = it.fold(first, |b, p| if p.1 >= b.1 { p } else { b });
+    // A probability: the renormalising above can round past 1 (an audit
+    // saw 1.0000000000000002 in the API, the CSV and webhooks).
+    let confidence = confidence.clamp(0.0, 1.0);
     Some(Prediction { class, confidence })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_confidence_rounded_past_one_is_one() {
+        let p = best(vec![("a".into(), 1.0000000000000002), ("b".into(), 0.0)]).unwrap();
+        assert_eq!((p.class.as_str(), p.confidence), ("a", 1.0));
+    }
 
     fn email(from: &str, subject: &str, body: &str, list: Option<&str>) -> Email {
         let mut headers = Vec::new();
