@@ -479,8 +479,10 @@ fn sighup_reloads_the_file_and_keeps_running_on_a_broken_one() {
     // A reference to a variable the service was not started with (added
     // to the EnvironmentFile, then a reload): said to take a restart.
     m.write_config(
-        &base(&account(&d, "one", "test", "(?i)invoice", "Receipts"))
-            .replace("key: reader-key-0123456789abcdefghijkl", "key: \"${NEW_KEY}\""),
+        &base(&account(&d, "one", "test", "(?i)invoice", "Receipts")).replace(
+            "key: reader-key-0123456789abcdefghijkl",
+            "key: \"${NEW_KEY}\"",
+        ),
     );
     m.signal("HUP");
     m.wait_for(

@@ -9,12 +9,13 @@
 //! boolean (`port: 0x3E1`, `min_confidence: 0.50`, `dry_run: True`) reads
 //! it as YAML does.
 //!
-//! Which keys take text is the schema's to say: the tree is read into
-//! [`Config`] with every number and boolean as its text, and a key that
-//! refuses text gets its number back (and so does the same key of every
-//! other item of its list). The text itself is read from the file a
-//! second time, guided by the tree: only the text parser keeps a plain
-//! scalar's text.
+//! Which keys take text is the schema's to say: once per key (the same
+//! key of every item of a list is one), a tree holding nothing but the way
+//! to it and the text is read into [`Config`], so what else the file holds
+//! (a `${NAME}` read before substitution, a typo, a missing key; a
+//! regression audit found each turn the whole file back) has no say. The
+//! text itself is read from the file a second time, guided by the tree:
+//! only the text parser keeps a plain scalar's text.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -24,12 +25,6 @@ use serde_norway::Value;
 
 use super::typed::{steps_of, Step};
 use super::Config;
-
-/// The most reads of the tree spent finding which keys take text: each
-/// one settles a key of the schema in every item (the schema has about
-/// twenty keys that take numbers or booleans) or takes out a key with a
-/// problem of the file's own.
-const MAX_READS: usize = 256;
 
 /// `tree`, read from `text` by [`super::bounded::from_str`], with the
 /// plain scalars of keys that take text as written in `text`.
@@ -90,127 +85,69 @@ fn printed(v: &Value) -> Option<String> {
 
 /// `tree` with each of `scalars` (a path and its text) as text where the
 /// schema takes text there.
-fn as_text_where_taken(tree: Value, scalars: Vec<(Vec<Step>, String)>) -> Value {
-    if scalars.is_empty() {
-        return tree;
-    }
-    let mut trial = tree.clone();
-    for (path, written) in &scalars {
-        set(&mut trial, path, Value::String(written.clone()));
-    }
-    // Per scalar: whether it is read as its text, and whether it is still
-    // in the trial tree (a scalar no reading takes is taken out).
-    let mut as_text = vec![true; scalars.len()];
-    let mut in_trial = vec![true; scalars.len()];
-    for _ in 0..MAX_READS {
-        let e = match serde_path_to_error::deserialize::<_, Config>(trial.clone()) {
-            Ok(_) => {
-                let mut out = tree;
-                for ((path, written), _) in scalars.iter().zip(&as_text).filter(|(_, t)| **t) {
-                    set(&mut out, path, Value::String(written.clone()));
-                }
-                return out;
+fn as_text_where_taken(mut tree: Value, scalars: Vec<(Vec<Step>, String)>) -> Value {
+    // Settled once per key of the schema (a thousand accounts' `port`
+    // are one question).
+    let mut settled: Vec<(Vec<Step>, bool)> = Vec::new();
+    for (path, written) in scalars {
+        let known = settled.iter().find(|(p, _)| same_key(p, &path));
+        let text = match known {
+            Some((_, text)) => *text,
+            None => {
+                let text = takes_text(&tree, &path, &written);
+                settled.push((path.clone(), text));
+                text
             }
-            Err(e) => e,
         };
-        let at = steps_of(e.path());
-        let here = |text: bool, as_text: &[bool], in_trial: &[bool]| {
-            (scalars.iter().enumerate())
-                .any(|(i, (p, _))| in_trial[i] && as_text[i] == text && *p == at)
-        };
-        if here(true, &as_text, &in_trial) {
-            // The key takes no text: its number back, in every item.
-            for (i, (path, _)) in scalars.iter().enumerate() {
-                if in_trial[i] && as_text[i] && same_key(path, &at) {
-                    as_text[i] = false;
-                    if let Some(v) = get(&tree, path) {
-                        set(&mut trial, path, v.clone());
-                    }
-                }
-            }
-        } else if here(false, &as_text, &in_trial) {
-            // Its number is wrong too. A key that reads text (`poll_interval:
-            // 1e1`) tells its problem quoting the text as written, not
-            // `10`; one that takes a number, the number (`workers: 2.5`).
-            let reads_text = !["invalid type", "invalid value"]
-                .iter()
-                .any(|w| e.inner().to_string().starts_with(w));
-            for (i, (path, _)) in scalars.iter().enumerate() {
-                if in_trial[i] && !as_text[i] && same_key(path, &at) {
-                    as_text[i] = reads_text;
-                    in_trial[i] = false;
-                    remove(&mut trial, path);
-                }
-            }
-        } else if e.inner().to_string().starts_with("missing field") {
-            // A required key missing (or taken out here): its item cannot
-            // be read, nor what it holds told apart.
-            return tree;
-        } else {
-            // A problem of the file's own (`port: ${PORT}`, read once
-            // substituted; a typo): the key is taken out of every item, so
-            // what else the file holds is still told apart.
-            let Some(Step::Key(_)) = at.last() else {
-                return tree;
-            };
-            let mut taken = 0;
-            for path in matching(&trial, &at) {
-                let scalar =
-                    (scalars.iter().enumerate()).any(|(i, (p, _))| in_trial[i] && *p == path);
-                if !scalar && remove(&mut trial, &path) {
-                    taken += 1;
-                }
-            }
-            if taken == 0 {
-                return tree;
-            }
+        if text {
+            set(&mut tree, &path, Value::String(written));
         }
     }
     tree
 }
 
-/// The paths of `tree` that are `pattern` but for the indexes of lists.
-fn matching(tree: &Value, pattern: &[Step]) -> Vec<Vec<Step>> {
-    fn walk(node: &Value, rest: &[Step], at: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+/// Whether the key at `path` takes `written` as text: read into
+/// [`Config`] alone, in a tree of nothing but the way to it (with each
+/// action's `type`, which says what the action holds), so nothing else the
+/// file holds (a `${NAME}` read before substitution, a typo, a missing
+/// key) has a say. A key that refuses text because of what the text says
+/// (`poll_interval: 1e1`) reads text: its problem quotes it as written.
+fn takes_text(tree: &Value, path: &[Step], written: &str) -> bool {
+    fn way(node: Option<&Value>, rest: &[Step], written: &str, at: &mut Vec<Step>) -> Value {
         let Some((step, rest)) = rest.split_first() else {
-            out.push(at.clone());
-            return;
+            return Value::String(written.to_string());
         };
         match step {
-            Step::Index(_) => {
-                for (i, item) in node.as_sequence().into_iter().flatten().enumerate() {
-                    at.push(Step::Index(i));
-                    walk(item, rest, at, out);
-                    at.pop();
-                }
+            Step::Index(i) => {
+                at.push(Step::Index(0));
+                let item = node.and_then(|n| n.as_sequence()).and_then(|l| l.get(*i));
+                Value::Sequence(vec![way(item, rest, written, at)])
             }
             Step::Key(k) => {
-                if let Some(v) = node.get(k.as_str()) {
-                    at.push(step.clone());
-                    walk(v, rest, at, out);
-                    at.pop();
+                at.push(step.clone());
+                let mut m = serde_norway::Mapping::new();
+                if let Some(kind) = node.and_then(|n| n.get("type")).filter(|_| k != "type") {
+                    m.insert("type".into(), kind.clone());
                 }
+                let next = node.and_then(|n| n.get(k.as_str()));
+                m.insert(k.as_str().into(), way(next, rest, written, at));
+                Value::Mapping(m)
             }
-            Step::Unknown => {}
+            Step::Unknown => Value::Null,
         }
     }
-    let mut out = Vec::new();
-    walk(tree, pattern, &mut Vec::new(), &mut out);
-    out
-}
-
-/// Takes the key at `path` out of its mapping; false when there is none.
-fn remove(tree: &mut Value, path: &[Step]) -> bool {
-    let Some((Step::Key(k), parents)) = path.split_last() else {
-        return false;
-    };
-    let node = parents.iter().try_fold(tree, |node, step| match step {
-        Step::Index(i) => node.as_sequence_mut()?.get_mut(*i),
-        Step::Key(k) => node.get_mut(k.as_str()),
-        Step::Unknown => None,
-    });
-    node.and_then(Value::as_mapping_mut)
-        .is_some_and(|m| m.remove(k.as_str()).is_some())
+    let mut at = Vec::new();
+    let alone = way(Some(tree), path, written, &mut at);
+    match serde_path_to_error::deserialize::<_, Config>(alone) {
+        Ok(_) => true,
+        Err(e) if steps_of(e.path()) != at => true,
+        Err(e) => {
+            let said = e.inner().to_string();
+            !["invalid type", "invalid value"]
+                .iter()
+                .any(|w| said.starts_with(w))
+        }
+    }
 }
 
 /// The same key of the schema: equal but for the indexes of lists.
@@ -335,6 +272,7 @@ impl Visitor<'_> for Text {
     }
 }
 
+#[cfg(test)]
 fn get<'a>(tree: &'a Value, path: &[Step]) -> Option<&'a Value> {
     path.iter().try_fold(tree, |node, step| match step {
         Step::Index(i) => node.as_sequence()?.get(*i),
@@ -420,10 +358,9 @@ mod tests {
     }
 
     /// A number that prints as written is text too where text is taken (a
-    /// folder `2024` was refused); a file with a problem of its own is
-    /// read as YAML reads it, so its problems are told of that.
+    /// folder `2024` was refused), whatever else the file holds.
     #[test]
-    fn plain_numbers_are_text_where_text_is_taken_unless_the_file_has_problems() {
+    fn plain_numbers_are_text_where_text_is_taken_whatever_else_the_file_holds() {
         let text =
             "accounts:\n  - name: 2024\n    imap: {host: h, username: 7, password: true}\n    \
                     folders: {allowed: [2024, 1.5]}\n    dry_run: true\n";
@@ -451,11 +388,28 @@ mod tests {
         assert_eq!(at(&tree, "accounts[0].imap.password"), &Value::from("0x1F"));
         // Wrong as a number too: told as written, not as `10`.
         assert_eq!(at(&tree, "accounts[0].poll_interval"), &Value::from("1e1"));
-        // An item that cannot be read: YAML's reading.
-        let text = "accounts:\n  - imap: {host: h, username: u, password: 0x1F}\n";
+        // A missing required key, and `${NAME}`s in lists of names, an
+        // action's `type` and a provider's `kind` (a second regression
+        // audit found each turn the whole file back to YAML's reading).
+        let text = "classifier:\n  providers:\n    - {name: p, kind: \"${KIND}\", url: u, model: m, \
+                    max_tokens: 0x20}\n\
+                    webhooks:\n  - {url: u, events: [\"${E}\"], secret: 0x1F}\n\
+                    accounts:\n  - imap: {username: u, password: 0x1F}\n    \
+                    allowed_actions: [\"${A}\"]\n    folders: {allowed: [2024]}\n    \
+                    rules: [{name: 1.10, when: {subject: x}, actions: [{type: \"${T}\", folder: 2024}]}]\n";
+        let tree = read(text);
+        for (key, text) in [
+            ("accounts[0].imap.password", "0x1F"),
+            ("accounts[0].folders.allowed[0]", "2024"),
+            ("accounts[0].rules[0].name", "1.10"),
+            ("accounts[0].rules[0].actions[0].folder", "2024"),
+            ("webhooks[0].secret", "0x1F"),
+        ] {
+            assert_eq!(at(&tree, key), &Value::from(text), "{key}");
+        }
         assert_eq!(
-            at(&read(text), "accounts[0].imap.password"),
-            &Value::from(31)
+            at(&tree, "classifier.providers[0].max_tokens"),
+            &Value::from(32)
         );
         // Aliases: the anchor's text, wherever the alias stands.
         let text = "x: &pw 0x1F\naccounts:\n  - name: a\n    imap: {host: h, username: u, password: *pw}\n";
