@@ -49,14 +49,14 @@ pub(super) fn document(text: &str) -> &str {
     let Some(at) = second_document_at(text) else {
         return text;
     };
-    // The marker's own line may hold a document too (`--- {a: 1}`; a
-    // regression audit found one dropped).
-    let after = &text[at + 3..];
-    let empty = after.lines().all(|l| {
+    // From the marker on, its own line included (`--- {a: 1}` holds a
+    // document; a regression audit found one dropped): blanks and
+    // comments only.
+    let empty = text[at + 3..].lines().all(|l| {
         let l = l.trim();
         l.is_empty() || l.starts_with('#')
     });
-    if empty && !text[at + 3..].contains("\n---") {
+    if empty {
         &text[..at]
     } else {
         text

@@ -18,6 +18,7 @@
 //! only the text parser keeps a plain scalar's text.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -87,18 +88,19 @@ fn printed(v: &Value) -> Option<String> {
 /// schema takes text there.
 fn as_text_where_taken(mut tree: Value, scalars: Vec<(Vec<Step>, String)>) -> Value {
     // Settled once per key of the schema (a thousand accounts' `port`
-    // are one question).
-    let mut settled: Vec<(Vec<Step>, bool)> = Vec::new();
+    // are one question), found by hash: a file may hold as many keys as
+    // values (headers, typos), and a search of a list was quadratic.
+    let mut settled: HashMap<Vec<Step>, bool> = HashMap::new();
     for (path, written) in scalars {
-        let known = settled.iter().find(|(p, _)| same_key(p, &path));
-        let text = match known {
-            Some((_, text)) => *text,
-            None => {
-                let text = takes_text(&tree, &path, &written);
-                settled.push((path.clone(), text));
-                text
-            }
-        };
+        let key: Vec<Step> = (path.iter())
+            .map(|s| match s {
+                Step::Index(_) => Step::Index(0),
+                other => other.clone(),
+            })
+            .collect();
+        let text = *settled
+            .entry(key)
+            .or_insert_with(|| takes_text(&tree, &path, &written));
         if text {
             set(&mut tree, &path, Value::String(written));
         }
@@ -148,15 +150,6 @@ fn takes_text(tree: &Value, path: &[Step], written: &str) -> bool {
                 .any(|w| said.starts_with(w))
         }
     }
-}
-
-/// The same key of the schema: equal but for the indexes of lists.
-fn same_key(a: &[Step], b: &[Step]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| match (x, y) {
-            (Step::Index(_), Step::Index(_)) => true,
-            _ => x == y,
-        })
 }
 
 /// Every number and boolean of `tree` under string keys, with its path

@@ -238,7 +238,7 @@ fn parent_path(path: &str) -> String {
 
 /// One step of a problem's path: a key of a mapping or an index of a
 /// list.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Step {
     Key(String),
     Index(usize),
