@@ -348,6 +348,67 @@ fn move_to_and_make_a_rule_use_the_accounts_own_session() {
     );
 }
 
+/// Found by an audit of the operator's loop: "Move to…" on a message held
+/// for review moved it with the review flag still set, so the user's mail
+/// client went on asking for a review a person had made. The flag goes
+/// with the move; undoing the move gives it back with the flag.
+#[test]
+fn move_to_ends_the_review_the_flag_asked_for() {
+    let (d, _model, m) =
+        with_archive("    minimum_confidence: 0.95\n    review_flag: \"$Review\"\n");
+    let mut b = Browser::new(&m);
+    assert_redirect(&b.login("admin", PASSWORD), "/");
+    wait_connected(&m);
+    d.seed(
+        "test",
+        "INBOX",
+        &msg("rev", "friend@pals.example", "Lunch on Friday?"),
+    );
+    m.wait_for(Duration::from_secs(20), "the lunch held for review", || {
+        (total(&m, "") >= 1).then_some(())
+    });
+    let e = &m.get("/api/activity?pageSize=1").body["entries"][0];
+    assert_eq!(e["status"], "review", "{e}");
+    let id = e["id"].as_i64().unwrap();
+    let flags_of = |id: &str| -> (String, Vec<String>) {
+        let x = d
+            .messages("test")
+            .into_iter()
+            .find(|x| x.message_id == format!("<{id}@mailproc.test>"))
+            .expect("the message");
+        (x.mailbox, x.flags)
+    };
+    let (at, flags) = flags_of("rev");
+    assert_eq!(at, "INBOX");
+    assert!(flags.iter().any(|f| f == "$Review"), "{flags:?}");
+
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/move"), &[("folder", "Archive")]),
+        &format!("/activity/{id}"),
+    );
+    let (at, flags) = flags_of("rev");
+    assert_eq!(at, "Archive", "{}", m.log());
+    assert!(!flags.iter().any(|f| f == "$Review"), "{flags:?}");
+
+    // Undo of the move: back in INBOX as it was held, for review again.
+    assert_redirect(
+        &b.submit(&format!("/activity/{id}/undo"), &[]),
+        &format!("/activity/{id}"),
+    );
+    let (at, flags) = flags_of("rev");
+    assert_eq!(at, "INBOX", "{}", m.log());
+    assert!(flags.iter().any(|f| f == "$Review"), "{flags:?}");
+    let all = m.get("/api/activity?pageSize=5").body;
+    let e = all["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == id)
+        .unwrap();
+    assert_eq!(e["status"], "review", "{e}");
+    assert!(e["undoneAt"].is_string(), "{e}");
+}
+
 /// Found by the audits of stop 58: "Move to…" used the UID an entry
 /// recorded in the folder it was moved to; once the user had renamed that
 /// folder and the next move made it again, the UID belonged to another

@@ -149,6 +149,16 @@ impl Runner {
         }
     }
 
+    /// The account's review flag, when `flags` (a message's) hold it.
+    /// Keywords are matched without regard to case (RFC 3501).
+    fn review_flag_on(&self, flags: &[String]) -> Option<String> {
+        let f = self.w.account.review_flag.as_deref()?;
+        flags
+            .iter()
+            .any(|g| g.eq_ignore_ascii_case(f))
+            .then(|| f.to_string())
+    }
+
     /// The entry's record, when it is this account's.
     fn target(&self, id: i64) -> Result<UndoTarget, RefileError> {
         match self.w.store.undo_target(id) {
@@ -279,6 +289,21 @@ impl Runner {
             break (uid, (flags, feats));
         };
         let (flags, feats) = f;
+        // A person deciding where the message goes is its review: the
+        // review flag goes before the move, so the copy in `to` does not
+        // ask the user's mail client for a review that is over (it did:
+        // an audit of the operator's loop). The flags recorded are the
+        // ones it had, for undo to give back.
+        if let Some(flag) = self.review_flag_on(&flags) {
+            if let Err(e) = s.uid_store(uid.to_string(), format!("-FLAGS.SILENT ({flag})")) {
+                let e = session_fatal(e)?;
+                log::warn!(
+                    "{}: activity {}: review flag {flag} not taken off before the move: {e}",
+                    self.name(),
+                    t.id
+                );
+            }
+        }
         let mut created = std::collections::HashSet::new();
         let moved =
             match self.move_uids(s, caps, folders, &mut created, &[uid], to, &from.folder)? {
