@@ -159,7 +159,7 @@ impl Email {
                     })
                     .filter(|b| !b.trim().is_empty())
                     .or_else(|| stray_text(&msg, raw))
-                    .unwrap_or_default()
+                    .map_or_else(|| attached_texts(&msg), |b| b + &attached_texts(&msg))
             } else {
                 String::new()
             },
@@ -307,6 +307,48 @@ fn stray_text(msg: &mail_parser::Message<'_>, raw: &[u8]) -> Option<String> {
         text.into_owned()
     })
     .filter(|t| !t.trim().is_empty())
+}
+
+/// The most messages attached to a message (`message/rfc822`, as a
+/// mail client forwards "as attachment") whose text is read after its own.
+const ATTACHED_MESSAGES: usize = 3;
+
+/// The messages attached to `msg` (forwarded as attachments), as a mail
+/// client shows them below the message's own text: each one's sender,
+/// subject and text. A forward's own text is mostly "see below": the
+/// model was asked about "FYI" and an attachment named "(unnamed)",
+/// never what was forwarded (an audit). Only messages attached to this
+/// one, not those attached to them: a nesting 100,000 deep is read as
+/// its first level.
+fn attached_texts(msg: &mail_parser::Message<'_>) -> String {
+    let mut out = String::new();
+    let inner = msg.attachments().filter_map(|a| a.message());
+    for m in inner.take(ATTACHED_MESSAGES) {
+        let text = m
+            .text_part(0)
+            .and_then(|p| {
+                let text = written_text(p, m)?;
+                Some(match p.body {
+                    mail_parser::PartType::Html(_) => html_to_text(&text),
+                    _ => text.into_owned(),
+                })
+            })
+            .unwrap_or_default();
+        let from = (m.from().and_then(|a| a.first()))
+            .and_then(|a| a.address())
+            .unwrap_or("");
+        let subject = m.subject().unwrap_or("");
+        if text.trim().is_empty() && from.is_empty() && subject.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "\n\n---------- Attached message ----------\nFrom: {}\nSubject: {}\n\n{}",
+            visible(truncate(from, MAX_HEADER_CHARS), '\u{FFFD}'),
+            visible(truncate(subject.trim(), MAX_HEADER_CHARS), ' '),
+            text.trim_end()
+        ));
+    }
+    out
 }
 
 /// A text part's text, HTML not yet converted. A part the parser found no

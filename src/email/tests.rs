@@ -650,3 +650,33 @@ fn eight_bit_bodies_whose_label_cannot_be_right_are_read_as_written() {
         "Привет, мир"
     );
 }
+
+/// Found by an audit: a message forwarded as an attachment
+/// (`message/rfc822`, as exmh and Thunderbird forward) showed the model
+/// and the classifier only the forward's own words ("see below"), never
+/// the message forwarded, which a mail client shows below them.
+#[test]
+fn a_message_forwarded_as_an_attachment_is_read_below_the_forwards_text() {
+    let raw = b"From: boss@example.org\r\nSubject: Fwd: contract\r\nMIME-Version: 1.0\r\n\
+            Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\n\
+            Content-Type: text/plain\r\n\r\nsee below\r\n--B\r\n\
+            Content-Type: message/rfc822\r\n\r\n\
+            From: Lawyer <lawyer@firm.example>\r\nSubject: Signed contract\r\n\
+            Content-Type: text/html\r\n\r\n<p>The <b>contract</b> is signed.</p>\r\n--B--\r\n";
+    let e = Email::parse(raw).unwrap();
+    assert!(e.body.starts_with("see below"), "{}", e.body);
+    let at = e.body.find("Attached message").expect(&e.body);
+    let after = &e.body[at..];
+    assert!(after.contains("From: lawyer@firm.example"), "{after}");
+    assert!(after.contains("Subject: Signed contract"), "{after}");
+    assert!(after.contains("contract is signed"), "{after}");
+    assert!(!after.contains('<'), "{after}");
+    // The forward with no text of its own: the attached message's.
+    let bare = b"From: boss@example.org\r\nSubject: Fwd\r\nMIME-Version: 1.0\r\n\
+            Content-Type: message/rfc822\r\n\r\n\
+            From: x@y.example\r\nSubject: Lunch\r\n\r\nPizza at noon\r\n";
+    let e = Email::parse(bare).unwrap();
+    assert!(e.body.contains("Pizza at noon"), "{}", e.body);
+    // Headers alone (the rules' parse) read no body at all.
+    assert_eq!(Email::parse_headers(raw).unwrap().body, "");
+}
