@@ -674,10 +674,24 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
     assert_eq!(h.body["providers"], serde_json::json!({}), "{}", h.text);
     assert_eq!(put(&kept).status, 200);
     assert_eq!(m.get("/health").body["providers"]["fake"], "down");
-
-    down.store(false, Ordering::SeqCst);
+    // The overview says it too, and why (an audit: the dashboard named no
+    // provider, beside an account shown connected).
     let mut b = Browser::new(&m);
     assert_redirect(&b.login("admin", PASSWORD), "/");
+    let page = b.get("/").text;
+    let providers = page
+        .split_once("id=\"h-providers\"")
+        .expect("a providers section")
+        .1;
+    let providers = providers.split_once("</section>").unwrap().0;
+    assert!(providers.contains(">fake<"), "{providers}");
+    assert!(providers.contains("b-down"), "{providers}");
+    assert!(
+        providers.contains("3 calls in a row got an HTTP error (the last: fake: HTTP 503"),
+        "{providers}"
+    );
+
+    down.store(false, Ordering::SeqCst);
     let page = b.get("/failed");
     assert!(page.text.contains("Retry all 4 failed"), "{}", page.text);
     let r = b.submit("/failed/retry", &[]);
@@ -691,6 +705,11 @@ fn a_provider_outage_shows_in_health_and_one_press_retries_what_it_parked() {
     );
     healthy_once_sorted(&m, 4);
     assert_eq!(total(&m, "&status=failed"), 0);
+    let page = b.get("/").text;
+    let providers = page.split_once("id=\"h-providers\"").unwrap().1;
+    let providers = providers.split_once("</section>").unwrap().0;
+    assert!(providers.contains("b-answering"), "{providers}");
+    assert!(!providers.contains("b-down"), "{providers}");
 
     // The API's form: nothing is left, and it says so; its mistakes are 4xx.
     let r = m.post("/api/activity/retry?account=acct", "");

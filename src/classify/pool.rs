@@ -130,6 +130,16 @@ impl Pool {
             .collect()
     }
 
+    /// Each provider asked since the start, and why it is down (`None`
+    /// while it is not): what the log said when it went down.
+    pub fn provider_states(&self) -> std::collections::BTreeMap<String, Option<String>> {
+        self.lanes
+            .lock()
+            .iter()
+            .map(|(name, l)| (name.clone(), l.streaks.why_down()))
+            .collect()
+    }
+
     /// A queue of its own into `provider`'s lane (its threads started at
     /// the first question), for one run of an asker's questions, which
     /// waits for room in it together with something else

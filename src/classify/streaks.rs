@@ -33,6 +33,9 @@ pub(super) struct Streaks {
     /// The messages (account and `Job::message`) whose calls were of no use,
     /// since the last verdict; at most [`USELESS_AFTER`].
     useless: Mutex<Vec<String>>,
+    /// What the log said when the provider went down (for the dashboard);
+    /// read only while [`Streaks::down`].
+    why: Mutex<String>,
 }
 
 impl Streaks {
@@ -40,6 +43,12 @@ impl Streaks {
     pub fn down(&self) -> bool {
         self.unanswered.load(Ordering::SeqCst) >= DOWN_AFTER
             || self.useless.lock().len() >= USELESS_AFTER
+    }
+
+    /// Why the provider is down, as the log said it; `None` while it is
+    /// not.
+    pub fn why_down(&self) -> Option<String> {
+        self.down().then(|| self.why.lock().clone())
     }
 
     /// Starts both counts again (the provider's settings changed); whether
@@ -61,7 +70,9 @@ impl Streaks {
             Err(e) if unanswered(e) => {
                 if self.unanswered.fetch_add(1, Ordering::SeqCst) + 1 == DOWN_AFTER {
                     let what = no_answer(provider, e);
-                    warn_down(provider, &format!("{DOWN_AFTER} calls in a row {what}"));
+                    let why = format!("{DOWN_AFTER} calls in a row {what}");
+                    warn_down(provider, &why);
+                    *self.why.lock() = why;
                 }
             }
             Err(e) => {
@@ -73,10 +84,10 @@ impl Streaks {
                         seen.push(message.to_string());
                         if seen.len() == USELESS_AFTER {
                             let what = no_use(provider, e);
-                            warn_down(
-                                provider,
-                                &format!("the calls for {USELESS_AFTER} messages in a row {what}"),
-                            );
+                            let why =
+                                format!("the calls for {USELESS_AFTER} messages in a row {what}");
+                            warn_down(provider, &why);
+                            *self.why.lock() = why;
                         }
                     }
                 } else if was && !self.down() {
@@ -183,9 +194,15 @@ mod tests {
         assert!(!s.down());
         s.count("p", "m2", &http(503));
         assert!(s.down());
+        let why = s.why_down().unwrap();
+        assert!(
+            why.starts_with("3 calls in a row got an HTTP error"),
+            "{why}"
+        );
         // A refusal of the request is an answer: reachable again.
         s.count("p", "m3", &http(400));
         assert!(!s.down());
+        assert_eq!(s.why_down(), None);
     }
 
     #[test]

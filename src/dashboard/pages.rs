@@ -236,6 +236,9 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
                 }
             }
         }
+        @if !loaded.config.classifier.providers.is_empty() {
+            (providers(ctx, &loaded.config))
+        }
         section aria-labelledby="h-chart-who" {
             h2 #h-chart-who { "Mail by who decided, last 30 days" }
             (chart::render("who", "mail by who decided", &chart::WHO, &by_whom, today))
@@ -251,6 +254,55 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
         }
     };
     html(200, layout::page("Overview", "/", s, body))
+}
+
+/// The model providers, each with the accounts that ask it and whether it
+/// answers: `/health`'s `providers`, and why one is down (an audit: a
+/// provider that parked every message read nowhere on the dashboard,
+/// beside accounts shown connected).
+fn providers(ctx: &Ctx, config: &crate::config::Config) -> Markup {
+    let states = ctx.classifier.provider_states();
+    html! {
+        section aria-labelledby="h-providers" {
+            h2 #h-providers { "Model providers" }
+            div.scroll {
+                table.cards {
+                    thead { tr {
+                        th scope="col" { "Provider" } th scope="col" { "Model" }
+                        th scope="col" { "Used by" } th scope="col" { "State" }
+                    } }
+                    tbody {
+                        @for p in &config.classifier.providers {
+                            @let users: Vec<&str> = (config.accounts.iter())
+                                .filter(|a| a.provider.as_deref() == Some(p.name.as_str()))
+                                .map(|a| a.name.as_str())
+                                .collect();
+                            tr {
+                                th scope="row" { (p.name) }
+                                td data-label="Model" { code { (p.model) } }
+                                td data-label="Used by" {
+                                    @if users.is_empty() { span.muted { "no account" } }
+                                    @else { (users.join(", ")) }
+                                }
+                                td data-label="State" {
+                                    @match states.get(&p.name) {
+                                        _ if users.is_empty() => span.muted { "not asked" },
+                                        None => span.muted { "not asked since the start" },
+                                        Some(None) => (layout::badge("answering")),
+                                        Some(Some(why)) => {
+                                            (layout::badge("down")) " "
+                                            span.err { (super::words::error_markup(
+                                                why, Some(&format!("{}'s state", p.name)))) }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Mail that needs a person: failed (Retry), being retried, for review and
