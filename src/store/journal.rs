@@ -211,6 +211,12 @@ pub struct KnownEmail {
     pub confidence: Option<f64>,
     pub attempts: u32,
     pub next_attempt_at: Option<i64>,
+    /// As recorded when it was journalled: what a message the server no
+    /// longer has (moved before its record was made final) is announced
+    /// with, its header being out of reach.
+    pub message_id: String,
+    pub subject: String,
+    pub sender: String,
 }
 
 /// Records the actions of an email as taken. Only an `ok` outcome's actions
@@ -373,7 +379,8 @@ impl Store {
         self.op("known_emails", || {
             let conn = self.conn.lock();
             let mut st = conn.prepare_cached(
-                "SELECT id, uid, status, actions, model, reasoning, confidence, attempts, next_attempt_at
+                "SELECT id, uid, status, actions, model, reasoning, confidence, attempts, next_attempt_at,
+                        message_id, subject, sender
                  FROM emails WHERE account = ?1 AND mailbox = ?2 AND uidvalidity = ?3
                    AND (uid > ?4 OR status IN ('pending', 'retrying'))
                  ORDER BY uid",
@@ -389,6 +396,9 @@ impl Store {
                     confidence: r.get(6)?,
                     attempts: r.get(7)?,
                     next_attempt_at: r.get(8)?,
+                    message_id: r.get(9)?,
+                    subject: r.get(10)?,
+                    sender: r.get(11)?,
                 })
             })?;
             Ok(rows.collect::<std::result::Result<_, _>>()?)
