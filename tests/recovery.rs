@@ -106,6 +106,66 @@ fn dovecot_restart_disconnects_and_recovers() {
     }
 }
 
+/// Found by the crash audit: a message left alone is made final before
+/// the group's commands are sent; when the session broke during them
+/// (Dovecot killed), the group's records were not announced, and the
+/// next pass found that one done: it never had its `email_processed`.
+#[test]
+fn a_session_lost_mid_group_still_announces_what_was_recorded() {
+    let mut d = Dovecot::start();
+    d.seed_many(
+        "test",
+        "INBOX",
+        &[
+            msg_with("alone", "Hello there", ""),
+            msg_with(
+                "listed",
+                "Weekly list mail",
+                "List-Id: <weekly.example>\r\n",
+            ),
+        ],
+    );
+    d.create_mailbox("test", "Lists");
+    let (port, got) = receiver();
+    let cfg =
+        config(&d, None, RULES, "").replace("server: {", &format!("{}server: {{", hook_yaml(port)));
+    let mut m = Mailproc::prepare(&cfg);
+    m.spawn(&[
+        ("HOOK_TOKEN", "t"),
+        ("MAILPROC_FAILPOINTS", "before-act=pause:3000"),
+    ]);
+    m.wait_ready();
+    m.wait_for(Duration::from_secs(20), "the pause before acting", || {
+        m.log()
+            .contains("failpoint before-act: pausing")
+            .then_some(())
+    });
+    d.stop();
+    m.wait_for(Duration::from_secs(20), "the session lost", || {
+        m.log().contains("connection lost").then_some(())
+    });
+    d.start_again();
+    m.wait_for(Duration::from_secs(30), "both announced", || {
+        (common::hooks::events(&got, "email_processed") >= 2).then_some(())
+    });
+    // A moment more for a second event of either, were one coming.
+    std::thread::sleep(Duration::from_millis(500));
+    let subjects: Vec<String> = common::hooks::bodies(&got)
+        .into_iter()
+        .filter(|e| e["event"] == "email_processed")
+        .map(|e| e["subject"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let mut sorted = subjects.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["Hello there", "Weekly list mail"],
+        "{subjects:?}\n{}",
+        m.log()
+    );
+    assert_eq!(total(&m, "&status=ok"), 2, "{}", m.log());
+}
+
 #[test]
 fn sigterm_mid_backlog_finishes_the_batch_and_exits_cleanly() {
     let d = Dovecot::start();

@@ -264,7 +264,26 @@ impl Runner {
             &mut confirmed,
         );
         let written = writer.barrier();
-        let (failed, moved) = acted?;
+        let (failed, moved) = match acted {
+            Ok(done) => done,
+            Err(e) => {
+                // What the writer made final before the session broke (the
+                // messages left alone, those whose commands were confirmed)
+                // is recorded for good, and the next pass finds it done:
+                // announced now, or never (the crash audit: ten noops
+                // recorded 6 ms before Dovecot was killed had no
+                // `email_processed`).
+                if written.is_ok() {
+                    for u in &finals {
+                        let i = index[u];
+                        if let Some(o) = &outcomes[i] {
+                            self.announce_processed(&items[i].meta, o, items[i].took());
+                        }
+                    }
+                }
+                return Err(e);
+            }
+        };
         written?;
         Ok(Acted {
             failed,
