@@ -5,7 +5,8 @@
 #   scripts/smoke.sh [BASE_URL] [TOKEN]
 #
 # BASE_URL   default http://127.0.0.1:8080 (through a proxy: its https URL)
-# TOKEN      server.auth_token, or an API key with read:* and write:accounts;
+# TOKEN      server.auth_token, or an API key with read:stats, read:activity,
+#            read:accounts and write:accounts;
 #            leave it out only when the API is open (no token, no keys)
 #
 # Checks, one line each, `PASS name` or `FAIL name: why`:
