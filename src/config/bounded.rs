@@ -25,9 +25,11 @@ pub fn from_str(text: &str) -> Result<Value, serde_norway::Error> {
     let text = document(text);
     let left = Cell::new(MAX_VALUES);
     let bytes = Cell::new(MAX_STRING_BYTES);
+    let twice = std::cell::RefCell::new(None);
     Bounded {
         left: &left,
         bytes: &bytes,
+        twice: &twice,
     }
     .deserialize(serde_norway::Deserializer::from_str(text))
     .map_err(|e| match second_document(text) {
@@ -35,8 +37,85 @@ pub fn from_str(text: &str) -> Result<Value, serde_norway::Error> {
         Some(line) if e.to_string().contains("more than one document") => de::Error::custom(
             format!("{e}: a second begins with the `---` at line {line}"),
         ),
-        _ => e,
+        _ => match twice.borrow().as_deref() {
+            Some(key) => duplicate_told_by_its_lines(e, text, key),
+            None => e,
+        },
     })
+}
+
+/// A duplicate key's error with the lines of both: the YAML library places
+/// it where the mapping starts, and at the top level nowhere (an audit:
+/// two `log_level:` in a file of 300 lines, and no line to look at). Found
+/// in a block mapping, from its first key's place on; a flow mapping's
+/// (`{a: 1, a: 2}`) keeps the library's words.
+fn duplicate_told_by_its_lines(
+    e: serde_norway::Error,
+    text: &str,
+    key: &str,
+) -> serde_norway::Error {
+    let start = e.location().map(|l| (l.line(), l.column()));
+    let Some((first, again)) = duplicate_lines(text, key, start) else {
+        return e;
+    };
+    let said = e.to_string();
+    let said = match start {
+        Some((line, column)) => said
+            .strip_suffix(&format!(" at line {line} column {column}"))
+            .unwrap_or(&said)
+            .to_string(),
+        None => said,
+    };
+    de::Error::custom(said.replace(
+        "twice in one mapping (told where the mapping starts)",
+        &format!("again at line {again} (first at line {first}) in one mapping"),
+    ))
+}
+
+/// The lines (from 1) of the first two keys `key` of the block mapping
+/// whose first key is at `start` (line and column, from 1; the top level
+/// when `None`).
+fn duplicate_lines(text: &str, key: &str, start: Option<(usize, usize)>) -> Option<(usize, usize)> {
+    let (from, column) = start.unwrap_or((1, 1));
+    let indent = column.checked_sub(1)?;
+    let is_key = |s: &str| {
+        [
+            format!("{key}:"),
+            format!("\"{key}\":"),
+            format!("'{key}':"),
+        ]
+        .iter()
+        .any(|k| {
+            s.strip_prefix(k.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+        })
+    };
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(from.checked_sub(1)?) {
+        let line = line.trim_end_matches('\r');
+        let content = line.trim_start_matches(' ');
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let lead = line.len() - content.len();
+        if n + 1 == from && start.is_some() {
+            // The first key, maybe after a list's `- `.
+            if line.get(indent..).is_some_and(is_key) {
+                found.push(n + 1);
+            }
+            continue;
+        }
+        if lead < indent {
+            break;
+        }
+        if lead == indent && is_key(content) {
+            found.push(n + 1);
+            if found.len() == 2 {
+                return Some((found[0], found[1]));
+            }
+        }
+    }
+    None
 }
 
 /// The text the YAML library is given: without a byte-order mark, which
@@ -91,6 +170,8 @@ fn second_document(text: &str) -> Option<usize> {
 struct Bounded<'a> {
     left: &'a Cell<usize>,
     bytes: &'a Cell<usize>,
+    /// The key a mapping held twice, when that is what was refused.
+    twice: &'a std::cell::RefCell<Option<String>>,
 }
 
 impl Bounded<'_> {
@@ -213,7 +294,10 @@ impl<'de> Visitor<'de> for Bounded<'_> {
                     Value::Null => "a null key".to_string(),
                     Value::Bool(b) => format!("the key `{b}`"),
                     Value::Number(n) => format!("the key {n}"),
-                    Value::String(s) => format!("the key {s:?}"),
+                    Value::String(s) => {
+                        *self.twice.borrow_mut() = Some(s.clone());
+                        format!("the key {s:?}")
+                    }
                     _ => "a key".to_string(),
                 };
                 return Err(de::Error::custom(format!(
@@ -276,9 +360,42 @@ mod tests {
             .to_string();
         assert_eq!(
             dup,
-            "b: duplicate entry: the key \"c\" is written twice in one mapping (told where the \
-             mapping starts) at line 3 column 3"
+            "b: duplicate entry: the key \"c\" is written again at line 4 (first at line 3) in \
+             one mapping"
         );
+    }
+
+    /// Found by an audit: a duplicate key at the top level was told with
+    /// no line at all, and a nested one at its mapping's start. Both lines
+    /// are told; a flow mapping keeps the library's place.
+    #[test]
+    fn a_duplicate_key_is_told_by_both_its_lines() {
+        let top = from_str("# settings\nlog_level: info\naccounts: []\nlog_level: debug\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            top,
+            "duplicate entry: the key \"log_level\" is written again at line 4 (first at line \
+             2) in one mapping"
+        );
+        let listed = from_str(
+            "accounts:\n  - name: a\n    imap:\n      host: x\n    name: b\n  - name: c\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            listed.contains("\"name\" is written again at line 5 (first at line 2)"),
+            "{listed}"
+        );
+        let quoted = from_str("a:\n  'k': 1\n  b: 2\n  \"k\": 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            quoted.contains("again at line 4 (first at line 2)"),
+            "{quoted}"
+        );
+        let flow = from_str("a: {k: 1, k: 2}\n").unwrap_err().to_string();
+        assert!(flow.contains("(told where the mapping starts)"), "{flow}");
     }
 
     /// Found by an audit: a last `---` (as some tools write one) was
