@@ -733,6 +733,19 @@ fn login_sessions_logout_and_limits() {
         .status,
         403
     );
+    // The same host and port by another scheme is another origin (the
+    // SPEC audit: a page of `http://h` passed for `https://h`). This
+    // server trusts its loopback proxy, whose word is the scheme.
+    let https = format!("https://127.0.0.1:{}", m.port);
+    for (origin, proto, status) in [
+        (&origin, "https", 403),
+        (&https, "http", 403),
+        (&https, "https", 200),
+    ] {
+        let headers = [("Origin", origin.as_str()), ("X-Forwarded-Proto", proto)];
+        let r = with_cookie("POST", "/api/accounts/work/process", &headers);
+        assert_eq!(r.status, status, "{origin} over {proto}: {}", r.text);
+    }
     assert_eq!(
         with_cookie("POST", "/api/accounts/work/process", &[("Origin", &origin)]).status,
         200

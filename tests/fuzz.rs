@@ -614,6 +614,7 @@ fn req_with(query: &str, body: Vec<u8>) -> mailproc::http::Req {
         body,
         client_ip: std::net::IpAddr::from([127, 0, 0, 1]),
         secure: false,
+        scheme: Some("http".into()),
         host: None,
     }
 }

@@ -234,6 +234,7 @@ mod tests {
             body: body.as_bytes().to_vec(),
             client_ip: [127, 0, 0, 1].into(),
             secure: false,
+            scheme: Some("http".into()),
             host: None,
         };
         let reply = json_body::<Login>(&req).unwrap_err();
@@ -254,6 +255,7 @@ mod tests {
             body: Vec::new(),
             client_ip: [127, 0, 0, 1].into(),
             secure: false,
+            scheme: Some("http".into()),
             host: None,
         }
     }

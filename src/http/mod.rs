@@ -102,6 +102,10 @@ pub struct Req {
     pub client_ip: IpAddr,
     /// Whether the client reached us over HTTPS (through a trusted proxy).
     pub secure: bool,
+    /// The scheme the client used (`http`, `https`), when known: plain
+    /// HTTP when it reached us itself, a trusted proxy's
+    /// `X-Forwarded-Proto`; `None` when the proxy did not say.
+    pub scheme: Option<String>,
     /// `Host` as the client sent it (or the trusted proxy forwarded it).
     pub host: Option<String>,
 }
@@ -154,12 +158,21 @@ impl Req {
         // the client's. A port left out is the scheme's own on either side
         // (`Origin: https://h` is `Host: h:443`; an audit found a proxy on
         // another port, or one naming :443, refused every login).
+        // The scheme counts too (RFC 6454: an origin is scheme, host and
+        // port): behind a TLS proxy, a page of `http://h` posted to
+        // `https://h` with the cookie (the SPEC audit), its port the
+        // scheme's own on either side. Unknown (a proxy that sends no
+        // `X-Forwarded-Proto`), the Origin's is taken.
         let host = host.split(',').next().unwrap_or("").trim();
         url::Url::parse(origin).is_ok_and(|u| {
             let Some(origin_port) = u.port_or_known_default() else {
                 return false;
             };
-            let Ok(h) = url::Url::parse(&format!("{}://{host}", u.scheme())) else {
+            let scheme = self.scheme.as_deref().unwrap_or(u.scheme());
+            if scheme != u.scheme() {
+                return false;
+            }
+            let Ok(h) = url::Url::parse(&format!("{scheme}://{host}")) else {
                 return false;
             };
             h.host_str()
@@ -339,7 +352,7 @@ mod tests {
     /// cross-origin: the port the browser leaves out was compared as text.
     #[test]
     fn an_origin_matches_its_host_with_the_schemes_port_filled_in() {
-        let same = |host: &str, origin: &str| {
+        let with = |scheme: Option<&str>, host: &str, origin: &str| {
             Req {
                 method: "POST".into(),
                 path: "/login".into(),
@@ -348,10 +361,40 @@ mod tests {
                 body: Vec::new(),
                 client_ip: IpAddr::from([127, 0, 0, 1]),
                 secure: false,
+                scheme: scheme.map(str::to_string),
                 host: Some(host.into()),
             }
             .same_origin(true)
         };
+        let same = |host: &str, origin: &str| with(None, host, origin);
+        // Found by the SPEC audit: the scheme was not compared, so a page
+        // of `http://h` passed for `https://h` behind a TLS proxy, and an
+        // `https://` origin for the plain listener.
+        assert!(with(
+            Some("https"),
+            "mail.example.com",
+            "https://mail.example.com"
+        ));
+        assert!(!with(
+            Some("https"),
+            "mail.example.com",
+            "http://mail.example.com"
+        ));
+        assert!(!with(
+            Some("https"),
+            "mail.example.com:80",
+            "http://mail.example.com"
+        ));
+        assert!(with(
+            Some("http"),
+            "127.0.0.1:8080",
+            "http://127.0.0.1:8080"
+        ));
+        assert!(!with(
+            Some("http"),
+            "127.0.0.1:8080",
+            "https://127.0.0.1:8080"
+        ));
         assert!(same("mail.example.com", "https://mail.example.com"));
         assert!(same("mail.example.com:443", "https://mail.example.com"));
         assert!(same(

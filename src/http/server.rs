@@ -160,6 +160,15 @@ fn read_request(site: &dyn Site, request: &mut tiny_http::Request) -> Result<Req
     };
     let secure =
         from_proxy && get("X-Forwarded-Proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    // The scheme the client used: ours (plain HTTP) when it reached us
+    // itself; a trusted proxy's word, else unknown.
+    let scheme = if from_proxy {
+        get("X-Forwarded-Proto")
+            .map(|p| p.to_ascii_lowercase())
+            .filter(|p| p == "http" || p == "https")
+    } else {
+        Some("http".to_string())
+    };
     let host = from_proxy
         .then(|| get("X-Forwarded-Host"))
         .flatten()
@@ -222,6 +231,7 @@ fn read_request(site: &dyn Site, request: &mut tiny_http::Request) -> Result<Req
         body,
         client_ip,
         secure,
+        scheme,
         host,
     })
 }
