@@ -638,7 +638,8 @@ fn api_route(ctx: &Ctx, req: &Req, rows: &Fits<'_, '_>) -> (Reply, &'static str)
                     ))
                 }
             };
-            query_refusal(req, r.query).map_or_else(|| f(ctx, req, params), Err)
+            (query_refusal(req, r.query).or_else(|| body_refusal(req, r)))
+                .map_or_else(|| f(ctx, req, params), Err)
         }),
         // The table's test holds every API row to an API handler.
         _ => Err(Reply::error(500, "internal error")),
@@ -672,6 +673,42 @@ fn query_refusal(req: &Req, takes: &[&[&str]]) -> Option<Reply> {
         }
     }
     None
+}
+
+/// The API's only POST that reads a body; the others act on what their
+/// path and query name.
+const POST_WITH_BODY: &str = "/api/test-webhook";
+
+/// 400 for a body sent to an API POST that reads none (white space, `{}`
+/// and `null` pass, as clients send them by habit): it was ignored, and
+/// `{"account":"work"}` to `/api/activity/retry` retried every account's
+/// failed mail (the SPEC audit).
+fn body_refusal(req: &Req, r: &Route) -> Option<Reply> {
+    if req.method != "POST" || r.pattern == POST_WITH_BODY {
+        return None;
+    }
+    let body = String::from_utf8_lossy(&req.body);
+    let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    if matches!(compact.as_str(), "" | "{}" | "null") {
+        return None;
+    }
+    let hint = if r.query.is_empty() {
+        "what it acts on is named in its path".to_string()
+    } else {
+        let takes: Vec<&str> = r.query.iter().flat_map(|t| t.iter().copied()).collect();
+        format!(
+            "what it acts on is named in its path and query ({})",
+            takes
+                .iter()
+                .map(|t| format!("`?{t}=`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(Reply::error(
+        400,
+        format!("body: this route reads no body; {hint}"),
+    ))
 }
 
 /// A dashboard request: the checks of its access in order, then the
