@@ -741,6 +741,12 @@ fn login_sessions_logout_and_limits() {
         (&origin, "https", 403),
         (&https, "http", 403),
         (&https, "https", 200),
+        // The first of a list, as proxies in a chain write it; a word that
+        // is no scheme matches no origin (the regression audit).
+        (&origin, "https,https", 403),
+        (&origin, "https, http", 403),
+        (&https, "https, http", 200),
+        (&origin, "wss", 403),
     ] {
         let headers = [("Origin", origin.as_str()), ("X-Forwarded-Proto", proto)];
         let r = with_cookie("POST", "/api/accounts/work/process", &headers);

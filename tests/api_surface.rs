@@ -175,6 +175,18 @@ fn a_json_body_is_one_object_with_known_fields_and_no_key_twice() {
             "garbage",
             "body: this route reads no body; what it acts on is named in its path",
         ),
+        // (The regression audit: spaces inside a word, or a space
+        // outside ASCII, are no empty body.)
+        (
+            "/api/accounts/work/pause",
+            "n u l l",
+            "body: this route reads no body",
+        ),
+        (
+            "/api/accounts/work/pause",
+            "\u{a0}",
+            "body: this route reads no body",
+        ),
     ] {
         let r = m.post_with(path, TOKEN, body);
         assert_eq!(r.status, 400, "{path} {body}: {}", r.text);
@@ -182,7 +194,7 @@ fn a_json_body_is_one_object_with_known_fields_and_no_key_twice() {
         assert!(e.starts_with(says), "{path} {body}: {}", r.text);
     }
     // What clients send by habit for "no body" passes.
-    for empty in ["", " \n", "{}", "{ }", "null"] {
+    for empty in ["", " \n", "{}", "{ }", "\r\n{\n}\n", "null"] {
         let r = m.post_with("/api/activity/retry", TOKEN, empty);
         assert_eq!(r.status, 200, "{empty:?}: {}", r.text);
     }

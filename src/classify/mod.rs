@@ -25,6 +25,7 @@ pub use pool::{providers, Job, Pool};
 pub use prompt::{answer_schema, parse_answer, prompt, DEFAULT_INSTRUCTIONS, MAX_REASONING_CHARS};
 pub use provider::Provider;
 pub use rules::Rules;
+pub use streaks::State;
 // A message as the classifier reads it: its own module, below `learn`
 // and `classify` both.
 pub use crate::email::{truncate, Email, MAX_HEADER_CHARS};

@@ -130,13 +130,12 @@ impl Pool {
             .collect()
     }
 
-    /// Each provider asked since the start, and why it is down (`None`
-    /// while it is not): what the log said when it went down.
-    pub fn provider_states(&self) -> std::collections::BTreeMap<String, Option<String>> {
+    /// Each provider asked since the start, and how it is doing.
+    pub fn provider_states(&self) -> std::collections::BTreeMap<String, super::streaks::State> {
         self.lanes
             .lock()
             .iter()
-            .map(|(name, l)| (name.clone(), l.streaks.why_down()))
+            .map(|(name, l)| (name.clone(), l.streaks.state()))
             .collect()
     }
 

@@ -36,6 +36,22 @@ pub(super) struct Streaks {
     /// What the log said when the provider went down (for the dashboard);
     /// read only while [`Streaks::down`].
     why: Mutex<String>,
+    /// Whether any call was answered since the start (a verdict or not).
+    answered: std::sync::atomic::AtomicBool,
+}
+
+/// A provider as the dashboard tells it (`/health` reads only down or
+/// not).
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    /// Its last call was answered with a verdict.
+    Answering,
+    /// Asked, and no call answered yet.
+    Unanswered,
+    /// Its last calls failed, not yet enough of them to be down: why.
+    Failing(String),
+    /// Down (see [`Streaks::down`]): what the log said.
+    Down(String),
 }
 
 impl Streaks {
@@ -49,6 +65,33 @@ impl Streaks {
     /// not.
     pub fn why_down(&self) -> Option<String> {
         self.down().then(|| self.why.lock().clone())
+    }
+
+    /// How the provider is doing, for the dashboard: a provider whose
+    /// first two calls were refused read "answering" there (the
+    /// regression audit), as `/health` reads it `ok` until the third.
+    pub fn state(&self) -> State {
+        if let Some(why) = self.why_down() {
+            return State::Down(why);
+        }
+        let unanswered = self.unanswered.load(Ordering::SeqCst);
+        if unanswered > 0 {
+            return State::Failing(format!(
+                "its last {unanswered} call(s) got no answer (down at {DOWN_AFTER})"
+            ));
+        }
+        let useless = self.useless.lock().len();
+        if useless > 0 {
+            return State::Failing(format!(
+                "the calls for its last {useless} message(s) were refused or had no verdict \
+                 (down at {USELESS_AFTER})"
+            ));
+        }
+        if self.answered.load(Ordering::SeqCst) {
+            State::Answering
+        } else {
+            State::Unanswered
+        }
     }
 
     /// Starts both counts again (the provider's settings changed); whether
@@ -77,6 +120,7 @@ impl Streaks {
             }
             Err(e) => {
                 // An answer, if not a verdict: the provider is reachable.
+                self.answered.store(true, Ordering::SeqCst);
                 let was = self.unanswered.swap(0, Ordering::SeqCst) >= DOWN_AFTER;
                 if useless(e) {
                     let mut seen = self.useless.lock();
@@ -95,6 +139,7 @@ impl Streaks {
                 }
             }
             Ok(_) => {
+                self.answered.store(true, Ordering::SeqCst);
                 if self.reset() {
                     log::info!("provider {provider}: answering again");
                 }
@@ -189,7 +234,13 @@ mod tests {
     #[test]
     fn three_calls_without_an_answer_are_down_until_an_answer() {
         let s = Streaks::default();
+        assert_eq!(s.state(), State::Unanswered);
         s.count("p", "m1", &http(503));
+        assert!(
+            matches!(s.state(), State::Failing(ref w) if w.starts_with("its last 1 call(s)")),
+            "{:?}",
+            s.state()
+        );
         s.count("p", "m1", &http(503));
         assert!(!s.down());
         s.count("p", "m2", &http(503));
@@ -203,6 +254,10 @@ mod tests {
         s.count("p", "m3", &http(400));
         assert!(!s.down());
         assert_eq!(s.why_down(), None);
+        // Reachable, but of no use to that message: failing, not down.
+        assert!(matches!(s.state(), State::Failing(_)), "{:?}", s.state());
+        s.count("p", "m4", &Ok::<(), ClassifyError>(()));
+        assert_eq!(s.state(), State::Answering);
     }
 
     #[test]

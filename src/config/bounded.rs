@@ -78,17 +78,17 @@ fn duplicate_told_by_its_lines(
 fn duplicate_lines(text: &str, key: &str, start: Option<(usize, usize)>) -> Option<(usize, usize)> {
     let (from, column) = start.unwrap_or((1, 1));
     let indent = column.checked_sub(1)?;
+    // The key as written, plain or quoted, then its colon (after spaces:
+    // `log_level : info`, the regression audit) and a blank or the end.
     let is_key = |s: &str| {
-        [
-            format!("{key}:"),
-            format!("\"{key}\":"),
-            format!("'{key}':"),
-        ]
-        .iter()
-        .any(|k| {
-            s.strip_prefix(k.as_str())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
-        })
+        [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
+            .iter()
+            .any(|k| {
+                s.strip_prefix(k.as_str())
+                    .map(|rest| rest.trim_start_matches(' '))
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+            })
     };
     let mut found = Vec::new();
     for (n, line) in text.lines().enumerate().skip(from.checked_sub(1)?) {
@@ -393,6 +393,13 @@ mod tests {
         assert!(
             quoted.contains("again at line 4 (first at line 2)"),
             "{quoted}"
+        );
+        let spaced = from_str("log_level : info\nlog_level: debug\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            spaced.contains("again at line 2 (first at line 1)"),
+            "{spaced}"
         );
         let flow = from_str("a: {k: 1, k: 2}\n").unwrap_err().to_string();
         assert!(flow.contains("(told where the mapping starts)"), "{flow}");

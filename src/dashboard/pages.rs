@@ -261,6 +261,7 @@ pub fn overview(ctx: &Ctx, s: &Session) -> Reply {
 /// provider that parked every message read nowhere on the dashboard,
 /// beside accounts shown connected).
 fn providers(ctx: &Ctx, config: &crate::config::Config) -> Markup {
+    use crate::classify::State;
     let states = ctx.classifier.provider_states();
     html! {
         section aria-labelledby="h-providers" {
@@ -288,8 +289,12 @@ fn providers(ctx: &Ctx, config: &crate::config::Config) -> Markup {
                                     @match states.get(&p.name) {
                                         _ if users.is_empty() => span.muted { "not asked" },
                                         None => span.muted { "not asked since the start" },
-                                        Some(None) => (layout::badge("answering")),
-                                        Some(Some(why)) => {
+                                        Some(State::Unanswered) => span.muted { "asked, no answer yet" },
+                                        Some(State::Answering) => (layout::badge("answering")),
+                                        Some(State::Failing(why)) => {
+                                            (layout::badge("failing")) " " (why)
+                                        }
+                                        Some(State::Down(why)) => {
                                             (layout::badge("down")) " "
                                             span.err { (super::words::error_markup(
                                                 why, Some(&format!("{}'s state", p.name)))) }

@@ -159,7 +159,10 @@ impl Email {
                     })
                     .filter(|b| !b.trim().is_empty())
                     .or_else(|| stray_text(&msg, raw))
-                    .map_or_else(|| attached_texts(&msg), |b| b + &attached_texts(&msg))
+                    .map_or_else(
+                        || attached_texts(&msg).trim_start().to_string(),
+                        |b| b + &attached_texts(&msg),
+                    )
             } else {
                 String::new()
             },

@@ -677,6 +677,7 @@ fn a_message_forwarded_as_an_attachment_is_read_below_the_forwards_text() {
             From: x@y.example\r\nSubject: Lunch\r\n\r\nPizza at noon\r\n";
     let e = Email::parse(bare).unwrap();
     assert!(e.body.contains("Pizza at noon"), "{}", e.body);
+    assert!(e.body.starts_with("----"), "{:?}", e.body);
     // Headers alone (the rules' parse) read no body at all.
     assert_eq!(Email::parse_headers(raw).unwrap().body, "");
 }

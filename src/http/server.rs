@@ -158,17 +158,26 @@ fn read_request(site: &dyn Site, request: &mut tiny_http::Request) -> Result<Req
     } else {
         peer
     };
-    let secure =
-        from_proxy && get("X-Forwarded-Proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
     // The scheme the client used: ours (plain HTTP) when it reached us
-    // itself; a trusted proxy's word, else unknown.
+    // itself; a trusted proxy's word (the first of a list, as for
+    // `X-Forwarded-Host`: proxies in a chain append), else unknown. A word
+    // that is no scheme a page has is kept, so no origin matches it (the
+    // regression audit: `https,https` read as unknown let a page of
+    // `http://h` write to `https://h`).
     let scheme = if from_proxy {
         get("X-Forwarded-Proto")
-            .map(|p| p.to_ascii_lowercase())
-            .filter(|p| p == "http" || p == "https")
+            .map(|p| {
+                p.split(',')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .filter(|p| !p.is_empty())
     } else {
         Some("http".to_string())
     };
+    let secure = scheme.as_deref() == Some("https") && from_proxy;
     let host = from_proxy
         .then(|| get("X-Forwarded-Host"))
         .flatten()

@@ -688,8 +688,12 @@ fn body_refusal(req: &Req, r: &Route) -> Option<Reply> {
         return None;
     }
     let body = String::from_utf8_lossy(&req.body);
-    let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
-    if matches!(compact.as_str(), "" | "{}" | "null") {
+    let body = body.trim_matches(|c: char| c.is_ascii_whitespace());
+    let empty_object = body
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .is_some_and(|inside| inside.bytes().all(|b| b.is_ascii_whitespace()));
+    if body.is_empty() || body == "null" || empty_object {
         return None;
     }
     let hint = if r.query.is_empty() {
