@@ -152,7 +152,7 @@ impl Metrics {
                 &registry,
                 IntCounter::new(
                     "webhook_dropped_total",
-                    "Webhook events dropped: a target's delivery queue was full, or the entry they were queued for was removed by a reload.",
+                    "Webhook events dropped: a target's delivery queue was full, or a reload removed the entry they were queued for or took them out of its events.",
                 )
                 .expect("valid metric"),
             ),

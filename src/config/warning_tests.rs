@@ -222,3 +222,25 @@ fn two_accounts_watching_the_same_mailbox_are_a_warning() {
         assert!(warnings(&apart).is_empty(), "{:?}", warnings(&apart));
     }
 }
+
+/// Found by an integrator's audit: `events: []` passed check-config, and
+/// the entry was then sent nothing at all.
+#[test]
+fn a_webhook_that_takes_no_event_is_a_warning() {
+    let text = |events: &str| {
+        format!(
+            "webhooks:\n  - {{ url: \"https://hooks.example.com/a\"{events} }}\n\
+             accounts: []\n"
+        )
+    };
+    let none = parse_str(&text(", events: []")).unwrap();
+    let w = warnings(&none).join("\n");
+    assert!(
+        w.contains("webhooks[0].events: an empty list, so this entry is sent no event at all"),
+        "{w}"
+    );
+    for some in ["", ", events: [error]"] {
+        let c = parse_str(&text(some)).unwrap();
+        assert!(warnings(&c).is_empty(), "{some}: {:?}", warnings(&c));
+    }
+}

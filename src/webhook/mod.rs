@@ -315,8 +315,9 @@ impl Shared {
                 )
             }
             None => log::warn!(
-                "webhooks: dropped {n} more event(s) since the last warning (a target's delivery \
-                 queue full, or the entry an event was queued for removed)"
+                "webhooks: dropped {n} event(s) since the last warning (a target's delivery queue \
+                 full, or a reload removed the entry an event was queued for or took the event \
+                 out of its `events`)"
             ),
         }
     }
@@ -800,7 +801,8 @@ fn deliver(
         shared.metrics.webhook_dropped.inc();
         shared.unlogged_drops.fetch_add(1, Ordering::Relaxed);
         log::debug!(
-            "webhooks: {name} ({}) to {}: its entry is no longer configured; dropped",
+            "webhooks: {name} ({}) to {}: its entry is no longer configured or no longer takes \
+             this event; dropped",
             event.account,
             shown_url(url)
         );

@@ -138,6 +138,23 @@ pub fn warnings(c: &Config) -> Vec<String> {
             ));
         }
     }
+    // An empty list takes no event at all: the entry is never sent
+    // anything, and nothing said so (an integrator's audit); leaving
+    // `events` out takes them all.
+    let hooks = (c.webhooks.iter().enumerate())
+        .map(|(i, h)| (format!("webhooks[{i}]"), h))
+        .chain(c.accounts.iter().enumerate().flat_map(|(i, a)| {
+            (a.webhooks.iter().enumerate())
+                .map(move |(j, h)| (format!("accounts[{i}].webhooks[{j}]"), h))
+        }));
+    for (at, h) in hooks {
+        if h.events.as_ref().is_some_and(Vec::is_empty) {
+            w.push(format!(
+                "{at}.events: an empty list, so this entry is sent no event at all; leave \
+                 `events` out to send it every event, or name the ones it wants"
+            ));
+        }
+    }
     w.extend(model_folder_lists(c));
     w.extend(shared_mailboxes(c));
     // Said at `run` only before (the first-hour audit): check-config, which
