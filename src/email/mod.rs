@@ -167,8 +167,18 @@ impl Email {
                 String::new()
             },
             attachments: if body {
+                // A forwarded message is named by its subject, as a mail
+                // client lists it (it read "(unnamed)": the regression
+                // audit).
                 msg.attachments()
-                    .map(|a| a.attachment_name().unwrap_or("(unnamed)").to_string())
+                    .map(|a| match (a.attachment_name(), a.message()) {
+                        (Some(name), _) => name.to_string(),
+                        (None, Some(m)) => format!(
+                            "message: {}",
+                            visible(truncate(m.subject().unwrap_or("").trim(), 200), ' ')
+                        ),
+                        (None, None) => "(unnamed)".to_string(),
+                    })
                     .collect()
             } else {
                 Vec::new()

@@ -671,6 +671,7 @@ fn a_message_forwarded_as_an_attachment_is_read_below_the_forwards_text() {
     assert!(after.contains("Subject: Signed contract"), "{after}");
     assert!(after.contains("contract is signed"), "{after}");
     assert!(!after.contains('<'), "{after}");
+    assert_eq!(e.attachments, ["message: Signed contract"]);
     // The forward with no text of its own: the attached message's.
     let bare = b"From: boss@example.org\r\nSubject: Fwd\r\nMIME-Version: 1.0\r\n\
             Content-Type: message/rfc822\r\n\r\n\
