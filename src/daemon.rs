@@ -40,6 +40,10 @@ pub fn run(loaded: Loaded, logs: Arc<LogRing>) -> Result<(), String> {
     let (listener, addr) = crate::http::bind(config)?;
     let store = Arc::new(Store::open_configured(&config.storage.path)?);
     let _one_service = crate::store::hold_for_service(&config.storage.path)?;
+    // Said before any account starts (see `config::renamed_by_reading`).
+    for w in crate::config::renamed_by_reading(config, &store.accounts_seen().unwrap_or_default()) {
+        log::warn!("{w}");
+    }
     let session_secret = session_secret(config, &store)?;
     let metrics = Arc::new(Metrics::new());
 

@@ -291,7 +291,12 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             let empty = mailproc::store::empty_file_warning(&loaded.config.storage.path);
-            for w in config::warnings(&loaded.config).into_iter().chain(empty) {
+            let seen = mailproc::store::accounts_seen_at(&loaded.config.storage.path);
+            let renamed = config::renamed_by_reading(&loaded.config, &seen);
+            for w in (config::warnings(&loaded.config).into_iter())
+                .chain(empty)
+                .chain(renamed)
+            {
                 logging::to_stderr(logging::WARNING, &format!("warning: {w}"));
             }
             outln!(

@@ -43,6 +43,7 @@ pub use redact::{
 };
 pub use schema::*;
 pub use typed::{plain_types, split_problem, steps as path_steps, Step as PathStep};
+pub use validate::renamed_by_reading;
 pub use validate::{
     framing_header, is_field_name, read_certificate, sendable_header_value, signing_key,
     too_many_headers, validate, warnings, BAD_HEADER_VALUE, FRAMING_HEADER, TOO_MANY_HEADERS,

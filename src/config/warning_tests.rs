@@ -244,3 +244,30 @@ fn a_webhook_that_takes_no_event_is_a_warning() {
         assert!(warnings(&c).is_empty(), "{some}: {:?}", warnings(&c));
     }
 }
+
+/// Found by the deployment audit: an account named `1.10`, which an
+/// earlier version read as `1.1`, started anew under its name as written
+/// (with `backlog: all`, its 33 messages decided and acted on again), and
+/// the "check before upgrading" advice had no output to compare.
+#[test]
+fn an_account_whose_history_is_under_yamls_reading_of_its_name_is_a_warning() {
+    use super::validate::warnings::number_reading;
+    assert_eq!(number_reading("1.10").as_deref(), Some("1.1"));
+    assert_eq!(number_reading("0x1F").as_deref(), Some("31"));
+    assert_eq!(number_reading("True").as_deref(), Some("true"));
+    assert_eq!(number_reading("1.1"), None, "read the same");
+    assert_eq!(number_reading("work"), None);
+    let c =
+        parse_str("accounts:\n  - { name: 1.10, imap: { host: h, username: u, password: p } }\n")
+            .unwrap();
+    assert_eq!(c.accounts[0].name, "1.10");
+    let w = renamed_by_reading(&c, &["1.1".to_string()]).join("\n");
+    assert!(
+        w.contains("accounts[0].name: 1.10 is used as written since this version")
+            && w.contains("write `name: '1.1'`"),
+        "{w}"
+    );
+    // Its own history, or none under the old reading: nothing to say.
+    assert!(renamed_by_reading(&c, &["1.1".into(), "1.10".into()]).is_empty());
+    assert!(renamed_by_reading(&c, &["other".into()]).is_empty());
+}

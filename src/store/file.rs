@@ -430,6 +430,27 @@ fn check_contents(path: &Path) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The accounts the database at `path` keeps watermarks of (folders it has
+/// seen), read without writing (`check-config`); none when it cannot be
+/// read so.
+pub fn accounts_seen_at(path: &Path) -> Vec<String> {
+    use rusqlite::OpenFlags;
+    let Ok(conn) = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return Vec::new();
+    };
+    accounts_seen(&conn).unwrap_or_default()
+}
+
+/// The accounts `folder_state` keeps watermarks of.
+pub(super) fn accounts_seen(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut st = conn.prepare("SELECT DISTINCT account FROM folder_state")?;
+    let rows = st.query_map([], |r| r.get(0))?;
+    rows.collect()
+}
+
 /// Who the check ran as: an operator checking a file as themselves, not
 /// as the service's user, is told so.
 fn as_whom() -> String {

@@ -405,6 +405,13 @@ impl Store {
         })
     }
 
+    /// The accounts whose folders the database keeps watermarks of.
+    pub fn accounts_seen(&self) -> Result<Vec<String>> {
+        self.op("accounts_seen", || {
+            Ok(super::file::accounts_seen(&self.conn.lock())?)
+        })
+    }
+
     /// `(uidvalidity, last_uid)` of a watched folder, if it was seen before.
     pub fn folder_state(&self, account: &str, mailbox: &str) -> Result<Option<(u32, u32)>> {
         self.op("folder_state", || {

@@ -52,7 +52,7 @@ use schema::MIGRATIONS;
 pub use activity::{search_refusal, ActivityEntry, ActivityQuery, Stats, MAX_SEARCH_CHARS};
 pub use attention::{AccountNote, Attention};
 pub use deliveries::Delivery;
-pub use file::{check_path, empty_file_warning, hold_for_service};
+pub use file::{accounts_seen_at, check_path, empty_file_warning, hold_for_service};
 pub use finished::{Finished, FinishedIn, FinishedMove};
 pub use generations::{Earlier, FirstSight};
 pub use journal::{
@@ -548,8 +548,9 @@ impl Store {
                 Cause::Schema(format!(
                     "database schema version {version} is older than this mailproc's ({}), and \
                      another mailproc holds the file as its service: nothing was changed; stop \
-                     that service and start it with this mailproc (its start moves the file to \
-                     version {}), then run this again",
+                     that service first: this mailproc's service moves the file to version {} \
+                     as it starts (a command such as `set-password` or `train` is run again \
+                     after that start)",
                     MIGRATIONS.len(),
                     MIGRATIONS.len()
                 )),

@@ -171,7 +171,7 @@ pub fn folder_name_problem(name: &str) -> Option<String> {
     None
 }
 
-pub use warnings::warnings;
+pub use warnings::{renamed_by_reading, warnings};
 
 /// The IPv6 address inside `[…]`, as a URL writes one, where a bare
 /// address is wanted (`imap.host`, `server.bind`).
@@ -796,7 +796,7 @@ fn unsendable(secret: &str) -> Option<String> {
     ))
 }
 
-mod warnings;
+pub(crate) mod warnings;
 
 #[cfg(test)]
 mod tests;

@@ -301,3 +301,42 @@ fn provider_warnings(at: &str, pr: &ProviderConfig) -> Vec<String> {
     }
     w
 }
+
+/// What YAML's own reading makes of `name` when it is no text: the number
+/// or boolean an unquoted `1.10`, `0x1F` or `True` was before this version
+/// read names as written (`1.1`, `31`, `true`); `None` when it is text.
+pub fn number_reading(name: &str) -> Option<String> {
+    let read = match serde_norway::from_str::<serde_norway::Value>(name).ok()? {
+        serde_norway::Value::Number(n) => n.to_string(),
+        serde_norway::Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    (read != name).then_some(read)
+}
+
+/// Accounts whose name, written unquoted, an earlier version read as a
+/// number (`name: 1.10` as `1.1`), when the database keeps the history of
+/// that reading and none of the name as written (`seen`: the accounts it
+/// keeps watermarks of): the account would start anew under its new name,
+/// and with `backlog: all` decide its folders' mail again (the deployment
+/// audit: 33 messages acted on twice, and nothing said so).
+pub fn renamed_by_reading(c: &Config, seen: &[String]) -> Vec<String> {
+    let mut w = Vec::new();
+    for (i, a) in c.accounts.iter().enumerate() {
+        let Some(old) = number_reading(&a.name) else {
+            continue;
+        };
+        let configured = |n: &str| c.accounts.iter().any(|b| b.name == n);
+        if seen.contains(&old) && !seen.contains(&a.name) && !configured(&old) {
+            w.push(format!(
+                "accounts[{i}].name: {name} is used as written since this version; an earlier \
+                 one read it as YAML's number {old}, and the database keeps the history of an \
+                 account named {old} and none of {name}: to go on as before, write \
+                 `name: '{old}'`; as it is, the account starts anew (with `backlog: all`, it \
+                 decides its folders' mail again)",
+                name = a.name
+            ));
+        }
+    }
+    w
+}

@@ -429,7 +429,7 @@ fn an_older_file_a_running_service_holds_is_not_migrated_under_it() {
     let e = Store::open(&p).err().expect("refused").to_string();
     assert!(
         e.contains("schema version 9 is older than this mailproc's")
-            && e.contains("stop that service and start it with this mailproc"),
+            && e.contains("stop that service first: this mailproc's service moves the file"),
         "{e}"
     );
     assert_eq!(version(), 9);
