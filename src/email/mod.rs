@@ -149,14 +149,7 @@ impl Email {
                     .collect()
             },
             body: if body {
-                msg.text_part(0)
-                    .and_then(|p| {
-                        let text = written_text(p, &msg)?;
-                        Some(match p.body {
-                            mail_parser::PartType::Html(_) => html_to_text(&text),
-                            _ => text.into_owned(),
-                        })
-                    })
+                message_text(&msg)
                     .filter(|b| !b.trim().is_empty())
                     .or_else(|| stray_text(&msg, raw))
                     .map_or_else(
@@ -337,16 +330,7 @@ fn attached_texts(msg: &mail_parser::Message<'_>) -> String {
     let mut out = String::new();
     let inner = msg.attachments().filter_map(|a| a.message());
     for m in inner.take(ATTACHED_MESSAGES) {
-        let text = m
-            .text_part(0)
-            .and_then(|p| {
-                let text = written_text(p, m)?;
-                Some(match p.body {
-                    mail_parser::PartType::Html(_) => html_to_text(&text),
-                    _ => text.into_owned(),
-                })
-            })
-            .unwrap_or_default();
+        let text = message_text(m).unwrap_or_default();
         let from = (m.from().and_then(|a| a.first()))
             .and_then(|a| a.address())
             .unwrap_or("");
@@ -362,6 +346,17 @@ fn attached_texts(msg: &mail_parser::Message<'_>) -> String {
         ));
     }
     out
+}
+
+/// The text of `msg`'s first text part (a message's own, or one attached
+/// to it), HTML converted.
+fn message_text(msg: &mail_parser::Message<'_>) -> Option<String> {
+    let p = msg.text_part(0)?;
+    let text = written_text(p, msg)?;
+    Some(match p.body {
+        mail_parser::PartType::Html(_) => html_to_text(&text),
+        _ => text.into_owned(),
+    })
 }
 
 /// A text part's text, HTML not yet converted. A part the parser found no

@@ -177,7 +177,8 @@ fn read_request(site: &dyn Site, request: &mut tiny_http::Request) -> Result<Req
     } else {
         Some("http".to_string())
     };
-    let secure = scheme.as_deref() == Some("https") && from_proxy;
+    // (A client of our own plain listener is `http`.)
+    let secure = scheme.as_deref() == Some("https");
     let host = from_proxy
         .then(|| get("X-Forwarded-Host"))
         .flatten()
